@@ -1,0 +1,48 @@
+"""ember's CPU backend: the numpy reference every other backend is checked against.
+
+It is an ordinary plug-in: registered through the ``ember.backends`` entry point like any
+third-party package, built from the core's array-module kit with ``xp = numpy``.
+"""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from ember.kit import ArrayBackend, register_array_kernels
+from ember.runtime import hookimpl
+
+
+class _LazyModule:
+    """scipy.special, imported on first use (it costs ~0.1 s; most programs never need it)."""
+
+    def __init__(self, name):
+        self._name = name
+        self._mod = None
+
+    def __getattr__(self, attr):
+        if self._mod is None:
+            self._mod = importlib.import_module(self._name)
+        return getattr(self._mod, attr)
+
+
+class CPUBackend(ArrayBackend):
+    name = "cpu"
+    xp = np
+    special = _LazyModule("scipy.special")
+
+    def __init__(self):
+        super().__init__()
+        register_array_kernels(self)
+
+    def device_count(self) -> int:
+        return 1
+
+    def device_name(self, index: int) -> str:
+        import platform
+        return platform.processor() or platform.machine() or "cpu"
+
+
+@hookimpl
+def ember_register_backends(registry):
+    registry.add(CPUBackend())

@@ -1,0 +1,79 @@
+"""ember: a PyTorch-style tensor runtime whose devices are plug-ins.
+
+``import ember`` reads the names of installed backends (entry points in ``ember.backends``) but
+imports none of them; each loads the first time its device is used.
+"""
+from __future__ import annotations
+
+from . import _dtype
+from ._defaults import get_default_device, set_default_device
+from ._device import device
+from ._dtype import (bfloat16, complex64, complex128, float16, float32, float64, int8, int16,
+                     int32, int64, uint8, get_default_dtype, set_default_dtype, promote_types,
+                     can_cast)
+from ._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
+from ._dtype import dtype
+from ._tensor import Size, Tensor
+from ._tensor_str import set_printoptions
+from .dispatch import keys as _keys
+from .ops import conversion as _conversion
+from .ops import elementwise as _elementwise
+from .ops import factories as _factories
+from .ops import views as _views
+from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, clip_, div,
+                              divide, elu, gelu, hardtanh, leaky_relu, nan_to_num, round, softplus,
+                              sub, subtract, true_divide, where)
+from .ops.factories import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
+                            from_numpy, full, full_like, linspace, logspace, ones, ones_like,
+                            tensor, zeros, zeros_like)
+from .ops.views import (as_strided, broadcast_tensors, broadcast_to, chunk, diagonal, flatten,
+                        movedim, moveaxis, narrow, permute, reshape, select, split, squeeze,
+                        swapaxes, swapdims, t, tensor_split, transpose, unbind, unflatten,
+                        unsqueeze)
+from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, seed,
+                         set_rng_state)
+from .runtime.registry import registry as _registry
+
+# aliases PyTorch has
+half, double, short, long, cfloat, cdouble = float16, float64, int16, int64, complex64, complex128
+int = int32  # noqa: A001
+float = float32  # noqa: A001
+
+globals().update({k: v for k, v in _elementwise.unary_api.items() if not k.endswith("_")})
+globals().update({k: v for k, v in _elementwise.binary_api.items() if not k.endswith("_")})
+result_type = _dtype.result_type
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t) -> bool:
+    return t.is_floating_point()
+
+
+def is_complex(t) -> bool:
+    return t.is_complex()
+
+
+def numel(t) -> int:
+    return t.numel()
+
+
+def _announce_backend(name: str) -> None:
+    _conversion.device_tensor_methods(name)
+
+
+_registry.on_new_name(_announce_backend)
+_registry.discover()
+
+
+def __getattr__(name):
+    # ember.<backend>: the device module of any installed backend, loaded or not
+    if _registry.is_known(name):
+        from .runtime.device_module import device_module
+        return device_module(name)
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")
+
+
+__version__ = "0.1.0"

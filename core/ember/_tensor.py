@@ -1,0 +1,281 @@
+"""``Tensor``: a strided view of a Storage, plus autograd metadata.
+
+The class holds metadata and the conversions; operators and methods are attached by the op
+modules (``ember.ops.*``) next to the ops they call, so one module owns one family of ops.
+Tensor objects are made on every op, so they are kept light: ``__slots__``, strides in elements,
+autograd metadata created only for tensors that take part in autograd.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtype
+from .dispatch import keys as _keys
+
+
+class Tensor:
+    __slots__ = ("_storage", "_shape", "_stride", "_offset", "dtype", "device", "_ks",
+                 "_native", "_ag", "__weakref__", "__dict__")
+
+    # ember.Tensor(...) as a constructor is rare in modern PyTorch code; ember.tensor is the API.
+    def __new__(cls, *args, **kwargs):
+        if args or kwargs:
+            from .ops.factories import tensor
+            t = tensor(*args, **kwargs)
+            return t if cls is Tensor else t.as_subclass(cls)
+        from .ops.factories import empty
+        return empty(0) if cls is Tensor else empty(0).as_subclass(cls)
+
+    @classmethod
+    def _make(cls, storage, shape, stride, offset, dtype, device, native=None):
+        t = object.__new__(cls)
+        t._storage = storage
+        t._shape = shape
+        t._stride = stride
+        t._offset = offset
+        t.dtype = dtype
+        t.device = device
+        t._ks = device._key or _keys.device_key(device)
+        t._native = native
+        t._ag = None
+        return t
+
+    def as_subclass(self, cls):
+        t = cls._make(self._storage, self._shape, self._stride, self._offset, self.dtype,
+                      self.device, self._native)
+        return t
+
+    def _view_of(self, shape, stride, offset):
+        """A new tensor sharing this one's storage (no autograd bookkeeping here)."""
+        return Tensor._make(self._storage, shape, stride, offset, self.dtype, self.device)
+
+    # -- metadata -------------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._shape)
+        return self._shape[_wrap_dim(dim, len(self._shape), "size")]
+
+    def stride(self, dim=None):
+        if dim is None:
+            return self._stride
+        return self._stride[_wrap_dim(dim, len(self._shape), "stride")]
+
+    def storage_offset(self) -> int:
+        return self._offset
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.dtype.itemsize
+
+    def untyped_storage(self):
+        return self._storage
+
+    def data_ptr(self) -> int:
+        """An identity for the first element: equal for tensors that start at the same memory."""
+        return id(self._storage) * 4096 + self._offset * self.dtype.itemsize
+
+    @property
+    def _version(self) -> int:
+        return self._storage.version
+
+    def _bump_version(self):
+        self._storage.version += 1
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        expected = 1
+        for size, stride in zip(reversed(self._shape), reversed(self._stride)):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.category == _dtype.FLOATING
+
+    def is_complex(self) -> bool:
+        return self.dtype.category == _dtype.COMPLEX
+
+    def is_signed(self) -> bool:
+        return self.dtype.is_signed
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    @property
+    def is_meta(self) -> bool:
+        return self.device.type == "meta"
+
+    def get_device(self) -> int:
+        return -1 if self.device.type == "cpu" else self.device.index
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self):
+        return id(self)
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is "
+                               f"ambiguous")
+        return bool(self.item())
+
+    def __int__(self):
+        return int(self._scalar_value("int"))
+
+    def __float__(self):
+        return float(self._scalar_value("float"))
+
+    def __complex__(self):
+        return complex(self._scalar_value("complex"))
+
+    def __index__(self):
+        if self.dtype.category > _dtype.INTEGRAL or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def _scalar_value(self, what):
+        if self.numel() != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars "
+                             f"(tried {what}() on a tensor of shape {tuple(self._shape)})")
+        return self.item()
+
+    # -- host conversions (these synchronize) ---------------------------------------------------
+    def _backend(self):
+        from .runtime.registry import registry
+        return registry.get(self.device.type)
+
+    def numpy(self, *, force=False):
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if self.device.type != "cpu" and not force:
+            raise TypeError(f"can't convert {self.device.type} device type tensor to numpy. Use "
+                            f"Tensor.cpu() to copy the tensor to host memory first.")
+        return self._backend().to_numpy(self)
+
+    def _host(self):
+        """Values as a numpy array, from any device (may copy)."""
+        return self._backend().to_numpy(self)
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
+                               f"Scalar")
+        return self._host().reshape(()).item()
+
+    def tolist(self):
+        a = self._host()
+        if self.dtype is _dtype.bfloat16 or self.dtype is _dtype.float16:
+            a = a.astype(np.float32)
+        return a.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy(force=self.requires_grad and self.device.type == "cpu")
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        if self.device.type != "cpu":
+            raise BufferError(f"__dlpack__: only cpu tensors export DLPack here; this tensor is "
+                              f"on {self.device}; call .cpu() first")
+        return self._backend().native(self).__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
+    def __repr__(self, *, tensor_contents=None):
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self.ndim == 0 and spec:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+    # -- autograd metadata (filled in by ember.autograd) ----------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        ag = self._ag
+        return ag is not None and ag.requires_grad
+
+    @property
+    def is_leaf(self) -> bool:
+        ag = self._ag
+        return ag is None or ag.grad_fn is None
+
+    @property
+    def grad_fn(self):
+        ag = self._ag
+        return None if ag is None else ag.grad_fn
+
+
+class Size(tuple):
+    """``tensor.shape``: a tuple that prints like PyTorch's ``torch.Size([2, 3])``."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"ember.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item):
+        out = tuple.__getitem__(self, item)
+        return Size(out) if isinstance(item, slice) else out
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+
+def _wrap_dim(dim, ndim, op="op"):
+    """PyTorch's dim wrapping: -1 is the last dim; a 0-d tensor accepts 0 and -1."""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{op}(): dim must be an int, got {type(dim).__name__}")
+    n = ndim if ndim > 0 else 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim + n if dim < 0 else dim

@@ -1,0 +1,1 @@
+"""Dispatch keys, the op registry and the dispatcher (see ``dispatcher.py``)."""

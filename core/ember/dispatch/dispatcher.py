@@ -1,0 +1,246 @@
+"""The dispatcher: an ``Op`` resolves (op, key set) to a handler once, then calls it.
+
+Resolution order for a key set (lowest bit first): functionality handlers (Python mode, tracer,
+vmap, autograd), then the device. For one device: the backend's kernel, else the op's composite
+implementation (written in ember ops, so it runs anywhere), else the CPU fallback if the backend
+opts in, else ``NotImplementedError``. Several devices in one key set go to the mixed-device
+handler, which accepts 0-d CPU tensors as scalars and raises PyTorch's error otherwise.
+"""
+from __future__ import annotations
+
+import warnings
+
+from .. import _dtype
+from .._tensor import Tensor
+from . import keys as K
+
+_ops: dict = {}
+_functionality_handlers: dict = {}
+_warned_fallback: set = set()
+_PLAIN = (int, float, bool, complex, str, type(None), _dtype.dtype)
+
+
+class Op:
+    """One operator: its schema, meta function, optional composite and derivative.
+
+    ``schema`` reads like PyTorch's: ``"add(Tensor self, Tensor other, Scalar alpha, dtype out) ->
+    Tensor"``. Kernels take the op's arguments positionally as written there; Tensors (and lists
+    of Tensors) must be positional so the dispatcher can see them.
+    """
+
+    __slots__ = ("name", "schema", "meta", "composite", "derivative", "mutates", "_cache",
+                 "doc", "__weakref__")
+
+    def __init__(self, schema: str, meta=None, composite=None, mutates=None, doc=None):
+        name = schema.split("(", 1)[0].strip()
+        if not name:
+            raise ValueError(f"bad op schema {schema!r}")
+        self.name = name
+        self.schema = schema
+        self.meta = meta
+        self.composite = composite
+        self.derivative = None
+        if mutates is None:
+            mutates = (0,) if name.endswith("_") and not name.endswith("__") else ()
+        self.mutates = tuple(mutates)
+        self.doc = doc
+        self._cache = {}
+
+    def __call__(self, *args, **kwargs):
+        ks = 0
+        for a in args:
+            c = a.__class__
+            if c is Tensor:
+                ks |= a._ks
+            elif c in _PLAIN:
+                continue
+            elif c is list or c is tuple:
+                for x in a:
+                    if isinstance(x, Tensor):
+                        ks |= x._ks
+            elif isinstance(a, Tensor):
+                ks |= a._ks
+        st = K.state
+        ks = (ks | st.include) & st.keep
+        handler = self._cache.get(ks)
+        if handler is None:
+            handler = self._resolve(ks)
+        return handler(*args, **kwargs)
+
+    def on(self, device, *args, **kwargs):
+        """Call an op that has no tensor input (factories) on ``device``."""
+        st = K.state
+        ks = ((device._key or K.device_key(device)) | st.include) & st.keep
+        handler = self._cache.get(ks)
+        if handler is None:
+            handler = self._resolve(ks)
+        return handler(*args, **kwargs)
+
+    def _resolve(self, ks: int):
+        functional = ks & K.FUNCTIONALITY_MASK
+        if functional:
+            bit = functional & -functional
+            make = _functionality_handlers.get(bit)
+            if make is None:
+                raise RuntimeError(f"{self.name}: no handler registered for dispatch key "
+                                   f"{K.NAMES.get(bit, bit)}")
+            handler = make(self, bit)
+        else:
+            devices = K.devices_in(ks)
+            if not devices:
+                handler = self._no_tensor_handler
+            elif len(devices) == 1:
+                handler = _backend_handler(self, devices[0])
+            else:
+                handler = self._mixed_device_handler
+        self._cache[ks] = handler
+        return handler
+
+    def _no_tensor_handler(self, *args, **kwargs):
+        raise RuntimeError(f"{self.name}: called without any tensor argument; can't tell which "
+                           f"device should run it")
+
+    def _mixed_device_handler(self, *args, **kwargs):
+        tensors = [t for t in _iter_tensors(args)]
+        seen = []
+        for t in tensors:
+            if t.device not in seen:
+                seen.append(t.device)
+        main = [d for d in seen if d.type != "cpu"]
+        cpu_scalars_ok = len(main) == 1 and all(
+            t.device is main[0] or t.ndim == 0 for t in tensors)
+        if not cpu_scalars_ok:
+            first = seen[0]
+            second = next(d for d in seen if d is not first)
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
+                               f"two devices, {first} and {second}! (in op '{self.name}')")
+        target = main[0]
+        moved = tuple(_move_scalars(a, target) for a in args)
+        return self(*moved, **kwargs)
+
+    def __repr__(self):
+        return f"<ember op {self.schema}>"
+
+
+def _iter_tensors(args):
+    for a in args:
+        if isinstance(a, Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                if isinstance(x, Tensor):
+                    yield x
+
+
+def _move_scalars(a, target):
+    if isinstance(a, Tensor):
+        return a if a.device is target else a.to(target)
+    if isinstance(a, (list, tuple)):
+        return type(a)(_move_scalars(x, target) for x in a)
+    return a
+
+
+def _backend_handler(op: Op, dev):
+    from ..runtime.registry import registry
+    backend = registry.get(dev.type)
+    kernel = backend.kernels.get(op.name)
+    if kernel is None and op.composite is not None:
+        return op.composite  # composites are written in ember ops: each op inside dispatches
+    if kernel is None:
+        if backend.cpu_fallback and dev.type != "cpu":
+            return _cpu_fallback(op, backend)
+        raise NotImplementedError(
+            f"op '{op.name}' has no kernel for backend '{backend.name}' and {backend.name} has no "
+            f"CPU fallback")
+    if backend.dtypes != _ALL_DTYPES:
+        return _dtype_checked(op, backend, dev, kernel)
+    return kernel
+
+
+_ALL_DTYPES = frozenset(_dtype.all_dtypes)
+
+
+def check_dtypes(op_name, backend, dev, args, kwargs):
+    for a in list(_iter_tensors(args)) + [x for x in list(args) + list(kwargs.values())
+                                          if isinstance(x, _dtype.dtype)]:
+        d = a if isinstance(a, _dtype.dtype) else a.dtype
+        if d not in backend.dtypes:
+            supported = ", ".join(x.name for x in _dtype.all_dtypes if x in backend.dtypes)
+            raise TypeError(f"{op_name}: dtype {d} is not supported on device '{dev}' "
+                            f"(backend '{backend.name}' supports {supported})")
+
+
+def _dtype_checked(op, backend, dev, kernel):
+    def checked(*args, **kwargs):
+        check_dtypes(op.name, backend, dev, args, kwargs)
+        return kernel(*args, **kwargs)
+    return checked
+
+
+def _cpu_fallback(op: Op, backend):
+    from .._device import device
+    from ..runtime.registry import registry
+    cpu = device("cpu")
+    cpu_kernel = registry.get("cpu").kernels.get(op.name)
+    if cpu_kernel is None:
+        raise NotImplementedError(f"op '{op.name}' has no kernel for backend '{backend.name}' "
+                                  f"and none on the CPU either")
+
+    def fallback(*args, **kwargs):
+        key = (backend.name, op.name)
+        if key not in _warned_fallback:
+            _warned_fallback.add(key)
+            warnings.warn(f"ember: op '{op.name}' has no kernel for backend '{backend.name}'; it "
+                          f"runs on the CPU (inputs and outputs are copied). This warning is "
+                          f"shown once per op.", UserWarning, stacklevel=3)
+        target = next(_iter_tensors(args)).device
+        cpu_args = tuple(_to_device(a, cpu) for a in args)
+        out = cpu_kernel(*cpu_args, **kwargs)
+        for i in op.mutates:
+            backend.copy_(args[i], cpu_args[i])
+        if op.mutates and out is cpu_args[op.mutates[0]]:
+            return args[op.mutates[0]]
+        return _to_device(out, target)
+
+    return fallback
+
+
+def _to_device(a, dev):
+    if isinstance(a, Tensor):
+        return a.to(dev)
+    if isinstance(a, (list, tuple)):
+        return type(a)(_to_device(x, dev) for x in a)
+    return a
+
+
+# -- registry of ops ----------------------------------------------------------------------------
+def define(schema: str, meta=None, composite=None, mutates=None, doc=None) -> Op:
+    op = Op(schema, meta=meta, composite=composite, mutates=mutates, doc=doc)
+    if op.name in _ops:
+        raise RuntimeError(f"op '{op.name}' is already defined: {_ops[op.name].schema}")
+    _ops[op.name] = op
+    return op
+
+
+def get_op(name: str) -> Op:
+    try:
+        return _ops[name]
+    except KeyError:
+        raise KeyError(f"no op named '{name}'") from None
+
+
+def all_ops() -> dict:
+    return dict(_ops)
+
+
+def invalidate(name: str | None = None) -> None:
+    """Forget cached resolutions (after a kernel table or handler changed)."""
+    targets = _ops.values() if name is None else [_ops[name]] if name in _ops else []
+    for op in targets:
+        op._cache.clear()
+
+
+def register_functionality(bit: int, make_handler) -> None:
+    """``make_handler(op, bit) -> callable(*args, **kwargs)`` handles ``bit`` for every op."""
+    _functionality_handlers[bit] = make_handler
+    invalidate()

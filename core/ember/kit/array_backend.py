@@ -1,0 +1,92 @@
+"""``ArrayBackend``: a Backend whose device memory is an array module's arrays (numpy, cupy, …).
+
+Chainer's idea: one implementation, the array module ``xp`` a parameter. A Storage's ``data`` is
+the array that owns the memory; a tensor's native array (``backend.native(t)``) is a strided view
+of the storage's flat byte view, made once per tensor and cached on it. Kernels return fresh
+arrays that ``wrap`` turns into tensors without a copy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype
+from .._storage import Storage
+from .._tensor import Tensor
+from ..runtime.backend import Backend
+
+
+class ArrayBackend(Backend):
+    xp = np
+
+    def __init__(self):
+        super().__init__()
+        self._np2dt = {d.np: d for d in _dtype.all_dtypes if d.np is not None}
+
+    # -- array-module specifics (override for cupy & co) ----------------------------------------
+    def _flat_bytes(self, arr):
+        """A 1-D uint8 view over all the memory ``arr`` spans (strides must be >= 0)."""
+        isz = arr.itemsize
+        if arr.size == 0:
+            return self.xp.empty(0, dtype=np.uint8)
+        extent = 1 + sum((n - 1) * s for n, s in zip(arr.shape, arr.strides)) // isz
+        flat = np.lib.stride_tricks.as_strided(arr, shape=(extent,), strides=(isz,))
+        return flat.view(np.uint8)
+
+    def _view(self, flat, shape, np_dtype, offset_bytes, strides_bytes):
+        return np.ndarray(shape, np_dtype, buffer=flat, offset=offset_bytes, strides=strides_bytes)
+
+    def _to_host(self, arr):
+        return arr
+
+    def _from_host(self, array):
+        return np.array(array, copy=True, order="K")
+
+    # -- the Backend contract -------------------------------------------------------------------
+    def wrap(self, arr, device):
+        """A tensor owning the fresh array ``arr`` (a kernel's output)."""
+        if arr.__class__ is not self._ndarray:
+            arr = self.xp.asarray(arr)
+        d = self._np2dt[arr.dtype]
+        strides = arr.strides
+        if any(s < 0 for s in strides):
+            arr = self.xp.ascontiguousarray(arr)
+            strides = arr.strides
+        isz = d.itemsize
+        return Tensor._make(Storage(arr, arr.nbytes, device), arr.shape,
+                            tuple([s // isz for s in strides]), 0, d, device, arr)
+
+    _ndarray = np.ndarray
+
+    def native(self, t):
+        """The tensor's values as an array of ``xp``: a view of its storage (cached)."""
+        arr = t._native
+        if arr is None:
+            st = t._storage
+            flat = st.cache
+            if flat is None:
+                flat = st.cache = self._flat_bytes(st.data)
+            isz = t.dtype.itemsize
+            arr = t._native = self._view(flat, t._shape, t.dtype.np, t._offset * isz,
+                                         tuple([s * isz for s in t._stride]))
+        return arr
+
+    def empty(self, shape, dtype, device):
+        return self.wrap(self.xp.empty(shape, dtype=dtype.np), device)
+
+    def from_numpy(self, array, device, non_blocking=False):
+        return self.wrap(self._from_host(array), device)
+
+    def to_numpy(self, tensor):
+        self.synchronize(tensor.device.index)
+        return self._to_host(self.native(tensor))
+
+    def copy_(self, dst, src, non_blocking=False):
+        s = self.native(src)
+        d = self.native(dst)
+        if s.dtype.kind == "c" and d.dtype.kind != "c":
+            s = s.real
+        d[...] = s
+        return dst
+
+    def storage_nbytes(self, data) -> int:
+        return data.nbytes

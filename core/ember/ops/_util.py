@@ -1,0 +1,125 @@
+"""Shared helpers for op definitions: shape rules, argument checks, Tensor method binding."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .. import _dtype
+from .._tensor import Tensor, _wrap_dim
+
+SCALAR_TYPES = (int, float, bool, complex)
+
+
+def is_scalar(x) -> bool:
+    return x.__class__ in SCALAR_TYPES or (not isinstance(x, Tensor) and
+                                           isinstance(x, (int, float, complex)))
+
+
+def tensor_method(*names):
+    """Attach the decorated function to Tensor under each name (the first is its own name)."""
+    def attach(fn):
+        for name in names or (fn.__name__,):
+            setattr(Tensor, name, fn)
+        return fn
+    return attach
+
+
+@lru_cache(maxsize=4096)
+def _broadcast_pair(a: tuple, b: tuple) -> tuple:
+    na, nb = len(a), len(b)
+    n = max(na, nb)
+    out = []
+    for i in range(n):
+        x = a[i - n + na] if i - n + na >= 0 else 1
+        y = b[i - n + nb] if i - n + nb >= 0 else 1
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                               f"at non-singleton dimension {i}")
+    return tuple(out)
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    out = ()
+    for s in shapes:
+        s = tuple(s)
+        out = s if not out else _broadcast_pair(out, s) if out != s else out
+    return out
+
+
+def shape_of(x) -> tuple:
+    return x._shape if isinstance(x, Tensor) else ()
+
+
+def normalize_dims(dim, ndim: int, op: str) -> tuple:
+    """``dim`` (None, int, or a sequence) -> sorted tuple of non-negative dims; None = all."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        out = tuple(_wrap_dim(d, ndim, op) for d in dim)
+        if len(set(out)) != len(out):
+            raise RuntimeError(f"{op}: dim {dim} appears multiple times in the list of dims")
+        return tuple(sorted(out))
+    return (_wrap_dim(dim, ndim, op),)
+
+
+def as_shape(args, op="op") -> tuple:
+    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])``, ``f(ember.Size(...))`` -> (2, 3)."""
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = args[0]
+    out = []
+    for s in args:
+        if isinstance(s, Tensor):
+            s = int(s)
+        if isinstance(s, bool) or not hasattr(s, "__index__"):
+            raise TypeError(f"{op}(): size must be a sequence of ints, got "
+                            f"{type(s).__name__}")
+        s = s.__index__()
+        if s < 0:
+            raise RuntimeError(f"{op}(): trying to create tensor with negative dimension {s}: "
+                               f"{list(args)}")
+        out.append(s)
+    return tuple(out)
+
+
+def contiguous_strides(shape) -> tuple:
+    stride = []
+    acc = 1
+    for s in reversed(shape):
+        stride.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(stride))
+
+
+def check_inplace(op: str, self, result_dtype, result_shape) -> None:
+    if not _dtype.can_cast(result_dtype, self.dtype):
+        raise RuntimeError(f"{op}: result type {_dtype_title(result_dtype)} can't be cast to the "
+                           f"desired output type {_dtype_title(self.dtype)}")
+    if result_shape != self._shape:
+        raise RuntimeError(f"{op}: output with shape {list(self._shape)} doesn't match the "
+                           f"broadcast shape {list(result_shape)}")
+
+
+def _dtype_title(d) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
+
+
+def write_out(out, result, op: str):
+    """Honor ``out=``: copy the result into ``out`` (resized when empty, like PyTorch)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out._shape != result._shape:
+        if out.numel() != 0:
+            raise RuntimeError(f"{op}: out= has shape {list(out._shape)} but the result has "
+                               f"shape {list(result._shape)}")
+        from .views import _resize_empty_
+        _resize_empty_(out, result._shape)
+    if not _dtype.can_cast(result.dtype, out.dtype):
+        raise RuntimeError(f"{op}: result type {_dtype_title(result.dtype)} can't be cast to the "
+                           f"desired output type {_dtype_title(out.dtype)}")
+    out.copy_(result)
+    return out

@@ -1,0 +1,145 @@
+"""Copies and conversions: ``copy_``, ``to``, ``clone``, ``contiguous``, dtype casts, devices."""
+from __future__ import annotations
+
+from .. import _dtype
+from .._device import as_device, device as _device_cls
+from .._tensor import Tensor
+from ..dispatch.dispatcher import define
+from ._util import tensor_method
+
+to_copy_op = define("_to_copy(Tensor self, dtype dtype) -> Tensor",
+                    doc="A C-contiguous copy of ``self`` converted to ``dtype``.")
+copy_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)",
+                 doc="Elementwise copy of ``src`` (same shape and device) into ``self``.")
+
+
+def _host_transfer(self, device, non_blocking):
+    """Move data between devices through host memory (any backend pair)."""
+    from ..runtime.registry import registry
+    src_backend = registry.get(self.device.type)
+    dst_backend = registry.get(device.type)
+    return dst_backend.from_numpy(src_backend.to_numpy(self), device, non_blocking)
+
+
+to_device_op = define("_to_device(Tensor self, Device device, bool non_blocking) -> Tensor",
+                      composite=_host_transfer,
+                      doc="A copy of ``self`` on ``device``. Backends may register a direct "
+                          "device-to-device kernel; the composite stages through host memory.")
+
+
+@tensor_method()
+def copy_(self, src, non_blocking=False):
+    if not isinstance(src, Tensor):
+        from .factories import tensor
+        src = tensor(src, dtype=self.dtype, device=self.device)
+    if src.device is not self.device:
+        src = to_device_op(src, self.device, non_blocking)
+    if src._shape != self._shape:
+        from .views import expand_op
+        try:
+            src = expand_op(src, self._shape)
+        except RuntimeError:
+            raise RuntimeError(f"copy_: the source of shape {list(src._shape)} can't be "
+                               f"broadcast to the destination's shape {list(self._shape)}") \
+                from None
+    copy_op(self, src)
+    self._storage.version += 1
+    return self
+
+
+def _parse_to(args, kwargs):
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    non_blocking = kwargs.pop("non_blocking", False)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, _dtype.dtype):
+            dtype = a
+        elif isinstance(a, (str, _device_cls, int)) and not isinstance(a, bool):
+            device = a
+        elif isinstance(a, bool):
+            non_blocking = a
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    return device, dtype, non_blocking, copy
+
+
+@tensor_method()
+def to(self, *args, **kwargs):
+    device, dtype, non_blocking, copy = _parse_to(args, dict(kwargs))
+    out = self
+    if device is not None:
+        device = as_device(device)
+        if device is not self.device:
+            out = to_device_op(out, device, non_blocking)
+            copy = False
+    if dtype is not None:
+        dtype = _dtype.as_dtype(dtype)
+        if dtype is not out.dtype:
+            out = to_copy_op(out, dtype)
+            copy = False
+    if copy:
+        out = to_copy_op(out, out.dtype)
+    return out
+
+
+@tensor_method()
+def cpu(self):
+    return self.to("cpu")
+
+
+@tensor_method()
+def clone(self, *, memory_format=None):
+    return to_copy_op(self, self.dtype)
+
+
+@tensor_method()
+def contiguous(self, memory_format=None):
+    return self if self.is_contiguous() else to_copy_op(self, self.dtype)
+
+
+def _caster(d):
+    def cast(self, memory_format=None):
+        return self if self.dtype is d else to_copy_op(self, d)
+    cast.__name__ = d.name
+    return cast
+
+
+for _name, _d in [("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
+                  ("bfloat16", _dtype.bfloat16), ("int", _dtype.int32), ("long", _dtype.int64),
+                  ("short", _dtype.int16), ("char", _dtype.int8), ("byte", _dtype.uint8),
+                  ("bool", _dtype.bool_), ("cfloat", _dtype.complex64),
+                  ("cdouble", _dtype.complex128)]:
+    setattr(Tensor, _name, _caster(_d))
+
+
+@tensor_method()
+def type(self, dtype=None, non_blocking=False):
+    if dtype is None:
+        return f"ember.{self.dtype.name}"
+    return self.to(_dtype.as_dtype(dtype))
+
+
+@tensor_method()
+def type_as(self, other):
+    return self.to(other.dtype)
+
+
+def device_tensor_methods(name: str) -> None:
+    """``Tensor.<name>()`` and ``Tensor.is_<name>`` for a backend name (called by the registry)."""
+    if not hasattr(Tensor, name):
+        def move(self, device=None, non_blocking=False):
+            target = name if device is None else (
+                f"{name}:{device}" if isinstance(device, int) else device)
+            return self.to(target, non_blocking=non_blocking)
+        move.__name__ = name
+        move.__doc__ = f"A copy of this tensor on the {name} device (or self if already there)."
+        setattr(Tensor, name, move)
+    prop = f"is_{name}"
+    if not hasattr(Tensor, prop):
+        setattr(Tensor, prop, property(lambda self: self.device.type == name))

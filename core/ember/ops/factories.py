@@ -1,0 +1,258 @@
+"""Factories: tensors from data, constants, ranges, and random tensors.
+
+Factory ops have no tensor input; they dispatch on their ``device`` argument (``Op.on``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _dtype
+from .._device import as_device
+from .._tensor import Tensor
+from ..dispatch.dispatcher import define
+from ._util import as_shape
+
+full_op = define("full(int[] size, Scalar fill_value, dtype dtype, Device device) -> Tensor")
+arange_op = define("arange(Scalar start, Scalar end, Scalar step, dtype dtype, Device device) -> Tensor")
+linspace_op = define("linspace(Scalar start, Scalar end, int steps, dtype dtype, Device device) -> Tensor")
+eye_op = define("eye(int n, int m, dtype dtype, Device device) -> Tensor")
+
+
+def _empty_composite(size, dtype, device):
+    from ..runtime.registry import registry
+    return registry.get(device.type).empty(size, dtype, device)
+
+
+empty_op = define("empty(int[] size, dtype dtype, Device device) -> Tensor",
+                  composite=_empty_composite)
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _resolve(dtype, device):
+    return (_dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype),
+            as_device(device))
+
+
+# -- from data ----------------------------------------------------------------------------------
+def _infer_host_array(data, dtype):
+    """numpy array for ``data`` with PyTorch's dtype inference for Python data."""
+    if isinstance(data, Tensor):
+        arr = data.detach()._host() if data.requires_grad else data._host()
+        return arr if dtype is None else arr.astype(dtype.np)
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        arr = np.asarray(data)
+        if arr.dtype.kind not in "biufc":
+            raise TypeError(f"can't convert np.ndarray of type {arr.dtype}. The only supported "
+                            f"types are: float64, float32, float16, complex64, complex128, "
+                            f"int64, int32, int16, int8, uint8, and bool.")
+        return np.array(arr, dtype=None if dtype is None else dtype.np)
+    data = _unwrap_tensors(data)
+    try:
+        arr = np.array(data)
+    except ValueError as e:
+        raise ValueError(f"tensor(): expected a rectangular nested sequence of numbers ({e})") \
+            from None
+    if arr.dtype == object or arr.dtype.kind not in "biufc":
+        bad = _first_bad(data)
+        raise TypeError(f"tensor(): could not infer a dtype from element of type "
+                        f"{type(bad).__name__}; expected numbers, bools or tensors")
+    if dtype is None:
+        kind = arr.dtype.kind
+        dtype = (_dtype.bool_ if kind == "b" else _dtype.int64 if kind in "iu" else
+                 _dtype.get_default_dtype() if kind == "f" else _dtype._default_complex())
+    return arr.astype(dtype.np)
+
+
+def _unwrap_tensors(data):
+    if isinstance(data, Tensor):
+        return data._host()
+    if isinstance(data, (list, tuple)):
+        return [_unwrap_tensors(x) for x in data]
+    return data
+
+
+def _first_bad(data):
+    if isinstance(data, (list, tuple)):
+        for x in data:
+            b = _first_bad(x)
+            if b is not None:
+                return b
+        return None
+    return None if isinstance(data, (int, float, complex, bool, np.generic, np.ndarray)) else data
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    dtype = None if dtype is None else _dtype.as_dtype(dtype)
+    dev = as_device(device) if device is not None else (
+        data.device if isinstance(data, Tensor) and device is None else as_device(None))
+    arr = _infer_host_array(data, dtype)
+    from ..runtime.registry import registry
+    t = registry.get(dev.type).from_numpy(arr, dev)
+    return _finish(t, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    dtype = None if dtype is None else _dtype.as_dtype(dtype)
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype)
+    if isinstance(data, np.ndarray) and (device is None or as_device(device).type == "cpu") \
+            and (dtype is None or dtype.np == data.dtype) and \
+            as_device(None).type == "cpu" and data.dtype.kind in "biufc":
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    if copy:
+        t = tensor(obj, dtype=dtype, device=device)
+    else:
+        t = as_tensor(obj, dtype=dtype, device=device)
+    return _finish(t, requires_grad)
+
+
+def from_numpy(array):
+    """A CPU tensor sharing memory with ``array`` (writes show up on both sides)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    if any(s < 0 for s in array.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors "
+                         "with negative strides are not currently supported. (You can probably "
+                         "work around this by making a copy of your array  with array.copy().)")
+    d = _dtype.from_numpy_dtype(array.dtype)
+    if any(s % array.itemsize for s in array.strides):
+        raise ValueError("from_numpy: strides that are not a multiple of the item size are not "
+                         "supported; make a copy first")
+    from .._device import device
+    from .._storage import Storage
+    cpu = device("cpu")
+    isz = array.itemsize
+    return Tensor._make(Storage(array, array.nbytes, cpu), array.shape,
+                        tuple(s // isz for s in array.strides), 0, d, cpu, array)
+
+
+def from_dlpack(ext):
+    """A tensor sharing memory with any object implementing ``__dlpack__`` (CPU memory)."""
+    if isinstance(ext, Tensor):
+        return ext
+    return from_numpy(np.from_dlpack(ext))
+
+
+# -- constants ----------------------------------------------------------------------------------
+def empty(*size, dtype=None, device=None, requires_grad=False, out=None, memory_format=None,
+          pin_memory=False):
+    d, dev = _resolve(dtype, device)
+    return _finish(empty_op.on(dev, as_shape(size, "empty"), d, dev), requires_grad)
+
+
+def _fill_dtype(fill_value, dtype):
+    if dtype is not None:
+        return _dtype.as_dtype(dtype)
+    if isinstance(fill_value, Tensor):
+        return fill_value.dtype
+    return _dtype.scalar_dtype(fill_value)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
+    d = _fill_dtype(fill_value, dtype)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dev = as_device(device)
+    return _finish(full_op.on(dev, as_shape((size,), "full"), fill_value, d, dev), requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
+    d, dev = _resolve(dtype, device)
+    return _finish(full_op.on(dev, as_shape(size, "zeros"), 0, d, dev), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
+    d, dev = _resolve(dtype, device)
+    return _finish(full_op.on(dev, as_shape(size, "ones"), 1, d, dev), requires_grad)
+
+
+def _like(fn):
+    def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None,
+             **kwargs):
+        return fn(input._shape, *args, dtype=input.dtype if dtype is None else dtype,
+                  device=input.device if device is None else device,
+                  requires_grad=requires_grad, **kwargs)
+    like.__name__ = fn.__name__ + "_like"
+    return like
+
+
+empty_like = _like(empty)
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None):
+    return full(input._shape, fill_value, dtype=input.dtype if dtype is None else dtype,
+                device=input.device if device is None else device, requires_grad=requires_grad)
+
+
+Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: empty(
+    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: zeros(
+    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+Tensor.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: ones(
+    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None, requires_grad=False: \
+    full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+         requires_grad=requires_grad)
+Tensor.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=False: tensor(
+    data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+# -- ranges -------------------------------------------------------------------------------------
+def _num(x):
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+    if end is None:
+        start, end = 0, start
+    start, end, step = _num(start), _num(end), _num(step)
+    if dtype is None:
+        dtype = (_dtype.get_default_dtype()
+                 if any(isinstance(v, float) for v in (start, end, step)) else _dtype.int64)
+    dtype = _dtype.as_dtype(dtype)
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if any(isinstance(v, float) and not math.isfinite(v) for v in (start, end)):
+        raise RuntimeError(f"arange: unsupported range: {start} -> {end}")
+    if (end - start) * step < 0:
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
+    dev = as_device(device)
+    return _finish(arange_op.on(dev, start, end, step, dtype, dev), requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+    start, end = _num(start), _num(end)
+    if steps < 0:
+        raise RuntimeError("linspace: number of steps must be non-negative")
+    d, dev = _resolve(dtype, device)
+    return _finish(linspace_op.on(dev, start, end, int(steps), d, dev), requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
+             out=None):
+    d, dev = _resolve(dtype, device)
+    exps = linspace(start, end, steps, dtype=_dtype.float64, device=dev)
+    from .elementwise import binary_api
+    return _finish(binary_api["pow"](float(base), exps).to(d), requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
+    d, dev = _resolve(dtype, device)
+    return _finish(eye_op.on(dev, int(n), int(n if m is None else m), d, dev), requires_grad)

@@ -1,0 +1,8 @@
+"""The runtime: the backend contract (hookspecs), the Backend base class, the registry."""
+from .backend import Backend, HostEvent, HostStream
+from .hookspecs import hookimpl, hookspec
+from .kernels import KernelTable
+from .registry import BackendUnavailable, registry
+
+__all__ = ["Backend", "HostEvent", "HostStream", "hookimpl", "hookspec", "KernelTable",
+           "BackendUnavailable", "registry"]

@@ -1,0 +1,159 @@
+"""``ember.<backend>``: the generated device module (``ember.cuda``-style API) of a backend.
+
+It exists for every backend name the registry knows, before the backend is loaded;
+``is_available()`` never raises (it is how users probe), the rest load the backend on first use
+and raise with the reason when it is unavailable.
+"""
+from __future__ import annotations
+
+import contextlib
+import types
+
+
+class DeviceModule(types.ModuleType):
+    def __init__(self, name: str):
+        super().__init__(f"ember.{name}", f"The {name} device module.")
+        self._name = name
+
+    @property
+    def _backend(self):
+        from .registry import registry
+        return registry.get(self._name)
+
+    def _index(self, device):
+        if device is None:
+            return self._backend.current_device()
+        if isinstance(device, int):
+            return device
+        from .._device import device as device_cls
+        d = device_cls(device) if not isinstance(device, device_cls) else device
+        if d.type != self._name:
+            raise ValueError(f"ember.{self._name}: expected a {self._name} device, got {d}")
+        return d.index if d.index is not None else self._backend.current_device()
+
+    # availability and devices
+    def is_available(self) -> bool:
+        from .registry import registry
+        return registry.unavailable_reason(self._name) is None
+
+    def unavailable_reason(self):
+        from .registry import registry
+        return registry.unavailable_reason(self._name)
+
+    def device_count(self) -> int:
+        return self._backend.device_count() if self.is_available() else 0
+
+    def current_device(self) -> int:
+        return self._backend.current_device()
+
+    def set_device(self, device) -> None:
+        self._backend.set_device(self._index(device))
+
+    def get_device_name(self, device=None) -> str:
+        return self._backend.device_name(self._index(device))
+
+    def synchronize(self, device=None) -> None:
+        self._backend.synchronize(self._index(device))
+
+    @contextlib.contextmanager
+    def device(self, device):
+        prev = self.current_device()
+        self.set_device(device)
+        try:
+            yield
+        finally:
+            self.set_device(prev)
+
+    # streams and events
+    @property
+    def Stream(self):
+        backend = self._backend
+
+        def make(device=None, priority=0, **kwargs):
+            return backend.Stream(backend, self._index(device), priority)
+        return make
+
+    @property
+    def Event(self):
+        return self._backend.Event
+
+    def current_stream(self, device=None):
+        return self._backend.current_stream(self._index(device))
+
+    def default_stream(self, device=None):
+        return self.current_stream(device)
+
+    def stream(self, stream):
+        return stream if stream is not None else contextlib.nullcontext()
+
+    def set_stream(self, stream) -> None:
+        self._backend.set_stream(stream)
+
+    # memory
+    def _allocator(self, device):
+        a = self._backend.allocator(self._index(device))
+        if a is None:
+            raise RuntimeError(f"ember.{self._name}: this backend does not track memory "
+                               f"statistics")
+        return a
+
+    def memory_allocated(self, device=None) -> int:
+        return self._allocator(device).memory_allocated()
+
+    def max_memory_allocated(self, device=None) -> int:
+        return self._allocator(device).max_memory_allocated()
+
+    def memory_reserved(self, device=None) -> int:
+        return self._allocator(device).memory_reserved()
+
+    def max_memory_reserved(self, device=None) -> int:
+        return self._allocator(device).max_memory_reserved()
+
+    def reset_peak_memory_stats(self, device=None) -> None:
+        self._allocator(device).reset_peak_memory_stats()
+
+    def memory_stats(self, device=None) -> dict:
+        return self._allocator(device).memory_stats()
+
+    def empty_cache(self) -> None:
+        backend = self._backend
+        for i in range(backend.device_count()):
+            a = backend.allocator(i)
+            if a is not None:
+                a.empty_cache()
+
+    # random numbers
+    def manual_seed(self, seed) -> None:
+        self._backend.default_generator(self.current_device()).manual_seed(seed)
+
+    def manual_seed_all(self, seed) -> None:
+        backend = self._backend
+        for i in range(backend.device_count()):
+            backend.default_generator(i).manual_seed(seed)
+
+    def seed(self) -> int:
+        return self._backend.default_generator(self.current_device()).seed()
+
+    def initial_seed(self) -> int:
+        return self._backend.default_generator(self.current_device()).initial_seed()
+
+    def get_rng_state(self, device=None):
+        return self._backend.default_generator(self._index(device)).get_state()
+
+    def set_rng_state(self, state, device=None) -> None:
+        self._backend.default_generator(self._index(device)).set_state(state)
+
+    def __repr__(self):
+        return f"<ember device module '{self._name}'>"
+
+
+_modules: dict = {}
+
+
+def device_module(name: str) -> DeviceModule:
+    mod = _modules.get(name)
+    if mod is None:
+        mod = _modules[name] = DeviceModule(name)
+        import sys
+        sys.modules[f"ember.{name}"] = mod
+    return mod
