@@ -30,6 +30,13 @@ from .ops.views import (as_strided, broadcast_tensors, broadcast_to, chunk, diag
                         movedim, moveaxis, narrow, permute, reshape, select, split, squeeze,
                         swapaxes, swapdims, t, tensor_split, transpose, unbind, unflatten,
                         unsqueeze)
+# op families owned by their own modules; each defines __all__
+from .ops.reduction import *  # noqa: F401,F403
+from .ops.linalg import *  # noqa: F401,F403
+from .ops.shape import *  # noqa: F401,F403
+from .ops.indexing import *  # noqa: F401,F403
+from .ops.sorting import *  # noqa: F401,F403
+from .ops.random import *  # noqa: F401,F403
 from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, seed,
                          set_rng_state)
 from .runtime.registry import registry as _registry

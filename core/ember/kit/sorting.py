@@ -1,0 +1,5 @@
+"""sorting kernels for array-module backends (being written)."""
+
+
+def register(backend):
+    pass

@@ -1,0 +1,2 @@
+"""random ops (being written)."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""sorting ops (being written)."""
+__all__ = []
