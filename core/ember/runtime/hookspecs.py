@@ -36,11 +36,12 @@ def ember_register_backends(registry):
     """
 
 
-@hookspec(historic=True)
+@hookspec
 def ember_register_ops(library):
     """Optionally define extra ops or kernels (``ember.library``) this package ships.
 
-    Called after ``ember_register_backends`` with a :class:`ember.library.Library` scoped to the
-    package. A backend may override kernels of existing ops for its own device only; the kernel
-    tables of other backends are never reachable from here.
+    Called right after this plugin's ``ember_register_backends`` with an
+    :class:`ember.library.Library` whose ``impl`` may write only the kernel tables of the backends
+    this plugin added: a plugin can override kernels of existing ops for its own devices and
+    define new namespaced ops, but can never change what another backend runs.
     """

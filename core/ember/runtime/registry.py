@@ -85,8 +85,19 @@ class BackendRegistry:
 
     # -- registration ---------------------------------------------------------------------------
     def register_plugin(self, plugin, name=None) -> None:
-        """Register a plugin module/object by hand (what an entry point does when loaded)."""
+        """Register a plugin module/object by hand (what an entry point does when loaded).
+
+        Its ``ember_register_backends`` runs now; then its ``ember_register_ops`` gets a library
+        that may write only the kernel tables of the backends this plugin just added.
+        """
+        before = set(self._backends)
         self.pm.register(plugin, name=name)
+        own = set(self._backends) - before
+        others = [p for p in self.pm.get_plugins() if p is not plugin]
+        call = self.pm.subset_hook_caller("ember_register_ops", remove_plugins=others)
+        from ..library import Library
+        call(library=Library(name or getattr(plugin, "__name__", "plugin"), "FRAGMENT",
+                             allowed_devices=own))
 
     def add(self, backend) -> None:
         """Called from a plugin's ``ember_register_backends`` hook."""
@@ -103,6 +114,8 @@ class BackendRegistry:
             raise BackendUnavailable(f"backend '{name}' is listed in EMBER_BACKENDS but is not "
                                      f"available: {backend.unavailable_reason()}")
         from ..dispatch.dispatcher import invalidate
+        from ..library import install_pending
+        install_pending(backend)
         invalidate()
         self._announce(name)
 
