@@ -21,6 +21,7 @@ class ArrayBackend(Backend):
     def __init__(self):
         super().__init__()
         self._np2dt = {d.np: d for d in _dtype.all_dtypes if d.np is not None}
+        self._layouts = {}
 
     # -- array-module specifics (override for cupy & co) ----------------------------------------
     def _flat_bytes(self, arr):
@@ -46,14 +47,26 @@ class ArrayBackend(Backend):
         """A tensor owning the fresh array ``arr`` (a kernel's output)."""
         if arr.__class__ is not self._ndarray:
             arr = self.xp.asarray(arr)
-        d = self._np2dt[arr.dtype]
-        strides = arr.strides
-        if any(s < 0 for s in strides):
-            arr = self.xp.ascontiguousarray(arr)
-            strides = arr.strides
-        isz = d.itemsize
-        return Tensor._make(Storage(arr, arr.nbytes, device), arr.shape,
-                            tuple([s // isz for s in strides]), 0, d, device, arr)
+        key = (arr.dtype, arr.strides)
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = self._layout(*key)
+            if layout is None:  # negative strides: kernels should not, but never alias wrongly
+                arr = self.xp.ascontiguousarray(arr)
+                return self.wrap(arr, device)
+        d, strides = layout
+        return Tensor._make(Storage(arr, arr.nbytes, device), arr.shape, strides, 0, d, device,
+                            arr)
+
+    def _layout(self, np_dtype, byte_strides):
+        """(ember dtype, element strides) for a dtype and byte strides; cached (few distinct)."""
+        if any(s < 0 for s in byte_strides):
+            return None
+        d = self._np2dt[np_dtype]
+        layout = (d, tuple([s // d.itemsize for s in byte_strides]))
+        if len(self._layouts) < 4096:
+            self._layouts[(np_dtype, byte_strides)] = layout
+        return layout
 
     _ndarray = np.ndarray
 
