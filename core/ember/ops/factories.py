@@ -48,7 +48,7 @@ def _infer_host_array(data, dtype):
         return arr if dtype is None else arr.astype(dtype.np)
     if isinstance(data, np.ndarray) or isinstance(data, np.generic):
         arr = np.asarray(data)
-        if arr.dtype.kind not in "biufc":
+        if arr.dtype not in _dtype._FROM_NP:
             raise TypeError(f"can't convert np.ndarray of type {arr.dtype}. The only supported "
                             f"types are: float64, float32, float16, complex64, complex128, "
                             f"int64, int32, int16, int8, uint8, and bool.")

@@ -1,0 +1,9 @@
+"""ember-conformance: prove a backend agrees with the CPU reference.
+
+``ember-conformance --backend B`` (or ``pytest --pyargs ember_conformance --backend B``) runs
+every op of the op database on B — forward values and gradients against the CPU — plus the
+device, copy, allocator, stream/event, RNG, view and error-message contracts.
+"""
+from .runner import run
+
+__all__ = ["run"]

@@ -1,0 +1,186 @@
+"""Checking one op entry × dtype on a backend against the CPU reference."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import ember
+from ember.dispatch.dispatcher import get_op
+from ember.runtime.registry import registry
+
+from .tolerances import compare, tolerance
+
+
+@dataclass
+class Result:
+    suite: str          # "forward", "gradient" or a contract suite's name
+    name: str           # op entry or contract case
+    dtype: str          # dtype name or "-"
+    status: str         # pass | fail | fallback | unsupported | skip
+    worst: float = 0.0  # worst error as a multiple of the allowed tolerance
+    message: str = ""
+    samples: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("pass", "fallback", "unsupported", "skip")
+
+
+def _autograd_available() -> bool:
+    return hasattr(ember, "autograd") and hasattr(ember.autograd, "grad")
+
+
+def runs_on_fallback(info, backend) -> bool:
+    if backend.name == "cpu":
+        return False
+    for name in info.covers:
+        op = get_op(name)
+        if name not in backend.kernels and op.composite is None:
+            return True
+    return False
+
+
+def _flatten(out):
+    if isinstance(out, ember.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        items = []
+        for o in out:
+            items.extend(_flatten(o))
+        return items
+    return [out]
+
+
+def _to_host(x):
+    if isinstance(x, ember.Tensor):
+        return x.detach().cpu().numpy() if x.requires_grad else x.cpu().numpy()
+    return np.asarray(x)
+
+
+def _call(info, device, sample, requires_grad=False):
+    args, kwargs = sample.build(device)
+    if requires_grad:
+        for a in args:
+            if isinstance(a, ember.Tensor) and a.is_floating_point():
+                a.requires_grad_(True)
+    return args, info.fn(*args, **kwargs)
+
+
+def check_forward(info, dtype: str, device) -> Result:
+    backend = registry.get(device.type)
+    dt = ember._dtype.as_dtype(dtype)
+    if dt not in backend.dtypes:
+        return _check_unsupported(info, dtype, device)
+    status = "fallback" if runs_on_fallback(info, backend) else "pass"
+    worst, count = 0.0, 0
+    cpu = ember.device("cpu")
+    for sample in info.samples(dtype):
+        count += 1
+        try:
+            _, expected = _call(info, cpu, sample)
+        except Exception as e:  # the reference rejects this input: the backend must too
+            try:
+                _call(info, device, sample)
+            except type(e):
+                continue
+            except Exception as e2:
+                return Result("forward", info.name, dtype, "fail", float("inf"),
+                              f"{sample.desc}: CPU raised {type(e).__name__} but the backend "
+                              f"raised {type(e2).__name__}: {e2}", count)
+            return Result("forward", info.name, dtype, "fail", float("inf"),
+                          f"{sample.desc}: CPU raised {type(e).__name__}: {e} but the backend "
+                          f"did not", count)
+        try:
+            _, actual = _call(info, device, sample)
+        except Exception as e:
+            return Result("forward", info.name, dtype, "fail", float("inf"),
+                          f"{sample.desc}: {type(e).__name__}: {e}", count)
+        exp_items, act_items = _flatten(expected), _flatten(actual)
+        if len(exp_items) != len(act_items):
+            return Result("forward", info.name, dtype, "fail", float("inf"),
+                          f"{sample.desc}: {len(act_items)} outputs, expected {len(exp_items)}",
+                          count)
+        for e_item, a_item in zip(exp_items, act_items):
+            if isinstance(a_item, ember.Tensor) and a_item.device is not device:
+                return Result("forward", info.name, dtype, "fail", float("inf"),
+                              f"{sample.desc}: output on {a_item.device}, expected {device}",
+                              count)
+            e_np, a_np = _to_host(e_item), _to_host(a_item)
+            if info.random:
+                ok = e_np.shape == a_np.shape and e_np.dtype == a_np.dtype
+                w, msg = (0.0, "") if ok else (float("inf"), "shape/dtype differ")
+            else:
+                rtol, atol = tolerance(e_np.dtype.name, info.tolerances)
+                ok, w, msg = compare(a_np, e_np, rtol, atol)
+            worst = max(worst, w)
+            if not ok:
+                return Result("forward", info.name, dtype, "fail", worst,
+                              f"{sample.desc}: {msg}", count)
+    return Result("forward", info.name, dtype, status, worst, "", count)
+
+
+def _check_unsupported(info, dtype, device) -> Result:
+    for sample in info.samples(dtype):
+        try:
+            _call(info, device, sample)
+        except (TypeError, RuntimeError) as e:
+            if dtype in str(e) or "not supported" in str(e):
+                return Result("forward", info.name, dtype, "unsupported", 0.0, str(e), 1)
+            return Result("forward", info.name, dtype, "fail", float("inf"),
+                          f"unsupported dtype gave an unclear error: {e}", 1)
+        return Result("forward", info.name, dtype, "fail", float("inf"),
+                      "the backend does not support this dtype but the op ran anyway", 1)
+    return Result("forward", info.name, dtype, "unsupported", 0.0, "", 0)
+
+
+def check_gradient(info, dtype: str, device) -> Result:
+    if not (info.differentiable and dtype in info.grad_dtypes):
+        return Result("gradient", info.name, dtype, "skip", message="not differentiable")
+    if not _autograd_available():
+        return Result("gradient", info.name, dtype, "skip", message="autograd not available")
+    backend = registry.get(device.type)
+    if ember._dtype.as_dtype(dtype) not in backend.dtypes:
+        return Result("gradient", info.name, dtype, "unsupported")
+    worst, count = 0.0, 0
+    cpu = ember.device("cpu")
+    for sample in info.samples(dtype):
+        count += 1
+        try:
+            ref = _grads(info, sample, cpu)
+        except Exception:
+            continue  # inputs the op rejects are the forward check's business
+        if ref is None:
+            continue
+        try:
+            got = _grads(info, sample, device)
+        except Exception as e:
+            return Result("gradient", info.name, dtype, "fail", float("inf"),
+                          f"{sample.desc}: {type(e).__name__}: {e}", count)
+        for r, g in zip(ref, got):
+            if (r is None) != (g is None):
+                return Result("gradient", info.name, dtype, "fail", float("inf"),
+                              f"{sample.desc}: gradient presence differs", count)
+            if r is None:
+                continue
+            r_np = _to_host(r)  # gradients chain several kernels: 10x the forward tolerance
+            rtol, atol = tolerance(r_np.dtype.name, info.tolerances)
+            ok, w, msg = compare(_to_host(g), r_np, rtol * 10, atol * 10)
+            worst = max(worst, w)
+            if not ok:
+                return Result("gradient", info.name, dtype, "fail", worst,
+                              f"{sample.desc}: {msg}", count)
+    status = "fallback" if runs_on_fallback(info, backend) else "pass"
+    return Result("gradient", info.name, dtype, status, worst, "", count)
+
+
+def _grads(info, sample, device):
+    args, out = _call(info, device, sample, requires_grad=True)
+    inputs = [a for a in args if isinstance(a, ember.Tensor) and a.requires_grad]
+    outs = [o for o in _flatten(out) if isinstance(o, ember.Tensor) and o.requires_grad]
+    if not inputs or not outs:
+        return None
+    from . import opdb
+    cotangents = [opdb.make_tensor(900 + i, o.shape, o.dtype, device) for i, o in
+                  enumerate(outs)]
+    return ember.autograd.grad(outs, inputs, cotangents, allow_unused=True)

@@ -1,0 +1,55 @@
+"""View ops: metadata-only, but every backend must read and write through them correctly."""
+from __future__ import annotations
+
+import ember
+
+from . import ALL_REAL, LAYOUTS, OpInfo, SampleInput, make_tensor
+
+
+def _samples(shape, layouts=LAYOUTS):
+    def samples(dtype):
+        for i, layout in enumerate(layouts):
+            yield SampleInput(f"{dtype}{list(shape)} {layout}",
+                              lambda dev, i=i, lay=layout, dt=dtype: (
+                                  (make_tensor(10 + i, shape, dt, dev, layout=lay),), {}))
+    return samples
+
+
+def _write_through(view_fn):
+    """Write through the view with an in-place op, then read the base back."""
+    def run(x):
+        base = x.clone()
+        view_fn(base).mul_(2)
+        return base
+    return run
+
+
+S34 = _samples((3, 4))
+S234 = _samples((2, 3, 4))
+OPS = [
+    OpInfo("view", lambda x: x.contiguous().view(4, 3), S34, ALL_REAL, covers=("view",)),
+    OpInfo("reshape", lambda x: x.reshape(2, -1), S34, ALL_REAL, covers=("view",)),
+    OpInfo("flatten", lambda x: x.flatten(), S234, ALL_REAL, covers=("view",)),
+    OpInfo("permute", lambda x: x.permute(2, 0, 1), S234, ALL_REAL, covers=("permute",)),
+    OpInfo("transpose", lambda x: x.transpose(0, 1), S34, ALL_REAL, covers=("permute",)),
+    OpInfo("expand", lambda x: x[..., :1].expand(3, 5) if hasattr(ember.Tensor, "__getitem__")
+           else x.narrow(1, 0, 1).expand(3, 5), S34, ALL_REAL, covers=("expand", "slice")),
+    OpInfo("unsqueeze/squeeze", lambda x: x.unsqueeze(1).squeeze(1).unsqueeze(-1), S34,
+           ALL_REAL, covers=("as_strided",)),
+    OpInfo("as_strided", lambda x: x.contiguous().as_strided((2, 2), (1, 2), 1), S34, ALL_REAL,
+           covers=("as_strided",)),
+    OpInfo("narrow", lambda x: x.narrow(1, 1, 2), S34, ALL_REAL, covers=("slice",)),
+    OpInfo("select", lambda x: x.select(1, 2), S34, ALL_REAL, covers=("select",)),
+    OpInfo("unbind", lambda x: x.unbind(1), S34, ALL_REAL, covers=("select",)),
+    OpInfo("split", lambda x: x.split([1, 3], dim=1), S34, ALL_REAL, covers=("slice",)),
+    OpInfo("chunk", lambda x: x.chunk(2, dim=0), S34, ALL_REAL, covers=("slice",)),
+    OpInfo("unfold", lambda x: x.unfold(1, 2, 1), S34, ALL_REAL, covers=("unfold",)),
+    OpInfo("diagonal", lambda x: x.diagonal(offset=1), S34, ALL_REAL, covers=("diagonal",)),
+    OpInfo("diagonal 3d", lambda x: x.diagonal(0, 1, 2), S234, ALL_REAL, covers=("diagonal",)),
+    OpInfo("write through narrow", _write_through(lambda b: b.narrow(1, 1, 2)), S34,
+           ("float32", "int64"), covers=("slice",), differentiable=False),
+    OpInfo("write through transpose", _write_through(lambda b: b.t()), S34,
+           ("float32", "int64"), covers=("permute",), differentiable=False),
+    OpInfo("write through diagonal", _write_through(lambda b: b.diagonal()), S34,
+           ("float32", "int64"), covers=("diagonal",), differentiable=False),
+]

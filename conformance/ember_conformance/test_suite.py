@@ -1,0 +1,41 @@
+"""The conformance suite as pytest tests (see pytest_plugin.py for the options)."""
+import pytest
+
+import ember
+
+from .checks import check_forward, check_gradient
+from .opdb import uncovered_ops
+
+
+@pytest.fixture(scope="session")
+def conformance_device(request):
+    name = request.config.getoption("--backend")
+    return ember.device(name) if ":" in name else ember._device.as_device(name)
+
+
+def test_op_database_covers_the_registry():
+    missing = uncovered_ops()
+    assert not missing, f"ops with no conformance entry: {missing}"
+
+
+def _assert_ok(result):
+    if result.status == "skip":
+        pytest.skip(result.message)
+    assert result.ok, result.message
+
+
+def test_forward(conformance_device, op_case):
+    info, dtype = op_case
+    _assert_ok(check_forward(info, dtype, conformance_device))
+
+
+def test_gradient(conformance_device, op_case):
+    info, dtype = op_case
+    _assert_ok(check_gradient(info, dtype, conformance_device))
+
+
+def test_contract(conformance_device, contract_case):
+    _suite, case = contract_case
+    outcome = case(conformance_device)
+    if isinstance(outcome, str):
+        pytest.skip(outcome)
