@@ -35,9 +35,10 @@ def compare(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float):
         return False, float("inf"), "NaN positions differ"
     finite = ~nan_e
     same_inf = (a == e) & finite
-    diff = np.where(same_inf | ~finite, 0.0, np.abs(a - e))
-    allowed = atol + rtol * np.abs(np.where(finite, e, 0))
-    ratio = diff / np.maximum(allowed, np.finfo(np.float64).tiny)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf where both are inf
+        diff = np.where(same_inf | ~finite, 0.0, np.abs(a - e))
+        allowed = atol + rtol * np.abs(np.where(finite, e, 0))
+        ratio = diff / np.maximum(allowed, np.finfo(np.float64).tiny)
     worst = float(np.max(ratio)) if ratio.size else 0.0
     if not np.isfinite(worst) or worst > 1.0:
         idx = int(np.argmax(np.where(np.isfinite(ratio), ratio, np.inf)))

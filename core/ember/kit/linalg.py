@@ -1,5 +1,53 @@
-"""linalg kernels for array-module backends (being written)."""
+"""Linear algebra kernels for array-module backends.
+
+``xp.matmul`` takes strided operands as they are (BLAS reads transposed views directly), so no
+operand is made contiguous here. Half-precision products are computed in float32 and rounded
+once, as PyTorch's CPU kernels accumulate them.
+"""
+from __future__ import annotations
+
+from .. import _dtype
+
+HALF = frozenset(d.np for d in (_dtype.float16, _dtype.bfloat16) if d.np is not None)
 
 
 def register(backend):
-    pass
+    xp = backend.xp
+    native, wrap = backend.native, backend.wrap
+    K = backend.kernels.register
+    f32 = xp.dtype(xp.float32)
+
+    def work(arrays):
+        dt = arrays[0].dtype
+        if dt in HALF:
+            return dt, [a.astype(f32) for a in arrays]
+        return dt, arrays
+
+    def result(r, dt, dev):
+        r = xp.asarray(r)
+        return wrap(r if r.dtype == dt else r.astype(dt), dev)
+
+    def matmul(a, b):
+        dt, (x, y) = work([native(a), native(b)])
+        return result(xp.matmul(x, y), dt, a.device)
+
+    def einsum(equation, operands):
+        dt, arrays = work([native(t) for t in operands])
+        r = xp.asarray(xp.einsum(equation, *arrays, optimize=len(arrays) > 1))
+        # a pure relabelling ("ij->ji", "ii->i") comes back as a view of the operand
+        if any(xp.may_share_memory(r, a) for a in arrays):
+            r = r.copy()
+        return result(r, dt, operands[0].device)
+
+    def svdvals(A):
+        a = native(A)
+        real = a.real.dtype
+        if a.size == 0:
+            k = min(a.shape[-2:])
+            return wrap(xp.zeros(a.shape[:-2] + (k,), dtype=real), A.device)
+        _, (x,) = work([a])
+        return result(xp.linalg.svd(x, compute_uv=False), real, A.device)
+
+    K("matmul", matmul)
+    K("einsum", einsum)
+    K("linalg_svdvals", svdvals)

@@ -60,7 +60,8 @@ def normalize_dims(dim, ndim: int, op: str) -> tuple:
     if isinstance(dim, (list, tuple)):
         out = tuple(_wrap_dim(d, ndim, op) for d in dim)
         if len(set(out)) != len(out):
-            raise RuntimeError(f"{op}: dim {dim} appears multiple times in the list of dims")
+            repeated = next(d for i, d in enumerate(out) if d in out[:i])
+            raise RuntimeError(f"{op}: dim {repeated} appears multiple times in the list of dims")
         return tuple(sorted(out))
     return (_wrap_dim(dim, ndim, op),)
 
