@@ -41,6 +41,7 @@ from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, se
                          set_rng_state)
 from .runtime.registry import registry as _registry
 from . import library  # noqa: E402
+from . import testing  # noqa: E402
 
 # aliases PyTorch has
 half, double, short, long, cfloat, cdouble = float16, float64, int16, int64, complex64, complex128

@@ -1,0 +1,79 @@
+"""``ember.testing.assert_close``: PyTorch's comparison with its default tolerances."""
+from __future__ import annotations
+
+import numpy as np
+
+# (rtol, atol) per dtype name, from torch.testing.assert_close's documentation
+DEFAULT_TOLERANCES = {
+    "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7),
+}
+
+
+def tolerance(dtype_name: str, override=None) -> tuple:
+    if override and dtype_name in override:
+        return override[dtype_name]
+    return DEFAULT_TOLERANCES.get(dtype_name, (0.0, 0.0))
+
+
+def compare(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float):
+    """(ok, worst error as a multiple of the allowed tolerance, message). NaN matches NaN."""
+    if actual.shape != expected.shape:
+        return False, float("inf"), f"shape {actual.shape} != expected {expected.shape}"
+    if actual.dtype != expected.dtype:
+        return False, float("inf"), f"dtype {actual.dtype} != expected {expected.dtype}"
+    if actual.size == 0:
+        return True, 0.0, ""
+    if expected.dtype.kind in "biu":
+        n = int((actual != expected).sum())
+        return n == 0, float(n), "" if n == 0 else f"{n} of {actual.size} elements differ"
+    a = actual.astype(np.complex128 if actual.dtype.kind == "c" else np.float64)
+    e = expected.astype(a.dtype)
+    nan_a, nan_e = np.isnan(a), np.isnan(e)
+    if (nan_a != nan_e).any():
+        return False, float("inf"), "NaN positions differ"
+    finite = ~nan_e
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf where both are inf
+        diff = np.where(((a == e) & finite) | ~finite, 0.0, np.abs(a - e))
+        allowed = atol + rtol * np.abs(np.where(finite, e, 0))
+        ratio = diff / np.maximum(allowed, np.finfo(np.float64).tiny)
+    worst = float(np.max(ratio))
+    if not np.isfinite(worst) or worst > 1.0:
+        idx = int(np.argmax(np.where(np.isfinite(ratio), ratio, np.inf)))
+        return False, worst, (f"max abs diff {float(diff.reshape(-1)[idx]):.3g} at flat index "
+                              f"{idx} (allowed {float(allowed.reshape(-1)[idx]):.3g}; "
+                              f"rtol={rtol}, atol={atol})")
+    return True, worst, ""
+
+
+def _host(x):
+    from .._tensor import Tensor
+    if isinstance(x, Tensor):
+        return x.detach()._host() if x.requires_grad else x._host()
+    return np.asarray(x)
+
+
+def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=True, check_dtype=True,
+                 check_device=True, msg=None):
+    """Raise AssertionError unless ``actual`` and ``expected`` are close (PyTorch's rules)."""
+    from .._tensor import Tensor
+    if isinstance(actual, (list, tuple)):
+        assert len(actual) == len(expected), f"length {len(actual)} != {len(expected)}"
+        for a, e in zip(actual, expected):
+            assert_close(a, e, rtol=rtol, atol=atol, check_dtype=check_dtype,
+                         check_device=check_device, msg=msg)
+        return
+    if check_device and isinstance(actual, Tensor) and isinstance(expected, Tensor) and \
+            actual.device is not expected.device:
+        raise AssertionError(f"device {actual.device} != expected {expected.device}")
+    a, e = _host(actual), _host(expected)
+    if not check_dtype and a.dtype != e.dtype:
+        a = a.astype(np.result_type(a.dtype, e.dtype))
+        e = e.astype(a.dtype)
+    if (rtol is None) != (atol is None):
+        raise ValueError("assert_close: give both rtol and atol, or neither")
+    if rtol is None:
+        rtol, atol = tolerance(e.dtype.name)
+    ok, _worst, detail = compare(a, e, rtol, atol)
+    if not ok:
+        raise AssertionError(msg or f"Tensor-likes are not close! {detail}")
