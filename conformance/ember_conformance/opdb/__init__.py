@@ -88,7 +88,7 @@ def _laid_out(values, layout, device):
 
 
 _FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "linalg", "shape",
-             "indexing", "sorting", "random"]
+             "indexing", "random"]
 
 
 def all_opinfos() -> list:
