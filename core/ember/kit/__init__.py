@@ -5,13 +5,7 @@
   ``backend.xp``; the CPU and CUDA backends are this plus their memory and streams.
 * ``CachingAllocator`` (``ember.runtime.allocator``) — block caching with PyTorch's statistics.
 """
-import warnings
-
 from .array_backend import ArrayBackend
-
-# Kernels compute IEEE results (log(0) = -inf, 0/0 = nan) as PyTorch does, silently. Filtering
-# numpy's RuntimeWarnings for the kit's own frames costs nothing per call, unlike np.errstate.
-warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.kit\.")
 
 
 def register_array_kernels(backend) -> None:

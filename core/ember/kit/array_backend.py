@@ -15,6 +15,34 @@ from .._tensor import Tensor
 from ..runtime.backend import Backend
 
 
+def ieee_caller(xp):
+    """``call(f, *args)``: run a ufunc with floating-point warnings off, as PyTorch computes
+    log(0) = -inf and 0/0 = nan silently. numpy 2 keeps its error state in a context variable;
+    setting it directly costs ~0.4 µs where ``np.errstate`` costs ~1.2 µs on every op."""
+    if xp is np:
+        try:
+            from numpy._core._ufunc_config import _extobj_contextvar as state
+        except ImportError:  # numpy < 2: the public (slower) way
+            state = None
+        if state is not None:
+            with np.errstate(all="ignore"):
+                quiet = state.get()
+
+            def call(f, *args):
+                token = state.set(quiet)
+                try:
+                    return f(*args)
+                finally:
+                    state.reset(token)
+            return call
+
+        def call_errstate(f, *args):
+            with np.errstate(all="ignore"):
+                return f(*args)
+        return call_errstate
+    return lambda f, *args: f(*args)  # cupy & co. do not warn on IEEE special values
+
+
 class ArrayBackend(Backend):
     xp = np
 

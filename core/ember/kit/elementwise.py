@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from .._tensor import Tensor
+from .array_backend import ieee_caller
 
 _SCALARS = (int, float, bool, complex)
 
@@ -18,6 +19,7 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
     xp, sp = backend.xp, backend.special
     native, wrap = backend.native, backend.wrap
     K = backend.kernels.register
+    ieee = ieee_caller(xp)
 
     def arg(x, dt):
         """A kernel operand: a native array, or a scalar that numpy can take weakly in ``dt``."""
@@ -138,8 +140,7 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
             elif is_pred and name == "isfinite" and a.dtype.kind in "iub":
                 r = xp.ones(a.shape, dtype=bool)
             else:
-                with xp.errstate(all="ignore"):
-                    r = f(a)
+                r = ieee(f, a)
             return result(r, bool if is_pred else dt, x.device) if not is_pred else \
                 wrap(xp.asarray(r, dtype=bool), x.device)
 
@@ -280,18 +281,13 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
 
         def kernel(a, b, compute):
             dt = compute.np
-            x, y = arg(a, dt), arg(b, dt)
-            with xp.errstate(all="ignore"):
-                r = f(x, y)
+            r = ieee(f, arg(a, dt), arg(b, dt))
             dev = a.device if isinstance(a, Tensor) else b.device
             return result(r, bool if boolean else dt, dev)
 
         def kernel_(a, b, compute):
             dt = compute.np
-            x, y = arg(a, dt), arg(b, dt)
-            with xp.errstate(all="ignore"):
-                r = f(x, y)
-            return into(a, r)
+            return into(a, ieee(f, arg(a, dt), arg(b, dt)))
 
         K(name, kernel)
         K(name + "_", kernel_)
@@ -329,9 +325,9 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
     K("sub_", sub_)
 
     def _div(x, y, mode):
+        if mode is None:
+            return ieee(xp.true_divide, x, y)
         with xp.errstate(all="ignore"):
-            if mode is None:
-                return xp.true_divide(x, y)
             int_inputs = (x.dtype.kind if x.__class__ not in _SCALARS else y.dtype.kind) in "iu"
             if int_inputs:
                 _check_int_zero(y)

@@ -109,7 +109,13 @@ def _unary_dtype(name, family, x):
 
 
 def _make_unary(name, family, op, op_):
+    float_family = family == "float"
+
     def fn(input, *, out=None):
+        # hot path: a float tensor through a float op needs no further rule
+        if float_family and out is None and input.__class__ is Tensor and \
+                input.dtype.category == FLOATING:
+            return op(input, input.dtype)
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not "
                             f"{type(input).__name__}")
@@ -291,7 +297,16 @@ def _align(a, b, op):
 
 
 def _make_binary(name, family, op, op_):
+    # same-dtype real tensors of one shape compute in their own dtype for these families
+    same_dtype_fast = family in ("arith", "cmp", "logical")
+
     def fn(input, other, *, out=None):
+        if same_dtype_fast and out is None and input.__class__ is Tensor:
+            d = input.dtype
+            if (other.__class__ is Tensor and other.dtype is d and other._shape == input._shape
+                    and (d.category == INTEGRAL or d.category == FLOATING)) or \
+                    (other.__class__ is float and d.category == FLOATING):
+                return op(input, other, d)
         if not isinstance(input, Tensor):
             if not isinstance(other, Tensor):
                 raise TypeError(f"{name}(): expected at least one Tensor argument, got "
@@ -350,6 +365,12 @@ def _check_alpha(alpha, d, op):
 
 def _make_add_sub(name, op, op_):
     def fn(input, other, *, alpha=1, out=None):
+        if alpha.__class__ is int and alpha == 1 and out is None and input.__class__ is Tensor:
+            d = input.dtype
+            if (other.__class__ is Tensor and other.dtype is d and other._shape == input._shape
+                    and (d.category == INTEGRAL or d.category == FLOATING)) or \
+                    (other.__class__ is float and d.category == FLOATING):
+                return op(input, other, 1, d)
         if not isinstance(input, Tensor):
             if not isinstance(other, Tensor):
                 raise TypeError(f"{name}(): expected at least one Tensor argument")
@@ -410,6 +431,12 @@ def _div_dtype(a, b, rounding_mode):
 
 
 def div(input, other, *, rounding_mode=None, out=None):
+    if rounding_mode is None and out is None and input.__class__ is Tensor and \
+            input.dtype.category == FLOATING:
+        d = input.dtype
+        if other.__class__ is float or (other.__class__ is Tensor and other.dtype is d and
+                                        other._shape == input._shape):
+            return div_op(input, other, None, d)
     if not isinstance(input, Tensor):
         if not isinstance(other, Tensor):
             raise TypeError("div(): expected at least one Tensor argument")
