@@ -15,6 +15,7 @@ from .._tensor import Tensor
 from . import keys as K
 
 _ops: dict = {}
+_state = K.state
 _functionality_handlers: dict = {}
 _warned_fallback: set = set()
 _PLAIN = (int, float, bool, complex, str, type(None), _dtype.dtype)
@@ -29,7 +30,7 @@ class Op:
     """
 
     __slots__ = ("name", "schema", "meta", "composite", "derivative", "mutates", "_cache",
-                 "doc", "__weakref__")
+                 "doc", "_tensor_pos", "_list_pos", "__weakref__")
 
     def __init__(self, schema: str, meta=None, composite=None, mutates=None, doc=None):
         name = schema.split("(", 1)[0].strip()
@@ -45,9 +46,38 @@ class Op:
         self.mutates = tuple(mutates)
         self.doc = doc
         self._cache = {}
+        self._tensor_pos, self._list_pos = _tensor_positions(schema)
 
     def __call__(self, *args, **kwargs):
         ks = 0
+        positions = self._tensor_pos
+        if positions is not None:
+            # the schema says where tensors may be: look only there (the hot path)
+            n = len(args)
+            if positions is _FIRST_TWO and n > 1:
+                a, b = args[0], args[1]
+                if a.__class__ is Tensor or isinstance(a, Tensor):
+                    ks = a._ks
+                if b.__class__ is Tensor or isinstance(b, Tensor):
+                    ks |= b._ks
+            else:
+                for i in positions:
+                    if i < n:
+                        a = args[i]
+                        if a.__class__ is Tensor or isinstance(a, Tensor):
+                            ks |= a._ks
+            if self._list_pos:
+                for i in self._list_pos:
+                    if i < n:
+                        for x in args[i]:
+                            if isinstance(x, Tensor):
+                                ks |= x._ks
+            include, keep = _state.masks
+            ks = (ks | include) & keep
+            handler = self._cache.get(ks)
+            if handler is None:
+                handler = self._resolve(ks)
+            return handler(*args, **kwargs) if kwargs else handler(*args)
         for a in args:
             c = a.__class__
             if c is Tensor:
@@ -60,8 +90,8 @@ class Op:
                         ks |= x._ks
             elif isinstance(a, Tensor):
                 ks |= a._ks
-        st = K.state
-        ks = (ks | st.include) & st.keep
+        include, keep = _state.masks
+        ks = (ks | include) & keep
         handler = self._cache.get(ks)
         if handler is None:
             handler = self._resolve(ks)
@@ -69,8 +99,8 @@ class Op:
 
     def on(self, device, *args, **kwargs):
         """Call an op that has no tensor input (factories) on ``device``."""
-        st = K.state
-        ks = ((device._key or K.device_key(device)) | st.include) & st.keep
+        include, keep = _state.masks
+        ks = ((device._key or K.device_key(device)) | include) & keep
         handler = self._cache.get(ks)
         if handler is None:
             handler = self._resolve(ks)
@@ -120,6 +150,41 @@ class Op:
 
     def __repr__(self):
         return f"<ember op {self.schema}>"
+
+
+def _tensor_positions(schema: str):
+    """Positions of ``Tensor`` and ``Tensor[]`` arguments in a schema; (None, None) when the
+    schema has no types (custom ops made from a Python signature): then every argument is
+    scanned."""
+    inner = schema.split("(", 1)[1].rsplit(")", 1)[0] if "(" in schema else ""
+    params = [p.strip() for p in _split_top(inner) if p.strip() and p.strip() != "*"]
+    if params and all(" " not in p.split("=")[0].strip() for p in params):
+        return None, None
+    tensors, lists = [], []
+    for i, p in enumerate(params):
+        typ = p.split("=")[0].strip().rsplit(" ", 1)[0]
+        if "Tensor" in typ:
+            (lists if "[]" in typ else tensors).append(i)
+    return (_FIRST_TWO if tensors == [0, 1] else tuple(tensors)), tuple(lists)
+
+
+_FIRST_TWO = (0, 1)  # the commonest layout (binary ops): an identity check selects its path
+
+
+def _split_top(text):
+    depth, cur, out = 0, [], []
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return out
 
 
 def _iter_tensors(args):

@@ -54,13 +54,29 @@ def devices_in(keyset: int):
 
 
 class _DispatchState(threading.local):
-    """Per-thread: keys forced on (``include``) and the mask of keys left on (``keep``)."""
+    """Per thread: ``masks = (include, keep)`` — keys forced on, and the mask of keys left on
+    (``keep = ~exclude``). One tuple, because the dispatcher reads both on every op."""
 
     def __init__(self):
-        self.include = 0
-        self.keep = -1           # ~exclude; all keys kept
+        self.masks = (0, -1)
         self.grad_enabled = True
         self.inference_mode = False
+
+    @property
+    def include(self) -> int:
+        return self.masks[0]
+
+    @include.setter
+    def include(self, value: int) -> None:
+        self.masks = (value, self.masks[1])
+
+    @property
+    def keep(self) -> int:
+        return self.masks[1]
+
+    @keep.setter
+    def keep(self, value: int) -> None:
+        self.masks = (self.masks[0], value)
 
 
 state = _DispatchState()
@@ -75,11 +91,11 @@ class ExcludeKeys:
         self.mask = mask
 
     def __enter__(self):
-        self._prev = state.keep
-        state.keep = self._prev & ~self.mask
+        self._prev = prev = state.masks
+        state.masks = (prev[0], prev[1] & ~self.mask)
 
     def __exit__(self, *exc):
-        state.keep = self._prev
+        state.masks = self._prev
 
 
 class IncludeKeys:
@@ -89,8 +105,8 @@ class IncludeKeys:
         self.mask = mask
 
     def __enter__(self):
-        self._prev = state.include
-        state.include = self._prev | self.mask
+        self._prev = prev = state.masks
+        state.masks = (prev[0] | self.mask, prev[1])
 
     def __exit__(self, *exc):
-        state.include = self._prev
+        state.masks = self._prev

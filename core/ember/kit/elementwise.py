@@ -24,8 +24,10 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
     def arg(x, dt):
         """A kernel operand: a native array, or a scalar that numpy can take weakly in ``dt``."""
         if x.__class__ is Tensor or isinstance(x, Tensor):
-            a = native(x)
-            return a if a.dtype == dt else a.astype(dt)
+            a = x._native
+            if a is None:
+                a = native(x)
+            return a if a.dtype is dt or a.dtype == dt else a.astype(dt)
         if x.__class__ is int and dt.kind in "iub":
             # wrap out-of-range ints the way an integer tensor op does (int8 + 1000)
             info = xp.iinfo(dt) if dt.kind != "b" else None
@@ -38,7 +40,7 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
     def result(r, dt, dev):
         if r.__class__ is not backend._ndarray:
             r = xp.asarray(r)
-        if r.dtype != dt:
+        if r.dtype is not dt and r.dtype != dt:
             r = r.astype(dt)
         return wrap(r, dev)
 

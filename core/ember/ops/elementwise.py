@@ -563,16 +563,16 @@ def _inplace(fn_):
 
 _pow = binary_api["pow"]
 _mul = binary_api["mul"]
-Tensor.__add__ = lambda self, other: add(self, other)
+Tensor.__add__ = add  # the API functions take the tensor first: no wrapper needed
 Tensor.__radd__ = lambda self, other: add(other, self)
 Tensor.__iadd__ = _inplace(add_)
-Tensor.__sub__ = lambda self, other: sub(self, other)
+Tensor.__sub__ = sub
 Tensor.__rsub__ = lambda self, other: sub(other, self)
 Tensor.__isub__ = _inplace(sub_)
-Tensor.__mul__ = lambda self, other: _mul(self, other)
+Tensor.__mul__ = _mul
 Tensor.__rmul__ = lambda self, other: _mul(other, self)
 Tensor.__imul__ = _inplace(binary_api["mul_"])
-Tensor.__truediv__ = lambda self, other: div(self, other)
+Tensor.__truediv__ = div
 Tensor.__rtruediv__ = lambda self, other: div(other, self)
 Tensor.__itruediv__ = _inplace(div_)
 Tensor.__floordiv__ = lambda self, other: binary_api["floor_divide"](self, other)
