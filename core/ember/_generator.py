@@ -32,7 +32,8 @@ class Generator:
     def manual_seed(self, seed) -> "Generator":
         seed = int(seed)
         if seed < -(2 ** 63) or seed >= 2 ** 64:
-            raise RuntimeError(f"Overflow when unpacking long: seed {seed} out of range")
+            raise ValueError(f"Overflow when unpacking long long: seed {seed} is outside "
+                             f"[-2**63, 2**64)")
         self._seed = seed % 2 ** 64
         self._impl.reseed(self._seed)
         return self
@@ -46,15 +47,26 @@ class Generator:
         return self._seed
 
     def get_state(self):
+        """The generator's state as a CPU uint8 tensor: the seed, then the backend's state."""
         import numpy as np
         from .ops.factories import from_numpy
-        return from_numpy(np.frombuffer(self._impl.state_bytes(), dtype=np.uint8).copy())
+        data = self._seed.to_bytes(8, "little") + self._impl.state_bytes()
+        return from_numpy(np.frombuffer(data, dtype=np.uint8).copy())
 
     def set_state(self, state) -> "Generator":
         from ._tensor import Tensor
-        if not isinstance(state, Tensor) or state.dtype.name != "uint8":
-            raise TypeError("set_state: expected a uint8 ember tensor from get_state()")
-        self._impl.load_state(state.cpu()._host().tobytes())
+        if not isinstance(state, Tensor):
+            raise TypeError(f"expected an ember uint8 tensor, but got {type(state).__name__}")
+        if state.dtype.name != "uint8":
+            raise TypeError(f"RNG state must be an ember uint8 tensor (from get_state()), got "
+                            f"dtype {state.dtype}")
+        data = state.cpu()._host().tobytes()
+        size = 8 + getattr(self._impl, "state_size", max(len(data) - 8, 0))
+        if len(data) != size:
+            raise RuntimeError(f"Expected an RNG state of size {size} but found the input RNG "
+                               f"state size to be {len(data)}")
+        self._impl.load_state(data[8:])
+        self._seed = int.from_bytes(data[:8], "little")
         return self
 
     def __repr__(self):

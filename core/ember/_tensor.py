@@ -110,6 +110,8 @@ class Tensor:
         self._storage.version += 1
 
     def is_contiguous(self, memory_format=None) -> bool:
+        if 0 in self._shape:
+            return True  # PyTorch: a tensor without elements is contiguous whatever its strides
         expected = 1
         for size, stride in zip(reversed(self._shape), reversed(self._stride)):
             if size != 1 and stride != expected:
@@ -209,7 +211,9 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None):
         a = self.numpy(force=self.requires_grad and self.device.type == "cpu")
-        return a if dtype is None else a.astype(dtype, copy=False)
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a  # numpy 2 asks for a copy (np.array) and trusts us
 
     def __dlpack__(self, stream=None, **kwargs):
         if self.device.type != "cpu":
@@ -222,7 +226,7 @@ class Tensor:
 
     def __repr__(self, *, tensor_contents=None):
         from ._tensor_str import tensor_repr
-        return tensor_repr(self)
+        return tensor_repr(self, tensor_contents=tensor_contents)
 
     __str__ = __repr__
 

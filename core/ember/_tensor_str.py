@@ -42,6 +42,9 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 
 
 class _Formatter:
+    """One width and notation for all elements. As in PyTorch, only the nonzero finite values
+    choose them; nan and inf are printed as they come."""
+
     def __init__(self, values: np.ndarray, floating: bool):
         self.floating = floating
         self.int_mode = True
@@ -54,35 +57,20 @@ class _Formatter:
             return
         finite = flat[np.isfinite(flat) & (flat != 0)].astype(np.float64)
         if finite.size == 0:
-            for v in flat.tolist():
-                self.max_width = max(self.max_width, len(self._nonfinite(v)))
             return
         absval = np.abs(finite)
         lo, hi = float(absval.min()), float(absval.max())
         p = PRINT_OPTS.precision
         self.int_mode = bool(np.all(finite == np.ceil(finite)))
-        if self.int_mode:
-            if hi / lo > 1000.0 or hi > 1.0e8:
-                self.sci_mode = True
-                strs = [f"{v:.{p}e}" for v in finite.tolist()]
-            else:
-                strs = [f"{v:.0f}." for v in finite.tolist()]
+        self.sci_mode = (hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+                         if PRINT_OPTS.sci_mode is None else PRINT_OPTS.sci_mode)
+        if self.sci_mode:
+            widths = [len(f"{v:.{p}e}") for v in finite.tolist()]
+        elif self.int_mode:
+            widths = [len(f"{v:.0f}") + 1 for v in finite.tolist()]  # + 1 for the "."
         else:
-            if hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4:
-                self.sci_mode = True
-                strs = [f"{v:.{p}e}" for v in finite.tolist()]
-            else:
-                strs = [f"{v:.{p}f}" for v in finite.tolist()]
-        self.max_width = max(len(s) for s in strs)
-        if PRINT_OPTS.sci_mode is not None:
-            self.sci_mode = PRINT_OPTS.sci_mode
-        if not np.all(np.isfinite(flat)):
-            for v in flat[~np.isfinite(flat)].tolist():
-                self.max_width = max(self.max_width, len(self._nonfinite(v)))
-
-    @staticmethod
-    def _nonfinite(v):
-        return "nan" if math.isnan(v) else "inf" if v > 0 else "-inf" if math.isinf(v) else "0."
+            widths = [len(f"{v:.{p}f}") for v in finite.tolist()]
+        self.max_width = max(self.max_width, *widths)
 
     def width(self):
         return self.max_width
@@ -90,12 +78,12 @@ class _Formatter:
     def format(self, value):
         if self.floating:
             p = PRINT_OPTS.precision
-            if math.isnan(value) or math.isinf(value):
-                ret = self._nonfinite(value)
-            elif self.sci_mode:
+            if self.sci_mode:
                 ret = f"{value:{self.max_width}.{p}e}"
             elif self.int_mode:
-                ret = f"{value:.0f}."
+                ret = f"{value:.0f}"
+                if math.isfinite(value):
+                    ret += "."
             else:
                 ret = f"{value:.{p}f}"
         else:
@@ -104,11 +92,14 @@ class _Formatter:
 
 
 def _summarized(a: np.ndarray):
+    """The values a summarized print shows (they alone choose the format)."""
     e = PRINT_OPTS.edgeitems
     if a.ndim == 0:
         return a
     if a.ndim == 1:
         return np.concatenate([a[:e], a[-e:]]) if a.shape[0] > 2 * e else a
+    if not e:
+        return a[(slice(0, 0),) * a.ndim]
     if a.shape[0] > 2 * e:
         parts = [_summarized(a[i]) for i in list(range(e)) + list(range(a.shape[0] - e,
                                                                         a.shape[0]))]
@@ -132,7 +123,9 @@ def _vector_str(a, indent, summarize, fmt1, fmt2):
 
     e = PRINT_OPTS.edgeitems
     values = a.tolist()
-    if summarize and len(values) > 2 * e:
+    if summarize and not e:
+        data = ["..."]
+    elif summarize and len(values) > 2 * e:
         data = [val(v) for v in values[:e]] + [" ..."] + [val(v) for v in values[-e:]]
     else:
         data = [val(v) for v in values]
@@ -190,8 +183,11 @@ def _values_str(t, indent):
     return _tensor_str(a, indent, summarize, fmt1, fmt2)
 
 
-def tensor_repr(t, prefix="tensor(") -> str:
+def tensor_repr(t, prefix=None, tensor_contents=None) -> str:
     from ._defaults import get_default_device
+    from ._tensor import Tensor
+    if prefix is None:
+        prefix = "tensor(" if type(t) is Tensor else f"{type(t).__name__}("
     indent = len(prefix)
     suffixes = []
     default_float = _dtype.get_default_dtype()
@@ -206,9 +202,13 @@ def tensor_repr(t, prefix="tensor(") -> str:
             suffixes.append(f"dtype=ember.{t.dtype.name}")
         body = "..." if t.device.type == "meta" else "[]"
     else:
+        if not PRINT_OPTS.edgeitems:
+            suffixes.append(f"size={tuple(t._shape)}")
         if not has_default_dtype:
             suffixes.append(f"dtype=ember.{t.dtype.name}")
         body = _values_str(t, indent)
+    if tensor_contents is not None:
+        body = tensor_contents
     gf = t.grad_fn
     if gf is not None:
         suffixes.append(f"grad_fn=<{type(gf).__name__ if not hasattr(gf, 'name') else gf.name()}>")

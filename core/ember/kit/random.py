@@ -100,7 +100,9 @@ def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
         else:
             # the exponential race: the smallest Exp(1)/p keys are a weighted sample without
             # replacement; zero-probability categories (key inf) come last, in index order
-            keys = g.standard_exponential(rows.shape) / rows
+            positive = rows > 0
+            keys = xp.where(positive, g.standard_exponential(rows.shape) /
+                            xp.where(positive, rows, 1.0), xp.inf)
             out = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples].astype(xp.int64)
         return wrap(out.reshape(p.shape[:-1] + (num_samples,)), probs.device)
 

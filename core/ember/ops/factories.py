@@ -229,7 +229,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if any(isinstance(v, float) and not math.isfinite(v) for v in (start, end)):
         raise RuntimeError(f"arange: unsupported range: {start} -> {end}")
     if (end - start) * step < 0:
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
     dev = as_device(device)
     return _finish(arange_op.on(dev, start, end, step, dtype, dev), requires_grad)
