@@ -293,6 +293,22 @@ def test_fused_multiply_add_edge_cases():
     check(m1.addmm(m1, ember.eye(3)), 2 * np.ones((2, 3)))
 
 
+@pytest.mark.parametrize("dtype, tiny", [("float16", 2.0 ** -11), ("bfloat16", 2.0 ** -8)])
+def test_half_fused_multiply_adds_round_once(dtype, tiny):
+    # regression: the composite rounded a @ b to half, then the sum: 1 + tiny (a tie, rounded
+    # to 1) + tiny / 2 gave 1. PyTorch rounds the float32 result once: 1 + 2 * tiny.
+    h = getattr(ember, dtype)
+    s = ember.tensor([[tiny / 2]], dtype=h)
+    a, b = ember.tensor([[1.0, tiny]], dtype=h), ember.tensor([[1.0], [1.0]], dtype=h)
+    for r in (ember.addmm(s, a, b), ember.addmv(s[0], a, b[:, 0]),
+              ember.baddbmm(s[None], a[None], b[None]), s.clone().addmm_(a, b)):
+        assert r.dtype is h
+        assert r.reshape(-1)[0].item() == 1 + 2 * tiny
+    exact = 2 * (tiny / 2) + 0.5 * (1 + tiny)
+    assert ember.addmm(s, a, b, beta=2, alpha=0.5).item() == \
+        ember.tensor(exact, dtype=h).item()
+
+
 def test_fused_multiply_add_errors():
     m1, m2 = ember.ones(2, 3), ember.ones(3, 4)
     with pytest.raises(RuntimeError, match=r"The expanded size of the tensor \(4\) must match the "
@@ -392,6 +408,17 @@ def test_einsum_dtypes_sublists_and_fresh_results():
         before = t.numpy().copy()
         r.add_(1.0)
         np.testing.assert_array_equal(t.numpy(), before)
+
+
+def test_products_are_c_contiguous():
+    # regression: einsum returned xp's output layout ("bij,bkj->bik" gave strides (15, 1, 3)),
+    # so ``.view()`` of the result raised where PyTorch's works
+    a, b = ember.from_numpy(_data((2, 3, 4))), ember.from_numpy(_data((2, 5, 4)))
+    for r in (ember.einsum("bij,bkj->bik", a, b), ember.einsum("bij->jib", a),
+              ember.einsum("bij,bkj->kib", a, b), a @ b.transpose(1, 2),
+              ember.tensordot(a, b, ([2], [2]))):
+        assert r.is_contiguous(), (r.shape, r.stride())
+        r.view(-1)
 
 
 def test_einsum_errors():

@@ -319,6 +319,25 @@ def test_extrema_nan_ties_and_binary_form():
     check(ember.tensor([True, False]).max(0).values, True)
 
 
+def test_return_types_are_exported_named_tuples():
+    import pickle
+
+    t = ember.tensor([[1.0, 3.0], [2.0, 0.0]])
+    r = t.max(dim=1)
+    assert type(r) is ember.return_types.max and isinstance(r, tuple)
+    assert r._fields == ("values", "indices")
+    assert type(t.min(0)) is ember.return_types.min
+    assert type(ember.aminmax(t)) is ember.return_types.aminmax
+    assert ember.aminmax(t)._fields == ("min", "max")
+    assert repr(r).startswith("ember.return_types.max(\nvalues=tensor(")
+    # pickled by reference to the module, as PyTorch's are
+    back = pickle.loads(pickle.dumps(r))
+    assert type(back) is ember.return_types.max
+    check(back.indices, [1, 0])
+    from ember.return_types import min as min_type
+    assert min_type is ember.return_types.min
+
+
 def test_extrema_errors():
     e = ember.empty(0, 3)
     with pytest.raises(RuntimeError, match=r"max\(\): Expected reduction dim to be specified for "
@@ -365,8 +384,12 @@ def test_aminmax():
     with pytest.raises(RuntimeError, match=r"aminmax\(\): cannot compute aminmax over an empty "
                                            r"dimension as the operation has no identity."):
         ember.aminmax(ember.empty(0, 3))
-    with pytest.raises(RuntimeError, match="cannot compute aminmax over an empty dimension"):
+    # a named empty dim is an IndexError, as in PyTorch (found by the conformance entries)
+    with pytest.raises(IndexError, match="aminmax: Expected reduction dim 0 to have non-zero "
+                                         "size."):
         ember.aminmax(ember.empty(0, 3), dim=0)
+    with pytest.raises(IndexError, match="Expected reduction dim 1 to have non-zero size"):
+        ember.aminmax(ember.empty(2, 0), dim=-1, keepdim=True)
 
 
 # -- all, any, count_nonzero ----------------------------------------------------------------------
@@ -588,6 +611,19 @@ def test_results_are_fresh_tensors():
     s = a.sum(0)
     s.add_(1)
     check(a, np.ones((3, 4)))
+
+
+def test_results_are_c_contiguous_whatever_the_input_layout():
+    # regression: scans, softmax and all/any over no dims kept a transposed input's strides,
+    # so ``x.t().cumsum(0).view(-1)`` raised where PyTorch's contiguous result views fine
+    x = ember.from_numpy(_data((4, 3), "float32")).t()
+    ex = ember.from_numpy(_data((1, 3), "float32")).expand(4, 3)
+    for t in (x, ex):
+        for r in (t.cumsum(0), t.cumprod(1), t.softmax(0), t.log_softmax(1), ember.all(t, ()),
+                  ember.any(t, (), True), t.sum(1, keepdim=True), t.amax(0),
+                  t.cumsum(0, dtype=ember.float64)):
+            assert r.is_contiguous(), (r.shape, r.stride())
+            r.view(-1)
 
 
 # -- PyTorch as the reference ---------------------------------------------------------------------

@@ -24,8 +24,9 @@ def register(backend):
         return dt, arrays
 
     def result(r, dt, dev):
-        r = xp.asarray(r)
-        return wrap(r if r.dtype == dt else r.astype(dt), dev)
+        # C order, as PyTorch's results are: xp's einsum may return its operands' layout, and
+        # then ``.view()`` of the result would fail
+        return wrap(xp.asarray(r, dtype=dt, order="C"), dev)
 
     def matmul(a, b):
         dt, (x, y) = work([native(a), native(b)])

@@ -22,8 +22,9 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
         return f32 if dt in HALF else dt
 
     def result(r, dt, dev):
-        r = xp.asarray(r)
-        return wrap(r if r.dtype == dt else r.astype(dt), dev)
+        # C order, as PyTorch's results are: xp keeps a transposed input's layout in scans and
+        # softmax, and then ``.view()`` of the result would fail
+        return wrap(xp.asarray(r, dtype=dt, order="C"), dev)
 
     def count(shape, dims):
         return math.prod(shape[d] for d in dims)

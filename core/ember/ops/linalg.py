@@ -233,6 +233,11 @@ ger = outer
 # -- fused multiply-add: beta * self + alpha * (a @ b) ------------------------------------------
 def _add_product(self, a, b, beta, alpha):
     from .elementwise import add, binary_api
+    if self.dtype in _HALF:  # computed in float32 and rounded once, as PyTorch's CPU does
+        from .conversion import to_copy_op
+        f32 = _dtype.float32
+        r = _add_product(*(to_copy_op(t, f32) for t in (self, a, b)), beta, alpha)
+        return to_copy_op(r, self.dtype)
     mul = binary_api["mul"]
     p = matmul_op(a, b)
     if alpha != 1:
@@ -242,6 +247,7 @@ def _add_product(self, a, b, beta, alpha):
     return add(self if beta == 1 else mul(self, beta), p)
 
 
+_HALF = (_dtype.float16, _dtype.bfloat16)
 _FMA_DOC = "beta * self + alpha * (a @ b); ``self`` is already expanded to the result's shape."
 addmm_op = define("addmm(Tensor self, Tensor mat1, Tensor mat2, Scalar beta, Scalar alpha) -> "
                   "Tensor", composite=_add_product, doc=_FMA_DOC)

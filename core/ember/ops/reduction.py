@@ -18,38 +18,20 @@ and the nuclear norm are composites of those.
 """
 from __future__ import annotations
 
-import builtins
-import collections
 import math
-import types
 import warnings
 
 from .. import _dtype
+from .. import return_types  # the named tuples; ops/sorting.py adds its own with _return_type
 from .._dtype import COMPLEX, FLOATING, INTEGRAL
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
+from ..return_types import _return_type  # noqa: F401 - re-exported for ops/sorting.py
 from ._util import _dtype_title, normalize_dims, tensor_method
 
 __all__ = ["sum", "mean", "prod", "nansum", "nanmean", "var", "std", "var_mean", "std_mean",
            "max", "min", "amax", "amin", "aminmax", "argmax", "argmin", "all", "any",
            "logsumexp", "norm", "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax"]
-
-
-def _return_type(name, fields):
-    """A named tuple that prints like PyTorch's ``torch.return_types.<name>``."""
-    base = collections.namedtuple(name, fields)
-
-    def __repr__(self):
-        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
-        return f"ember.return_types.{name}(\n{body})"
-
-    return type(name, (base,), {"__slots__": (), "__repr__": __repr__,
-                                "__module__": "ember.return_types"})
-
-
-return_types = types.SimpleNamespace(max=_return_type("max", ["values", "indices"]),
-                                     min=_return_type("min", ["values", "indices"]),
-                                     aminmax=_return_type("aminmax", ["min", "max"]))
 
 
 # -- argument handling --------------------------------------------------------------------------
@@ -289,9 +271,13 @@ def aminmax(input, *, dim=None, keepdim=False):
     else:
         d = _wrap_dim(dim, input.ndim, "aminmax")
         dims = (d,) if input.ndim else ()
-    if not input.numel() and (dim is None or builtins.any(input._shape[d] == 0 for d in dims)):
-        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
-                           "operation has no identity.")
+    if not input.numel():
+        if dim is None:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
+        for d in dims:
+            if input._shape[d] == 0:
+                raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     return return_types.aminmax(*aminmax_op(input, dims, bool(keepdim)))
 
 
