@@ -107,7 +107,10 @@ class ArrayBackend(Backend):
             if flat is None:
                 flat = st.cache = self._flat_bytes(st.data)
             isz = t.dtype.itemsize
-            arr = t._native = self._view(flat, t._shape, t.dtype.np, t._offset * isz,
+            # an empty slice may start past the end of its storage (x[5:] of a 4-element x);
+            # it addresses nothing, and numpy rejects such an offset
+            offset = t._offset * isz if 0 not in t._shape else 0
+            arr = t._native = self._view(flat, t._shape, t.dtype.np, offset,
                                          tuple([s * isz for s in t._stride]))
         return arr
 

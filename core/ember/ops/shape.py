@@ -2,17 +2,22 @@
 
 Kernels: ``cat(Tensor[] tensors, int dim, dtype dtype)``, ``flip(Tensor self, int[] dims)``,
 ``roll(Tensor self, int[] shifts, int[] dims)``, ``tile(Tensor self, int[] reps)``,
-``tril(Tensor self, int diagonal)``, ``triu(Tensor self, int diagonal)``.
+``tril(Tensor self, int diagonal)``, ``triu(Tensor self, int diagonal)``. ``stack``,
+``repeat_interleave`` and the ``*stack`` helpers are composites of these and of views.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
-from ._util import tensor_method
+from ._util import tensor_method, write_out
+from .views import unsqueeze
 
-__all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "flip", "fliplr",
-           "flipud", "roll", "tile", "tril", "triu"]
+__all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack",
+           "column_stack", "row_stack", "atleast_1d", "atleast_2d", "atleast_3d", "flip",
+           "fliplr", "flipud", "roll", "tile", "tril", "triu", "repeat_interleave"]
 
 cat_op = define("cat(Tensor[] tensors, int dim, dtype dtype) -> Tensor")
 flip_op = define("flip(Tensor self, int[] dims) -> Tensor")
@@ -31,27 +36,34 @@ def _tensor_list(tensors, op):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
                             f"{type(t).__name__}")
-    if not tensors:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
     return tensors
+
+
+def _legacy_empty(t):
+    return t.ndim == 1 and t._shape[0] == 0
 
 
 def cat(tensors, dim=0, *, out=None):
     tensors = _tensor_list(tensors, "cat")
-    # PyTorch's legacy rule: 1-D empty tensors are skipped whatever the other shapes
-    shaped = [t for t in tensors if not (t.ndim == 1 and t._shape[0] == 0)]
+    if not tensors:
+        raise ValueError("cat(): expected a non-empty list of Tensors")
     dtype = tensors[0].dtype
     for t in tensors[1:]:
         dtype = _dtype.promote_types(dtype, t.dtype)
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               f"concatenated")
+    # PyTorch's legacy rule: 1-D empty tensors are skipped whatever the other shapes (they
+    # still take part in the dtype promotion)
+    shaped = [t for t in tensors if not _legacy_empty(t)]
     if not shaped:
         r = cat_op(tensors, 0, dtype)
-        return r if out is None else _out(out, r)
+        return r if out is None else write_out(out, r, "cat")
     ref = shaped[0]
-    if ref.ndim == 0:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = _wrap_dim(dim, ref.ndim, "cat")
     for i, t in enumerate(tensors):
-        if t.ndim == 1 and t._shape[0] == 0:
+        if _legacy_empty(t):
             continue
         if t.ndim != ref.ndim:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and "
@@ -62,12 +74,7 @@ def cat(tensors, dim=0, *, out=None):
                                    f"Expected size {ref._shape[k]} but got size {t._shape[k]} "
                                    f"for tensor number {i} in the list.")
     r = cat_op(shaped, d, dtype)
-    return r if out is None else _out(out, r)
-
-
-def _out(out, r):
-    from ._util import write_out
-    return write_out(out, r, "cat")
+    return r if out is None else write_out(out, r, "cat")
 
 
 concat = concatenate = cat
@@ -75,72 +82,122 @@ concat = concatenate = cat
 
 def stack(tensors, dim=0, *, out=None):
     tensors = _tensor_list(tensors, "stack")
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
     shape = tensors[0]._shape
     for i, t in enumerate(tensors):
         if t._shape != shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(shape)} at entry 0 and {list(t._shape)} at entry {i}")
     d = _wrap_dim(dim, len(shape) + 1, "stack")
-    return cat([t.unsqueeze(d) for t in tensors], d, out=out)
+    return cat([unsqueeze(t, d) for t in tensors], d, out=out)
 
 
-def hstack(tensors):
-    tensors = _tensor_list(tensors, "hstack")
-    tensors = [t.reshape(1) if t.ndim == 0 else t for t in tensors]
-    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+def _atleast(n):
+    def pad(t):
+        if t.ndim >= n:
+            return t
+        if n == 3 and t.ndim:
+            # numpy's (and PyTorch's) placement: (n,) -> (1, n, 1), (m, n) -> (m, n, 1)
+            return t.reshape(((1,) if t.ndim == 1 else ()) + t._shape + (1,))
+        return t.reshape((1,) * (n - t.ndim) + t._shape)
+
+    def fn(*tensors):
+        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+            return tuple(pad(t) for t in _tensor_list(tensors[0], f"atleast_{n}d"))
+        if len(tensors) == 1:
+            return pad(tensors[0])
+        return tuple(pad(t) for t in _tensor_list(tensors, f"atleast_{n}d"))
+
+    fn.__name__ = f"atleast_{n}d"
+    return fn
 
 
-def vstack(tensors):
-    tensors = _tensor_list(tensors, "vstack")
-    return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
+atleast_1d, atleast_2d, atleast_3d = _atleast(1), _atleast(2), _atleast(3)
+
+
+def hstack(tensors, *, out=None):
+    tensors = atleast_1d(_tensor_list(tensors, "hstack"))
+    return cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1, out=out)
+
+
+def vstack(tensors, *, out=None):
+    return cat(atleast_2d(_tensor_list(tensors, "vstack")), 0, out=out)
+
+
+row_stack = vstack
+
+
+def dstack(tensors, *, out=None):
+    return cat(atleast_3d(_tensor_list(tensors, "dstack")), 2, out=out)
+
+
+def column_stack(tensors, *, out=None):
+    tensors = _tensor_list(tensors, "column_stack")
+    return cat([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors], 1, out=out)
+
+
+# -- flips and rolls ----------------------------------------------------------------------------
+def _dims(args):
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return tuple(args[0])
+    return args
 
 
 @tensor_method()
 def flip(input, *dims):
-    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
-        dims = dims[0]
-    n = input.ndim
-    ds = tuple(_wrap_dim(d, n, "flip") for d in dims)
-    if len(set(ds)) != len(ds):
-        raise RuntimeError(f"dims has duplicates, original flip dims size={len(ds)}, but unique "
-                           f"flip dims size={len(set(ds))}")
-    return flip_op(input, ds)
+    dims = _dims(dims)
+    ds = tuple(_wrap_dim(d, input.ndim, "flip") for d in dims)
+    for i, d in enumerate(ds):
+        if d in ds[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return flip_op(input, ds if input.ndim else ())
 
 
+@tensor_method()
 def fliplr(input):
     if input.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip_op(input, (1,))
 
 
+@tensor_method()
 def flipud(input):
     if input.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return flip_op(input, (0,))
 
 
-Tensor.fliplr, Tensor.flipud = fliplr, flipud
-
-
 @tensor_method()
 def roll(input, shifts, dims=None):
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-    if dims is None:
+    shifts = (int(shifts),) if not isinstance(shifts, (list, tuple)) else tuple(shifts)
+    dims = () if dims is None else (dims,) if not isinstance(dims, (list, tuple)) else tuple(dims)
+    if not dims:
         if len(shifts) != 1:
-            raise RuntimeError(f"roll: shifts must be a single int when dims is not given, got "
-                               f"{list(shifts)}")
-        return roll_op(input.flatten(), shifts, (0,)).view(input._shape)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                               f"dims:0")
+        # no dims: roll the flattened tensor
+        return roll_op(input.reshape(-1), shifts, (0,)).view(input._shape)
     if len(shifts) != len(dims):
-        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
-                           f"{len(dims)}")
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    if input.ndim == 0:
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
     return roll_op(input, shifts, tuple(_wrap_dim(d, input.ndim, "roll") for d in dims))
 
 
+# -- repetition ---------------------------------------------------------------------------------
 def _reps(reps):
-    if len(reps) == 1 and isinstance(reps[0], (list, tuple)):
-        reps = reps[0]
-    return tuple(int(r) for r in reps)
+    return tuple(int(r) for r in _dims(reps))
+
+
+def _tile(input, reps):
+    shape = (1,) * (len(reps) - input.ndim) + input._shape
+    target = [s * r for s, r in zip(shape, reps)]
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(target)}: {target}")
+    return tile_op(input, reps)
 
 
 @tensor_method()
@@ -149,33 +206,76 @@ def repeat(self, *sizes):
     if len(sizes) < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")
-    if any(s < 0 for s in sizes):
-        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(sizes)}")
-    return tile_op(self, sizes)
+    return _tile(self, sizes)
 
 
 @tensor_method()
 def tile(input, *dims):
     dims = _reps(dims)
-    if len(dims) < input.ndim:
-        dims = (1,) * (input.ndim - len(dims)) + dims
-    return tile_op(input, dims)
+    return _tile(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
+@tensor_method()
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    if repeats is None:
+        # repeat_interleave(repeats): index i repeated repeats[i] times
+        repeats = input
+        if repeats.ndim != 1:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        return _positions(_repeat_counts(repeats, repeats._shape[0]), repeats.device)
+    if dim is None:
+        input, d = input.reshape(-1), 0
+    else:
+        d = _wrap_dim(dim, input.ndim, "repeat_interleave")
+        if input.ndim == 0:
+            input = input.reshape(1)
+    n = input._shape[d]
+    if isinstance(repeats, Tensor):
+        if repeats.ndim > 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        counts = _repeat_counts(repeats, n)
+    else:
+        if int(repeats) < 0:
+            raise RuntimeError("Repeats must be non-negative")
+        counts = np.full(n, int(repeats), dtype=np.int64)
+    index = _positions(counts, input.device)
+    if output_size is not None and index._shape[0] != output_size:
+        raise RuntimeError(f"repeat_interleave: output_size ({output_size}) does not match the "
+                           f"sum of repeats ({index._shape[0]})")
+    return input.index_select(d, index)
+
+
+def _repeat_counts(repeats, n):
+    if repeats.dtype.category != _dtype.INTEGRAL:
+        raise RuntimeError(f"repeat_interleave: repeats must be an integer tensor, got "
+                           f"{repeats.dtype}")
+    counts = repeats._host().reshape(-1).astype(np.int64)
+    if counts.size == 1 and n != 1:
+        counts = np.repeat(counts, n)
+    if counts.size != n:
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {counts.size} and input.size(0) = {n}")
+    if (counts < 0).any():
+        raise RuntimeError("repeats can not be negative")
+    return counts
+
+
+def _positions(counts, device):
+    from .factories import tensor
+    # the output size depends on the values, so PyTorch computes it on the host as well
+    return tensor(np.repeat(np.arange(counts.size), counts), dtype=_dtype.int64, device=device)
+
+
+# -- triangles ----------------------------------------------------------------------------------
 def _tri(op, name):
     def fn(input, diagonal=0, *, out=None):
         if input.ndim < 2:
             raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
         r = op(input, int(diagonal))
-        if out is None:
-            return r
-        from ._util import write_out
-        return write_out(out, r, name)
+        return r if out is None else write_out(out, r, name)
 
     def fn_(self, diagonal=0):
-        r = fn(self, diagonal)
-        self.copy_(r)
-        return self
+        return self.copy_(fn(self, diagonal))
 
     fn.__name__, fn_.__name__ = name, name + "_"
     return fn, fn_

@@ -1,31 +1,53 @@
-"""Sorting: sort, argsort, topk (indices are int64; NaN sorts above every number)."""
+"""Sorting and order statistics: sort, argsort, msort, topk, kthvalue, median, nanmedian, mode,
+unique.
+
+Indices are int64. NaN sorts above every number (last ascending, first descending), and equal
+values keep their input order (``sort`` is always stable here, which PyTorch allows). Order
+statistics are composites of the ``sort`` kernel; ``mode`` and ``unique`` have kernels.
+"""
 from __future__ import annotations
 
+import math
+
+from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
+from ..return_types import _return_type
 from ._util import tensor_method
-from .reduction import _return_type, return_types
 
-__all__ = ["sort", "argsort", "topk", "msort"]
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
+           "unique"]
 
-return_types.sort = _return_type("sort", ["values", "indices"])
-return_types.topk = _return_type("topk", ["values", "indices"])
+for _name in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode"):
+    setattr(return_types, _name, _return_type(_name, ["values", "indices"]))
 
 sort_op = define("sort(Tensor self, int dim, bool descending, bool stable) -> "
                  "(Tensor values, Tensor indices)")
+mode_op = define("mode(Tensor self, int dim) -> (Tensor values, Tensor indices)")
+unique_op = define("unique(Tensor self, int? dim) -> (Tensor values, Tensor inverse, "
+                   "Tensor counts)")
 
 
 def _check(input, op):
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if input.is_complex():
-        raise RuntimeError(f"{op}(): complex tensors can't be sorted")
+        raise RuntimeError(f"{op}(): complex tensors are not supported (they have no order)")
+
+
+def _dim(input, dim, op):
+    return _wrap_dim(dim, input.ndim, op) if input.ndim else 0
+
+
+def _nonempty(input, d, op):
+    if input.ndim and input._shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
 
 
 @tensor_method()
 def sort(input, dim=-1, descending=False, stable=False):
     _check(input, "sort")
-    d = _wrap_dim(dim, input.ndim, "sort") if input.ndim else 0
+    d = _dim(input, dim, "sort")
     return return_types.sort(*sort_op(input, d, bool(descending), bool(stable)))
 
 
@@ -34,21 +56,106 @@ def argsort(input, dim=-1, descending=False, stable=False):
     return sort(input, dim, descending, stable).indices
 
 
+@tensor_method()
 def msort(input):
     return sort(input, 0).values
-
-
-Tensor.msort = msort
 
 
 @tensor_method()
 def topk(input, k, dim=-1, largest=True, sorted=True):
     _check(input, "topk")
-    d = _wrap_dim(dim, input.ndim, "topk") if input.ndim else 0
+    d = _dim(input, dim, "topk")
     size = input._shape[d] if input.ndim else 1
     if not 0 <= k <= size:
-        raise RuntimeError(f"selected index k out of range (k={k}, size {size} at dim {d})")
+        raise RuntimeError("selected index k out of range")
     values, indices = sort_op(input, d, bool(largest), True)
     if input.ndim:
         values, indices = values.narrow(d, 0, k), indices.narrow(d, 0, k)
     return return_types.topk(values.contiguous(), indices.contiguous())
+
+
+def _pick(input, d, keepdim, pos, name):
+    """Values and indices at sorted position ``pos`` (an int, or an index tensor of keepdim
+    shape) along ``d``, from a stable ascending sort."""
+    values, indices = sort_op(input, d, False, True)
+    if input.ndim == 0:
+        return getattr(return_types, name)(values, indices)
+    if isinstance(pos, int):
+        values, indices = values.narrow(d, pos, 1), indices.narrow(d, pos, 1)
+    else:
+        values, indices = values.gather(d, pos), indices.gather(d, pos)
+    if not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return getattr(return_types, name)(values.contiguous(), indices.contiguous())
+
+
+@tensor_method()
+def kthvalue(input, k, dim=-1, keepdim=False):
+    _check(input, "kthvalue")
+    d = _dim(input, dim, "kthvalue")
+    size = input._shape[d] if input.ndim else 1
+    if not 1 <= k <= size:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    return _pick(input, d, keepdim, int(k) - 1, "kthvalue")
+
+
+def _nan_count(input, d):
+    return input.isnan().sum(d, keepdim=True)
+
+
+def _median(name, ignore_nan):
+    def fn(input, dim=None, keepdim=False):
+        _check(input, name)
+        if dim is None:
+            if input.numel() == 0:
+                if input.dtype.category != _dtype.FLOATING:
+                    raise RuntimeError(f"{name}(): input tensor cannot be empty")
+                from .factories import full
+                return full((), math.nan, dtype=input.dtype, device=input.device)
+            return fn(input.reshape(-1), 0).values
+        d = _dim(input, dim, name)
+        _nonempty(input, d, name)
+        n = input._shape[d] if input.ndim else 1
+        if input.dtype.category != _dtype.FLOATING or input.ndim == 0:
+            return _pick(input, d, keepdim, (n - 1) // 2, name)
+        from .elementwise import where
+        nans = _nan_count(input, d)
+        if ignore_nan:
+            valid = n - nans
+            pos = where(valid > 0, (valid - 1).div(2, rounding_mode="floor"), 0)
+        else:
+            # any NaN makes the median NaN: the first NaN in sorted order
+            pos = where(nans > 0, n - nans, (n - 1) // 2)
+        return _pick(input, d, keepdim, pos, name)
+
+    fn.__name__ = name
+    return tensor_method()(fn)
+
+
+median = _median("median", ignore_nan=False)
+nanmedian = _median("nanmedian", ignore_nan=True)
+
+
+@tensor_method()
+def mode(input, dim=-1, keepdim=False):
+    _check(input, "mode")
+    d = _dim(input, dim, "mode")
+    _nonempty(input, d, "mode")
+    values, indices = mode_op(input, d)
+    if keepdim and input.ndim:
+        values, indices = values.unsqueeze(d), indices.unsqueeze(d)
+    return return_types.mode(values, indices)
+
+
+@tensor_method()
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    _check(input, "unique")
+    # the result is always sorted, which PyTorch's sorted=False permits
+    d = None if dim is None else _wrap_dim(dim, input.ndim, "unique")
+    if d is not None and any(n == 0 for k, n in enumerate(input._shape) if k != d):
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
+                           "cannot be applied")
+    values, inverse, counts = unique_op(input, d)
+    out = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts
+                                                                else ())
+    return out[0] if len(out) == 1 else out
