@@ -91,4 +91,14 @@ OPS = [
     OpInfo("argsort", lambda x: x.argsort(dim=-1, stable=True), X, NUMERIC, covers=("sort",),
            differentiable=False),
     OpInfo("topk", lambda x: x.topk(2, dim=1), X, NUMERIC, covers=("sort",)),
+    OpInfo("kthvalue", lambda x: x.kthvalue(2, dim=1), X, NUMERIC, covers=("sort",)),
+    OpInfo("median", lambda x: x.median(dim=0), X, NUMERIC, covers=("sort",)),
+    OpInfo("mode", lambda x: (x.abs() % 3).mode(dim=1) if x.dtype != ember.bool else
+           x.mode(dim=1), X, ALL_REAL, covers=("mode",), differentiable=False),
+    OpInfo("unique", lambda x: ember.unique(x.abs() % 3 if x.dtype != ember.bool else x,
+                                            return_inverse=True, return_counts=True),
+           X, ALL_REAL, covers=("unique",), differentiable=False),
+    OpInfo("unique dim", lambda x: ember.unique(x.abs() % 2 if x.dtype != ember.bool else x,
+                                                dim=0), X, ALL_REAL, covers=("unique",),
+           differentiable=False),
 ]
