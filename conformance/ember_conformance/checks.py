@@ -93,6 +93,12 @@ def check_forward(info, dtype: str, device) -> Result:
                           f"did not", count)
         try:
             _, actual = _call(info, device, sample)
+        except TypeError as e:
+            if _names_unsupported_dtype(e, backend):
+                # the sample's result needs a dtype the backend declares it lacks, and it said so
+                return Result("forward", info.name, dtype, "unsupported", 0.0, str(e), count)
+            return Result("forward", info.name, dtype, "fail", float("inf"),
+                          f"{sample.desc}: {type(e).__name__}: {e}", count)
         except Exception as e:
             return Result("forward", info.name, dtype, "fail", float("inf"),
                           f"{sample.desc}: {type(e).__name__}: {e}", count)
@@ -118,6 +124,12 @@ def check_forward(info, dtype: str, device) -> Result:
                 return Result("forward", info.name, dtype, "fail", worst,
                               f"{sample.desc}: {msg}", count)
     return Result("forward", info.name, dtype, status, worst, "", count)
+
+
+def _names_unsupported_dtype(error, backend) -> bool:
+    text = str(error)
+    return "is not supported on device" in text and any(
+        d.name in text for d in ember._dtype.all_dtypes if d not in backend.dtypes)
 
 
 def _check_unsupported(info, dtype, device) -> Result:

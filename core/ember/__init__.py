@@ -41,7 +41,11 @@ from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, se
                          set_rng_state)
 from .runtime.registry import registry as _registry
 from . import library  # noqa: E402
+from . import return_types  # noqa: E402 - PyTorch's torch.return_types
 from . import testing  # noqa: E402
+from . import autograd  # noqa: E402
+from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
+                                 is_inference_mode_enabled, no_grad, set_grad_enabled)
 
 # aliases PyTorch has
 half, double, short, long, cfloat, cdouble = float16, float64, int16, int64, complex64, complex128

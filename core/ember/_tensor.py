@@ -14,8 +14,10 @@ from .dispatch import keys as _keys
 
 
 class Tensor:
+    # _view_base: the tensor a view was made from; set only on views (unset slots cost nothing
+    # at creation), so autograd can rewrite a base's history after an in-place op on a view
     __slots__ = ("_storage", "_shape", "_stride", "_offset", "dtype", "device", "_ks",
-                 "_native", "_ag", "__weakref__", "__dict__")
+                 "_native", "_ag", "_view_base", "__weakref__", "__dict__")
 
     # ember.Tensor(...) as a constructor is rare in modern PyTorch code; ember.tensor is the API.
     def __new__(cls, *args, **kwargs):
@@ -47,7 +49,9 @@ class Tensor:
 
     def _view_of(self, shape, stride, offset):
         """A new tensor sharing this one's storage (no autograd bookkeeping here)."""
-        return Tensor._make(self._storage, shape, stride, offset, self.dtype, self.device)
+        t = Tensor._make(self._storage, shape, stride, offset, self.dtype, self.device)
+        t._view_base = self
+        return t
 
     # -- metadata -------------------------------------------------------------------------------
     @property

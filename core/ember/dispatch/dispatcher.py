@@ -258,8 +258,11 @@ def _cpu_fallback(op: Op, backend):
             warnings.warn(f"ember: op '{op.name}' has no kernel for backend '{backend.name}'; it "
                           f"runs on the CPU (inputs and outputs are copied). This warning is "
                           f"shown once per op.", UserWarning, stacklevel=3)
-        target = next(_iter_tensors(args)).device
-        cpu_args = tuple(_to_device(a, cpu) for a in args)
+        first = next(_iter_tensors(args), None)
+        # factories (rand, randperm) name their device in an argument: it becomes the CPU too
+        target = first.device if first is not None else next(
+            a for a in args if a.__class__ is device and a.type != "cpu")
+        cpu_args = tuple(cpu if a.__class__ is device else _to_device(a, cpu) for a in args)
         out = cpu_kernel(*cpu_args, **kwargs)
         for i in op.mutates:
             backend.copy_(args[i], cpu_args[i])

@@ -20,6 +20,14 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
     native, wrap = backend.native, backend.wrap
     K = backend.kernels.register
     ieee = ieee_caller(xp)
+    int_bounds = {}  # numpy dtype -> (min, max): iinfo costs ~1 us a call
+
+    def _bounds(dt):
+        b = int_bounds.get(dt)
+        if b is None:
+            info = xp.iinfo(dt)
+            b = int_bounds[dt] = (int(info.min), int(info.max))
+        return b
 
     def arg(x, dt):
         """A kernel operand: a native array, or a scalar that numpy can take weakly in ``dt``."""
@@ -28,10 +36,10 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
             if a is None:
                 a = native(x)
             return a if a.dtype is dt or a.dtype == dt else a.astype(dt)
-        if x.__class__ is int and dt.kind in "iub":
+        if x.__class__ is int and dt.kind in "iu":
             # wrap out-of-range ints the way an integer tensor op does (int8 + 1000)
-            info = xp.iinfo(dt) if dt.kind != "b" else None
-            if info is not None and not info.min <= x <= info.max:
+            lo, hi = _bounds(dt)
+            if not lo <= x <= hi:
                 return xp.asarray(x).astype(dt)
         if dt.kind == "b":
             return xp.asarray(x, dtype=dt)
@@ -82,7 +90,7 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
         return xp.maximum(x, x.dtype.type(0)) if x.dtype.kind != "b" else x.copy()
 
     def _silu(x):
-        return x * sp.expit(x)
+        return x * _sigmoid(x)
 
     def _mish(x):
         return x * xp.tanh(xp.logaddexp(x, 0))
@@ -129,6 +137,7 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
 
     def make_unary(name, f):
         is_pred = name in predicates
+        real_out = name == "abs"  # |complex| is real
 
         def kernel(x, compute):
             a = native(x)
@@ -143,8 +152,11 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
                 r = xp.ones(a.shape, dtype=bool)
             else:
                 r = ieee(f, a)
-            return result(r, bool if is_pred else dt, x.device) if not is_pred else \
-                wrap(xp.asarray(r, dtype=bool), x.device)
+            if is_pred:
+                return wrap(xp.asarray(r, dtype=bool), x.device)
+            if real_out and dt.kind == "c":
+                return result(r, r.dtype, x.device)
+            return result(r, dt, x.device)
 
         def kernel_(x):
             a = native(x)
@@ -245,9 +257,32 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
         return xp.fmod(a, b)
 
     def _pow(a, b):
-        if _is_int(a, b) and b.__class__ not in _SCALARS and b.size and bool((b < 0).any()):
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if _is_int(a, b):
+            if b.__class__ in _SCALARS:
+                if b < 0:  # the op layer refuses these; a backend called directly still must
+                    raise RuntimeError("Integers to negative integer powers are not allowed.")
+            elif b.size and bool((b < 0).any()):
+                return _int_pow_negative(a, b)
         return xp.power(a, b)
+
+    def _int_pow_negative(a, b):
+        """Integer powers with some negative exponents, as PyTorch computes them: a ** -n is 1
+        for a == 1, +-1 for a == -1 (by parity of n), and 0 otherwise (0 ** -n included)."""
+        neg = b < 0
+        r = xp.power(a, xp.where(neg, 0, b))
+        one = xp.ones((), dtype=r.dtype)
+        small = xp.where(a == 1, one, xp.where(a == -1, xp.where(b % 2 == 0, one, -one), 0))
+        return xp.where(neg, small, r).astype(r.dtype, copy=False)
+
+    def _logaddexp(a, b):
+        if (a.dtype if a.__class__ not in _SCALARS else b.dtype).kind != "c":
+            return xp.logaddexp(a, b)
+        # complex: m + log(1 + exp(other - m)) around the operand of larger real part
+        a, b = xp.asarray(a), xp.asarray(b)
+        first = a.real >= b.real
+        m = xp.where(first, a, b)
+        o = xp.where(first, b, a)
+        return m + xp.log1p(xp.exp(o - m))
 
     def _is_int(a, b):
         d = a.dtype if a.__class__ not in _SCALARS else b.dtype
@@ -266,7 +301,7 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
     binary = {
         "mul": xp.multiply, "maximum": xp.maximum, "minimum": xp.minimum, "fmax": xp.fmax,
         "fmin": xp.fmin, "remainder": _remainder, "fmod": _fmod, "floor_divide": _floor_divide,
-        "pow": _pow, "atan2": xp.arctan2, "hypot": xp.hypot, "logaddexp": xp.logaddexp,
+        "pow": _pow, "atan2": xp.arctan2, "hypot": xp.hypot, "logaddexp": _logaddexp,
         "copysign": xp.copysign, "xlogy": _xlogy,
         "eq": xp.equal, "ne": xp.not_equal, "lt": xp.less, "le": xp.less_equal,
         "gt": xp.greater, "ge": xp.greater_equal,
@@ -300,7 +335,8 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
     def scaled(y, alpha, dt):
         if alpha.__class__ is int and alpha == 1:
             return y
-        return y * alpha if y.__class__ in _SCALARS else xp.multiply(y, arg(alpha, dt))
+        # a scalar operand is scaled in Python precision, then taken like any scalar operand
+        return arg(y * alpha, dt) if y.__class__ in _SCALARS else xp.multiply(y, arg(alpha, dt))
 
     def make_add_sub(ufunc):
         def kernel(a, b, alpha, compute):

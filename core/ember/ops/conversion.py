@@ -1,6 +1,8 @@
 """Copies and conversions: ``copy_``, ``to``, ``clone``, ``contiguous``, dtype casts, devices."""
 from __future__ import annotations
 
+import warnings
+
 from .. import _dtype
 from .._device import as_device, device as _device_cls
 from .._tensor import Tensor
@@ -11,6 +13,14 @@ to_copy_op = define("_to_copy(Tensor self, dtype dtype) -> Tensor",
                     doc="A C-contiguous copy of ``self`` converted to ``dtype``.")
 copy_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)",
                  doc="Elementwise copy of ``src`` (same shape and device) into ``self``.")
+
+
+def _warn_complex_to_real(src, dst_dtype):
+    """PyTorch's warning when a cast drops imaginary parts (not for bool: that tests != 0)."""
+    if src.category == _dtype.COMPLEX and dst_dtype.category < _dtype.COMPLEX and \
+            dst_dtype is not _dtype.bool_:
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=3)
 
 
 def _host_transfer(self, device, non_blocking):
@@ -34,6 +44,14 @@ def copy_(self, src, non_blocking=False):
         src = tensor(src, dtype=self.dtype, device=self.device)
     if src.device is not self.device:
         src = to_device_op(src, self.device, non_blocking)
+    if src.dtype is not self.dtype and src.dtype.category == _dtype.COMPLEX:
+        _warn_complex_to_real(src.dtype, self.dtype)
+    if 0 in self._stride and 0 not in self._shape:
+        for n, st in zip(self._shape, self._stride):
+            if st == 0 and n > 1:
+                raise RuntimeError("copy_: unsupported operation: more than one element of the "
+                                   "written-to tensor refers to a single memory location. Please "
+                                   "clone() the tensor before performing the operation.")
     if src._shape != self._shape:
         from .views import expand_op
         try:
@@ -55,6 +73,7 @@ def _parse_to(args, kwargs):
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    bools = 0
     for a in args:
         if isinstance(a, Tensor):
             device, dtype = a.device, a.dtype
@@ -62,8 +81,13 @@ def _parse_to(args, kwargs):
             dtype = a
         elif isinstance(a, (str, _device_cls, int)) and not isinstance(a, bool):
             device = a
-        elif isinstance(a, bool):
-            non_blocking = a
+        elif isinstance(a, bool) and bools < 2:
+            # to(dtype, non_blocking, copy) / to(device, dtype, non_blocking, copy)
+            if bools == 0:
+                non_blocking = a
+            else:
+                copy = a
+            bools += 1
         else:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
     return device, dtype, non_blocking, copy
@@ -81,6 +105,8 @@ def to(self, *args, **kwargs):
     if dtype is not None:
         dtype = _dtype.as_dtype(dtype)
         if dtype is not out.dtype:
+            if out.dtype.category == _dtype.COMPLEX:
+                _warn_complex_to_real(out.dtype, dtype)
             out = to_copy_op(out, dtype)
             copy = False
     if copy:
@@ -105,7 +131,11 @@ def contiguous(self, memory_format=None):
 
 def _caster(d):
     def cast(self, memory_format=None):
-        return self if self.dtype is d else to_copy_op(self, d)
+        if self.dtype is d:
+            return self
+        if self.dtype.category == _dtype.COMPLEX:
+            _warn_complex_to_real(self.dtype, d)
+        return to_copy_op(self, d)
     cast.__name__ = d.name
     return cast
 

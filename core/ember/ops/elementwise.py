@@ -12,11 +12,13 @@ comparisons return bool, the rest return ``compute``.
 """
 from __future__ import annotations
 
+import numpy as _np
+
 from .. import _dtype
 from .._dtype import BOOL, COMPLEX, FLOATING, INTEGRAL
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
-from ._util import _broadcast_pair, check_inplace, is_scalar, write_out
+from ._util import _broadcast_pair, _dtype_title, check_inplace, is_scalar, write_out
 
 _FLOATING_PT = (_dtype.float16, _dtype.bfloat16, _dtype.float32, _dtype.float64)
 
@@ -53,8 +55,45 @@ def _check_bcast(a, b, op):
 
 
 def _check_scalar(x, op):
-    if not (isinstance(x, Tensor) or is_scalar(x)):
-        raise TypeError(f"{op}(): expected a Tensor or a Python number, got {type(x).__name__}")
+    """``x`` as an operand: a Tensor or a Python number (numpy scalars become Python numbers,
+    as PyTorch takes them); TypeError otherwise. Only the slow paths call this."""
+    c = x.__class__
+    if c is Tensor or c is float or c is int or c is bool or c is complex:
+        return x
+    if isinstance(x, _np.generic):
+        if x.dtype.kind in "biufc":
+            return x.item()
+    elif isinstance(x, Tensor) or is_scalar(x):
+        return x
+    raise TypeError(f"{op}(): expected a Tensor or a Python number, got {type(x).__name__}")
+
+
+def _is_bool(x):
+    return x.dtype is _dtype.bool_ if isinstance(x, Tensor) else x.__class__ is bool
+
+
+def _check_sub(a, b, op):
+    """PyTorch refuses ``-`` with any bool operand (a bool tensor or a Python bool)."""
+    ba, bb = _is_bool(a), _is_bool(b)
+    if ba and bb:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if ba or bb:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+
+
+def _check_overlap(t, op):
+    """In-place writes into an expanded tensor (stride 0 over a dimension of size > 1) would
+    write one element several times; PyTorch refuses them. (An empty tensor writes nothing.)"""
+    if 0 in t._shape:
+        return
+    for n, s in zip(t._shape, t._stride):
+        if s == 0 and n > 1:
+            raise RuntimeError(f"{op}: unsupported operation: more than one element of the "
+                               f"written-to tensor refers to a single memory location. Please "
+                               f"clone() the tensor before performing the operation.")
 
 
 # -- unary --------------------------------------------------------------------------------------
@@ -83,27 +122,36 @@ for _family, _names in UNARY.items():
                                                                f"Tensor(a!)"))
 
 
+# ops PyTorch does not define for complex inputs (numpy/scipy may, but every backend must agree)
+_NO_COMPLEX = {"erf", "erfc", "erfinv", "lgamma", "digamma", "logit", "deg2rad", "rad2deg",
+               "mish", "sign", "relu", "floor", "ceil", "trunc", "frac", "isposinf", "isneginf",
+               "signbit"}
+
+
 def _unary_dtype(name, family, x):
     d = x.dtype
+    if d.category == COMPLEX and name in _NO_COMPLEX:
+        hint = " (use sgn() or x / x.abs())" if name == "sign" else ""
+        raise RuntimeError(f"{name}: complex inputs are not supported, got {d}{hint}")
     if family == "float":
-        if name == "sigmoid" or name in ("silu", "mish"):
-            if d.category == COMPLEX and name != "sigmoid":
-                raise RuntimeError(f"{name}: complex inputs are not supported")
         return _float_dtype(d)
     if family == "same":
+        if d is _dtype.bool_:
+            if name == "neg":
+                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not "
+                                   "supported. If you are trying to invert a mask, use the `~` "
+                                   "or `logical_not()` operator instead.")
+            if name == "positive":
+                raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+            if name == "relu":
+                raise RuntimeError("Boolean inputs not supported for relu")
+            if name == "square":
+                return _dtype.int64  # square is pow(x, 2): bool promotes to int64
         if name == "bitwise_not" and d.category > INTEGRAL:
             raise RuntimeError(f"bitwise_not: only integral and bool tensors are supported, got "
                                f"{d}")
-        if name in ("floor", "ceil", "trunc", "frac") and d.category == COMPLEX:
-            raise RuntimeError(f"{name} is not supported for complex inputs")
         if name == "frac" and d.category < FLOATING:
             raise RuntimeError(f"frac: only floating-point tensors are supported, got {d}")
-        if name == "neg" and d is _dtype.bool_:
-            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
-                               "you are trying to invert a mask, use the `~` or `logical_not()` "
-                               "operator instead.")
-        if name == "abs" and d is _dtype.bool_:
-            return d
         return d
     return d  # predicates compute in the input dtype and return bool
 
@@ -124,7 +172,11 @@ def _make_unary(name, family, op, op_):
 
     def fn_(self):
         d = _unary_dtype(name, family, self)
+        if name == "abs" and d.category == COMPLEX:
+            raise RuntimeError("In-place abs is not supported for complex tensors.")
         check_inplace(f"{name}_", self, d, self._shape)
+        if 0 in self._stride:
+            _check_overlap(self, f"{name}_")
         op_(self)
         self._storage.version += 1
         return self
@@ -148,19 +200,54 @@ for _alias, _target in ALIASES_UNARY.items():
         setattr(Tensor, _alias + "_", unary_api[_target + "_"])
 
 
+def _logical_not_(self):
+    """In place: ``not self`` stored in self's dtype (1/0 for numbers), as PyTorch does."""
+    if 0 in self._stride:
+        _check_overlap(self, "logical_not_")
+    return self.copy_(unary_api["logical_not"](self))
+
+
+unary_api["logical_not_"] = Tensor.logical_not_ = _logical_not_
+
+
+def conj(input):
+    """The complex conjugate (computed eagerly; ember has no lazy conjugate bit). A non-complex
+    tensor is returned as is, like PyTorch."""
+    return unary_api["conj_physical"](input) if input.dtype.category == COMPLEX else input
+
+
+def _resolve_conj(self):
+    return self
+
+
+unary_api["conj"] = conj
+Tensor.conj = conj
+Tensor.resolve_conj = Tensor.resolve_neg = _resolve_conj
+Tensor.is_conj = Tensor.is_neg = lambda self: False
+
+
 # -- unary ops with parameters ------------------------------------------------------------------
 round_op = define("round(Tensor self, int decimals) -> Tensor")
 round_op_ = define("round_(Tensor(a!) self, int decimals) -> Tensor(a!)")
 
 
-def round(input, *, decimals=0, out=None):
+def _check_round(input):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"round(): argument 'input' must be Tensor, not {type(input).__name__}")
     if input.dtype.category == COMPLEX:
         raise RuntimeError("round is not supported for complex inputs")
+
+
+def round(input, *, decimals=0, out=None):
+    _check_round(input)
     r = round_op(input, int(decimals))
     return r if out is None else write_out(out, r, "round")
 
 
 def _round_(self, *, decimals=0):
+    _check_round(self)
+    if 0 in self._stride:
+        _check_overlap(self, "round_")
     round_op_(self, int(decimals))
     self._storage.version += 1
     return self
@@ -174,13 +261,19 @@ nan_to_num_op_ = define("nan_to_num_(Tensor(a!) self, float nan, float? posinf, 
                         "-> Tensor(a!)")
 
 
+def _opt_float(x):
+    return None if x is None else float(x)
+
+
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
-    r = nan_to_num_op(input, float(nan), posinf, neginf)
+    r = nan_to_num_op(input, float(nan), _opt_float(posinf), _opt_float(neginf))
     return r if out is None else write_out(out, r, "nan_to_num")
 
 
 def _nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
-    nan_to_num_op_(self, float(nan), posinf, neginf)
+    if 0 in self._stride:
+        _check_overlap(self, "nan_to_num_")
+    nan_to_num_op_(self, float(nan), _opt_float(posinf), _opt_float(neginf))
     self._storage.version += 1
     return self
 
@@ -196,17 +289,27 @@ elu_op = define("elu(Tensor self, float alpha, float scale, float input_scale) -
 hardtanh_op = define("hardtanh(Tensor self, float min_val, float max_val) -> Tensor")
 
 
+def _real_activation(input, op):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dtype.category == COMPLEX:
+        raise RuntimeError(f"{op}: complex inputs are not supported, got {input.dtype}")
+    return _float_dtype(input.dtype)
+
+
 def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return gelu_op(input, approximate, _float_dtype(input.dtype))
+    return gelu_op(input, approximate, _real_activation(input, "gelu"))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    return softplus_op(input, float(beta), float(threshold), _float_dtype(input.dtype))
+    return softplus_op(input, float(beta), float(threshold), _real_activation(input, "softplus"))
 
 
 def _require_float(input, op):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if input.dtype.category != FLOATING:
         raise RuntimeError(f"{op}: expected a floating-point tensor, got {input.dtype}")
 
@@ -222,8 +325,13 @@ def elu(input, alpha=1.0):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0):
+    _real_activation(input, "hardtanh")
     if min_val > max_val:
         raise ValueError("hardtanh: min_val cannot be greater than max_val")
+    if input.dtype is _dtype.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if input.dtype is _dtype.uint8 and (int(min_val) < 0 or int(max_val) < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return hardtanh_op(input, float(min_val), float(max_val))
 
 
@@ -262,6 +370,9 @@ div_op_ = define("div_(Tensor(a!) self, Tensor other, str? rounding_mode, dtype 
 def _binary_compute(name, family, a, b):
     d = _binary_dtype(a, b)
     if family == "float":
+        if d.category == COMPLEX and name != "logaddexp":
+            raise RuntimeError(f"{name}: complex inputs are not supported, got "
+                               f"{_dtypes_of(a, b)}")
         return _float_dtype(d)
     if family == "int" and d.category > INTEGRAL:
         raise RuntimeError(f"{name}: only integral and bool tensors are supported, got "
@@ -305,15 +416,16 @@ def _make_binary(name, family, op, op_):
             d = input.dtype
             if (other.__class__ is Tensor and other.dtype is d and other._shape == input._shape
                     and (d.category == INTEGRAL or d.category == FLOATING)) or \
-                    (other.__class__ is float and d.category == FLOATING):
+                    (other.__class__ is float and d.category == FLOATING) or \
+                    (other.__class__ is int and d.category == FLOATING):
                 return op(input, other, d)
         if not isinstance(input, Tensor):
             if not isinstance(other, Tensor):
                 raise TypeError(f"{name}(): expected at least one Tensor argument, got "
                                 f"{type(input).__name__} and {type(other).__name__}")
-            _check_scalar(input, name)
+            input = _check_scalar(input, name)
         else:
-            _check_scalar(other, name)
+            other = _check_scalar(other, name)
         d = _binary_compute(name, family, input, other)
         if name == "pow":
             _int_pow_check(input, other, d)
@@ -324,12 +436,14 @@ def _make_binary(name, family, op, op_):
         return r if out is None else write_out(out, r, name)
 
     def fn_(self, other):
-        _check_scalar(other, name + "_")
+        other = _check_scalar(other, name + "_")
         d = _binary_compute(name, family, self, other)
         if name == "pow":
             _int_pow_check(self, other, d)
         out_dtype = _dtype.bool_ if family in ("cmp", "logical") else d
         check_inplace(f"{name}_", self, out_dtype, _check_bcast(self, other, name + "_"))
+        if 0 in self._stride:
+            _check_overlap(self, name + "_")
         op_(self, other, d)
         self._storage.version += 1
         return self
@@ -364,23 +478,33 @@ def _check_alpha(alpha, d, op):
 
 
 def _make_add_sub(name, op, op_):
+    is_sub = name == "sub"
+
     def fn(input, other, *, alpha=1, out=None):
         if alpha.__class__ is int and alpha == 1 and out is None and input.__class__ is Tensor:
             d = input.dtype
             if (other.__class__ is Tensor and other.dtype is d and other._shape == input._shape
                     and (d.category == INTEGRAL or d.category == FLOATING)) or \
-                    (other.__class__ is float and d.category == FLOATING):
+                    (other.__class__ is float and d.category == FLOATING) or \
+                    (other.__class__ is int and (d.category == FLOATING or
+                                                 d.category == INTEGRAL)):
                 return op(input, other, 1, d)
+        elif (input.__class__ is float or input.__class__ is int) and other.__class__ is Tensor \
+                and other.dtype.category == FLOATING and alpha.__class__ is int and alpha == 1 \
+                and out is None:
+            return op(input, other, 1, other.dtype)  # 1 - p
         if not isinstance(input, Tensor):
             if not isinstance(other, Tensor):
-                raise TypeError(f"{name}(): expected at least one Tensor argument")
-            _check_scalar(input, name)
+                raise TypeError(f"{name}(): expected at least one Tensor argument, got "
+                                f"{type(input).__name__} and {type(other).__name__}")
+            input = _check_scalar(input, name)
         else:
-            _check_scalar(other, name)
+            other = _check_scalar(other, name)
+        if alpha.__class__ is not int:
+            alpha = _check_scalar(alpha, name)
+        if is_sub:
+            _check_sub(input, other, name)
         d = _binary_dtype(input, other)
-        if name == "sub" and d is _dtype.bool_:
-            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                               "supported. Use the `^` or `logical_xor()` operator instead.")
         _check_alpha(alpha, d, name)
         if input.__class__ is not Tensor or other.__class__ is not Tensor or \
                 input._shape != other._shape:
@@ -389,17 +513,21 @@ def _make_add_sub(name, op, op_):
         return r if out is None else write_out(out, r, name)
 
     def fn_(self, other, *, alpha=1):
-        _check_scalar(other, name + "_")
+        if other.__class__ is not Tensor:
+            other = _check_scalar(other, name + "_")
+        if alpha.__class__ is not int:
+            alpha = _check_scalar(alpha, name + "_")
+        if is_sub:
+            _check_sub(self, other, name + "_")
         d = _binary_dtype(self, other)
-        if name == "sub" and d is _dtype.bool_:
-            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                               "supported. Use the `^` or `logical_xor()` operator instead.")
         _check_alpha(alpha, d, name + "_")
         if self.__class__ is not Tensor or other.__class__ is not Tensor or \
                 self._shape != other._shape:
             check_inplace(f"{name}_", self, d, _check_bcast(self, other, name + "_"))
         elif not _dtype.can_cast(d, self.dtype):
             check_inplace(f"{name}_", self, d, self._shape)
+        if 0 in self._stride:
+            _check_overlap(self, name + "_")
         op_(self, other, alpha, d)
         self._storage.version += 1
         return self
@@ -435,14 +563,19 @@ def div(input, other, *, rounding_mode=None, out=None):
             input.dtype.category == FLOATING:
         d = input.dtype
         if other.__class__ is float or (other.__class__ is Tensor and other.dtype is d and
-                                        other._shape == input._shape):
+                                        other._shape == input._shape) or other.__class__ is int:
             return div_op(input, other, None, d)
+    elif rounding_mode is None and out is None and other.__class__ is Tensor and \
+            (input.__class__ is float or input.__class__ is int) and \
+            other.dtype.category == FLOATING:
+        return div_op(input, other, None, other.dtype)  # 1 / x
     if not isinstance(input, Tensor):
         if not isinstance(other, Tensor):
-            raise TypeError("div(): expected at least one Tensor argument")
-        _check_scalar(input, "div")
+            raise TypeError(f"div(): expected at least one Tensor argument, got "
+                            f"{type(input).__name__} and {type(other).__name__}")
+        input = _check_scalar(input, "div")
     else:
-        _check_scalar(other, "div")
+        other = _check_scalar(other, "div")
     d = _div_dtype(input, other, rounding_mode)
     if input.__class__ is not Tensor or other.__class__ is not Tensor or \
             input._shape != other._shape:
@@ -452,9 +585,11 @@ def div(input, other, *, rounding_mode=None, out=None):
 
 
 def div_(self, other, *, rounding_mode=None):
-    _check_scalar(other, "div_")
+    other = _check_scalar(other, "div_")
     d = _div_dtype(self, other, rounding_mode)
     check_inplace("div_", self, d, _check_bcast(self, other, "div_"))
+    if 0 in self._stride:
+        _check_overlap(self, "div_")
     div_op_(self, other, rounding_mode, d)
     self._storage.version += 1
     return self
@@ -479,8 +614,8 @@ def where(condition, input=None, other=None, *, out=None):
     if condition.dtype is not _dtype.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {_dtype_name(condition.dtype)}")
-    _check_scalar(input, "where")
-    _check_scalar(other, "where")
+    input = _check_scalar(input, "where")
+    other = _check_scalar(other, "where")
     d = _binary_dtype(input, other)
     shape = _check_bcast(input, other, "where")
     try:
@@ -494,7 +629,7 @@ def where(condition, input=None, other=None, *, out=None):
 
 
 def _dtype_name(d):
-    return {"bool": "Bool", "uint8": "Byte"}.get(d.name, d.name)
+    return _dtype_title(d)
 
 
 Tensor.where = lambda self, condition, other: where(condition, self, other)
@@ -504,33 +639,48 @@ clamp_op_ = define("clamp_(Tensor(a!) self, Tensor? min, Tensor? max, dtype comp
                    "Tensor(a!)")
 
 
-def _clamp_dtype(input, min, max):
+def _clamp_args(input, min, max, op):
+    """(compute dtype, min, max) with the bounds checked (numpy scalars made Python numbers)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if min is None and max is None:
-        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+        raise RuntimeError(f"{op}: At least one of 'min' or 'max' must not be None")
     if input.dtype.category == COMPLEX:
         raise RuntimeError("clamp is not supported for complex types")
-    ops = [input] + [x for x in (min, max) if x is not None]
-    for x in ops[1:]:
-        _check_scalar(x, "clamp")
-    return _dtype.result_type(*ops)
+    if min is not None:
+        min = _check_scalar(min, op)
+    if max is not None:
+        max = _check_scalar(max, op)
+    for x in (min, max):
+        if x.__class__ is complex or isinstance(x, Tensor) and x.dtype.category == COMPLEX:
+            raise RuntimeError("clamp is not supported for complex types")
+    return _dtype.result_type(input, *[x for x in (min, max) if x is not None]), min, max
+
+
+def _clamp_shape(input, min, max, op):
+    shape = input._shape
+    for x in (min, max):
+        if isinstance(x, Tensor) and x._shape != shape:
+            try:
+                shape = _broadcast_pair(shape, x._shape)
+            except RuntimeError as e:
+                raise RuntimeError(f"{op}: {e} (shapes {list(shape)} and "
+                                   f"{list(x._shape)})") from None
+    return shape
 
 
 def clamp(input, min=None, max=None, *, out=None):
-    d = _clamp_dtype(input, min, max)
-    for x in (min, max):
-        if isinstance(x, Tensor):
-            _check_bcast(input, x, "clamp")
+    d, min, max = _clamp_args(input, min, max, "clamp")
+    _clamp_shape(input, min, max, "clamp")
     r = clamp_op(input, min, max, d)
     return r if out is None else write_out(out, r, "clamp")
 
 
 def clamp_(self, min=None, max=None):
-    d = _clamp_dtype(self, min, max)
-    shape = self._shape
-    for x in (min, max):
-        if isinstance(x, Tensor):
-            shape = _check_bcast(self, x, "clamp_")
-    check_inplace("clamp_", self, d, shape)
+    d, min, max = _clamp_args(self, min, max, "clamp_")
+    check_inplace("clamp_", self, d, _clamp_shape(self, min, max, "clamp_"))
+    if 0 in self._stride:
+        _check_overlap(self, "clamp_")
     clamp_op_(self, min, max, d)
     self._storage.version += 1
     return self
@@ -564,13 +714,13 @@ def _inplace(fn_):
 _pow = binary_api["pow"]
 _mul = binary_api["mul"]
 Tensor.__add__ = add  # the API functions take the tensor first: no wrapper needed
-Tensor.__radd__ = lambda self, other: add(other, self)
+Tensor.__radd__ = lambda self, other: add(self, other)  # + and * commute: keep the fast path
 Tensor.__iadd__ = _inplace(add_)
 Tensor.__sub__ = sub
 Tensor.__rsub__ = lambda self, other: sub(other, self)
 Tensor.__isub__ = _inplace(sub_)
 Tensor.__mul__ = _mul
-Tensor.__rmul__ = lambda self, other: _mul(other, self)
+Tensor.__rmul__ = lambda self, other: _mul(self, other)
 Tensor.__imul__ = _inplace(binary_api["mul_"])
 Tensor.__truediv__ = div
 Tensor.__rtruediv__ = lambda self, other: div(other, self)
@@ -597,6 +747,9 @@ for _py, _name in [("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwis
 for _py, _name in [("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"),
                    ("ge", "ge")]:
     setattr(Tensor, f"__{_py}__", (lambda f: lambda self, other: f(self, other)
-                                   if isinstance(other, Tensor) or is_scalar(other)
+                                   if isinstance(other, (Tensor, _np.generic)) or is_scalar(other)
                                    else NotImplemented)(binary_api[_name]))
 Tensor.__hash__ = lambda self: id(self)
+# numpy scalars and arrays defer to the Tensor's reflected operators (np.float32(2) * t is a
+# Tensor, as in PyTorch)
+Tensor.__array_priority__ = 1000

@@ -6,6 +6,7 @@ both hold the same Storage.
 """
 from __future__ import annotations
 
+from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
 from ._util import as_shape, contiguous_strides, tensor_method
@@ -115,14 +116,70 @@ view_op = define("view(Tensor self, int[] size) -> Tensor", composite=_view)
 def view(self, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (list, tuple, int)) and \
             not hasattr(shape[0], "__index__"):
-        from .. import _dtype
-        dt = _dtype.as_dtype(shape[0])
-        if dt.itemsize != self.dtype.itemsize:
-            raise RuntimeError("view(dtype): only dtypes of the same itemsize are supported here "
-                               f"({self.dtype} -> {dt})")
+        return _view_dtype(self, shape[0])
+    return view_op(self, _sizes(shape))
+
+
+def _view_dtype(self, dtype):
+    """``view(dtype)``: the same bytes read as another dtype. With a different itemsize the last
+    dimension scales (it must have stride 1), as in PyTorch."""
+    dt = _dtype.as_dtype(dtype)
+    old, new = self.dtype.itemsize, dt.itemsize
+    if old == new:
         return Tensor._make(self._storage, self._shape, self._stride, self._offset, dt,
                             self.device)
-    return view_op(self, _sizes(shape))
+    if self.ndim == 0:
+        raise RuntimeError(f"self.dim() cannot be 0 to view {self.dtype} as {dt} (different "
+                           f"element sizes)")
+    if self._stride[-1] != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 to view {self.dtype} as {dt} (different "
+                           f"element sizes), but got {self._stride[-1]}")
+    shape, stride = list(self._shape), list(self._stride)
+    if old > new:
+        ratio = old // new
+        shape[-1] *= ratio
+        stride = [s * ratio for s in stride[:-1]] + [1]
+        offset = self._offset * ratio
+    else:
+        ratio = new // old
+        if shape[-1] % ratio:
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} to view {self.dtype} "
+                               f"as {dt} (different element sizes), but got {shape[-1]}")
+        if self._offset % ratio:
+            raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} to view "
+                               f"{self.dtype} as {dt} (different element sizes), but got "
+                               f"{self._offset}")
+        if any(s % ratio for s in stride[:-1]):
+            raise RuntimeError(f"self.stride(i) must be divisible by {ratio} for every i < dim-1 "
+                               f"to view {self.dtype} as {dt} (different element sizes), but got "
+                               f"{stride}")
+        shape[-1] //= ratio
+        stride = [s // ratio for s in stride[:-1]] + [1]
+        offset = self._offset // ratio
+    return Tensor._make(self._storage, tuple(shape), tuple(stride), offset, dt, self.device)
+
+
+def _complex_part(self, part):
+    if self.dtype.category != _dtype.COMPLEX:
+        if part == 0:
+            return self
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return Tensor._make(self._storage, self._shape, tuple(s * 2 for s in self._stride),
+                        self._offset * 2 + part, self.dtype.to_real(), self.device)
+
+
+Tensor.real = property(lambda self: _complex_part(self, 0))
+Tensor.imag = property(lambda self: _complex_part(self, 1))
+
+
+def real(input):
+    """The real part of a complex tensor as a view (the tensor itself when it is real)."""
+    return _complex_part(input, 0)
+
+
+def imag(input):
+    """The imaginary part of a complex tensor as a view."""
+    return _complex_part(input, 1)
 
 
 def _sizes(shape):
@@ -169,7 +226,14 @@ Tensor.flatten = flatten
 
 def unflatten(input, dim, sizes):
     d = _wrap_dim(dim, input.ndim, "unflatten")
-    sizes = _infer_size(tuple(sizes), input._shape[d], "unflatten")
+    sizes = tuple(int(s) for s in sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    try:
+        sizes = _infer_size(sizes, input._shape[d], "unflatten")
+    except RuntimeError:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {dim} ({input._shape[d]}) in the input tensor") from None
     return view_op(input, input._shape[:d] + sizes + input._shape[d + 1:])
 
 
@@ -221,14 +285,25 @@ def t(input):
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
-    return transpose(input, 0, 1) if input.ndim == 2 else permute_op(input, tuple(range(input.ndim)))
+    if input.ndim == 2:
+        return transpose(input, 0, 1)
+    return permute_op(input, tuple(range(input.ndim)))
 
 
 Tensor.t = t
 Tensor.T = property(lambda self: permute_op(self, tuple(range(self.ndim - 1, -1, -1))))
-Tensor.mT = property(lambda self: transpose(self, -2, -1))
+
+
+def _mT(self):
+    if self.ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
+                           f"{self.ndim}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+Tensor.mT = property(_mT)
 Tensor.H = property(lambda self: Tensor.T.fget(self).conj())
-Tensor.mH = property(lambda self: transpose(self, -2, -1).conj())
+Tensor.mH = property(lambda self: _mT(self).conj())
 
 
 def movedim(input, source, destination):
@@ -240,6 +315,10 @@ def movedim(input, source, destination):
                            f"should contain the same number of dims as destination ({dst} dims)")
     src = [_wrap_dim(d, n, "movedim") for d in src]
     dst = [_wrap_dim(d, n, "movedim") for d in dst]
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({src})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({dst})")
     order = [d for d in range(n) if d not in src]
     result = [None] * n
     for s, d in zip(src, dst):
@@ -320,8 +399,11 @@ def squeeze(input, dim=None):
         dims = [i for i, s in enumerate(input._shape) if s == 1]
     else:
         ds = dim if isinstance(dim, (list, tuple)) else (dim,)
-        dims = [d for d in (_wrap_dim(d, n, "squeeze") for d in ds)
-                if n and input._shape[d] == 1]
+        wrapped = [_wrap_dim(d, n, "squeeze") for d in ds]
+        if len(set(wrapped)) != len(wrapped):
+            repeated = next(d for i, d in enumerate(wrapped) if d in wrapped[:i])
+            raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
+        dims = [d for d in wrapped if n and input._shape[d] == 1]
     keep = [i for i in range(n) if i not in dims]
     return as_strided_op(input, tuple(input._shape[i] for i in keep),
                          tuple(input._stride[i] for i in keep), input._offset)
@@ -372,7 +454,8 @@ slice_op = define("slice(Tensor self, int dim, int? start, int? end, int step) -
 def _select(self, dim, index):
     size = self._shape[dim]
     if not -size <= index < size:
-        raise IndexError(f"index {index} is out of bounds for dimension {dim} with size {size}")
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(self._shape)} at dimension {dim}")
     if index < 0:
         index += size
     return self._view_of(self._shape[:dim] + self._shape[dim + 1:],
@@ -397,7 +480,10 @@ def narrow(input, dim, start, length):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, input.ndim, "narrow")
     size = input._shape[d]
-    start = int(start)
+    start, length = int(start), int(length)
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but "
+                         f"got {start})")
     if start < 0:
         start += size
     if not 0 <= start <= size or length < 0 or start + length > size:
@@ -470,13 +556,19 @@ def split(tensor, split_size_or_sections, dim=0):
     size = tensor._shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
-        if step <= 0 and not (step == 0 and size == 0):
+        if step < 0:
             raise RuntimeError(f"split expects split_size be non-negative, but got "
                                f"split_size={step}")
+        if step == 0 and size != 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {size}")
         if size == 0:
             return [slice_op(tensor, d, 0, 0, 1)]
         return [slice_op(tensor, d, s, min(s + step, size), 1) for s in range(0, size, step)]
     sections = [int(s) for s in split_size_or_sections]
+    if any(s < 0 for s in sections):
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, "
+                           f"but got split_sizes={sections}")
     if sum(sections) != size:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input "
                            f"tensor's size at dimension {d}), but got split_sizes={sections}")
@@ -495,8 +587,9 @@ def chunk(input, chunks, dim=0):
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _wrap_dim(dim, input.ndim, "chunk")
     size = input._shape[d]
-    step = max(-(-size // chunks), 1)
-    return split(input, step, d)
+    if size == 0:  # PyTorch: `chunks` empty pieces
+        return [slice_op(input, d, 0, 0, 1) for _ in range(chunks)]
+    return split(input, -(-size // chunks), d)
 
 
 Tensor.chunk = chunk
@@ -505,6 +598,13 @@ Tensor.chunk = chunk
 def tensor_split(input, indices_or_sections, dim=0):
     d = _wrap_dim(dim, input.ndim, "tensor_split")
     size = input._shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        if indices_or_sections.ndim > 1 or indices_or_sections.dtype.category != _dtype.INTEGRAL:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-"
+                               "dimensional or one-dimensional tensor of integers, but got a "
+                               f"tensor with {indices_or_sections.ndim} dims and dtype "
+                               f"{indices_or_sections.dtype}")
+        indices_or_sections = indices_or_sections.tolist()
     if isinstance(indices_or_sections, int):
         n = indices_or_sections
         if n <= 0:
@@ -514,7 +614,9 @@ def tensor_split(input, indices_or_sections, dim=0):
         for i in range(n):
             bounds.append(bounds[-1] + q + (1 if i < r else 0))
     else:
-        bounds = [0] + [min(max(int(i), 0), size) for i in indices_or_sections] + [size]
+        # each index is a slice bound: negative ones count from the end
+        bounds = [0] + [min(max(int(i) + size if int(i) < 0 else int(i), 0), size)
+                        for i in indices_or_sections] + [size]
     return [slice_op(input, d, bounds[i], max(bounds[i + 1], bounds[i]), 1)
             for i in range(len(bounds) - 1)]
 
@@ -523,6 +625,8 @@ Tensor.tensor_split = tensor_split
 
 
 def unbind(input, dim=0):
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = _wrap_dim(dim, input.ndim, "unbind")
     return tuple(select_op(input, d, i) for i in range(input._shape[d]))
 

@@ -1,0 +1,143 @@
+"""``OpenCLBackend``: devices, memory, streams and data movement; kernels come from ``ops_*``.
+
+Importing this module does not import pyopencl: discovery runs on the first question asked
+(``is_available``, ``device_count``...) and a device's context on its first use.
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+from ember import _dtype as D
+from ember._storage import Storage
+from ember._tensor import Tensor
+from ember.ops._util import contiguous_strides
+from ember.runtime import Backend
+
+from . import cltypes, transfer
+from .device import Devices
+from .streams import Event, Stream
+
+
+class OpenCLBackend(Backend):
+    name = "opencl"
+    # reductions, linalg, indexing, sorting and random run on the CPU until they have kernels
+    cpu_fallback = True
+    Stream = Stream
+
+    def __init__(self):
+        super().__init__()
+        self._devices = Devices(self)
+        self._tls = threading.local()
+        self._dtypes = None
+        # events are made as ember.opencl.Event(...): the class must know its backend
+        self.Event = type("Event", (Event,), {"backend": self})
+        from . import ops_copy, ops_elementwise, ops_factories, ops_linalg, ops_reduction
+        for mod in (ops_copy, ops_elementwise, ops_factories, ops_reduction, ops_linalg):
+            mod.register(self)
+
+    # -- availability, devices, capabilities ----------------------------------------------------
+    def is_available(self) -> bool:
+        return bool(self._devices.discovery.devices)
+
+    def unavailable_reason(self):
+        return self._devices.discovery.reason
+
+    def device_count(self) -> int:
+        return self._devices.count()
+
+    def device_name(self, index: int) -> str:
+        d = self._devices.discovery.devices[index]
+        return f"{d.name.strip()} ({d.platform.name.strip()})"
+
+    @property
+    def dtypes(self):
+        """What every visible device computes in (the dispatcher checks per backend, so a
+        dtype one device lacks is refused on all)."""
+        if self._dtypes is None:
+            devices = self._devices.discovery.devices
+            if not devices:
+                return cltypes.BASE_DTYPES
+            common = cltypes.supported_dtypes(devices[0].extensions)
+            for d in devices[1:]:
+                common &= cltypes.supported_dtypes(d.extensions)
+            self._dtypes = common
+        return self._dtypes
+
+    def _check_dtype(self, dtype, device, op):
+        if dtype not in self.dtypes:
+            supported = ", ".join(x.name for x in D.all_dtypes if x in self.dtypes)
+            raise TypeError(f"{op}: dtype {dtype} is not supported on device '{device}' "
+                            f"(backend '{self.name}' supports {supported})")
+
+    # -- the hot path helpers used by every kernel ----------------------------------------------
+    def _sq(self, device):
+        """(device state, queue of the current stream) for ``device``."""
+        idx = device.index
+        st = self._devices._states.get(idx)
+        if st is None:
+            st = self._devices.state(idx)
+        cur = self._tls.__dict__.get("streams")
+        s = cur.get(st.index) if cur else None
+        return st, (s.queue if s is not None else st.default_queue)
+
+    def _new(self, st, shape, dtype, device):
+        """A fresh C-contiguous tensor from the device's caching allocator."""
+        nbytes = math.prod(shape) * dtype.itemsize
+        block = st.allocator.allocate(nbytes)
+        storage = Storage(block.handle, nbytes, device)
+        storage.cache = block  # holding the block keeps the buffer out of the cache
+        return Tensor._make(storage, tuple(shape), contiguous_strides(shape), 0, dtype, device)
+
+    # -- storage and data movement ----------------------------------------------------------------
+    def empty(self, shape, dtype, device):
+        self._check_dtype(dtype, device, "empty")
+        return self._new(self._sq(device)[0], shape, dtype, self._concrete(device))
+
+    def from_numpy(self, array, device, non_blocking=False):
+        dtype = D.from_numpy_dtype(array.dtype)
+        device = self._concrete(device)
+        self._check_dtype(dtype, device, "to")
+        st, q = self._sq(device)
+        return transfer.upload(st, q, self._new(st, array.shape, dtype, device), array)
+
+    def to_numpy(self, tensor):
+        return transfer.download(self, tensor)
+
+    def copy_(self, dst, src, non_blocking=False):
+        return transfer.copy_(self, dst, src)
+
+    def storage_nbytes(self, data) -> int:
+        return data.size
+
+    def _concrete(self, device):
+        if device.index is None:
+            from ember._device import device as device_cls
+            return device_cls(self.name, self.current_device())
+        return device
+
+    # -- memory -----------------------------------------------------------------------------------
+    def allocator(self, index: int):
+        return self._devices.state(index).allocator
+
+    # -- streams ----------------------------------------------------------------------------------
+    def current_stream(self, index: int):
+        cur = self._tls.__dict__.get("streams")
+        s = cur.get(index) if cur else None
+        return s if s is not None else self._devices.state(index).default_stream
+
+    def set_stream(self, stream) -> None:
+        self._tls.__dict__.setdefault("streams", {})[stream.device_index] = stream
+
+    def synchronize(self, index=None) -> None:
+        """Wait for every queue of device ``index`` (the current device when None)."""
+        if index is None:
+            index = self.current_device()
+        st = self._devices._states.get(index)
+        if st is None:
+            if not 0 <= index < self.device_count():
+                raise RuntimeError(f"opencl: invalid device index {index}")
+            return  # never used: nothing queued
+        for queue in st.queues():
+            queue.finish()
+        st.inflight = []

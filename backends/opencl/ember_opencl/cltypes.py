@@ -1,0 +1,110 @@
+"""ember dtypes as OpenCL C types: names, literals, conversions, kernel scalar arguments.
+
+Every place that writes OpenCL C asks this module how a dtype is spelled and how a value moves
+from one dtype to another, so the conversion rules (PyTorch's, which on x86 are numpy's) live in
+one spot.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember import _dtype as D
+
+# bool lives in memory as one byte holding 0 or 1 (OpenCL forbids `bool` in buffers)
+CTYPE = {D.bool_: "uchar", D.uint8: "uchar", D.int8: "char", D.int16: "short", D.int32: "int",
+         D.int64: "long", D.float16: "half", D.float32: "float", D.float64: "double"}
+UNSIGNED = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong", "uchar": "uchar"}
+BITS = {"uchar": 8, "char": 8, "short": 16, "int": 32, "long": 64}
+FLOATS = (D.float16, D.float32, D.float64)
+INTS = (D.uint8, D.int8, D.int16, D.int32, D.int64)
+
+# dtypes every OpenCL device computes in; half and double depend on extensions
+BASE_DTYPES = frozenset({D.bool_, D.uint8, D.int8, D.int16, D.int32, D.int64, D.float32})
+
+
+def supported_dtypes(extensions: str) -> frozenset:
+    """The dtypes a device with these extensions computes in.
+
+    bfloat16 has no OpenCL type; complex has no OpenCL C arithmetic (a float2 library would be
+    needed), so both stay unsupported and fail in the dispatcher before any kernel runs.
+    """
+    ext = set(extensions.split())
+    out = set(BASE_DTYPES)
+    if "cl_khr_fp64" in ext:
+        out.add(D.float64)
+    if "cl_khr_fp16" in ext:
+        out.add(D.float16)
+    return frozenset(out)
+
+
+def ctype(d) -> str:
+    return CTYPE[d]
+
+
+def is_float(d) -> bool:
+    return d.category == D.FLOATING
+
+
+def is_int(d) -> bool:
+    return d.category == D.INTEGRAL
+
+
+def np_type(d):
+    """numpy scalar type a kernel argument of dtype ``d`` is packed as."""
+    return np.uint8 if d is D.bool_ else d.np.type
+
+
+def lit(value, d) -> str:
+    """A C literal of dtype ``d`` (no double literal reaches a float kernel: it needs fp64)."""
+    if d is D.float64:
+        return f"((double){float(value)!r})"
+    if is_float(d):
+        v = float(value)
+        text = "INFINITY" if v == float("inf") else "(-INFINITY)" if v == -float("inf") else \
+            "NAN" if v != v else f"{v!r}f"
+        return f"(({CTYPE[d]}){text})"
+    return f"(({CTYPE[d]}){int(value)})"
+
+
+def cvt(expr: str, src, dst) -> str:
+    """C expression converting ``expr`` (a value of dtype ``src``) to dtype ``dst``.
+
+    Matches numpy's ``astype`` on x86, which is what the CPU backend does: anything to bool is
+    ``!= 0`` (NaN is true); floats to narrow integers go through int32 (so -1.5 -> uint8 255).
+    """
+    if src is dst:
+        return expr
+    cd = CTYPE[dst]
+    if dst is D.bool_:
+        return f"(uchar)(({expr}) != 0)"
+    if is_float(src) and dst in (D.uint8, D.int8, D.int16):
+        return f"({cd})(int)({expr})"
+    return f"({cd})({expr})"
+
+
+def pack_scalar(value, d):
+    """A Python scalar as dtype ``d``'s kernel argument, wrapping integers like a cast does."""
+    if d is D.bool_:
+        return np.uint8(1 if value else 0)
+    if is_int(d):
+        v = int(value)
+        bits = d.itemsize * 8
+        if d.is_signed:
+            v = (v + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+        else:
+            v %= 1 << bits
+        return d.np.type(v)
+    if is_float(d):
+        if isinstance(value, complex):
+            value = value.real
+        return d.np.type(float(value))
+    raise TypeError(f"opencl: no kernel scalar of dtype {d}")
+
+
+def extensions_pragmas(dtypes) -> str:
+    lines = []
+    if D.float64 in dtypes:
+        lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    if D.float16 in dtypes:
+        lines.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
+    return "\n".join(lines)

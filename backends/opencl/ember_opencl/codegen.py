@@ -1,0 +1,331 @@
+"""The one kernel template: an elementwise loop over a strided, broadcast output.
+
+Every op of the backend that touches each output element once (unary, binary, ternary ops,
+conversions, copies, factories) is a *body*: C statements that compute ``r`` from the inputs
+``x0, x1, ...`` (already converted to their load dtypes), the parameters ``p0, p1, ...`` and the
+output's linear index ``i``. ``run`` wraps a body in the index math and launches it.
+
+Index math: the output shape and each tensor operand's offset and strides (broadcast dims get
+stride 0) are collapsed -- size-1 dims dropped, dims that are contiguous for every operand merged
+-- and passed in a small int64 *metadata buffer*, so a new shape reuses the compiled kernel. A
+kernel is compiled once per (body, dtypes, operand kinds, collapsed rank) and kept in memory;
+pyopencl's on-disk binary cache makes later processes skip the compiler too. Metadata buffers
+are cached per layout (shapes, strides, offsets) as well.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ember import _dtype as D
+from ember._tensor import Tensor
+
+from . import cltypes
+
+_MAX_META = 4096       # cached layouts per device before the cache is dropped and refilled
+ERR_ZERO_DIV = 1
+ERR_NEG_POW = 2
+ERRORS = {ERR_ZERO_DIV: "ZeroDivisionError",
+          ERR_NEG_POW: "Integers to negative integer powers are not allowed."}
+
+
+class Body:
+    """An elementwise computation. ``code(ctx)`` returns C statements assigning ``r``;
+    ``prelude(ctx)`` optional helper functions. ``ctx`` is a ``Ctx``. ``name`` must identify
+    the code for every ctx (it is part of the kernel cache key). A body with ``store=False``
+    writes no output: it only inspects its inputs (and may set ``*ERR``).
+
+    ``kinds`` are the compute-dtype categories the code is valid for ("f"loat, "i"nt,
+    "b"ool). Bodies put in one ``group`` are compiled together: the first time one of them is
+    needed for a signature (dtypes, operand kinds, rank), its siblings valid for that compute
+    dtype are built in the same program, which costs about as much as building one (compiler
+    start-up dominates) and spares a build each when the program uses them later."""
+
+    __slots__ = ("name", "code", "prelude", "store", "kinds", "group", "any_output")
+
+    def __init__(self, name, code, prelude=None, store=True, kinds="fib", any_output=False):
+        self.name = name
+        self.code = code if callable(code) else (lambda ctx, c=code: c)
+        self.prelude = prelude
+        self.store = store
+        self.kinds = kinds
+        self.group = ()
+        # conversions: build the kernel for every output dtype of the device at once
+        self.any_output = any_output
+
+    def accepts(self, ct) -> bool:
+        return "bif"[ct.category] in self.kinds if ct.category < 3 else False
+
+
+def group(*bodies):
+    """Make ``bodies`` compile together (see ``Body``)."""
+    members = tuple(bodies)
+    for b in members:
+        b.group = members
+    return members
+
+
+class Ctx:
+    """What a body's code may depend on: the compute dtype ``ct`` (C name ``c``) and the
+    device's widest float ``wide`` (float64 where supported: special functions of float32
+    are evaluated there, like scipy does)."""
+
+    def __init__(self, ct, wide):
+        self.ct = ct
+        self.c = cltypes.CTYPE.get(ct, "float")
+        self.wide = wide
+        self.w = cltypes.CTYPE[wide]
+        self.is_float = ct.category == D.FLOATING
+        self.is_bool = ct is D.bool_
+        self.is_int = ct.category == D.INTEGRAL
+        self.signed = ct.is_signed
+        self.bits = ct.itemsize * 8
+
+    def lit(self, v, d=None):
+        return cltypes.lit(v, self.ct if d is None else d)
+
+    @property
+    def u(self):
+        """The unsigned C type of the same width (integer compute types)."""
+        return cltypes.UNSIGNED[self.c]
+
+
+# -- layouts ------------------------------------------------------------------------------------
+def collapse(shape, layouts):
+    """(sizes, [strides per operand]) with size-1 dims dropped and mergeable dims merged;
+    ``layouts`` are (shape, stride) of each operand, broadcast to ``shape``."""
+    nd = len(shape)
+    full = []
+    for s, st in layouts:
+        pad = nd - len(s)
+        full.append([0] * pad + [0 if s[k] == 1 else st[k] for k in range(len(s))])
+    sizes, strides = [], [[] for _ in layouts]
+    for d in range(nd - 1, -1, -1):
+        n = shape[d]
+        if n == 1:
+            continue
+        if sizes and all(f[d] == g[-1] * sizes[-1] for f, g in zip(full, strides)):
+            sizes[-1] *= n
+            continue
+        sizes.append(n)
+        for f, g in zip(full, strides):
+            g.append(f[d])
+    sizes.reverse()
+    for g in strides:
+        g.reverse()
+    return sizes, strides
+
+
+def _meta(state, key, shape, tensors):
+    import pyopencl as cl
+    sizes, strides = collapse(shape, [(t._shape, t._stride) for t in tensors])
+    meta = list(sizes)
+    for t, st in zip(tensors, strides):
+        meta.append(t._offset)
+        meta.extend(st)
+    buf = cl.Buffer(state.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                    hostbuf=np.array(meta, dtype=np.int64))
+    if len(state.meta) >= _MAX_META:
+        state.meta.clear()  # buffers in flight stay alive: OpenCL retains them per command
+    entry = state.meta[key] = (len(sizes), buf)
+    return entry
+
+
+# -- source -------------------------------------------------------------------------------------
+def _ctx(state, ct):
+    return Ctx(ct, D.float64 if state.fp64 else ct if ct.category == D.FLOATING else D.float32)
+
+
+def header(state, key) -> list:
+    ct, check = key[4], key[8]
+    ctx = _ctx(state, ct)
+    # no fused a*b+c: numpy rounds every operation, and so must we to match it
+    return ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
+            f"typedef {ctx.c} CT;", f"typedef {ctx.w} W;",
+            "#define ERR err" if check else "#define ERR ((__global int*)0)"]
+
+
+def kernel_source(state, key, body, kname="ew") -> str:
+    """The kernel ``kname`` for ``key`` (see ``run``); needs ``header`` and the prelude."""
+    name, odt, desc, loads, ct, rt, pdts, rank, check = key
+    ctx = _ctx(state, ct)
+    tensors = [j for j, d in enumerate(desc) if d is not None]
+    scalars = [j for j, d in enumerate(desc) if d is None]
+    nt = 1 + len(tensors)
+    R = rank
+    args = [f"__global {cltypes.CTYPE[odt]}* out"]
+    args += [f"__global const {cltypes.CTYPE[desc[j]]}* in{j}" for j in tensors]
+    args += ["__global const long* meta", "const long n"]
+    args += [f"const {cltypes.CTYPE[d]} p{k}" for k, d in enumerate(pdts)]
+    args += [f"const {cltypes.CTYPE[loads[j]]} x{j}" for j in scalars]
+    if check:
+        args.append("__global int* err")
+    lines = [f"__kernel void {kname}({', '.join(args)})\n{{"]
+    for d in range(1, R):
+        lines.append(f"  const long n{d} = meta[{d}];")
+    for t in range(nt):
+        base = R + t * (R + 1)
+        lines.append(f"  const long o{t} = meta[{base}];")
+        for d in range(R):
+            lines.append(f"  const long s{t}_{d} = meta[{base + 1 + d}];")
+    lines.append("  const long gs = get_global_size(0);")
+    lines.append("  for (long i = get_global_id(0); i < n; i += gs) {")
+    if R:
+        lines.append("    long q = i, c;" if R > 1 else "    const long q = i;")
+    for t in range(nt):
+        lines.append(f"    long a{t} = o{t};")
+    for d in range(R - 1, 0, -1):
+        lines.append(f"    c = q % n{d}; q /= n{d};")
+        lines.extend(f"    a{t} += c * s{t}_{d};" for t in range(nt))
+    if R:
+        lines.extend(f"    a{t} += q * s{t}_0;" for t in range(nt))
+    for pos, j in enumerate(tensors, start=1):
+        lines.append(f"    const {cltypes.CTYPE[loads[j]]} x{j} = "
+                     f"{cltypes.cvt(f'in{j}[a{pos}]', desc[j], loads[j])};")
+    lines.append(f"    {cltypes.CTYPE[rt]} r;")
+    lines.append("    { " + body.code(ctx) + " }")
+    # a bool result may hold any nonzero value (true + true); memory holds 0 or 1
+    if body.store:
+        rv = "(uchar)(r != 0)" if rt is D.bool_ else "r"
+        lines.append(f"    out[a0] = {cltypes.cvt(rv, rt, odt)};")
+    lines.append("  }\n}")
+    return "\n".join(lines)
+
+
+def source(state, jobs) -> str:
+    """One program with a kernel ``k{i}`` per (key, body) job; the keys differ at most in the
+    body name and the output dtype, so they share the header."""
+    key0 = jobs[0][0]
+    ctx = _ctx(state, key0[4])
+    lines = header(state, key0)
+    preludes = []
+    for _, b in jobs:
+        text = b.prelude(ctx) if b.prelude is not None else None
+        if text and text not in preludes:  # shared helpers (integer division) appear once
+            preludes.append(text)
+    lines += preludes
+    lines += [kernel_source(state, k, b, f"k{i}") for i, (k, b) in enumerate(jobs)]
+    return "\n".join(lines)
+
+
+def _compile(state, src):
+    import pyopencl as cl
+    options = []
+    if state.device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
+        options.append("-cl-fp32-correctly-rounded-divide-sqrt")  # numpy's float32 x/y, sqrt
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        return cl.Program(state.context, src).build(options=options)
+
+
+def _build(state, key, body):
+    import pyopencl as cl
+    ct = key[4]
+    jobs = [(key, body)]
+    for b in body.group:
+        k = (b.name,) + key[1:]
+        if b is not body and b.accepts(ct) and k not in state.kernels:
+            jobs.append((k, b))
+    if body.any_output:
+        for d in sorted(state.dtypes, key=lambda d: d.name):
+            k = key[:1] + (d,) + key[2:]
+            if d is not key[1] and k not in state.kernels:
+                jobs.append((k, body))
+    prg = err = None
+    for attempt in ([jobs, jobs[:1]] if len(jobs) > 1 else [jobs]):
+        try:
+            prg = _compile(state, source(state, attempt))
+            jobs = attempt
+            break
+        except cl.RuntimeError as e:  # a sibling invalid here must not cost the op its kernel
+            err = e
+    if prg is None:
+        raise RuntimeError(f"opencl: building the kernel for '{key[0]}' failed:\n{err}\n"
+                           f"--- source ---\n{source(state, jobs[:1])}") from None
+    _, _, desc, loads, _, _, pdts, _, check = key
+    ntens = 1 + sum(d is not None for d in desc)
+    arg_types = [None] * ntens + [None, np.int64]
+    arg_types += [cltypes.np_type(d) for d in pdts]
+    arg_types += [cltypes.np_type(loads[j]) for j, d in enumerate(desc) if d is None]
+    if check:
+        arg_types.append(None)
+    for i, (k, _) in enumerate(jobs):
+        knl = getattr(prg, f"k{i}")
+        knl.set_scalar_arg_dtypes(arg_types)
+        state.kernels[k] = knl
+    return state.kernels[key]
+
+
+# -- launch -------------------------------------------------------------------------------------
+_MAX_GLOBAL = 1 << 26
+
+
+def global_size(state, n):
+    """One work-item per element, rounded up to whole work-groups of ``state.local_size``;
+    beyond 2**26 elements the kernel's loop strides over the rest (capping lower was 4x slower
+    on PoCL, whose vectorizer works across work-items)."""
+    ls = state.local_size
+    g = (n + ls - 1) // ls * ls
+    return g if g < _MAX_GLOBAL else _MAX_GLOBAL
+
+
+def run(state, queue, body, out, inputs=(), loads=(), ct=None, rt=None, params=(), check=False):
+    """Launch ``body`` writing every element of ``out`` (a tensor with any strides).
+
+    ``inputs`` are Tensors (on ``out``'s device, broadcastable to it) or Python scalars; input
+    ``j`` is converted to ``loads[j]`` and named ``x{j}`` in the body. ``ct`` is the body's
+    compute dtype (``CT`` in C), ``rt`` the dtype of ``r`` (stored converted to ``out.dtype``).
+    ``params`` are (value, dtype) kernel arguments ``p{k}``. With ``check`` the kernel may set
+    an error code, read back (blocking) and raised here.
+    """
+    shape = out._shape
+    n = 1
+    for s in shape:
+        n *= s
+    if n == 0:
+        return out
+    tensors = [out]
+    desc = []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            tensors.append(x)
+            desc.append(x.dtype)
+        else:
+            desc.append(None)
+    lkey = (shape,) + tuple([(t._shape, t._stride, t._offset) for t in tensors])
+    ent = state.meta.get(lkey)
+    if ent is None:
+        ent = _meta(state, lkey, shape, tensors)
+    rank, mbuf = ent
+    ct = ct if ct is not None else out.dtype
+    rt = rt if rt is not None else ct
+    key = (body.name, out.dtype, tuple(desc), tuple(loads), ct, rt,
+           tuple([d for _, d in params]), rank, check)
+    knl = state.kernels.get(key)
+    if knl is None:
+        knl = _build(state, key, body)
+    args = [t._storage.data for t in tensors]
+    args.append(mbuf)
+    args.append(n)
+    for v, d in params:
+        args.append(cltypes.pack_scalar(v, d))
+    for j, x in enumerate(inputs):
+        if desc[j] is None:
+            args.append(cltypes.pack_scalar(x, loads[j]))
+    if check:
+        args.append(state.err_buffer)
+    state.last[queue] = knl(queue, (global_size(state, n),), state.local_sizes, *args)
+    if check:
+        _raise_flagged(state, queue)
+    return out
+
+
+def _raise_flagged(state, queue):
+    """Read the error flag the kernel may have set (this blocks on ``queue``)."""
+    import pyopencl as cl
+    flag = np.zeros(1, np.int32)
+    cl.enqueue_copy(queue, flag, state.err_buffer, is_blocking=True)
+    if flag[0]:
+        cl.enqueue_copy(queue, state.err_buffer, np.zeros(1, np.int32), is_blocking=True)
+        raise RuntimeError(ERRORS.get(int(flag[0]), f"opencl kernel error {int(flag[0])}"))

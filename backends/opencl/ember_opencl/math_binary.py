@@ -1,0 +1,184 @@
+"""C bodies of the binary ops (see ``codegen.Body``): ``r`` from ``x0`` and ``x1``.
+
+Integer division, remainder and power guard their inputs: x86 traps on ``n / 0`` and on
+``INT_MIN / -1``, which would kill the process (PoCL runs kernels in it). Raising like the CPU
+backend is done before the op by ``ANY_ZERO`` / ``ANY_NEGATIVE``, which set the error flag
+(``ERR``) that the launcher reads back; inside the op's kernel ``ERR`` is null.
+"""
+from __future__ import annotations
+
+from .codegen import ERR_NEG_POW, ERR_ZERO_DIV, Body, group
+
+
+def _maxmin(ctx, ge, nan_first):
+    """numpy's maximum (``>=``) / minimum (``<=``); ``nan_first``: NaN wins (maximum), else
+    the non-NaN operand wins (fmax)."""
+    if not ctx.is_float:
+        return f"r = x0 {ge} x1 ? x0 : x1;"
+    if nan_first:
+        return f"r = (x0 {ge} x1 || isnan(x0)) ? x0 : x1;"
+    return f"r = (x0 {ge} x1 || isnan(x1)) ? x0 : x1;"
+
+
+def _int_div_prelude(ctx):
+    if not ctx.is_int and not ctx.is_bool:
+        return _float_div_prelude(ctx)
+    neg = "if (b == -1) return (CT)(0 - a);" if ctx.signed else ""
+    negmod = "if (b == -1) return 0;" if ctx.signed else ""
+    return f"""
+CT ew_tdiv(CT a, CT b, __global int* err) {{
+  if (b == 0) {{ if (err) *err = {ERR_ZERO_DIV}; return 0; }}
+  {neg}
+  return a / b;
+}}
+CT ew_fdiv(CT a, CT b, __global int* err) {{
+  if (b == 0) {{ if (err) *err = {ERR_ZERO_DIV}; return 0; }}
+  {neg}
+  CT q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+  return q;
+}}
+CT ew_pymod(CT a, CT b, __global int* err) {{
+  if (b == 0) {{ if (err) *err = {ERR_ZERO_DIV}; return 0; }}
+  {negmod}
+  CT m = a % b;
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}}
+CT ew_cmod(CT a, CT b, __global int* err) {{
+  if (b == 0) {{ if (err) *err = {ERR_ZERO_DIV}; return 0; }}
+  {negmod}
+  return a % b;
+}}"""
+
+
+def _float_div_prelude(ctx):
+    # numpy's npy_divmod / PyTorch's div_floor_floating
+    return """
+CT ew_fdiv(CT a, CT b, __global int* err) {
+  if (b == 0) return a / b;
+  CT mod = fmod(a, b);
+  CT div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  CT fl;
+  if (div != 0) { fl = floor(div); if (div - fl > (CT)0.5) fl += 1; }
+  else fl = copysign((CT)0, a / b);
+  return fl;
+}
+CT ew_pymod(CT a, CT b, __global int* err) {
+  CT mod = fmod(a, b);
+  if (b == 0) return mod;
+  if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; }
+  else mod = copysign((CT)0, b);
+  return mod;
+}
+CT ew_tdiv(CT a, CT b, __global int* err) { return trunc(a / b); }
+CT ew_cmod(CT a, CT b, __global int* err) { return fmod(a, b); }"""
+
+
+def _ipow_prelude(ctx):
+    if ctx.is_float:
+        return ""
+    neg = f"if (b < 0) {{ if (err) *err = {ERR_NEG_POW}; return 0; }}" if ctx.signed else ""
+    return f"""
+CT ew_ipow(CT a, CT b, __global int* err) {{
+  {neg}
+  CT result = 1;
+  while (b) {{ if (b & 1) result *= a; b >>= 1; a *= a; }}
+  return result;
+}}"""
+
+
+def _shift(ctx, left):
+    # numpy / PyTorch: shifting by the width or more gives 0 (or -1 for negative >>)
+    if left:
+        return f"r = (x1 < 0 || x1 >= {ctx.bits}) ? (CT)0 : (CT)(({ctx.u})x0 << x1);"
+    fill = "(x0 < 0 ? (CT)-1 : (CT)0)" if ctx.signed else "(CT)0"
+    return f"r = (x1 < 0 || x1 >= {ctx.bits}) ? {fill} : (CT)(x0 >> x1);"
+
+
+def _logaddexp(ctx):
+    # numpy's npy_logaddexp
+    return ("if (x0 == x1) r = x0 + (CT)M_LN2; else { CT t = x0 - x1; "
+            "r = t > 0 ? x0 + log1p(exp(-t)) : (t <= 0 ? x1 + log1p(exp(t)) : t); }"
+            if ctx.ct.name == "float64" else
+            "if (x0 == x1) r = x0 + M_LN2_F; else { CT t = x0 - x1; "
+            "r = t > 0 ? x0 + log1p(exp(-t)) : (t <= 0 ? x1 + log1p(exp(t)) : t); }")
+
+
+def _build():
+    ops = {
+        "mul": Body("mul", "r = x0 * x1;"),
+        "maximum": Body("maximum", lambda c: _maxmin(c, ">=", True)),
+        "minimum": Body("minimum", lambda c: _maxmin(c, "<=", True)),
+        "fmax": Body("fmax", lambda c: _maxmin(c, ">=", False)),
+        "fmin": Body("fmin", lambda c: _maxmin(c, "<=", False)),
+        "remainder": Body("remainder", "r = ew_pymod(x0, x1, ERR);", _int_div_prelude),
+        "fmod": Body("fmod", "r = ew_cmod(x0, x1, ERR);", _int_div_prelude),
+        "floor_divide": Body("floor_divide", "r = ew_fdiv(x0, x1, ERR);", _int_div_prelude),
+        "pow": Body("pow", lambda c: "r = pow(x0, x1);" if c.is_float else
+                    "r = ew_ipow(x0, x1, ERR);", _ipow_prelude),
+        "atan2": Body("atan2", "r = atan2(x0, x1);"),
+        "hypot": Body("hypot", "r = hypot(x0, x1);"),
+        "logaddexp": Body("logaddexp", _logaddexp),
+        "copysign": Body("copysign", "r = copysign(x0, x1);"),
+        "xlogy": Body("xlogy", "r = (x0 == 0 && !isnan(x1)) ? (CT)0 : x0 * log(x1);"),
+        "eq": Body("eq", "r = x0 == x1;"),
+        "ne": Body("ne", "r = x0 != x1;"),
+        "lt": Body("lt", "r = x0 < x1;"),
+        "le": Body("le", "r = x0 <= x1;"),
+        "gt": Body("gt", "r = x0 > x1;"),
+        "ge": Body("ge", "r = x0 >= x1;"),
+        "logical_and": Body("logical_and", "r = (x0 != 0) && (x1 != 0);"),
+        "logical_or": Body("logical_or", "r = (x0 != 0) || (x1 != 0);"),
+        "logical_xor": Body("logical_xor", "r = (x0 != 0) != (x1 != 0);"),
+        "bitwise_and": Body("bitwise_and", "r = x0 & x1;"),
+        "bitwise_or": Body("bitwise_or", "r = x0 | x1;"),
+        "bitwise_xor": Body("bitwise_xor", "r = x0 ^ x1;"),
+        "bitwise_left_shift": Body("bitwise_left_shift", lambda c: _shift(c, True)),
+        "bitwise_right_shift": Body("bitwise_right_shift", lambda c: _shift(c, False)),
+    }
+    for name in ("atan2", "hypot", "logaddexp", "copysign", "xlogy"):
+        ops[name].kinds = "f"
+    for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        ops[name].kinds = "ib"
+    for name in ("bitwise_left_shift", "bitwise_right_shift"):
+        ops[name].kinds = "i"
+    return ops
+
+
+BINARY = _build()
+TO_BOOL = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"}
+# integer ops whose divisor (or exponent) is checked first, as the CPU kernel does: the whole
+# tensor, before anything is written
+CHECKED = {"remainder": "zero", "fmod": "zero", "floor_divide": "zero", "pow": "negative"}
+ANY_ZERO = Body("any_zero", f"r = 0; if (x0 == 0) *ERR = {ERR_ZERO_DIV};", store=False)
+ANY_NEGATIVE = Body("any_negative", f"r = 0; if (x0 < 0) *ERR = {ERR_NEG_POW};", store=False)
+group(ANY_ZERO, ANY_NEGATIVE)
+
+ADD = Body("add", "r = x0 + x1;")
+ADD_ALPHA = Body("add_alpha", "r = x0 + x1 * p0;")
+SUB = Body("sub", "r = x0 - x1;")
+SUB_ALPHA = Body("sub_alpha", "r = x0 - x1 * p0;")
+DIV = {
+    None: Body("div", "r = x0 / x1;"),
+    "trunc": Body("div_trunc", "r = ew_tdiv(x0, x1, ERR);", _int_div_prelude),
+    "floor": Body("div_floor", "r = ew_fdiv(x0, x1, ERR);", _int_div_prelude),
+}
+DIV[None].kinds = "f"
+group(*[b for n, b in BINARY.items() if n not in TO_BOOL], ADD, SUB, *DIV.values())
+group(*[b for n, b in BINARY.items() if n in TO_BOOL])
+group(ADD_ALPHA, SUB_ALPHA)
+WHERE = Body("where", "r = x0 ? x1 : x2;")
+# numpy's maximum then minimum: NaN anywhere gives NaN
+_CLAMP_LO = "(x0 >= x1 || isnan(x0)) ? x0 : x1"
+CLAMP = {
+    (True, False): Body("clamp_lo", lambda c: "r = " + (_CLAMP_LO if c.is_float else
+                                                          "x0 >= x1 ? x0 : x1") + ";"),
+    (False, True): Body("clamp_hi", lambda c: "r = " + ("(x0 <= x1 || isnan(x0)) ? x0 : x1"
+                                                         if c.is_float else
+                                                         "x0 <= x1 ? x0 : x1") + ";"),
+    (True, True): Body("clamp", lambda c: (
+        "CT lo = (x0 >= x1 || isnan(x0)) ? x0 : x1; r = (lo <= x2 || isnan(lo)) ? lo : x2;"
+        if c.is_float else "CT lo = x0 >= x1 ? x0 : x1; r = lo <= x2 ? lo : x2;")),
+}

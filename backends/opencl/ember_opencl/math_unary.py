@@ -1,0 +1,213 @@
+"""C bodies of the unary ops (see ``codegen.Body``): ``r`` from ``x0``.
+
+The semantics are the CPU backend's (numpy/scipy, i.e. PyTorch's): NaN-propagating relu,
+sign(NaN) = NaN, predicates false for integers. scipy's special functions evaluate float32
+inputs in double; so do ours where the device has fp64 (``W``, the widest float).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .codegen import Body, group
+
+
+def _w(ctx, v):
+    """A literal of the wide float type W."""
+    return repr(float(v)) + ("" if ctx.w == "double" else "f")
+
+
+def _via_wide(fn):
+    return lambda ctx: f"r = (CT){fn}((W)x0);"
+
+
+def _float_only(expr):
+    """Same-dtype ops that are the identity on integers and bools (floor, ceil, trunc)."""
+    return lambda ctx: f"r = {expr};" if ctx.is_float else "r = x0;"
+
+
+_BUILTIN = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
+            "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"]
+
+
+def _erfinv_prelude(ctx):
+    a = [0.886226899, -1.645349621, 0.914624893, -0.140543331]
+    b = [-2.118377725, 1.442710462, -0.329097515, 0.012229801]
+    c = [-1.970840454, -1.624906493, 3.429567803, 1.641345311]
+    d = [3.543889200, 1.637067800]
+    L = lambda v: _w(ctx, v)  # noqa: E731
+    newton = (f"x = x - (erf(x) - y) / ({L(2 / math.sqrt(math.pi))} * exp(-x * x));")
+    # PyTorch's calc_erfinv: a rational first guess, then two Newton steps on erf
+    return f"""
+W ew_erfinv(W y) {{
+  W ya = fabs(y);
+  if (ya > 1) return NAN;
+  if (ya == 1) return copysign((W)INFINITY, y);
+  W x, z, num, dem;
+  if (ya <= {L(0.7)}) {{
+    z = y * y;
+    num = ((({L(a[3])} * z + {L(a[2])}) * z + {L(a[1])}) * z + {L(a[0])});
+    dem = (((({L(b[3])} * z + {L(b[2])}) * z + {L(b[1])}) * z + {L(b[0])}) * z + {L(1)});
+    x = y * num / dem;
+  }} else {{
+    z = sqrt(-log(({L(1)} - ya) / {L(2)}));
+    num = (({L(c[3])} * z + {L(c[2])}) * z + {L(c[1])}) * z + {L(c[0])};
+    dem = ({L(d[1])} * z + {L(d[0])}) * z + {L(1)};
+    x = copysign(num, y) / dem;
+  }}
+  {newton}
+  {newton}
+  return x;
+}}"""
+
+
+def _digamma_prelude(ctx):
+    A = [8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+         -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
+         8.33333333333333333333E-2]
+    L = lambda v: _w(ctx, v)  # noqa: E731
+    poly = L(A[0])
+    for coef in A[1:]:
+        poly = f"({poly} * z + {L(coef)})"
+    # PyTorch's calc_digamma: reflection for x < 0, recurrence up to 10, asymptotic series
+    return f"""
+W ew_digamma(W x) {{
+  if (x == 0) return copysign((W)INFINITY, -x);
+  W result = 0;
+  if (x < 0) {{
+    if (x == trunc(x)) return NAN;
+    W frac = x - trunc(x);
+    result = -({L(math.pi)} / tan({L(math.pi)} * frac));
+    x = 1 - x;
+  }}
+  while (x < 10) {{ result -= 1 / x; x += 1; }}
+  if (x == 10) return result + {L(2.25175258906672110764)};
+  W y = 0;
+  if (x < {L(1e17)}) {{ W z = 1 / (x * x); y = z * {poly}; }}
+  return result + log(x) - {L(0.5)} / x - y;
+}}"""
+
+
+def _logit_prelude(ctx):
+    # scipy's logit: the plain formula loses precision near 0.5, where log1p is exact
+    return f"""
+W ew_logit(W x) {{
+  if (x < {_w(ctx, 0.3)} || x > {_w(ctx, 0.65)}) return log(x / (1 - x));
+  W s = 2 * (x - {_w(ctx, 0.5)});
+  return log1p(s) - log1p(-s);
+}}"""
+
+
+def _deg(ctx, to_rad):
+    # numpy multiplies by a constant rounded in the input's precision (NPY_PIf / 180.0f)
+    if ctx.ct.name == "float64":
+        k = math.pi / 180 if to_rad else 180 / math.pi
+    else:
+        pi = np.float32(math.pi)
+        k = float(pi / np.float32(180)) if to_rad else float(np.float32(180) / pi)
+    return f"r = x0 * {ctx.lit(k)};"
+
+
+def _abs(ctx):
+    if ctx.is_float:
+        return "r = fabs(x0);"
+    return "r = x0 < 0 ? -x0 : x0;" if ctx.signed else "r = x0;"
+
+
+def _sign(ctx):
+    if ctx.is_float:
+        return "r = x0 > 0 ? (CT)1 : (x0 < 0 ? (CT)-1 : x0);"  # keeps NaN and signed zeros
+    return "r = x0;" if ctx.is_bool else "r = (x0 > 0) - (x0 < 0);"
+
+
+def _relu(ctx):
+    if ctx.is_float:
+        return "r = (x0 >= 0 || isnan(x0)) ? x0 : (CT)0;"
+    return "r = x0;" if ctx.is_bool else "r = x0 > 0 ? x0 : (CT)0;"
+
+
+def _pred(float_expr, int_expr):
+    return lambda ctx: f"r = {float_expr if ctx.is_float else int_expr};"
+
+
+PREDICATES = {"isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "logical_not"}
+_FLOAT_ONLY = _BUILTIN + ["erf", "erfc", "lgamma", "erfinv", "digamma", "logit", "rsqrt",
+                         "reciprocal", "sigmoid", "silu", "mish", "deg2rad", "rad2deg", "frac"]
+
+
+def _build():
+    ops = {}
+    for name in _BUILTIN:
+        ops[name] = Body(name, f"r = {name}(x0);")
+    for name in ("erf", "erfc", "lgamma"):
+        ops[name] = Body(name, _via_wide(name))
+    ops["erfinv"] = Body("erfinv", "r = (CT)ew_erfinv((W)x0);", _erfinv_prelude)
+    ops["digamma"] = Body("digamma", "r = (CT)ew_digamma((W)x0);", _digamma_prelude)
+    ops["logit"] = Body("logit", "r = (CT)ew_logit((W)x0);", _logit_prelude)
+    ops["rsqrt"] = Body("rsqrt", "r = (CT)1 / sqrt(x0);")
+    ops["reciprocal"] = Body("reciprocal", "r = (CT)1 / x0;")
+    ops["sigmoid"] = Body("sigmoid", "r = (CT)1 / ((CT)1 + exp(-x0));")
+    ops["silu"] = Body("silu", "r = x0 * ((CT)1 / ((CT)1 + exp(-x0)));")
+    # numpy's logaddexp(x, 0), then tanh
+    ops["mish"] = Body("mish", "CT sp = x0 > 0 ? x0 + log1p(exp(-x0)) : log1p(exp(x0)); "
+                               "r = x0 * tanh(sp);")
+    ops["deg2rad"] = Body("deg2rad", lambda ctx: _deg(ctx, True))
+    ops["rad2deg"] = Body("rad2deg", lambda ctx: _deg(ctx, False))
+    # same-dtype family
+    ops["neg"] = Body("neg", "r = -x0;")
+    ops["abs"] = Body("abs", _abs)
+    ops["sign"] = Body("sign", _sign)
+    for name in ("floor", "ceil", "trunc"):
+        ops[name] = Body(name, _float_only(f"{name}(x0)"))
+    ops["frac"] = Body("frac", "r = x0 - trunc(x0);")
+    ops["square"] = Body("square", "r = x0 * x0;")
+    ops["relu"] = Body("relu", _relu)
+    ops["positive"] = Body("positive", "r = x0;")
+    ops["conj_physical"] = Body("conj_physical", "r = x0;")
+    ops["bitwise_not"] = Body("bitwise_not", lambda ctx: "r = !x0;" if ctx.is_bool else
+                              "r = ~x0;")
+    # predicates: result dtype bool
+    ops["isnan"] = Body("isnan", _pred("isnan(x0)", "0"))
+    ops["isinf"] = Body("isinf", _pred("isinf(x0)", "0"))
+    ops["isfinite"] = Body("isfinite", _pred("isfinite(x0)", "1"))
+    ops["isposinf"] = Body("isposinf", _pred("isinf(x0) && x0 > 0", "0"))
+    ops["isneginf"] = Body("isneginf", _pred("isinf(x0) && x0 < 0", "0"))
+    ops["signbit"] = Body("signbit", lambda ctx: "r = signbit(x0);" if ctx.is_float else
+                          "r = 0;" if ctx.is_bool else "r = x0 < 0;")
+    ops["logical_not"] = Body("logical_not", "r = x0 == 0;")
+    for name in _FLOAT_ONLY:
+        ops[name].kinds = "f"
+    ops["bitwise_not"].kinds = "ib"
+    group(*[b for n, b in ops.items() if n not in PREDICATES])
+    group(*[b for n, b in ops.items() if n in PREDICATES])
+    return ops
+
+
+UNARY = _build()
+
+# -- unary ops with parameters ------------------------------------------------------------------
+ROUND = {
+    "0": Body("round0", lambda ctx: "r = rint(x0);" if ctx.is_float else "r = x0;"),
+    # numpy: multiply by 10**d, round half to even, divide (negative d: the other way round);
+    # integers go through the wide float
+    "pos": Body("round+", "r = rint(x0 * p0) / p0;"),
+    "neg": Body("round-", lambda ctx: "r = rint(x0 / p0) * p0;" if ctx.is_float else
+                "r = (CT)(rint((W)x0 / (W)p0) * (W)p0);"),
+}
+NAN_TO_NUM = Body("nan_to_num", lambda ctx: (
+    "r = isnan(x0) ? p0 : (isinf(x0) ? (x0 > 0 ? p1 : p2) : x0);" if ctx.is_float else "r = x0;"))
+GELU = Body("gelu", lambda ctx: (
+    f"r = ({ctx.lit(0.5)} * x0) * ((CT)1 + (CT)erf((W)(x0 * {ctx.lit(1 / math.sqrt(2.0))})));"))
+GELU_TANH = Body("gelu_tanh", lambda ctx: (
+    f"r = ({ctx.lit(0.5)} * x0) * ((CT)1 + tanh({ctx.lit(math.sqrt(2.0 / math.pi))} * "
+    f"(x0 + {ctx.lit(0.044715)} * x0 * x0 * x0)));"))
+SOFTPLUS = Body("softplus", "CT ab = x0 * p0; r = ab > p1 ? x0 : log1p(exp(ab)) / p0;",
+                kinds="f")
+LEAKY_RELU = Body("leaky_relu", "r = x0 > 0 ? x0 : x0 * p0;")
+ELU = Body("elu", "r = x0 > 0 ? x0 * p1 : p0 * expm1(x0 * p2);")
+# numpy's maximum/minimum: NaN from either side wins
+HARDTANH = Body("hardtanh", "CT lo = (x0 >= p0 || isnan(x0)) ? x0 : p0; "
+                            "r = (lo <= p1 || isnan(lo)) ? lo : p1;", kinds="f")
+group(GELU, GELU_TANH)
+group(SOFTPLUS, HARDTANH)

@@ -1,0 +1,74 @@
+"""Factory kernels (``ember.ops.factories``): constants and ranges written on the device.
+
+Values are computed the way the CPU backend computes them (ranges in float64, or int64 for
+integer ranges) and converted to the requested dtype on store.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember import _dtype as D
+
+from .codegen import Body, run
+
+FULL = Body("full", "r = p0;")
+ARANGE_INT = Body("arange_int", "r = p0 + i * p1;")
+ARANGE_FLOAT = Body("arange_float", "r = (CT)i * p1 + p0;")
+# PyTorch's symmetric linspace: both endpoints exact
+_LIN = "CT v = i < p3 ? p0 + p2 * (CT)i : p1 - p2 * (CT)(p4 - 1 - i);"
+LINSPACE = Body("linspace", _LIN + " r = v;")
+LINSPACE_TRUNC = Body("linspace_trunc", _LIN + " r = trunc(v);")
+EYE = Body("eye", "r = (i / p0) == (i % p0);")
+
+
+def _fill_value(value, dtype):
+    if isinstance(value, (bool, int)) or dtype.category == D.FLOATING:
+        return value  # cltypes.pack_scalar wraps integers like a cast
+    return np.full((), value, dtype=dtype.np).item()  # 2.7 -> 2, nan -> True
+
+
+def register(backend):
+    K = backend.kernels.register
+    sq, new = backend._sq, backend._new
+
+    def full(size, fill_value, dtype, device):
+        st, q = sq(device)
+        out = new(st, tuple(size), dtype, device)
+        return run(st, q, FULL, out, (), (), dtype, dtype,
+                   params=((_fill_value(fill_value, dtype), dtype),))
+
+    def arange(start, end, step, dtype, device):
+        st, q = sq(device)
+        n = max(math.ceil((end - start) / step), 0)
+        out = new(st, (n,), dtype, device)
+        if dtype.category < D.FLOATING and all(isinstance(v, int) for v in (start, end, step)):
+            return run(st, q, ARANGE_INT, out, (), (), D.int64, D.int64,
+                       params=((start, D.int64), (step, D.int64)))
+        w = st.wide
+        return run(st, q, ARANGE_FLOAT, out, (), (), w, w, params=((start, w), (step, w)))
+
+    def linspace(start, end, steps, dtype, device):
+        st, q = sq(device)
+        out = new(st, (steps,), dtype, device)
+        w = st.wide
+        start, end = float(start.real if isinstance(start, complex) else start), \
+            float(end.real if isinstance(end, complex) else end)
+        step = 0.0 if steps <= 1 else (end - start) / (steps - 1)
+        if steps == 1:
+            end = start
+        body = LINSPACE_TRUNC if dtype.category <= D.INTEGRAL else LINSPACE
+        return run(st, q, body, out, (), (), w, w,
+                   params=((start, w), (end, w), (step, w), (steps // 2, D.int64),
+                           (steps, D.int64)))
+
+    def eye(n, m, dtype, device):
+        st, q = sq(device)
+        out = new(st, (n, m), dtype, device)
+        return run(st, q, EYE, out, (), (), D.int64, D.bool_, params=((max(m, 1), D.int64),))
+
+    K("full", full)
+    K("arange", arange)
+    K("linspace", linspace)
+    K("eye", eye)

@@ -1,0 +1,268 @@
+"""Reduction kernels (``ember.ops.reduction``): sum, prod, nansum, mean, amax, amin, all, any.
+
+One template reduces any set of dims of a strided input. The output element ``m`` (over the
+kept dims, C order) and the reduction index ``j`` (over the reduced dims) are decomposed with
+sizes and strides from an int64 metadata buffer, like the elementwise template, so kept and
+reduced dims may be interleaved and non-contiguous. Two schedules:
+
+* ``wg``: a work-group per (output, chunk of the reduction); its work-items stride over the
+  chunk, then combine in local memory (a tree). When there are few outputs, the reduction is
+  split into chunks and a second launch reduces the partial results.
+* ``item``: a work-item per output, looping over the whole reduction -- for many short
+  reductions, where a work-group per output would leave most work-items idle.
+
+The accumulator is the result dtype (bool for all/any, the input dtype for amax/amin), as the
+CPU backend's numpy calls accumulate.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ember import _dtype as D
+
+from . import cltypes
+from .codegen import collapse
+
+
+class Reduction:
+    """``init``/``pre``/``combine``/``final`` are C fragments of the accumulator type ``AT``:
+    ``pre(v)`` transforms an input value (first pass only), ``combine(a, b)`` is associative,
+    ``final`` rewrites ``acc`` after the last pass (``p0`` is the element count)."""
+
+    def __init__(self, name, init, combine, pre="v", final="", second=None):
+        self.name = name
+        self.init = init
+        self.combine = combine
+        self.pre = pre
+        self.final = final
+        self.second = second or name  # the reduction the partial results need
+
+
+def _max_init(ctx, largest):
+    if ctx.is_float:
+        return "(AT)INFINITY" if largest else "(AT)(-INFINITY)"
+    if ctx.is_bool:
+        return "1" if largest else "0"
+    info = np.iinfo(ctx.ct.np)
+    v = info.max if largest else info.min
+    return f"(AT)({v}L)" if v > -(1 << 63) else f"(AT)({v + 1}L - 1)"
+
+
+def _extreme(ctx, op):
+    # numpy's amax/amin: a NaN anywhere wins
+    nan = " || isnan(a)" if ctx.is_float else ""
+    return f"((a {op} b{nan}) ? a : b)"
+
+
+REDUCTIONS = {
+    "sum": Reduction("sum", lambda c: "0", "(a + b)"),
+    "prod": Reduction("prod", lambda c: "1", "(a * b)"),
+    "nansum": Reduction("nansum", lambda c: "0", "(a + b)",
+                        pre=lambda c: "(isnan(v) ? (AT)0 : v)" if c.is_float else "v",
+                        second="sum"),
+    "mean": Reduction("mean", lambda c: "0", "(a + b)", final="acc = acc / (AT)p0;"),
+    "amax": Reduction("amax", lambda c: _max_init(c, False), lambda c: _extreme(c, ">")),
+    "amin": Reduction("amin", lambda c: _max_init(c, True), lambda c: _extreme(c, "<")),
+    "all": Reduction("all", lambda c: "1", "(a && b)", pre="(v != 0)"),
+    "any": Reduction("any", lambda c: "0", "(a || b)", pre="(v != 0)"),
+}
+
+
+class _Ctx:
+    def __init__(self, ct):
+        self.ct = ct
+        self.is_float = ct.category == D.FLOATING
+        self.is_bool = ct is D.bool_
+
+
+def _frag(f, ctx):
+    return f(ctx) if callable(f) else f
+
+
+# reductions with one accumulator type: built in one program (see codegen.Body on groups)
+FAMILIES = [("sum", "prod", "nansum", "mean"), ("amax", "amin"), ("all", "any")]
+
+
+def source(state, keys):
+    """One program with a kernel ``red_<name>`` per key (keys differ only in the name)."""
+    L = ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
+         f"typedef {cltypes.CTYPE[keys[0][2]]} AT;"]
+    for key in keys:
+        L.append(kernel_source(key))
+    return "\n".join(L)
+
+
+def kernel_source(key):
+    name, in_dt, at, out_dt, kr, rr, mode, ls, first, last = key
+    red = REDUCTIONS[name]
+    ctx = _Ctx(at)
+    combine = _frag(red.combine, ctx)
+    pre = _frag(red.pre, ctx) if first else "v"
+    L = [f"#undef COMBINE\n#define COMBINE(a, b) {combine}"]
+    L.append(f"__kernel void red_{name}(__global {cltypes.CTYPE[out_dt]}* out, "
+             f"__global const {cltypes.CTYPE[in_dt]}* in, __global const long* meta, "
+             f"const long M, const long R, const long G, const long chunk, const long p0)\n{{")
+    # meta: kept sizes [kr], reduced sizes [rr], offset, kept strides [kr], reduced strides [rr]
+    for d in range(kr):
+        L.append(f"  const long ks{d} = meta[{d}], kt{d} = meta[{kr + rr + 1 + d}];")
+    for d in range(rr):
+        L.append(f"  const long rs{d} = meta[{kr + d}], rt{d} = meta[{2 * kr + rr + 1 + d}];")
+    if mode == "wg":
+        L.append(f"  __local AT scratch[{ls}];")
+        L.append("  const long grp = get_group_id(0);")
+        L.append("  const int lid = get_local_id(0);")
+        L.append("  const long m = grp / G, g = grp % G;")
+        L.append("  if (m >= M) return;")
+    else:
+        L.append("  const long m = get_global_id(0), g = 0;")
+        L.append("  if (m >= M) return;")
+    L.append(f"  long base = meta[{kr + rr}], q = m, c;")
+    for d in range(kr - 1, -1, -1):
+        L.append(f"  c = q % ks{d}; q /= ks{d}; base += c * kt{d};")
+    L.append(f"  AT acc = {_frag(red.init, ctx)};")
+    L.append("  const long start = g * chunk;")
+    L.append("  const long stop = min(R, start + chunk);")
+    step = ls if mode == "wg" else 1
+    first_j = "start + lid" if mode == "wg" else "start"
+    L.append(f"  for (long j = {first_j}; j < stop; j += {step}) {{")
+    L.append("    long p = base, r = j, e;")
+    for d in range(rr - 1, -1, -1):
+        L.append(f"    e = r % rs{d}; r /= rs{d}; p += e * rt{d};")
+    L.append(f"    AT v = {cltypes.cvt('in[p]', in_dt, at)};")
+    L.append(f"    v = {pre};")
+    L.append("    acc = COMBINE(acc, v);")
+    L.append("  }")
+    if mode == "wg":
+        L.append("  scratch[lid] = acc;")
+        L.append("  barrier(CLK_LOCAL_MEM_FENCE);")
+        L.append(f"  for (int s = {ls // 2}; s > 0; s >>= 1) {{")
+        L.append("    if (lid < s) scratch[lid] = COMBINE(scratch[lid], scratch[lid + s]);")
+        L.append("    barrier(CLK_LOCAL_MEM_FENCE);")
+        L.append("  }")
+        L.append("  if (lid != 0) return;")
+        L.append("  acc = scratch[0];")
+    if last:
+        L.append("  " + red.final)
+    store = "(uchar)(acc != 0)" if at is D.bool_ else "acc"
+    L.append(f"  out[m * G + g] = {cltypes.cvt(store, at, out_dt)};")
+    L.append("}")
+    return "\n".join(L)
+
+
+def _kernel(state, key):
+    knl = state.kernels.get(key)
+    if knl is None:
+        import pyopencl as cl
+        family = next(f for f in FAMILIES if key[0] in f)
+        keys = [key] + [(n,) + key[1:] for n in family
+                        if n != key[0] and (n,) + key[1:] not in state.kernels]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            prg = cl.Program(state.context, source(state, keys)).build()
+        for k in keys:
+            kk = getattr(prg, f"red_{k[0]}")
+            kk.set_scalar_arg_dtypes([None, None, None] + [np.int64] * 5)
+            state.kernels[k] = kk
+        knl = state.kernels[key]
+    return knl
+
+
+def _local_size(state):
+    ls = 1
+    while ls * 2 <= min(256, state.max_wg):
+        ls *= 2
+    return ls
+
+
+def _meta(state, shape, stride, offset, dims):
+    import pyopencl as cl
+    key = ("red", shape, stride, offset, dims)
+    ent = state.meta.get(key)
+    if ent is None:
+        kept = [d for d in range(len(shape)) if d not in dims]
+        ks, (kt,) = collapse(tuple(shape[d] for d in kept),
+                             [(tuple(shape[d] for d in kept), tuple(stride[d] for d in kept))])
+        rs, (rt,) = collapse(tuple(shape[d] for d in dims),
+                             [(tuple(shape[d] for d in dims), tuple(stride[d] for d in dims))])
+        meta = np.array(ks + rs + [offset] + kt + rt, dtype=np.int64)
+        buf = cl.Buffer(state.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                        hostbuf=meta)
+        ent = state.meta[key] = (len(ks), len(rs), buf)
+    return ent
+
+
+def reduce(backend, name, x, dims, keepdim, out_dtype, acc_dtype):
+    """Reduce ``x`` over ``dims`` (sorted) with ``REDUCTIONS[name]``."""
+    st, q = backend._sq(x.device)
+    shape = x._shape
+    out_shape = tuple(1 if d in dims else s for d, s in enumerate(shape)) if keepdim else \
+        tuple(s for d, s in enumerate(shape) if d not in dims)
+    out = backend._new(st, out_shape, out_dtype, x.device)
+    M = math.prod(s for d, s in enumerate(shape) if d not in dims)
+    R = math.prod(shape[d] for d in dims)
+    if M == 0:
+        return out
+    kr, rr, mbuf = _meta(st, shape, x._stride, x._offset, tuple(dims))
+    ls = _local_size(st)
+    if M >= R or ls == 1:
+        return _launch(st, q, name, x.dtype, acc_dtype, out_dtype, kr, rr, "item", 1, out, x,
+                       mbuf, M, R, 1, R, True, True)
+    # few outputs, long reductions: split each into G chunks so every compute unit has work
+    G = max(1, min(-(-R // (ls * 8)), -(-st.compute_units * 4 // M)))
+    chunk = -(-R // G)
+    if G == 1:
+        return _launch(st, q, name, x.dtype, acc_dtype, out_dtype, kr, rr, "wg", ls, out, x,
+                       mbuf, M, R, 1, chunk, True, True)
+    part = backend._new(st, (M, G), acc_dtype, x.device)
+    _launch(st, q, name, x.dtype, acc_dtype, acc_dtype, kr, rr, "wg", ls, part, x, mbuf, M, R,
+            G, chunk, True, False, count=R)
+    kr2, rr2, mbuf2 = _meta(st, part._shape, part._stride, 0, (1,))
+    mode = "item" if M >= G else "wg"
+    return _launch(st, q, REDUCTIONS[name].second, acc_dtype, acc_dtype, out_dtype, kr2, rr2, mode, ls if mode == "wg" else 1, out, part,
+                   mbuf2, M, G, 1, G, False, True, count=R)
+
+
+def _launch(st, q, name, in_dt, at, out_dt, kr, rr, mode, ls, out, x, mbuf, M, R, G, chunk,
+            first, last, count=None):
+    key = (name, in_dt, at, out_dt, kr, rr, mode, ls, first, last)
+    knl = _kernel(st, key)
+    if mode == "wg":
+        gsize, lsize = (M * G * ls,), (ls,)
+    else:
+        gsize, lsize = ((M + st.local_size - 1) // st.local_size * st.local_size,), \
+            st.local_sizes
+    st.last[q] = knl(q, gsize, lsize, out._storage.data, x._storage.data, mbuf, M, R, G, chunk,
+                     R if count is None else count)
+    return out
+
+
+def register(backend):
+    K = backend.kernels.register
+
+    def make(name):
+        def kernel(x, dim, keepdim, dtype):
+            at = D.float32 if dtype in (D.float16, D.bfloat16) else dtype
+            return reduce(backend, name, x, dim, keepdim, dtype, at)
+        return kernel
+
+    for name in ("sum", "prod", "nansum", "mean"):
+        K(name, make(name))
+
+    def make_extreme(name):
+        def kernel(x, dim, keepdim):
+            return reduce(backend, name, x, dim, keepdim, x.dtype, x.dtype)
+        return kernel
+
+    K("amax", make_extreme("amax"))
+    K("amin", make_extreme("amin"))
+
+    def make_logical(name):
+        def kernel(x, dim, keepdim, dtype):
+            return reduce(backend, name, x, dim, keepdim, dtype, D.bool_)
+        return kernel
+
+    K("all", make_logical("all"))
+    K("any", make_logical("any"))

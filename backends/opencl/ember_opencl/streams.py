@@ -1,0 +1,138 @@
+"""Streams are OpenCL command queues; events are markers enqueued on them.
+
+Every queue is in-order with profiling enabled (so ``Event.elapsed_time`` reads the markers'
+timestamps). Like PyTorch's CUDA streams, ``ember.opencl.Stream()`` hands out queues from a small
+per-device pool, so a program that makes streams in a loop does not make queues without bound,
+and the allocator knows every queue a freed block may still be used on.
+"""
+from __future__ import annotations
+
+POOL_SIZE = 8   # queues per device besides the default one
+
+
+def _profiling_queue(state):
+    import pyopencl as cl
+    return cl.CommandQueue(state.context, state.device,
+                           properties=cl.command_queue_properties.PROFILING_ENABLE)
+
+
+class Stream:
+    """An in-order OpenCL command queue of one device."""
+
+    def __init__(self, backend, device_index=None, priority=0, _state=None):
+        state = _state if _state is not None else backend._devices.state(device_index)
+        self.backend = backend
+        self.device_index = state.index
+        self.priority = priority
+        self._state = state
+        with state.lock:
+            if _state is not None or len(state.streams) <= POOL_SIZE:
+                self.queue = _profiling_queue(state)
+                state.streams.append(self)
+            else:  # reuse the pool round-robin, as PyTorch does with CUDA streams
+                state.pool_next = state.pool_next % POOL_SIZE + 1
+                self.queue = state.streams[state.pool_next].queue
+
+    @property
+    def device(self):
+        from ember._device import device
+        return device(self.backend.name, self.device_index)
+
+    def query(self) -> bool:
+        """True when all work queued so far has finished (never blocks): the queue is in order,
+        so that is when the last command queued on it (which the launchers note) has."""
+        import pyopencl as cl
+        last = self._state.last.get(self.queue)
+        if last is None:
+            return True
+        self.queue.flush()
+        return last.command_execution_status == cl.command_execution_status.COMPLETE
+
+    def synchronize(self) -> None:
+        self.queue.finish()
+
+    def wait_event(self, event) -> None:
+        """Later work on this stream starts after ``event`` (no host blocking)."""
+        import pyopencl as cl
+        if event._event is None or event._queue is self.queue:
+            return  # an unrecorded event is complete; an in-order queue orders itself
+        event._queue.flush()  # the other queue must reach the device, or we would wait forever
+        self._state.last[self.queue] = cl.enqueue_barrier(self.queue, wait_for=[event._event])
+
+    def wait_stream(self, stream) -> None:
+        if stream.queue is not self.queue:
+            self.wait_event(stream.record_event())
+
+    def record_event(self, event=None):
+        event = event if event is not None else self.backend.Event()
+        event.record(self)
+        return event
+
+    def __enter__(self):
+        self._prev = self.backend.current_stream(self.device_index)
+        self.backend.set_stream(self)
+        return self
+
+    def __exit__(self, *exc):
+        self.backend.set_stream(self._prev)
+
+    def __eq__(self, other):
+        return isinstance(other, Stream) and other.queue is self.queue
+
+    def __hash__(self):
+        return hash(id(self.queue))
+
+    def __repr__(self):
+        return f"<ember.opencl.Stream device={self.device} queue={id(self.queue):#x}>"
+
+
+class Event:
+    """A marker on a queue: complete when everything queued before it is."""
+
+    backend = None  # set by the backend: events are made as ember.opencl.Event(...)
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self.enable_timing = enable_timing
+        self.blocking = blocking
+        self._event = None
+        self._queue = None
+
+    def record(self, stream=None):
+        import pyopencl as cl
+        if stream is None:
+            b = self.backend
+            stream = b.current_stream(b.current_device())
+        self._queue = stream.queue
+        self._event = stream._state.last[stream.queue] = cl.enqueue_marker(stream.queue)
+
+    def query(self) -> bool:
+        import pyopencl as cl
+        if self._event is None:
+            return True
+        self._queue.flush()
+        return self._event.command_execution_status == cl.command_execution_status.COMPLETE
+
+    def synchronize(self) -> None:
+        if self._event is not None:
+            self._event.wait()
+
+    def wait(self, stream=None) -> None:
+        if stream is None:
+            b = self.backend
+            stream = b.current_stream(b.current_device())
+        stream.wait_event(self)
+
+    def elapsed_time(self, end) -> float:
+        """Milliseconds between this event and ``end``; both must have completed."""
+        if not (self.enable_timing and end.enable_timing):
+            raise RuntimeError("elapsed_time: both events must be created with enable_timing=True")
+        if self._event is None or end._event is None:
+            raise RuntimeError("elapsed_time: both events must be recorded first")
+        if not (self.query() and end.query()):
+            raise RuntimeError("elapsed_time: an event has not completed yet; call "
+                               "event.synchronize() first")
+        return (end._event.profile.end - self._event.profile.end) / 1e6
+
+    def __repr__(self):
+        state = "unrecorded" if self._event is None else "recorded"
+        return f"<ember.opencl.Event {state}>"

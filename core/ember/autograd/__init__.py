@@ -1,0 +1,29 @@
+"""``ember.autograd``: reverse-mode automatic differentiation as a dispatch layer.
+
+Setting ``requires_grad`` puts the ``AUTOGRAD`` key in a tensor's key set; ops on such tensors
+reach the handler in ``record.py``, which runs the op below itself and records a node whose
+backward is a derivative formula written in ember ops (``derivatives/``). Grad modes take the
+key out of dispatch per thread. ``engine.py`` runs the recorded graph.
+"""
+from __future__ import annotations
+
+from ..dispatch import keys as _keys
+from ..dispatch.dispatcher import register_functionality as _register
+from . import graph, record, tensor_api
+from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, \
+    set_detect_anomaly
+from .engine import backward, grad
+from .function import Function, FunctionCtx, once_differentiable
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                        no_grad, set_grad_enabled)
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .graph import Node
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
+           "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+           "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck",
+           "GradcheckError", "Node", "graph"]
+
+tensor_api.attach_all()
+_register(_keys.AUTOGRAD, record.make_handler)

@@ -1,0 +1,284 @@
+"""``ember.autograd.Function``: user-defined ops with a hand-written backward.
+
+The node is the ``ctx``: ``save_for_backward``/``saved_tensors``, ``needs_input_grad``,
+``mark_dirty``, ``mark_non_differentiable``, ``set_materialize_grads`` and any attribute the
+forward sets. Both PyTorch styles work: ``forward(ctx, *args)``, or ``forward(*args)`` plus
+``setup_context(ctx, inputs, output)``. Custom ops from ``ember.library`` with
+``register_autograd(backward, setup_context=...)`` are recorded by the same machinery.
+"""
+from __future__ import annotations
+
+import functools
+
+from .._tensor import Tensor
+from ..dispatch import keys as K
+from .graph import DelayedError, Node, SavedTensor, alias, attach, differentiable_dtype
+from .grad_mode import _restore, _save, _set_enabled
+
+_AG = K.AUTOGRAD
+
+
+class FunctionCtx(Node):
+    """A custom function's node and context (attributes are free-form)."""
+
+    def __init__(self, edges=()):
+        super().__init__(edges)
+        self.needs_input_grad = ()
+        self.materialize_grads = True
+        self._to_save = ()
+        self._saved = None
+        self._dirty = ()
+        self._non_diff = ()
+        self._out_meta = ()
+        self._arg_tensor = ()
+        self._released = False
+
+    def save_for_backward(self, *tensors):
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward can only save tensors (or None), but "
+                                f"argument {tensors.index(t)} is a {type(t).__name__}")
+        self._to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        raise NotImplementedError("ember has no forward-mode AD yet")
+
+    def mark_dirty(self, *tensors):
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_diff = tensors
+
+    def set_materialize_grads(self, value: bool):
+        self.materialize_grads = bool(value)
+
+    @property
+    def saved_tensors(self):
+        if self._released:
+            from .graph import _FREED
+            raise RuntimeError(_FREED)
+        if self._saved is None:  # still inside forward/setup_context
+            return tuple(self._to_save)
+        return tuple(None if s is None else s.unpack(self) for s in self._saved)
+
+    saved_variables = saved_tensors
+
+    @property
+    def num_outputs(self):
+        return len(self._out_meta) or 1
+
+    def release(self):
+        if self._saved:
+            for s in self._saved:
+                if s is not None:
+                    s.free()
+        self._released = True
+
+    # -- backward -----------------------------------------------------------------------------
+    def _backward(self, *grads):
+        raise NotImplementedError
+
+    def apply(self, grads):
+        grads = list(grads) + [None] * (len(self._out_meta) - len(grads))
+        if self.materialize_grads:
+            from .derivatives._common import full_op
+            for k, m in enumerate(self._out_meta):
+                if grads[k] is None and m is not None:
+                    grads[k] = full_op.on(m[2], m[0], 0, m[1], m[2])
+        res = self._backward(*grads)
+        if not isinstance(res, tuple):
+            res = (res,)
+        n = len(self._arg_tensor)
+        if len(res) > n and all(r is None for r in res[n:]):
+            res = res[:n]
+        if len(res) != n:
+            raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
+                               f"(expected {n}, got {len(res)})")
+        from .nodes import validate
+        out = []
+        k = 0
+        for i, (is_tensor, r) in enumerate(zip(self._arg_tensor, res)):
+            if not is_tensor:
+                if r is not None:
+                    raise RuntimeError(f"function {self.name()} returned a gradient different "
+                                       f"than None at position {i + 1}, but the corresponding "
+                                       f"forward input was not a Variable")
+                continue
+            meta = self._metas[k]
+            out.append(None if r is None or self.next_edges[k] is None
+                       else validate(r, meta, self, k))
+            k += 1
+        return out
+
+
+def _edges(args):
+    from .record import gradient_edge
+    edges, metas, needs, is_tensor = [], [], [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            e = gradient_edge(a)
+            edges.append(e)
+            metas.append((a._shape, a.dtype, a.device) if e is not None else None)
+            needs.append(e is not None)
+            is_tensor.append(True)
+        else:
+            needs.append(False)
+            is_tensor.append(False)
+    return edges, metas, tuple(needs), tuple(is_tensor)
+
+
+def _finish(ctx, args, out):
+    """Attach the outputs of a custom function to ``ctx`` (dirty, non-differentiable, aliasing
+    an input), then save what it asked for."""
+    from .record import check_inplace_target, rebase
+    from .record import view_base as view_root
+    multi = isinstance(out, tuple)
+    outs = list(out) if multi else [out]
+    dirty = {id(t) for t in ctx._dirty}
+    non_diff = {id(t) for t in ctx._non_diff}
+    inputs = {id(a) for a in args if isinstance(a, Tensor)}
+    metas = []
+    for k, o in enumerate(outs):
+        if not isinstance(o, Tensor):
+            metas.append(None)
+            continue
+        metas.append((o._shape, o.dtype, o.device))
+        if id(o) in dirty:
+            check_inplace_target(o, "an in-place operation (marked dirty by a custom Function)")
+            rebase(o, ctx) if k == 0 else _rebase_nr(o, ctx, k)
+            continue
+        if id(o) in non_diff or not differentiable_dtype(o.dtype):
+            continue
+        if id(o) in inputs or o._ag is not None:
+            o = outs[k] = alias(o)
+        elif getattr(o, "_view_base", None) is not None and \
+                not getattr(view_root(o), "requires_grad", False):
+            del o._view_base   # a view of a temporary of the forward: a new tensor to autograd
+        attach(o, ctx, k)
+    ctx._out_meta = tuple(metas)
+    ids = {id(o): k for k, o in enumerate(outs) if isinstance(o, Tensor)}
+    saved = []
+    for t in ctx._to_save:
+        if t is None:
+            saved.append(None)
+        elif id(t) in ids and t._ag is not None and t._ag.grad_fn is ctx:
+            saved.append(SavedTensor(t, ids[id(t)]))
+        else:
+            saved.append(SavedTensor(t))
+    ctx._saved = saved
+    ctx._to_save = ()
+    return tuple(outs) if multi else outs[0]
+
+
+def _rebase_nr(t, node, nr):
+    from .record import rebase
+    rebase(t, node)
+    t._ag.output_nr = nr
+
+
+class _FunctionMeta(type):
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+        # the node class, named like PyTorch's (``MyFnBackward``)
+        cls._backward_cls = type(f"{name}Backward", (FunctionCtx,), {
+            "_backward": lambda self, *grads: cls.backward(self, *grads)})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Subclass with static ``forward`` and ``backward``; call ``MyFn.apply(*args)``."""
+
+    @staticmethod
+    def forward(*args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not overridden")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode "
+                                  "AD.")
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        new_style = cls.setup_context is not Function.setup_context
+        st = K.state
+        recording = st.grad_enabled and any(isinstance(a, Tensor) and a.requires_grad
+                                            for a in args)
+        edges, metas, needs, is_tensor = _edges(args) if recording else ([], [], (), ())
+        ctx = cls._backward_cls(edges)
+        ctx._metas = metas
+        ctx._arg_tensor = is_tensor or tuple(isinstance(a, Tensor) for a in args)
+        ctx.needs_input_grad = needs or (False,) * len(args)
+        saved_mode = _save(st)
+        _set_enabled(st, False)
+        try:
+            if new_style:
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _restore(st, saved_mode)
+        if not recording:
+            return out
+        return _finish(ctx, args, out)
+
+
+def once_differentiable(fn):
+    """Backward runs without recording; differentiating its result again raises."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        from .grad_mode import no_grad
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not K.state.grad_enabled:
+            return outputs
+        from .record import gradient_edge
+        edges = [gradient_edge(a) for a in args if isinstance(a, Tensor) and a.requires_grad]
+        if not edges:
+            return outputs
+        err = DelayedError(edges, "trying to differentiate twice a function that was marked "
+                                  "with @once_differentiable")
+        single = not isinstance(outputs, tuple)
+        outs = [outputs] if single else list(outputs)
+        for k, o in enumerate(outs):
+            if isinstance(o, Tensor) and differentiable_dtype(o.dtype):
+                o = outs[k] = alias(o)
+                attach(o, err, k)
+        return outs[0] if single else tuple(outs)
+    return wrapper
+
+
+class _CustomOpCtx(FunctionCtx):
+    def _backward(self, *grads):
+        return self._custom_backward(self, *grads)
+
+
+def custom_op_handler(op):
+    """``op.derivative = (backward, setup_context)`` from ``CustomOp.register_autograd``."""
+    backward, setup_context = op.derivative
+    short = op.name.replace("::", "_")
+    cls = type(f"GeneratedBackwardFor_{short}", (_CustomOpCtx,), {})
+
+    def handler(*args, **kwargs):
+        from .record import run_below
+        out = run_below(op, args, kwargs)
+        edges, metas, needs, is_tensor = _edges(args)
+        if not any(e is not None for e in edges):
+            return out
+        ctx = cls(edges)
+        ctx._metas = metas
+        ctx._arg_tensor = is_tensor
+        ctx.needs_input_grad = needs
+        ctx._custom_backward = backward
+        if setup_context is not None:
+            setup_context(ctx, args, out)
+        return _finish(ctx, args, out)
+
+    return handler

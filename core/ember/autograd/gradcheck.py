@@ -1,0 +1,212 @@
+"""gradcheck / gradgradcheck: analytical Jacobians from the engine against central finite
+differences, as PyTorch's (use float64 inputs: float32 differences are too coarse)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .._tensor import Tensor
+from . import engine
+from .grad_mode import no_grad
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck / gradgradcheck when a check fails (and raise_exception=True)."""
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else tuple(x) if isinstance(x, list) else (x,)
+
+
+def _diff_outputs(out):
+    return [o for o in _as_tuple(out) if isinstance(o, Tensor) and o.requires_grad]
+
+
+def _host(t):
+    return np.array(t.detach()._host(), dtype=np.float64 if not t.is_complex() else
+                    np.complex128).reshape(-1)
+
+
+def _check_inputs(inputs):
+    from .derivatives.views import non_overlapping
+    for i, t in enumerate(inputs):
+        if not (isinstance(t, Tensor) and t.requires_grad):
+            continue
+        if t.is_complex():
+            raise NotImplementedError("gradcheck: complex inputs are not supported yet")
+        if t.dtype.name != "float64":
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
+                          f"point. This check will likely fail if all the inputs are not of "
+                          f"double precision floating point.", UserWarning, stacklevel=3)
+        if not non_overlapping(t._shape, t._stride):
+            raise RuntimeError(f"The {i}th input has a dimension with stride 0. gradcheck only "
+                               f"supports inputs that are non-overlapping to be able to compute "
+                               f"the numerical gradients correctly. You should call .contiguous "
+                               f"on the input before passing it to gradcheck.")
+
+
+def _numerical(func, inputs, wrt, eps, n_out_elems):
+    """Columns of d(flat outputs)/d(input element), one matrix per input in ``wrt``."""
+    jac = []
+    for t in wrt:
+        n = t.numel()
+        cols = np.zeros((n_out_elems, n))
+        for j in range(n):
+            idx = np.unravel_index(j, t._shape) if t._shape else ()
+            with no_grad():
+                elem = t[tuple(int(k) for k in idx)] if t._shape else t
+                orig = elem.item()
+                elem.copy_(orig + eps)
+            plus = _flat(func(*inputs))
+            with no_grad():
+                elem.copy_(orig - eps)
+            minus = _flat(func(*inputs))
+            with no_grad():
+                elem.copy_(orig)
+            cols[:, j] = (plus - minus) / (2 * eps)
+        jac.append(cols)
+    return jac
+
+
+def _flat(out):
+    outs = [o for o in _as_tuple(out) if isinstance(o, Tensor) and o.is_floating_point()]
+    return np.concatenate([_host(o) for o in outs]) if outs else np.zeros(0)
+
+
+def _analytical(outputs, wrt, n_out_elems):
+    """Rows of the Jacobian, one backward per output element."""
+    from ..ops.factories import zeros_like
+    jac = [np.zeros((n_out_elems, t.numel())) for t in wrt]
+    row = 0
+    for o in outputs:
+        for k in range(o.numel()):
+            v = zeros_like(o)
+            idx = np.unravel_index(k, o._shape) if o._shape else ()
+            with no_grad():
+                (v[tuple(int(i) for i in idx)] if o._shape else v).copy_(1.0)
+            grads = engine.grad([o], list(wrt), [v], retain_graph=True, allow_unused=True)
+            for m, g in enumerate(grads):
+                if g is not None:
+                    jac[m][row, :] = _host(g)
+            row += 1
+    return jac
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+              check_batched_grad=False, check_backward_ad=True, fast_mode=False, masked=None):
+    """Compare the gradients of ``func(*inputs)`` with finite differences."""
+    inputs = _as_tuple(inputs)
+    _check_inputs(inputs)
+    wrt = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
+    if not wrt:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
+                         "none of the them have requires_grad=True.")
+    out = func(*inputs)
+    outputs = _diff_outputs(out)
+    floats = [o for o in _as_tuple(out) if isinstance(o, Tensor) and o.is_floating_point()]
+    n_out = sum(o.numel() for o in floats)
+    try:
+        numerical = _numerical(func, inputs, wrt, eps, n_out)
+        if len(outputs) != len(floats):
+            for i, o in enumerate(floats):
+                if not o.requires_grad and _depends(numerical, floats, i):
+                    raise GradcheckError(f"Numerical gradient for function expected to be zero "
+                                         f"(output {i} does not require grad)")
+        # finite differences perturbed the inputs in place: record a fresh graph
+        out = func(*inputs)
+        outputs = _diff_outputs(out)
+        floats = [o for o in _as_tuple(out) if isinstance(o, Tensor) and o.is_floating_point()]
+        analytical = _analytical(outputs, wrt, n_out) if len(outputs) == len(floats) else \
+            _analytical_partial(outputs, floats, wrt, n_out)
+        for m, (a, n) in enumerate(zip(analytical, numerical)):
+            if not np.allclose(a, n, rtol=rtol, atol=atol):
+                raise GradcheckError(_mismatch(m, a, n, floats))
+        if nondet_tol == 0.0:
+            again = _analytical(outputs, wrt, n_out) if len(outputs) == len(floats) else \
+                _analytical_partial(outputs, floats, wrt, n_out)
+            for a, b in zip(analytical, again):
+                if not np.array_equal(a, b):
+                    raise GradcheckError("Backward is not reentrant, i.e., running backward with "
+                                         "same input and grad_output multiple times gives "
+                                         "different values, although analytical gradient matches "
+                                         "numerical gradient. The tolerance for nondeterminism "
+                                         "was 0.0.")
+        if check_grad_dtypes:
+            _check_dtypes(outputs, wrt)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+    return True
+
+
+def _depends(numerical, floats, i):
+    start = sum(o.numel() for o in floats[:i])
+    stop = start + floats[i].numel()
+    return any(np.any(j[start:stop]) for j in numerical)
+
+
+def _analytical_partial(outputs, floats, wrt, n_out):
+    """Analytical rows where only some float outputs are differentiable (others: zero rows)."""
+    jac = [np.zeros((n_out, t.numel())) for t in wrt]
+    row = 0
+    for o in floats:
+        if o.requires_grad:
+            sub = _analytical([o], wrt, o.numel())
+            for m in range(len(wrt)):
+                jac[m][row:row + o.numel()] = sub[m]
+        row += o.numel()
+    return jac
+
+
+def _mismatch(m, a, n, floats):
+    # report the first output whose block differs
+    row = 0
+    for i, o in enumerate(floats):
+        blk = slice(row, row + o.numel())
+        if not np.allclose(a[blk], n[blk], rtol=1e-3, atol=1e-5):
+            return (f"Jacobian mismatch for output {i} with respect to input {m},\n"
+                    f"numerical:{n[blk]!r}\nanalytical:{a[blk]!r}\n")
+        row += o.numel()
+    return f"Jacobian mismatch with respect to input {m},\nnumerical:{n!r}\nanalytical:{a!r}\n"
+
+
+def _check_dtypes(outputs, wrt):
+    grads = engine.grad(outputs, wrt, [o.detach() * 0 + 1 for o in outputs],
+                        retain_graph=True, allow_unused=True)
+    for t, g in zip(wrt, grads):
+        if g is not None and (g.dtype is not t.dtype or g._shape != t._shape):
+            raise GradcheckError("Gradient has dtype mismatch" if g.dtype is not t.dtype else
+                                 "Gradient has shape mismatch")
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
+                  masked=False):
+    """gradcheck of the first derivative (a vector-Jacobian product with ``grad_outputs``,
+    random when not given): second derivatives against finite differences of the first."""
+    from ..ops.factories import tensor
+    inputs = _as_tuple(inputs)
+    outputs = _diff_outputs(func(*inputs))
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(
+            tensor(rng.standard_normal(o._shape), dtype=o.dtype, device=o.device,
+                   requires_grad=True) for o in outputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    n_in = len(inputs)
+
+    def first_derivative(*args):
+        ins, gos = args[:n_in], args[n_in:]
+        outs = _diff_outputs(func(*ins))
+        wrt = [t for t in ins if isinstance(t, Tensor) and t.requires_grad]
+        grads = engine.grad(outs, wrt, list(gos), create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(first_derivative, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_grad_dtypes=check_grad_dtypes)

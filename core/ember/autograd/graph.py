@@ -1,0 +1,312 @@
+"""The autograd graph: per-tensor metadata, saved tensors, nodes and leaf accumulators.
+
+A node is one recorded op's backward. ``next_edges[i]`` is ``(node, input_nr)`` for the op's i-th
+tensor input (None where that input doesn't require grad); ``apply(grads)`` takes one gradient
+per forward output and returns one per edge. Nodes hold their inputs' saved values through
+``SavedTensor``, which checks the version counter when unpacked and can be freed after backward.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from .._dtype import FLOATING
+from .._tensor import Tensor
+from ..dispatch import keys as K
+
+_AG = K.AUTOGRAD
+_seq = itertools.count()
+
+
+class AutogradMeta:
+    """What a tensor taking part in autograd carries (``Tensor._ag``).
+
+    ``view_version`` is set only on views recorded by autograd: the storage version when the
+    view's ``grad_fn`` was made. When they differ, an in-place op went through the shared
+    storage and the view's history is regenerated from its ``base``.
+    """
+
+    __slots__ = ("requires_grad", "grad_fn", "output_nr", "grad", "hooks", "retains_grad", "acc",
+                 "base", "view_version", "post_acc_hooks")
+
+    def __init__(self, requires_grad=False, grad_fn=None, output_nr=0):
+        self.requires_grad = requires_grad
+        self.grad_fn = grad_fn
+        self.output_nr = output_nr
+        self.grad = None
+        self.hooks = None
+        self.retains_grad = False
+        self.acc = None
+        self.base = None
+        self.view_version = None
+        self.post_acc_hooks = None
+
+
+def differentiable_dtype(d) -> bool:
+    return d.category >= FLOATING
+
+
+def alias(t: Tensor) -> Tensor:
+    """A new tensor object over the same memory, outside autograd and not marked as a view."""
+    return Tensor._make(t._storage, t._shape, t._stride, t._offset, t.dtype, t.device, t._native)
+
+
+def attach(t: Tensor, node, output_nr: int) -> None:
+    """Make ``t`` an output of ``node``."""
+    ag = t._ag
+    if ag is None:
+        t._ag = ag = AutogradMeta(True, node, output_nr)
+    else:
+        ag.requires_grad = True
+        ag.grad_fn = node
+        ag.output_nr = output_nr
+    t._ks |= _AG
+
+
+def tensor_desc(t: Tensor) -> str:
+    from ..ops._util import _dtype_title
+    dev = "" if t.device.type == "cpu" else f"{t.device.type}."
+    return f"[ember.{dev}{_dtype_title(t.dtype)}Tensor {list(t._shape)}]"
+
+
+# -- saved tensors ------------------------------------------------------------------------------
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
+          "after they have already been freed). Saved intermediate values of the graph are freed "
+          "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+          "backward through the graph a second time or if you need to access saved tensors after "
+          "calling backward.")
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved.
+
+    An op's own output is kept as a detached alias (holding the output itself would make a
+    reference cycle output -> node -> output); unpacking re-attaches it to the node when the
+    backward itself is being recorded (create_graph).
+    """
+
+    __slots__ = ("data", "version", "output_nr", "origin")
+
+    def __init__(self, t: Tensor, output_nr=None, version=None):
+        self.version = t._storage.version if version is None else version
+        self.output_nr = output_nr
+        if output_nr is None:
+            self.data = t
+            ag = t._ag
+            self.origin = None if ag is None or ag.grad_fn is None else \
+                (ag.grad_fn.name(), ag.output_nr)
+        else:
+            self.data = alias(t)
+            self.origin = None
+
+    def unpack(self, node):
+        d = self.data
+        if d is None:
+            raise RuntimeError(_FREED)
+        if d._storage.version != self.version:
+            origin = self.origin
+            if self.output_nr is not None:
+                origin = (node.name(), self.output_nr)
+            where = "" if origin is None else f", which is output {origin[1]} of {origin[0]},"
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {tensor_desc(d)}{where} is at version "
+                f"{d._storage.version}; expected version {self.version} instead. Hint: enable "
+                f"anomaly detection to find the operation that failed to compute its gradient, "
+                f"with ember.autograd.set_detect_anomaly(True).")
+        if self.output_nr is not None and K.state.grad_enabled:
+            out = alias(d)
+            attach(out, node, self.output_nr)
+            return out
+        return d
+
+    def free(self):
+        self.data = None
+
+
+# -- nodes --------------------------------------------------------------------------------------
+class RemovableHandle:
+    """What ``register_hook`` returns: ``handle.remove()`` takes the hook out."""
+
+    def __init__(self, container, key):
+        self._ref = weakref.ref(container)
+        self._key = key
+
+    def remove(self):
+        c = self._ref()
+        if c is not None:
+            c.pop(self._key, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _HookDict(dict):
+    """A dict that can be weakly referenced (for RemovableHandle)."""
+    __slots__ = ("__weakref__",)
+
+
+_hook_ids = itertools.count()
+
+
+def add_hook(container: _HookDict, fn) -> RemovableHandle:
+    key = next(_hook_ids)
+    container[key] = fn
+    return RemovableHandle(container, key)
+
+
+class _Extras:
+    """What few nodes carry (hooks, metadata, an anomaly-mode traceback), kept off the node so
+    recording and the engine only test one attribute."""
+
+    __slots__ = ("pre_hooks", "hooks", "tensor_pre_hooks", "retain_hooks", "metadata", "trace")
+
+    def __init__(self):
+        self.pre_hooks = None
+        self.hooks = None
+        self.tensor_pre_hooks = None
+        self.retain_hooks = None
+        self.metadata = None
+        self.trace = None
+
+
+class Node:
+    """Base of every backward node; ``name()`` is the class name (``MulBackward0``)."""
+
+    __slots__ = ("next_edges", "seq", "_x", "__weakref__")
+
+    def __init__(self, next_edges=()):
+        self.next_edges = next_edges
+        self.seq = next(_seq)
+        self._x = None
+
+    def extras(self) -> _Extras:
+        x = self._x
+        if x is None:
+            x = self._x = _Extras()
+        return x
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def next_functions(self):
+        return tuple((None, 0) if e is None else e for e in self.next_edges)
+
+    @property
+    def metadata(self) -> dict:
+        x = self.extras()
+        if x.metadata is None:
+            x.metadata = {}
+        return x.metadata
+
+    num_outputs = 1  # forward outputs = gradients this node receives
+
+    def apply(self, grads):
+        raise NotImplementedError
+
+    def release(self):
+        """Free saved values once a backward without retain_graph went through."""
+
+    def __call__(self, *grads):
+        return tuple(self.apply(list(grads)))
+
+    def register_hook(self, fn) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` after the node ran; may return new grad_inputs."""
+        x = self.extras()
+        if x.hooks is None:
+            x.hooks = _HookDict()
+        return add_hook(x.hooks, fn)
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """``fn(grad_outputs)`` before the node runs; may return new grad_outputs."""
+        x = self.extras()
+        if x.pre_hooks is None:
+            x.pre_hooks = _HookDict()
+        return add_hook(x.pre_hooks, fn)
+
+    def _tensor_hooks(self, output_nr) -> _HookDict:
+        x = self.extras()
+        if x.tensor_pre_hooks is None:
+            x.tensor_pre_hooks = {}
+        d = x.tensor_pre_hooks.get(output_nr)
+        if d is None:
+            d = x.tensor_pre_hooks[output_nr] = _HookDict()
+        return d
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+
+class AccumulateGrad(Node):
+    """The sink of a leaf that requires grad: hooks, then accumulation into ``.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        super().__init__(())
+        self.variable = variable
+
+    def apply(self, grads):
+        from .engine import accumulate
+        accumulate(self.variable, grads[0])
+        return []
+
+
+def grad_accumulator(t: Tensor) -> AccumulateGrad:
+    ag = t._ag
+    acc = ag.acc() if ag.acc is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        ag.acc = weakref.ref(acc)
+    return acc
+
+
+class NotImplementedNode(Node):
+    """Recorded for an op with no derivative: backward through it raises, naming the op."""
+
+    __slots__ = ("op_name", "num_outputs")
+
+    def __init__(self, next_edges, op_name, num_outputs):
+        super().__init__(next_edges)
+        self.op_name = op_name
+        self.num_outputs = num_outputs
+
+    def name(self):
+        return "NotImplemented"
+
+    def apply(self, grads):
+        raise NotImplementedError(f"the derivative for '{self.op_name}' is not implemented")
+
+
+class DelayedError(Node):
+    """Stands between a once_differentiable backward's results and their inputs."""
+
+    __slots__ = ("msg",)
+
+    def __init__(self, next_edges, msg):
+        super().__init__(next_edges)
+        self.msg = msg
+
+    def apply(self, grads):
+        raise RuntimeError(self.msg)
+
+
+class ZeroGradNode(Node):
+    """The history of a value written by an op with no derivative (``eq_``): no gradient flows
+    back through it."""
+
+    __slots__ = ("op_name",)
+
+    def __init__(self, op_name):
+        super().__init__(())
+        self.op_name = op_name
+
+    def name(self):
+        return f"{''.join(p.title() for p in self.op_name.strip('_').split('_'))}Backward0"
+
+    def apply(self, grads):
+        return []

@@ -1,0 +1,297 @@
+"""The OpenCL backend's runtime: laziness, discovery, capabilities, memory, streams and events.
+
+Skipped when no OpenCL device is available (pyopencl missing or no platform), except the
+checks that need none (laziness, device selection).
+"""
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import ember
+from ember.runtime.allocator import OutOfMemoryError
+
+needs_opencl = pytest.mark.skipif(not ember.opencl.is_available(),
+                                  reason=f"opencl unavailable: "
+                                         f"{ember.opencl.unavailable_reason()}")
+
+
+def _python(code, **env):
+    full_env = dict(os.environ, **env)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True, timeout=120, env=full_env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_import_ember_does_not_import_pyopencl():
+    out = _python("""
+        import sys
+        import ember
+        assert "pyopencl" not in sys.modules, "import ember imported pyopencl"
+        import ember_opencl, ember_opencl.backend
+        assert "pyopencl" not in sys.modules, "importing the plugin imported pyopencl"
+        print("opencl" in ember._registry.names())
+    """)
+    assert out.strip() == "True"
+
+
+def test_device_selection_by_index_or_name():
+    from ember_opencl.device import _select
+    names = ["NVIDIA CUDA: RTX", "Portable Computing Language: cpu-x86"]
+    assert _select(names, "") == [0, 1]
+    assert _select(names, "1") == [1]
+    assert _select(names, "intel,portable") == [1]
+    assert _select(names, "cuda, 1") == [0, 1]
+    msg = _select(names, "intel")
+    assert isinstance(msg, str) and "EMBER_OPENCL_DEVICE" in msg and "1: Portable" in msg
+
+
+def test_unmatched_device_choice_makes_the_backend_unavailable_with_a_reason():
+    out = _python("""
+        import ember
+        print(ember.opencl.is_available())
+        print(ember.opencl.unavailable_reason())
+    """, EMBER_OPENCL_DEVICE="no-such-device-anywhere")
+    available, reason = out.strip().splitlines()
+    assert available == "False"
+    assert "EMBER_OPENCL_DEVICE" in reason
+
+
+def test_missing_pyopencl_makes_the_backend_unavailable_with_a_reason():
+    out = _python("""
+        import sys
+        sys.modules["pyopencl"] = None   # import pyopencl now raises ImportError
+        import ember
+        print(ember.opencl.is_available())
+        print(ember.opencl.unavailable_reason())
+        print(ember.opencl.device_count())
+    """)
+    available, reason, count = out.strip().splitlines()
+    assert available == "False" and count == "0"
+    assert "pyopencl can't be imported" in reason and "pip install" in reason
+
+
+@needs_opencl
+def test_device_module():
+    mod = ember.opencl
+    assert mod.device_count() >= 1
+    assert mod.current_device() == 0
+    assert isinstance(mod.get_device_name(0), str) and mod.get_device_name(0)
+    mod.synchronize()
+    t = ember.ones(3, device="opencl")
+    assert t.device is ember.device("opencl:0") and t.is_opencl
+    with pytest.raises(RuntimeError, match="invalid device index"):
+        mod.set_device(mod.device_count())
+
+
+@needs_opencl
+def test_declared_dtypes_follow_the_extensions():
+    from ember.runtime.registry import registry
+    backend = registry.get("opencl")
+    ext = ember.opencl._backend._devices.discovery.devices[0].extensions
+    assert (ember.float64 in backend.dtypes) == ("cl_khr_fp64" in ext)
+    assert (ember.float16 in backend.dtypes) == ("cl_khr_fp16" in ext)
+    assert ember.bfloat16 not in backend.dtypes
+    assert ember.float32 in backend.dtypes and ember.int64 in backend.dtypes
+
+
+@needs_opencl
+def test_unsupported_dtypes_fail_before_any_kernel_with_the_dtype_name():
+    with pytest.raises(TypeError, match="bfloat16"):
+        ember.ones(3, dtype=ember.bfloat16, device="opencl")
+    with pytest.raises(TypeError, match="bfloat16"):
+        ember.empty(3, dtype=ember.bfloat16, device="opencl")
+    with pytest.raises(TypeError, match="complex64"):
+        ember.tensor([1 + 2j], device="opencl")
+    x = ember.ones(3, device="opencl")
+    with pytest.raises(TypeError, match="bfloat16"):
+        x.to(ember.bfloat16)
+
+
+@needs_opencl
+def test_round_trip_every_supported_dtype():
+    from ember.runtime.registry import registry
+    rng = np.random.default_rng(0)
+    for d in registry.get("opencl").dtypes:
+        host = (rng.standard_normal((3, 5)) * 10).astype(d.np)
+        t = ember.tensor(host, device="opencl")
+        assert t.dtype is d
+        back = t.cpu().numpy()
+        assert back.dtype == host.dtype and np.array_equal(back, host)
+
+
+@needs_opencl
+def test_storage_holds_a_pyopencl_buffer():
+    import pyopencl as cl
+    t = ember.zeros(10, device="opencl")
+    assert isinstance(t.untyped_storage().data, cl.Buffer)
+    assert t.untyped_storage().nbytes == 40
+
+
+# -- memory ----------------------------------------------------------------------------------------
+@needs_opencl
+def test_allocator_statistics_move_like_pytorch():
+    mod = ember.opencl
+    gc.collect()
+    mod.empty_cache()
+    mod.reset_peak_memory_stats()
+    base = mod.memory_allocated()
+    t = ember.empty(1 << 20, dtype=ember.uint8, device="opencl")
+    assert mod.memory_allocated() == base + (2 << 20)       # rounded to 2 MiB like PyTorch
+    assert mod.max_memory_allocated() >= base + (1 << 20)
+    assert mod.memory_reserved() >= mod.memory_allocated()
+    del t
+    gc.collect()
+    assert mod.memory_allocated() == base
+    cached = mod.memory_reserved()
+    assert cached >= 1 << 20
+    mod.synchronize()  # with several queues a freed block is reusable once they passed it
+    u = ember.empty(1 << 20, dtype=ember.uint8, device="opencl")   # a cache hit
+    assert mod.memory_reserved() == cached
+    assert mod.memory_stats()["cache_hits"] >= 1
+    del u
+    gc.collect()
+    mod.empty_cache()
+    assert mod.memory_reserved() < cached
+
+
+@needs_opencl
+def test_out_of_memory_names_device_and_sizes_after_emptying_the_cache():
+    mod = ember.opencl
+    alloc = ember.opencl._backend.allocator(0)
+    gc.collect()
+    keep = ember.empty(1 << 20, dtype=ember.uint8, device="opencl")
+    cached = ember.empty(1 << 20, dtype=ember.uint8, device="opencl")
+    del cached
+    gc.collect()
+    mod.synchronize()
+    old = alloc.limit_bytes
+    alloc.limit_bytes = mod.memory_reserved() + (1 << 20)
+    try:
+        with pytest.raises(OutOfMemoryError, match=r"opencl:0: out of memory trying to "
+                                                    r"allocate 8\.00 MiB"):
+            ember.empty(8 << 20, dtype=ember.uint8, device="opencl")
+        assert mod.memory_stats()["num_ooms"] >= 1
+        assert mod.memory_reserved() == mod.memory_allocated()    # the cache was emptied
+    finally:
+        alloc.limit_bytes = old
+    del keep
+
+
+@needs_opencl
+def test_a_buffer_larger_than_the_device_allows_is_an_oom_error():
+    max_alloc = ember.opencl._backend._devices.state(0).max_alloc
+    with pytest.raises(OutOfMemoryError, match="CL_DEVICE_MAX_MEM_ALLOC_SIZE"):
+        ember.empty(max_alloc + 1, dtype=ember.uint8, device="opencl")
+
+
+# -- streams and events ----------------------------------------------------------------------------
+@needs_opencl
+def test_events_time_work_on_the_queue():
+    mod = ember.opencl
+    start, end = mod.Event(enable_timing=True), mod.Event(enable_timing=True)
+    start.record()
+    x = ember.ones(64, 64, device="opencl")
+    for _ in range(3):
+        x = x * 1.5
+    end.record()
+    with pytest.raises(RuntimeError, match="both events must be created"):
+        start.elapsed_time(mod.Event())
+    end.synchronize()
+    assert end.query() and start.query()
+    assert start.elapsed_time(end) >= 0.0
+    assert float(x[0, 0].item() if hasattr(x, "__getitem__") else x.cpu().numpy()[0, 0]) == 3.375
+
+
+@needs_opencl
+def test_streams_are_queues_and_wait_event_orders_them():
+    mod = ember.opencl
+    s1, s2 = mod.Stream(), mod.Stream()
+    assert s1.queue is not s2.queue and s1 != s2
+    assert mod.current_stream() == mod.default_stream()
+    x = ember.zeros(1000, device="opencl")
+    with mod.stream(s1):
+        assert mod.current_stream() is s1
+        x.add_(1)
+        x.mul_(3)
+        done = mod.Event()
+        done.record(s1)
+    assert mod.current_stream() == mod.default_stream()
+    s2.wait_event(done)
+    with mod.stream(s2):
+        y = x + 1
+    s2.synchronize()
+    assert s2.query()
+    assert np.array_equal(y.cpu().numpy(), np.full(1000, 4.0, np.float32))
+    s1.wait_stream(s2)
+    mod.synchronize()
+
+
+@needs_opencl
+def test_stream_pool_is_bounded():
+    from ember_opencl.streams import POOL_SIZE
+    mod = ember.opencl
+    streams = [mod.Stream() for _ in range(POOL_SIZE + 3)]
+    queues = {id(s.queue) for s in streams}
+    assert len(queues) <= POOL_SIZE
+    assert len(ember.opencl._backend._devices.state(0).streams) == POOL_SIZE + 1
+
+
+@needs_opencl
+def test_blocks_freed_while_other_queues_exist_are_reused_after_their_markers():
+    mod = ember.opencl
+    mod.Stream()  # several queues: a freed block may still be used elsewhere
+    alloc = ember.opencl._backend.allocator(0)
+    t = ember.full((1000,), 2.0, device="opencl")
+    before = mod.memory_allocated()
+    del t
+    gc.collect()
+    assert mod.memory_allocated() < before          # the tensor's memory is not counted
+    mod.synchronize()
+    u = ember.empty(1000, device="opencl")          # the pending block is now reusable
+    assert not alloc._pending
+    del u
+
+
+@needs_opencl
+def test_no_hidden_synchronize_in_ops(monkeypatch):
+    import pyopencl as cl
+    waits = []
+    real_copy, real_finish = cl.enqueue_copy, cl.CommandQueue.finish
+
+    def copy(*args, **kwargs):
+        if kwargs.get("is_blocking", True):
+            waits.append("blocking copy")
+        return real_copy(*args, **kwargs)
+
+    monkeypatch.setattr(cl, "enqueue_copy", copy)
+    monkeypatch.setattr(cl.CommandQueue, "finish",
+                        lambda self: waits.append("finish") or real_finish(self))
+    x = ember.tensor(np.ones(256, np.float32), device="opencl")
+    y = (x * 2 + 1).exp().clamp(0, 50)
+    y.add_(ember.arange(256, device="opencl").float())
+    z = ember.where(y > 3, y, -y).t().contiguous().to(ember.float64)
+    z.copy_(ember.linspace(0, 1, 256))
+    assert waits == []
+    z.cpu()                                          # reading the values is what blocks
+    ember.opencl.synchronize()
+    assert waits[0] == "blocking copy" and set(waits[1:]) == {"finish"}
+
+
+@needs_opencl
+def test_fallback_ops_run_on_the_cpu_with_a_warning():
+    import warnings
+    x = ember.tensor([[1.0, 2.0], [3.0, 4.0]], device="opencl")
+    op = "cumsum"
+    from ember.dispatch import dispatcher
+    dispatcher._warned_fallback.discard(("opencl", op))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = x.cumsum(0)
+    assert r.device is x.device and r.tolist() == [[1.0, 2.0], [4.0, 6.0]]
+    assert any("runs on the CPU" in str(m.message) for m in w)
