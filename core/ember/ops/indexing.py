@@ -15,7 +15,7 @@ from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
 from ._util import _dtype_title, broadcast_shapes, tensor_method, write_out
-from .views import expand_op, select_op, slice_op, unsqueeze
+from .views import view_op, expand_op, select_op, slice_op, unsqueeze
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy",
            "index_put", "masked_fill", "masked_select", "nonzero", "argwhere", "take",
@@ -176,9 +176,8 @@ def _result_shape(shape, indices):
 def _getitem(self, index):
     view, indices = _resolve(self, index)
     if indices is None:
-        # x[...] and x[:] are still new tensor objects, as in PyTorch
-        return view if view is not self else self._view_of(self._shape, self._stride,
-                                                           self._offset)
+        # x[...] is still a new view object, as in PyTorch; through view_op so autograd sees it
+        return view if view is not self else view_op(self, self._shape)
     return index_op(view, indices)
 
 
