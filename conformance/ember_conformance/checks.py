@@ -186,6 +186,44 @@ def check_gradient(info, dtype: str, device) -> Result:
     return Result("gradient", info.name, dtype, status, worst, "", count)
 
 
+def check_finite_differences(info, device, max_samples=2) -> Result:
+    """The CPU reference's own gradients against finite differences (float64 gradcheck)."""
+    if not (info.differentiable and "float64" in info.grad_dtypes and
+            "float64" in info.dtypes):
+        return Result("gradcheck", info.name, "float64", "skip", message="not differentiable")
+    if not _autograd_available():
+        return Result("gradcheck", info.name, "float64", "skip",
+                      message="autograd not available")
+    count = 0
+    for sample in info.samples("float64"):
+        args, kwargs = sample.build(device)
+        if not any(isinstance(a, ember.Tensor) and a.numel() for a in args):
+            continue
+        for a in args:
+            if isinstance(a, ember.Tensor) and a.is_floating_point():
+                a.requires_grad_(True)
+        try:
+            out = info.fn(*args, **kwargs)
+        except Exception:
+            continue  # inputs the op rejects
+        if any(o.is_floating_point() and o.dtype is not ember.float64 for o in _flatten(out)
+               if isinstance(o, ember.Tensor)):
+            continue  # a lower-precision result can't be differenced at float64's step
+        count += 1
+        try:
+            ember.autograd.gradcheck(lambda *xs: info.fn(*xs, **kwargs), tuple(args))
+        except NotImplementedError as e:
+            return Result("gradcheck", info.name, "float64", "skip", 0.0,
+                          f"no derivative: {str(e)[:200]}", count)
+        except Exception as e:
+            return Result("gradcheck", info.name, "float64", "fail", float("inf"),
+                          f"{sample.desc}: {type(e).__name__}: {str(e)[:300]}", count)
+        if count >= max_samples:
+            break
+    return Result("gradcheck", info.name, "float64", "pass" if count else "skip", 0.0, "",
+                  count)
+
+
 def _grads(info, sample, device):
     args, out = _call(info, device, sample, requires_grad=True)
     inputs = [a for a in args if isinstance(a, ember.Tensor) and a.requires_grad]

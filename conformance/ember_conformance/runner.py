@@ -8,7 +8,7 @@ import traceback
 import ember
 
 from . import contracts
-from .checks import Result, check_forward, check_gradient
+from .checks import Result, check_finite_differences, check_forward, check_gradient
 from .opdb import all_opinfos, uncovered_ops
 
 
@@ -23,8 +23,9 @@ def plan(ops_pattern: str | None = None, suites=None):
 
 
 def run(backend: str, ops_pattern: str | None = None, *, suites=None, progress=None,
-        include_contracts=True) -> list:
-    """Every (op entry × dtype) forward and gradient check, then the contract suites."""
+        include_contracts=True, check_fd=True) -> list:
+    """Every (op entry × dtype) forward and gradient check, then the contract suites. On the
+    CPU — the reference itself — gradients are also checked against finite differences."""
     device = ember.device(backend) if ":" in backend else ember._device.as_device(backend)
     infos, cases = plan(ops_pattern, suites)
     if not include_contracts:
@@ -45,6 +46,9 @@ def run(backend: str, ops_pattern: str | None = None, *, suites=None, progress=N
             results.append(_guarded("gradient", info.name, dtype,
                                     lambda: check_gradient(info, dtype, device)))
             advance(1, info.name)
+        if device.type == "cpu" and check_fd:
+            results.append(_guarded("gradcheck", info.name, "float64",
+                                    lambda: check_finite_differences(info, device)))
     for suite, case in cases:
         t0 = time.perf_counter()
         try:
