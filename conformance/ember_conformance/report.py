@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 
 STATUS_ORDER = ["fail", "fallback", "pass", "unsupported", "skip"]
+OP_SUITES = ("forward", "gradient", "gradcheck")  # per op entry; the rest are contracts
 COLORS = {"pass": "#2e7d32", "fallback": "#f9a825", "fail": "#c62828", "unsupported": "#757575",
           "skip": "#bdbdbd"}
 
@@ -27,7 +28,7 @@ def print_summary(results, backend, console=None):
     console = console or Console()
     ops = defaultdict(list)
     for r in results:
-        if r.suite in ("forward", "gradient"):
+        if r.suite in OP_SUITES:
             ops[r.name].append(r)
     table = Table(title=f"ember-conformance: {backend} — ops × dtypes")
     for col in ("op", "dtypes", "pass", "fallback", "fail", "unsupported", "worst error"):
@@ -52,7 +53,7 @@ def print_summary(results, backend, console=None):
         console.print(table)
     console.print(f"[bold]{len(ops)} op entries[/bold]: " + ", ".join(
         f"{counts[s]} {s}" for s in STATUS_ORDER if counts[s]) + " (op × dtype cells)")
-    contract = [r for r in results if r.suite not in ("forward", "gradient")]
+    contract = [r for r in results if r.suite not in OP_SUITES]
     ctable = Table(title="contracts")
     for col in ("suite", "case", "status", "message"):
         ctable.add_column(col, overflow="fold")
@@ -95,7 +96,7 @@ def write_html(results, path, backend):
     ops = defaultdict(lambda: defaultdict(list))
     dtypes = []
     for r in results:
-        if r.suite in ("forward", "gradient"):
+        if r.suite in OP_SUITES:
             ops[r.name][r.dtype].append(r)
             if r.dtype not in dtypes:
                 dtypes.append(r.dtype)
@@ -118,7 +119,7 @@ def write_html(results, path, backend):
     contract_rows = "".join(
         f'<tr><td>{html.escape(r.suite)}</td><td>{html.escape(r.name)}</td>'
         f'<td class="{r.status}">{r.status}</td><td>{html.escape(r.message)}</td></tr>'
-        for r in results if r.suite not in ("forward", "gradient"))
+        for r in results if r.suite not in OP_SUITES)
     legend = " ".join(f'<span class="{s} chip">{s}: {counts[s]}</span>' for s in STATUS_ORDER)
     styles = "".join(f".{s}{{background:{c};color:white}}" for s, c in COLORS.items())
     doc = f"""<!doctype html><html><head><meta charset="utf-8">
