@@ -173,8 +173,8 @@ def test_out_of_memory_names_device_and_sizes_after_emptying_the_cache():
     old = alloc.limit_bytes
     alloc.limit_bytes = mod.memory_reserved() + (1 << 20)
     try:
-        with pytest.raises(OutOfMemoryError, match=r"opencl:0: out of memory trying to "
-                                                    r"allocate 8\.00 MiB"):
+        expected = r"opencl:0: out of memory trying to allocate 8\.00 MiB"
+        with pytest.raises(OutOfMemoryError, match=expected):
             ember.empty(8 << 20, dtype=ember.uint8, device="opencl")
         assert mod.memory_stats()["num_ooms"] >= 1
         assert mod.memory_reserved() == mod.memory_allocated()    # the cache was emptied
@@ -295,3 +295,34 @@ def test_fallback_ops_run_on_the_cpu_with_a_warning():
         r = x.cumsum(0)
     assert r.device is x.device and r.tolist() == [[1.0, 2.0], [4.0, 6.0]]
     assert any("runs on the CPU" in str(m.message) for m in w)
+
+
+@needs_opencl
+def test_threads_launch_concurrently_with_their_own_current_streams():
+    import threading
+    mod = ember.opencl
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            s = mod.Stream()
+            with mod.stream(s):
+                assert mod.current_stream() is s
+                x = ember.full((500,), float(k), device="opencl")
+                for _ in range(20):
+                    x = x * 1.0 + 0.0
+                results[k] = x.cpu().numpy()
+        except Exception as e:  # reported below: a thread's exception would be lost
+            errors.append(e)
+
+    # load the CPU backend first: the core registry's lazy loading is not thread-safe
+    ember.zeros(1).cpu()
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert mod.current_stream() == mod.default_stream()     # streams are per thread
+    for k in range(4):
+        assert np.array_equal(results[k], np.full(500, float(k), np.float32))

@@ -315,7 +315,8 @@ def run(state, queue, body, out, inputs=(), loads=(), ct=None, rt=None, params=(
             args.append(cltypes.pack_scalar(x, loads[j]))
     if check:
         args.append(state.err_buffer)
-    state.last[queue] = knl(queue, (global_size(state, n),), state.local_sizes, *args)
+    with state.launch_lock:  # a kernel object's arguments are shared state: set, then enqueue
+        state.last[queue] = knl(queue, (global_size(state, n),), state.local_sizes, *args)
     if check:
         _raise_flagged(state, queue)
     return out

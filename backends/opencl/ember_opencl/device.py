@@ -102,6 +102,7 @@ class DeviceState:
         self.streams = []
         self.pool_next = 0      # the pool queue the next ember.opencl.Stream() shares
         self.lock = threading.Lock()
+        self.launch_lock = threading.Lock()
         self.default_stream = Stream(backend, index, 0, _state=self)
         self.default_queue = self.default_stream.queue
         self.inflight = []      # host->device copies not known to be done (see transfer)
@@ -116,8 +117,8 @@ class DeviceState:
         if self._err is None:
             import numpy as np
             import pyopencl as cl
-            self._err = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                                  hostbuf=np.zeros(1, np.int32))
+            flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+            self._err = cl.Buffer(self.context, flags, hostbuf=np.zeros(1, np.int32))
         return self._err
 
     def queues(self):

@@ -170,14 +170,17 @@ group(*[b for n, b in BINARY.items() if n not in TO_BOOL], ADD, SUB, *DIV.values
 group(*[b for n, b in BINARY.items() if n in TO_BOOL])
 group(ADD_ALPHA, SUB_ALPHA)
 WHERE = Body("where", "r = x0 ? x1 : x2;")
+
+
 # numpy's maximum then minimum: NaN anywhere gives NaN
-_CLAMP_LO = "(x0 >= x1 || isnan(x0)) ? x0 : x1"
+def _clamp_one(op):
+    return lambda c: (f"r = (x0 {op} x1 || isnan(x0)) ? x0 : x1;" if c.is_float else
+                      f"r = x0 {op} x1 ? x0 : x1;")
+
+
 CLAMP = {
-    (True, False): Body("clamp_lo", lambda c: "r = " + (_CLAMP_LO if c.is_float else
-                                                          "x0 >= x1 ? x0 : x1") + ";"),
-    (False, True): Body("clamp_hi", lambda c: "r = " + ("(x0 <= x1 || isnan(x0)) ? x0 : x1"
-                                                         if c.is_float else
-                                                         "x0 <= x1 ? x0 : x1") + ";"),
+    (True, False): Body("clamp_lo", _clamp_one(">=")),
+    (False, True): Body("clamp_hi", _clamp_one("<=")),
     (True, True): Body("clamp", lambda c: (
         "CT lo = (x0 >= x1 || isnan(x0)) ? x0 : x1; r = (lo <= x2 || isnan(lo)) ? lo : x2;"
         if c.is_float else "CT lo = x0 >= x1 ? x0 : x1; r = lo <= x2 ? lo : x2;")),

@@ -36,7 +36,9 @@ def _erfinv_prelude(ctx):
     b = [-2.118377725, 1.442710462, -0.329097515, 0.012229801]
     c = [-1.970840454, -1.624906493, 3.429567803, 1.641345311]
     d = [3.543889200, 1.637067800]
-    L = lambda v: _w(ctx, v)  # noqa: E731
+
+    def L(v):
+        return _w(ctx, v)
     newton = (f"x = x - (erf(x) - y) / ({L(2 / math.sqrt(math.pi))} * exp(-x * x));")
     # PyTorch's calc_erfinv: a rational first guess, then two Newton steps on erf
     return f"""
@@ -66,7 +68,9 @@ def _digamma_prelude(ctx):
     A = [8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
          -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
          8.33333333333333333333E-2]
-    L = lambda v: _w(ctx, v)  # noqa: E731
+
+    def L(v):
+        return _w(ctx, v)
     poly = L(A[0])
     for coef in A[1:]:
         poly = f"({poly} * z + {L(coef)})"
@@ -133,7 +137,7 @@ def _pred(float_expr, int_expr):
 
 PREDICATES = {"isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "logical_not"}
 _FLOAT_ONLY = _BUILTIN + ["erf", "erfc", "lgamma", "erfinv", "digamma", "logit", "rsqrt",
-                         "reciprocal", "sigmoid", "silu", "mish", "deg2rad", "rad2deg", "frac"]
+                          "reciprocal", "sigmoid", "silu", "mish", "deg2rad", "rad2deg", "frac"]
 
 
 def _build():

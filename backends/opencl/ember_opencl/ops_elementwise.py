@@ -109,7 +109,8 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
                        params=tuple((v, ct) for v in params(*args)))
         return kernel
 
-    own = lambda st, x: x.dtype  # noqa: E731
+    def own(st, x):
+        return x.dtype
     gelu, gelu_tanh = act(MU.GELU), act(MU.GELU_TANH)
     K("gelu", lambda x, approximate, compute: (gelu_tanh if approximate == "tanh" else gelu)(
         x, compute))

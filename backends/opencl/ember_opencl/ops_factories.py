@@ -13,20 +13,26 @@ from ember import _dtype as D
 
 from .codegen import Body, run
 
-FULL = Body("full", "r = p0;")
-ARANGE_INT = Body("arange_int", "r = p0 + i * p1;")
-ARANGE_FLOAT = Body("arange_float", "r = (CT)i * p1 + p0;")
+# each computes in int64 or the widest float and converts on store, so one build serves every
+# output dtype (any_output)
+FULL = Body("full", "r = p0;", any_output=True)
+ARANGE_INT = Body("arange_int", "r = p0 + i * p1;", any_output=True)
+ARANGE_FLOAT = Body("arange_float", "r = (CT)i * p1 + p0;", any_output=True)
 # PyTorch's symmetric linspace: both endpoints exact
 _LIN = "CT v = i < p3 ? p0 + p2 * (CT)i : p1 - p2 * (CT)(p4 - 1 - i);"
-LINSPACE = Body("linspace", _LIN + " r = v;")
-LINSPACE_TRUNC = Body("linspace_trunc", _LIN + " r = trunc(v);")
-EYE = Body("eye", "r = (i / p0) == (i % p0);")
+LINSPACE = Body("linspace", _LIN + " r = v;", any_output=True)
+LINSPACE_TRUNC = Body("linspace_trunc", _LIN + " r = trunc(v);", any_output=True)
+EYE = Body("eye", "r = (i / p0) == (i % p0);", any_output=True)
 
 
-def _fill_value(value, dtype):
-    if isinstance(value, (bool, int)) or dtype.category == D.FLOATING:
-        return value  # cltypes.pack_scalar wraps integers like a cast
-    return np.full((), value, dtype=dtype.np).item()  # 2.7 -> 2, nan -> True
+def _fill(value, dtype, wide):
+    """(value, dtype it is passed in): int64 for bool and integer dtypes, the widest float for
+    floats; the store converts it exactly as numpy's ``full`` does."""
+    if dtype.category == D.FLOATING:
+        return float(value.real if isinstance(value, complex) else value), wide
+    if isinstance(value, (bool, int)):
+        return int(value), D.int64  # wraps on store like an integer cast
+    return int(np.full((), value, dtype=dtype.np).item()), D.int64  # 2.7 -> 2, nan -> True
 
 
 def register(backend):
@@ -36,8 +42,8 @@ def register(backend):
     def full(size, fill_value, dtype, device):
         st, q = sq(device)
         out = new(st, tuple(size), dtype, device)
-        return run(st, q, FULL, out, (), (), dtype, dtype,
-                   params=((_fill_value(fill_value, dtype), dtype),))
+        value, ct = _fill(fill_value, dtype, st.wide)
+        return run(st, q, FULL, out, (), (), ct, ct, params=((value, ct),))
 
     def arange(start, end, step, dtype, device):
         st, q = sq(device)

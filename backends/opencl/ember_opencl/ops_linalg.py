@@ -122,8 +122,9 @@ def matmul(backend, a, b):
     at = D.float32 if a.dtype is D.float16 else D.int32 if a.dtype is D.bool_ else a.dtype
     knl = _kernel(st, (a.dtype, at, len(sizes), ts))
     gsize = (-(-N // ts) * ts, -(-M // ts) * ts, nb)
-    st.last[q] = knl(q, gsize, (ts, ts, 1), out._storage.data, a._storage.data,
-                     b._storage.data, ent, M, N, K)
+    with st.launch_lock:
+        st.last[q] = knl(q, gsize, (ts, ts, 1), out._storage.data, a._storage.data,
+                         b._storage.data, ent, M, N, K)
     return out
 
 

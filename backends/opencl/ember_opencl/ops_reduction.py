@@ -221,8 +221,9 @@ def reduce(backend, name, x, dims, keepdim, out_dtype, acc_dtype):
             G, chunk, True, False, count=R)
     kr2, rr2, mbuf2 = _meta(st, part._shape, part._stride, 0, (1,))
     mode = "item" if M >= G else "wg"
-    return _launch(st, q, REDUCTIONS[name].second, acc_dtype, acc_dtype, out_dtype, kr2, rr2, mode, ls if mode == "wg" else 1, out, part,
-                   mbuf2, M, G, 1, G, False, True, count=R)
+    return _launch(st, q, REDUCTIONS[name].second, acc_dtype, acc_dtype, out_dtype, kr2, rr2,
+                   mode, ls if mode == "wg" else 1, out, part, mbuf2, M, G, 1, G, False, True,
+                   count=R)
 
 
 def _launch(st, q, name, in_dt, at, out_dt, kr, rr, mode, ls, out, x, mbuf, M, R, G, chunk,
@@ -234,8 +235,9 @@ def _launch(st, q, name, in_dt, at, out_dt, kr, rr, mode, ls, out, x, mbuf, M, R
     else:
         gsize, lsize = ((M + st.local_size - 1) // st.local_size * st.local_size,), \
             st.local_sizes
-    st.last[q] = knl(q, gsize, lsize, out._storage.data, x._storage.data, mbuf, M, R, G, chunk,
-                     R if count is None else count)
+    with st.launch_lock:
+        st.last[q] = knl(q, gsize, lsize, out._storage.data, x._storage.data, mbuf, M, R, G,
+                         chunk, R if count is None else count)
     return out
 
 

@@ -86,4 +86,3 @@ def copy_(backend, dst, src):
         from ember.ops.views import expand_op
         src = expand_op(src, dst._shape)
     return copy_into(backend, st, q, dst, src)
-
