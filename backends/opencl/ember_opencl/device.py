@@ -34,16 +34,23 @@ def discover() -> Discovery:
     except Exception as e:  # cl.LogicError PLATFORM_NOT_FOUND_KHR when no ICD is installed
         return Discovery([], f"no OpenCL platform found ({e}); install a driver (an ICD), e.g. "
                              f"`pip install pocl-binary-distribution` for a CPU device")
-    found = []
+    found, broken = [], []
     for p_i, p in enumerate(platforms):
         try:
             devs = p.get_devices()
         except Exception:  # a platform with no devices raises DEVICE_NOT_FOUND
             continue
         for d_i, d in enumerate(devs):
+            problem = _compiler_problem(cl, d)
+            if problem is not None:
+                broken.append(f"{p.name.strip()}: {d.name.strip()}: {problem}")
+                continue
             rank = 0 if d.type & cl.device_type.GPU else 1 if d.type & cl.device_type.ACCELERATOR \
                 else 2
             found.append((rank, p_i, d_i, d, f"{p.name.strip()}: {d.name.strip()}"))
+    if not found and broken:
+        return Discovery([], "no OpenCL device can compile a kernel: " + "; ".join(broken)
+                         + _UNKNOWN_CPU_HINT * any("unknown target CPU" in b for b in broken))
     if not found:
         return Discovery([], "OpenCL platforms exist but none has a device ("
                              + ", ".join(p.name for p in platforms) + ")")
@@ -52,7 +59,33 @@ def discover() -> Discovery:
     chosen = _select([x[4] for x in found], os.environ.get(ENV, "").strip())
     if isinstance(chosen, str):
         return Discovery([], chosen, listing)
+    # devices that cannot compile are left out silently when another one works: with a second
+    # PoCL installed beside the wheel's, both list the same CPU and only one of them builds
     return Discovery([found[i][3] for i in chosen], None, listing)
+
+
+_UNKNOWN_CPU_HINT = (
+    " (the LLVM inside this PoCL does not know this CPU model, which happens with the PoCL 3.0 "
+    "bundled with the pyopencl wheels on CPUs newer than LLVM 14, e.g. AMD Zen 5; a newer PoCL "
+    "such as Debian's `apt install pocl-opencl-icd` works)")
+
+_PROBE = "__kernel void ember_probe(__global int *x) { x[get_global_id(0)] += 1; }"
+
+
+def _compiler_problem(cl, device):
+    """None when ``device`` compiles a trivial kernel, else the first line of the build log.
+
+    Drivers list devices their compiler cannot build for (PoCL with an LLVM older than the CPU);
+    finding that out here turns a failure inside the first kernel launch into a skipped device
+    with a reason.
+    """
+    try:
+        cl.Program(cl.Context([device]), _PROBE).build()
+    except Exception as e:  # RuntimeError(BUILD_PROGRAM_FAILURE), LogicError, driver crashes
+        lines = [ln.strip() for ln in str(e).splitlines()]
+        errors = [ln for ln in lines if ln.startswith("error:")]
+        return (errors or [ln for ln in lines if ln] or [type(e).__name__])[0]
+    return None
 
 
 def _select(names, spec):
