@@ -76,6 +76,56 @@ def test_missing_pyopencl_makes_the_backend_unavailable_with_a_reason():
     assert "pyopencl can't be imported" in reason and "pip install" in reason
 
 
+def _fake_pyopencl(monkeypatch, broken):
+    """A stand-in pyopencl with two CPU devices whose compilers fail for the names in ``broken``."""
+    import types
+    cl = types.SimpleNamespace(device_type=types.SimpleNamespace(GPU=4, ACCELERATOR=8, CPU=2))
+
+    class Device:
+        def __init__(self, name):
+            self.name, self.type = name, cl.device_type.CPU
+
+    class Platform:
+        def __init__(self, name, devices):
+            self.name, self._devices = name, devices
+
+        def get_devices(self):
+            return self._devices
+
+    class Program:
+        def __init__(self, ctx, src):
+            self.device = ctx
+
+        def build(self):
+            if self.device.name in broken:
+                raise RuntimeError("clBuildProgram failed: BUILD_PROGRAM_FAILURE\n\n"
+                                   "error: unknown target CPU 'generic'\nDevice failed")
+            return self
+
+    old, new = Device("pthread-old-llvm"), Device("pthread-new-llvm")
+    cl.get_platforms = lambda: [Platform("PoCL wheel", [old]), Platform("PoCL distro", [new])]
+    cl.Context = lambda devices: devices[0]
+    cl.Program = Program
+    monkeypatch.setitem(sys.modules, "pyopencl", cl)
+    return old, new
+
+
+def test_devices_whose_compiler_fails_are_left_out(monkeypatch):
+    from ember_opencl.device import discover
+    old, new = _fake_pyopencl(monkeypatch, broken={"pthread-old-llvm"})
+    found = discover()
+    assert found.reason is None and found.devices == [new]
+
+
+def test_no_device_that_compiles_makes_the_backend_unavailable_with_the_compiler_error(monkeypatch):
+    from ember_opencl.device import discover
+    _fake_pyopencl(monkeypatch, broken={"pthread-old-llvm", "pthread-new-llvm"})
+    found = discover()
+    assert found.devices == []
+    assert "unknown target CPU 'generic'" in found.reason
+    assert "pthread-old-llvm" in found.reason and "pocl-opencl-icd" in found.reason
+
+
 @needs_opencl
 def test_device_module():
     mod = ember.opencl

@@ -1,6 +1,7 @@
 """The ``ember`` command.
 
 ``ember info``  — the installed backends: devices, availability (and why not), kernel counts.
+``ember demo``  — trains a small digits classifier on every available backend and compares them.
 """
 from __future__ import annotations
 
@@ -45,10 +46,22 @@ def info(args) -> int:
     return 0
 
 
+def _demo(args) -> int:
+    from .demo import run
+    return run(args)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="ember", description="ember tensor runtime")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="list backends, devices and availability").set_defaults(fn=info)
+    demo = sub.add_parser("demo", help="train a digits classifier on every available backend")
+    demo.add_argument("--backends", help="comma-separated backend names (default: all available)")
+    demo.add_argument("--epochs", type=int, default=8)
+    demo.add_argument("--batch-size", type=int, default=64)
+    demo.add_argument("--lr", type=float, default=0.05)
+    demo.add_argument("--seed", type=int, default=0)
+    demo.set_defaults(fn=_demo)
     args = parser.parse_args(argv)
     return args.fn(args)
 

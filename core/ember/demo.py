@@ -1,0 +1,187 @@
+"""``ember demo``: train one small classifier on every available backend and compare them.
+
+The data is scikit-learn's bundled handwritten digits (1797 8×8 images, no download). Every
+device starts from the same weights (initialised on the CPU under one seed, then moved) and sees
+the same batches in the same order, so the loss curves of a correct backend follow the CPU's to
+float32 rounding; the table says whether they do.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# loss curves of two backends agree when every step's losses are this close (float32 kernels that
+# sum in different orders drift slowly over a few hundred steps; a wrong kernel is off at once)
+AGREE_RTOL = 2e-2
+AGREE_ATOL = 2e-3
+
+
+@dataclass
+class RunResult:
+    device: str
+    losses: list = field(default_factory=list)
+    test_accuracy: float = float("nan")
+    ms_per_step: float = float("nan")
+    predictions: np.ndarray | None = None
+    error: str | None = None
+
+
+def load_digits(seed: int = 0, test_fraction: float = 0.2):
+    """(x_train, y_train, x_test, y_test) as numpy arrays: float32 images in [0, 1] shaped
+    (N, 1, 8, 8), int64 labels."""
+    try:
+        from sklearn.datasets import load_digits as sk_load_digits
+    except ImportError as e:
+        raise SystemExit("ember demo needs scikit-learn's bundled digits dataset: "
+                         "pip install 'ember[demo]'") from e
+    data = sk_load_digits()
+    x = (data.images.astype(np.float32) / 16.0)[:, None, :, :]
+    y = data.target.astype(np.int64)
+    order = np.random.default_rng(seed).permutation(len(y))
+    n_test = int(len(y) * test_fraction)
+    test, train = order[:n_test], order[n_test:]
+    return x[train], y[train], x[test], y[test]
+
+
+def make_model():
+    from ember import nn
+    return nn.Sequential(
+        nn.Conv2d(1, 16, kernel_size=3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16 * 4 * 4, 64),
+        nn.ReLU(),
+        nn.Linear(64, 10),
+    )
+
+
+def train_on(device, data, *, epochs, batch_size, lr, seed, progress=None, task=None) -> RunResult:
+    import ember
+    from ember import nn
+
+    x_train, y_train, x_test, y_test = data
+    result = RunResult(str(device))
+    ember.manual_seed(seed)
+    model = make_model().to(device)       # same initial weights on every device
+    opt = ember.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    xs = ember.tensor(x_train, device=device)
+    ys = ember.tensor(y_train, device=device)
+    n = len(y_train)
+    shuffles = np.random.default_rng(seed)
+    steps, elapsed = 0, 0.0
+    model.train()
+    for _ in range(epochs):
+        order = ember.tensor(shuffles.permutation(n), device=device)
+        for start in range(0, n, batch_size):
+            idx = order[start:start + batch_size]
+            t0 = time.perf_counter()
+            loss = loss_fn(model(xs[idx]), ys[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            value = loss.item()           # one sync per step, as a training loop that logs does
+            elapsed += time.perf_counter() - t0
+            steps += 1
+            result.losses.append(value)
+            if progress is not None:
+                progress.update(task, advance=1, description=f"{device}  loss {value:.3f}")
+    model.eval()
+    with ember.no_grad():
+        logits = model(ember.tensor(x_test, device=device))
+        pred = logits.argmax(dim=1).cpu().numpy()
+    result.predictions = pred
+    result.test_accuracy = float((pred == y_test).mean())
+    result.ms_per_step = 1e3 * elapsed / max(steps, 1)
+    return result
+
+
+def agreement(reference: RunResult, other: RunResult) -> tuple[bool, str]:
+    """Whether ``other`` trained like ``reference``: loss curves within tolerance, and the
+    test predictions nearly identical."""
+    a, b = np.asarray(reference.losses), np.asarray(other.losses)
+    if a.shape != b.shape:
+        return False, "different number of steps"
+    worst = float(np.max(np.abs(a - b) / (AGREE_ATOL + AGREE_RTOL * np.abs(a)))) if a.size else 0.0
+    same_pred = float((reference.predictions == other.predictions).mean())
+    ok = worst <= 1.0 and same_pred >= 0.98
+    return ok, f"max loss diff {float(np.max(np.abs(a - b))):.1e}, {same_pred:.1%} same predictions"
+
+
+def demo_devices(requested=None):
+    """Devices to train on: index 0 of every available backend that holds data (or the
+    requested backend names, in order)."""
+    from .runtime.registry import registry
+    names = requested or registry.names()
+    devices, skipped = [], []
+    for name in names:
+        reason = registry.unavailable_reason(name)
+        if reason is not None:
+            skipped.append((name, reason))
+            continue
+        backend = registry.get(name)
+        if getattr(backend, "has_data", True) is False:
+            skipped.append((name, "tensors on this device hold no data"))
+            continue
+        devices.append(f"{name}:0")
+    return devices, skipped
+
+
+def run(args) -> int:
+    import warnings
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from rich.table import Table
+
+    console = Console()
+    data = load_digits(seed=args.seed)
+    requested = [b.strip() for b in args.backends.split(",")] if args.backends else None
+    devices, skipped = demo_devices(requested)
+    for name, reason in skipped:
+        console.print(f"[yellow]skipping {name}[/]: {reason}")
+    if not devices:
+        console.print("[red]no backend available to train on[/]")
+        return 1
+    steps = args.epochs * -(-len(data[1]) // args.batch_size)
+    console.print(f"digits: {len(data[1])} train / {len(data[3])} test images; "
+                  f"{args.epochs} epochs × batch {args.batch_size} = {steps} SGD steps per device")
+    results = []
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as progress:
+        for device in devices:
+            task = progress.add_task(device, total=steps)
+            with warnings.catch_warnings():
+                # a backend's CPU-fallback notices would break the progress display
+                warnings.simplefilter("ignore")
+                try:
+                    results.append(train_on(device, data, epochs=args.epochs,
+                                            batch_size=args.batch_size, lr=args.lr,
+                                            seed=args.seed, progress=progress, task=task))
+                except Exception as e:  # one broken backend must not hide the others' results
+                    results.append(RunResult(device, error=f"{type(e).__name__}: {e}"))
+    table = Table(title="ember demo — digits classifier, same weights and batches everywhere")
+    for col in ("device", "final loss", "test accuracy", "ms/step", "agrees with " + devices[0]):
+        table.add_column(col)
+    reference = results[0]
+    all_agree = reference.error is None
+    for r in results:
+        if r.error is not None:
+            table.add_row(r.device, "-", "-", "-", f"[red]failed: {r.error}[/]")
+            all_agree = False
+            continue
+        if r is reference:
+            verdict = "(reference)"
+        elif reference.error is not None:
+            verdict = "-"
+        else:
+            ok, detail = agreement(reference, r)
+            all_agree &= ok
+            verdict = f"[green]yes[/] ({detail})" if ok else f"[red]NO[/] ({detail})"
+        table.add_row(r.device, f"{r.losses[-1]:.4f}", f"{r.test_accuracy:.1%}",
+                      f"{r.ms_per_step:.2f}", verdict)
+    console.print(table)
+    return 0 if all_agree else 1
