@@ -96,7 +96,7 @@ def as_device(value) -> "device":
         return get_default_device()
     else:
         d = device(value)
-    if d.index is None and d.type != "cpu":
+    if d.index is None and d.type not in ("cpu", "meta"):  # like PyTorch: meta has no index
         from .runtime.registry import registry
         d = device(d.type, registry.get(d.type).current_device())
     return d

@@ -202,6 +202,8 @@ class Tensor:
         return self._backend().to_numpy(self)
 
     def item(self):
+        if self.device.type == "meta":  # PyTorch's message: there is no value to read
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
                                f"Scalar")

@@ -7,11 +7,12 @@ from .. import _dtype
 from .._device import as_device, device as _device_cls
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
+from . import _meta
 from ._util import tensor_method
 
-to_copy_op = define("_to_copy(Tensor self, dtype dtype) -> Tensor",
+to_copy_op = define("_to_copy(Tensor self, dtype dtype) -> Tensor", meta=_meta.to_copy,
                     doc="A C-contiguous copy of ``self`` converted to ``dtype``.")
-copy_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)",
+copy_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", meta=_meta.copy_,
                  doc="Elementwise copy of ``src`` (same shape and device) into ``self``.")
 
 
@@ -75,6 +76,8 @@ def _parse_to(args, kwargs):
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     bools = 0
     for a in args:
+        if a is None:  # PyTorch: to(device, None, False) leaves the dtype as is
+            continue
         if isinstance(a, Tensor):
             device, dtype = a.device, a.dtype
         elif isinstance(a, _dtype.dtype):

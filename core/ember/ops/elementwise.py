@@ -18,6 +18,7 @@ from .. import _dtype
 from .._dtype import BOOL, COMPLEX, FLOATING, INTEGRAL
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
+from . import _meta
 from ._util import _broadcast_pair, _dtype_title, check_inplace, is_scalar, write_out
 
 _FLOATING_PT = (_dtype.float16, _dtype.bfloat16, _dtype.float32, _dtype.float64)
@@ -117,9 +118,11 @@ ALIASES_UNARY = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh"
 unary_ops = {}
 for _family, _names in UNARY.items():
     for _n in _names:
-        unary_ops[_n] = (_family, define(f"{_n}(Tensor self, dtype compute) -> Tensor"),
+        unary_ops[_n] = (_family, define(f"{_n}(Tensor self, dtype compute) -> Tensor",
+                                         meta=_meta.unary(_n, _family)),
                          None if _family == "pred" else define(f"{_n}_(Tensor(a!) self) -> "
-                                                               f"Tensor(a!)"))
+                                                               f"Tensor(a!)",
+                                                               meta=_meta.inplace(_n + "_")))
 
 
 # ops PyTorch does not define for complex inputs (numpy/scipy may, but every backend must agree)
@@ -227,8 +230,9 @@ Tensor.is_conj = Tensor.is_neg = lambda self: False
 
 
 # -- unary ops with parameters ------------------------------------------------------------------
-round_op = define("round(Tensor self, int decimals) -> Tensor")
-round_op_ = define("round_(Tensor(a!) self, int decimals) -> Tensor(a!)")
+round_op = define("round(Tensor self, int decimals) -> Tensor", meta=_meta.same("round"))
+round_op_ = define("round_(Tensor(a!) self, int decimals) -> Tensor(a!)",
+                   meta=_meta.inplace("round_"))
 
 
 def _check_round(input):
@@ -256,9 +260,10 @@ def _round_(self, *, decimals=0):
 Tensor.round = round
 Tensor.round_ = _round_
 
-nan_to_num_op = define("nan_to_num(Tensor self, float nan, float? posinf, float? neginf) -> Tensor")
+nan_to_num_op = define("nan_to_num(Tensor self, float nan, float? posinf, float? neginf) -> Tensor",
+                       meta=_meta.same("nan_to_num"))
 nan_to_num_op_ = define("nan_to_num_(Tensor(a!) self, float nan, float? posinf, float? neginf) "
-                        "-> Tensor(a!)")
+                        "-> Tensor(a!)", meta=_meta.inplace("nan_to_num_"))
 
 
 def _opt_float(x):
@@ -282,11 +287,16 @@ Tensor.nan_to_num = nan_to_num
 Tensor.nan_to_num_ = _nan_to_num_
 
 # activations with parameters: compute dtype like "float" unary ops
-gelu_op = define("gelu(Tensor self, str approximate, dtype compute) -> Tensor")
-softplus_op = define("softplus(Tensor self, float beta, float threshold, dtype compute) -> Tensor")
-leaky_relu_op = define("leaky_relu(Tensor self, float negative_slope) -> Tensor")
-elu_op = define("elu(Tensor self, float alpha, float scale, float input_scale) -> Tensor")
-hardtanh_op = define("hardtanh(Tensor self, float min_val, float max_val) -> Tensor")
+gelu_op = define("gelu(Tensor self, str approximate, dtype compute) -> Tensor",
+                 meta=_meta.with_compute("gelu"))
+softplus_op = define("softplus(Tensor self, float beta, float threshold, dtype compute) -> Tensor",
+                     meta=_meta.with_compute("softplus"))
+leaky_relu_op = define("leaky_relu(Tensor self, float negative_slope) -> Tensor",
+                       meta=_meta.same("leaky_relu"))
+elu_op = define("elu(Tensor self, float alpha, float scale, float input_scale) -> Tensor",
+                meta=_meta.same("elu"))
+hardtanh_op = define("hardtanh(Tensor self, float min_val, float max_val) -> Tensor",
+                     meta=_meta.same("hardtanh"))
 
 
 def _real_activation(input, op):
@@ -355,16 +365,22 @@ binary_ops = {}
 for _family, _names in BINARY.items():
     for _n in _names:
         binary_ops[_n] = (_family,
-                          define(f"{_n}(Tensor self, Tensor other, dtype compute) -> Tensor"),
+                          define(f"{_n}(Tensor self, Tensor other, dtype compute) -> Tensor",
+                                 meta=_meta.binary(_n, _family)),
                           define(f"{_n}_(Tensor(a!) self, Tensor other, dtype compute) -> "
-                                 f"Tensor(a!)"))
-add_op = define("add(Tensor self, Tensor other, Scalar alpha, dtype compute) -> Tensor")
-add_op_ = define("add_(Tensor(a!) self, Tensor other, Scalar alpha, dtype compute) -> Tensor(a!)")
-sub_op = define("sub(Tensor self, Tensor other, Scalar alpha, dtype compute) -> Tensor")
-sub_op_ = define("sub_(Tensor(a!) self, Tensor other, Scalar alpha, dtype compute) -> Tensor(a!)")
-div_op = define("div(Tensor self, Tensor other, str? rounding_mode, dtype compute) -> Tensor")
+                                 f"Tensor(a!)", meta=_meta.binary_(_n + "_")))
+add_op = define("add(Tensor self, Tensor other, Scalar alpha, dtype compute) -> Tensor",
+                meta=_meta.binary("add", "arith"))
+add_op_ = define("add_(Tensor(a!) self, Tensor other, Scalar alpha, dtype compute) -> Tensor(a!)",
+                 meta=_meta.binary_("add_"))
+sub_op = define("sub(Tensor self, Tensor other, Scalar alpha, dtype compute) -> Tensor",
+                meta=_meta.binary("sub", "arith"))
+sub_op_ = define("sub_(Tensor(a!) self, Tensor other, Scalar alpha, dtype compute) -> Tensor(a!)",
+                 meta=_meta.binary_("sub_"))
+div_op = define("div(Tensor self, Tensor other, str? rounding_mode, dtype compute) -> Tensor",
+                meta=_meta.binary("div", "float"))
 div_op_ = define("div_(Tensor(a!) self, Tensor other, str? rounding_mode, dtype compute) -> "
-                 "Tensor(a!)")
+                 "Tensor(a!)", meta=_meta.binary_("div_"))
 
 
 def _binary_compute(name, family, a, b):
@@ -602,7 +618,8 @@ Tensor.divide_ = Tensor.true_divide_ = div_
 
 
 # -- where / clamp ------------------------------------------------------------------------------
-where_op = define("where(Tensor condition, Tensor self, Tensor other, dtype compute) -> Tensor")
+where_op = define("where(Tensor condition, Tensor self, Tensor other, dtype compute) -> Tensor",
+                  meta=_meta.where)
 
 
 def where(condition, input=None, other=None, *, out=None):
@@ -634,9 +651,10 @@ def _dtype_name(d):
 
 Tensor.where = lambda self, condition, other: where(condition, self, other)
 
-clamp_op = define("clamp(Tensor self, Tensor? min, Tensor? max, dtype compute) -> Tensor")
+clamp_op = define("clamp(Tensor self, Tensor? min, Tensor? max, dtype compute) -> Tensor",
+                  meta=_meta.clamp)
 clamp_op_ = define("clamp_(Tensor(a!) self, Tensor? min, Tensor? max, dtype compute) -> "
-                   "Tensor(a!)")
+                   "Tensor(a!)", meta=_meta.clamp_)
 
 
 def _clamp_args(input, min, max, op):

@@ -12,12 +12,16 @@ from .. import _dtype
 from .._device import as_device
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
+from . import _meta
 from ._util import as_shape
 
-full_op = define("full(int[] size, Scalar fill_value, dtype dtype, Device device) -> Tensor")
-arange_op = define("arange(Scalar start, Scalar end, Scalar step, dtype dtype, Device device) -> Tensor")
-linspace_op = define("linspace(Scalar start, Scalar end, int steps, dtype dtype, Device device) -> Tensor")
-eye_op = define("eye(int n, int m, dtype dtype, Device device) -> Tensor")
+full_op = define("full(int[] size, Scalar fill_value, dtype dtype, Device device) -> Tensor",
+                 meta=_meta.full)
+arange_op = define("arange(Scalar start, Scalar end, Scalar step, dtype dtype, Device device) -> Tensor",
+                   meta=_meta.arange)
+linspace_op = define("linspace(Scalar start, Scalar end, int steps, dtype dtype, Device device) -> Tensor",
+                     meta=_meta.linspace)
+eye_op = define("eye(int n, int m, dtype dtype, Device device) -> Tensor", meta=_meta.eye)
 
 
 def _empty_composite(size, dtype, device):

@@ -14,6 +14,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
+from . import _meta
 from ._util import _dtype_title, broadcast_shapes, tensor_method, write_out
 from .views import view_op, expand_op, select_op, slice_op, unsqueeze
 
@@ -21,16 +22,18 @@ __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "ind
            "index_put", "masked_fill", "masked_select", "nonzero", "argwhere", "take",
            "one_hot"]
 
-index_op = define("index(Tensor self, Tensor?[] indices) -> Tensor")
+index_op = define("index(Tensor self, Tensor?[] indices) -> Tensor", meta=_meta.index)
 index_put_op = define("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, "
-                      "bool accumulate) -> Tensor(a!)")
-gather_op = define("gather(Tensor self, int dim, Tensor index) -> Tensor")
+                      "bool accumulate) -> Tensor(a!)", meta=_meta.index_put_)
+gather_op = define("gather(Tensor self, int dim, Tensor index) -> Tensor", meta=_meta.gather)
 scatter_op = define("scatter(Tensor self, int dim, Tensor index, Tensor src, str? reduce) -> "
-                    "Tensor")
-index_select_op = define("index_select(Tensor self, int dim, Tensor index) -> Tensor")
+                    "Tensor", meta=_meta.scatter)
+index_select_op = define("index_select(Tensor self, int dim, Tensor index) -> Tensor",
+                         meta=_meta.index_select)
 index_add_op = define("index_add(Tensor self, int dim, Tensor index, Tensor source, "
-                      "Scalar alpha) -> Tensor")
-masked_fill_op = define("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor")
+                      "Scalar alpha) -> Tensor", meta=_meta.index_add)
+masked_fill_op = define("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor",
+                        meta=_meta.masked_fill)
 masked_select_op = define("masked_select(Tensor self, Tensor mask) -> Tensor")
 nonzero_op = define("nonzero(Tensor self) -> Tensor")
 

@@ -21,6 +21,7 @@ import string
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
+from . import _meta
 from ._util import _broadcast_pair, _dtype_title, tensor_method
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm",
@@ -50,9 +51,9 @@ def _no_bool(op, t):
 
 
 # -- the primitive ------------------------------------------------------------------------------
-matmul_op = define("matmul(Tensor self, Tensor other) -> Tensor",
+matmul_op = define("matmul(Tensor self, Tensor other) -> Tensor", meta=_meta.matmul,
                    doc="Matrix product with numpy's matmul rules; one dtype in and out.")
-svdvals_op = define("linalg_svdvals(Tensor A) -> Tensor",
+svdvals_op = define("linalg_svdvals(Tensor A) -> Tensor", meta=_meta.svdvals,
                     doc="Singular values of the matrices in the last two dims, descending.")
 
 
@@ -401,7 +402,7 @@ def tensordot(a, b, dims=2, out=None):
 
 
 # -- einsum -------------------------------------------------------------------------------------
-einsum_op = define("einsum(str equation, Tensor[] operands) -> Tensor",
+einsum_op = define("einsum(str equation, Tensor[] operands) -> Tensor", meta=_meta.einsum,
                    doc="Explicit equation of letters only; operands of one dtype.")
 
 # sublist labels 0..51 name A..Z then a..z, so the implicit output order matches PyTorch's

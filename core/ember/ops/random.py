@@ -18,6 +18,7 @@ from .._device import as_device
 from .._generator import Generator
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
+from . import _meta
 from ._util import _dtype_title, as_shape, broadcast_shapes, tensor_method, write_out
 from .factories import _finish, empty
 
@@ -25,31 +26,38 @@ __all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "multi
            "rand_like", "randn_like", "randint_like"]
 
 rand_op = define("rand(int[] size, Generator generator, dtype dtype, Device device) -> Tensor",
+                 meta=_meta.sized("rand"),
                  doc="Uniform on [0, 1); complex dtypes draw real and imaginary parts so.")
 randn_op = define("randn(int[] size, Generator generator, dtype dtype, Device device) -> Tensor",
+                  meta=_meta.sized("randn"),
                   doc="Standard normal; a complex value has variance 1 (1/2 per part).")
 randint_op = define("randint(int low, int high, int[] size, Generator generator, dtype dtype, "
-                    "Device device) -> Tensor", doc="Integers uniform on [low, high).")
-randperm_op = define("randperm(int n, Generator generator, dtype dtype, Device device) -> Tensor")
+                    "Device device) -> Tensor", doc="Integers uniform on [low, high).",
+                    meta=_meta.sized("randint"))
+randperm_op = define("randperm(int n, Generator generator, dtype dtype, Device device) -> Tensor",
+                     meta=_meta.randperm)
 normal_op = define("normal(Tensor|float mean, Tensor|float std, int[] size, Generator generator, "
-                   "dtype dtype, Device device) -> Tensor",
+                   "dtype dtype, Device device) -> Tensor", meta=_meta.sized("normal"),
                    doc="mean + std * N(0, 1) in the broadcast shape ``size``; the op layer has "
                        "checked float stds, the kernel checks tensor stds.")
 multinomial_op = define("multinomial(Tensor self, int num_samples, bool replacement, "
-                        "Generator generator) -> Tensor",
+                        "Generator generator) -> Tensor", meta=_meta.multinomial,
                         doc="int64 category indices per row; the kernel checks probabilities.")
 uniform__op = define("uniform_(Tensor(a!) self, float from, float to, Generator generator) "
-                     "-> Tensor(a!)")
+                     "-> Tensor(a!)", meta=_meta.inplace("uniform_"))
 normal__op = define("normal_(Tensor(a!) self, float mean, float std, Generator generator) "
-                    "-> Tensor(a!)", doc="A complex self gets std/sqrt(2) per part, as PyTorch.")
+                    "-> Tensor(a!)", meta=_meta.inplace("normal_"),
+                    doc="A complex self gets std/sqrt(2) per part, as PyTorch.")
 random__op = define("random_(Tensor(a!) self, int from, int to, Generator generator) "
-                    "-> Tensor(a!)", doc="Integers uniform on [from, to), cast to self's dtype.")
+                    "-> Tensor(a!)", meta=_meta.inplace("random_"),
+                    doc="Integers uniform on [from, to), cast to self's dtype.")
 exponential__op = define("exponential_(Tensor(a!) self, float lambd, Generator generator) "
-                         "-> Tensor(a!)")
+                         "-> Tensor(a!)", meta=_meta.inplace("exponential_"))
 bernoulli__op = define("bernoulli_(Tensor(a!) self, Tensor|float p, Generator generator) "
-                       "-> Tensor(a!)", doc="A tensor p broadcasts to self; the kernel checks it "
-                                            "lies in [0, 1].")
-fill__op = define("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)",
+                       "-> Tensor(a!)", meta=_meta.bernoulli_,
+                       doc="A tensor p broadcasts to self; the kernel checks it lies in "
+                           "[0, 1].")
+fill__op = define("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", meta=_meta.inplace("fill_"),
                   doc="The value is already checked to fit self's dtype.")
 
 # (mantissa digits, largest finite value): the integers a float dtype holds exactly, its range

@@ -26,6 +26,7 @@ from .. import return_types  # the named tuples; ops/sorting.py adds its own wit
 from .._dtype import COMPLEX, FLOATING, INTEGRAL
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
+from . import _meta
 from ..return_types import _return_type  # noqa: F401 - re-exported for ops/sorting.py
 from ._util import _dtype_title, normalize_dims, tensor_method
 
@@ -84,10 +85,10 @@ def _nonempty(x, dims, op, dim_given):
 
 # -- sum, prod, mean ----------------------------------------------------------------------------
 _SUM_SCHEMA = "(Tensor self, int[] dim, bool keepdim, dtype dtype) -> Tensor"
-sum_op = define("sum" + _SUM_SCHEMA)
-prod_op = define("prod" + _SUM_SCHEMA)
-nansum_op = define("nansum" + _SUM_SCHEMA)
-mean_op = define("mean" + _SUM_SCHEMA)
+sum_op = define("sum" + _SUM_SCHEMA, meta=_meta.reduction("sum"))
+prod_op = define("prod" + _SUM_SCHEMA, meta=_meta.reduction("prod"))
+nansum_op = define("nansum" + _SUM_SCHEMA, meta=_meta.reduction("nansum"))
+mean_op = define("mean" + _SUM_SCHEMA, meta=_meta.reduction("mean"))
 
 
 def _make_sum(name, op):
@@ -144,7 +145,8 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
 
 
 # -- var, std -----------------------------------------------------------------------------------
-var_op = define("var(Tensor self, int[] dim, float correction, bool keepdim) -> Tensor")
+var_op = define("var(Tensor self, int[] dim, float correction, bool keepdim) -> Tensor",
+                meta=_meta.reduction("var", "real"))
 
 
 def _sqrt(x):
@@ -201,12 +203,12 @@ std_mean = _make_var("std_mean", std_mean_op)
 
 # -- extrema ------------------------------------------------------------------------------------
 _EXTREME_SCHEMA = "(Tensor self, int[] dim, bool keepdim) -> Tensor"
-amax_op = define("amax" + _EXTREME_SCHEMA)
-amin_op = define("amin" + _EXTREME_SCHEMA)
+amax_op = define("amax" + _EXTREME_SCHEMA, meta=_meta.reduction("amax", "same"))
+amin_op = define("amin" + _EXTREME_SCHEMA, meta=_meta.reduction("amin", "same"))
 max_dim_op = define("max_dim(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor "
-                    "indices)")
+                    "indices)", meta=_meta.extreme_dim("max_dim"))
 min_dim_op = define("min_dim(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor "
-                    "indices)")
+                    "indices)", meta=_meta.extreme_dim("min_dim"))
 
 
 def _make_amax(name, op):
@@ -282,8 +284,8 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 _ARG_SCHEMA = "(Tensor self, int? dim, bool keepdim) -> Tensor"
-argmax_op = define("argmax" + _ARG_SCHEMA)
-argmin_op = define("argmin" + _ARG_SCHEMA)
+argmax_op = define("argmax" + _ARG_SCHEMA, meta=_meta.arg_extreme("argmax"))
+argmin_op = define("argmin" + _ARG_SCHEMA, meta=_meta.arg_extreme("argmin"))
 
 
 def _make_arg(name, op):
@@ -314,8 +316,8 @@ argmin = _make_arg("argmin", argmin_op)
 
 # -- all, any -----------------------------------------------------------------------------------
 _LOGICAL_SCHEMA = "(Tensor self, int[] dim, bool keepdim, dtype dtype) -> Tensor"
-all_op = define("all" + _LOGICAL_SCHEMA)
-any_op = define("any" + _LOGICAL_SCHEMA)
+all_op = define("all" + _LOGICAL_SCHEMA, meta=_meta.reduction("all"))
+any_op = define("any" + _LOGICAL_SCHEMA, meta=_meta.reduction("any"))
 
 
 def _make_logical(name, op):
@@ -357,7 +359,8 @@ def logsumexp(input, dim, keepdim=False):
     return logsumexp_op(x, _dims(x, dim, "logsumexp"), bool(keepdim))
 
 
-vector_norm_op = define("vector_norm(Tensor self, float ord, int[] dim, bool keepdim) -> Tensor")
+vector_norm_op = define("vector_norm(Tensor self, float ord, int[] dim, bool keepdim) -> Tensor",
+                        meta=_meta.vector_norm)
 
 
 def _nuclear_norm(x, dim, keepdim):
@@ -443,8 +446,10 @@ def count_nonzero(input, dim=None):
 
 
 # -- scans --------------------------------------------------------------------------------------
-cumsum_op = define("cumsum(Tensor self, int dim, dtype dtype) -> Tensor")
-cumprod_op = define("cumprod(Tensor self, int dim, dtype dtype) -> Tensor")
+cumsum_op = define("cumsum(Tensor self, int dim, dtype dtype) -> Tensor",
+                   meta=_meta.along_dim("cumsum"))
+cumprod_op = define("cumprod(Tensor self, int dim, dtype dtype) -> Tensor",
+                    meta=_meta.along_dim("cumprod"))
 
 
 def _make_scan(name, op):
@@ -475,8 +480,10 @@ cumprod = _make_scan("cumprod", cumprod_op)
 
 
 # -- softmax ------------------------------------------------------------------------------------
-softmax_op = define("softmax(Tensor self, int dim, dtype dtype) -> Tensor")
-log_softmax_op = define("log_softmax(Tensor self, int dim, dtype dtype) -> Tensor")
+softmax_op = define("softmax(Tensor self, int dim, dtype dtype) -> Tensor",
+                    meta=_meta.along_dim("softmax"))
+log_softmax_op = define("log_softmax(Tensor self, int dim, dtype dtype) -> Tensor",
+                        meta=_meta.along_dim("log_softmax"))
 
 
 def _make_softmax(name, op):

@@ -12,6 +12,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
+from . import _meta
 from ._util import tensor_method, write_out
 from .views import unsqueeze
 
@@ -19,12 +20,12 @@ __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack"
            "column_stack", "row_stack", "atleast_1d", "atleast_2d", "atleast_3d", "flip",
            "fliplr", "flipud", "roll", "tile", "tril", "triu", "repeat_interleave"]
 
-cat_op = define("cat(Tensor[] tensors, int dim, dtype dtype) -> Tensor")
-flip_op = define("flip(Tensor self, int[] dims) -> Tensor")
-roll_op = define("roll(Tensor self, int[] shifts, int[] dims) -> Tensor")
-tile_op = define("tile(Tensor self, int[] reps) -> Tensor")
-tril_op = define("tril(Tensor self, int diagonal) -> Tensor")
-triu_op = define("triu(Tensor self, int diagonal) -> Tensor")
+cat_op = define("cat(Tensor[] tensors, int dim, dtype dtype) -> Tensor", meta=_meta.cat)
+flip_op = define("flip(Tensor self, int[] dims) -> Tensor", meta=_meta.same("flip"))
+roll_op = define("roll(Tensor self, int[] shifts, int[] dims) -> Tensor", meta=_meta.same("roll"))
+tile_op = define("tile(Tensor self, int[] reps) -> Tensor", meta=_meta.tile)
+tril_op = define("tril(Tensor self, int diagonal) -> Tensor", meta=_meta.same("tril"))
+triu_op = define("triu(Tensor self, int diagonal) -> Tensor", meta=_meta.same("triu"))
 
 
 def _tensor_list(tensors, op):

@@ -12,6 +12,7 @@ import math
 from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
+from . import _meta
 from ..return_types import _return_type
 from ._util import tensor_method
 
@@ -22,8 +23,9 @@ for _name in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode"):
     setattr(return_types, _name, _return_type(_name, ["values", "indices"]))
 
 sort_op = define("sort(Tensor self, int dim, bool descending, bool stable) -> "
-                 "(Tensor values, Tensor indices)")
-mode_op = define("mode(Tensor self, int dim) -> (Tensor values, Tensor indices)")
+                 "(Tensor values, Tensor indices)", meta=_meta.sort)
+mode_op = define("mode(Tensor self, int dim) -> (Tensor values, Tensor indices)",
+                 meta=_meta.mode)
 unique_op = define("unique(Tensor self, int? dim) -> (Tensor values, Tensor inverse, "
                    "Tensor counts)")
 

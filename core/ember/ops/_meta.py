@@ -1,0 +1,414 @@
+"""Meta functions: an op's output shape and dtype from its arguments alone, no data read.
+
+A meta function takes exactly the op's arguments (the kernel calling convention; tensors may
+live on any device, meta tensors included) and returns ``(shape, dtype)`` for one output, a
+tuple of such pairs for several outputs (``max_dim``, ``sort``), or, for an op that mutates an
+argument, that argument after checking the other arguments fit it. The op modules attach them
+with ``define(..., meta=...)``; the meta device (plugins/ember-meta) turns each into a kernel
+that allocates a data-less tensor. They are written per family so one rule covers many ops.
+
+The Python API has validated user input before the op is called, but ops are also called
+directly (composites, autograd formulas, other packages), so shape mismatches are checked here
+too, with errors naming the op and the shapes involved.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import _dtype
+from .._tensor import Tensor
+from ._util import _broadcast_pair
+
+_bool, _int64 = _dtype.bool_, _dtype.int64
+
+
+# -- shared rules -------------------------------------------------------------------------------
+def shape_of(x) -> tuple:
+    return tuple(x._shape) if isinstance(x, Tensor) else ()
+
+
+def broadcast(op: str, *xs) -> tuple:
+    """The broadcast shape of the tensor/scalar operands ``xs``; RuntimeError naming ``op``."""
+    return broadcast_shapes(op, *[shape_of(x) for x in xs if isinstance(x, Tensor)])
+
+
+def broadcast_shapes(op: str, *shapes) -> tuple:
+    out = ()
+    for s in shapes:
+        if s == out:
+            continue
+        try:
+            out = _broadcast_pair(out, tuple(s))
+        except RuntimeError as e:
+            raise RuntimeError(f"{op}: {e} (operand shapes "
+                               f"{', '.join(str(list(x)) for x in shapes)})") from None
+    return out
+
+
+def real_of(d):
+    return d.to_real() if d.category == _dtype.COMPLEX else d
+
+
+def reduced(shape, dims, keepdim) -> tuple:
+    """``shape`` reduced over the (wrapped) ``dims``; kept as size 1 when ``keepdim``."""
+    dims = set(dims)
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dims)
+
+
+def _check_dim(op, dim, ndim):
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _tensor(op, x, what="self"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: argument '{what}' must be a Tensor, got {type(x).__name__}")
+    return x
+
+
+def _same_shape(op, self, shape, what):
+    if tuple(shape) != tuple(self._shape):
+        raise RuntimeError(f"{op}: output with shape {list(self._shape)} doesn't match the "
+                           f"broadcast shape {list(shape)} of {what}")
+    return self
+
+
+# -- elementwise --------------------------------------------------------------------------------
+def unary(name: str, family: str):
+    """``name(Tensor self, dtype compute)``: predicates return bool; abs of a complex tensor is
+    real; the rest return ``compute``."""
+    if family == "pred":
+        return lambda x, compute: (shape_of(_tensor(name, x)), _bool)
+    if name == "abs":
+        return lambda x, compute: (shape_of(_tensor(name, x)), real_of(compute))
+    return lambda x, compute: (shape_of(_tensor(name, x)), compute)
+
+
+def inplace(name: str):
+    """In-place ops whose other arguments are not shaped (``exp_``, ``fill_``, ``uniform_``)."""
+    def meta(self, *args):
+        return _tensor(name, self)
+    return meta
+
+
+def same(name: str):
+    """Ops whose output is shaped and typed like ``self`` (round, leaky_relu, flip, tril…)."""
+    return lambda self, *args: (shape_of(_tensor(name, self)), self.dtype)
+
+
+def with_compute(name: str):
+    """``name(Tensor self, ..., dtype compute)``: self's shape, the compute dtype (gelu…)."""
+    return lambda self, *args: (shape_of(_tensor(name, self)), args[-1])
+
+
+def binary(name: str, family: str):
+    """``name(self, other, [alpha | rounding_mode,] dtype compute)``: broadcast shape;
+    comparisons and logical ops return bool."""
+    to_bool = family in ("cmp", "logical")
+
+    def meta(a, b, *rest):
+        shape = broadcast(name, a, b)
+        return shape, _bool if to_bool else rest[-1]
+    return meta
+
+
+def binary_(name: str):
+    """In-place binary ops: ``other`` must broadcast to ``self``'s shape."""
+    def meta(self, other, *rest):
+        return _same_shape(name, _tensor(name, self), broadcast(name, self, other),
+                           f"self and other (shape {list(shape_of(other))})")
+    return meta
+
+
+def where(condition, a, b, compute):
+    return broadcast("where", condition, a, b), compute
+
+
+def clamp(x, lo, hi, compute):
+    return broadcast("clamp", x, lo, hi), compute
+
+
+def clamp_(x, lo, hi, compute):
+    return _same_shape("clamp_", x, broadcast("clamp_", x, lo, hi), "self, min and max")
+
+
+# -- copies -------------------------------------------------------------------------------------
+def to_copy(self, dtype):
+    return shape_of(_tensor("_to_copy", self)), dtype
+
+
+def copy_(self, src):
+    if tuple(src._shape) != tuple(self._shape):
+        raise RuntimeError(f"copy_: the source of shape {list(src._shape)} must have the "
+                           f"destination's shape {list(self._shape)} (expand it first)")
+    return self
+
+
+# -- factories ----------------------------------------------------------------------------------
+def _size(op, size) -> tuple:
+    out = tuple(int(s) for s in size)
+    if any(s < 0 for s in out):
+        raise RuntimeError(f"{op}: trying to create tensor with negative dimension: {list(out)}")
+    return out
+
+
+def full(size, fill_value, dtype, device):
+    return _size("full", size), dtype
+
+
+def arange(start, end, step, dtype, device):
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    return (max(math.ceil((end - start) / step), 0),), dtype
+
+
+def linspace(start, end, steps, dtype, device):
+    return _size("linspace", (steps,)), dtype
+
+
+def eye(n, m, dtype, device):
+    return _size("eye", (n, m)), dtype
+
+
+def sized(op: str):
+    """Random factories: ``op(..., int[] size, Generator generator, dtype dtype, Device device)``
+    (rand, randn, randint, normal): the size argument, third from the end."""
+    return lambda *args: (_size(op, args[-4]), args[-2])
+
+
+def randperm(n, generator, dtype, device):
+    return _size("randperm", (n,)), dtype
+
+
+def multinomial(self, num_samples, replacement, generator):
+    if self.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape "
+                           f"{list(self._shape)}")
+    return tuple(self._shape[:-1]) + (int(num_samples),), _int64
+
+
+def bernoulli_(self, p, generator):
+    if isinstance(p, Tensor):
+        _same_shape("bernoulli_", self, broadcast("bernoulli_", self, p), "self and p")
+    return self
+
+
+# -- reductions ---------------------------------------------------------------------------------
+def _dims_ok(op, x, dims):
+    for d in dims:
+        if not 0 <= d < max(x.ndim, 1):
+            raise IndexError(f"{op}: dim {d} out of range for a tensor of shape "
+                             f"{list(x._shape)}")
+    return dims
+
+
+def reduction(op: str, result: str = "dtype"):
+    """``op(Tensor self, int[] dim, [...,] bool keepdim, [dtype dtype])`` with the reduced dims
+    already wrapped. ``result``: "dtype" = the dtype argument (sum, all…), "same" = self's
+    dtype (amax), "real" = self's real dtype (var, vector_norm)."""
+    def meta(x, dim, *rest):
+        _tensor(op, x)
+        keepdim = next(r for r in rest if r.__class__ is bool)
+        shape = reduced(x._shape, _dims_ok(op, x, tuple(dim)), keepdim)
+        d = rest[-1] if result == "dtype" else x.dtype if result == "same" else real_of(x.dtype)
+        return shape, d
+    return meta
+
+
+def extreme_dim(op: str):
+    """``max_dim``/``min_dim(Tensor self, int dim, bool keepdim) -> (values, indices)``."""
+    def meta(x, dim, keepdim):
+        dims = (_check_dim(op, dim, x.ndim),) if x.ndim else ()
+        shape = reduced(x._shape, dims, keepdim)
+        return (shape, x.dtype), (shape, _int64)
+    return meta
+
+
+def arg_extreme(op: str):
+    """``argmax(Tensor self, int? dim, bool keepdim)``: None = the flat index."""
+    def meta(x, dim, keepdim):
+        if dim is None:
+            return ((1,) * x.ndim if keepdim else ()), _int64
+        dims = (_check_dim(op, dim, x.ndim),) if x.ndim else ()
+        return reduced(x._shape, dims, keepdim), _int64
+    return meta
+
+
+def vector_norm(x, ord, dim, keepdim):
+    _tensor("vector_norm", x)
+    return reduced(x._shape, _dims_ok("vector_norm", x, tuple(dim)), keepdim), real_of(x.dtype)
+
+
+def along_dim(op: str):
+    """Scans and softmax: ``op(Tensor self, int dim, dtype dtype)``, self's shape."""
+    def meta(x, dim, dtype):
+        _check_dim(op, dim, x.ndim)
+        return shape_of(x), dtype
+    return meta
+
+
+# -- linear algebra -----------------------------------------------------------------------------
+def matmul(a, b):
+    sa, sb = shape_of(a), shape_of(b)
+    if not sa or not sb:
+        raise RuntimeError(f"matmul: both arguments need to be at least 1D, got shapes "
+                           f"{list(sa)} and {list(sb)}")
+    xa = sa if len(sa) > 1 else (1,) + sa
+    xb = sb if len(sb) > 1 else sb + (1,)
+    if xa[-1] != xb[-2]:
+        raise RuntimeError(f"matmul: shapes {list(sa)} and {list(sb)} cannot be multiplied "
+                           f"({xa[-2]}x{xa[-1]} and {xb[-2]}x{xb[-1]})")
+    batch = broadcast_shapes("matmul", xa[:-2], xb[:-2])
+    out = batch + (xa[-2],) * (len(sa) > 1) + (xb[-1],) * (len(sb) > 1)
+    return out, a.dtype
+
+
+def svdvals(A):
+    s = shape_of(A)
+    if len(s) < 2:
+        raise RuntimeError(f"linalg.svdvals: The input tensor A must have at least 2 dimensions, "
+                           f"got shape {list(s)}")
+    return s[:-2] + (min(s[-2:]),), real_of(A.dtype)
+
+
+def einsum(equation, operands):
+    """The op gets an explicit equation (``"ij,jk->ik"``, ellipses spelled out): each output
+    label takes the broadcast size that label has among the operands."""
+    lhs, _, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError(f"einsum: the equation {equation!r} names {len(terms)} operands, "
+                           f"got {len(operands)}")
+    sizes = {}
+    for i, (term, t) in enumerate(zip(terms, operands)):
+        if len(term) != t.ndim:
+            raise RuntimeError(f"einsum: operand {i} has shape {list(t._shape)} but the "
+                               f"equation {equation!r} gives it {len(term)} subscripts")
+        for c, n in zip(term, t._shape):
+            old = sizes.get(c, 1)
+            if n != old and 1 not in (n, old):
+                raise RuntimeError(f"einsum: subscript {c} has size {n} for operand {i}, which "
+                                   f"does not broadcast with size {old} seen before")
+            sizes[c] = n if old == 1 else old
+    return tuple(sizes[c] for c in rhs), operands[0].dtype
+
+
+# -- shape ops ----------------------------------------------------------------------------------
+def cat(tensors, dim, dtype):
+    if not tensors:
+        raise RuntimeError("cat: expected a non-empty list of Tensors")
+    shaped = [t for t in tensors if not (t.ndim == 1 and t._shape[0] == 0)]
+    if not shaped:
+        return (0,), dtype
+    ref = tuple(shaped[0]._shape)
+    d = _check_dim("cat", dim, len(ref))
+    total = 0
+    for i, t in enumerate(shaped):
+        s = tuple(t._shape)
+        if len(s) != len(ref) or s[:d] + s[d + 1:] != ref[:d] + ref[d + 1:]:
+            raise RuntimeError(f"cat: sizes of tensors must match except in dimension {d}: "
+                               f"tensor 0 has shape {list(ref)}, tensor {i} has shape {list(s)}")
+        total += s[d]
+    return ref[:d] + (total,) + ref[d + 1:], dtype
+
+
+def tile(self, reps):
+    reps = tuple(reps)
+    shape = tuple(self._shape)
+    n = max(len(reps), len(shape))
+    reps = (1,) * (n - len(reps)) + reps
+    shape = (1,) * (n - len(shape)) + shape
+    return _size("tile", tuple(s * r for s, r in zip(shape, reps))), self.dtype
+
+
+# -- indexing -----------------------------------------------------------------------------------
+def _index_shape(op, shape, indices):
+    """``view[indices]`` with one index tensor (or None) per leading dim: the broadcast index
+    shape replaces adjacent indexed dims, and goes first when they are not adjacent."""
+    indices = list(indices) + [None] * (len(shape) - len(indices))
+    if len(indices) > len(shape):
+        raise IndexError(f"{op}: too many indices ({len(indices)}) for a tensor of shape "
+                         f"{list(shape)}")
+    dims = [d for d, t in enumerate(indices) if t is not None]
+    if not dims:
+        return tuple(shape)
+    try:
+        b = broadcast(op, *[indices[d] for d in dims])
+    except RuntimeError:
+        raise IndexError(f"{op}: shape mismatch: indexing tensors could not be broadcast "
+                         f"together with shapes "
+                         f"{', '.join(str(list(indices[d]._shape)) for d in dims)}") from None
+    if dims == list(range(dims[0], dims[-1] + 1)):
+        return tuple(shape[:dims[0]]) + b + tuple(shape[dims[-1] + 1:])
+    return b + tuple(s for d, s in enumerate(shape) if indices[d] is None)
+
+
+def index(self, indices):
+    return _index_shape("index", tuple(self._shape), indices), self.dtype
+
+
+def index_put_(self, indices, values, accumulate):
+    target = _index_shape("index_put_", tuple(self._shape), indices)
+    try:
+        _broadcast_pair(target, shape_of(values))
+    except RuntimeError:
+        raise RuntimeError(f"index_put_: shape mismatch: value tensor of shape "
+                           f"{list(shape_of(values))} cannot be broadcast to indexing result of "
+                           f"shape {list(target)}") from None
+    return self
+
+
+def gather(self, dim, index):
+    _check_dim("gather", dim, self.ndim)
+    return shape_of(index), self.dtype
+
+
+def scatter(self, dim, index, src, reduce):
+    _check_dim("scatter", dim, self.ndim)
+    return shape_of(self), self.dtype
+
+
+def index_select(self, dim, index):
+    if self.ndim == 0:
+        return (), self.dtype
+    d = _check_dim("index_select", dim, self.ndim)
+    s = tuple(self._shape)
+    return s[:d] + (index.numel(),) + s[d + 1:], self.dtype
+
+
+def index_add(self, dim, index, source, alpha):
+    _check_dim("index_add", dim, self.ndim)
+    return shape_of(self), self.dtype
+
+
+def masked_fill(self, mask, value):
+    return broadcast("masked_fill", self, mask), self.dtype
+
+
+# -- sorting ------------------------------------------------------------------------------------
+def sort(self, dim, descending, stable):
+    _check_dim("sort", dim, self.ndim)
+    s = shape_of(self)
+    return (s, self.dtype), (s, _int64)
+
+
+def mode(self, dim):
+    dims = (_check_dim("mode", dim, self.ndim),) if self.ndim else ()
+    s = reduced(self._shape, dims, False)
+    return (s, self.dtype), (s, _int64)
+
+
+# -- what the meta device makes of these --------------------------------------------------------
+def output_specs(result):
+    """A meta function's result as a list of (shape, dtype) pairs, or None when it returned the
+    mutated argument (a Tensor)."""
+    if isinstance(result, Tensor):
+        return None
+    if len(result) == 2 and isinstance(result[1], _dtype.dtype):
+        return [(tuple(result[0]), result[1])]
+    return [(tuple(s), d) for s, d in result]

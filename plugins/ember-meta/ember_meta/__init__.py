@@ -1,0 +1,155 @@
+"""ember's ``meta`` device: tensors with a shape, dtype and strides but no data.
+
+Every kernel here is generated from the op's meta function (``Op.meta``, written once in the
+core's ``ember.ops._meta``): it computes the output's shape and dtype from the arguments and
+allocates a data-less tensor. So a model too large for any memory can be built, moved
+(``Module.to("meta")``), inspected and even differentiated structurally, at no cost. Views are
+composites in the core and share the (empty) storage as on any device. Reading values
+(``.item()``, ``.tolist()``, copying to another device) fails clearly, as in PyTorch.
+
+Ops whose output shape depends on input values cannot have a meta function; they are listed in
+``DATA_DEPENDENT`` with the reason, and running them here raises ``NotImplementedError``.
+"""
+from __future__ import annotations
+
+from ember._device import device as _device_cls
+from ember._storage import Storage
+from ember._tensor import Tensor
+from ember.dispatch.dispatcher import all_ops, get_op
+from ember.ops._meta import output_specs
+from ember.ops._util import contiguous_strides
+from ember.runtime import Backend, hookimpl
+from ember.runtime.kernels import KernelTable
+
+__all__ = ["MetaBackend", "DATA_DEPENDENT", "NO_DATA"]
+
+#: ops whose output shape depends on the input's values: no meta function can exist
+DATA_DEPENDENT = {
+    "nonzero": "its output has one row per nonzero element, and a meta tensor has no values "
+               "to count",
+    "masked_select": "its output has one element per True value of the mask, and a meta tensor "
+                     "has no values to count",
+    "unique": "its output has one element per distinct value, and a meta tensor has no values "
+              "to compare",
+}
+
+NO_DATA = "Cannot copy out of meta tensor; no data!"
+
+
+def _device_of(args):
+    for a in args:
+        if isinstance(a, Tensor):
+            return a.device
+        if isinstance(a, (list, tuple)):
+            for x in a:
+                if isinstance(x, Tensor):
+                    return x.device
+    for a in args:  # factories name their device in an argument
+        if a.__class__ is _device_cls:
+            return a
+    raise RuntimeError("meta: an op ran with neither a tensor nor a device argument")
+
+
+def _empty(shape, dtype, device):
+    shape = tuple(shape)
+    n = 1
+    for s in shape:
+        n *= s
+    # nbytes is what the tensor would take on a real device, so memory can be planned from it
+    storage = Storage(None, n * dtype.itemsize, device)
+    return Tensor._make(storage, shape, contiguous_strides(shape), 0, dtype, device)
+
+
+def meta_kernel(op):
+    """A kernel for ``op`` that allocates data-less outputs from its meta function."""
+    meta = op.meta
+    multi = "->" in op.schema and op.schema.rsplit("->", 1)[1].strip().startswith("(")
+
+    def kernel(*args, **kwargs):
+        result = meta(*args, **kwargs)
+        specs = output_specs(result)
+        if specs is None:  # an in-place op: the meta function returned the mutated argument
+            return result
+        dev = _device_of(args)
+        outs = tuple(_empty(shape, dtype, dev) for shape, dtype in specs)
+        return outs if multi or len(outs) > 1 else outs[0]
+
+    kernel.__name__ = f"meta_{op.name.replace('::', '_')}"
+    return kernel
+
+
+def data_dependent_kernel(name, reason):
+    def kernel(*args, **kwargs):
+        raise NotImplementedError(f"{name}: can't run on the meta device: {reason}. (PyTorch "
+                                  f"refuses it on meta tensors too; run it on a real device.)")
+    kernel.__name__ = f"meta_{name}"
+    return kernel
+
+
+class _MetaKernels(KernelTable):
+    """The generated table, plus ops that got a meta function after the backend was made
+    (``ember.library.custom_op(...).register_fake``): their kernel is made on first lookup."""
+
+    def get(self, name):
+        fn = self._kernels.get(name)
+        if fn is None:
+            try:
+                op = get_op(name)
+            except KeyError:
+                return None
+            if op.meta is not None and op.composite is None:
+                fn = self._kernels[name] = meta_kernel(op)
+        return fn
+
+
+class MetaBackend(Backend):
+    name = "meta"
+    cpu_fallback = False  # running an op on real data would defeat the point
+
+    def __init__(self):
+        super().__init__()
+        self.kernels = _MetaKernels(self.name)
+        for name, op in all_ops().items():
+            # composites (views, std, addmm…) run their decomposition over these kernels;
+            # views in particular must share their base's storage, not get a new one
+            if op.meta is not None and op.composite is None:
+                self.kernels.register(name, meta_kernel(op))
+        for name, reason in DATA_DEPENDENT.items():
+            self.kernels.register(name, data_dependent_kernel(name, reason))
+
+    def device_count(self) -> int:
+        return 1
+
+    def device_name(self, index) -> str:
+        return "meta (shapes and dtypes only, no data)"
+
+    # -- storage and data movement --------------------------------------------------------------
+    def empty(self, shape, dtype, device):
+        return _empty(shape, dtype, device)
+
+    def from_numpy(self, array, device, non_blocking=False):
+        """``ember.tensor(data, device="meta")`` / ``cpu_tensor.to("meta")``: the data's shape
+        and dtype; the values are dropped, as in PyTorch."""
+        from ember import _dtype
+        return _empty(array.shape, _dtype.from_numpy_dtype(array.dtype), device)
+
+    def to_numpy(self, tensor):
+        raise NotImplementedError(f"{NO_DATA} (a meta tensor of shape {list(tensor._shape)} and "
+                                  f"dtype {tensor.dtype} has no values to read or copy; run on a "
+                                  f"real device to get values)")
+
+    def copy_(self, dst, src, non_blocking=False):
+        if src.device.type != "meta":
+            raise NotImplementedError(f"copy_: can't copy from {src.device} into a meta tensor "
+                                      f"through the backend; use dst.copy_(src)")
+        if tuple(dst._shape) != tuple(src._shape):
+            raise RuntimeError(f"copy_: shapes {list(dst._shape)} and {list(src._shape)} differ")
+        return dst
+
+    def storage_nbytes(self, data) -> int:
+        return 0  # a meta Storage holds no memory; Storage.nbytes says what it would take
+
+
+@hookimpl
+def ember_register_backends(registry):
+    registry.add(MetaBackend())
