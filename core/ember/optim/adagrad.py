@@ -1,0 +1,59 @@
+"""``Adagrad``, following PyTorch's update: a running sum of squared gradients scales each
+coordinate's step; ``lr_decay`` shrinks the rate with the step count. State is created at
+construction (like PyTorch), so ``state_dict()`` is complete before the first step."""
+from __future__ import annotations
+
+from .. import _dtype
+from .optimizer import Optimizer, as_real, bump, check_hparams, grads_of, step_counter
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, *, maximize=False):
+        check_hparams("Adagrad", lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                      initial_accumulator_value=initial_accumulator_value, eps=eps)
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def add_param_group(self, param_group):
+        super().add_param_group(param_group)
+        # every group, at construction or added later, gets its state at once
+        for p in self.param_groups[-1]["params"]:
+            self._init_state(p, self.param_groups[-1])
+
+    def _init_state(self, p, group):
+        from ..ops.factories import full_like
+        state = self.state[p]
+        if "sum" in state:
+            return
+        v = group["initial_accumulator_value"]
+        state["step"] = step_counter()
+        state["sum"] = full_like(p, complex(v, v) if p.dtype.category == _dtype.COMPLEX else v)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("maximize", False)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, lr_decay, eps, wd = group["lr"], group["lr_decay"], group["eps"], \
+                group["weight_decay"]
+            for p, grad in grads_of(group, "Adagrad"):
+                state = self.state[p]
+                step = bump(state["step"])
+                if group["maximize"]:
+                    grad = -grad
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                clr = lr / (1 + (step - 1) * lr_decay)
+                param, grad, state_sum = as_real(p), as_real(grad), as_real(state["sum"])
+                state_sum.add_(grad * grad)
+                std = state_sum.sqrt().add_(eps)
+                param.add_(grad / std, alpha=-clr)
+        return loss

@@ -1,0 +1,362 @@
+"""``Optimizer``: PyTorch's base class. Parameter groups, per-parameter state, step hooks and
+state dicts in PyTorch's format (``{'state': {index: {...}}, 'param_groups': [{..., 'params':
+[indices]}]}``).
+
+Subclasses implement ``step(closure=None)``; the base wraps it (once per class, like PyTorch's
+``profile_hook_step``) so that it runs under ``no_grad`` with the step hooks around it.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import warnings
+from collections import OrderedDict, defaultdict
+from copy import deepcopy
+
+from .. import _dtype
+from .._tensor import Tensor
+from ..autograd.grad_mode import enable_grad, no_grad
+
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
+           "register_optimizer_step_post_hook"]
+
+
+class _RequiredParameter:
+    """Singleton marking a hyper-parameter that every parameter group must give."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+class RemovableHandle:
+    """Returned by the ``register_*`` methods; ``remove()`` takes the hook out again."""
+    _next_id = itertools.count()
+
+    def __init__(self, hooks_dict):
+        self._hooks = hooks_dict
+        self.id = next(RemovableHandle._next_id)
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+_global_pre_hooks: OrderedDict = OrderedDict()
+_global_post_hooks: OrderedDict = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """``hook(optimizer, args, kwargs)`` before every optimizer's step."""
+    handle = RemovableHandle(_global_pre_hooks)
+    _global_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook):
+    """``hook(optimizer, args, kwargs)`` after every optimizer's step."""
+    handle = RemovableHandle(_global_post_hooks)
+    _global_post_hooks[handle.id] = hook
+    return handle
+
+
+def _hooked_step(func):
+    @functools.wraps(func)
+    def wrapper(self, *args, **kwargs):
+        for pre in itertools.chain(_global_pre_hooks.values(),
+                                   self._optimizer_step_pre_hooks.values()):
+            result = pre(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(f"{func} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+        with no_grad():
+            out = func(self, *args, **kwargs)
+        # lr schedulers read this to warn when they are stepped before the optimizer
+        self._opt_called = True
+        for post in itertools.chain(self._optimizer_step_post_hooks.values(),
+                                    _global_post_hooks.values()):
+            post(self, args, kwargs)
+        return out
+    wrapper.hooked = True
+    return wrapper
+
+
+def _typename(obj):
+    if isinstance(obj, Tensor):
+        return f"ember.Tensor (dtype {obj.dtype.name}, device {obj.device})"
+    return type(obj).__module__ + "." + type(obj).__qualname__
+
+
+class Optimizer:
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        self._patch_step_function()
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got " + _typename(params))
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def _patch_step_function(self):
+        cls = self.__class__
+        if not getattr(cls.step, "hooked", False):
+            cls.step = _hooked_step(cls.step)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state,
+                "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
+        self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+        self._patch_step_function()
+
+    def __repr__(self):
+        s = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += f"    {key}: {group[key]}\n"
+        return s + ")"
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def register_step_pre_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` runs before ``step``; it may return a new
+        ``(args, kwargs)`` pair."""
+        handle = RemovableHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` runs after ``step``."""
+        handle = RemovableHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
+        return handle
+
+    # -- parameter groups -----------------------------------------------------------------------
+    def add_param_group(self, param_group):
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        else:
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        tensors = [p[1] if isinstance(p, tuple) else p for p in params]
+        param_group["params"] = tensors
+        if names:
+            if len(names) != len(tensors):
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
+            param_group["param_names"] = names
+        for p in tensors:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + _typename(p))
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            param_group.setdefault(name, default)
+        if len(tensors) != len(set(tensors)):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error; see github.com/pytorch/pytorch/"
+                          "issues/40967 for more information", stacklevel=3)
+        seen = set()
+        for group in self.param_groups:
+            seen.update(group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError(f"all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
+        if not seen.isdisjoint(tensors):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    def step(self, closure=None):
+        raise NotImplementedError(f"{type(self).__name__} does not define step(); optimizers "
+                                  f"subclass Optimizer and implement step(closure=None)")
+
+    def _closure_loss(self, closure):
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    # -- state dicts ----------------------------------------------------------------------------
+    def state_dict(self):
+        mapping = {}
+        start = 0
+
+        def pack(group):
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                mapping.setdefault(id(p), i)
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        groups = [pack(g) for g in self.param_groups]
+        state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v
+                 for k, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    @staticmethod
+    def _cast_state(param, value, key=None):
+        """A saved state value as this parameter's state: floating state follows the parameter's
+        dtype and device; 'step' stays as saved (a host counter, like PyTorch)."""
+        if isinstance(value, Tensor):
+            if key == "step":
+                return value.clone()
+            if param.is_floating_point():
+                out = value.to(device=param.device, dtype=param.dtype)
+            else:
+                out = value.to(device=param.device)
+            # never alias the caller's tensors: this optimizer updates its state in place
+            return out.clone() if out is value else out
+        if isinstance(value, dict):
+            return {k: Optimizer._cast_state(param, v, k) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(Optimizer._cast_state(param, v) for v in value)
+        return value
+
+    def load_state_dict(self, state_dict):
+        if not isinstance(state_dict, dict) or "state" not in state_dict or \
+                "param_groups" not in state_dict:
+            raise ValueError(f"{type(self).__name__}.load_state_dict: expected a dict with keys "
+                             f"'state' and 'param_groups' (from Optimizer.state_dict()), got "
+                             f"{_typename(state_dict)}")
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError(f"loaded state dict has a different number of parameter groups "
+                             f"({len(saved_groups)}) than the optimizer ({len(groups)})")
+        for i, (g, sg) in enumerate(zip(groups, saved_groups)):
+            if len(g["params"]) != len(sg["params"]):
+                raise ValueError(f"loaded state dict contains a parameter group that doesn't "
+                                 f"match the size of optimizer's group: group {i} has "
+                                 f"{len(sg['params'])} parameters saved, "
+                                 f"{len(g['params'])} in the optimizer")
+        id_map = dict(zip(itertools.chain.from_iterable(g["params"] for g in saved_groups),
+                          itertools.chain.from_iterable(g["params"] for g in groups)))
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                state[id_map[k]] = self._cast_state(id_map[k], v)
+            else:
+                state[k] = v
+        new_groups = []
+        for g, sg in zip(groups, saved_groups):
+            sg["params"] = g["params"]
+            if "param_names" in g and "param_names" not in sg:
+                sg["param_names"] = g["param_names"]
+            new_groups.append(sg)
+        self.state = state
+        self.param_groups = new_groups
+
+
+# -- helpers shared by the optimizers ---------------------------------------------------------
+def check_hparams(name, lr, **nonneg):
+    """PyTorch's argument checks: a Python-number lr >= 0 and each listed value >= 0."""
+    if isinstance(lr, Tensor):
+        raise TypeError(f"{name}: lr must be a Python number, got a Tensor; ember's optimizers "
+                        f"keep learning rates on the host (use float(lr))")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    labels = {"eps": "epsilon value", "initial_accumulator_value":
+              "initial_accumulator_value value"}
+    for key, value in nonneg.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {labels.get(key, key + ' value')}: {value}")
+
+
+def grads_of(group, name):
+    """(param, grad) pairs of a group's parameters that have a gradient."""
+    out = []
+    for p in group["params"]:
+        g = p.grad
+        if g is None:
+            continue
+        if g.device is not p.device or g._shape != p._shape:
+            raise RuntimeError(f"{name}.step: a parameter of shape {list(p.shape)} on "
+                               f"{p.device} has a gradient of shape {list(g.shape)} on "
+                               f"{g.device}; they must match")
+        out.append((p, g))
+    return out
+
+
+def step_counter():
+    """A fresh 'step' state entry: a 0-d host tensor, like PyTorch (float64 when that is the
+    default dtype). It stays on the CPU, so reading it never synchronizes a device."""
+    from ..ops.factories import tensor
+    d = _dtype.float64 if _dtype.get_default_dtype() is _dtype.float64 else _dtype.float32
+    return tensor(0.0, dtype=d)
+
+
+def bump(step_t):
+    """Increment a step counter in place and return its value as a Python float."""
+    step_t.add_(1)
+    return float(step_t.item())
+
+
+def as_real(t):
+    """``view_as_real`` for complex tensors (a float view with a trailing dimension of 2, sharing
+    storage); real tensors pass through. PyTorch's Adam/RMSprop/Adagrad treat complex parameters
+    as pairs of reals this way."""
+    if t.dtype.category != _dtype.COMPLEX:
+        return t
+    real = _dtype.float32 if t.dtype is _dtype.complex64 else _dtype.float64
+    return Tensor._make(t._storage, tuple(t._shape) + (2,),
+                        tuple(s * 2 for s in t._stride) + (1,), t._offset * 2, real, t.device)
+
+
+def lerp_(t, end, weight):
+    """``t.lerp_(end, weight)`` with PyTorch's two-sided formula (exact at both ends)."""
+    if weight < 0.5:
+        return t.add_(end - t, alpha=weight)
+    # t = end - (end - t) * (1 - weight)
+    return t.sub_(end).mul_(1 - weight).add_(end)

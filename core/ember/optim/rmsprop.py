@@ -1,0 +1,67 @@
+"""``RMSprop``, following PyTorch's update: a running average of squared gradients (``alpha``),
+optionally centered (minus the squared running mean of gradients), with momentum, L2 weight decay
+and maximize. Complex parameters are updated as pairs of reals, like PyTorch."""
+from __future__ import annotations
+
+from .optimizer import Optimizer, as_real, bump, check_hparams, grads_of, lerp_, step_counter
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, *, maximize=False):
+        check_hparams("RMSprop", lr, eps=eps, momentum=momentum, weight_decay=weight_decay,
+                      alpha=alpha)
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("momentum", 0)
+            group.setdefault("centered", False)
+            group.setdefault("maximize", False)
+
+    def _state_of(self, p, group):
+        from ..ops.factories import zeros_like
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = step_counter()
+            state["square_avg"] = zeros_like(p)
+        if group["momentum"] > 0 and "momentum_buffer" not in state:
+            state["momentum_buffer"] = zeros_like(p)
+        if group["centered"] and "grad_avg" not in state:
+            state["grad_avg"] = zeros_like(p)
+        return state
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+            wd, momentum = group["weight_decay"], group["momentum"]
+            for p, grad in grads_of(group, "RMSprop"):
+                state = self._state_of(p, group)
+                if group["maximize"]:
+                    grad = -grad
+                bump(state["step"])
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                param, grad = as_real(p), as_real(grad)
+                square_avg = as_real(state["square_avg"])
+                square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
+                if group["centered"]:
+                    grad_avg = lerp_(as_real(state["grad_avg"]), grad, 1 - alpha)
+                    avg = square_avg.sub(grad_avg * grad_avg).sqrt_()
+                else:
+                    avg = square_avg.sqrt()
+                avg = avg.add_(eps)
+                if momentum > 0:
+                    buf = as_real(state["momentum_buffer"])
+                    buf.mul_(momentum).add_(grad / avg)
+                    param.add_(buf, alpha=-lr)
+                else:
+                    param.add_(grad / avg, alpha=-lr)
+        return loss
