@@ -335,14 +335,23 @@ def test_no_hidden_synchronize_in_ops(monkeypatch):
 
 @needs_opencl
 def test_fallback_ops_run_on_the_cpu_with_a_warning():
+    # every built-in op has an OpenCL kernel, so the fallback is shown with an op that has
+    # only a CPU kernel, as a third-party library's op may
     import warnings
-    x = ember.tensor([[1.0, 2.0], [3.0, 4.0]], device="opencl")
-    op = "cumsum"
+
+    from ember import library
     from ember.dispatch import dispatcher
-    dispatcher._warned_fallback.discard(("opencl", op))
+
+    @library.custom_op("opencl_test::running_total", device_types="cpu")
+    def running_total(x):
+        assert x.device.type == "cpu", "the fallback hands the CPU kernel CPU tensors"
+        return x.cumsum(0)
+
+    x = ember.tensor([[1.0, 2.0], [3.0, 4.0]], device="opencl")
+    dispatcher._warned_fallback.discard(("opencl", "opencl_test::running_total"))
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        r = x.cumsum(0)
+        r = running_total(x)
     assert r.device is x.device and r.tolist() == [[1.0, 2.0], [4.0, 6.0]]
     assert any("runs on the CPU" in str(m.message) for m in w)
 

@@ -130,6 +130,7 @@ def stream_ordering_with_wait_event(device):
     mod = _module(device)
     s1, s2 = mod.Stream(), mod.Stream()
     x = ember.zeros(1000, device=device)
+    s1.wait_stream(mod.current_stream())   # x is written on the current stream: order s1 after
     with mod.stream(s1):
         x.add_(1)
         done = mod.Event()

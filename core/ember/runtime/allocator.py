@@ -55,7 +55,9 @@ class CachingAllocator:
         self._oom_errors = tuple(oom_errors)
         self.limit_bytes = limit_bytes
         self._cache: dict = {}       # rounded size -> [handles]
-        self._lock = threading.Lock()
+        # reentrant: a garbage collection inside allocate() (raw_alloc makes Python objects) may
+        # free a tensor on this thread, and its Block.__del__ -> _release takes the lock again
+        self._lock = threading.RLock()
         self._allocated = 0          # bytes in live blocks (rounded sizes)
         self._reserved = 0           # bytes obtained from the device (live + cached)
         self._peak_allocated = 0
@@ -112,11 +114,12 @@ class CachingAllocator:
             self._empty_cache_locked()
 
     def _empty_cache_locked(self):
-        for size, handles in self._cache.items():
+        # swap first: a block released during raw_free (see the lock) lands in the new cache
+        cache, self._cache = self._cache, {}
+        for size, handles in cache.items():
             for h in handles:
                 self._raw_free(h)
                 self._reserved -= size
-        self._cache.clear()
 
     def memory_allocated(self) -> int:
         return self._allocated
