@@ -6,7 +6,9 @@ Cases (issue #5):
   * µs per ``a + b`` on 16-element float32 tensors: queued (the host-side cost of an op; the
     device is synchronized once per timing round) and synchronized after every op (latency)
   * ms for a 5-op elementwise chain on 1M-element float32 tensors, synchronized per chain
-Ratios are ember / numpy: below 1 means ember is faster.
+  * GFLOP/s of a 512x512 float32 matmul (target: at least 0.25 of numpy's)
+  * ms for row-wise softmax, cumsum, sort and var on a 1024x1024 float32 tensor
+Ratios are ember / numpy: for times below 1 means ember is faster, for GFLOP/s above 1 does.
 """
 from __future__ import annotations
 
@@ -80,6 +82,29 @@ def cases(quick):
         sync()
     rows.append(("5-op chain, 1M float32", "ms", timeit(chain, min_time=mt) * 1e3,
                  timeit(lambda: big_chain(*big, np.tanh), min_time=mt) * 1e3))
+
+    n = 512
+    ma, mb = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+    ea, eb = ember.tensor(ma, device="opencl"), ember.tensor(mb, device="opencl")
+    flop = 2 * n ** 3 / 1e9
+    rows.append(("matmul 512x512 float32", "GFLOP/s",
+                 flop / timeit(lambda: ea @ eb, min_time=mt, after_round=sync),
+                 flop / timeit(lambda: ma @ mb, min_time=mt)))
+
+    x = rng.standard_normal((1024, 1024), dtype=np.float32)
+    ex = ember.tensor(x, device="opencl")
+
+    def np_softmax(a):
+        e = np.exp(a - a.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    for name, fe, fn in (("softmax(dim=1)", lambda: ex.softmax(1), lambda: np_softmax(x)),
+                         ("cumsum(dim=1)", lambda: ex.cumsum(1), lambda: np.cumsum(x, 1)),
+                         ("sort(dim=1)", lambda: ex.sort(1),
+                          lambda: np.sort(x, 1, kind="stable")),
+                         ("var(dim=0)", lambda: ex.var(0), lambda: x.var(0, ddof=1))):
+        rows.append((f"{name}, 1024x1024 float32", "ms",
+                     timeit(fe, min_time=mt, after_round=sync) * 1e3,
+                     timeit(fn, min_time=mt) * 1e3))
     return rows
 
 

@@ -66,7 +66,9 @@ def _specs(out):
 
 # ops (OpInfo names) whose API reads values before the op runs (bounds / class count checks
 # with .item()), so they can't run on meta in ember; PyTorch's one_hot can't either
-API_READS_VALUES = {"take", "one_hot"}
+# Python APIs that check index values on the host (bounds, class indices) before calling ops
+API_READS_VALUES = {"take", "one_hot", "nn.embedding", "nn.embedding padding_idx",
+                    "nn.cross_entropy", "nn.nll_loss"}
 
 
 @pytest.fixture(scope="module")
@@ -152,9 +154,12 @@ def test_meta_fails_only_where_values_are_needed(conformance_run):
 def test_every_op_has_a_meta_function_or_a_reason():
     """Each registry op either has a meta function, runs as a composite of ops (views are
     metadata only), or is listed as data-dependent with a reason. New ops must pick one."""
+    # ops in other namespaces belong to libraries (and to other test modules' test ops), which
+    # opt in with register_fake; the built-in set must be complete
     missing = sorted(n for n, op in all_ops().items()
                      if op.meta is None and op.composite is None
-                     and n not in ember_meta.DATA_DEPENDENT)
+                     and n not in ember_meta.DATA_DEPENDENT
+                     and ("::" not in n or n.startswith("autograd::")))
     assert missing == []
     for name, reason in ember_meta.DATA_DEPENDENT.items():
         assert all_ops()[name].meta is None, f"{name} is listed data-dependent but has a meta"

@@ -330,7 +330,8 @@ def test_no_hidden_synchronize_in_ops(monkeypatch):
     assert waits == []
     z.cpu()                                          # reading the values is what blocks
     ember.opencl.synchronize()
-    assert waits[0] == "blocking copy" and set(waits[1:]) == {"finish"}
+    # an explicit synchronize may block too (queues finish; errors kernels flagged are read)
+    assert waits[0] == "blocking copy" and "finish" in waits[1:]
 
 
 @needs_opencl

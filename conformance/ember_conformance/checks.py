@@ -21,6 +21,7 @@ class Result:
     worst: float = 0.0  # worst error as a multiple of the allowed tolerance
     message: str = ""
     samples: int = 0
+    compared: int = -1  # forward: samples whose values were compared (-1: not counted)
 
     @property
     def ok(self) -> bool:
@@ -73,7 +74,7 @@ def check_forward(info, dtype: str, device) -> Result:
     if dt not in backend.dtypes:
         return _check_unsupported(info, dtype, device)
     status = "fallback" if runs_on_fallback(info, backend) else "pass"
-    worst, count = 0.0, 0
+    worst, count, compared, first_rejection = 0.0, 0, 0, ""
     cpu = ember.device("cpu")
     for sample in info.samples(dtype):
         count += 1
@@ -87,6 +88,7 @@ def check_forward(info, dtype: str, device) -> Result:
             try:
                 _call(info, device, sample)
             except type(e):
+                first_rejection = first_rejection or f"{sample.desc}: {type(e).__name__}: {e}"
                 continue
             except Exception as e2:
                 return Result("forward", info.name, dtype, "fail", float("inf"),
@@ -127,7 +129,9 @@ def check_forward(info, dtype: str, device) -> Result:
             if not ok:
                 return Result("forward", info.name, dtype, "fail", worst,
                               f"{sample.desc}: {msg}", count)
-    return Result("forward", info.name, dtype, status, worst, "", count)
+        compared += 1
+    return Result("forward", info.name, dtype, status, worst,
+                  first_rejection if not compared else "", count, compared=compared)
 
 
 def _names_unsupported_dtype(error, backend) -> bool:

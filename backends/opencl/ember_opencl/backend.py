@@ -14,7 +14,7 @@ from ember._tensor import Tensor
 from ember.ops._util import contiguous_strides
 from ember.runtime import Backend
 
-from . import cltypes, transfer
+from . import cltypes, deferred, transfer
 from .device import Devices
 from .streams import Event, Stream
 
@@ -35,6 +35,13 @@ class OpenCLBackend(Backend):
         from . import ops_copy, ops_elementwise, ops_factories, ops_linalg, ops_reduction
         for mod in (ops_copy, ops_elementwise, ops_factories, ops_reduction, ops_linalg):
             mod.register(self)
+        from . import ops_shape; ops_shape.register(self)  # noqa: E702
+        from . import ops_random; ops_random.register(self)  # noqa: E702
+        from . import ops_indexing; ops_indexing.register(self)  # noqa: E702
+        from . import ops_argreduce; ops_argreduce.register(self)  # noqa: E702
+        from . import ops_softmax; ops_softmax.register(self)  # noqa: E702
+        from . import ops_scan; ops_scan.register(self)  # noqa: E702
+        from . import ops_sort; ops_sort.register(self)  # noqa: E702
 
     # -- availability, devices, capabilities ----------------------------------------------------
     def is_available(self) -> bool:
@@ -141,3 +148,4 @@ class OpenCLBackend(Backend):
         for queue in st.queues():
             queue.finish()
         st.inflight = []
+        deferred.check(st, st.default_queue)

@@ -1,4 +1,5 @@
-"""Reduction kernels (``ember.ops.reduction``): sum, prod, nansum, mean, amax, amin, all, any.
+"""Reduction kernels (``ember.ops.reduction``): sum, prod, nansum, mean, amax, amin, all, any,
+var and vector_norm (arg-reductions with indices are in ``ops_argreduce``).
 
 One template reduces any set of dims of a strided input. The output element ``m`` (over the
 kept dims, C order) and the reduction index ``j`` (over the reduced dims) are decomposed with
@@ -12,7 +13,9 @@ reduced dims may be interleaved and non-contiguous. Two schedules:
   reductions, where a work-group per output would leave most work-items idle.
 
 The accumulator is the result dtype (bool for all/any, the input dtype for amax/amin), as the
-CPU backend's numpy calls accumulate.
+CPU backend's numpy calls accumulate. Every kernel also takes a float parameter ``pf`` (the
+norm's order, var's divisor) and an optional buffer ``aux`` of one value per output (var's
+means: its pass over the data subtracts them, so var is two reductions and no temporary).
 """
 from __future__ import annotations
 
@@ -68,6 +71,18 @@ REDUCTIONS = {
     "amin": Reduction("amin", lambda c: _max_init(c, True), lambda c: _extreme(c, "<")),
     "all": Reduction("all", lambda c: "1", "(a && b)", pre="(v != 0)"),
     "any": Reduction("any", lambda c: "0", "(a || b)", pre="(v != 0)"),
+    # float accumulators only (var and norms are defined for floating inputs)
+    "var": Reduction("var", lambda c: "0", "(a + b)", pre="((v - aux[m]) * (v - aux[m]))",
+                     final="acc = acc / pf;"),
+    "norm_inf": Reduction("norm_inf", lambda c: _max_init(c, False), lambda c: _extreme(c, ">"),
+                          pre="fabs(v)"),
+    "norm_ninf": Reduction("norm_ninf", lambda c: _max_init(c, True), lambda c: _extreme(c, "<"),
+                           pre="fabs(v)"),
+    "norm0": Reduction("norm0", lambda c: "0", "(a + b)", pre="((v != 0) ? (AT)1 : (AT)0)"),
+    "norm1": Reduction("norm1", lambda c: "0", "(a + b)", pre="fabs(v)"),
+    "norm2": Reduction("norm2", lambda c: "0", "(a + b)", pre="(v * v)", final="acc = sqrt(acc);"),
+    "normp": Reduction("normp", lambda c: "0", "(a + b)", pre="pow(fabs(v), pf)",
+                       final="acc = pow(acc, (AT)1 / pf);"),
 }
 
 
@@ -83,7 +98,8 @@ def _frag(f, ctx):
 
 
 # reductions with one accumulator type: built in one program (see codegen.Body on groups)
-FAMILIES = [("sum", "prod", "nansum", "mean"), ("amax", "amin"), ("all", "any")]
+FAMILIES = [("sum", "prod", "nansum", "mean"), ("amax", "amin"), ("all", "any"),
+            ("var", "norm_inf", "norm_ninf", "norm0", "norm1", "norm2", "normp")]
 
 
 def source(state, keys):
@@ -104,7 +120,8 @@ def kernel_source(key):
     L = [f"#undef COMBINE\n#define COMBINE(a, b) {combine}"]
     L.append(f"__kernel void red_{name}(__global {cltypes.CTYPE[out_dt]}* out, "
              f"__global const {cltypes.CTYPE[in_dt]}* in, __global const long* meta, "
-             f"const long M, const long R, const long G, const long chunk, const long p0)\n{{")
+             f"const long M, const long R, const long G, const long chunk, const long p0, "
+             f"const AT pf, __global const AT* aux)\n{{")
     # meta: kept sizes [kr], reduced sizes [rr], offset, kept strides [kr], reduced strides [rr]
     for d in range(kr):
         L.append(f"  const long ks{d} = meta[{d}], kt{d} = meta[{kr + rr + 1 + d}];")
@@ -164,7 +181,8 @@ def _kernel(state, key):
             prg = cl.Program(state.context, source(state, keys)).build()
         for k in keys:
             kk = getattr(prg, f"red_{k[0]}")
-            kk.set_scalar_arg_dtypes([None, None, None] + [np.int64] * 5)
+            kk.set_scalar_arg_dtypes([None, None, None] + [np.int64] * 5
+                                     + [cltypes.np_type(k[2]), None])
             state.kernels[k] = kk
         knl = state.kernels[key]
     return knl
@@ -194,8 +212,10 @@ def _meta(state, shape, stride, offset, dims):
     return ent
 
 
-def reduce(backend, name, x, dims, keepdim, out_dtype, acc_dtype):
-    """Reduce ``x`` over ``dims`` (sorted) with ``REDUCTIONS[name]``."""
+def reduce(backend, name, x, dims, keepdim, out_dtype, acc_dtype, pf=0, aux=None):
+    """Reduce ``x`` over ``dims`` (sorted) with ``REDUCTIONS[name]``; ``pf`` and ``aux`` as
+    the module doc says."""
+    ex = (pf, aux)
     st, q = backend._sq(x.device)
     shape = x._shape
     out_shape = tuple(1 if d in dims else s for d, s in enumerate(shape)) if keepdim else \
@@ -209,25 +229,25 @@ def reduce(backend, name, x, dims, keepdim, out_dtype, acc_dtype):
     ls = _local_size(st)
     if M >= R or ls == 1:
         return _launch(st, q, name, x.dtype, acc_dtype, out_dtype, kr, rr, "item", 1, out, x,
-                       mbuf, M, R, 1, R, True, True)
+                       mbuf, M, R, 1, R, True, True, ex=ex)
     # few outputs, long reductions: split each into G chunks so every compute unit has work
     G = max(1, min(-(-R // (ls * 8)), -(-st.compute_units * 4 // M)))
     chunk = -(-R // G)
     if G == 1:
         return _launch(st, q, name, x.dtype, acc_dtype, out_dtype, kr, rr, "wg", ls, out, x,
-                       mbuf, M, R, 1, chunk, True, True)
+                       mbuf, M, R, 1, chunk, True, True, ex=ex)
     part = backend._new(st, (M, G), acc_dtype, x.device)
     _launch(st, q, name, x.dtype, acc_dtype, acc_dtype, kr, rr, "wg", ls, part, x, mbuf, M, R,
-            G, chunk, True, False, count=R)
+            G, chunk, True, False, count=R, ex=ex)
     kr2, rr2, mbuf2 = _meta(st, part._shape, part._stride, 0, (1,))
     mode = "item" if M >= G else "wg"
     return _launch(st, q, REDUCTIONS[name].second, acc_dtype, acc_dtype, out_dtype, kr2, rr2,
                    mode, ls if mode == "wg" else 1, out, part, mbuf2, M, G, 1, G, False, True,
-                   count=R)
+                   count=R, ex=ex)
 
 
 def _launch(st, q, name, in_dt, at, out_dt, kr, rr, mode, ls, out, x, mbuf, M, R, G, chunk,
-            first, last, count=None):
+            first, last, count=None, ex=(0, None)):
     key = (name, in_dt, at, out_dt, kr, rr, mode, ls, first, last)
     knl = _kernel(st, key)
     if mode == "wg":
@@ -237,7 +257,9 @@ def _launch(st, q, name, in_dt, at, out_dt, kr, rr, mode, ls, out, x, mbuf, M, R
             st.local_sizes
     with st.launch_lock:
         st.last[q] = knl(q, gsize, lsize, out._storage.data, x._storage.data, mbuf, M, R, G,
-                         chunk, R if count is None else count)
+                         chunk, R if count is None else count,
+                         cltypes.pack_scalar(ex[0], at),
+                         None if ex[1] is None else ex[1]._storage.data)
     return out
 
 
@@ -268,3 +290,22 @@ def register(backend):
 
     K("all", make_logical("all"))
     K("any", make_logical("any"))
+
+    def acc_of(dt):
+        return D.float32 if dt in (D.float16, D.bfloat16) else dt
+
+    def var(x, dim, correction, keepdim):
+        at = acc_of(x.dtype)
+        n = math.prod(x._shape[d] for d in dim)
+        means = reduce(backend, "mean", x, dim, False, at, at)  # one per output, C order
+        return reduce(backend, "var", x, dim, keepdim, x.dtype, at, max(0.0, n - correction),
+                      means)
+
+    K("var", var)
+
+    def vector_norm(x, ord, dim, keepdim):
+        name = {math.inf: "norm_inf", -math.inf: "norm_ninf", 0.0: "norm0", 1.0: "norm1",
+                2.0: "norm2"}.get(ord, "normp")
+        return reduce(backend, name, x, dim, keepdim, x.dtype, acc_of(x.dtype), ord)
+
+    K("vector_norm", vector_norm)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import deferred
 from .codegen import Body, run
 
 COPY = Body("copy", "r = x0;", any_output=True)
@@ -51,6 +52,7 @@ def download(backend, tensor):
         run(st, q, COPY, src, (tensor,), (tensor.dtype,), tensor.dtype, tensor.dtype)
     cl.enqueue_copy(q, host, src._storage.data, src_offset=src._offset * host.itemsize,
                     is_blocking=True)
+    deferred.check(st, q)  # errors found by earlier kernels surface where the host waits
     return host
 
 

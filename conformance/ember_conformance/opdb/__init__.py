@@ -38,7 +38,8 @@ class OpInfo:
     fn: Callable
     samples: Callable        # samples(dtype_name) -> iterable of SampleInput
     dtypes: tuple = FLOATS
-    covers: tuple = ()       # registry op names this entry exercises (default: (name,))
+    covers: tuple | None = None   # registry op names this entry exercises (None: (name,);
+    #                               () for compositions such as nn layers, which cover none)
     differentiable: bool = True
     grad_dtypes: tuple = FLOATS
     ref: Callable | None = None          # optional numpy reference: ref(*np_args, **kwargs)
@@ -46,7 +47,7 @@ class OpInfo:
     random: bool = False     # outputs depend on the RNG: compared by properties, not values
 
     def __post_init__(self):
-        if not self.covers:
+        if self.covers is None:
             self.covers = (self.name,)
 
 
@@ -88,7 +89,7 @@ def _laid_out(values, layout, device):
 
 
 _FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "linalg", "shape",
-             "indexing", "random"]
+             "indexing", "random", "nn"]
 
 
 def all_opinfos() -> list:

@@ -10,6 +10,7 @@ them. Every gradient is computed on its tensor's device.
 from __future__ import annotations
 
 import heapq
+import weakref
 import threading
 import warnings
 
@@ -45,9 +46,21 @@ class _Run:
                 break
             root = up
         for t in (g, root):
-            if id(t) in self.pinned or self.counts.get(id(t), 0) > 1:
+            if id(t) in self.pinned:
+                return False
+            e = self.counts.get(id(t))
+            # the weakref tells a gradient routed twice from a new one that reuses a freed id
+            if e is not None and e[0] > 1 and e[1]() is t:
                 return False
         return True
+
+    def route(self, g) -> None:
+        """Count one more place gradient ``g`` was stored."""
+        e = self.counts.get(id(g))
+        if e is not None and e[1]() is g:
+            e[0] += 1
+        else:
+            self.counts[id(g)] = [1, weakref.ref(g)]
 
 
 def _clone(g):
@@ -150,7 +163,7 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
                 outs = _call(n, buf, keep_graph, check)
             k = 0
             n_outs = len(outs)
-            counts = run.counts
+            route = run.route
             for e in n.next_edges:
                 if e is not None:
                     m = e[0]
@@ -160,7 +173,7 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
                         buf = buffers.get(m)
                         if buf is None and nr == 0 and m.num_outputs == 1:
                             buffers[m] = [g]
-                            counts[id(g)] = counts.get(id(g), 0) + 1
+                            route(g)
                         else:
                             _add(buffers, m, nr, g, run)
                     left = deps[m] - 1
@@ -224,7 +237,7 @@ def _add(buffers, n, nr, g, run):
     old = buf[nr]
     if old is None:
         buf[nr] = g
-        run.counts[id(g)] = run.counts.get(id(g), 0) + 1
+        run.route(g)
     else:
         buf[nr] = old + g
 

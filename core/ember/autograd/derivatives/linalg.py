@@ -15,6 +15,11 @@ def _mT(t):
     return permute_op(t, tuple(dims))
 
 
+def _col_major(t):
+    """A 2-D operand laid out as the transpose of a contiguous matrix."""
+    return t.ndim == 2 and t._stride[0] == 1 and t._stride[1] != 1 and t._shape[1] > 1
+
+
 def _matmul_name(self, other):
     a, b = self.ndim, other.ndim
     if a == 1 and b == 1:
@@ -29,7 +34,7 @@ def _matmul_name(self, other):
 
 
 @derivative("matmul", save={"self": "other", "other": "self"}, complex_ok=True,
-            name=_matmul_name, setup=lambda a, b: (a.ndim, b.ndim))
+            name=_matmul_name, setup=lambda a, b: (a.ndim, b.ndim, _col_major(b)))
 def _matmul(ctx, g, self, other):
     # 1-D operands take part as (1, k) and (k, 1) matrices; the node sums the batch dims
     # that broadcasting added back to each operand's shape
@@ -50,7 +55,12 @@ def _matmul(ctx, g, self, other):
             ga = reshape(ga, ga._shape[:-2] + ga._shape[-1:])
     if ctx.needs(1):
         a2 = self.unsqueeze(0) if a_vec else self
-        gb = matmul_op(_mT(conj(a2)), g2)
+        if ctx.info[2] and ctx.info[0] == 2:
+            # other is a transposed view (x @ W.t() in linear): make its gradient as
+            # (g^T a)^T so it arrives at W contiguous and the engine need not copy it
+            gb = _mT(matmul_op(_mT(g2), conj(a2)))
+        else:
+            gb = matmul_op(_mT(conj(a2)), g2)
         if b_vec:
             gb = reshape(gb, gb._shape[:-1])
     return ga, gb

@@ -1,0 +1,104 @@
+"""Kernels that walk *lines*: all elements along one dim ``dim`` for each position of the others
+(scans, softmax, sort, mode). Shared layout metadata, C snippets and program building.
+
+A line op sees its tensors (input, outputs) as ``M`` lines of ``N`` elements. Line ``m`` (over
+the kept dims, C order) starts at ``base_t`` and steps by ``ls_t`` in tensor ``t``; the kept
+dims are collapsed (size-1 dims dropped, dims contiguous in every tensor merged) and passed in
+an int64 metadata buffer, so one compiled kernel serves every shape of the same collapsed rank:
+
+    meta = [kept sizes (kr)] + for each tensor: [offset, line stride, kept strides (kr)]
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from . import cltypes
+from .codegen import collapse
+
+
+def _layout(t, dim):
+    """(shape, stride) of ``t`` with a 0-d tensor seen as one line of one element."""
+    if not t._shape:
+        return (1,), (1,), 0
+    return t._shape, t._stride, dim
+
+
+def meta(state, dim, tensors):
+    """(kr, M, N, buffer) of ``tensors`` seen as lines along ``dim``; the last one (the input)
+    gives the shape, the others may have size 1 along ``dim`` (one element per line)."""
+    import pyopencl as cl
+    key = ("lines", dim) + tuple((t._shape, t._stride, t._offset) for t in tensors)
+    ent = state.meta.get(key)
+    if ent is None:
+        shape, _, d = _layout(tensors[-1], dim)
+        kept = [k for k in range(len(shape)) if k != d]
+        ksh = tuple(shape[k] for k in kept)
+        lays = [_layout(t, dim) for t in tensors]
+        sizes, strides = collapse(ksh, [(ksh, tuple(st[k] for k in kept)) for _, st, _ in lays])
+        data = list(sizes)
+        for t, (_, st, _), kt in zip(tensors, lays, strides):
+            data += [t._offset, st[d]] + kt
+        buf = cl.Buffer(state.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                        hostbuf=np.array(data or [0], dtype=np.int64))
+        ent = state.meta[key] = (len(sizes), math.prod(ksh), shape[d], buf)
+    return ent
+
+
+def c_bases(kr, nt, m="m"):
+    """C statements setting ``b{t}`` (start of line ``m`` in tensor t) and ``l{t}`` (its
+    stride along the line) from ``meta``."""
+    L = ["long q_ = " + m + ", c_;"]
+    for t in range(nt):
+        o = kr + t * (kr + 2)
+        L.append(f"long b{t} = meta[{o}]; const long l{t} = meta[{o + 1}];")
+    for d in range(kr - 1, -1, -1):
+        L.append(f"c_ = q_ % meta[{d}]; q_ /= meta[{d}];")
+        L.extend(f"b{t} += c_ * meta[{kr + t * (kr + 2) + 2 + d}];" for t in range(nt))
+    return "\n  ".join(L)
+
+
+def local_size(state, cap=256):
+    ls = 1
+    while ls * 2 <= min(cap, state.max_wg):
+        ls *= 2
+    return ls
+
+
+def build(state, key, src, names, arg_types):
+    """Compile ``src`` once per ``key``; returns {name: kernel} (scalar types set)."""
+    got = state.kernels.get(key)
+    if got is None:
+        import pyopencl as cl
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            try:
+                prg = cl.Program(state.context, src).build()
+            except cl.RuntimeError as e:
+                raise RuntimeError(f"opencl: building {key[0]} failed:\n{e}\n--- source ---\n"
+                                   f"{src}") from None
+        got = {}
+        for n in names:
+            k = getattr(prg, n)
+            k.set_scalar_arg_dtypes(arg_types[n])
+            got[n] = k
+        state.kernels[key] = got
+    return got
+
+
+def header(state, **types):
+    """Pragmas and typedefs ``name -> dtype`` shared by the line kernels."""
+    L = ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes)]
+    L += [f"typedef {cltypes.CTYPE[d]} {n};" for n, d in types.items()]
+    return "\n".join(L)
+
+
+def launch(state, queue, knl, gsize, lsize, *args):
+    with state.launch_lock:  # a kernel's arguments are shared state: set, then enqueue
+        state.last[queue] = knl(queue, gsize, lsize, *args)
+
+
+def round_up(n, k):
+    return max(k, -(-n // k) * k)

@@ -1,0 +1,160 @@
+"""Reductions that return positions: argmax, argmin, max_dim, min_dim.
+
+The schedule and the address math are ``ops_reduction``'s (an output per kept position, the
+reduced dims decomposed from the same metadata buffer, a work-group tree or a work-item per
+output, long reductions split in chunks and finished by a second launch). The accumulator is a
+(value, index) pair, and the index is the position in the reduced dims in C order -- which is
+the flat index ``argmax(dim=None)`` returns. Order between pairs, like PyTorch: a NaN beats
+every number (the first NaN wins), else the larger (smaller) value, ties to the lower index.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ember import _dtype as D
+
+from . import cltypes
+from .ops_reduction import _local_size, _max_init, _Ctx
+from .ops_reduction import _meta as red_meta
+
+
+def _better(dt, op):
+    plain = f"(v {op} b || (v == b && i < bi))"
+    if dt.category != D.FLOATING:
+        return plain
+    return f"(isnan(v) ? (!isnan(b) || i < bi) : (!isnan(b) && {plain}))"
+
+
+def source(state, key):
+    dt, kr, rr, mode, ls, first = key[1:]
+    T = cltypes.CTYPE[dt]
+    L = ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
+         f"typedef {T} T;"]
+    for name, op, largest in (("argmax", ">", False), ("argmin", "<", True)):
+        L.append(f"#undef BETTER\n#define BETTER(v, i, b, bi) {_better(dt, op)}")
+        L.append(f"__kernel void {name}(__global T* vout, __global long* iout, "
+                 f"__global const T* in, __global const long* inidx, __global const long* meta, "
+                 f"const long M, const long R, const long G, const long chunk)\n{{")
+        for d in range(kr):
+            L.append(f"  const long ks{d} = meta[{d}], kt{d} = meta[{kr + rr + 1 + d}];")
+        for d in range(rr):
+            L.append(f"  const long rs{d} = meta[{kr + d}], rt{d} = meta[{2 * kr + rr + 1 + d}];")
+        if mode == "wg":
+            L.append(f"  __local T sv[{ls}]; __local long si[{ls}];")
+            L.append("  const long grp = get_group_id(0); const int lid = get_local_id(0);")
+            L.append("  const long m = grp / G, g = grp % G;")
+        else:
+            L.append("  const long m = get_global_id(0), g = 0;")
+        L.append("  if (m >= M) return;")
+        L.append(f"  long base = meta[{kr + rr}], q = m, c;")
+        for d in range(kr - 1, -1, -1):
+            L.append(f"  c = q % ks{d}; q /= ks{d}; base += c * kt{d};")
+        L.append(f"  T b = {_max_init(_Ctx(dt), largest).replace('AT', 'T')}; long bi = LONG_MAX;")
+        L.append("  const long start = g * chunk, stop = min(R, start + chunk);")
+        first_j, step = ("start + lid", ls) if mode == "wg" else ("start", 1)
+        L.append(f"  for (long j = {first_j}; j < stop; j += {step}) {{")
+        L.append("    long p = base, r = j, e;")
+        for d in range(rr - 1, -1, -1):
+            L.append(f"    e = r % rs{d}; r /= rs{d}; p += e * rt{d};")
+        L.append(f"    const T v = in[p]; const long i = {'j' if first else 'inidx[p]'};")
+        L.append("    if (BETTER(v, i, b, bi)) { b = v; bi = i; }")
+        L.append("  }")
+        if mode == "wg":
+            L.append("  sv[lid] = b; si[lid] = bi;")
+            L.append("  barrier(CLK_LOCAL_MEM_FENCE);")
+            L.append(f"  for (int s = {ls // 2}; s > 0; s >>= 1) {{")
+            L.append("    if (lid < s) { const T v = sv[lid + s]; const long i = si[lid + s];")
+            L.append("      const T b = sv[lid]; const long bi = si[lid];")
+            L.append("      if (BETTER(v, i, b, bi)) { sv[lid] = v; si[lid] = i; } }")
+            L.append("    barrier(CLK_LOCAL_MEM_FENCE);")
+            L.append("  }")
+            L.append("  if (lid != 0) return;")
+            L.append("  b = sv[0]; bi = si[0];")
+        L.append("  vout[m * G + g] = b; iout[m * G + g] = bi;")
+        L.append("}")
+    return "\n".join(L)
+
+
+def _kernel(state, key):
+    knl = state.kernels.get(key)
+    if knl is None:
+        import pyopencl as cl
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            prg = cl.Program(state.context, source(state, key)).build()
+        for name in ("argmax", "argmin"):
+            k = getattr(prg, name)
+            k.set_scalar_arg_dtypes([None] * 5 + [np.int64] * 4)
+            state.kernels[(name,) + key[1:]] = k
+        knl = state.kernels[key]
+    return knl
+
+
+def arg_reduce(backend, name, x, dims, keepdim):
+    """(values, int64 indices) of the best element over ``dims`` (sorted, may be empty)."""
+    st, q = backend._sq(x.device)
+    shape = x._shape
+    out_shape = tuple(1 if d in dims else s for d, s in enumerate(shape)) if keepdim else \
+        tuple(s for d, s in enumerate(shape) if d not in dims)
+    values = backend._new(st, out_shape, x.dtype, x.device)
+    indices = backend._new(st, out_shape, D.int64, x.device)
+    M = math.prod(s for d, s in enumerate(shape) if d not in dims)
+    R = math.prod(shape[d] for d in dims)
+    if M == 0:
+        return values, indices
+    kr, rr, mbuf = red_meta(st, shape, x._stride, x._offset, tuple(dims))
+    ls = _local_size(st)
+    if M >= R or ls == 1:
+        _launch(st, q, name, x.dtype, kr, rr, "item", 1, True, values, indices, x, None, mbuf,
+                M, R, 1, R)
+        return values, indices
+    G = max(1, min(-(-R // (ls * 8)), -(-st.compute_units * 4 // M)))
+    chunk = -(-R // G)
+    if G == 1:
+        _launch(st, q, name, x.dtype, kr, rr, "wg", ls, True, values, indices, x, None, mbuf,
+                M, R, 1, chunk)
+        return values, indices
+    pv = backend._new(st, (M, G), x.dtype, x.device)
+    pi = backend._new(st, (M, G), D.int64, x.device)
+    _launch(st, q, name, x.dtype, kr, rr, "wg", ls, True, pv, pi, x, None, mbuf, M, R, G, chunk)
+    kr2, rr2, mbuf2 = red_meta(st, (M, G), (G, 1), 0, (1,))
+    mode = "item" if M >= G else "wg"
+    _launch(st, q, name, x.dtype, kr2, rr2, mode, ls if mode == "wg" else 1, False, values,
+            indices, pv, pi, mbuf2, M, G, 1, G)
+    return values, indices
+
+
+def _launch(st, q, name, dt, kr, rr, mode, ls, first, vout, iout, x, xi, mbuf, M, R, G, chunk):
+    knl = _kernel(st, (name, dt, kr, rr, mode, ls, first))
+    if mode == "wg":
+        gsize, lsize = (M * G * ls,), (ls,)
+    else:
+        gsize, lsize = ((M + st.local_size - 1) // st.local_size * st.local_size,), \
+            st.local_sizes
+    with st.launch_lock:
+        st.last[q] = knl(q, gsize, lsize, vout._storage.data, iout._storage.data,
+                         x._storage.data, None if xi is None else xi._storage.data, mbuf,
+                         M, R, G, chunk)
+
+
+def register(backend):
+    K = backend.kernels.register
+
+    def make_dim(name):
+        def kernel(x, dim, keepdim):
+            return arg_reduce(backend, name, x, (dim,) if x.ndim else (), keepdim)
+        return kernel
+
+    def make_arg(name):
+        def kernel(x, dim, keepdim):
+            dims = tuple(range(x.ndim)) if dim is None else (dim,) if x.ndim else ()
+            return arg_reduce(backend, name, x, dims, keepdim)[1]
+        return kernel
+
+    K("max_dim", make_dim("argmax"))
+    K("min_dim", make_dim("argmin"))
+    K("argmax", make_arg("argmax"))
+    K("argmin", make_arg("argmin"))

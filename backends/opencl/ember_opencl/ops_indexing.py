@@ -1,0 +1,402 @@
+"""Indexing kernels (``ember.ops.indexing``): index, index_put_, gather, scatter, index_select,
+index_add, masked_fill, masked_select, nonzero.
+
+Every gather/scatter-like op is one of two kernels over an *iteration space* described by an
+int64 metadata buffer, so a new shape or op reuses the compiled program of its dtype:
+
+* ``take``: ``out[i] = x[a(i)]`` for a contiguous ``out`` (index, gather, index_select);
+* ``put``: ``dst[a(L)] (=, +=, *=) src[b(L)]`` (index_put_, scatter, index_add).
+
+Each dim of the space has a size and a stride into ``x``/``dst``, into ``src`` and into the
+index buffer; each of the K index tensors adds ``value * stride`` of the dim it indexes, after
+the bounds check (and, for ``index``/``index_put_``, the wrap of negative values). So
+``index_select`` is a space shaped like its result whose ``dim`` has x-stride 0 and index-stride
+1; ``gather`` the index's shape; ``index`` the result shape, its broadcast index dims striding
+the (stacked) index tensors only.
+
+Accumulating writes are deterministic without atomics or a sort: the dims along which two
+elements can hit the same destination (``dim`` for scatter/index_add, the index dims for
+``index_put_(accumulate=True)``) are put last and walked *serially* by one work-item, the others
+spread over work-items -- the CPU's ``np.add.at`` order, so results match it bit for bit.
+Plain assignments run fully parallel (duplicate indices: some write wins, as in PyTorch).
+
+Out-of-bounds indices are recorded on the device (``deferred``) and raise at the next
+synchronization; the element is skipped. masked_select and nonzero count per chunk, read the
+counts back (their output size depends on the data, as in PyTorch), then write in order.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember import _dtype as D
+from ember.ops._util import broadcast_shapes
+
+from . import cltypes, codegen, deferred, progs, transfer
+from .codegen import run
+from .math_binary import WHERE
+from .ops_shape import view
+
+_HDR = 8   # meta: R, K, index offset, index k-stride, x offset, y offset, negative ok, unused
+_CHUNK_MIN = 64
+_MAX_CHUNKS = 1024
+
+_C_LOCATE = r"""
+/* element L of the space: its x/dst and src addresses; 0 (recorded) on a bad index */
+inline int locate(__global const long* m, __global const long* idx, long L, long* xa, long* ya,
+                  const int code, __global long* rec) {
+  const int R = (int)m[0], K = (int)m[1];
+  __global const long* s = m + 8;
+  long x = m[4], y = m[5], ia = m[2], q = L;
+  for (int d = R - 1; d >= 0; d--) {
+    const long n = s[d], c = q % n;
+    q /= n;
+    x += c * s[R + d]; y += c * s[2 * R + d]; ia += c * s[3 * R + d];
+  }
+  __global const long* kk = s + 4 * R;
+  for (int k = 0; k < K; k++) {
+    const long v = idx[ia + k * m[3]], size = kk[3 * k + 1];
+    const long w = (v < 0 && m[6]) ? v + size : v;
+    if (w < 0 || w >= size) { RECORD(rec, code, v, kk[3 * k + 2], size); return 0; }
+    x += w * kk[3 * k];
+  }
+  *xa = x; *ya = y;
+  return 1;
+}
+"""
+
+
+def _source(state, dt):
+    c = cltypes.CTYPE[dt]
+    if dt is D.bool_:  # numpy's add.at / multiply.at on bool: or / and
+        ops = "#define ADD(a, b) ((a) | (b))\n#define MUL(a, b) ((a) & (b))\n" \
+              "#define SCALE(v, s) (((v) && (s)) ? 1 : 0)"
+    else:
+        ops = "#define ADD(a, b) ((a) + (b))\n#define MUL(a, b) ((a) * (b))\n" \
+              "#define SCALE(v, s) ((v) * (s))"
+    return "\n".join([progs.header(state), f"typedef {c} T;", ops, deferred.C_RECORD,
+                      progs.C_ADDR, _C_LOCATE, r"""
+__kernel void take(__global T* out, __global const T* x, __global const long* idx,
+                   __global const long* m, const long n, const int code, __global long* rec) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  long xa, ya;
+  out[i] = locate(m, idx, i, &xa, &ya, code, rec) ? x[xa] : (T)0;
+}
+__kernel void put(__global T* out, __global const T* src, __global const long* idx,
+                  __global const long* m, const long npar, const long nser, const int mode,
+                  const T alpha, const int code, __global long* rec) {
+  const long p = get_global_id(0);
+  if (p >= npar) return;
+  for (long s = 0; s < nser; s++) {
+    long xa, ya;
+    if (!locate(m, idx, p * nser + s, &xa, &ya, code, rec)) continue;
+    const T v = src[ya];
+    if (mode == 0) out[xa] = v;
+    else if (mode == 1) out[xa] = ADD(out[xa], SCALE(v, alpha));
+    else out[xa] = MUL(out[xa], v);
+  }
+}
+/* operand 0 of the layout is tested (x for nonzero, the mask for masked_select) */
+__kernel void count(__global const T* x, __global const long* m, const int R, const long n,
+                    const long chunk, __global long* counts) {
+  const long g = get_global_id(0), lo = g * chunk;
+  if (lo >= n) return;
+  const long hi = min(n, lo + chunk);
+  long k = 0;
+  for (long i = lo; i < hi; i++) k += x[ADDR(m, R, 0, i)] != 0;
+  counts[g] = k;
+}
+__kernel void nz_write(__global const T* x, __global const long* m, const int R, const long n,
+                       const long chunk, __global const long* offs, __global long* out,
+                       __global const long* shape, const int nd) {
+  const long g = get_global_id(0), lo = g * chunk;
+  if (lo >= n) return;
+  const long hi = min(n, lo + chunk);
+  long o = offs[g];
+  for (long i = lo; i < hi; i++) {
+    if (x[ADDR(m, R, 0, i)] == 0) continue;
+    long q = i;
+    for (int d = nd - 1; d >= 0; d--) { out[o * nd + d] = q % shape[d]; q /= shape[d]; }
+    o++;
+  }
+}
+__kernel void ms_write(__global const uchar* mask, __global const T* x, __global const long* m,
+                       const int R, const long n, const long chunk, __global const long* offs,
+                       __global T* out) {
+  const long g = get_global_id(0), lo = g * chunk;
+  if (lo >= n) return;
+  const long hi = min(n, lo + chunk);
+  long o = offs[g];
+  for (long i = lo; i < hi; i++)
+    if (mask[ADDR(m, R, 0, i)]) out[o++] = x[ADDR(m, R, 1, i)];
+}
+"""])
+
+
+def _kernels(state, dt):
+    L, I = np.int64, np.int32
+    return progs.program(state, ("indexing", dt), lambda: _source(state, dt), {
+        "take": [None, None, None, None, L, I, None],
+        "put": [None, None, None, None, L, L, I, cltypes.np_type(dt), I, None],
+        "count": [None, None, I, L, L, None],
+        "nz_write": [None, None, I, L, L, None, None, None, I],
+        "ms_write": [None, None, None, I, L, L, None, None],
+    })
+
+
+class Space:
+    """An iteration space under construction: dims (size, x stride, src stride, index stride,
+    serial) and index entries (x stride, size, dim)."""
+
+    def __init__(self, x_offset=0, y_offset=0, idx_offset=0, k_stride=0, negative=False):
+        self.dims = []
+        self.keys = []
+        self.head = [x_offset, y_offset, idx_offset, k_stride, int(negative)]
+
+    def dim(self, size, xs=0, ys=0, is_=0, serial=False):
+        self.dims.append((size, xs, ys, is_, serial))
+
+    def key(self, xs, size, dim):
+        self.keys.append((xs, size, dim))
+
+    def build(self, state):
+        """(metadata buffer, parallel count, serial count)."""
+        dims = [d for d in self.dims if d[0] != 1]
+        dims = [d for d in dims if not d[4]] + [d for d in dims if d[4]]
+        npar = math.prod(d[0] for d in dims if not d[4])
+        nser = math.prod(d[0] for d in dims if d[4])
+        R = len(dims)
+        xo, yo, io, ks, neg = self.head
+        meta = [R, len(self.keys), io, ks, xo, yo, neg, 0]
+        for j in range(4):
+            meta += [d[j] for d in dims]
+        for k in self.keys:
+            meta += list(k)
+        key = ("ix", tuple(meta))
+        buf = state.meta.get(key)
+        if buf is None:
+            if len(state.meta) >= codegen._MAX_META:
+                state.meta.clear()  # as the template does: buffers in flight stay alive
+            buf = state.meta[key] = progs.buffer_of(state, meta)
+        return buf, npar, nser
+
+
+def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
+    K = backend.kernels.register
+    sq, new = backend._sq, backend._new
+
+    def long_index(st, q, t):
+        if t.dtype is D.int64:
+            return t
+        return transfer.copy_into(backend, st, q, new(st, t._shape, D.int64, t.device), t)
+
+    def clone(st, q, x):
+        return transfer.copy_into(backend, st, q, new(st, x._shape, x.dtype, x.device), x)
+
+    def take(st, q, out, x, idx, space, code):
+        n = out.numel()
+        if n == 0:
+            return out
+        buf, _, _ = space.build(st)
+        progs.launch(st, q, _kernels(st, x.dtype)["take"], n, out._storage.data,
+                     x._storage.data, idx._storage.data, buf, n, code, deferred.buffer(st))
+        return out
+
+    def put(st, q, dst, src, idx, space, mode, code, alpha=1):
+        buf, npar, nser = space.build(st)
+        if npar * nser == 0:
+            return dst
+        progs.launch(st, q, _kernels(st, dst.dtype)["put"], npar, dst._storage.data,
+                     src._storage.data, idx._storage.data, buf, npar, nser, mode,
+                     cltypes.pack_scalar(alpha, dst.dtype), code, deferred.buffer(st))
+        return dst
+
+    # -- advanced indexing ----------------------------------------------------------------------
+    def advanced(st, q, x, indices, y=None, serial=False):
+        """(space, index buffer tensor, result shape) of ``x[indices]``; ``y`` (values of the
+        result's shape) gives the src strides for index_put_; ``serial``: walk the index dims
+        in one work-item (accumulation)."""
+        dims = [d for d, t in enumerate(indices) if t is not None]
+        tensors = [indices[d] for d in dims]
+        B = broadcast_shapes(*[t._shape for t in tensors])
+        if len(tensors) == 1:
+            idx = long_index(st, q, tensors[0])
+            bstride = (0,) * (len(B) - idx.ndim) + tuple(
+                0 if n == 1 else s for n, s in zip(idx._shape, idx._stride))
+            io, kst = idx._offset, 0
+        else:  # one (K, *B) buffer: the kernel reads every index at the same offsets
+            idx = new(st, (len(tensors),) + B, D.int64, x.device)
+            for k, t in enumerate(tensors):
+                part = view(idx, B, idx._stride[1:], k * idx._stride[0])
+                pad = len(B) - t.ndim
+                bst = (0,) * pad + tuple(0 if n == 1 else s for n, s in zip(t._shape, t._stride))
+                if part.numel():
+                    transfer.copy_into(backend, st, q, part, view(t, B, bst, t._offset))
+            bstride, io, kst = idx._stride[1:], 0, idx._stride[0] if idx.ndim else 0
+        space = Space(x._offset, 0 if y is None else y._offset, io, kst, negative=True)
+        adjacent = dims == list(range(dims[0], dims[-1] + 1))
+        rest = [d for d in range(x.ndim) if indices[d] is None]
+        before = [d for d in rest if d < dims[0]] if adjacent else []
+        after = [d for d in rest if d not in before]
+        order = [("x", d) for d in before] + [("b", j) for j in range(len(B))] + \
+            [("x", d) for d in after]
+        shape = []
+        for pos, (kind, d) in enumerate(order):
+            ys = 0 if y is None else y._stride[pos]
+            if kind == "x":
+                shape.append(x._shape[d])
+                space.dim(x._shape[d], x._stride[d], ys)
+            else:
+                shape.append(B[d])
+                space.dim(B[d], 0, ys, bstride[d], serial)
+        for d in dims:
+            space.key(x._stride[d], x._shape[d], d)
+        return space, idx, tuple(shape)
+
+    def index(x, indices):
+        st, q = sq(x.device)
+        space, idx, shape = advanced(st, q, x, indices)
+        out = new(st, shape, x.dtype, x.device)
+        return take(st, q, out, x, idx, space, deferred.BOUNDS_INDEX)
+
+    def index_put_(x, indices, values, accumulate):
+        st, q = sq(x.device)
+        if values._storage is x._storage:
+            values = clone(st, q, values)  # the right-hand side is read before any write
+        space, idx, _ = advanced(st, q, x, indices, values, serial=accumulate)
+        return put(st, q, x, values, idx, space, 1 if accumulate else 0, deferred.BOUNDS_INDEX)
+
+    # -- along one dim --------------------------------------------------------------------------
+    def gather(x, dim, index):
+        st, q = sq(x.device)
+        index = long_index(st, q, index)
+        out = new(st, index._shape, x.dtype, x.device)
+        if x.ndim == 0 or index.ndim == 0:  # x seen flat, as the CPU kernel does
+            space = Space(x._offset, 0, index._offset)
+            for n, s in zip(index._shape, index._stride):
+                space.dim(n, 0, 0, s)
+            space.key(x._stride[0] if x.ndim else 0, x.numel(), dim)
+        else:
+            space = Space(x._offset, 0, index._offset)
+            for d, (n, s) in enumerate(zip(index._shape, index._stride)):
+                space.dim(n, 0 if d == dim else x._stride[d], 0, s)
+            space.key(x._stride[dim], x._shape[dim], dim)
+        return take(st, q, out, x, index, space, deferred.BOUNDS_RUNTIME)
+
+    def index_select(x, dim, index):
+        st, q = sq(x.device)
+        index = long_index(st, q, index)
+        if x.ndim == 0:
+            space = Space(x._offset, 0, index._offset)
+            space.key(0, 1, 0)
+            return take(st, q, new(st, (), x.dtype, x.device), x, index, space,
+                        deferred.BOUNDS_SELECT)
+        n = index._shape[0]
+        shape = x._shape[:dim] + (n,) + x._shape[dim + 1:]
+        space = Space(x._offset, 0, index._offset)
+        for d, size in enumerate(shape):
+            if d == dim:
+                space.dim(size, 0, 0, index._stride[0])
+            else:
+                space.dim(size, x._stride[d])
+        space.key(x._stride[dim], x._shape[dim], dim)
+        return take(st, q, new(st, shape, x.dtype, x.device), x, index, space,
+                    deferred.BOUNDS_SELECT)
+
+    def scatter(x, dim, index, src, reduce):
+        st, q = sq(x.device)
+        index = long_index(st, q, index)
+        out = clone(st, q, x)
+        mode = {None: 0, "add": 1, "multiply": 2}[reduce]
+        serial = mode != 0
+        space = Space(0, src._offset, index._offset)
+        if out.ndim == 0 or index.ndim == 0:  # flat view of out, the first elements of src
+            if src.ndim > 1:
+                src = clone(st, q, src)
+                space = Space(0, 0, index._offset)
+            flat = 0 if src.ndim == 0 else src._stride[0] if src.ndim == 1 else 1
+            for n, s in zip(index._shape, index._stride):
+                space.dim(n, 0, flat, s, serial)
+            space.key(out._stride[0] if out.ndim else 0, out.numel(), dim)
+        else:
+            for d, (n, s) in enumerate(zip(index._shape, index._stride)):
+                ys = src._stride[d] if src.ndim else 0
+                space.dim(n, 0 if d == dim else out._stride[d], ys, s, serial and d == dim)
+            space.key(out._stride[dim], out._shape[dim], dim)
+        return put(st, q, out, src, index, space, mode, deferred.BOUNDS_RUNTIME)
+
+    def index_add(x, dim, index, source, alpha):
+        st, q = sq(x.device)
+        index = long_index(st, q, index)
+        out = clone(st, q, x)
+        oshape, ostride = (out._shape, out._stride) if out.ndim else ((1,), (0,))
+        sstride = source._stride if source.ndim else (0,)
+        space = Space(0, source._offset, index._offset)
+        for d in range(len(oshape)):
+            if d == dim:
+                space.dim(index._shape[0], 0, sstride[d], index._stride[0], serial=True)
+            else:
+                space.dim(oshape[d], ostride[d], sstride[d])
+        space.key(ostride[dim], oshape[dim], dim)
+        return put(st, q, out, source, index, space, 1, deferred.BOUNDS_RUNTIME, alpha)
+
+    # -- masks ----------------------------------------------------------------------------------
+    def masked_fill(x, mask, value):
+        st, q = sq(x.device)
+        dt = x.dtype
+        out = new(st, broadcast_shapes(x._shape, mask._shape), dt, x.device)
+        return run(st, q, WHERE, out, (mask, value, x), (D.bool_, dt, dt), dt, dt)
+
+    def chunks(n):
+        chunk = max(_CHUNK_MIN, -(-n // _MAX_CHUNKS))
+        return chunk, -(-n // chunk)
+
+    def counted(st, q, tested, layout_tensors, shape):
+        """(chunk, groups, offsets buffer, total) of the nonzeros of ``tested`` over
+        ``shape``; reads the per-chunk counts back (the output size depends on them)."""
+        import pyopencl as cl
+        n = math.prod(shape)
+        chunk, G = chunks(n)
+        rank, mbuf = progs.layout(st, shape, layout_tensors)
+        counts = new(st, (G,), D.int64, tested.device)
+        progs.launch(st, q, _kernels(st, tested.dtype)["count"], G, tested._storage.data, mbuf,
+                     rank, n, chunk, counts._storage.data)
+        host = np.empty(G, np.int64)
+        cl.enqueue_copy(q, host, counts._storage.data, is_blocking=True)
+        deferred.check(st, q)  # the host waited: report what earlier kernels found
+        offs = np.concatenate([[0], np.cumsum(host)[:-1]]).astype(np.int64)
+        return chunk, G, rank, mbuf, progs.buffer_of(st, offs), int(host.sum())
+
+    def nonzero(x):
+        st, q = sq(x.device)
+        n = x.numel()
+        if n == 0:
+            return new(st, (0, x.ndim), D.int64, x.device)
+        chunk, G, rank, mbuf, offs, total = counted(st, q, x, [x], x._shape)
+        out = new(st, (total, x.ndim), D.int64, x.device)
+        if total and x.ndim:
+            shape = progs.buffer_of(st, x._shape)
+            progs.launch(st, q, _kernels(st, x.dtype)["nz_write"], G, x._storage.data, mbuf,
+                         rank, n, chunk, offs, out._storage.data, shape, x.ndim)
+        return out
+
+    def masked_select(x, mask):
+        st, q = sq(x.device)
+        shape = broadcast_shapes(x._shape, mask._shape)
+        n = math.prod(shape)
+        if n == 0:
+            return new(st, (0,), x.dtype, x.device)
+        chunk, G, rank, mbuf, offs, total = counted(st, q, mask, [mask, x], shape)
+        out = new(st, (total,), x.dtype, x.device)
+        if total:
+            progs.launch(st, q, _kernels(st, x.dtype)["ms_write"], G, mask._storage.data,
+                         x._storage.data, mbuf, rank, n, chunk, offs, out._storage.data)
+        return out
+
+    for name, fn in (("index", index), ("index_put_", index_put_), ("gather", gather),
+                     ("scatter", scatter), ("index_select", index_select),
+                     ("index_add", index_add), ("masked_fill", masked_fill),
+                     ("masked_select", masked_select), ("nonzero", nonzero)):
+        K(name, fn)

@@ -1,0 +1,320 @@
+"""Loss functions, written in ember ops (PyTorch's formulas, reductions and argument errors).
+
+Every loss composes differentiable ops, so autograd gives its gradient with no formula of its
+own. The numerically delicate ones use the stable forms PyTorch uses: cross-entropy goes through
+``log_softmax``, BCE-with-logits through ``softplus(-x)``, BCE clamps its logs at -100, and
+KL-divergence uses ``xlogy`` so zero targets contribute zero.
+"""
+from __future__ import annotations
+
+import warnings
+
+from .._tensor import Tensor
+from ..ops import elementwise as _ew
+from ..ops._util import _dtype_title
+from ..ops.reduction import log_softmax
+
+__all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def legacy_reduction(size_average, reduce, emit_warning=True) -> str:
+    """PyTorch's ``_Reduction.legacy_get_string``: the deprecated size_average/reduce pair."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = "mean" if size_average and reduce else "sum" if reduce else "none"
+    if emit_warning:
+        warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                      f"reduction='{ret}' instead.", UserWarning, stacklevel=3)
+    return ret
+
+
+def _reduction(reduction, size_average=None, reduce=None, allowed=_REDUCTIONS) -> str:
+    if size_average is not None or reduce is not None:
+        return legacy_reduction(size_average, reduce)
+    if reduction not in allowed:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _tensors(op, **named):
+    for name, t in named.items():
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+
+
+def _floating(op, t):
+    if not (t.is_floating_point() or t.is_complex()):
+        raise NotImplementedError(f"\"{op}\" not implemented for '{_dtype_title(t.dtype)}' "
+                                  f"(input of dtype {t.dtype}; losses need floating point)")
+
+
+def _size_warning(input, target):
+    if target._shape != input._shape:
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
+                      f"({input.shape}). This will likely lead to incorrect results due to "
+                      f"broadcasting. Please ensure they have the same size.", UserWarning,
+                      stacklevel=3)
+
+
+def _pointwise(op, input, target, reduction, weight, elementwise, weight_mean="weights"):
+    """The regression losses: warn on size mismatch, broadcast, then an optional weight."""
+    _tensors(op, input=input, target=target, weight=weight)
+    _size_warning(input, target)
+    _floating(op, input)
+    loss = elementwise(input - target)
+    if weight is None:
+        return _reduce(loss, reduction)
+    if weight._shape != input._shape:
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "mean":
+        return loss.sum() / weight.sum() if weight_mean == "weights" else loss.mean()
+    return _reduce(loss, reduction)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _reduction(reduction, size_average, reduce)
+    return _pointwise("mse_loss", input, target, reduction, weight, lambda d: d * d)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _reduction(reduction, size_average, reduce)
+    return _pointwise("l1_loss", input, target, reduction, weight, lambda d: d.abs())
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = _reduction(reduction, size_average, reduce)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0:  # the quadratic piece vanishes: plain L1 (and no division by zero)
+        return _pointwise("smooth_l1_loss", input, target, reduction, None, lambda d: d.abs())
+
+    def piece(d):
+        z = d.abs()
+        return _ew.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
+    return _pointwise("smooth_l1_loss", input, target, reduction, None, piece)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    reduction = _reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+
+    def piece(d):
+        z = d.abs()
+        return _ew.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
+    return _pointwise("huber_loss", input, target, reduction, weight, piece, weight_mean="mean")
+
+
+# -- classification -----------------------------------------------------------------------------
+def _class_shapes(op, input, target):
+    """PyTorch's nll_loss shape rules; returns (input, target) with a batch dim."""
+    if input.ndim == 0:
+        raise ValueError(f"{op}: expected input of 1 or more dimensions (C), (N, C) or "
+                         f"(N, C, d1, ...), but got a 0-D input")
+    if input.ndim == 1:
+        if target.ndim > 1 or (target.ndim == 1 and target._shape[0] != 1):
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{target.numel()}")
+        return input.unsqueeze(0), target.reshape(1)
+    if input.ndim == 2 and target.ndim > 1:
+        raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported "
+                           f"({op}: input of size {list(input._shape)}, target of size "
+                           f"{list(target._shape)})")
+    if target.ndim == 0 or input._shape[0] != target._shape[0]:
+        got = target._shape[0] if target.ndim else "a 0-D target"
+        raise ValueError(f"Expected input batch_size ({input._shape[0]}) to match target "
+                         f"batch_size ({got}).")
+    expected = input._shape[:1] + input._shape[2:]
+    if target._shape != expected:
+        raise RuntimeError(f"Expected target size {list(expected)}, got {list(target._shape)} "
+                           f"({op}: input of size {list(input._shape)})")
+    return input, target
+
+
+def _class_weight(op, input, weight):
+    c = input._shape[1]
+    if weight is None:
+        return None
+    if weight.numel() != c:
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight._shape)}")
+    if weight.dtype is not input.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_title(input.dtype)} but found "
+                           f"{_dtype_title(weight.dtype)} ({op}: input is {input.dtype}, weight "
+                           f"is {weight.dtype})")
+    return weight.reshape(c)
+
+
+def _class_targets(op, input, target, ignore_index):
+    """Check class indices (the one host sync, as PyTorch's CPU kernel) and make them safe."""
+    if target.dtype.name not in ("int64", "uint8"):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{_dtype_title(target.dtype)} ({op})")
+    target = target.long()
+    c = input._shape[1]
+    keep = target != ignore_index
+    bad = keep & ((target < 0) | (target >= c))
+    if target.numel() and bool(bad.any().item()):
+        raise IndexError(f"Target {int(target[bad][0].item())} is out of bounds. ({op}: "
+                         f"{c} classes, ignore_index={ignore_index})")
+    safe = _ew.where(keep, target, 0)
+    return safe, keep
+
+
+def _nll(op, logp, target, weight, ignore_index, reduction):
+    """nll_loss on batched (N, C, ...) log-probabilities and checked (N, ...) targets."""
+    safe, keep = _class_targets(op, logp, target, ignore_index)
+    picked = logp.gather(1, safe.unsqueeze(1)).squeeze(1)            # (N, ...)
+    w = keep.to(logp.dtype)
+    if weight is not None:
+        w = w * weight.gather(0, safe.reshape(-1)).reshape(safe._shape)
+    loss = -picked * w
+    if reduction == "none":
+        return loss, w, keep
+    if reduction == "sum":
+        return loss.sum(), w, keep
+    return loss.sum() / w.sum(), w, keep
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    _tensors("nll_loss", input=input, target=target, weight=weight)
+    reduction = _reduction(reduction, size_average, reduce)
+    unbatched = input.ndim == 1
+    x, t = _class_shapes("nll_loss", input, target)
+    weight = _class_weight("nll_loss", x, weight)
+    loss = _nll("nll_loss", x, t, weight, ignore_index, reduction)[0]
+    return loss.squeeze(0) if unbatched and reduction == "none" else loss
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    op = "cross_entropy"
+    _tensors(op, input=input, target=target, weight=weight)
+    reduction = _reduction(reduction, size_average, reduce)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    _floating(op, input)
+    unbatched = input.ndim == 1
+    if input._shape == target._shape and input.ndim:
+        return _cross_entropy_probs(input, target, weight, ignore_index, reduction,
+                                    label_smoothing, unbatched)
+    x, t = _class_shapes(op, input, target)
+    weight = _class_weight(op, x, weight)
+    logp = log_softmax(x, 1)
+    nll, w, keep = _nll(op, logp, t, weight, ignore_index, reduction)
+    if label_smoothing > 0:
+        c = x._shape[1]
+        wc = logp if weight is None else logp * weight.reshape((c,) + (1,) * (x.ndim - 2))
+        smooth = -(wc.sum(1)) * keep.to(logp.dtype)
+        if reduction == "mean":
+            # normalized by the same weight sum as the nll part, as PyTorch does
+            smooth = smooth.sum() / w.sum()
+        elif reduction == "sum":
+            smooth = smooth.sum()
+        nll = (1 - label_smoothing) * nll + smooth * (label_smoothing / c)
+    return nll.squeeze(0) if unbatched and reduction == "none" else nll
+
+
+def _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing,
+                         unbatched):
+    op = "cross_entropy"
+    if ignore_index != -100:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    if not target.is_floating_point():
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{_dtype_title(target.dtype)} ({op}: class-probability targets, "
+                           f"whose shape equals the input's, must be floating point)")
+    x = input.unsqueeze(0) if unbatched else input
+    t = target.unsqueeze(0) if unbatched else target
+    c = x._shape[1]
+    weight = _class_weight(op, x, weight)
+    logp = log_softmax(x, 1)
+    if label_smoothing > 0:
+        t = t * (1 - label_smoothing) + label_smoothing / c
+    if weight is not None:
+        logp = logp * weight.reshape((c,) + (1,) * (x.ndim - 2))
+    per = -(logp * t).sum(1)
+    if reduction == "none":
+        return per.squeeze(0) if unbatched else per
+    if reduction == "sum":
+        return per.sum()
+    return per.sum() / (x.numel() // c) if x.numel() else per.sum() * float("nan")
+
+
+# -- binary -------------------------------------------------------------------------------------
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    op = "binary_cross_entropy"
+    _tensors(op, input=input, target=target, weight=weight)
+    reduction = _reduction(reduction, size_average, reduce)
+    if target._shape != input._shape:
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
+                         f"size ({input.shape}) is deprecated. Please ensure they have the same "
+                         f"size.")
+    _floating(op, input)
+    if input.numel() and bool(((input < 0) | (input > 1)).any().item()):
+        raise RuntimeError(f"all elements of input should be between 0 and 1 ({op}: input of "
+                           f"size {list(input._shape)})")
+    # PyTorch clamps the logs at -100 so that a confident wrong answer costs 100, not inf
+    log_x = _ew.clamp(input.log(), min=-100)
+    log_1mx = _ew.clamp((1 - input).log(), min=-100)
+    loss = -(target * log_x + (1 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    op = "binary_cross_entropy_with_logits"
+    _tensors(op, input=input, target=target, weight=weight, pos_weight=pos_weight)
+    reduction = _reduction(reduction, size_average, reduce)
+    if target._shape != input._shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size "
+                         f"({input.shape})")
+    _floating(op, input)
+    # softplus(-x) = -log(sigmoid(x)), without overflow for either sign of x
+    neg_log_sig = _ew.softplus(-input)
+    if pos_weight is not None:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * neg_log_sig
+    else:
+        loss = (1 - target) * input + neg_log_sig
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    op = "kl_div"
+    _tensors(op, input=input, target=target)
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce)
+    else:
+        _reduction(reduction, allowed=_REDUCTIONS + ("batchmean",))
+        if reduction == "mean":
+            warnings.warn("reduction: 'mean' divides the total loss by both the batch size and "
+                          "the support size.'batchmean' divides only by the batch size, and "
+                          "aligns with the KL div math definition.'mean' will be changed to "
+                          "behave the same as 'batchmean' in the next major release.",
+                          UserWarning, stacklevel=2)
+    _floating(op, input)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = _ew.binary_api["xlogy"](target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input._shape[0] if input.ndim else loss.sum()
+    return _reduce(loss, reduction)

@@ -1,0 +1,508 @@
+"""``ember.nn.functional``: the functional forms of the layers, written in ember ops.
+
+Nothing here has a kernel of its own: every function composes existing ops, so autograd records
+it through those ops and every backend (CPU, OpenCL, plug-ins) runs it unchanged.
+"""
+from __future__ import annotations
+
+import warnings
+
+from .. import _dtype
+from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad
+from ..ops import elementwise as _ew
+from ..ops import linalg as _la
+from ..ops import reduction as _red
+
+__all__ = ["linear", "bilinear", "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "gelu",
+           "silu", "mish", "elu", "elu_", "selu", "celu", "hardtanh", "hardtanh_", "hardsigmoid",
+           "hardswish", "softplus", "softsign", "sigmoid", "tanh", "logsigmoid", "tanhshrink",
+           "threshold", "glu", "prelu", "softmax", "softmin", "log_softmax", "dropout",
+           "layer_norm", "group_norm", "rms_norm", "batch_norm", "embedding", "normalize",
+           "pad", "one_hot"]
+
+_EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
+        "float64": 2.220446049250313e-16}
+
+
+def _tensor(x, fn, name="input"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def _inplace_result(input, out, inplace):
+    return input.copy_(out) if inplace else out
+
+
+# -- linear -------------------------------------------------------------------------------------
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias``: one addmm for 2-D inputs, one matmul otherwise."""
+    _tensor(input, "linear")
+    _tensor(weight, "linear", "weight")
+    if weight.ndim not in (1, 2):
+        raise RuntimeError(f"linear(): weight must be 1-D or 2-D, got shape {list(weight.shape)}")
+    if input.ndim == 0:
+        raise RuntimeError("linear(): input must have at least 1 dimension, got a 0-d tensor")
+    if bias is not None:
+        _tensor(bias, "linear", "bias")
+        out_f = weight._shape[0] if weight.ndim == 2 else 1
+        if bias.ndim > 1 or bias.numel() not in (1, out_f):
+            raise RuntimeError(f"linear(): bias of shape {list(bias.shape)} does not match "
+                               f"weight of shape {list(weight.shape)} (expected [{out_f}])")
+        if input.ndim == 2 and weight.ndim == 2:
+            return _la.addmm(bias, input, weight.t())
+    out = _la.matmul(input, weight.t() if weight.ndim == 2 else weight)
+    return out if bias is None else out + bias
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o]``."""
+    _tensor(input1, "bilinear", "input1")
+    _tensor(input2, "bilinear", "input2")
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-D (out, in1, in2), got shape "
+                           f"{list(weight.shape)}")
+    o, i, j = weight._shape
+    if input1._shape[-1:] != (i,) or input2._shape[-1:] != (j,) or \
+            input1._shape[:-1] != input2._shape[:-1]:
+        raise RuntimeError(f"bilinear(): input1 {list(input1.shape)} and input2 "
+                           f"{list(input2.shape)} must agree on leading dims and end in {i} and "
+                           f"{j} (weight shape {list(weight.shape)})")
+    # x1 @ W viewed as (i, o*j), then contract j against x2: two matmuls, no einsum
+    w = weight.permute(1, 0, 2).reshape(i, o * j)
+    t = _la.matmul(input1, w).reshape(*input1._shape[:-1], o, j)
+    out = _la.matmul(t, input2.unsqueeze(-1)).squeeze(-1)
+    return out if bias is None else out + bias
+
+
+# -- activations --------------------------------------------------------------------------------
+def relu(input, inplace=False):
+    _tensor(input, "relu")
+    return input.relu_() if inplace else _ew.unary_api["relu"](input)
+
+
+def relu_(input):
+    return relu(input, True)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _inplace_result(input, _ew.leaky_relu(input, negative_slope), inplace)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, True)
+
+
+def gelu(input, approximate="none"):
+    return _ew.gelu(input, approximate)
+
+
+def silu(input, inplace=False):
+    _tensor(input, "silu")
+    return input.silu_() if inplace else _ew.unary_api["silu"](input)
+
+
+def mish(input, inplace=False):
+    _tensor(input, "mish")
+    return input.mish_() if inplace else _ew.unary_api["mish"](input)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _inplace_result(input, _ew.elu(input, alpha), inplace)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, True)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    _tensor(input, "selu")
+    return _inplace_result(input, _ew.elu(input, _SELU_ALPHA) * _SELU_SCALE, inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    _tensor(input, "celu")
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: celu: alpha must not be 0")
+    return _inplace_result(input, _ew.elu(input / alpha, 1.0) * alpha, inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return _inplace_result(input, _ew.hardtanh(input, min_val, max_val), inplace)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, True)
+
+
+def hardsigmoid(input, inplace=False):
+    _tensor(input, "hardsigmoid")
+    return _inplace_result(input, _ew.hardtanh(input / 6.0 + 0.5, 0.0, 1.0), inplace)
+
+
+def hardswish(input, inplace=False):
+    _tensor(input, "hardswish")
+    return _inplace_result(input, input * _ew.hardtanh(input / 6.0 + 0.5, 0.0, 1.0), inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _ew.softplus(input, beta, threshold)
+
+
+def softsign(input):
+    _tensor(input, "softsign")
+    return input / (input.abs() + 1)
+
+
+def sigmoid(input):
+    _tensor(input, "sigmoid")
+    return _ew.unary_api["sigmoid"](input)
+
+
+def tanh(input):
+    _tensor(input, "tanh")
+    return _ew.unary_api["tanh"](input)
+
+
+def logsigmoid(input):
+    _tensor(input, "logsigmoid")
+    return -_ew.softplus(-input, 1.0, 20.0)
+
+
+def tanhshrink(input):
+    _tensor(input, "tanhshrink")
+    return input - _ew.unary_api["tanh"](input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    _tensor(input, "threshold")
+    out = _ew.where(input > threshold, input, value)
+    return _inplace_result(input, out, inplace)
+
+
+def glu(input, dim=-1):
+    _tensor(input, "glu")
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim} is size "
+                           f"{input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * _ew.unary_api["sigmoid"](b)
+
+
+def prelu(input, weight):
+    _tensor(input, "prelu")
+    _tensor(weight, "prelu", "weight")
+    n = weight.numel()
+    if n != 1:
+        if input.ndim < 2 or input._shape[1] != n:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {n} and channel size = "
+                               f"{input._shape[1] if input.ndim >= 2 else 1}.")
+        weight = weight.reshape(n, *([1] * (input.ndim - 2)))
+    return _ew.where(input > 0, input, input * weight)
+
+
+def _softmax_dim(name, ndim):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+                  f"include dim=X as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    _tensor(input, "softmax")
+    if dim is None:
+        dim = _softmax_dim("softmax", input.ndim)
+    return _red.softmax(input, dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    _tensor(input, "softmin")
+    if dim is None:
+        dim = _softmax_dim("softmin", input.ndim)
+    return _red.softmax(-input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    _tensor(input, "log_softmax")
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.ndim)
+    return _red.log_softmax(input, dim, dtype=dtype)
+
+
+# -- dropout ------------------------------------------------------------------------------------
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability ``p`` (ember RNG of the input's device) and scale the
+    rest by ``1/(1-p)``."""
+    _tensor(input, "dropout")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input.mul_(0) if inplace else input * 0
+    with no_grad():
+        mask = input.new_empty(input.shape).bernoulli_(1.0 - p).div_(1.0 - p)
+    return input.mul_(mask) if inplace else input * mask
+
+
+# -- normalization ------------------------------------------------------------------------------
+def _norm_dims(input, normalized_shape, fn):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if k == 0 or input.ndim < k or tuple(input._shape[-k:]) != normalized_shape:
+        raise RuntimeError(f"{fn}: given normalized_shape={list(normalized_shape)}, expected "
+                           f"input with shape [*, {', '.join(map(str, normalized_shape))}], but "
+                           f"got input of size{list(input.shape)}")
+    return normalized_shape, tuple(range(input.ndim - k, input.ndim))
+
+
+def _check_affine(t, shape, fn, name):
+    if t is not None and tuple(t._shape) != tuple(shape):
+        raise RuntimeError(f"{fn}: expected {name} of shape {list(shape)}, got "
+                           f"{list(t.shape)}")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    _tensor(input, "layer_norm")
+    shape, dims = _norm_dims(input, normalized_shape, "layer_norm")
+    _check_affine(weight, shape, "layer_norm", "weight")
+    _check_affine(bias, shape, "layer_norm", "bias")
+    var, mean = _red.var_mean(input, dims, correction=0, keepdim=True)
+    out = (input - mean) * _ew.unary_api["rsqrt"](var + eps)
+    if weight is not None:
+        out = out * weight
+    return out if bias is None else out + bias
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    _tensor(input, "rms_norm")
+    shape, dims = _norm_dims(input, normalized_shape, "rms_norm")
+    _check_affine(weight, shape, "rms_norm", "weight")
+    if eps is None:
+        eps = _EPS.get(input.dtype.name, _EPS["float32"])
+    out = input * _ew.unary_api["rsqrt"]((input * input).mean(dims, keepdim=True) + eps)
+    return out if weight is None else out * weight
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    _tensor(input, "group_norm")
+    if input.ndim < 2:
+        raise RuntimeError(f"group_norm: expected at least 2 dimensions for input tensor but "
+                           f"received {input.ndim}")
+    n, c = input._shape[0], input._shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    _check_affine(weight, (c,), "group_norm", "weight")
+    _check_affine(bias, (c,), "group_norm", "bias")
+    g = input.reshape(n, num_groups, -1)
+    var, mean = _red.var_mean(g, -1, correction=0, keepdim=True)
+    out = ((g - mean) * _ew.unary_api["rsqrt"](var + eps)).reshape(input._shape)
+    bshape = (c,) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(bshape)
+    return out if bias is None else out + bias.reshape(bshape)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalize over every dim but the channel dim (1). In training the batch statistics are
+    used and the running ones updated in place (unbiased variance, PyTorch's momentum rule)."""
+    _tensor(input, "batch_norm")
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected at least 2D input (got {input.ndim}D input)")
+    c = input._shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _check_affine(t, (c,), "batch_norm", name)
+    dims = (0,) + tuple(range(2, input.ndim))
+    bshape = (c,) + (1,) * (input.ndim - 2)
+    if training:
+        count = input.numel() // max(c, 1)
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {input.shape}")
+        var, mean = _red.var_mean(input, dims, correction=0)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.detach(), alpha=momentum)
+                if running_var is not None:
+                    unbiased = var.detach() * (count / (count - 1))
+                    running_var.mul_(1 - momentum).add_(unbiased, alpha=momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
+                               "evaluation mode")
+        mean, var = running_mean, running_var
+    scale = _ew.unary_api["rsqrt"](var + eps)
+    if weight is not None:
+        scale = scale * weight
+    shift = -mean * scale
+    if bias is not None:
+        shift = shift + bias
+    return input * scale.reshape(bshape) + shift.reshape(bshape)
+
+
+# -- embedding ----------------------------------------------------------------------------------
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` picked by the integer ``input``; the row at ``padding_idx`` gets no
+    gradient."""
+    _tensor(input, "embedding")
+    _tensor(weight, "embedding", "weight")
+    if input.dtype not in (_dtype.int64, _dtype.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {input.dtype} instead "
+                           f"(while checking arguments for embedding)")
+    if weight.ndim != 2:
+        raise RuntimeError(f"'weight' must be 2-D, got shape {list(weight.shape)}")
+    if sparse:
+        warnings.warn("embedding(sparse=True): ember has no sparse tensors, so the gradient "
+                      "of the weight is dense", UserWarning, stacklevel=2)
+    num = weight._shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= num
+    flat = input.reshape(-1)
+    if flat.numel():
+        lo, hi = int(flat.min()), int(flat.max())
+        if lo < 0 or hi >= num:
+            raise IndexError(f"index out of range in self (embedding of {num} rows got index "
+                             f"{lo if lo < 0 else hi})")
+    if max_norm is not None:
+        _embedding_renorm_(weight, flat, max_norm, norm_type)
+    from ..ops.indexing import index_select
+    out = index_select(weight, 0, flat)
+    if out.requires_grad and (padding_idx is not None or scale_grad_by_freq):
+        # same values, altered gradient: d(out)/d(rows) becomes 0 at padding rows, or 1/count
+        frozen = out.detach()
+        factor = None
+        if scale_grad_by_freq:
+            from ..ops.sorting import unique
+            _, inv, counts = unique(flat, return_inverse=True, return_counts=True)
+            factor = (1.0 / counts.to(weight.dtype)).index_select(0, inv)
+        if padding_idx is not None:
+            keep = (flat != padding_idx).to(weight.dtype)
+            factor = keep if factor is None else factor * keep
+        out = frozen + (out - frozen) * factor.unsqueeze(-1)
+    return out.reshape(*input._shape, weight._shape[1])
+
+
+def _embedding_renorm_(weight, flat, max_norm, norm_type):
+    from ..ops.sorting import unique
+    with no_grad():
+        rows = unique(flat)
+        sel = weight.index_select(0, rows)
+        norms = sel.norm(norm_type, 1, keepdim=True)
+        scale = _ew.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight.index_copy_(0, rows, sel * scale)
+
+
+# -- misc ---------------------------------------------------------------------------------------
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    _tensor(input, "normalize")
+    denom = _red.norm(input, p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    r = input / denom
+    return r if out is None else out.copy_(r)
+
+
+def one_hot(tensor, num_classes=-1):
+    from ..ops.indexing import one_hot as _one_hot
+    return _one_hot(tensor, num_classes)
+
+
+def _pad_index(n, left, right, mode, device):
+    """Source index of each padded position along a dim of size ``n``."""
+    import numpy as np
+    from ..ops.factories import from_numpy
+    pos = np.arange(-left, n + right)
+    if mode == "reflect":
+        period = 2 * (n - 1)
+        pos = np.abs(pos) % period if period else np.zeros_like(pos)
+        pos = np.where(pos >= n, period - pos, pos)
+    elif mode == "replicate":
+        pos = np.clip(pos, 0, n - 1)
+    else:  # circular
+        pos = pos % n
+    return from_numpy(pos.astype(np.int64)).to(device)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last ``len(pad)//2`` dims: ``pad = (left_last, right_last, left_prev, ...)``.
+    Modes: constant (negative pads crop), reflect, replicate, circular."""
+    _tensor(input, "pad")
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError(f"Padding length must be divisible by 2, got {len(pad)}")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {len(pad)} and input of dimension "
+                           f"{input.ndim}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if mode != "constant" and value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    out = input
+    for k in range(len(pad) // 2):
+        left, right = pad[2 * k], pad[2 * k + 1]
+        dim = input.ndim - 1 - k
+        n = out._shape[dim]
+        if mode == "constant":
+            if left < 0:
+                out, n, left = out.narrow(dim, -left, n + left), n + left, 0
+            if right < 0:
+                out, n, right = out.narrow(dim, 0, n + right), n + right, 0
+            if left or right:
+                from ..ops.shape import cat
+                parts = []
+                fill = 0 if value is None else value
+                for m in (left, None, right):
+                    if m is None:
+                        parts.append(out)
+                    elif m:
+                        shape = list(out._shape)
+                        shape[dim] = m
+                        parts.append(out.new_full(shape, fill))
+                out = cat(parts, dim)
+            continue
+        if left < 0 or right < 0:
+            raise RuntimeError(f"pad: negative padding is only supported in constant mode, got "
+                               f"{pad} with mode '{mode}'")
+        if mode == "reflect" and (left >= n or right >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({left}, {right}) at "
+                               f"dimension {dim} of input {list(input.shape)}")
+        if mode == "circular" and (left > n or right > n):
+            raise RuntimeError(f"Padding value causes wrapping around more than once (padding "
+                               f"({left}, {right}) for size {n} at dimension {dim}).")
+        if left or right:
+            out = out.index_select(dim, _pad_index(n, left, right, mode, out.device))
+    return out
+
+
+from ._conv import *  # noqa: E402,F401,F403 - convolution and pooling (nn/_conv.py, nn/_pool.py)
+from ._loss import *  # noqa: E402,F401,F403 - losses (nn/_loss.py)
+
+
+# convolution, pooling and losses live in their own modules (nn-B); one namespace, like torch
+from ._conv import *  # noqa: F401,F403,E402
+from ._loss import *  # noqa: F401,F403,E402
+from ._conv import __all__ as _conv_all  # noqa: E402
+from ._loss import __all__ as _loss_all  # noqa: E402
+
+__all__ = __all__ + list(_conv_all) + list(_loss_all)

@@ -1,0 +1,232 @@
+"""Activation modules: thin wrappers over ``nn.functional`` that print like PyTorch's."""
+from __future__ import annotations
+
+from ... import _dtype
+from ...ops.factories import full
+from .. import functional as F
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU",
+           "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softsign", "Sigmoid", "Tanh",
+           "LogSigmoid", "Tanhshrink", "Threshold", "GLU", "PReLU", "Softmax", "Softmin",
+           "LogSoftmax"]
+
+
+class _Inplace(Module):
+    _fn = None
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return type(self)._fn(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_Inplace):
+    _fn = staticmethod(F.relu)
+
+
+class ReLU6(_Inplace):
+    _fn = staticmethod(F.relu6)
+
+
+class SiLU(_Inplace):
+    _fn = staticmethod(F.silu)
+
+
+class Mish(_Inplace):
+    _fn = staticmethod(F.mish)
+
+
+class SELU(_Inplace):
+    _fn = staticmethod(F.selu)
+
+
+class Hardsigmoid(_Inplace):
+    _fn = staticmethod(F.hardsigmoid)
+
+
+class Hardswish(_Inplace):
+    _fn = staticmethod(F.hardswish)
+
+
+class _NoArg(Module):
+    _fn = None
+
+    def forward(self, input):
+        return type(self)._fn(input)
+
+
+class Sigmoid(_NoArg):
+    _fn = staticmethod(F.sigmoid)
+
+
+class Tanh(_NoArg):
+    _fn = staticmethod(F.tanh)
+
+
+class Softsign(_NoArg):
+    _fn = staticmethod(F.softsign)
+
+
+class LogSigmoid(_NoArg):
+    _fn = staticmethod(F.logsigmoid)
+
+
+class Tanhshrink(_NoArg):
+    _fn = staticmethod(F.tanhshrink)
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace
+                                                          else "")
+
+
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+
+class ELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class CELU(ELU):
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        super().__init__()
+        if max_val <= min_val:
+            raise ValueError(f"Hardtanh: max_val ({max_val}) must be greater than min_val "
+                             f"({min_val})")
+        self.min_val = min_val
+        self.max_val = max_val
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (
+            ", inplace=True" if self.inplace else "")
+
+
+class Softplus(Module):
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Threshold(Module):
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + (
+            ", inplace=True" if self.inplace else "")
+
+
+class GLU(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        dt = dtype if dtype is not None else _dtype.get_default_dtype()
+        self.weight = Parameter(full((num_parameters,), float(init), dtype=dt, device=device))
+
+    def reset_parameters(self):
+        self.weight.data.fill_(self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class _SoftmaxBase(Module):
+    _fn = None
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.__dict__.setdefault("dim", None)
+
+    def forward(self, input):
+        return type(self)._fn(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmax(_SoftmaxBase):
+    _fn = staticmethod(F.softmax)
+
+
+class Softmin(_SoftmaxBase):
+    _fn = staticmethod(F.softmin)
+
+
+class LogSoftmax(_SoftmaxBase):
+    _fn = staticmethod(F.log_softmax)
