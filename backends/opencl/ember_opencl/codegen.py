@@ -23,7 +23,8 @@ from ember._tensor import Tensor
 
 from . import cltypes
 
-_MAX_META = 4096       # cached layouts per device before the cache is dropped and refilled
+_MAX_META = 4096
+UNIT = -1              # the "rank" of a layout whose operands are all contiguous and 1-D       # cached layouts per device before the cache is dropped and refilled
 ERR_ZERO_DIV = 1
 ERR_NEG_POW = 2
 ERRORS = {ERR_ZERO_DIV: "ZeroDivisionError",
@@ -128,7 +129,10 @@ def _meta(state, key, shape, tensors):
                     hostbuf=np.array(meta, dtype=np.int64))
     if len(state.meta) >= _MAX_META:
         state.meta.clear()  # buffers in flight stay alive: OpenCL retains them per command
-    entry = state.meta[key] = (len(sizes), buf)
+    # every operand contiguous and of the output's shape: rank UNIT, whose kernel indexes with
+    # i itself, so the compiler sees unit strides and vectorizes loads and stores
+    rank = UNIT if len(sizes) == 1 and all(st[0] == 1 for st in strides) else len(sizes)
+    entry = state.meta[key] = (rank, buf)
     return entry
 
 
@@ -153,7 +157,8 @@ def kernel_source(state, key, body, kname="ew") -> str:
     tensors = [j for j, d in enumerate(desc) if d is not None]
     scalars = [j for j, d in enumerate(desc) if d is None]
     nt = 1 + len(tensors)
-    R = rank
+    unit = rank == UNIT
+    R = 1 if unit else rank
     args = [f"__global {cltypes.CTYPE[odt]}* out"]
     args += [f"__global const {cltypes.CTYPE[desc[j]]}* in{j}" for j in tensors]
     args += ["__global const long* meta", "const long n"]
@@ -178,7 +183,9 @@ def kernel_source(state, key, body, kname="ew") -> str:
     for d in range(R - 1, 0, -1):
         lines.append(f"    c = q % n{d}; q /= n{d};")
         lines.extend(f"    a{t} += c * s{t}_{d};" for t in range(nt))
-    if R:
+    if unit:  # every stride is 1: known at compile time, not loaded
+        lines.extend(f"    a{t} += q;" for t in range(nt))
+    elif R:
         lines.extend(f"    a{t} += q * s{t}_0;" for t in range(nt))
     for pos, j in enumerate(tensors, start=1):
         lines.append(f"    const {cltypes.CTYPE[loads[j]]} x{j} = "

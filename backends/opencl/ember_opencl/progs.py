@@ -59,7 +59,9 @@ def layout(state, shape, tensors):
     ent = state.meta.get(lkey)
     if ent is None:
         ent = codegen._meta(state, lkey, tuple(shape), tensors)
-    return ent
+    rank, buf = ent
+    # the elementwise template's contiguous marker; these kernels read the strides themselves
+    return (1 if rank == codegen.UNIT else rank), buf
 
 
 def buffer_of(state, values, dtype=np.int64):
