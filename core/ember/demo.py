@@ -123,7 +123,7 @@ def demo_devices(requested=None):
             skipped.append((name, reason))
             continue
         backend = registry.get(name)
-        if getattr(backend, "has_data", True) is False:
+        if not backend.has_data:
             skipped.append((name, "tensors on this device hold no data"))
             continue
         devices.append(f"{name}:0")

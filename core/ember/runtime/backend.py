@@ -19,6 +19,8 @@ class Backend:
     dtypes: frozenset = frozenset(_dtype.all_dtypes)
     #: run ops that have no kernel here on the CPU (copy in, compute, copy back, warn once per op)
     cpu_fallback: bool = False
+    #: False for devices whose tensors hold no values (meta): tools that read results skip them
+    has_data: bool = True
 
     def __init__(self):
         if not self.name:

@@ -105,6 +105,7 @@ class _MetaKernels(KernelTable):
 class MetaBackend(Backend):
     name = "meta"
     cpu_fallback = False  # running an op on real data would defeat the point
+    has_data = False      # `ember demo` and the benchmarks skip this device
 
     def __init__(self):
         super().__init__()
