@@ -18,7 +18,6 @@ import time
 import numpy as np
 
 import ember
-from ember import nn
 
 try:
     import torch

@@ -216,14 +216,25 @@ def source(state, jobs) -> str:
     return "\n".join(lines)
 
 
+def compile_program(state, src, what, options=()):
+    """Build ``src`` for the device (every module of the backend compiles through here):
+    compiler warnings are PoCL's chatter, a failure names ``what`` and shows the source."""
+    import pyopencl as cl
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        try:
+            return cl.Program(state.context, src).build(options=list(options))
+        except cl.RuntimeError as e:
+            raise RuntimeError(f"opencl: building {what} failed:\n{e}\n--- source ---\n"
+                               f"{src}") from None
+
+
 def _compile(state, src):
     import pyopencl as cl
     options = []
     if state.device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
         options.append("-cl-fp32-correctly-rounded-divide-sqrt")  # numpy's float32 x/y, sqrt
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cl.CompilerWarning)
-        return cl.Program(state.context, src).build(options=options)
+    return compile_program(state, src, "an elementwise program", options)
 
 
 def _build(state, key, body):

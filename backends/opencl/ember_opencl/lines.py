@@ -1,5 +1,6 @@
 """Kernels that walk *lines*: all elements along one dim ``dim`` for each position of the others
-(scans, softmax, sort, mode). Shared layout metadata, C snippets and program building.
+(scans, softmax, sort, mode). Shared layout metadata and C snippets; programs are built by
+``progs.program``.
 
 A line op sees its tensors (input, outputs) as ``M`` lines of ``N`` elements. Line ``m`` (over
 the kept dims, C order) starts at ``base_t`` and steps by ``ls_t`` in tensor ``t``; the kept
@@ -11,7 +12,6 @@ an int64 metadata buffer, so one compiled kernel serves every shape of the same 
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -65,27 +65,6 @@ def local_size(state, cap=256):
     while ls * 2 <= min(cap, state.max_wg):
         ls *= 2
     return ls
-
-
-def build(state, key, src, names, arg_types):
-    """Compile ``src`` once per ``key``; returns {name: kernel} (scalar types set)."""
-    got = state.kernels.get(key)
-    if got is None:
-        import pyopencl as cl
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", cl.CompilerWarning)
-            try:
-                prg = cl.Program(state.context, src).build()
-            except cl.RuntimeError as e:
-                raise RuntimeError(f"opencl: building {key[0]} failed:\n{e}\n--- source ---\n"
-                                   f"{src}") from None
-        got = {}
-        for n in names:
-            k = getattr(prg, n)
-            k.set_scalar_arg_dtypes(arg_types[n])
-            got[n] = k
-        state.kernels[key] = got
-    return got
 
 
 def header(state, **types):

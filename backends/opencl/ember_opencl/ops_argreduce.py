@@ -10,14 +10,14 @@ every number (the first NaN wins), else the larger (smaller) value, ties to the 
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from ember import _dtype as D
 
 from . import cltypes
-from .ops_reduction import _local_size, _max_init, _Ctx
+from .codegen import compile_program
+from .ops_reduction import _Ctx, _local_size, _max_init, chunk_loop_head, schedule_head
 from .ops_reduction import _meta as red_meta
 
 
@@ -38,27 +38,9 @@ def source(state, key):
         L.append(f"__kernel void {name}(__global T* vout, __global long* iout, "
                  f"__global const T* in, __global const long* inidx, __global const long* meta, "
                  f"const long M, const long R, const long G, const long chunk)\n{{")
-        for d in range(kr):
-            L.append(f"  const long ks{d} = meta[{d}], kt{d} = meta[{kr + rr + 1 + d}];")
-        for d in range(rr):
-            L.append(f"  const long rs{d} = meta[{kr + d}], rt{d} = meta[{2 * kr + rr + 1 + d}];")
-        if mode == "wg":
-            L.append(f"  __local T sv[{ls}]; __local long si[{ls}];")
-            L.append("  const long grp = get_group_id(0); const int lid = get_local_id(0);")
-            L.append("  const long m = grp / G, g = grp % G;")
-        else:
-            L.append("  const long m = get_global_id(0), g = 0;")
-        L.append("  if (m >= M) return;")
-        L.append(f"  long base = meta[{kr + rr}], q = m, c;")
-        for d in range(kr - 1, -1, -1):
-            L.append(f"  c = q % ks{d}; q /= ks{d}; base += c * kt{d};")
+        L += schedule_head(kr, rr, mode, [f"__local T sv[{ls}];", f"__local long si[{ls}];"])
         L.append(f"  T b = {_max_init(_Ctx(dt), largest).replace('AT', 'T')}; long bi = LONG_MAX;")
-        L.append("  const long start = g * chunk, stop = min(R, start + chunk);")
-        first_j, step = ("start + lid", ls) if mode == "wg" else ("start", 1)
-        L.append(f"  for (long j = {first_j}; j < stop; j += {step}) {{")
-        L.append("    long p = base, r = j, e;")
-        for d in range(rr - 1, -1, -1):
-            L.append(f"    e = r % rs{d}; r /= rs{d}; p += e * rt{d};")
+        L += chunk_loop_head(rr, mode, ls)
         L.append(f"    const T v = in[p]; const long i = {'j' if first else 'inidx[p]'};")
         L.append("    if (BETTER(v, i, b, bi)) { b = v; bi = i; }")
         L.append("  }")
@@ -81,10 +63,7 @@ def source(state, key):
 def _kernel(state, key):
     knl = state.kernels.get(key)
     if knl is None:
-        import pyopencl as cl
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", cl.CompilerWarning)
-            prg = cl.Program(state.context, source(state, key)).build()
+        prg = compile_program(state, source(state, key), "argmax/argmin")
         for name in ("argmax", "argmin"):
             k = getattr(prg, name)
             k.set_scalar_arg_dtypes([None] * 5 + [np.int64] * 4)

@@ -29,7 +29,6 @@ matrices nuclear norms see, slow for one large matrix.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -37,7 +36,7 @@ from ember import _dtype as D
 from ember.ops._util import _broadcast_pair
 
 from . import cltypes
-from .codegen import collapse
+from .codegen import collapse, compile_program
 
 
 def _tile(state):
@@ -88,10 +87,7 @@ def source(state, key):
 def _kernel(state, key):
     knl = state.kernels.get(key)
     if knl is None:
-        import pyopencl as cl
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", cl.CompilerWarning)
-            knl = cl.Program(state.context, source(state, key)).build().gemm
+        knl = compile_program(state, source(state, key), "gemm").gemm
         knl.set_scalar_arg_dtypes([None, None, None, None, np.int64, np.int64, np.int64])
         state.kernels[key] = knl
     return knl
@@ -146,14 +142,11 @@ def _fast_kernel(state, dt):
     key = ("gemm_fast", dt)
     knl = state.kernels.get(key)
     if knl is None:
-        import pyopencl as cl
         rn, c = _VEC[dt], cltypes.CTYPE[dt]
         src = (cltypes.extensions_pragmas(state.dtypes) + f"\ntypedef {c} T;\n#define RM {RM}\n"
                f"#define RN {rn}\n#define VT {c}{rn}\n#define VLOAD vload{rn}\n"
                f"#define VSTORE vstore{rn}\n" + FAST_SRC)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", cl.CompilerWarning)
-            knl = cl.Program(state.context, src).build().gemm_fast
+        knl = compile_program(state, src, "gemm_fast").gemm_fast
         knl.set_scalar_arg_dtypes([None] * 3 + [np.int64] * 9)
         state.kernels[key] = knl
     return knl
@@ -369,13 +362,10 @@ def svdvals(backend, A):
     key = ("svdvals", A.dtype, at)
     knl = st.kernels.get(key)
     if knl is None:
-        import pyopencl as cl
         src = (cltypes.extensions_pragmas(st.dtypes) + "\n#pragma OPENCL FP_CONTRACT OFF\n"
                f"typedef {cltypes.CTYPE[at]} AT;\ntypedef {cltypes.CTYPE[A.dtype]} OT;\n"
                + SVD_SRC)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", cl.CompilerWarning)
-            knl = cl.Program(st.context, src).build().svdvals
+        knl = compile_program(st, src, "svdvals").svdvals
         knl.set_scalar_arg_dtypes([None, None, np.int64, np.int64, np.int64,
                                    cltypes.np_type(at)])
         st.kernels[key] = knl

@@ -20,14 +20,13 @@ means: its pass over the data subtracts them, so var is two reductions and no te
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from ember import _dtype as D
 
 from . import cltypes
-from .codegen import collapse
+from .codegen import collapse, compile_program
 
 
 class Reduction:
@@ -102,6 +101,45 @@ FAMILIES = [("sum", "prod", "nansum", "mean"), ("amax", "amin"), ("all", "any"),
             ("var", "norm_inf", "norm_ninf", "norm0", "norm1", "norm2", "normp")]
 
 
+def schedule_head(kr, rr, mode, local_decls):
+    """Kernel lines shared by every reduction kernel (this module's and ``ops_argreduce``'s):
+    read the dims from the metadata buffer, find the output ``m`` and chunk ``g`` this
+    work-item (``mode`` "item") or work-group ("wg", which declares ``local_decls``) reduces,
+    and the input offset ``base`` of output ``m``.
+
+    meta: kept sizes [kr], reduced sizes [rr], offset, kept strides [kr], reduced strides [rr]
+    """
+    L = []
+    for d in range(kr):
+        L.append(f"  const long ks{d} = meta[{d}], kt{d} = meta[{kr + rr + 1 + d}];")
+    for d in range(rr):
+        L.append(f"  const long rs{d} = meta[{kr + d}], rt{d} = meta[{2 * kr + rr + 1 + d}];")
+    if mode == "wg":
+        L += [f"  {decl}" for decl in local_decls]
+        L.append("  const long grp = get_group_id(0);")
+        L.append("  const int lid = get_local_id(0);")
+        L.append("  const long m = grp / G, g = grp % G;")
+    else:
+        L.append("  const long m = get_global_id(0), g = 0;")
+    L.append("  if (m >= M) return;")
+    L.append(f"  long base = meta[{kr + rr}], q = m, c;")
+    for d in range(kr - 1, -1, -1):
+        L.append(f"  c = q % ks{d}; q /= ks{d}; base += c * kt{d};")
+    return L
+
+
+def chunk_loop_head(rr, mode, ls):
+    """Open the loop over reduced element ``j`` of chunk ``g`` (strided by the work-group in
+    "wg" mode), with ``p`` its input offset; the caller writes the body and closes it."""
+    L = ["  const long start = g * chunk;", "  const long stop = min(R, start + chunk);"]
+    first_j, step = ("start + lid", ls) if mode == "wg" else ("start", 1)
+    L.append(f"  for (long j = {first_j}; j < stop; j += {step}) {{")
+    L.append("    long p = base, r = j, e;")
+    for d in range(rr - 1, -1, -1):
+        L.append(f"    e = r % rs{d}; r /= rs{d}; p += e * rt{d};")
+    return L
+
+
 def source(state, keys):
     """One program with a kernel ``red_<name>`` per key (keys differ only in the name)."""
     L = ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
@@ -122,32 +160,9 @@ def kernel_source(key):
              f"__global const {cltypes.CTYPE[in_dt]}* in, __global const long* meta, "
              f"const long M, const long R, const long G, const long chunk, const long p0, "
              f"const AT pf, __global const AT* aux)\n{{")
-    # meta: kept sizes [kr], reduced sizes [rr], offset, kept strides [kr], reduced strides [rr]
-    for d in range(kr):
-        L.append(f"  const long ks{d} = meta[{d}], kt{d} = meta[{kr + rr + 1 + d}];")
-    for d in range(rr):
-        L.append(f"  const long rs{d} = meta[{kr + d}], rt{d} = meta[{2 * kr + rr + 1 + d}];")
-    if mode == "wg":
-        L.append(f"  __local AT scratch[{ls}];")
-        L.append("  const long grp = get_group_id(0);")
-        L.append("  const int lid = get_local_id(0);")
-        L.append("  const long m = grp / G, g = grp % G;")
-        L.append("  if (m >= M) return;")
-    else:
-        L.append("  const long m = get_global_id(0), g = 0;")
-        L.append("  if (m >= M) return;")
-    L.append(f"  long base = meta[{kr + rr}], q = m, c;")
-    for d in range(kr - 1, -1, -1):
-        L.append(f"  c = q % ks{d}; q /= ks{d}; base += c * kt{d};")
+    L += schedule_head(kr, rr, mode, [f"__local AT scratch[{ls}];"])
     L.append(f"  AT acc = {_frag(red.init, ctx)};")
-    L.append("  const long start = g * chunk;")
-    L.append("  const long stop = min(R, start + chunk);")
-    step = ls if mode == "wg" else 1
-    first_j = "start + lid" if mode == "wg" else "start"
-    L.append(f"  for (long j = {first_j}; j < stop; j += {step}) {{")
-    L.append("    long p = base, r = j, e;")
-    for d in range(rr - 1, -1, -1):
-        L.append(f"    e = r % rs{d}; r /= rs{d}; p += e * rt{d};")
+    L += chunk_loop_head(rr, mode, ls)
     L.append(f"    AT v = {cltypes.cvt('in[p]', in_dt, at)};")
     L.append(f"    v = {pre};")
     L.append("    acc = COMBINE(acc, v);")
@@ -172,13 +187,10 @@ def kernel_source(key):
 def _kernel(state, key):
     knl = state.kernels.get(key)
     if knl is None:
-        import pyopencl as cl
         family = next(f for f in FAMILIES if key[0] in f)
         keys = [key] + [(n,) + key[1:] for n in family
                         if n != key[0] and (n,) + key[1:] not in state.kernels]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", cl.CompilerWarning)
-            prg = cl.Program(state.context, source(state, keys)).build()
+        prg = compile_program(state, source(state, keys), f"the {key[0]} reductions")
         for k in keys:
             kk = getattr(prg, f"red_{k[0]}")
             kk.set_scalar_arg_dtypes([None, None, None] + [np.int64] * 5

@@ -14,6 +14,7 @@ from ember import _dtype as D
 
 from . import cltypes
 from . import lines as LN
+from . import progs
 
 OPS = {"cumsum": ("0", "+"), "cumprod": ("1", "*")}
 
@@ -68,8 +69,8 @@ def scan(backend, name, x, dim, dtype, out=None):
     kr, M, N, mbuf = LN.meta(st, dim, (out, x))
     ls = LN.local_size(st)
     key = ("scan", x.dtype, at, dtype, kr, ls)
-    knls = LN.build(st, key, source(st, key), NAMES,
-                    {n: [None, None, None, np.int64, np.int64] for n in NAMES})
+    knls = progs.program(st, key, lambda: source(st, key),
+                         {n: [None, None, None, np.int64, np.int64] for n in NAMES})
     wg = M < 4 * st.compute_units and N >= ls
     if wg:
         gsize, lsize = (M * ls,), (ls,)

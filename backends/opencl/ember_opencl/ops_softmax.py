@@ -15,6 +15,7 @@ from ember import _dtype as D
 
 from . import cltypes
 from . import lines as LN
+from . import progs
 
 
 def _body(log, mode, ls, reuse):
@@ -82,8 +83,8 @@ def softmax(backend, x, dim, dtype, log):
     kr, M, N, mbuf = LN.meta(st, dim, (out, x))
     ls = LN.local_size(st)
     key = ("softmax", x.dtype, dtype, at, kr, ls)
-    knls = LN.build(st, key, source(st, key), NAMES,
-                    {n: [None, None, None, np.int64, np.int64] for n in NAMES})
+    knls = progs.program(st, key, lambda: source(st, key),
+                         {n: [None, None, None, np.int64, np.int64] for n in NAMES})
     # a work-group per line once lines are long enough to keep its work-items busy
     wg = N >= 4 * ls or M < st.compute_units
     name = ("log_softmax_" if log else "softmax_") + ("wg" if wg else "item")

@@ -27,6 +27,7 @@ from ember import _dtype as D
 from ember.ops._util import contiguous_strides
 
 from . import lines as LN
+from . import progs
 from .ops_scan import scan
 
 
@@ -206,7 +207,7 @@ def _kernels(st, dt, kr):
     knls = st.kernels.get(key)
     if knls is None:
         src, types = source(st, key)
-        knls = LN.build(st, key, src, tuple(types), types)
+        knls = progs.program(st, key, lambda: src, types)
     return knls
 
 

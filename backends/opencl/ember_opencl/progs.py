@@ -9,7 +9,6 @@ work does not fit the elementwise template: gathers, scatters, compaction, sampl
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -35,15 +34,7 @@ def program(state, key, make_source, arg_types):
     ``arg_types`` maps kernel names to their scalar argument dtypes (None for buffers)."""
     kernels = state.kernels.get(key)
     if kernels is None:
-        import pyopencl as cl
-        src = make_source()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", cl.CompilerWarning)
-            try:
-                prg = cl.Program(state.context, src).build()
-            except cl.RuntimeError as e:
-                raise RuntimeError(f"opencl: building the program {key!r} failed:\n{e}\n"
-                                   f"--- source ---\n{src}") from None
+        prg = codegen.compile_program(state, make_source(), f"the program {key!r}")
         kernels = {}
         for name, types in arg_types.items():
             k = getattr(prg, name)
