@@ -7,6 +7,8 @@ and the allocator knows every queue a freed block may still be used on.
 """
 from __future__ import annotations
 
+from ember.runtime import StreamBase
+
 POOL_SIZE = 8   # queues per device besides the default one
 
 
@@ -16,7 +18,7 @@ def _profiling_queue(state):
                            properties=cl.command_queue_properties.PROFILING_ENABLE)
 
 
-class Stream:
+class Stream(StreamBase):
     """An in-order OpenCL command queue of one device."""
 
     def __init__(self, backend, device_index=None, priority=0, _state=None):
@@ -32,11 +34,6 @@ class Stream:
             else:  # reuse the pool round-robin, as PyTorch does with CUDA streams
                 state.pool_next = state.pool_next % POOL_SIZE + 1
                 self.queue = state.streams[state.pool_next].queue
-
-    @property
-    def device(self):
-        from ember._device import device
-        return device(self.backend.name, self.device_index)
 
     def query(self) -> bool:
         """True when all work queued so far has finished (never blocks): the queue is in order,
@@ -58,23 +55,6 @@ class Stream:
             return  # an unrecorded event is complete; an in-order queue orders itself
         event._queue.flush()  # the other queue must reach the device, or we would wait forever
         self._state.last[self.queue] = cl.enqueue_barrier(self.queue, wait_for=[event._event])
-
-    def wait_stream(self, stream) -> None:
-        if stream.queue is not self.queue:
-            self.wait_event(stream.record_event())
-
-    def record_event(self, event=None):
-        event = event if event is not None else self.backend.Event()
-        event.record(self)
-        return event
-
-    def __enter__(self):
-        self._prev = self.backend.current_stream(self.device_index)
-        self.backend.set_stream(self)
-        return self
-
-    def __exit__(self, *exc):
-        self.backend.set_stream(self._prev)
 
     def __eq__(self, other):
         return isinstance(other, Stream) and other.queue is self.queue

@@ -216,3 +216,20 @@ def attach_all():
     Tensor._base = property(_base)
     Tensor._is_view = _is_view
     Tensor.sum_to_size = sum_to_size
+
+
+def zero_grads(params, set_to_none=True) -> None:
+    """Reset the ``.grad`` of every tensor in ``params`` (``Module.zero_grad`` and
+    ``Optimizer.zero_grad``): drop it, or zero it in place after cutting it from any graph."""
+    for p in params:
+        g = p.grad
+        if g is None:
+            continue
+        if set_to_none:
+            p.grad = None
+        else:
+            if g.grad_fn is not None:
+                g.detach_()
+            else:
+                g.requires_grad_(False)
+            g.zero_()

@@ -116,30 +116,23 @@ class Backend:
         return f"<{type(self).__name__} '{self.name}'>"
 
 
-class HostStream:
-    """A stream for backends that execute each kernel to completion when it is called."""
+class StreamBase:
+    """What every backend's stream shares. A backend's stream sets ``backend`` and
+    ``device_index`` and implements ``query``, ``synchronize`` and ``wait_event``; equal
+    streams (``__eq__``) are the same queue."""
 
-    def __init__(self, backend, device_index=0, priority=0):
-        self.backend = backend
-        self.device_index = device_index
-        self.priority = priority
+    backend = None
+    device_index = 0
 
     @property
     def device(self):
         from .._device import device
         return device(self.backend.name, self.device_index)
 
-    def query(self) -> bool:
-        return True
-
-    def synchronize(self) -> None:
-        self.backend.synchronize(self.device_index)
-
-    def wait_event(self, event) -> None:
-        event.synchronize()
-
     def wait_stream(self, stream) -> None:
-        stream.synchronize()
+        """Later work on this stream starts after everything queued on ``stream`` so far."""
+        if stream != self:
+            self.wait_event(stream.record_event())
 
     def record_event(self, event=None):
         event = event if event is not None else self.backend.Event()
@@ -153,6 +146,27 @@ class HostStream:
 
     def __exit__(self, *exc):
         self.backend.set_stream(self._prev)
+
+
+class HostStream(StreamBase):
+    """A stream for backends that execute each kernel to completion when it is called."""
+
+    def __init__(self, backend, device_index=0, priority=0):
+        self.backend = backend
+        self.device_index = device_index
+        self.priority = priority
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        self.backend.synchronize(self.device_index)
+
+    def wait_event(self, event) -> None:
+        event.synchronize()
+
+    def wait_stream(self, stream) -> None:
+        stream.synchronize()
 
     def __repr__(self):
         return f"<ember.{self.backend.name}.Stream device={self.device}>"

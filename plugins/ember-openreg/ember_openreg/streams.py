@@ -25,6 +25,8 @@ import weakref
 
 import numpy as np
 
+from ember.runtime import StreamBase
+
 
 class Worker:
     """One thread executing ``(name, fn, args)`` items in submission order."""
@@ -98,8 +100,9 @@ class Worker:
                                f"{self.name}: {type(e).__name__}: {e}") from e
 
 
-class Stream:
-    """An in-order queue of kernels on one device (``ember.openreg.Stream()``)."""
+class Stream(StreamBase):
+    """An in-order queue of kernels on one device (``ember.openreg.Stream()``). ``device``,
+    ``wait_stream``, ``record_event`` and the ``with`` protocol come from ``StreamBase``."""
 
     def __init__(self, backend, device_index=None, priority=0):
         if device_index is None:
@@ -111,11 +114,6 @@ class Stream:
         self._worker = Worker(f"openreg:{device_index} stream {id(self):#x}")
         backend.workers(device_index).add(self._worker)
         weakref.finalize(self, self._worker.stop)  # the thread ends with its stream
-
-    @property
-    def device(self):
-        from ember._device import device
-        return device(self.backend.name, self.device_index)
 
     def launch(self, name: str, fn, *args) -> int:
         """Queue ``fn(*args)``; returns its ticket. ``args`` must hold every tensor it touches."""
@@ -137,27 +135,14 @@ class Stream:
             return  # an unrecorded event is complete; a stream is ordered with itself
         self._worker.submit("wait_event", event._worker.wait, (event._ticket,))
 
-    def wait_stream(self, stream) -> None:
-        if stream._worker is not self._worker:
-            self.wait_event(stream.record_event())
-
-    def record_event(self, event=None):
-        event = event if event is not None else self.backend.Event()
-        event.record(self)
-        return event
-
     def __enter__(self):
-        self._prev = self.backend.current_stream(self.device_index)
-        if self._prev is not None and self._prev._worker is not self._worker:
+        prev = self.backend.current_stream(self.device_index)
+        if prev is not None:
             # what was queued before the switch (x = zeros(...) on the default stream) is
             # visible inside the block, as CUDA's legacy default stream guarantees; streams
             # entered one after another still overlap with each other
-            self.wait_stream(self._prev)
-        self.backend.set_stream(self)
-        return self
-
-    def __exit__(self, *exc):
-        self.backend.set_stream(self._prev)
+            self.wait_stream(prev)
+        return super().__enter__()
 
     def __eq__(self, other):
         return isinstance(other, Stream) and other._worker is self._worker

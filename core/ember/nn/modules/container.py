@@ -241,6 +241,31 @@ class ModuleDict(Module):
             self[kv[0]] = kv[1]
 
 
+def _describe_entries(entries):
+    """PyTorch's listing of a ParameterList/ParameterDict: one line per (key, value)."""
+    lines = []
+    for k, p in entries:
+        if isinstance(p, Tensor):
+            kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+            dev = "" if p.device.type == "cpu" else f" ({p.device})"
+            lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size "
+                         f"{'x'.join(map(str, p.shape))}{dev}]")
+        else:
+            lines.append(f"  ({k}): Object of type: {type(p).__name__}")
+    return "\n".join(lines)
+
+
+def _entries_repr(self):
+    extra = self.extra_repr()
+    return self._get_name() + ("(\n" + extra + "\n)" if extra else "()")
+
+
+def _not_callable(name):
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"{name} should not be called.")
+    return __call__
+
+
 class ParameterList(Module):
     """A list of parameters (plain tensors are wrapped in Parameter)."""
 
@@ -290,23 +315,10 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        lines = []
-        for k, p in enumerate(self):
-            if isinstance(p, Tensor):
-                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                dev = "" if p.device.type == "cpu" else f" ({p.device})"
-                lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size "
-                             f"{'x'.join(map(str, p.shape))}{dev}]")
-            else:
-                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
-        return "\n".join(lines)
+        return _describe_entries(enumerate(self))
 
-    def __repr__(self):
-        extra = self.extra_repr()
-        return self._get_name() + ("(\n" + extra + "\n)" if extra else "()")
-
-    def __call__(self, *args, **kwargs):
-        raise RuntimeError("ParameterList should not be called.")
+    __repr__ = _entries_repr
+    __call__ = _not_callable("ParameterList")
 
 
 class ParameterDict(Module):
@@ -375,20 +387,7 @@ class ParameterDict(Module):
             self[kv[0]] = kv[1]
 
     def extra_repr(self):
-        lines = []
-        for k, p in self.items():
-            if isinstance(p, Tensor):
-                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                dev = "" if p.device.type == "cpu" else f" ({p.device})"
-                lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size "
-                             f"{'x'.join(map(str, p.shape))}{dev}]")
-            else:
-                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
-        return "\n".join(lines)
+        return _describe_entries(self.items())
 
-    def __repr__(self):
-        extra = self.extra_repr()
-        return self._get_name() + ("(\n" + extra + "\n)" if extra else "()")
-
-    def __call__(self, *args, **kwargs):
-        raise RuntimeError("ParameterDict should not be called.")
+    __repr__ = _entries_repr
+    __call__ = _not_callable("ParameterDict")

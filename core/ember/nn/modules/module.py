@@ -14,6 +14,7 @@ from collections import OrderedDict, namedtuple
 from ..._tensor import Tensor
 from ...autograd.graph import RemovableHandle
 from ...autograd.grad_mode import no_grad
+from ...autograd.tensor_api import zero_grads
 from ..parameter import Parameter
 
 __all__ = ["Module"]
@@ -362,18 +363,7 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        for p in self.parameters():
-            g = p.grad
-            if g is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                if g.grad_fn is not None:
-                    g.detach_()
-                else:
-                    g.requires_grad_(False)
-                g.zero_()
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         for m in self.children():
