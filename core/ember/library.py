@@ -15,6 +15,7 @@ loaded yet are kept and installed when it registers.
 from __future__ import annotations
 
 from .dispatch import dispatcher
+from .dispatch.facets import CustomDerivative
 from .runtime.registry import registry
 
 _pending: dict = {}      # device type -> [(op name, fn)]
@@ -125,8 +126,7 @@ class CustomOp:
         return fn
 
     def register_autograd(self, backward, *, setup_context=None):
-        self._op.derivative = (backward, setup_context)
-        dispatcher.invalidate(self._op.name)
+        self._op.derivative = CustomDerivative(backward, setup_context)
 
     @property
     def op(self):

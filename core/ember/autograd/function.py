@@ -261,8 +261,8 @@ class _CustomOpCtx(FunctionCtx):
 
 
 def custom_op_handler(op):
-    """``op.derivative = (backward, setup_context)`` from ``CustomOp.register_autograd``."""
-    backward, setup_context = op.derivative
+    """``op.derivative``: a CustomDerivative from ``CustomOp.register_autograd``."""
+    backward, setup_context = op.derivative.backward, op.derivative.setup_context
     short = op.name.replace("::", "_")
     cls = type(f"GeneratedBackwardFor_{short}", (_CustomOpCtx,), {})
 

@@ -1,43 +1,9 @@
 """Backward nodes built from derivative formulas, and CopySlices for in-place ops on views."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 from .._tensor import Tensor
 from .derivatives._common import cast, expandable, sum_to, zeros
 from .graph import Node, SavedTensor
-
-
-@lru_cache(maxsize=None)
-def parse_schema(schema: str):
-    """(argument (type, name) pairs, number of outputs) of ``name(T a, T b) -> Ret``."""
-    arrow = schema.rindex("->")
-    head, ret = schema[:arrow].strip(), schema[arrow + 2:].strip()
-    inner = head[head.index("(") + 1:head.rindex(")")]
-    args = []
-    for part in _split(inner):
-        part = part.strip()
-        if not part:
-            continue
-        typ, _, name = part.rpartition(" ")
-        args.append((typ.strip(), name.strip()))
-    n_out = ret.count("Tensor") if ret.startswith("(") else 1
-    return tuple(args), max(n_out, 1)
-
-
-def _split(s):
-    depth, cur = 0, []
-    for c in s:
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        if c == "," and depth == 0:
-            yield "".join(cur)
-            cur = []
-        else:
-            cur.append(c)
-    yield "".join(cur)
 
 
 class Spec:
@@ -47,16 +13,17 @@ class Spec:
                  "save_result", "has_list")
 
     def __init__(self, op, f):
-        args, n_out = parse_schema(op.schema)
-        names = [n for _, n in args]
+        schema = op.schema
+        names = list(schema.arg_names)
+        n_out = schema.n_outputs
         self.op_name = op.name
         self.formula = f
         self.arg_names = names
         diff = f.diff
         self.slots = []
-        for i, (typ, name) in enumerate(args):
-            if typ.startswith("Tensor") and (diff is None or name in diff):
-                self.slots.append((i, typ.endswith("[]")))
+        for i, arg in enumerate(schema.arguments):
+            if (arg.is_tensor or arg.is_tensor_list) and (diff is None or arg.name in diff):
+                self.slots.append((i, arg.is_tensor_list))
         self.has_list = any(is_list for _, is_list in self.slots)
         self.n_out = n_out
         self.diff_out = tuple(f.outputs) if f.outputs is not None else (True,) * n_out
@@ -124,7 +91,7 @@ def bind(op, f) -> Spec:
 def node_class(spec, args):
     """The node class (named like PyTorch's) for this formula and these arguments."""
     f = spec.formula
-    name = f.name if isinstance(f.name, str) else f.name(*args)
+    name = f.node_name(spec.op_name, args)
     cls = f.node_classes.get(name)
     if cls is None:
         cls = f.node_classes[name] = type(name, (FormulaNode,), {"__slots__": ()})

@@ -19,7 +19,8 @@ from .._tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch import keys as K
 from . import anomaly
-from .derivatives import FORMULAS, INPLACE_FUNCTIONAL, NONDIFFERENTIABLE
+from ..dispatch.facets import NOT_DIFFERENTIABLE, CustomDerivative, Derivative
+from . import derivatives  # noqa: F401 - attaches the formulas to their ops
 from .graph import (AutogradMeta, NotImplementedNode, SavedTensor, ZeroGradNode, alias, attach,
                     differentiable_dtype, grad_accumulator)
 from .nodes import CopySlices, bind, node_class
@@ -29,15 +30,16 @@ _state = K.state
 
 
 def make_handler(op, bit):
-    if op.derivative is not None:
+    d = op.derivative
+    if d.__class__ is CustomDerivative:
         from .function import custom_op_handler
         return custom_op_handler(op)
-    f = FORMULAS.get(op.name)
+    f = d if d.__class__ is Derivative else None
     if op.mutates:
         return _inplace_handler(op) if f is None else _direct_inplace_handler(op, f)
     if f is not None:
         return _formula_handler(op, f)
-    if op.name in NONDIFFERENTIABLE:
+    if d is NOT_DIFFERENTIABLE:
         return _nondiff_handler(op)
     if op.composite is not None:
         return _composite_handler(op)
@@ -109,7 +111,7 @@ def _formula_handler(op, f):
     nargs = len(spec.arg_names)
     save_pos = tuple(spec.save_pos)
     complex_ok = f.complex_ok
-    cls = node_class(spec, None) if isinstance(f.name, str) else None
+    cls = None if callable(f.name) else node_class(spec, None)
 
     def handler(*args, **kwargs):
         st = _state
@@ -324,10 +326,8 @@ def check_inplace_target(t, what="an in-place operation"):
 
 
 def _functional_twin(op):
-    name = INPLACE_FUNCTIONAL.get(op.name, op.name[:-1])
-    twin = dispatcher._ops.get(name)
-    if twin is None or (name not in FORMULAS and twin.composite is None and
-                        twin.derivative is None):
+    twin = op.functional or dispatcher.find_op(op.name[:-1])
+    if twin is None or (twin.derivative in (None, NOT_DIFFERENTIABLE) and twin.composite is None):
         return None, None
     n_in = len(bind_args(op))
     n_tw = len(bind_args(twin))
@@ -339,17 +339,17 @@ def _functional_twin(op):
 
 
 def bind_args(op):
-    from .nodes import parse_schema
-    return parse_schema(op.schema)[0]
+    return op.schema.arguments
 
 
 def _inplace_handler(op):
     twin, adapt = _functional_twin(op)
     # an in-place comparison (eq_) writes values with no derivative: zero gradient
-    nondiff = op.name[:-1] in NONDIFFERENTIABLE
+    twin_op = dispatcher.find_op(op.name[:-1])
+    nondiff = twin_op is not None and twin_op.derivative is NOT_DIFFERENTIABLE
     twin_spec = None
-    if twin is not None and twin.name in FORMULAS:
-        twin_spec = bind(twin, FORMULAS[twin.name])
+    if twin is not None and twin.derivative.__class__ is Derivative:
+        twin_spec = bind(twin, twin.derivative)
     from ..ops.conversion import copy_op
 
     def handler(*args, **kwargs):

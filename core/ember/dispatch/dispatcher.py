@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import warnings
 
+import sys
+
 from .. import _dtype
 from .._tensor import Tensor
 from . import keys as K
+from .facets import Derivative
+from .schema import Schema
 
 _ops: dict = {}
 _state = K.state
@@ -22,31 +26,73 @@ _PLAIN = (int, float, bool, complex, str, type(None), _dtype.dtype)
 
 
 class Op:
-    """One operator: its schema, meta function, optional composite and derivative.
+    """One operator and its facets (see ``ember.dispatch.facets``), keyed by this object.
 
-    ``schema`` reads like PyTorch's: ``"add(Tensor self, Tensor other, Scalar alpha, dtype out) ->
-    Tensor"``. Kernels take the op's arguments positionally as written there; Tensors (and lists
-    of Tensors) must be positional so the dispatcher can see them.
+    ``schema`` reads like PyTorch's: ``"add(Tensor self, Tensor other, Scalar alpha, dtype
+    compute) -> Tensor"``. Kernels take the op's arguments positionally as written there; Tensors
+    (and lists of Tensors) must be positional so the dispatcher can see them.
     """
 
-    __slots__ = ("name", "schema", "meta", "composite", "derivative", "mutates", "_cache",
-                 "doc", "_tensor_pos", "_list_pos", "__weakref__")
+    __slots__ = ("name", "schema", "meta", "composite", "_derivative", "jvp", "batch_rule",
+                 "decomposition", "functional", "mutates", "_cache", "doc", "defined_at",
+                 "_tensor_pos", "_list_pos", "__weakref__")
 
-    def __init__(self, schema: str, meta=None, composite=None, mutates=None, doc=None):
-        name = schema.split("(", 1)[0].strip()
-        if not name:
-            raise ValueError(f"bad op schema {schema!r}")
-        self.name = name
-        self.schema = schema
+    def __init__(self, schema, meta=None, composite=None, mutates=None, doc=None,
+                 derivative=None, functional=None):
+        self.schema = schema if isinstance(schema, Schema) else Schema(schema)
+        self.name = self.schema.name
         self.meta = meta
         self.composite = composite
-        self.derivative = None
+        self._derivative = derivative
+        self.jvp = None
+        self.batch_rule = None
+        self.decomposition = None
+        self.functional = functional
         if mutates is None:
-            mutates = (0,) if name.endswith("_") and not name.endswith("__") else ()
+            mutates = self.schema.mutated_positions
+            if not mutates and not self.schema.typed and _looks_inplace(self.name):
+                mutates = (0,)
         self.mutates = tuple(mutates)
         self.doc = doc
+        self.defined_at = None
         self._cache = {}
-        self._tensor_pos, self._list_pos = _tensor_positions(schema)
+        if self.schema.typed:
+            pos = self.schema.tensor_positions
+            self._tensor_pos = _FIRST_TWO if pos == _FIRST_TWO else pos
+            self._list_pos = self.schema.list_positions
+        else:  # untyped (a custom op from a Python signature): scan every argument
+            self._tensor_pos = self._list_pos = None
+
+    # -- facets -----------------------------------------------------------------------------
+    @property
+    def derivative(self):
+        return self._derivative
+
+    @derivative.setter
+    def derivative(self, value):
+        self._derivative = value
+        self._cache.clear()
+
+    def def_backward(self, fn=None, **options):
+        """Attach the backward formula (``Derivative(fn, **options)``); usable as a decorator."""
+        def attach(f):
+            self.derivative = Derivative(f, **options)
+            return f
+        return attach if fn is None else attach(fn)
+
+    def def_jvp(self, fn):
+        self.jvp = fn
+        self._cache.clear()
+        return fn
+
+    def def_batch_rule(self, fn):
+        self.batch_rule = fn
+        self._cache.clear()
+        return fn
+
+    def def_decomposition(self, fn):
+        self.decomposition = fn
+        return fn
 
     def __call__(self, *args, **kwargs):
         ks = 0
@@ -152,39 +198,7 @@ class Op:
         return f"<ember op {self.schema}>"
 
 
-def _tensor_positions(schema: str):
-    """Positions of ``Tensor`` and ``Tensor[]`` arguments in a schema; (None, None) when the
-    schema has no types (custom ops made from a Python signature): then every argument is
-    scanned."""
-    inner = schema.split("(", 1)[1].rsplit(")", 1)[0] if "(" in schema else ""
-    params = [p.strip() for p in _split_top(inner) if p.strip() and p.strip() != "*"]
-    if params and all(" " not in p.split("=")[0].strip() for p in params):
-        return None, None
-    tensors, lists = [], []
-    for i, p in enumerate(params):
-        typ = p.split("=")[0].strip().rsplit(" ", 1)[0]
-        if "Tensor" in typ:
-            (lists if "[]" in typ else tensors).append(i)
-    return (_FIRST_TWO if tensors == [0, 1] else tuple(tensors)), tuple(lists)
-
-
 _FIRST_TWO = (0, 1)  # the commonest layout (binary ops): an identity check selects its path
-
-
-def _split_top(text):
-    depth, cur, out = 0, [], []
-    for ch in text:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur))
-    return out
 
 
 def _iter_tensors(args):
@@ -282,12 +296,22 @@ def _to_device(a, dev):
 
 
 # -- registry of ops ----------------------------------------------------------------------------
-def define(schema: str, meta=None, composite=None, mutates=None, doc=None) -> Op:
-    op = Op(schema, meta=meta, composite=composite, mutates=mutates, doc=doc)
+def define(schema: str, meta=None, composite=None, mutates=None, doc=None, derivative=None,
+           functional=None, _depth=1) -> Op:
+    """Create and register the op ``schema`` names, with the facets given (more may be attached
+    later with ``op.def_backward`` & co)."""
+    op = Op(schema, meta=meta, composite=composite, mutates=mutates, doc=doc,
+            derivative=derivative, functional=functional)
     if op.name in _ops:
         raise RuntimeError(f"op '{op.name}' is already defined: {_ops[op.name].schema}")
+    caller = sys._getframe(_depth)
+    op.defined_at = (caller.f_code.co_filename, caller.f_lineno)
     _ops[op.name] = op
     return op
+
+
+def _looks_inplace(name: str) -> bool:
+    return name.endswith("_") and not name.endswith("__")
 
 
 def get_op(name: str) -> Op:
@@ -295,6 +319,11 @@ def get_op(name: str) -> Op:
         return _ops[name]
     except KeyError:
         raise KeyError(f"no op named '{name}'") from None
+
+
+def find_op(name: str):
+    """The op called ``name``, or None."""
+    return _ops.get(name)
 
 
 def all_ops() -> dict:

@@ -63,7 +63,8 @@ def _empty(shape, dtype, device):
 def meta_kernel(op):
     """A kernel for ``op`` that allocates data-less outputs from its meta function."""
     meta = op.meta
-    multi = "->" in op.schema and op.schema.rsplit("->", 1)[1].strip().startswith("(")
+    schema = str(op.schema)
+    multi = "->" in schema and schema.rsplit("->", 1)[1].strip().startswith("(")
 
     def kernel(*args, **kwargs):
         result = meta(*args, **kwargs)

@@ -18,52 +18,24 @@ generated code does), which keeps in-place ops from saving values they overwrite
 """
 from __future__ import annotations
 
-FORMULAS: dict = {}
-NONDIFFERENTIABLE: set = set()
-INPLACE_FUNCTIONAL: dict = {}   # in-place op name -> functional op name, where names differ
-
-
-class Formula:
-    __slots__ = ("op_name", "backward", "save", "name", "setup", "diff", "outputs",
-                 "complex_ok", "is_view", "node_classes")
-
-    def __init__(self, op_name, backward, save, name, setup, diff, outputs, complex_ok, is_view):
-        self.op_name = op_name
-        self.backward = backward
-        self.save = save
-        self.name = name
-        self.setup = setup
-        self.diff = diff
-        self.outputs = outputs
-        self.complex_ok = complex_ok
-        self.is_view = is_view
-        self.node_classes = {}
-
-
-def camel(op_name: str) -> str:
-    return "".join(p[:1].upper() + p[1:] for p in op_name.strip("_").split("_"))
+from ...dispatch.dispatcher import get_op
+from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative, camel  # noqa: F401
 
 
 def derivative(op_name, *, save=(), name=None, setup=None, diff=None, outputs=None,
                complex_ok=False, view=False):
-    """Register ``backward`` as the derivative of ``op_name``.
-
-    ``name``: the node's class name, or ``callable(*args) -> name`` for ops PyTorch names by
-    overload (``SumBackward0`` for a full reduction, ``SumBackward1`` over dims); default
-    ``<CamelOp>Backward0``. ``diff``: the argument names that get gradients (default: every
-    Tensor argument of the schema). ``outputs``: per output, whether it is differentiable
-    (indices are not). ``view``: the op returns a view of its first argument.
-    """
+    """Attach ``backward`` as the derivative facet of the op called ``op_name``."""
     def register(fn):
-        FORMULAS[op_name] = Formula(op_name, fn, save, name or f"{camel(op_name)}Backward0",
-                                    setup, diff, outputs, complex_ok, view)
+        get_op(op_name).derivative = Derivative(fn, save=save, name=name, setup=setup, diff=diff,
+                                                outputs=outputs, complex_ok=complex_ok, view=view)
         return fn
     return register
 
 
 def nondifferentiable(*op_names):
     """Ops whose outputs never carry gradients (comparisons, predicates, integer results)."""
-    NONDIFFERENTIABLE.update(op_names)
+    for n in op_names:
+        get_op(n).derivative = NOT_DIFFERENTIABLE
 
 
 def _load():

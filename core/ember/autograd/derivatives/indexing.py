@@ -6,14 +6,14 @@ works like any in-place op and can be differentiated again.
 """
 from __future__ import annotations
 
-from ...dispatch.dispatcher import define
+from ...dispatch.dispatcher import define, get_op
 from ...ops import elementwise as E
 from ...ops.conversion import to_copy_op
 from ...ops.indexing import (gather_op, index_add_op, index_op, index_put_op, index_select_op,
                              nonzero_op, scatter_op)
 from ...ops.views import select_op
 from ...ops._util import contiguous_strides
-from . import INPLACE_FUNCTIONAL, derivative, nondifferentiable
+from . import derivative, nondifferentiable
 from ._common import keep_where, mask_fill_zero, zeros
 
 nondifferentiable("nonzero")
@@ -29,7 +29,7 @@ index_put_functional = define("autograd::index_put(Tensor self, Tensor?[] indice
                               "Tensor values, bool accumulate) -> Tensor", composite=_index_put,
                               doc="index_put_ on a copy: autograd's functional twin of "
                                   "index_put_.")
-INPLACE_FUNCTIONAL["index_put_"] = "autograd::index_put"
+get_op("index_put_").functional = get_op("autograd::index_put")
 
 
 @derivative("autograd::index_put", save=("indices",), diff=("self", "values"),
