@@ -149,7 +149,7 @@ def _build():
     ops.append(OpInfo("nan_to_num", lambda x: E.nan_to_num(ember.log(x), posinf=9.0),
                       _unary_samples("nan", -2.0, 2.0), dtypes=FLOATS,
                       covers=("nan_to_num",), differentiable=False))
-    ops.append(OpInfo("nan_to_num_", _inplace(lambda x: E._nan_to_num_(x.log_())),
+    ops.append(OpInfo("nan_to_num_", _inplace(lambda x: ember.Tensor.nan_to_num_(x.log_())),
                       _unary_samples("nan", -2.0, 2.0), dtypes=FLOATS, covers=("nan_to_num_",),
                       differentiable=False))
     act = _unary_samples("act", -3.0, 3.0)

@@ -65,13 +65,13 @@ def _check_dim(op, dim, ndim):
     return dim % n
 
 
-def _tensor(op, x, what="self"):
+def tensor_arg(op, x, what="self"):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: argument '{what}' must be a Tensor, got {type(x).__name__}")
     return x
 
 
-def _same_shape(op, self, shape, what):
+def same_shape(op, self, shape, what):
     if tuple(shape) != tuple(self._shape):
         raise RuntimeError(f"{op}: output with shape {list(self._shape)} doesn't match the "
                            f"broadcast shape {list(shape)} of {what}")
@@ -79,67 +79,26 @@ def _same_shape(op, self, shape, what):
 
 
 # -- elementwise --------------------------------------------------------------------------------
-def unary(name: str, family: str):
-    """``name(Tensor self, dtype compute)``: predicates return bool; abs of a complex tensor is
-    real; the rest return ``compute``."""
-    if family == "pred":
-        return lambda x, compute: (shape_of(_tensor(name, x)), _bool)
-    if name == "abs":
-        return lambda x, compute: (shape_of(_tensor(name, x)), real_of(compute))
-    return lambda x, compute: (shape_of(_tensor(name, x)), compute)
-
-
 def inplace(name: str):
     """In-place ops whose other arguments are not shaped (``exp_``, ``fill_``, ``uniform_``)."""
     def meta(self, *args):
-        return _tensor(name, self)
+        return tensor_arg(name, self)
     return meta
 
 
 def same(name: str):
     """Ops whose output is shaped and typed like ``self`` (round, leaky_relu, flip, tril…)."""
-    return lambda self, *args: (shape_of(_tensor(name, self)), self.dtype)
+    return lambda self, *args: (shape_of(tensor_arg(name, self)), self.dtype)
 
 
 def with_compute(name: str):
     """``name(Tensor self, ..., dtype compute)``: self's shape, the compute dtype (gelu…)."""
-    return lambda self, *args: (shape_of(_tensor(name, self)), args[-1])
-
-
-def binary(name: str, family: str):
-    """``name(self, other, [alpha | rounding_mode,] dtype compute)``: broadcast shape;
-    comparisons and logical ops return bool."""
-    to_bool = family in ("cmp", "logical")
-
-    def meta(a, b, *rest):
-        shape = broadcast(name, a, b)
-        return shape, _bool if to_bool else rest[-1]
-    return meta
-
-
-def binary_(name: str):
-    """In-place binary ops: ``other`` must broadcast to ``self``'s shape."""
-    def meta(self, other, *rest):
-        return _same_shape(name, _tensor(name, self), broadcast(name, self, other),
-                           f"self and other (shape {list(shape_of(other))})")
-    return meta
-
-
-def where(condition, a, b, compute):
-    return broadcast("where", condition, a, b), compute
-
-
-def clamp(x, lo, hi, compute):
-    return broadcast("clamp", x, lo, hi), compute
-
-
-def clamp_(x, lo, hi, compute):
-    return _same_shape("clamp_", x, broadcast("clamp_", x, lo, hi), "self, min and max")
+    return lambda self, *args: (shape_of(tensor_arg(name, self)), args[-1])
 
 
 # -- copies -------------------------------------------------------------------------------------
 def to_copy(self, dtype):
-    return shape_of(_tensor("_to_copy", self)), dtype
+    return shape_of(tensor_arg("_to_copy", self)), dtype
 
 
 def copy_(self, src):
@@ -194,7 +153,7 @@ def multinomial(self, num_samples, replacement, generator):
 
 def bernoulli_(self, p, generator):
     if isinstance(p, Tensor):
-        _same_shape("bernoulli_", self, broadcast("bernoulli_", self, p), "self and p")
+        same_shape("bernoulli_", self, broadcast("bernoulli_", self, p), "self and p")
     return self
 
 
@@ -212,7 +171,7 @@ def reduction(op: str, result: str = "dtype"):
     already wrapped. ``result``: "dtype" = the dtype argument (sum, all…), "same" = self's
     dtype (amax), "real" = self's real dtype (var, vector_norm)."""
     def meta(x, dim, *rest):
-        _tensor(op, x)
+        tensor_arg(op, x)
         keepdim = next(r for r in rest if r.__class__ is bool)
         shape = reduced(x._shape, _dims_ok(op, x, tuple(dim)), keepdim)
         d = rest[-1] if result == "dtype" else x.dtype if result == "same" else real_of(x.dtype)
@@ -240,7 +199,7 @@ def arg_extreme(op: str):
 
 
 def vector_norm(x, ord, dim, keepdim):
-    _tensor("vector_norm", x)
+    tensor_arg("vector_norm", x)
     return reduced(x._shape, _dims_ok("vector_norm", x, tuple(dim)), keepdim), real_of(x.dtype)
 
 

@@ -39,7 +39,7 @@ def nondifferentiable(*op_names):
 
 
 def _load():
-    from . import conversion, elementwise, indexing, linalg, random, reduction, shape  # noqa
+    from . import conversion, indexing, linalg, random, reduction, shape  # noqa
     from . import sorting, views  # noqa: F401
 
 

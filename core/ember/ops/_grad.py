@@ -1,0 +1,96 @@
+"""Helpers the derivative formulas of every family share: reductions to a shape, conjugation,
+zeros, masks.
+
+Every op family imports this module, and these helpers call into several families, so they
+reach the families through module objects imported at the end of this file (``_red.sum_op``):
+whichever family loads first, this module's functions exist before any family module is read.
+"""
+from __future__ import annotations
+
+from .. import _dtype
+from .._tensor import Tensor
+
+
+def sum_to(g: Tensor, shape: tuple) -> Tensor:
+    """Sum ``g`` down to ``shape`` (the inverse of broadcasting ``shape`` to ``g.shape``)."""
+    gs = g._shape
+    if gs == shape:
+        return g
+    lead = len(gs) - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"sum_to_size: size {list(shape)} is not expandable to size {list(gs)}")
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        n = gs[lead + i]
+        if s == 1 and n != 1:
+            dims.append(lead + i)
+        elif s != n:
+            raise RuntimeError(f"sum_to_size: size {list(shape)} is not expandable to size "
+                               f"{list(gs)}")
+    r = _red.sum_op(g, tuple(dims), True, g.dtype) if dims else g
+    return r if r._shape == shape else _views.view_op(r, shape)
+
+
+def expandable(shape: tuple, to: tuple) -> bool:
+    if len(shape) > len(to):
+        return False
+    lead = len(to) - len(shape)
+    return all(s == 1 or s == to[lead + i] for i, s in enumerate(shape))
+
+
+def conj(x):
+    """Complex conjugate (identity for real values), as gradient formulas of complex ops need."""
+    if isinstance(x, Tensor):
+        return _ew.conj_physical_op(x, x.dtype) if x.dtype.category == _dtype.COMPLEX else x
+    return x.conjugate() if isinstance(x, complex) else x
+
+
+def zeros(shape, like: Tensor, dtype=None) -> Tensor:
+    return _fac.full_op.on(like.device, tuple(shape), 0, dtype or like.dtype, like.device)
+
+
+def ones(shape, like: Tensor, dtype=None) -> Tensor:
+    return _fac.full_op.on(like.device, tuple(shape), 1, dtype or like.dtype, like.device)
+
+
+def zeros_like(t: Tensor) -> Tensor:
+    return zeros(t._shape, t)
+
+
+def zero_grad(ctx, g, *args):
+    """The backward of a piecewise-constant op (floor, sign, …): zero for every input."""
+    return (zeros_like(g),)
+
+
+def expand_to(g: Tensor, shape: tuple) -> Tensor:
+    return g if g._shape == shape else _views.expand_op(g, tuple(shape))
+
+
+def cast(g: Tensor, dtype) -> Tensor:
+    return g if g.dtype is dtype else _conv.to_copy_op(g, dtype)
+
+
+def unsqueeze_dims(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> Tensor:
+    """A reduction's output gradient with the reduced ``dims`` of ``shape`` put back as size 1."""
+    if keepdim or not dims:
+        return g
+    kept = [1 if i in dims else s for i, s in enumerate(shape)]
+    return _views.view_op(g, tuple(kept))
+
+
+def mask_fill_zero(g: Tensor, mask: Tensor) -> Tensor:
+    """``g`` where ``mask`` is False, 0 where it is True (broadcast)."""
+    return _ew.where(mask, 0.0, g)
+
+
+def keep_where(g: Tensor, mask: Tensor) -> Tensor:
+    """``g`` where ``mask`` is True, 0 elsewhere (broadcast)."""
+    return _ew.where(mask, g, 0.0)
+
+
+# last: the families import this module (see the docstring)
+from . import conversion as _conv  # noqa: E402
+from . import elementwise as _ew  # noqa: E402
+from . import factories as _fac  # noqa: E402
+from . import reduction as _red  # noqa: E402
+from . import views as _views  # noqa: E402

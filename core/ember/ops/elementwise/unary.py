@@ -1,0 +1,310 @@
+"""Unary elementwise ops: one row per op — its kind (dtype rule) and its derivative.
+
+Kernel convention: ``name(Tensor self, dtype compute) -> Tensor``; in place
+``name_(Tensor(a!) self) -> Tensor(a!)``. For the holomorphic (complex-capable) ops the gradient
+is ``grad * conj(f'(z))``, PyTorch's convention.
+"""
+from __future__ import annotations
+
+import math
+
+from ... import _dtype
+from ..._dtype import COMPLEX, FLOATING, INTEGRAL
+from ..._tensor import Tensor
+from ...dispatch.dispatcher import define
+from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
+from .. import _grad
+from .. import _meta
+from .._util import check_inplace, write_out
+from . import activation as _act  # formulas only (mish)
+from ._rules import FLOAT, PRED, SAME, check_overlap, float_dtype, unary_meta
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+C = True  # the formula holds for complex inputs
+
+
+# -- how rows say what their derivative is ------------------------------------------------------
+def from_input(fprime, **kw):
+    """``grad * conj(f'(x))`` with ``f'`` written in terms of the saved input."""
+    return Derivative(lambda ctx, g, x, compute: (g * _grad.conj(fprime(x)),), save=("self",),
+                      **kw)
+
+
+def from_result(fprime, **kw):
+    """``grad * conj(f'(x))`` with ``f'`` written in terms of the saved result."""
+    return Derivative(lambda ctx, g, x, compute: (g * _grad.conj(fprime(ctx.result)),),
+                      save=("result",), **kw)
+
+
+def linear(fn, **kw):
+    """A linear op: the gradient is ``fn(grad)``; nothing is saved."""
+    return Derivative(lambda ctx, g, x, compute: (fn(g),), **kw)
+
+
+ZERO = Derivative(_grad.zero_grad)  # piecewise constant: zero gradient
+
+
+def _silu_d(x):
+    s = x.sigmoid()
+    return s * (1 + x * (1 - s))
+
+
+def _mish_d(x):
+    t = _act.softplus(x).tanh()
+    return t + x * x.sigmoid() * (1 - t * t)
+
+
+def _digamma_backward(ctx, g, x, compute):
+    raise NotImplementedError("the derivative for 'digamma' is not implemented (it needs "
+                              "polygamma(1, x), which ember has no op for)")
+
+
+def _abs_backward(ctx, g, x, compute):
+    return (g * x.sign(),)
+
+
+def _relu_backward(ctx, g, x, compute):
+    return (_grad.keep_where(g, ctx.result.gt(0)),)
+
+
+# name, kind, derivative, complex inputs ok (None: PyTorch refuses complex inputs)
+UNARY_ROWS = [
+    ("exp",        FLOAT, from_result(lambda r: r, complex_ok=C)),
+    ("exp2",       FLOAT, from_result(lambda r: r * _LN2)),
+    ("expm1",      FLOAT, from_result(lambda r: r + 1, complex_ok=C)),
+    ("log",        FLOAT, from_input(lambda x: x.reciprocal(), complex_ok=C)),
+    ("log2",       FLOAT, from_input(lambda x: (x * _LN2).reciprocal())),
+    ("log10",      FLOAT, from_input(lambda x: (x * _LN10).reciprocal())),
+    ("log1p",      FLOAT, from_input(lambda x: (x + 1).reciprocal(), complex_ok=C)),
+    ("sqrt",       FLOAT, from_result(lambda r: (r * 2).reciprocal(), complex_ok=C)),
+    ("rsqrt",      FLOAT, from_result(lambda r: r * r * r * -0.5, complex_ok=C)),
+    ("sin",        FLOAT, from_input(lambda x: x.cos(), complex_ok=C)),
+    ("cos",        FLOAT, from_input(lambda x: -x.sin(), complex_ok=C)),
+    ("tan",        FLOAT, from_result(lambda r: r * r + 1, complex_ok=C)),
+    ("asin",       FLOAT, from_input(lambda x: (1 - x * x).rsqrt(), complex_ok=C)),
+    ("acos",       FLOAT, from_input(lambda x: -(1 - x * x).rsqrt(), complex_ok=C)),
+    ("atan",       FLOAT, from_input(lambda x: (x * x + 1).reciprocal(), complex_ok=C)),
+    ("sinh",       FLOAT, from_input(lambda x: x.cosh(), complex_ok=C)),
+    ("cosh",       FLOAT, from_input(lambda x: x.sinh(), complex_ok=C)),
+    ("tanh",       FLOAT, from_result(lambda r: 1 - r * r, complex_ok=C)),
+    ("asinh",      FLOAT, from_input(lambda x: (x * x + 1).rsqrt(), complex_ok=C)),
+    ("acosh",      FLOAT, from_input(lambda x: (x * x - 1).rsqrt(), complex_ok=C)),
+    ("atanh",      FLOAT, from_input(lambda x: (1 - x * x).reciprocal(), complex_ok=C)),
+    ("sigmoid",    FLOAT, from_result(lambda r: r * (1 - r), complex_ok=C)),
+    ("erf",        FLOAT, from_input(lambda x: (-(x * x)).exp() * _TWO_OVER_SQRT_PI)),
+    ("erfc",       FLOAT, from_input(lambda x: (-(x * x)).exp() * -_TWO_OVER_SQRT_PI)),
+    ("erfinv",     FLOAT, from_result(lambda r: (r * r).exp() * (math.sqrt(math.pi) / 2))),
+    ("reciprocal", FLOAT, from_result(lambda r: -(r * r), complex_ok=C)),
+    ("silu",       FLOAT, from_input(_silu_d)),
+    ("mish",       FLOAT, from_input(_mish_d)),
+    ("lgamma",     FLOAT, from_input(lambda x: x.digamma())),
+    ("digamma",    FLOAT, Derivative(_digamma_backward, save=("self",))),
+    ("logit",      FLOAT, from_input(lambda x: (x * (1 - x)).reciprocal())),
+    ("deg2rad",    FLOAT, from_input(lambda x: math.pi / 180, name="Deg2RadBackward0")),
+    ("rad2deg",    FLOAT, from_input(lambda x: 180 / math.pi, name="Rad2DegBackward0")),
+    ("neg",        SAME,  linear(lambda g: -g, complex_ok=C)),
+    ("abs",        SAME,  Derivative(_abs_backward, save=("self",))),
+    ("sign",       SAME,  ZERO),
+    ("floor",      SAME,  ZERO),
+    ("ceil",       SAME,  ZERO),
+    ("trunc",      SAME,  ZERO),
+    ("frac",       SAME,  linear(lambda g: g)),
+    ("square",     SAME,  from_input(lambda x: x * 2, complex_ok=C, name="PowBackward0")),
+    ("relu",       SAME,  Derivative(_relu_backward, save=("result",))),
+    ("positive",   SAME,  linear(lambda g: g, complex_ok=C)),
+    ("conj_physical", SAME, linear(_grad.conj, complex_ok=C)),
+    ("bitwise_not", SAME, NOT_DIFFERENTIABLE),
+    ("isnan",      PRED,  NOT_DIFFERENTIABLE),
+    ("isinf",      PRED,  NOT_DIFFERENTIABLE),
+    ("isfinite",   PRED,  NOT_DIFFERENTIABLE),
+    ("isposinf",   PRED,  NOT_DIFFERENTIABLE),
+    ("isneginf",   PRED,  NOT_DIFFERENTIABLE),
+    ("signbit",    PRED,  NOT_DIFFERENTIABLE),
+    ("logical_not", PRED, NOT_DIFFERENTIABLE),
+]
+UNARY = {kind: [name for name, k, _ in UNARY_ROWS if k == kind] for kind in (FLOAT, SAME, PRED)}
+
+# ops PyTorch does not define for complex inputs (numpy/scipy may, but every backend must agree)
+_NO_COMPLEX = {"erf", "erfc", "erfinv", "lgamma", "digamma", "logit", "deg2rad", "rad2deg",
+               "mish", "sign", "relu", "floor", "ceil", "trunc", "frac", "isposinf", "isneginf",
+               "signbit"}
+ALIASES_UNARY = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+                 "arccosh": "acosh", "arctanh": "atanh", "negative": "neg", "absolute": "abs",
+                 "fix": "trunc", "special_expit": "sigmoid"}
+
+
+def _unary_dtype(name, kind, x):
+    d = x.dtype
+    if d.category == COMPLEX and name in _NO_COMPLEX:
+        hint = " (use sgn() or x / x.abs())" if name == "sign" else ""
+        raise RuntimeError(f"{name}: complex inputs are not supported, got {d}{hint}")
+    if kind == FLOAT:
+        return float_dtype(d)
+    if kind == SAME:
+        if d is _dtype.bool_:
+            if name == "neg":
+                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not "
+                                   "supported. If you are trying to invert a mask, use the `~` "
+                                   "or `logical_not()` operator instead.")
+            if name == "positive":
+                raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+            if name == "relu":
+                raise RuntimeError("Boolean inputs not supported for relu")
+            if name == "square":
+                return _dtype.int64  # square is pow(x, 2): bool promotes to int64
+        if name == "bitwise_not" and d.category > INTEGRAL:
+            raise RuntimeError(f"bitwise_not: only integral and bool tensors are supported, got "
+                               f"{d}")
+        if name == "frac" and d.category < FLOATING:
+            raise RuntimeError(f"frac: only floating-point tensors are supported, got {d}")
+        return d
+    return d  # predicates compute in the input dtype and return bool
+
+
+def _make_unary(name, kind, op, op_):
+    float_kind = kind == FLOAT
+
+    def fn(input, *, out=None):
+        # hot path: a float tensor through a float op needs no further rule
+        if float_kind and out is None and input.__class__ is Tensor and \
+                input.dtype.category == FLOATING:
+            return op(input, input.dtype)
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' must be Tensor, not "
+                            f"{type(input).__name__}")
+        r = op(input, _unary_dtype(name, kind, input))
+        return r if out is None else write_out(out, r, name)
+
+    def fn_(self):
+        d = _unary_dtype(name, kind, self)
+        if name == "abs" and d.category == COMPLEX:
+            raise RuntimeError("In-place abs is not supported for complex tensors.")
+        check_inplace(f"{name}_", self, d, self._shape)
+        if 0 in self._stride:
+            check_overlap(self, f"{name}_")
+        op_(self)
+        self._storage.version += 1
+        return self
+
+    fn.__name__, fn_.__name__ = name, name + "_"
+    return fn, fn_
+
+
+unary_ops = {}   # name -> (kind, op, in-place op or None)
+unary_api = {}   # name -> the Python function (PyTorch's name), in-place ones as name_
+for _name, _kind, _derivative in UNARY_ROWS:
+    _op = define(f"{_name}(Tensor self, dtype compute) -> Tensor", meta=unary_meta(_name, _kind),
+                 derivative=_derivative)
+    _op_ = None if _kind == PRED else define(f"{_name}_(Tensor(a!) self) -> Tensor(a!)",
+                                             meta=_meta.inplace(_name + "_"), functional=_op)
+    unary_ops[_name] = (_kind, _op, _op_)
+    _fn, _fn_ = _make_unary(_name, _kind, _op, _op_)
+    unary_api[_name] = _fn
+    setattr(Tensor, _name, _fn)
+    if _op_ is not None:
+        unary_api[_name + "_"] = _fn_
+        setattr(Tensor, _name + "_", _fn_)
+for _alias, _target in ALIASES_UNARY.items():
+    unary_api[_alias] = unary_api[_target]
+    setattr(Tensor, _alias, unary_api[_target])
+    if _target + "_" in unary_api:
+        setattr(Tensor, _alias + "_", unary_api[_target + "_"])
+conj_physical_op = unary_ops["conj_physical"][1]
+
+
+def _logical_not_(self):
+    """In place: ``not self`` stored in self's dtype (1/0 for numbers), as PyTorch does."""
+    if 0 in self._stride:
+        check_overlap(self, "logical_not_")
+    return self.copy_(unary_api["logical_not"](self))
+
+
+unary_api["logical_not_"] = Tensor.logical_not_ = _logical_not_
+
+
+def conj(input):
+    """The complex conjugate (computed eagerly; ember has no lazy conjugate bit). A non-complex
+    tensor is returned as is, like PyTorch."""
+    return unary_api["conj_physical"](input) if input.dtype.category == COMPLEX else input
+
+
+def _resolve_conj(self):
+    return self
+
+
+unary_api["conj"] = conj
+Tensor.conj = conj
+Tensor.resolve_conj = Tensor.resolve_neg = _resolve_conj
+Tensor.is_conj = Tensor.is_neg = lambda self: False
+
+
+# -- unary ops with parameters ------------------------------------------------------------------
+def _round_name(self, decimals):
+    return "RoundBackward1" if decimals else "RoundBackward0"
+
+
+round_op = define("round(Tensor self, int decimals) -> Tensor", meta=_meta.same("round"),
+                  derivative=Derivative(_grad.zero_grad, name=_round_name))
+round_op_ = define("round_(Tensor(a!) self, int decimals) -> Tensor(a!)",
+                   meta=_meta.inplace("round_"), functional=round_op)
+
+
+def _check_round(input):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"round(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dtype.category == COMPLEX:
+        raise RuntimeError("round is not supported for complex inputs")
+
+
+def round(input, *, decimals=0, out=None):
+    _check_round(input)
+    r = round_op(input, int(decimals))
+    return r if out is None else write_out(out, r, "round")
+
+
+def _round_(self, *, decimals=0):
+    _check_round(self)
+    if 0 in self._stride:
+        check_overlap(self, "round_")
+    round_op_(self, int(decimals))
+    self._storage.version += 1
+    return self
+
+
+Tensor.round = round
+Tensor.round_ = _round_
+
+
+def _nan_to_num_backward(ctx, g, self, nan, posinf, neginf):
+    return (_grad.keep_where(g, self.isfinite()),)
+
+
+nan_to_num_op = define("nan_to_num(Tensor self, float nan, float? posinf, float? neginf) -> Tensor",
+                       meta=_meta.same("nan_to_num"),
+                       derivative=Derivative(_nan_to_num_backward, save=("self",),
+                                             name="NanToNumBackward0"))
+nan_to_num_op_ = define("nan_to_num_(Tensor(a!) self, float nan, float? posinf, float? neginf) "
+                        "-> Tensor(a!)", meta=_meta.inplace("nan_to_num_"),
+                        functional=nan_to_num_op)
+
+
+def _opt_float(x):
+    return None if x is None else float(x)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    r = nan_to_num_op(input, float(nan), _opt_float(posinf), _opt_float(neginf))
+    return r if out is None else write_out(out, r, "nan_to_num")
+
+
+def _nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    if 0 in self._stride:
+        check_overlap(self, "nan_to_num_")
+    nan_to_num_op_(self, float(nan), _opt_float(posinf), _opt_float(neginf))
+    self._storage.version += 1
+    return self
+
+
+Tensor.nan_to_num = nan_to_num
+Tensor.nan_to_num_ = _nan_to_num_
