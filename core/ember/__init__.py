@@ -93,3 +93,4 @@ def __getattr__(name):
 
 
 __version__ = "0.1.0"
+del annotations  # the __future__ import's name is not part of ember's API

@@ -12,6 +12,7 @@ import weakref
 
 from .._dtype import FLOATING
 from .._tensor import Tensor
+from ..utils.hooks import RemovableHandle
 from ..dispatch import keys as K
 
 _AG = K.AUTOGRAD
@@ -124,38 +125,15 @@ class SavedTensor:
         self.data = None
 
 
-# -- nodes --------------------------------------------------------------------------------------
-class RemovableHandle:
-    """What ``register_hook`` returns: ``handle.remove()`` takes the hook out."""
-
-    def __init__(self, container, key):
-        self._ref = weakref.ref(container)
-        self._key = key
-
-    def remove(self):
-        c = self._ref()
-        if c is not None:
-            c.pop(self._key, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
 class _HookDict(dict):
     """A dict that can be weakly referenced (for RemovableHandle)."""
     __slots__ = ("__weakref__",)
 
 
-_hook_ids = itertools.count()
-
-
 def add_hook(container: _HookDict, fn) -> RemovableHandle:
-    key = next(_hook_ids)
-    container[key] = fn
-    return RemovableHandle(container, key)
+    handle = RemovableHandle(container)
+    container[handle.id] = fn
+    return handle
 
 
 class _Extras:

@@ -1,2 +1,17 @@
-"""``ember.utils``: helpers with the names of ``torch.utils`` (``checkpoint``)."""
-from . import checkpoint  # noqa: F401
+"""``ember.utils``: helpers with the names of ``torch.utils`` (``checkpoint``, ``hooks``).
+
+Submodules load on first access, so low layers (autograd) can import ``ember.utils.hooks``
+without pulling in modules that depend on them."""
+import importlib
+
+_SUBMODULES = ("checkpoint", "hooks")
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'ember.utils' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_SUBMODULES))

@@ -12,22 +12,19 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 from ..._tensor import Tensor
-from ...autograd.graph import RemovableHandle
+from ...utils.hooks import RemovableHandle
 from ...autograd.grad_mode import no_grad
 from ...autograd.tensor_api import zero_grads
 from ..parameter import Parameter
 
 __all__ = ["Module"]
 
-_hook_ids = itertools.count()
-
-
 def _add_hook(d, fn, prepend=False, **flags):
-    key = next(_hook_ids)
-    d[key] = (fn, flags) if flags else fn
+    handle = RemovableHandle(d)
+    d[handle.id] = (fn, flags) if flags else fn
     if prepend:
-        d.move_to_end(key, last=False)
-    return RemovableHandle(d, key)
+        d.move_to_end(handle.id, last=False)
+    return handle
 
 
 class _HookODict(OrderedDict):

@@ -1,0 +1,30 @@
+"""The generated stubs (``ember/__init__.pyi``, ``ember/_tensor.pyi``) match the live API, so
+editors and grep find the names ember makes from op tables."""
+import pathlib
+
+import ember
+from ember import _stubgen
+
+
+def test_stubs_are_current():
+    root = pathlib.Path(ember.__file__).parent
+    stale = [rel for rel, text in _stubgen.generate().items()
+             if not (root / rel).exists() or (root / rel).read_text() != text]
+    assert not stale, (f"{', '.join(stale)} out of date with the live API: run "
+                       f"`python -m ember._stubgen` and commit the result")
+
+
+def test_stubs_name_table_made_functions_and_their_modules():
+    text = (pathlib.Path(ember.__file__).parent / "_tensor.pyi").read_text()
+    assert "    def exp(self, *, out=...): ...  # ember.ops.elementwise.unary\n" in text
+    assert "    def add_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary\n" in text
+    top = (pathlib.Path(ember.__file__).parent / "__init__.pyi").read_text()
+    assert "def sin(input, *, out=...): ...  # ember.ops.elementwise.unary\n" in top
+    assert "from ._tensor import Tensor as Tensor\n" in top
+
+
+def test_every_public_name_is_in_the_stub():
+    top = (pathlib.Path(ember.__file__).parent / "__init__.pyi").read_text()
+    missing = [n for n in dir(ember) if not n.startswith("_") and
+               f" as {n}\n" not in top and f"def {n}(" not in top and f"\n{n}: " not in top]
+    assert not missing, missing
