@@ -17,7 +17,7 @@ import warnings
 from .._tensor import Tensor
 from ..dispatch import keys as K
 from . import anomaly
-from .graph import AccumulateGrad
+from .graph import AccumulateGrad, leaf_lock
 from .grad_mode import _restore, _save, _set_enabled
 
 _AG = K.AUTOGRAD
@@ -81,15 +81,16 @@ def accumulate(t: Tensor, g) -> None:
                     run.pinned.add(id(g))
     if g is None:
         return
-    old = ag.grad
-    if old is None:
-        ag.grad = g if run is not None and run.owned(g) else _clone(g)
-    elif K.state.grad_enabled or old.requires_grad:
-        ag.grad = old + g
-    else:
-        from .grad_mode import no_grad
-        with no_grad():
-            old.add_(g)
+    with leaf_lock:  # backward passes on other threads may accumulate into the same leaf
+        old = ag.grad
+        if old is None:
+            ag.grad = g if run is not None and run.owned(g) else _clone(g)
+        elif K.state.grad_enabled or old.requires_grad:
+            ag.grad = old + g
+        else:
+            from .grad_mode import no_grad
+            with no_grad():
+                old.add_(g)
     if ag.post_acc_hooks:
         for h in list(ag.post_acc_hooks.values()):
             h(t)

@@ -8,6 +8,7 @@ per forward output and returns one per edge. Nodes hold their inputs' saved valu
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 
 from .._dtype import FLOATING
@@ -234,12 +235,21 @@ class AccumulateGrad(Node):
         return []
 
 
+# Guards the two read-modify-writes that concurrent backward passes share: a leaf's one
+# AccumulateGrad (two threads recording at once must get the same node, or grad(inputs=leaf)
+# looks for an edge the other graph never used) and ``leaf.grad += g`` (torch locks it too).
+leaf_lock = threading.RLock()
+
+
 def grad_accumulator(t: Tensor) -> AccumulateGrad:
     ag = t._ag
     acc = ag.acc() if ag.acc is not None else None
     if acc is None:
-        acc = AccumulateGrad(t)
-        ag.acc = weakref.ref(acc)
+        with leaf_lock:
+            acc = ag.acc() if ag.acc is not None else None
+            if acc is None:
+                acc = AccumulateGrad(t)
+                ag.acc = weakref.ref(acc)
     return acc
 
 
