@@ -45,8 +45,8 @@ def discover() -> Discovery:
             problem = _compiler_problem(cl, d)
             if problem is not None:
                 broken.append(f"{p.name.strip()}: {d.name.strip()}: {problem}")
-                left_out.append((f"{p.name.strip()}: {d.name.strip()} (driver "
-                                 f"{d.driver_version.strip()})", f"cannot compile: {problem}"))
+                left_out.append((f"{p.name.strip()}: {d.name.strip()}{_driver(d)}",
+                                 f"cannot compile: {problem}"))
                 continue
             rank = 0 if d.type & cl.device_type.GPU else 1 if d.type & cl.device_type.ACCELERATOR \
                 else 2
@@ -76,6 +76,15 @@ _UNKNOWN_CPU_HINT = (
     "such as Debian's `apt install pocl-opencl-icd` works)")
 
 _PROBE = "__kernel void ember_probe(__global int *x) { x[get_global_id(0)] += 1; }"
+
+
+def _driver(device) -> str:
+    """The " (driver X)" suffix of a listing; empty when a device that already failed to build
+    will not even report its driver version."""
+    try:
+        return f" (driver {device.driver_version.strip()})"
+    except Exception:
+        return ""
 
 
 def _compiler_problem(cl, device):
