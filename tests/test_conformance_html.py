@@ -65,8 +65,8 @@ def test_fail_and_fallback_have_distinct_symbols_and_colours(report):
     from ember_conformance.report import SYMBOLS
     assert len(set(SYMBOLS.values())) == len(SYMBOLS)
     assert len({bg for bg, _ in COLORS.values()}) == len(COLORS)
-    assert f'class="fail" data-key="mul [float32]"' in page
-    assert f'class="fallback" data-key="sum [float32]"' in page
+    assert 'class="fail" data-key="mul [float32]"' in page
+    assert 'class="fallback" data-key="sum [float32]"' in page
 
 
 def test_cell_details_carry_errors_and_the_reproducing_command(report):

@@ -134,7 +134,7 @@ def test_failures_come_first_with_errors_tolerance_and_a_reproducing_command(bug
 
 def test_the_reproducing_command_reruns_exactly_that_case(buggy_run, tmp_path):
     out, _ = buggy_run
-    line = next(l for l in out.stdout.splitlines() if "reproduce:" in l and "--ops mul" in l)
+    line = next(x for x in out.stdout.splitlines() if "reproduce:" in x and "--ops mul" in x)
     argv = shlex.split(line.split("reproduce: ", 1)[1])
     assert argv[0] == "ember-conformance"
     again = _script(*argv[1:], "--json", str(tmp_path / "one.json"))

@@ -11,7 +11,7 @@ import json
 
 from .report import SYMBOLS, _failure_lines, _row
 from .selection import FD_SUITES, OP_SUITES
-from .summary import (STATUS_ORDER, UNITS, cell_status, cells, counts_text, error_text,
+from .summary import (STATUS_ORDER, UNITS, cell_status, cells, error_text,
                       failed_units, failures, tally)
 
 FAILURES_SHOWN = 10   # the rest fold under a "more failures" toggle, keeping the contracts near
@@ -30,8 +30,9 @@ MEANING = {
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;margin:1.5em 2em;color:#222}
-h1{font-size:1.5em;margin:.2em 0} h1 code{font-size:1em} h2{font-size:1.15em;margin:1.4em 0 .5em;border-bottom:1px solid
-#ddd;padding-bottom:.2em} code,.mono{font-family:'DejaVu Sans Mono',monospace;font-size:12px}
+h1{font-size:1.5em;margin:.2em 0} h1 code{font-size:1em}
+h2{font-size:1.15em;margin:1.4em 0 .5em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+code,.mono{font-family:'DejaVu Sans Mono',monospace;font-size:12px}
 table{border-collapse:collapse} td,th{border:1px solid #ddd;padding:2px 6px;font-size:12px}
 .env th{text-align:left;background:#f5f5f5;font-weight:600;white-space:nowrap}
 .env td{max-width:60em} .verdict{display:inline-block;padding:2px 10px;border-radius:4px;
@@ -54,8 +55,8 @@ font-size:12px;display:none;z-index:3} #details h3{margin:.2em 0;font-size:14px}
 _JS = """
 const data = JSON.parse(document.getElementById('cell-data').textContent);
 const symbols = %(symbols)s;
-function esc(s){return String(s).replace(/[&<>"]/g,c=>({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));}
-function fmt(x){return x===null||x===undefined?'':Number(x).toPrecision(3);}
+const entities = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'};
+function esc(s){return String(s).replace(/[&<>"]/g, c => entities[c]);}
 function show(td){
   document.querySelectorAll('td.sel').forEach(e=>e.classList.remove('sel'));
   td.classList.add('sel');
@@ -63,13 +64,16 @@ function show(td){
   let h = '<a href="#" style="float:right" onclick="return hideDetails()">close ✕</a>';
   h += '<h3>'+esc(td.dataset.key)+'</h3>';
   for (const r of rows){
-    h += '<div class="row"><b class="'+r.status+'-t">'+symbols[r.status]+' '+esc(r.suite)+': '+
-         esc(r.status)+'</b> <span class="muted">'+r.checks+(r.checks===1?' check':' checks')+'</span>';
+    h += '<div class="row"><b class="'+r.status+'-t">'+symbols[r.status]+' '+esc(r.suite)+
+         ': '+esc(r.status)+'</b> <span class="muted">'+r.checks+
+         (r.checks===1 ? ' check' : ' checks')+'</span>';
+    const largest = r.status==='pass' || r.status==='fallback';
     if (r.sample) h += '<div>sample '+r.sample_index+': <code>'+esc(r.sample)+'</code>'+
-         (r.status==='fail'?'':' <span class="muted">(largest error)</span>')+'</div>';
+         (largest ? ' <span class="muted">(largest error)</span>' : '')+'</div>';
     if (r.errors) h += '<div>'+esc(r.errors)+'</div>';
     if (r.message) h += '<div>'+esc(r.message)+'</div>';
-    if (r.fallback_ops.length) h += '<div>on the CPU fallback: '+esc(r.fallback_ops.join(', '))+'</div>';
+    if (r.fallback_ops.length)
+      h += '<div>on the CPU fallback: '+esc(r.fallback_ops.join(', '))+'</div>';
     if (r.repro) h += '<div>reproduce: <code class="repro">'+esc(r.repro)+'</code></div>';
     h += '</div>';
   }
@@ -80,7 +84,8 @@ function hideDetails(){document.getElementById('details').style.display='none';
   document.querySelectorAll('td.sel').forEach(e=>e.classList.remove('sel')); return false;}
 function applyFilter(){
   const text = document.getElementById('filter').value.trim().toLowerCase();
-  const on = new Set([...document.querySelectorAll('.toggle')].filter(c=>c.checked).map(c=>c.value));
+  const boxes = [...document.querySelectorAll('.toggle')];
+  const on = new Set(boxes.filter(c=>c.checked).map(c=>c.value));
   let shown = 0;
   document.querySelectorAll('tr.op-row').forEach(tr=>{
     const statuses = tr.dataset.statuses.split(' ');
@@ -89,13 +94,14 @@ function applyFilter(){
   });
   document.getElementById('shown').textContent = shown;
 }
-document.querySelectorAll('.grid td[data-key]').forEach(td=>td.addEventListener('click',()=>show(td)));
+const cellsWithData = [...document.querySelectorAll('.grid td[data-key]')];
+cellsWithData.forEach(td=>td.addEventListener('click', ()=>show(td)));
 document.getElementById('filter').addEventListener('input', applyFilter);
 document.querySelectorAll('.toggle').forEach(c=>c.addEventListener('change', applyFilter));
 applyFilter();
 if (location.hash.startsWith('#cell=')) {   // a link to one cell opens its details
   const key = decodeURIComponent(location.hash.slice(6));
-  const td = [...document.querySelectorAll('.grid td[data-key]')].find(t=>t.dataset.key===key);
+  const td = cellsWithData.find(t=>t.dataset.key===key);
   if (td) show(td);
 }
 """
@@ -243,7 +249,9 @@ def write_html(output, env, path):
     results, backend = output.results, output.selection.backend
     summary = tally(results)
     grid, data, n_rows = _grid(results, backend)
-    styles = "".join(f".{s}{{background:{bg};color:{fg}}} .{s}-t{{color:{bg if s != 'skip' else fg}}}"
+    # .<status> paints a cell or chip; .<status>-t colours text (grey text for skip)
+    styles = "".join(f".{s}{{background:{bg};color:{fg}}} "
+                     f".{s}-t{{color:{fg if s == 'skip' else bg}}}"
                      for s, (bg, fg) in COLORS.items())
     toggles = "".join(
         f'<label class="chip {s}" title="{_e(MEANING[s])}"><input type="checkbox" class="toggle"'

@@ -89,7 +89,7 @@ def execute(selection: Selection, progress=None) -> RunOutput:
                 results.append(Result("forward", info.name, "-", "fail", float("inf"),
                                       "every sample of every dtype raised on the CPU "
                                       "reference; first: " + forwards[0].message))
-            if device.type == "cpu":
+            if selection.runs_finite_differences:
                 if "gradcheck" in suites:
                     results.append(_guarded("gradcheck", info.name, "float64",
                                             lambda: check_gradcheck(info, device,

@@ -58,7 +58,9 @@ class Selection:
 
     @property
     def runs_finite_differences(self) -> bool:
-        return self.device.type == "cpu" and any(s in self.op_suites for s in FD_SUITES)
+        """gradcheck/gradgradcheck rows: the CPU's float64 derivatives, when selected."""
+        return self.device.type == "cpu" and any(s in self.op_suites for s in FD_SUITES) and \
+            (self.dtypes is None or "float64" in self.dtypes)
 
 
 def resolve_device(backend: str):

@@ -35,18 +35,13 @@ def test_gradient(conformance_device, op_case):
     _assert_ok(check_gradient(info, dtype, conformance_device))
 
 
-def _cpu_only(device):
-    if device.type != "cpu":
-        pytest.skip("finite differences check the CPU reference; run with --backend cpu")
-
-
 def test_gradcheck(conformance_device, op_entry):
-    _cpu_only(conformance_device)
+    """First derivatives against finite differences (parametrized on the cpu backend only)."""
     _assert_ok(check_gradcheck(op_entry, conformance_device))
 
 
 def test_gradgradcheck(conformance_device, op_entry):
-    _cpu_only(conformance_device)
+    """Second derivatives against finite differences (cpu backend only)."""
     _assert_ok(check_gradgradcheck(op_entry, conformance_device))
 
 
