@@ -2,9 +2,67 @@
 import subprocess
 import sys
 
+import pytest
+
+from ember import cli
+from ember.runtime import Backend
+from ember.runtime.registry import registry
+
+
+def _ember(*args):
+    return subprocess.run([sys.executable, "-m", "ember.cli", *args], capture_output=True,
+                          text=True, timeout=60, env={"COLUMNS": "200", "PATH": ""})
+
 
 def test_ember_info_lists_cpu_backend():
-    out = subprocess.run([sys.executable, "-m", "ember.cli", "info"], capture_output=True,
-                         text=True, timeout=60, env={"COLUMNS": "200", "PATH": ""})
+    out = _ember("info")
     assert out.returncode == 0, out.stderr
     assert "cpu" in out.stdout and "yes" in out.stdout and "native" in out.stdout
+
+
+def test_version_flag_prints_the_installed_version():
+    import ember
+    out = _ember("--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"ember {ember.__version__}"
+
+
+def test_bare_ember_prints_the_help():
+    out = _ember()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("usage: ember")
+    assert "info" in out.stdout and "demo" in out.stdout and "--version" in out.stdout
+
+
+def test_unknown_command_is_an_argparse_error():
+    out = _ember("nonsense")
+    assert out.returncode == 2 and "invalid choice: 'nonsense'" in out.stderr
+
+
+class _HalfBackend(Backend):
+    """A backend that saw two devices and uses one: what `ember info` must show."""
+    name = "halfdev"
+
+    def is_available(self):
+        return True
+
+    def device_count(self):
+        return 1
+
+    def skipped_devices(self):
+        return [("Vendor X: old accelerator", "its compiler is too old")]
+
+
+@pytest.fixture
+def halfdev():
+    registry.add(_HalfBackend())
+    yield
+    registry.remove("halfdev")
+
+
+def test_info_lists_devices_a_backend_left_out_with_the_reason(halfdev, capsys):
+    assert ("halfdev", "Vendor X: old accelerator", "its compiler is too old") in \
+        cli._left_out_rows()
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "devices left out" in out and "old accelerator" in out and "too old" in out

@@ -115,6 +115,9 @@ def test_devices_whose_compiler_fails_are_left_out(monkeypatch):
     old, new = _fake_pyopencl(monkeypatch, broken={"pthread-old-llvm"})
     found = discover()
     assert found.reason is None and found.devices == [new]
+    # ... but listed with the reason, for `ember info`
+    assert [name for name, _ in found.left_out] == ["PoCL wheel: pthread-old-llvm"]
+    assert "unknown target CPU 'generic'" in found.left_out[0][1]
 
 
 def test_no_device_that_compiles_makes_the_backend_unavailable_with_the_compiler_error(monkeypatch):

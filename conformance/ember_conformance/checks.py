@@ -1,4 +1,6 @@
-"""Checking one op entry × dtype on a backend against the CPU reference."""
+"""Checking one op entry × dtype on a backend against the CPU reference: forward values and
+first-order gradients (``gradient``). The CPU's own derivatives against finite differences are in
+``finite_differences.py``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,37 +11,70 @@ import ember
 from ember.dispatch.dispatcher import get_op
 from ember.runtime.registry import registry
 
-from .tolerances import compare, tolerance
+from .tolerances import measure, tolerance
+
+INF = float("inf")
 
 
 @dataclass
 class Result:
-    suite: str          # "forward", "gradient" or a contract suite's name
+    suite: str          # "forward", "gradient", "gradcheck", "gradgradcheck", a contract suite
     name: str           # op entry or contract case
     dtype: str          # dtype name or "-"
     status: str         # pass | fail | fallback | unsupported | skip
-    worst: float = 0.0  # worst error as a multiple of the allowed tolerance
+    worst: float = 0.0  # largest error as a multiple of the allowed tolerance (inf: no values)
     message: str = ""
-    samples: int = 0
+    samples: int = 0    # samples visited
     compared: int = -1  # forward: samples whose values were compared (-1: not counted)
+    checks: int = 0     # sample comparisons made: outputs (or raised errors) compared, or
+    #                     derivatives differenced (see summary.UNITS)
+    sample_index: int | None = None  # the failing sample, or the one with the largest error;
+    sample: str = ""                 # ... its description (dtype, shapes, layout)
+    max_abs: float | None = None     # that sample's largest |actual - expected|
+    max_rel: float | None = None     # ... and |actual - expected| / |expected|
+    rtol: float | None = None        # the tolerance it was held to
+    atol: float | None = None
+    fallback_ops: tuple = ()         # registry ops of the entry the backend runs on the CPU
 
     @property
     def ok(self) -> bool:
         return self.status in ("pass", "fallback", "unsupported", "skip")
 
 
+class _Worst:
+    """The sample with the largest error so far, carried into the Result."""
+
+    def __init__(self):
+        self.worst, self.fields = 0.0, {}
+
+    def add(self, index, sample, dev):
+        if dev.worst > self.worst or not self.fields:
+            self.worst = max(self.worst, dev.worst)
+            self.fields = dict(sample_index=index, sample=sample.desc, max_abs=dev.max_abs,
+                               max_rel=dev.max_rel, rtol=dev.rtol, atol=dev.atol)
+
+
 def _autograd_available() -> bool:
     return hasattr(ember, "autograd") and hasattr(ember.autograd, "grad")
 
 
+def ops_on_fallback(info, backend) -> tuple:
+    """The registry ops ``info`` covers that ``backend`` runs on the CPU fallback."""
+    if backend.name == "cpu" or not backend.cpu_fallback:
+        return ()
+    return tuple(name for name in info.covers
+                 if name not in backend.kernels and get_op(name).composite is None)
+
+
 def runs_on_fallback(info, backend) -> bool:
-    if backend.name == "cpu":
-        return False
-    for name in info.covers:
-        op = get_op(name)
-        if name not in backend.kernels and op.composite is None:
-            return True
-    return False
+    return bool(ops_on_fallback(info, backend))
+
+
+def selected_samples(info, dtype, only_sample=None):
+    """(index, sample) pairs; ``only_sample`` keeps one index (the CLI's ``--sample``)."""
+    for index, sample in enumerate(info.samples(dtype)):
+        if only_sample is None or index == only_sample:
+            yield index, sample
 
 
 def _flatten(out):
@@ -68,70 +103,78 @@ def _call(info, device, sample, requires_grad=False):
     return args, info.fn(*args, **kwargs)
 
 
-def check_forward(info, dtype: str, device) -> Result:
+def _failed(suite, info, dtype, index, sample, message, *, checks, worst=INF, dev=None,
+            fallback_ops=()):
+    fields = dict(sample_index=index, sample=sample.desc)
+    if dev is not None:
+        fields.update(max_abs=dev.max_abs, max_rel=dev.max_rel, rtol=dev.rtol, atol=dev.atol)
+    return Result(suite, info.name, dtype, "fail", worst, f"{sample.desc}: {message}",
+                  index + 1, checks=checks, fallback_ops=fallback_ops, **fields)
+
+
+def check_forward(info, dtype: str, device, only_sample=None) -> Result:
     backend = registry.get(device.type)
     dt = ember._dtype.as_dtype(dtype)
     if dt not in backend.dtypes:
-        return _check_unsupported(info, dtype, device)
-    status = "fallback" if runs_on_fallback(info, backend) else "pass"
-    worst, count, compared, first_rejection = 0.0, 0, 0, ""
+        return _check_unsupported(info, dtype, device, only_sample)
+    on_fallback = ops_on_fallback(info, backend)
+    status = "fallback" if on_fallback else "pass"
+    compared, checks, first_rejection, worst = 0, 0, "", _Worst()
     cpu = ember.device("cpu")
-    for sample in info.samples(dtype):
-        count += 1
+    visited = 0
+    for index, sample in selected_samples(info, dtype, only_sample):
+        visited += 1
+
+        def fail(message, **kw):
+            return _failed("forward", info, dtype, index, sample, message, checks=checks + 1,
+                           fallback_ops=on_fallback, **kw)
         try:
             _, expected = _call(info, cpu, sample)
         except AssertionError as e:  # an entry's own check failed: the entry is broken
-            return Result("forward", info.name, dtype, "fail", float("inf"),
-                          f"{sample.desc}: the entry's check failed on the CPU reference: {e}",
-                          count)
+            return fail(f"the entry's check failed on the CPU reference: {e}")
         except Exception as e:  # the reference rejects this input: the backend must too
             try:
                 _call(info, device, sample)
             except type(e):
                 first_rejection = first_rejection or f"{sample.desc}: {type(e).__name__}: {e}"
+                checks += 1
                 continue
             except Exception as e2:
-                return Result("forward", info.name, dtype, "fail", float("inf"),
-                              f"{sample.desc}: CPU raised {type(e).__name__} but the backend "
-                              f"raised {type(e2).__name__}: {e2}", count)
-            return Result("forward", info.name, dtype, "fail", float("inf"),
-                          f"{sample.desc}: CPU raised {type(e).__name__}: {e} but the backend "
-                          f"did not", count)
+                return fail(f"the CPU raised {type(e).__name__} ({e}) but the backend raised "
+                            f"{type(e2).__name__}: {e2}")
+            return fail(f"the CPU raised {type(e).__name__}: {e} but the backend did not")
         try:
             _, actual = _call(info, device, sample)
         except TypeError as e:
             if _names_unsupported_dtype(e, backend):
                 # the sample's result needs a dtype the backend declares it lacks, and it said so
-                return Result("forward", info.name, dtype, "unsupported", 0.0, str(e), count)
-            return Result("forward", info.name, dtype, "fail", float("inf"),
-                          f"{sample.desc}: {type(e).__name__}: {e}", count)
+                return Result("forward", info.name, dtype, "unsupported", 0.0, str(e), visited,
+                              checks=checks)
+            return fail(f"{type(e).__name__}: {e}")
         except Exception as e:
-            return Result("forward", info.name, dtype, "fail", float("inf"),
-                          f"{sample.desc}: {type(e).__name__}: {e}", count)
+            return fail(f"{type(e).__name__}: {e}")
         exp_items, act_items = _flatten(expected), _flatten(actual)
         if len(exp_items) != len(act_items):
-            return Result("forward", info.name, dtype, "fail", float("inf"),
-                          f"{sample.desc}: {len(act_items)} outputs, expected {len(exp_items)}",
-                          count)
+            return fail(f"{len(act_items)} outputs, expected {len(exp_items)}")
         for e_item, a_item in zip(exp_items, act_items):
             if isinstance(a_item, ember.Tensor) and a_item.device is not device:
-                return Result("forward", info.name, dtype, "fail", float("inf"),
-                              f"{sample.desc}: output on {a_item.device}, expected {device}",
-                              count)
+                return fail(f"output on {a_item.device}, expected {device}")
             e_np, a_np = _to_host(e_item), _to_host(a_item)
             if info.random:
-                ok = e_np.shape == a_np.shape and e_np.dtype == a_np.dtype
-                w, msg = (0.0, "") if ok else (float("inf"), "shape/dtype differ")
-            else:
-                rtol, atol = tolerance(e_np.dtype.name, info.tolerances)
-                ok, w, msg = compare(a_np, e_np, rtol, atol)
-            worst = max(worst, w)
-            if not ok:
-                return Result("forward", info.name, dtype, "fail", worst,
-                              f"{sample.desc}: {msg}", count)
+                if e_np.shape != a_np.shape or e_np.dtype != a_np.dtype:
+                    return fail(f"random output {a_np.dtype}{list(a_np.shape)}, expected "
+                                f"{e_np.dtype}{list(e_np.shape)}")
+                continue
+            rtol, atol = tolerance(e_np.dtype.name, info.tolerances)
+            dev = measure(a_np, e_np, rtol, atol)
+            if not dev.ok:
+                return fail(dev.message, worst=dev.worst, dev=dev)
+            worst.add(index, sample, dev)
         compared += 1
-    return Result("forward", info.name, dtype, status, worst,
-                  first_rejection if not compared else "", count, compared=compared)
+        checks += 1
+    return Result("forward", info.name, dtype, status, worst.worst,
+                  first_rejection if not compared else "", visited, compared=compared,
+                  checks=checks, fallback_ops=on_fallback, **worst.fields)
 
 
 def _names_unsupported_dtype(error, backend) -> bool:
@@ -140,21 +183,23 @@ def _names_unsupported_dtype(error, backend) -> bool:
         d.name in text for d in ember._dtype.all_dtypes if d not in backend.dtypes)
 
 
-def _check_unsupported(info, dtype, device) -> Result:
-    for sample in info.samples(dtype):
+def _check_unsupported(info, dtype, device, only_sample=None) -> Result:
+    for index, sample in selected_samples(info, dtype, only_sample):
         try:
             _call(info, device, sample)
         except (TypeError, RuntimeError) as e:
             if dtype in str(e) or "not supported" in str(e):
-                return Result("forward", info.name, dtype, "unsupported", 0.0, str(e), 1)
-            return Result("forward", info.name, dtype, "fail", float("inf"),
-                          f"unsupported dtype gave an unclear error: {e}", 1)
-        return Result("forward", info.name, dtype, "fail", float("inf"),
-                      "the backend does not support this dtype but the op ran anyway", 1)
+                return Result("forward", info.name, dtype, "unsupported", 0.0, str(e), 1,
+                              checks=1)
+            return _failed("forward", info, dtype, index, sample,
+                           f"a dtype the backend does not support gave an unclear error: {e}",
+                           checks=1)
+        return _failed("forward", info, dtype, index, sample,
+                       "the backend does not support this dtype but the op ran anyway", checks=1)
     return Result("forward", info.name, dtype, "unsupported", 0.0, "", 0)
 
 
-def check_gradient(info, dtype: str, device) -> Result:
+def check_gradient(info, dtype: str, device, only_sample=None) -> Result:
     if not (info.differentiable and dtype in info.grad_dtypes):
         return Result("gradient", info.name, dtype, "skip", message="not differentiable")
     if not _autograd_available():
@@ -162,10 +207,15 @@ def check_gradient(info, dtype: str, device) -> Result:
     backend = registry.get(device.type)
     if ember._dtype.as_dtype(dtype) not in backend.dtypes:
         return Result("gradient", info.name, dtype, "unsupported")
-    worst, count = 0.0, 0
+    on_fallback = ops_on_fallback(info, backend)
+    checks, visited, worst = 0, 0, _Worst()
     cpu = ember.device("cpu")
-    for sample in info.samples(dtype):
-        count += 1
+    for index, sample in selected_samples(info, dtype, only_sample):
+        visited += 1
+
+        def fail(message, **kw):
+            return _failed("gradient", info, dtype, index, sample, message, checks=checks + 1,
+                           fallback_ops=on_fallback, **kw)
         try:
             ref = _grads(info, sample, cpu)
         except Exception:
@@ -175,61 +225,25 @@ def check_gradient(info, dtype: str, device) -> Result:
         try:
             got = _grads(info, sample, device)
         except Exception as e:
-            return Result("gradient", info.name, dtype, "fail", float("inf"),
-                          f"{sample.desc}: {type(e).__name__}: {e}", count)
-        for r, g in zip(ref, got):
+            return fail(f"{type(e).__name__}: {e}")
+        for position, (r, g) in enumerate(zip(ref, got)):
             if (r is None) != (g is None):
-                return Result("gradient", info.name, dtype, "fail", float("inf"),
-                              f"{sample.desc}: gradient presence differs", count)
+                return fail(f"input {position}: the CPU's gradient is "
+                            f"{'None' if r is None else 'a tensor'}, the backend's is "
+                            f"{'None' if g is None else 'a tensor'}")
             if r is None:
                 continue
             r_np = _to_host(r)  # gradients chain several kernels: 10x the forward tolerance
             rtol, atol = tolerance(r_np.dtype.name, info.tolerances)
-            ok, w, msg = compare(_to_host(g), r_np, rtol * 10, atol * 10)
-            worst = max(worst, w)
-            if not ok:
-                return Result("gradient", info.name, dtype, "fail", worst,
-                              f"{sample.desc}: {msg}", count)
-    status = "fallback" if runs_on_fallback(info, backend) else "pass"
-    return Result("gradient", info.name, dtype, status, worst, "", count)
-
-
-def check_finite_differences(info, device, max_samples=2) -> Result:
-    """The CPU reference's own gradients against finite differences (float64 gradcheck)."""
-    if not (info.differentiable and "float64" in info.grad_dtypes and
-            "float64" in info.dtypes):
-        return Result("gradcheck", info.name, "float64", "skip", message="not differentiable")
-    if not _autograd_available():
-        return Result("gradcheck", info.name, "float64", "skip",
-                      message="autograd not available")
-    count = 0
-    for sample in info.samples("float64"):
-        args, kwargs = sample.build(device)
-        if not any(isinstance(a, ember.Tensor) and a.numel() for a in args):
-            continue
-        for a in args:
-            if isinstance(a, ember.Tensor) and a.is_floating_point():
-                a.requires_grad_(True)
-        try:
-            out = info.fn(*args, **kwargs)
-        except Exception:
-            continue  # inputs the op rejects
-        if any(o.is_floating_point() and o.dtype is not ember.float64 for o in _flatten(out)
-               if isinstance(o, ember.Tensor)):
-            continue  # a lower-precision result can't be differenced at float64's step
-        count += 1
-        try:
-            ember.autograd.gradcheck(lambda *xs: info.fn(*xs, **kwargs), tuple(args))
-        except NotImplementedError as e:
-            return Result("gradcheck", info.name, "float64", "skip", 0.0,
-                          f"no derivative: {str(e)[:200]}", count)
-        except Exception as e:
-            return Result("gradcheck", info.name, "float64", "fail", float("inf"),
-                          f"{sample.desc}: {type(e).__name__}: {str(e)[:300]}", count)
-        if count >= max_samples:
-            break
-    return Result("gradcheck", info.name, "float64", "pass" if count else "skip", 0.0, "",
-                  count)
+            dev = measure(_to_host(g), r_np, rtol * 10, atol * 10)
+            if not dev.ok:
+                return fail(f"gradient of input {position}: {dev.message}", worst=dev.worst,
+                            dev=dev)
+            worst.add(index, sample, dev)
+        checks += 1
+    status = "fallback" if on_fallback else "pass"
+    return Result("gradient", info.name, dtype, status, worst.worst, "", visited, checks=checks,
+                  fallback_ops=on_fallback, **worst.fields)
 
 
 def _grads(info, sample, device):

@@ -15,13 +15,23 @@ def pytest_addoption(parser):
 
 
 def pytest_generate_tests(metafunc):
-    if "op_case" not in metafunc.fixturenames and "contract_case" not in metafunc.fixturenames:
+    if not {"op_case", "op_entry", "contract_case"} & set(metafunc.fixturenames):
         return
-    from .runner import plan
-    infos, cases = plan(metafunc.config.getoption("--conformance-ops"))
+    from . import contracts
+    from .opdb import all_opinfos
+    from .selection import match_entries
+    patterns = metafunc.config.getoption("--conformance-ops")
+    infos = all_opinfos()
+    if patterns:
+        infos = match_entries([p.strip() for p in patterns.split(",") if p.strip()], infos)
+    cases = [(suite, case) for suite, fns in contracts.SUITES.items() for case in fns]
     if "op_case" in metafunc.fixturenames:
         params = [(info, dt) for info in infos for dt in info.dtypes]
         metafunc.parametrize("op_case", params,
                              ids=[f"{i.name.replace(' ', '_')}-{dt}" for i, dt in params])
+    if "op_entry" in metafunc.fixturenames:
+        # finite-difference checks prove the CPU reference: other backends get no such tests
+        entries = infos if metafunc.config.getoption("--backend").split(":")[0] == "cpu" else []
+        metafunc.parametrize("op_entry", entries, ids=[i.name.replace(" ", "_") for i in entries])
     if "contract_case" in metafunc.fixturenames:
         metafunc.parametrize("contract_case", cases, ids=[f"{s}-{c.__name__}" for s, c in cases])

@@ -1,141 +1,153 @@
-"""Reports: a terminal summary, an HTML op × dtype matrix, JSON and JUnit XML."""
+"""Reports of a run: the terminal summary, JSON and JUnit XML (the HTML page is html_report.py).
+
+All of them state the counts of ``summary.tally`` in the units of ``summary.UNITS``, list the
+failures first with their errors and a command reproducing each, and list the registry ops that
+ran on the CPU fallback once.
+"""
 from __future__ import annotations
 
-import html
 import json
 import xml.etree.ElementTree as ET
-from collections import Counter, defaultdict
 
-STATUS_ORDER = ["fail", "fallback", "pass", "unsupported", "skip"]
-OP_SUITES = ("forward", "gradient", "gradcheck")  # per op entry; the rest are contracts
-COLORS = {"pass": "#2e7d32", "fallback": "#f9a825", "fail": "#c62828", "unsupported": "#757575",
-          "skip": "#bdbdbd"}
+from .environment import device_line
+from .selection import FD_SUITES, OP_SUITES, repro_command
+from .summary import (UNITS, UNITS_LINE, cell_status, cells, counts_text, error_text, failed_units,
+                      failures, tally)
 
-
-def _cell_status(rows):
-    """One status for an op × dtype cell from its forward and gradient rows (worst wins)."""
-    statuses = {r.status for r in rows if r.status != "skip"} or {"skip"}
-    return next(s for s in STATUS_ORDER if s in statuses)
+FORMAT = "ember-conformance/2"
+SYMBOLS = {"pass": "✓", "fail": "✗", "fallback": "↺", "unsupported": "⊘", "skip": "·"}
+STYLES = {"pass": "green", "fail": "bold red", "fallback": "yellow", "unsupported": "magenta",
+          "skip": "dim"}
 
 
-def summary_counts(results) -> Counter:
-    return Counter(r.status for r in results)
+def _failure_lines(r, backend) -> list:
+    head = f"{r.suite} {r.name}" + (f" [{r.dtype}]" if r.dtype != "-" else "")
+    if r.sample_index is not None:
+        head += f" sample {r.sample_index}"
+    lines = [head, r.message]
+    if error_text(r):
+        lines.append(error_text(r))
+    if r.fallback_ops:
+        lines.append("ran on the CPU fallback: " + ", ".join(r.fallback_ops))
+    lines.append("reproduce: " + repro_command(backend, r))
+    return lines
 
 
-def print_summary(results, backend, console=None):
+def print_summary(output, env, console=None):
+    """Failures first (each with its errors and a reproducing command), then the CPU-fallback
+    list, the contracts, and the counts with their units; the last line is the verdict."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
     console = console or Console()
-    ops = defaultdict(list)
-    for r in results:
-        if r.suite in OP_SUITES:
-            ops[r.name].append(r)
-    table = Table(title=f"ember-conformance: {backend} — ops × dtypes")
-    for col in ("op", "dtypes", "pass", "fallback", "fail", "unsupported", "worst error"):
-        table.add_column(col, justify="left" if col in ("op", "dtypes") else "right")
-    for name, rows in ops.items():
-        by_dtype = defaultdict(list)
-        for r in rows:
-            by_dtype[r.dtype].append(r)
-        cells = Counter(_cell_status(rs) for rs in by_dtype.values())
-        worst = max((r.worst for r in rows), default=0.0)
-        if cells["fail"] or cells["fallback"]:
-            table.add_row(name, ", ".join(by_dtype), str(cells["pass"]), str(cells["fallback"]),
-                          f"[red]{cells['fail']}[/red]" if cells["fail"] else "0",
-                          str(cells["unsupported"]), f"{worst:.2g}")
-    counts = Counter()
-    for rows in ops.values():
-        by_dtype = defaultdict(list)
-        for r in rows:
-            by_dtype[r.dtype].append(r)
-        counts.update(_cell_status(rs) for rs in by_dtype.values())
-    if table.row_count:
+    results, backend = output.results, output.selection.backend
+    summary = tally(results)
+    console.print(f"[bold]ember-conformance[/bold] — backend {escape(backend)}: "
+                  f"{escape(device_line(env))}")
+    failed = failures(results)
+    if failed:
+        console.print(f"\n[bold red]FAILURES ({len(failed)})[/bold red]")
+        for r in failed:
+            first, *rest = _failure_lines(r, backend)
+            console.print(f"[bold red]{SYMBOLS['fail']}[/bold red] [bold]{escape(first)}[/bold]")
+            for line in rest:
+                console.print("    " + escape(line), soft_wrap=True)
+    if output.fallback_ops:
+        console.print(f"\n[yellow]{SYMBOLS['fallback']} CPU fallback[/yellow]: "
+                      f"{len(output.fallback_ops)} registry ops ran on the CPU instead of "
+                      f"{escape(backend)} (their cells count as 'fallback'; filter the warning "
+                      f"with ember.runtime.CPUFallbackWarning):")
+        console.print("    " + escape(", ".join(output.fallback_ops)))
+    contract = [r for r in results if r.suite not in OP_SUITES + FD_SUITES]
+    if contract:
+        table = Table(title="contracts", title_justify="left")
+        for col in ("suite", "case", "status", "message"):
+            table.add_column(col, overflow="fold")
+        for r in contract:
+            style = STYLES.get(r.status, "")
+            table.add_row(r.suite, r.name, f"[{style}]{SYMBOLS[r.status]} {r.status}[/{style}]",
+                          escape(r.message[:200]))
         console.print(table)
-    console.print(f"[bold]{len(ops)} op entries[/bold]: " + ", ".join(
-        f"{counts[s]} {s}" for s in STATUS_ORDER if counts[s]) + " (op × dtype cells)")
-    contract = [r for r in results if r.suite not in OP_SUITES]
-    ctable = Table(title="contracts")
-    for col in ("suite", "case", "status", "message"):
-        ctable.add_column(col, overflow="fold")
-    for r in contract:
-        color = {"pass": "green", "fail": "red", "skip": "dim"}.get(r.status, "yellow")
-        ctable.add_row(r.suite, r.name, f"[{color}]{r.status}[/{color}]", r.message[:160])
-    console.print(ctable)
-    for r in results:
-        if r.status == "fail":
-            console.print(f"[red]FAIL[/red] {r.suite} {r.name} [{r.dtype}]: {r.message}")
+    unsupported = [r for r in results if r.suite == "gradgradcheck" and r.status == "unsupported"]
+    for r in unsupported:
+        console.print(f"[magenta]{SYMBOLS['unsupported']}[/magenta] gradgradcheck "
+                      f"{escape(r.name)}: {escape(r.message)}")
+    console.print()
+    if summary["cells"]:
+        console.print(f"[bold]{summary['entries']} op entries[/bold] → "
+                      f"{sum(summary['cells'].values())} cells: {counts_text(summary['cells'])}")
+    if summary["checks"]:
+        console.print(f"{summary['checks']} checks")
+    for suite in FD_SUITES:
+        if summary[suite]:
+            console.print(f"{suite} (cpu, float64, against finite differences): "
+                          f"{sum(summary[suite].values())} rows: {counts_text(summary[suite])}")
+    if summary["contracts"]:
+        console.print(f"contracts: {sum(summary['contracts'].values())} cases: "
+                      f"{counts_text(summary['contracts'])}")
+    console.print(f"[dim]{escape(UNITS_LINE)}[/dim]")
+    bad = failed_units(summary)
+    verdict = ("[bold red]FAILED[/bold red]: " + ", ".join(f"{n} {u}" for u, n in bad.items())
+               if bad else "[bold green]PASSED[/bold green]")
+    console.print(f"{verdict} in {output.seconds:.1f} s")
 
 
-def write_json(results, path, backend):
-    data = {"backend": backend,
-            "summary": dict(summary_counts(results)),
-            "results": [r.__dict__ | {"worst": (None if r.worst == float("inf") else r.worst)}
-                        for r in results]}
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1)
+def _row(r, backend) -> dict:
+    row = dict(r.__dict__)
+    row["worst"] = None if r.worst == float("inf") else r.worst
+    row["fallback_ops"] = list(r.fallback_ops)
+    if r.status == "fail":
+        row["repro"] = repro_command(backend, r)
+    return row
 
 
-def write_junit(results, path, backend):
-    suite = ET.Element("testsuite", name=f"ember-conformance.{backend}",
-                       tests=str(len(results)),
-                       failures=str(sum(r.status == "fail" for r in results)),
-                       skipped=str(sum(r.status in ("skip", "unsupported") for r in results)))
-    for r in results:
-        case = ET.SubElement(suite, "testcase", classname=f"{backend}.{r.suite}",
-                             name=f"{r.name}[{r.dtype}]")
-        if r.status == "fail":
-            ET.SubElement(case, "failure", message=r.message[:500]).text = r.message
-        elif r.status in ("skip", "unsupported"):
-            ET.SubElement(case, "skipped", message=r.message[:500] or r.status)
-        elif r.status == "fallback":
-            ET.SubElement(case, "system-out").text = "ran on the CPU fallback"
-    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+def to_json(output, env) -> dict:
+    backend = output.selection.backend
+    return {"format": FORMAT, "backend": backend, "environment": env, "units": UNITS,
+            "summary": tally(output.results), "seconds": round(output.seconds, 3),
+            "fallback_ops": output.fallback_ops,
+            "failures": [_row(r, backend) for r in failures(output.results)],
+            "results": [_row(r, backend) for r in output.results]}
 
 
-def write_html(results, path, backend):
-    ops = defaultdict(lambda: defaultdict(list))
-    dtypes = []
-    for r in results:
-        if r.suite in OP_SUITES:
-            ops[r.name][r.dtype].append(r)
-            if r.dtype not in dtypes:
-                dtypes.append(r.dtype)
-    counts = Counter()
-    rows_html = []
-    for name, cells in ops.items():
-        tds = []
-        for dt in dtypes:
-            rs = cells.get(dt)
-            if not rs:
-                tds.append('<td class="na"></td>')
-                continue
-            st = _cell_status(rs)
-            counts[st] += 1
-            tip = "; ".join(f"{r.suite}: {r.status}" + (f" — {r.message}" if r.message else "")
-                            + (f" (worst {r.worst:.2g}× tol)" if r.worst and r.worst != float(
-                                "inf") else "") for r in rs)
-            tds.append(f'<td class="{st}" title="{html.escape(tip)}">{st[0].upper()}</td>')
-        rows_html.append(f"<tr><th>{html.escape(name)}</th>{''.join(tds)}</tr>")
-    contract_rows = "".join(
-        f'<tr><td>{html.escape(r.suite)}</td><td>{html.escape(r.name)}</td>'
-        f'<td class="{r.status}">{r.status}</td><td>{html.escape(r.message)}</td></tr>'
-        for r in results if r.suite not in OP_SUITES)
-    legend = " ".join(f'<span class="{s} chip">{s}: {counts[s]}</span>' for s in STATUS_ORDER)
-    styles = "".join(f".{s}{{background:{c};color:white}}" for s, c in COLORS.items())
-    doc = f"""<!doctype html><html><head><meta charset="utf-8">
-<title>ember-conformance: {html.escape(backend)}</title><style>
-body{{font-family:system-ui,sans-serif;margin:2em}} table{{border-collapse:collapse}}
-td,th{{border:1px solid #ddd;padding:2px 6px;font-size:12px;text-align:center}}
-th{{text-align:left;font-weight:normal}} .na{{background:#fafafa}}
-.chip{{padding:3px 8px;border-radius:4px;margin-right:6px}} {styles}
-</style></head><body>
-<h1>ember-conformance — backend <code>{html.escape(backend)}</code></h1>
-<p>{legend}</p><p>Each cell combines the forward check (values vs the CPU reference) and the
-gradient check; hover a cell for details. P = pass, F = fail or CPU-fallback, U = unsupported,
-S = skipped.</p>
-<table><tr><th>op</th>{''.join(f'<th>{html.escape(d)}</th>' for d in dtypes)}</tr>
-{''.join(rows_html)}</table>
-<h2>Contracts</h2><table><tr><th>suite</th><th>case</th><th>status</th><th>message</th></tr>
-{contract_rows}</table></body></html>"""
+def write_json(output, env, path):
     with open(path, "w", encoding="utf-8") as f:
-        f.write(doc)
+        json.dump(to_json(output, env), f, indent=1)
+
+
+_UNIT_OF = {"cells": "cell", "gradcheck": "row", "gradgradcheck": "row", "contracts": "case"}
+
+
+def write_junit(output, env, path):
+    """One <testsuite> per unit: "cells" (a testcase per op entry × dtype), "gradcheck" and
+    "gradgradcheck" (a testcase per row), "contracts" (per case), so each suite's tests= is the
+    console's count."""
+    backend, results = output.selection.backend, output.results
+    root = ET.Element("testsuites", name=f"ember-conformance.{backend}")
+    groups = {"cells": [(f"{name}[{dtype}]", cell_status(rows), rows)
+                        for (name, dtype), rows in cells(results).items()]}
+    for suite in FD_SUITES:
+        groups[suite] = [(r.name, r.status, [r]) for r in results if r.suite == suite]
+    groups["contracts"] = [(f"{r.suite}.{r.name}", r.status, [r]) for r in results
+                           if r.suite not in OP_SUITES + FD_SUITES]
+    for group, cases in groups.items():
+        if not cases:
+            continue
+        suite = ET.SubElement(root, "testsuite", name=f"{backend}.{group}", tests=str(len(cases)),
+                              failures=str(sum(st == "fail" for _, st, _ in cases)),
+                              skipped=str(sum(st in ("skip", "unsupported") for _, st, _ in cases)))
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="unit", value=UNITS[_UNIT_OF[group]])
+        for name, status, rows in cases:
+            case = ET.SubElement(suite, "testcase", classname=f"{backend}.{group}", name=name)
+            if status == "fail":
+                bad = [r for r in rows if r.status == "fail"]
+                text = "\n\n".join("\n".join(_failure_lines(r, backend)) for r in bad)
+                ET.SubElement(case, "failure", message=bad[0].message[:500]).text = text
+            elif status in ("skip", "unsupported"):
+                ET.SubElement(case, "skipped", message=next(
+                    (r.message for r in rows if r.message), status)[:500])
+            elif status == "fallback":
+                ET.SubElement(case, "system-out").text = (
+                    "passed on the CPU fallback: " + ", ".join(rows[0].fallback_ops))
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,73 +1,128 @@
-"""Run the suite on one backend and collect ``Result`` rows."""
+"""Run a selection on one backend and collect ``Result`` rows, recording which registry ops ran
+on the CPU fallback (from their ``CPUFallbackWarning``) instead of printing each warning."""
 from __future__ import annotations
 
-import fnmatch
+import re
 import time
 import traceback
+import warnings
+from dataclasses import dataclass, field
 
-import ember
+from ember.runtime.fallback_warning import CPUFallbackWarning
 
-from . import contracts
-from .checks import Result, check_finite_differences, check_forward, check_gradient
-from .opdb import all_opinfos, uncovered_ops
+from .checks import Result, check_forward, check_gradient
+from .finite_differences import check_gradcheck, check_gradgradcheck
+from .opdb import uncovered_ops
+from .selection import Selection, select
 
-
-def plan(ops_pattern: str | None = None, suites=None):
-    """The op entries and contract cases a run would execute."""
-    infos = [i for i in all_opinfos()
-             if ops_pattern is None or any(fnmatch.fnmatch(i.name, p.strip())
-                                           for p in ops_pattern.split(","))]
-    cases = [(suite, case) for suite, fns in contracts.SUITES.items()
-             if suites is None or suite in suites for case in fns]
-    return infos, cases
+_FALLBACK_OP = re.compile(r"op '([^']+)' has no kernel for backend '([^']+)'")
 
 
-def run(backend: str, ops_pattern: str | None = None, *, suites=None, progress=None,
-        include_contracts=True, check_fd=True) -> list:
-    """Every (op entry × dtype) forward and gradient check, then the contract suites. On the
-    CPU — the reference itself — gradients are also checked against finite differences."""
-    device = ember.device(backend) if ":" in backend else ember._device.as_device(backend)
-    infos, cases = plan(ops_pattern, suites)
-    if not include_contracts:
-        cases = []
-    results = []
-    total = sum(len(i.dtypes) for i in infos) + len(cases) + 1
+@dataclass
+class RunOutput:
+    selection: Selection
+    results: list
+    fallback_ops: list = field(default_factory=list)   # registry ops run on the CPU fallback
+    seconds: float = 0.0
+
+
+class FallbackRecorder:
+    """Inside ``with``: CPUFallbackWarning is recorded (op names in ``ops``), not shown; every
+    other warning is shown as usual."""
+
+    def __init__(self):
+        self.ops = set()
+
+    def __enter__(self):
+        self._saved = warnings.catch_warnings()
+        self._saved.__enter__()
+        warnings.simplefilter("always", CPUFallbackWarning)
+        show = warnings.showwarning
+
+        def record(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, CPUFallbackWarning):
+                found = _FALLBACK_OP.search(str(message))
+                self.ops.add(found.group(1) if found else str(message))
+            else:
+                show(message, category, filename, lineno, file, line)
+        warnings.showwarning = record
+        return self
+
+    def __exit__(self, *exc):
+        return self._saved.__exit__(*exc)
+
+
+def total_steps(selection: Selection) -> int:
+    return (sum(len(selection.entry_dtypes(i)) for i in selection.infos) + len(selection.cases)
+            + int(selection.coverage))
+
+
+def execute(selection: Selection, progress=None) -> RunOutput:
+    """Every selected (op entry × dtype) forward and gradient check, the CPU's derivatives
+    against finite differences (cpu only), the coverage check, then the contract cases."""
     advance = progress or (lambda n=1, desc="": None)
+    device, suites, only = selection.device, selection.op_suites, selection.sample
+    results = []
+    t0 = time.perf_counter()
+    with FallbackRecorder() as fallbacks:
+        if selection.coverage:
+            missing = uncovered_ops()
+            results.append(Result("coverage", "op database covers the registry", "-",
+                                  "pass" if not missing else "fail", message="" if not missing
+                                  else "no entry for: " + ", ".join(missing)))
+            advance(1, "coverage")
+        for info in selection.infos:
+            forwards = []
+            for dtype in selection.entry_dtypes(info):
+                if "forward" in suites:
+                    forwards.append(_guarded("forward", info.name, dtype,
+                                             lambda: check_forward(info, dtype, device, only)))
+                    results.append(forwards[-1])
+                if "gradient" in suites:
+                    results.append(_guarded("gradient", info.name, dtype,
+                                            lambda: check_gradient(info, dtype, device, only)))
+                advance(1, info.name)
+            if forwards and all(r.status == "pass" and r.compared == 0 for r in forwards) and \
+                    only is None and selection.dtypes is None:
+                # every sample raised on the reference, at every dtype: errors agreed, but the
+                # entry compares no values, so it would pass a backend that computes nothing
+                results.append(Result("forward", info.name, "-", "fail", float("inf"),
+                                      "every sample of every dtype raised on the CPU "
+                                      "reference; first: " + forwards[0].message))
+            if selection.runs_finite_differences:
+                if "gradcheck" in suites:
+                    results.append(_guarded("gradcheck", info.name, "float64",
+                                            lambda: check_gradcheck(info, device,
+                                                                    only_sample=only)))
+                if "gradgradcheck" in suites:
+                    results.append(_guarded("gradgradcheck", info.name, "float64",
+                                            lambda: check_gradgradcheck(info, device,
+                                                                        only_sample=only)))
+        for suite, case in selection.cases:
+            results.append(_run_case(suite, case, device))
+            advance(1, case.__name__)
+    seen = set(fallbacks.ops)
+    for r in results:
+        seen.update(r.fallback_ops)
+    return RunOutput(selection, results, sorted(seen), time.perf_counter() - t0)
 
-    missing = uncovered_ops()
-    results.append(Result("coverage", "op database covers the registry", "-",
-                          "pass" if not missing else "fail",
-                          message="" if not missing else "no entry for: " + ", ".join(missing)))
-    advance(1, "coverage")
-    for info in infos:
-        for dtype in info.dtypes:
-            results.append(_guarded("forward", info.name, dtype,
-                                    lambda: check_forward(info, dtype, device)))
-            results.append(_guarded("gradient", info.name, dtype,
-                                    lambda: check_gradient(info, dtype, device)))
-            advance(1, info.name)
-        forwards = [r for r in results[-2 * len(info.dtypes):] if r.suite == "forward"]
-        if forwards and all(r.status == "pass" and r.compared == 0 for r in forwards):
-            # every sample raised on the reference, at every dtype: errors agreed, but the entry
-            # compares no values, so it would pass a backend that computes nothing
-            results.append(Result("forward", info.name, "-", "fail", float("inf"),
-                                  "every sample of every dtype raised on the CPU reference; "
-                                  "first: " + forwards[0].message))
-        if device.type == "cpu" and check_fd:
-            results.append(_guarded("gradcheck", info.name, "float64",
-                                    lambda: check_finite_differences(info, device)))
-    for suite, case in cases:
-        t0 = time.perf_counter()
-        try:
-            outcome = case(device)
-            status = "skip" if isinstance(outcome, str) else "pass"
-            msg = outcome[len("skip: "):] if isinstance(outcome, str) else ""
-        except Exception as e:  # a contract violation is a result, not a crash
-            status, msg = "fail", f"{type(e).__name__}: {e}"
-        results.append(Result(suite, case.__name__, "-", status, 0.0, msg,
-                              int((time.perf_counter() - t0) * 1e3)))
-        advance(1, case.__name__)
-    return results
+
+def _run_case(suite, case, device) -> Result:
+    t0 = time.perf_counter()
+    try:
+        outcome = case(device)
+        status = "skip" if isinstance(outcome, str) else "pass"
+        msg = outcome[len("skip: "):] if isinstance(outcome, str) else ""
+    except Exception as e:  # a contract violation is a result, not a crash
+        status, msg = "fail", f"{type(e).__name__}: {e}" if str(e) else \
+            f"{type(e).__name__} (no message) at {_where(e)}"
+    return Result(suite, case.__name__, "-", status, 0.0, msg,
+                  int((time.perf_counter() - t0) * 1e3))
+
+
+def _where(error) -> str:
+    frame = traceback.extract_tb(error.__traceback__)[-1]
+    return f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}: {frame.line}"
 
 
 def _guarded(suite, name, dtype, fn):
@@ -76,3 +131,17 @@ def _guarded(suite, name, dtype, fn):
     except Exception as e:  # a crash inside a check is a failure of that check
         tb = traceback.format_exception_only(type(e), e)[-1].strip()
         return Result(suite, name, dtype, "fail", float("inf"), f"check crashed: {tb}")
+
+
+def run(backend: str, ops_pattern: str | None = None, *, suites=None, progress=None,
+        include_contracts=True, check_fd=True) -> list:
+    """The results of a run (the Python form of the command line): ``suites`` as ``--suites``
+    (a list or a comma-separated string); ``check_fd=False`` leaves out gradcheck and
+    gradgradcheck."""
+    if isinstance(suites, (list, tuple)):
+        suites = ",".join(suites)
+    selection = select(backend, ops_pattern, suites=suites, no_contracts=not include_contracts)
+    if not check_fd:
+        selection.op_suites = tuple(s for s in selection.op_suites
+                                    if s not in ("gradcheck", "gradgradcheck"))
+    return execute(selection, progress).results

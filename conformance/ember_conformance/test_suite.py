@@ -4,6 +4,7 @@ import pytest
 import ember
 
 from .checks import check_forward, check_gradient
+from .finite_differences import check_gradcheck, check_gradgradcheck
 from .opdb import uncovered_ops
 
 
@@ -32,6 +33,16 @@ def test_forward(conformance_device, op_case):
 def test_gradient(conformance_device, op_case):
     info, dtype = op_case
     _assert_ok(check_gradient(info, dtype, conformance_device))
+
+
+def test_gradcheck(conformance_device, op_entry):
+    """First derivatives against finite differences (parametrized on the cpu backend only)."""
+    _assert_ok(check_gradcheck(op_entry, conformance_device))
+
+
+def test_gradgradcheck(conformance_device, op_entry):
+    """Second derivatives against finite differences (cpu backend only)."""
+    _assert_ok(check_gradgradcheck(op_entry, conformance_device))
 
 
 def test_contract(conformance_device, contract_case):

@@ -1,7 +1,9 @@
 """The ``ember`` command.
 
-``ember info``  — the installed backends: devices, availability (and why not), kernel counts.
+``ember info``  — the installed backends: devices, availability (and why not), kernel counts, and
+                  the devices a backend saw but left out (with the reason).
 ``ember demo``  — trains a small digits classifier on every available backend and compares them.
+``ember --version`` prints the version; ``ember`` alone prints the help.
 """
 from __future__ import annotations
 
@@ -32,6 +34,23 @@ def _backend_rows():
     return ember.__version__, rows
 
 
+def _left_out_rows():
+    """(backend, device, reason) for devices a loaded backend saw and did not use. A backend
+    reports them through an optional ``skipped_devices()`` method (the OpenCL backend does)."""
+    from .runtime.registry import registry
+    rows = []
+    for name in registry.names():
+        backend = registry.peek(name)
+        skipped = getattr(backend, "skipped_devices", None)
+        if skipped is None:
+            continue
+        try:
+            rows.extend((name, device, reason) for device, reason in skipped())
+        except Exception as e:  # a listing that fails is itself worth showing
+            rows.append((name, "?", f"could not list left-out devices: {type(e).__name__}: {e}"))
+    return rows
+
+
 def info(args) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -42,7 +61,16 @@ def info(args) -> int:
     for name, devices, ok, reason, coverage in rows:
         style = None if ok == "yes" else "red"
         table.add_row(name, devices, ok, reason, coverage, style=style)
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    left_out = _left_out_rows()
+    if left_out:
+        skipped = Table(title="devices left out")
+        for col in ("backend", "device", "why"):
+            skipped.add_column(col, overflow="fold")
+        for row in left_out:
+            skipped.add_row(*row)
+        console.print(skipped)
     return 0
 
 
@@ -51,10 +79,26 @@ def _demo(args) -> int:
     return run(args)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("ember")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        import ember
+        return ember.__version__
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="ember", description="ember tensor runtime")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="list backends, devices and availability").set_defaults(fn=info)
+    parser = argparse.ArgumentParser(
+        prog="ember", description="ember: a PyTorch-style tensor runtime whose devices are "
+        "plug-ins.", epilog="examples:\n  ember info\n  ember demo --backends cpu,opencl\n"
+        "  ember-conformance --backend opencl   (the backend conformance suite)",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"ember {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    info_cmd = sub.add_parser("info", help="list backends, their devices (and those left out, "
+                              "with why) and availability")
+    info_cmd.set_defaults(fn=info)
     demo = sub.add_parser("demo", help="train a digits classifier on every available backend")
     demo.add_argument("--backends", help="comma-separated backend names (default: all available)")
     demo.add_argument("--epochs", type=int, default=8)
@@ -63,6 +107,9 @@ def main(argv=None) -> int:
     demo.add_argument("--seed", type=int, default=0)
     demo.set_defaults(fn=_demo)
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     return args.fn(args)
 
 

@@ -57,6 +57,17 @@ class OpenCLBackend(Backend):
         d = self._devices.discovery.devices[index]
         return f"{d.name.strip()} ({d.platform.name.strip()})"
 
+    def skipped_devices(self) -> list:
+        """``(platform: device, reason)`` for each OpenCL device seen but not used: its compiler
+        cannot build a kernel here, or ``EMBER_OPENCL_DEVICE`` did not select it."""
+        return list(self._devices.discovery.left_out)
+
+    def device_details(self, index: int) -> dict:
+        """Platform and driver of device ``index``, for reports."""
+        d = self._devices.discovery.devices[index]
+        return {"name": d.name.strip(), "platform": d.platform.name.strip(),
+                "platform_version": d.platform.version.strip(), "driver": d.driver_version.strip()}
+
     @property
     def dtypes(self):
         """What every visible device computes in (the dispatcher checks per backend, so a

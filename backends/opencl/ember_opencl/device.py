@@ -17,10 +17,11 @@ ENV = "EMBER_OPENCL_DEVICE"
 class Discovery:
     """The outcome of looking for devices once: the devices, or why there are none."""
 
-    def __init__(self, devices, reason=None, listing=()):
+    def __init__(self, devices, reason=None, listing=(), left_out=()):
         self.devices = devices      # pyopencl Device objects, in ember index order
         self.reason = reason        # None when at least one device is usable
         self.listing = listing      # "platform: device" of every device seen, for messages
+        self.left_out = list(left_out)  # ("platform: device", why) of devices not used
 
 
 def discover() -> Discovery:
@@ -34,7 +35,7 @@ def discover() -> Discovery:
     except Exception as e:  # cl.LogicError PLATFORM_NOT_FOUND_KHR when no ICD is installed
         return Discovery([], f"no OpenCL platform found ({e}); install a driver (an ICD), e.g. "
                              f"`pip install pocl-binary-distribution` for a CPU device")
-    found, broken = [], []
+    found, broken, left_out = [], [], []
     for p_i, p in enumerate(platforms):
         try:
             devs = p.get_devices()
@@ -44,6 +45,8 @@ def discover() -> Discovery:
             problem = _compiler_problem(cl, d)
             if problem is not None:
                 broken.append(f"{p.name.strip()}: {d.name.strip()}: {problem}")
+                left_out.append((f"{p.name.strip()}: {d.name.strip()}{_driver(d)}",
+                                 f"cannot compile: {problem}"))
                 continue
             rank = 0 if d.type & cl.device_type.GPU else 1 if d.type & cl.device_type.ACCELERATOR \
                 else 2
@@ -58,10 +61,13 @@ def discover() -> Discovery:
     listing = [f"{i}: {x[4]}" for i, x in enumerate(found)]
     chosen = _select([x[4] for x in found], os.environ.get(ENV, "").strip())
     if isinstance(chosen, str):
-        return Discovery([], chosen, listing)
-    # devices that cannot compile are left out silently when another one works: with a second
-    # PoCL installed beside the wheel's, both list the same CPU and only one of them builds
-    return Discovery([found[i][3] for i in chosen], None, listing)
+        return Discovery([], chosen, listing, left_out)
+    left_out += [(found[i][4], f"not selected by {ENV}={os.environ.get(ENV, '').strip()!r}")
+                 for i in range(len(found)) if i not in chosen]
+    # devices that cannot compile are left out of the device list when another one works (with
+    # a second PoCL installed beside the wheel's, both list the same CPU and only one of them
+    # builds); `ember info` shows them with their reason
+    return Discovery([found[i][3] for i in chosen], None, listing, left_out)
 
 
 _UNKNOWN_CPU_HINT = (
@@ -70,6 +76,15 @@ _UNKNOWN_CPU_HINT = (
     "such as Debian's `apt install pocl-opencl-icd` works)")
 
 _PROBE = "__kernel void ember_probe(__global int *x) { x[get_global_id(0)] += 1; }"
+
+
+def _driver(device) -> str:
+    """The " (driver X)" suffix of a listing; empty when a device that already failed to build
+    will not even report its driver version."""
+    try:
+        return f" (driver {device.driver_version.strip()})"
+    except Exception:
+        return ""
 
 
 def _compiler_problem(cl, device):

@@ -265,13 +265,15 @@ def _cpu_fallback(op: Op, backend):
         raise NotImplementedError(f"op '{op.name}' has no kernel for backend '{backend.name}' "
                                   f"and none on the CPU either")
 
+    from ..runtime.fallback_warning import CPUFallbackWarning
+
     def fallback(*args, **kwargs):
         key = (backend.name, op.name)
         if key not in _warned_fallback:
             _warned_fallback.add(key)
             warnings.warn(f"ember: op '{op.name}' has no kernel for backend '{backend.name}'; it "
                           f"runs on the CPU (inputs and outputs are copied). This warning is "
-                          f"shown once per op.", UserWarning, stacklevel=3)
+                          f"shown once per op.", CPUFallbackWarning, stacklevel=3)
         first = next(_iter_tensors(args), None)
         # factories (rand, randperm) name their device in an argument: it becomes the CPU too
         target = first.device if first is not None else next(
