@@ -56,13 +56,21 @@ def _origin(obj) -> str:
     return getattr(fn, "__module__", None) or "builtins"
 
 
+def _per_backend_names() -> set:
+    """``Tensor.<backend>()`` and ``Tensor.is_<backend>`` exist for whichever backends are
+    installed, so the stub lists only the CPU's (always there)."""
+    from .runtime.registry import registry
+    return {n for b in registry.names() if b != "cpu" for n in (b, f"is_{b}")}
+
+
 def _tensor_stub(Tensor) -> str:
-    lines = [HEADER, "from typing import Any\n\n", "class Size(tuple): ...\n\n\n",
-             "class Tensor:\n"]
+    lines = [HEADER, "# Tensor.<backend>() and Tensor.is_<backend> exist for each installed "
+             "backend;\n# only the CPU's are listed.\n", "from typing import Any\n\n",
+             "class Size(tuple): ...\n\n\n", "class Tensor:\n"]
     names = {}
     for klass in reversed(Tensor.__mro__[:-1]):  # object's own members are implied
         names.update(vars(klass))
-    for name in sorted(names):
+    for name in sorted(set(names) - _per_backend_names()):
         if name in ("__dict__", "__weakref__", "__module__", "__doc__", "__slots__",
                     "__annotations__", "__qualname__"):
             continue
