@@ -2,6 +2,7 @@
 
 ``ember info``  — the installed backends: devices, availability (and why not), kernel counts, and
                   the devices a backend saw but left out (with the reason).
+                  ``ember info --op add``: one op's facets and kernels, with where each is.
 ``ember demo``  — trains a small digits classifier on every available backend and compares them.
 ``ember --version`` prints the version; ``ember`` alone prints the help.
 """
@@ -51,7 +52,30 @@ def _left_out_rows():
     return rows
 
 
+def op_info(name: str) -> int:
+    from rich.console import Console
+    from rich.table import Table
+    from .dispatch.describe import describe
+    from .dispatch.dispatcher import all_ops
+    try:
+        rows = describe(name)
+    except KeyError:
+        close = sorted(n for n in all_ops() if name in n)[:10]
+        hint = f"; similar: {', '.join(close)}" if close else ""
+        print(f"ember info: no op named '{name}'{hint}", file=sys.stderr)
+        return 2
+    table = Table(title=f"op {name}")
+    for col in ("facet", "value", "defined at"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
+    return 0
+
+
 def info(args) -> int:
+    if getattr(args, "op", None):
+        return op_info(args.op)
     from rich.console import Console
     from rich.table import Table
     version, rows = _backend_rows()
@@ -98,6 +122,9 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     info_cmd = sub.add_parser("info", help="list backends, their devices (and those left out, "
                               "with why) and availability")
+    info_cmd.add_argument("--op", metavar="NAME", help="describe one op: schema, meta, "
+                          "derivative and other facets, and each backend's kernel, with the "
+                          "file:line of each")
     info_cmd.set_defaults(fn=info)
     demo = sub.add_parser("demo", help="train a digits classifier on every available backend")
     demo.add_argument("--backends", help="comma-separated backend names (default: all available)")
