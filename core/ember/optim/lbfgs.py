@@ -21,9 +21,6 @@ class LBFGS(Optimizer):
         check_hparams("LBFGS", lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
-        if line_search_fn not in (None, "strong_wolfe"):
-            raise ValueError(f"LBFGS: line_search_fn must be None or 'strong_wolfe', got "
-                             f"{line_search_fn!r}")
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
                         tolerance_grad=tolerance_grad, tolerance_change=tolerance_change,
                         history_size=history_size, line_search_fn=line_search_fn)
@@ -173,6 +170,9 @@ class LBFGS(Optimizer):
 
             ls_func_evals = 0
             if line_search_fn is not None:
+                if line_search_fn != "strong_wolfe":
+                    raise RuntimeError(f"only 'strong_wolfe' is supported (LBFGS got "
+                                       f"line_search_fn={line_search_fn!r})")
                 x_init = self._clone_param()
 
                 def obj_func(x, t, d):

@@ -40,9 +40,9 @@ class Rprop(Optimizer):
                 if len(state) == 0:
                     state["step"] = step_counter()
                     state["prev"] = zeros_state(p)
-                    # (complex: lr + 0j, so the imaginary step starts at step_sizes[0], as
-                    # in PyTorch)
-                    state["step_size"] = full_like(grad, group["lr"])
+                    lr = group["lr"]
+                    state["step_size"] = full_like(grad, complex(lr, lr) if p.is_complex()
+                                                   else lr)
                 grad = neg_if(grad, group["maximize"])
                 bump(state["step"])
                 param, grad = as_real(p), as_real(grad)
