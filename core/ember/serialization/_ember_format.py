@@ -12,7 +12,8 @@ version 2, the CRC-32 of its bytes) and the object in one of two forms (``object
   node types, with no pickle involved;
 * ``pickle`` — anything else (whole modules, user classes) is pickled into the ``pickle`` entry
   (a uint8 tensor with its CRC-32 in ``pickle_crc32``) with every tensor replaced by a persistent
-  id ``("tensor", name)`` pointing at its entry: the tensor data never goes through pickle. It is
+  id, the name of its entry (a string, so every pickle protocol can hold it): the tensor data
+  never goes through pickle. It is
   read back by the weights-only unpickler (allow-listed globals only) unless the caller passes
   ``weights_only=False``.
 
@@ -33,7 +34,8 @@ import numpy as np
 from .. import _dtype
 from .._device import device as _device_cls
 from .._tensor import Size, Tensor
-from ._unpickler import Allowed, SafeUnpickler, _Refused, weights_only_message
+from ._unpickler import (Allowed, CorruptCheckpoint, SafeUnpickler, _Refused,
+                         weights_only_message)
 
 FORMAT = "ember"
 FORMAT_VERSION = 2
@@ -121,7 +123,7 @@ class Encoder:
         tensor = self.tensor
 
         def persistent_id(x):
-            return ("tensor", tensor(x)) if isinstance(x, Tensor) else None
+            return tensor(x) if isinstance(x, Tensor) else None
 
         pickler.persistent_id = persistent_id
         pickler.dump(obj)
@@ -180,7 +182,7 @@ def read_header(src):
     label = src.label
 
     def bad(what):
-        return ValueError(f"ember.load: {label} is not an ember file ({what})")
+        return CorruptCheckpoint(f"ember.load: {label} is not an ember file ({what})")
     size = src.size()
     if size < 8:
         raise bad(f"only {size} bytes; a safetensors file starts with an 8-byte header size")
@@ -200,7 +202,7 @@ def read_header(src):
     except ValueError:
         raise bad(f"invalid format_version {meta.get('format_version')!r}") from None
     if version > FORMAT_VERSION:
-        raise ValueError(f"ember.load: {label} uses ember file format version {version}; this "
+        raise CorruptCheckpoint(f"ember.load: {label} uses ember file format version {version}; this "
                          f"ember reads versions up to {FORMAT_VERSION} (upgrade ember)")
     data_len = size - 8 - n
     spans = []
@@ -211,19 +213,19 @@ def read_header(src):
             isinstance(e.get("data_offsets"), list) and len(e["data_offsets"]) == 2 and \
             all(type(o) is int for o in e["data_offsets"])
         if not ok:
-            raise ValueError(f"ember.load: {label} is corrupted: invalid safetensors entry "
+            raise CorruptCheckpoint(f"ember.load: {label} is corrupted: invalid safetensors entry "
                              f"{name!r}: {_short(e)}")
         b, end = e["data_offsets"]
         if not 0 <= b <= end <= data_len or \
                 end - b != math.prod(e["shape"]) * _ST_ITEMSIZE[e["dtype"]]:
-            raise ValueError(f"ember.load: {label} is corrupted or truncated: entry {name!r} "
+            raise CorruptCheckpoint(f"ember.load: {label} is corrupted or truncated: entry {name!r} "
                              f"({e['dtype']} {e['shape']}) claims bytes {b}..{end} of a "
                              f"{data_len}-byte data section")
         spans.append((b, end, name))
     spans.sort()
     for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
         if b1 < e0:
-            raise ValueError(f"ember.load: {label} is corrupted: entries {n0!r} and {n1!r} "
+            raise CorruptCheckpoint(f"ember.load: {label} is corrupted: entries {n0!r} and {n1!r} "
                              f"overlap")
     return meta, version, header, 8 + n
 
@@ -245,7 +247,7 @@ class Reader:
         self.done = {}  # name -> tensor: the same entry loads as the same object
 
     def bad(self, what):
-        return ValueError(f"ember.load: {self.label} is corrupted or not a valid ember file: "
+        return CorruptCheckpoint(f"ember.load: {self.label} is corrupted or not a valid ember file: "
                           f"{what}")
 
     def load(self):
@@ -279,7 +281,7 @@ class Reader:
             raise self.bad(f"{what} has no valid checksum ({stored!r})") from None
         got = zlib.crc32(data)
         if got != stored:
-            raise ValueError(f"ember.load: {self.label} is corrupted: the data of {what} fails "
+            raise CorruptCheckpoint(f"ember.load: {self.label} is corrupted: the data of {what} fails "
                              f"its checksum (CRC-32 {stored:#010x} stored, {got:#010x} read); "
                              f"the file was damaged after it was written")
 
@@ -289,10 +291,9 @@ class Reader:
         self._check_crc(data, self.meta.get("pickle_crc32"), "the pickled object")
 
         def persistent_load(pid):
-            if type(pid) is not tuple or len(pid) != 2 or pid[0] != "tensor" or \
-                    type(pid[1]) is not str:
+            if type(pid) is not str or pid == "pickle":
                 raise self.bad(f"invalid persistent id {_short(pid)} in the pickled object")
-            return self.tensor(pid[1], f"tensor {pid[1]}")
+            return self.tensor(pid, f"tensor {pid}")
 
         if not self.weights_only:
             unpickler = self.pickle_module.Unpickler(io.BytesIO(bytes(data)),

@@ -30,7 +30,8 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Size, Tensor
-from ._unpickler import Allowed, SafeUnpickler, _Refused, weights_only_message
+from ._unpickler import (Allowed, CorruptCheckpoint, SafeUnpickler, _Refused,
+                         weights_only_message)
 
 LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 LEGACY_PROTOCOL = 1001
@@ -346,30 +347,30 @@ def load_zip(reader):
         zf = zipfile.ZipFile(src.stream)
         infos = {i.filename: i for i in zf.infolist()}
     except (zipfile.BadZipFile, OSError, ValueError) as e:
-        raise ValueError(f"ember.load: {reader.label} is not a readable zip checkpoint "
+        raise CorruptCheckpoint(f"ember.load: {reader.label} is not a readable zip checkpoint "
                          f"({e})") from None
     pkls = [n for n in infos if n.endswith("/data.pkl") and n.count("/") == 1]
     if not pkls:
         if any(n.endswith("/constants.pkl") or "/code/" in n for n in infos):
-            raise ValueError(f"ember.load: {reader.label} is a TorchScript archive "
+            raise CorruptCheckpoint(f"ember.load: {reader.label} is a TorchScript archive "
                              f"(torch.jit.save); ember cannot run TorchScript. Save the model's "
                              f"state_dict() with torch.save and load that.")
-        raise ValueError(f"ember.load: {reader.label} is a zip file without a data.pkl entry: "
+        raise CorruptCheckpoint(f"ember.load: {reader.label} is a zip file without a data.pkl entry: "
                          f"not a torch.save checkpoint")
     prefix = pkls[0][:-len("data.pkl")]
     if any(n.startswith(prefix + "code/") for n in infos) or prefix + "constants.pkl" in infos:
-        raise ValueError(f"ember.load: {reader.label} is a TorchScript archive "
+        raise CorruptCheckpoint(f"ember.load: {reader.label} is a TorchScript archive "
                          f"(torch.jit.save); ember cannot run TorchScript. Save the model's "
                          f"state_dict() with torch.save and load that.")
 
     def entry(name, what):
         info = infos.get(name)
         if info is None:
-            raise ValueError(f"ember.load: {reader.label} is corrupted: {what} ({name}) is "
+            raise CorruptCheckpoint(f"ember.load: {reader.label} is corrupted: {what} ({name}) is "
                              f"missing")
         if info.compress_type != zipfile.ZIP_STORED and \
                 info.file_size > 1100 * max(info.compress_size, 1):
-            raise ValueError(f"ember.load: {reader.label}: {name} claims to expand "
+            raise CorruptCheckpoint(f"ember.load: {reader.label}: {name} claims to expand "
                              f"{info.compress_size} bytes to {info.file_size}: refused")
         buf = bytearray(info.file_size)
         try:
@@ -378,7 +379,7 @@ def load_zip(reader):
                 if got != info.file_size or fh.read(1):
                     raise zipfile.BadZipFile("the entry size does not match its header")
         except (zipfile.BadZipFile, OSError, EOFError) as e:
-            raise ValueError(f"ember.load: {reader.label} is corrupted: {what} ({name}) cannot "
+            raise CorruptCheckpoint(f"ember.load: {reader.label} is corrupted: {what} ({name}) cannot "
                              f"be read: {e}") from None
         return buf
 
@@ -386,7 +387,7 @@ def load_zip(reader):
     if order is not None:
         value = bytes(entry(prefix + "byteorder", "the byte order")).decode("ascii", "replace")
         if value not in ("little", "big"):
-            raise ValueError(f"ember.load: {reader.label}: unknown byte order {value!r}")
+            raise CorruptCheckpoint(f"ember.load: {reader.label}: unknown byte order {value!r}")
         reader.big_endian = value == "big"
 
     def persistent_load(pid):
@@ -407,7 +408,7 @@ def load_zip(reader):
         def read(name=name, nbytes=nbytes, key=key):
             data = entry(name, f"storage {key!r}")
             if len(data) != nbytes:
-                raise ValueError(f"ember.load: {reader.label} is corrupted: storage {key!r} has "
+                raise CorruptCheckpoint(f"ember.load: {reader.label} is corrupted: storage {key!r} has "
                                  f"{len(data)} bytes, its tensors need {nbytes}")
             return data
 

@@ -15,7 +15,7 @@ from pickle import UnpicklingError
 
 from ._torch_format import (_STORAGES, LEGACY_MAGIC, LEGACY_PROTOCOL, LoadedStorage,
                             TorchReader, _decode, _itemsize)
-from ._unpickler import Allowed, SafeUnpickler
+from ._unpickler import Allowed, CorruptCheckpoint, SafeUnpickler
 
 _NO_GLOBALS = Allowed({})
 
@@ -67,7 +67,7 @@ def _pickle_end(src, pos):
         else:
             raise ValueError("no STOP opcode")
     except ValueError as e:
-        raise ValueError(f"ember.load: {src.label} is corrupted: a pickle at byte {pos} does "
+        raise CorruptCheckpoint(f"ember.load: {src.label} is corrupted: a pickle at byte {pos} does "
                          f"not parse ({e})") from None
     return src.stream.tell() - src.start
 
@@ -81,11 +81,11 @@ def load_legacy(reader: TorchReader):
     src = reader.src
     magic, pos = _small_pickle(src, 0)
     if magic != LEGACY_MAGIC:
-        raise ValueError(f"ember.load: {reader.label} is a pickle but not a torch checkpoint "
+        raise CorruptCheckpoint(f"ember.load: {reader.label} is a pickle but not a torch checkpoint "
                          f"(no torch magic number)")
     protocol, pos = _small_pickle(src, pos)
     if protocol != LEGACY_PROTOCOL:
-        raise ValueError(f"ember.load: {reader.label}: invalid torch protocol version "
+        raise CorruptCheckpoint(f"ember.load: {reader.label}: invalid torch protocol version "
                          f"{protocol!r}")
     sys_info, pos = _small_pickle(src, pos)
     little = sys_info.get("little_endian", True) if isinstance(sys_info, dict) else True
@@ -94,7 +94,7 @@ def load_legacy(reader: TorchReader):
     main = src.read_at(main_start, main_end - main_start)
     keys, pos = _small_pickle(src, main_end)
     if not isinstance(keys, list) or not all(isinstance(k, (str, bytes)) for k in keys):
-        raise ValueError(f"ember.load: {reader.label} is corrupted: the storage key list is "
+        raise CorruptCheckpoint(f"ember.load: {reader.label} is corrupted: the storage key list is "
                          f"{type(keys).__name__}")
 
     # 1. the storages the object refers to, by a symbolic walk
@@ -115,16 +115,16 @@ def load_legacy(reader: TorchReader):
     located = {}
     for key in map(_decode, keys):
         if key not in roots:
-            raise ValueError(f"ember.load: {reader.label} is corrupted: storage {key!r} is "
+            raise CorruptCheckpoint(f"ember.load: {reader.label} is corrupted: storage {key!r} is "
                              f"stored but no tensor of the object uses it")
         dtype_name, numel = roots[key]
         head = src.read_at(pos, 8)
         if len(head) != 8:
-            raise ValueError(f"ember.load: {reader.label} is truncated: storage {key!r} is "
+            raise CorruptCheckpoint(f"ember.load: {reader.label} is truncated: storage {key!r} is "
                              f"missing")
         (count,) = struct.unpack(fmt, bytes(head))
         if count != numel:
-            raise ValueError(f"ember.load: {reader.label} is corrupted: storage {key!r} holds "
+            raise CorruptCheckpoint(f"ember.load: {reader.label} is corrupted: storage {key!r} holds "
                              f"{count} elements, its tensors expect {numel}")
         located[key] = (pos + 8, numel * _itemsize(dtype_name))
         pos += 8 + numel * _itemsize(dtype_name)
@@ -135,7 +135,7 @@ def load_legacy(reader: TorchReader):
         def read():
             data = src.read_at(start, n)
             if len(data) != n:
-                raise ValueError(f"ember.load: {reader.label} is truncated inside storage "
+                raise CorruptCheckpoint(f"ember.load: {reader.label} is truncated inside storage "
                                  f"{key!r}")
             return data
         return read
@@ -178,13 +178,13 @@ def load_tar(reader: TorchReader):
         tar = tarfile.open(fileobj=src.stream, mode="r:")
         members = {m.name: m for m in tar.getmembers()}
     except (tarfile.TarError, OSError) as e:
-        raise ValueError(f"ember.load: {reader.label} is not a readable tar checkpoint "
+        raise CorruptCheckpoint(f"ember.load: {reader.label} is not a readable tar checkpoint "
                          f"({e})") from None
 
     def member(name):
         m = members.get(name)
         if m is None or not m.isfile():
-            raise ValueError(f"ember.load: {reader.label} is a tar file without a {name!r} "
+            raise CorruptCheckpoint(f"ember.load: {reader.label} is a tar file without a {name!r} "
                              f"member: not a torch checkpoint")
         return bytearray(tar.extractfile(m).read())
 
@@ -204,7 +204,7 @@ def load_tar(reader: TorchReader):
     def ints(buf, pos, fmt, n):
         size = struct.calcsize(fmt) * n
         if pos + size > len(buf):
-            raise ValueError(f"ember.load: {reader.label} is truncated")
+            raise CorruptCheckpoint(f"ember.load: {reader.label} is truncated")
         return struct.unpack(f"<{n}{fmt}", bytes(buf[pos:pos + size])), pos + size
 
     buf = member("storages")
@@ -215,7 +215,7 @@ def load_tar(reader: TorchReader):
         (numel,), pos = ints(buf, pos, "q", 1)
         n = numel * _itemsize(dtype_name)
         if numel < 0 or pos + n > len(buf):
-            raise ValueError(f"ember.load: {reader.label} is truncated inside storage {key!r}")
+            raise CorruptCheckpoint(f"ember.load: {reader.label} is truncated inside storage {key!r}")
         data = buf[pos:pos + n]
         pos += n
         objects[key] = LoadedStorage(reader, key, dtype_name, numel, str(_decode(location)),

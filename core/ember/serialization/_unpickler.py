@@ -22,7 +22,7 @@ from collections import Counter, OrderedDict
 from pickle import UnpicklingError
 
 __all__ = ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
-           "SafeUnpickler", "Allowed", "globals_in_pickle"]
+           "SafeUnpickler", "Allowed", "CorruptCheckpoint", "globals_in_pickle"]
 
 _lock = threading.Lock()
 _user_globals: list = []  # objects, or (object, "module.name") pairs
@@ -147,6 +147,11 @@ class _Refused(UnpicklingError):
     """A refusal by the allow-list (as opposed to a malformed pickle)."""
 
 
+class CorruptCheckpoint(ValueError):
+    """A checkpoint that is damaged or inconsistent (raised by the readers, also from inside a
+    running pickle: it passes through the interpreter unchanged)."""
+
+
 _MARK = object()
 
 
@@ -200,12 +205,10 @@ class SafeUnpickler:
                         raise UnpicklingError("malformed pickle: the stack is not a single "
                                               "object at STOP")
                     return self.stack.pop()
-            except UnpicklingError:
+            except (UnpicklingError, CorruptCheckpoint):
                 raise
             except (IndexError, KeyError, TypeError, ValueError, AttributeError,
                     struct.error, UnicodeDecodeError, OverflowError, RecursionError) as e:
-                if getattr(e, "_ember_load_error", False):
-                    raise
                 raise UnpicklingError(f"malformed pickle at byte {start} (opcode "
                                       f"{bytes([code])!r}): {type(e).__name__}: {e}") from None
 
