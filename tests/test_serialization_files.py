@@ -119,6 +119,11 @@ def test_overwriting_keeps_the_mode_and_writes_through_symlinks(tmp_path):
     assert os.stat(target).st_mode & 0o777 == 0o640
 
 
+def test_missing_parent_directory(tmp_path):
+    with pytest.raises(RuntimeError, match=r"Parent directory .*nowhere does not exist\."):
+        ember.save({"a": 1}, tmp_path / "nowhere" / "x.ember")
+
+
 def _flip(path, offset_in_data):
     raw = bytearray(path.read_bytes())
     (n,) = struct.unpack("<Q", raw[:8])

@@ -437,7 +437,7 @@ def test_torch_written_files(zip_format, tmp_path):
     for key in ("state_dict", "optimizers", "views", "dtypes", "param", "nograd_param", "grad",
                 "zero_d", "empty"):
         _walk(out[key], obj[key])
-    n, tn = out["nested"], obj["nested"]
+    n = out["nested"]
     assert n[0][0]["a"][:4] == (1, 2.5, "x", None) and math.isnan(n[0][0]["a"][4])
     assert n[0][0]["a"][5:] == (2 ** 70, 1 + 2j, b"bytes")
     assert n[1] == ember.Size([3, 4]) and n[2] is ember.float16 and str(n[3]) == "cpu"

@@ -3,8 +3,8 @@ optionally centered (minus the squared running mean of gradients), with momentum
 and maximize. Complex parameters are updated as pairs of reals, like PyTorch."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, addcmul_, as_real, bump, check_hparams, check_impl_flags,
-                        grads_of, impl_defaults, lerp_, step_counter)
+from .optimizer import (Optimizer, addcmul_, as_real, bump, check_hparams, grads_of,
+                        impl_defaults, lerp_, step_counter)
 
 __all__ = ["RMSprop"]
 

@@ -32,7 +32,6 @@ into that directory; files get the umask's mode like any other file.
 """
 from __future__ import annotations
 
-import io
 import os
 import pickle
 
@@ -169,5 +168,3 @@ def get_unsafe_globals_in_checkpoint(f):
     finally:
         src.close()
 
-
-del io

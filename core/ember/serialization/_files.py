@@ -82,6 +82,8 @@ def write_atomically(path, write):
     ``path``. On any failure the temporary file is removed and ``path`` is untouched."""
     path = os.path.realpath(os.fspath(path))  # write through a symlink, as open() would
     folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        raise RuntimeError(f"Parent directory {folder} does not exist.")
     remove_stale_temp_files(folder)
     tmp, fd = _open_temp(folder)
     try:

@@ -18,10 +18,6 @@ storage in torch share memory here too. Each storage is placed once by ``map_loc
 from __future__ import annotations
 
 import io
-import math
-import pickle
-import struct
-import tarfile
 import warnings
 import zipfile
 from pickle import UnpicklingError
