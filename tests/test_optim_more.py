@@ -418,3 +418,24 @@ def test_differentiable_step_gradients_match_torch(name, kw):
     assert (eg is None) == (tg is None)
     if tg is not None:
         np.testing.assert_allclose(eg, tg, rtol=1e-8, atol=1e-14)
+
+
+@pytest.mark.parametrize("name,kwargs", [("Adadelta", {}), ("Adamax", {}),
+                                         ("NAdam", {"weight_decay": 0.1}),
+                                         ("RAdam", {"betas": (0.5, 0.6)}), ("ASGD", {"t0": 1}),
+                                         ("Rprop", {})], ids=lambda x: str(x))
+def test_opencl_matches_cpu(name, kwargs):
+    if not ember.opencl.is_available():
+        pytest.skip(f"opencl unavailable: {ember.opencl.unavailable_reason()}")
+    p0, grads = _data()
+    res = []
+    for dev in ("cpu", "opencl"):
+        p = ember.tensor(p0, dtype=ember.float32, device=dev, requires_grad=True)
+        opt = getattr(optim, name)([p], **kwargs)
+        for g in grads:
+            p.grad = ember.tensor(g, dtype=ember.float32, device=dev)
+            opt.step()
+        assert all(v.device.type == "cpu" for k, v in opt.state[p].items()
+                   if k in type(opt)._host_state_keys)
+        res.append(p.detach().cpu().numpy())
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-5, atol=1e-6)
