@@ -521,3 +521,44 @@ def test_torch_file_with_map_location_to_opencl(tmp_path):
     out = ember.load(tmp_path / "x.pt", map_location="opencl")
     assert out["w"].device.type == "opencl" and out["t"].device == out["w"].device
     np.testing.assert_array_equal(out["t"].cpu().numpy(), base.t().numpy())
+
+
+SCHEDULERS = [("StepLR", dict(step_size=3, gamma=0.5)),
+              ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=3, mode="exp_range",
+                                gamma=0.9)),
+              ("CosineAnnealingWarmRestarts", dict(T_0=3, T_mult=2)),
+              ("OneCycleLR", dict(max_lr=1.0, total_steps=30)),
+              ("ReduceLROnPlateau", dict(patience=1)), ("PolynomialLR", dict(total_iters=8))]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name,kw", SCHEDULERS, ids=[s[0] for s in SCHEDULERS])
+def test_torch_scheduler_states_continue_in_ember(name, kw):
+    torch = pytest.importorskip("torch")
+    tp = torch.ones(1, requires_grad=True)
+    topt = torch.optim.SGD([tp], lr=0.1, momentum=0.9)
+    ts = getattr(torch.optim.lr_scheduler, name)(topt, **kw)
+    plateau = name == "ReduceLROnPlateau"
+    metric = lambda i: 1.0 if i % 3 else 0.5  # noqa: E731
+    for i in range(5):
+        topt.step()
+        ts.step(metric(i)) if plateau else ts.step()
+    buf = io.BytesIO()
+    torch.save({"opt": topt.state_dict(), "sched": ts.state_dict()}, buf)
+    buf.seek(0)
+    ck = ember.load(buf)
+    opt = optim.SGD([ember.ones(1, requires_grad=True)], lr=0.1, momentum=0.9)
+    opt.load_state_dict(ck["opt"])
+    s = getattr(optim.lr_scheduler, name)(opt, **kw)
+    s.load_state_dict(ck["sched"])
+    for i in range(5, 12):
+        topt.step()
+        opt.step()
+        if plateau:
+            ts.step(metric(i))
+            s.step(metric(i))
+        else:
+            ts.step()
+            s.step()
+        assert s.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)
+        assert opt.param_groups[0]["momentum"] == pytest.approx(topt.param_groups[0]["momentum"])
