@@ -439,3 +439,24 @@ def test_opencl_matches_cpu(name, kwargs):
                    if k in type(opt)._host_state_keys)
         res.append(p.detach().cpu().numpy())
     np.testing.assert_allclose(res[1], res[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_state_dicts_without_the_newer_options_still_load(name):
+    # a state dict from before the implementation flags (or from an older torch) lacks them
+    p0, grads = _data()
+    a, opt = _run(name, {"lr": 0.05}, p0, grads[:2])
+    sd = copy.deepcopy(opt.state_dict())
+    for group in sd["param_groups"]:
+        for key in ("foreach", "fused", "differentiable", "capturable", "maximize",
+                    "decoupled_weight_decay"):
+            group.pop(key, None)
+    b = ember.tensor(a.detach().numpy(), requires_grad=True)
+    opt2 = getattr(optim, name)([b], lr=0.05)
+    opt2.load_state_dict(sd)
+    assert opt2.param_groups[0]["maximize"] is False
+    for g in grads[2:]:
+        for t, o in ((a, opt), (b, opt2)):
+            t.grad = ember.tensor(g)
+            o.step()
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())

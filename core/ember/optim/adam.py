@@ -89,3 +89,9 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
                          foreach=foreach, capturable=capturable, differentiable=differentiable,
                          fused=fused, decoupled_weight_decay=True)
+
+    def __setstate__(self, state):
+        # any loaded state stays AdamW (PyTorch's rule since AdamW became an Adam option)
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True

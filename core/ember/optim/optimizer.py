@@ -298,8 +298,9 @@ class Optimizer:
             if "param_names" in g and "param_names" not in sg:
                 sg["param_names"] = g["param_names"]
             new_groups.append(sg)
-        self.state = state
-        self.param_groups = new_groups
+        # like PyTorch: through __setstate__, so options a saved group lacks (a state dict from
+        # an older version) get the subclass's defaults
+        self.__setstate__({"state": state, "param_groups": new_groups})
 
 
 # -- helpers shared by the optimizers ---------------------------------------------------------
