@@ -140,7 +140,8 @@ def test_matches_torch(name, kwargs, ref):
         tp.grad = torch.tensor(g, dtype=torch.float32)
         topt.step()
     np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6)
-    # same state keys and values
+    # same param groups (options and implementation flags), same state keys and values
+    assert opt.state_dict()["param_groups"] == topt.state_dict()["param_groups"]
     ts = topt.state_dict()["state"]
     es = opt.state_dict()["state"]
     assert set(es) == set(ts)

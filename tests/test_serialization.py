@@ -1,5 +1,5 @@
 """ember.save / ember.load: round trips, map_location, atomic writes, damaged and hostile files,
-and no pickle anywhere."""
+and no pickle for state-dict-like objects."""
 import io
 import json
 import math
@@ -125,14 +125,14 @@ def test_paths_and_file_objects(tmp_path):
         ember.load(tmp_path / "missing.ember")
 
 
-def test_unsupported_objects_are_refused_naming_the_path():
-    with pytest.raises(TypeError, match=r"ember.save: can't save an object of type set .*"
-                                        r"obj\['a'\]\[1\]"):
-        _roundtrip({"a": [1, {2}]})
-    with pytest.raises(TypeError, match="function"):
-        _roundtrip(lambda: 0)
-    with pytest.raises(ValueError, match="pickle"):
-        ember.save({}, io.BytesIO(), pickle_module=pickle)
+def test_unpicklable_objects_are_refused_before_writing(tmp_path):
+    with pytest.raises(TypeError, match=r"ember.save: the object is not one of the types saved "
+                                        r"as data .* cannot be pickled either"):
+        _roundtrip({"a": [1, lambda: 0]})
+    path = tmp_path / "x.ember"
+    with pytest.raises(TypeError):
+        ember.save(lambda: 0, path)
+    assert os.listdir(tmp_path) == []
 
 
 def test_map_location_on_cpu():
@@ -192,8 +192,8 @@ def test_unavailable_saved_device_gives_clear_error(tmp_path):
                       "requires_grad": False}},
            {"$": "dict", "v": [["w", {"$": "tensor", "v": "t0"}]]},
            {"t0": np.ones(2, np.float32)})
-    with pytest.raises(RuntimeError, match=r"obj\['w'\] was saved on 'nosuchdev:0'.*"
-                                           r"map_location"):
+    with pytest.raises(RuntimeError, match=r"obj\['w'\] \(t0\) was saved on 'nosuchdev:0', "
+                                           r"which this ember cannot use.*map_location"):
         ember.load(p)
     assert ember.load(p, map_location="cpu")["w"].tolist() == [1.0, 1.0]
 
@@ -203,7 +203,7 @@ def test_atomic_write_keeps_old_file(tmp_path, monkeypatch):
     ember.save({"v": ember.ones(3)}, path)
     before = path.read_bytes()
     with pytest.raises(TypeError):
-        ember.save({"v": ember.zeros(3), "bad": object()}, path)
+        ember.save({"v": ember.zeros(3), "bad": lambda: 0}, path)
     assert path.read_bytes() == before
 
     def boom(*a, **k):
@@ -242,20 +242,17 @@ def test_corrupted_and_foreign_files(tmp_path):
         ember.load(foreign)
     junk = tmp_path / "junk.bin"
     junk.write_bytes(pickle.dumps({"a": 1}))
-    with pytest.raises(ValueError, match=r"junk\.bin' is not an ember file"):
+    with pytest.raises(ValueError, match=r"junk\.bin' is a pickle but not a torch checkpoint"):
         ember.load(junk)
+    text = tmp_path / "notes.txt"
+    text.write_bytes(b"hello world, not a checkpoint")
+    with pytest.raises(ValueError, match=r"notes\.txt' is not an ember file or a torch "
+                                         r"checkpoint"):
+        ember.load(text)
     newer = tmp_path / "newer.ember"
     _craft(newer, {}, None, {}, version="99")
     with pytest.raises(ValueError, match="version 99"):
         ember.load(newer)
-
-
-def test_torch_files_are_refused(tmp_path):
-    torch = pytest.importorskip("torch")
-    p = tmp_path / "torch.pt"
-    torch.save({"a": torch.ones(2)}, p)
-    with pytest.raises(ValueError, match="not an ember file"):
-        ember.load(p)
 
 
 HOSTILE = [
@@ -305,8 +302,6 @@ def test_load_never_uses_pickle(monkeypatch, tmp_path):
     ember.save({"opt": opt.state_dict(), "p": p}, tmp_path / "o.ember")
     out = ember.load(tmp_path / "o.ember")
     assert sorted(out["opt"]["state"]) == [0]
-    import ember.serialization as ser
-    assert "pickle" not in vars(ser)
 
 
 def test_optimizer_and_scheduler_state_round_trip(tmp_path):

@@ -4,18 +4,21 @@ construction (like PyTorch), so ``state_dict()`` is complete before the first st
 from __future__ import annotations
 
 from .. import _dtype
-from .optimizer import Optimizer, as_real, bump, check_hparams, grads_of, step_counter
+from .optimizer import (Optimizer, addcmul_, as_real, bump, check_hparams, check_impl_flags,
+                        add_scalar, grads_of, impl_defaults, step_counter)
 
 __all__ = ["Adagrad"]
 
 
 class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
-                 eps=1e-10, *, maximize=False):
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
         check_hparams("Adagrad", lr, lr_decay=lr_decay, weight_decay=weight_decay,
                       initial_accumulator_value=initial_accumulator_value, eps=eps)
+        check_impl_flags(foreach, fused, differentiable)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
-                        initial_accumulator_value=initial_accumulator_value, maximize=maximize)
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
     def add_param_group(self, param_group):
@@ -37,6 +40,8 @@ class Adagrad(Optimizer):
         super().__setstate__(state)
         for group in self.param_groups:
             group.setdefault("maximize", False)
+            for key, default in impl_defaults(None, None, False).items():
+                group.setdefault(key, default)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
@@ -53,7 +58,7 @@ class Adagrad(Optimizer):
                     grad = grad.add(p, alpha=wd)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 param, grad, state_sum = as_real(p), as_real(grad), as_real(state["sum"])
-                state_sum.add_(grad * grad)
-                std = state_sum.sqrt().add_(eps)
+                addcmul_(state_sum, grad, grad, 1)
+                std = add_scalar(state_sum.sqrt(), eps, group["differentiable"])
                 param.add_(grad / std, alpha=-clr)
         return loss

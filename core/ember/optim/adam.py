@@ -1,25 +1,26 @@
 """``Adam`` and ``AdamW`` (decoupled weight decay), following PyTorch's update: bias-corrected
 first and second moments, optional AMSGrad and maximize. Complex parameters are updated as pairs
-of reals, like PyTorch."""
+of reals, like PyTorch. ``foreach``/``fused`` are accepted; the single-tensor path runs."""
 from __future__ import annotations
 
-from .optimizer import Optimizer, as_real, bump, check_hparams, grads_of, lerp_, step_counter
+from .optimizer import (Optimizer, addcmul_, as_real, bump, check_betas, check_hparams,
+                        check_impl_flags, grads_of, impl_defaults, lerp_, step_counter,
+                        zeros_state)
 
 __all__ = ["Adam", "AdamW"]
 
 
 class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-                 amsgrad=False, *, maximize=False, decoupled_weight_decay=False):
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
         check_hparams(type(self).__name__, lr, eps=eps, weight_decay=weight_decay)
-        betas = tuple(betas)
-        if len(betas) != 2:
-            raise ValueError(f"betas must be a pair (beta1, beta2), got {betas}")
-        for i, b in enumerate(betas):
-            if not 0.0 <= b < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+        betas = check_betas(betas)
+        check_impl_flags(foreach, fused, differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
     def __setstate__(self, state):
@@ -28,17 +29,19 @@ class Adam(Optimizer):
             group.setdefault("amsgrad", False)
             group.setdefault("maximize", False)
             group.setdefault("decoupled_weight_decay", False)
+            for key, default in impl_defaults(None, None, False, False).items():
+                group.setdefault(key, default)
 
     def _state_of(self, p, amsgrad):
         state = self.state[p]
         if len(state) == 0:
             state["step"] = step_counter()
-            state["exp_avg"] = _zeros_like(p)
-            state["exp_avg_sq"] = _zeros_like(p)
+            state["exp_avg"] = zeros_state(p)
+            state["exp_avg_sq"] = zeros_state(p)
             if amsgrad:
-                state["max_exp_avg_sq"] = _zeros_like(p)
+                state["max_exp_avg_sq"] = zeros_state(p)
         elif amsgrad and "max_exp_avg_sq" not in state:
-            state["max_exp_avg_sq"] = _zeros_like(p)
+            state["max_exp_avg_sq"] = zeros_state(p)
         return state
 
     def step(self, closure=None):
@@ -61,12 +64,14 @@ class Adam(Optimizer):
                 param, grad = as_real(p), as_real(grad)
                 exp_avg, exp_avg_sq = as_real(state["exp_avg"]), as_real(state["exp_avg_sq"])
                 lerp_(exp_avg, grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
                 if amsgrad:
                     max_sq = as_real(state["max_exp_avg_sq"])
-                    max_sq.copy_(max_sq.maximum(exp_avg_sq))
+                    # (differentiable: maximum must not save the tensor copy_ overwrites)
+                    prev_max = max_sq.clone() if group["differentiable"] else max_sq
+                    max_sq.copy_(prev_max.maximum(exp_avg_sq))
                     denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
                 else:
                     denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
@@ -79,11 +84,14 @@ class AdamW(Adam):
     before the Adam update instead of adding ``weight_decay * p`` to the gradient."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False):
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
-                         decoupled_weight_decay=True)
+                         foreach=foreach, capturable=capturable, differentiable=differentiable,
+                         fused=fused, decoupled_weight_decay=True)
 
-
-def _zeros_like(p):
-    from ..ops.factories import zeros_like
-    return zeros_like(p)
+    def __setstate__(self, state):
+        # any loaded state stays AdamW (PyTorch's rule since AdamW became an Adam option)
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True

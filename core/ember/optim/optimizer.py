@@ -3,7 +3,17 @@ state dicts in PyTorch's format (``{'state': {index: {...}}, 'param_groups': [{.
 [indices]}]}``).
 
 Subclasses implement ``step(closure=None)``; the base wraps it (once per class, like PyTorch's
-``profile_hook_step``) so that it runs under ``no_grad`` with the step hooks around it.
+``profile_hook_step``) so that it runs under ``no_grad`` (grad mode on for optimizers built with
+``differentiable=True``, like PyTorch's ``_use_grad_for_differentiable``) with the step hooks
+around it.
+
+Implementation flags, as PyTorch's optimizers take them: ``maximize`` is honoured everywhere;
+``differentiable=True`` runs the step with autograd recording (non-leaf parameters allowed), so
+a loss computed from the updated parameters differentiates through the update; ``foreach`` and
+``fused`` are accepted and checked like PyTorch's (not both, ``fused`` not with
+``differentiable``, ``fused`` only for floating-point parameters) but every optimizer runs its
+single-tensor update; ``capturable`` is accepted and changes nothing (ember has no graph capture,
+so step counters stay host values).
 """
 from __future__ import annotations
 
@@ -15,7 +25,7 @@ from copy import deepcopy
 
 from .. import _dtype
 from .._tensor import Tensor
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.grad_mode import enable_grad, set_grad_enabled
 from ..autograd.tensor_api import zero_grads
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
@@ -80,7 +90,7 @@ def _hooked_step(func):
                 else:
                     raise RuntimeError(f"{func} must return None or a tuple of (new_args, "
                                        f"new_kwargs), but got {result}.")
-        with no_grad():
+        with set_grad_enabled(bool(self.defaults.get("differentiable", False))):
             out = func(self, *args, **kwargs)
         # lr schedulers read this to warn when they are stepped before the optimizer
         self._opt_called = True
@@ -180,7 +190,7 @@ class Optimizer:
             if not isinstance(p, Tensor):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is "
                                 + _typename(p))
-            if not p.is_leaf:
+            if not (p.is_leaf or p.retains_grad or self.defaults.get("differentiable")):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
@@ -234,13 +244,17 @@ class Optimizer:
                  for k, v in self.state.items()}
         return {"state": state, "param_groups": groups}
 
-    @staticmethod
-    def _cast_state(param, value, key=None):
+    # state entries that are host scalars (never moved to the parameter's device or dtype)
+    _host_state_keys = ("step",)
+
+    @classmethod
+    def _cast_state(cls, param, value, key=None):
         """A saved state value as this parameter's state: floating state follows the parameter's
-        dtype and device; 'step' stays as saved (a host counter, like PyTorch)."""
+        dtype and device; 'step' (and the class's other host scalars) stay as saved on the host,
+        like PyTorch's non-capturable step counters."""
         if isinstance(value, Tensor):
-            if key == "step":
-                return value.clone()
+            if key in cls._host_state_keys:
+                return value.to("cpu") if value.device.type != "cpu" else value.clone()
             if param.is_floating_point():
                 out = value.to(device=param.device, dtype=param.dtype)
             else:
@@ -248,9 +262,9 @@ class Optimizer:
             # never alias the caller's tensors: this optimizer updates its state in place
             return out.clone() if out is value else out
         if isinstance(value, dict):
-            return {k: Optimizer._cast_state(param, v, k) for k, v in value.items()}
+            return {k: cls._cast_state(param, v, k) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            return type(value)(Optimizer._cast_state(param, v) for v in value)
+            return type(value)(cls._cast_state(param, v) for v in value)
         return value
 
     def load_state_dict(self, state_dict):
@@ -284,8 +298,9 @@ class Optimizer:
             if "param_names" in g and "param_names" not in sg:
                 sg["param_names"] = g["param_names"]
             new_groups.append(sg)
-        self.state = state
-        self.param_groups = new_groups
+        # like PyTorch: through __setstate__, so options a saved group lacks (a state dict from
+        # an older version) get the subclass's defaults
+        self.__setstate__({"state": state, "param_groups": new_groups})
 
 
 # -- helpers shared by the optimizers ---------------------------------------------------------
@@ -303,6 +318,35 @@ def check_hparams(name, lr, **nonneg):
             raise ValueError(f"Invalid {labels.get(key, key + ' value')}: {value}")
 
 
+def check_impl_flags(foreach=None, fused=None, differentiable=False):
+    """PyTorch's checks of the implementation flags (see the module docstring)."""
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if fused and differentiable:
+        raise RuntimeError("`fused` does not support `differentiable`")
+
+
+def check_betas(betas):
+    betas = tuple(betas)
+    if len(betas) != 2:
+        raise ValueError(f"betas must be a pair (beta1, beta2), got {betas}")
+    for i, b in enumerate(betas):
+        if not 0.0 <= b < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+    return betas
+
+
+def impl_defaults(foreach=None, fused=None, differentiable=False, capturable=None):
+    """The implementation-flag entries of a param group (the keys PyTorch's groups carry;
+    ``None`` for a flag the optimizer does not take)."""
+    out = {"foreach": foreach, "differentiable": differentiable}
+    if capturable is not None:
+        out["capturable"] = capturable
+    if fused is not False:
+        out["fused"] = fused
+    return out
+
+
 def grads_of(group, name):
     """(param, grad) pairs of a group's parameters that have a gradient."""
     out = []
@@ -310,6 +354,9 @@ def grads_of(group, name):
         g = p.grad
         if g is None:
             continue
+        if group.get("fused") and not p.is_floating_point():
+            raise RuntimeError(f"`fused=True` requires all the params to be floating point "
+                               f"Tensors, but {name} got one of dtype {p.dtype.name}")
         if g.device is not p.device or g._shape != p._shape:
             raise RuntimeError(f"{name}.step: a parameter of shape {list(p.shape)} on "
                                f"{p.device} has a gradient of shape {list(g.shape)} on "
@@ -318,12 +365,28 @@ def grads_of(group, name):
     return out
 
 
-def step_counter():
-    """A fresh 'step' state entry: a 0-d host tensor, like PyTorch (float64 when that is the
-    default dtype). It stays on the CPU, so reading it never synchronizes a device."""
+def step_counter(value=0.0):
+    """A fresh 'step' state entry (or another host scalar of the state): a 0-d host tensor,
+    like PyTorch (float64 when that is the default dtype). It stays on the CPU, so reading it
+    never synchronizes a device."""
     from ..ops.factories import tensor
     d = _dtype.float64 if _dtype.get_default_dtype() is _dtype.float64 else _dtype.float32
-    return tensor(0.0, dtype=d)
+    return tensor(value, dtype=d)
+
+
+def host_value(t):
+    """A host scalar of the state (a 0-d tensor, or a number from an old state dict) as a
+    Python float."""
+    return float(t.item()) if isinstance(t, Tensor) else float(t)
+
+
+def zeros_state(p):
+    from ..ops.factories import zeros_like
+    return zeros_like(p)
+
+
+def neg_if(grad, maximize):
+    return -grad if maximize else grad
 
 
 def bump(step_t):
@@ -341,6 +404,22 @@ def as_real(t):
     real = _dtype.float32 if t.dtype is _dtype.complex64 else _dtype.float64
     return Tensor._make(t._storage, tuple(t._shape) + (2,),
                         tuple(s * 2 for s in t._stride) + (1,), t._offset * 2, real, t.device)
+
+
+def add_scalar(t, value, differentiable):
+    """``t + value``, in place on the temporary ``t`` unless the step is differentiable (then
+    ``t`` may be saved for backward, e.g. the output of ``sqrt``)."""
+    return t + value if differentiable else t.add_(value)
+
+
+def addcmul_(t, a, b, value):
+    """``t.addcmul_(a, b, value=value)``: t += value * a * b (ember has no fused addcmul op)."""
+    return t.add_(a * b, alpha=value)
+
+
+def addcdiv_(t, a, b, value):
+    """``t.addcdiv_(a, b, value=value)``: t += value * (a / b) (ember has no fused addcdiv)."""
+    return t.add_(a / b, alpha=value)
 
 
 def lerp_(t, end, weight):

@@ -3,18 +3,21 @@ optionally centered (minus the squared running mean of gradients), with momentum
 and maximize. Complex parameters are updated as pairs of reals, like PyTorch."""
 from __future__ import annotations
 
-from .optimizer import Optimizer, as_real, bump, check_hparams, grads_of, lerp_, step_counter
+from .optimizer import (Optimizer, addcmul_, as_real, bump, check_hparams, grads_of,
+                        impl_defaults, lerp_, step_counter)
 
 __all__ = ["RMSprop"]
 
 
 class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
-                 centered=False, *, maximize=False):
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
         check_hparams("RMSprop", lr, eps=eps, momentum=momentum, weight_decay=weight_decay,
                       alpha=alpha)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
-                        weight_decay=weight_decay, maximize=maximize)
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
     def __setstate__(self, state):
@@ -23,6 +26,8 @@ class RMSprop(Optimizer):
             group.setdefault("momentum", 0)
             group.setdefault("centered", False)
             group.setdefault("maximize", False)
+            for key, default in impl_defaults(None, False, False, False).items():
+                group.setdefault(key, default)
 
     def _state_of(self, p, group):
         from ..ops.factories import zeros_like
@@ -51,7 +56,7 @@ class RMSprop(Optimizer):
                     grad = grad.add(p, alpha=wd)
                 param, grad = as_real(p), as_real(grad)
                 square_avg = as_real(state["square_avg"])
-                square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
+                addcmul_(square_avg.mul_(alpha), grad, grad, 1 - alpha)
                 if group["centered"]:
                     grad_avg = lerp_(as_real(state["grad_avg"]), grad, 1 - alpha)
                     avg = square_avg.sub(grad_avg * grad_avg).sqrt_()

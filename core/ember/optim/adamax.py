@@ -1,0 +1,52 @@
+"""``Adamax`` (Kingma & Ba, 2014, section 7): Adam with the infinity norm of past gradients in
+place of the root mean square, following PyTorch's update."""
+from __future__ import annotations
+
+from .optimizer import (Optimizer, addcdiv_, as_real, bump, check_betas, check_hparams,
+                        check_impl_flags, grads_of, impl_defaults, lerp_, neg_if, step_counter,
+                        zeros_state)
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 foreach=None, *, maximize=False, differentiable=False, capturable=False):
+        check_hparams("Adamax", lr, eps=eps, weight_decay=weight_decay)
+        betas = check_betas(betas)
+        check_impl_flags(foreach, None, differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("maximize", False)
+            for key, default in impl_defaults(None, False, False, False).items():
+                group.setdefault(key, default)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            beta1, beta2 = group["betas"]
+            for p, grad in grads_of(group, "Adamax"):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = step_counter()
+                    state["exp_avg"] = zeros_state(p)
+                    state["exp_inf"] = zeros_state(p)
+                grad = neg_if(grad, group["maximize"])
+                step = bump(state["step"])
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                param, grad = as_real(p), as_real(grad)
+                exp_avg, exp_inf = as_real(state["exp_avg"]), as_real(state["exp_inf"])
+                lerp_(exp_avg, grad, 1 - beta1)
+                # the weighted infinity norm: max(beta2 * u, |g| + eps)
+                exp_inf.copy_(exp_inf.mul(beta2).maximum(grad.abs().add_(eps)))
+                clr = lr / (1 - beta1 ** step)
+                addcdiv_(param, exp_avg, exp_inf, -clr)
+        return loss

@@ -1,0 +1,71 @@
+"""``RAdam`` (Liu et al., 2019): Adam whose adaptive step is switched on only once the variance
+of the adaptive learning rate is tractable (the rectification term), following PyTorch's update,
+with L2 or decoupled (``decoupled_weight_decay=True``, RAdamW) weight decay."""
+from __future__ import annotations
+
+from .optimizer import (Optimizer, addcmul_, as_real, bump, check_betas, check_hparams,
+                        check_impl_flags, grads_of, impl_defaults, lerp_, neg_if, step_counter,
+                        zeros_state)
+
+__all__ = ["RAdam"]
+
+
+class RAdam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False,
+                 capturable=False, differentiable=False):
+        check_hparams("RAdam", lr, eps=eps)
+        betas = check_betas(betas)
+        check_hparams("RAdam", lr, weight_decay=weight_decay)
+        check_impl_flags(foreach, None, differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        decoupled_weight_decay=decoupled_weight_decay,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("maximize", False)
+            group.setdefault("decoupled_weight_decay", False)
+            for key, default in impl_defaults(None, False, False, False).items():
+                group.setdefault(key, default)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            beta1, beta2 = group["betas"]
+            # the maximum length of the approximated simple moving average
+            rho_inf = 2 / (1 - beta2) - 1
+            for p, grad in grads_of(group, "RAdam"):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = step_counter()
+                    state["exp_avg"] = zeros_state(p)
+                    state["exp_avg_sq"] = zeros_state(p)
+                grad = neg_if(grad, group["maximize"])
+                step = bump(state["step"])
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        p.mul_(1 - lr * wd)
+                    else:
+                        grad = grad.add(p, alpha=wd)
+                param, grad = as_real(p), as_real(grad)
+                exp_avg, exp_avg_sq = as_real(state["exp_avg"]), as_real(state["exp_avg_sq"])
+                lerp_(exp_avg, grad, 1 - beta1)
+                addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                bias_corrected_exp_avg = exp_avg / bias_correction1
+                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+                if rho_t > 5.0:
+                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf /
+                            ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                    adaptive_lr = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
+                    param.add_(bias_corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
+                else:
+                    param.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
+        return loss

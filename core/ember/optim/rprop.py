@@ -1,0 +1,64 @@
+"""``Rprop``: resilient backpropagation (Riedmiller & Braun, 1993), following PyTorch's update:
+each coordinate keeps its own step size, grown by ``etas[1]`` while the gradient keeps its sign
+and shrunk by ``etas[0]`` when it flips (the update is then skipped for that coordinate)."""
+from __future__ import annotations
+
+from .optimizer import (Optimizer, as_real, bump, check_hparams, check_impl_flags, grads_of,
+                        impl_defaults, neg_if, step_counter, zeros_state)
+
+__all__ = ["Rprop"]
+
+
+class Rprop(Optimizer):
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        check_hparams("Rprop", lr)
+        etaminus, etaplus = etas
+        if not 0.0 < etaminus < 1.0 < etaplus:
+            raise ValueError(f"Invalid eta values: {etaminus}, {etaplus}")
+        check_impl_flags(foreach, None, differentiable)
+        defaults = dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("maximize", False)
+            for key, default in impl_defaults(None, False, False, False).items():
+                group.setdefault(key, default)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
+        from ..ops.factories import full_like
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            etaminus, etaplus = group["etas"]
+            step_size_min, step_size_max = group["step_sizes"]
+            for p, grad in grads_of(group, "Rprop"):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = step_counter()
+                    state["prev"] = zeros_state(p)
+                    lr = group["lr"]
+                    state["step_size"] = full_like(grad, complex(lr, lr) if p.is_complex()
+                                                   else lr)
+                grad = neg_if(grad, group["maximize"])
+                bump(state["step"])
+                param, grad = as_real(p), as_real(grad)
+                prev, step_size = as_real(state["prev"]), as_real(state["step_size"])
+                # (differentiable: the product must not save prev, which copy_ overwrites)
+                sign = (grad * (prev.clone() if group["differentiable"] else prev)).sign()
+                flipped = sign < 0
+                factor = sign.masked_fill(sign > 0, etaplus).masked_fill(flipped, etaminus)
+                factor = factor.masked_fill(sign == 0, 1.0)
+                if group["differentiable"]:
+                    step_size.copy_((step_size.clone() * factor).clamp(step_size_min,
+                                                                       step_size_max))
+                else:
+                    step_size.mul_(factor).clamp_(step_size_min, step_size_max)
+                # where the sign flipped, this step moves nothing and forgets the gradient
+                grad = grad.masked_fill(flipped, 0)
+                param.add_(grad.sign() * step_size, alpha=-1)
+                prev.copy_(grad)
+        return loss
