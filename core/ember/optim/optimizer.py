@@ -27,6 +27,7 @@ from .. import _dtype
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, set_grad_enabled
 from ..autograd.tensor_api import zero_grads
+from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -40,24 +41,6 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
-
-
-class RemovableHandle:
-    """Returned by the ``register_*`` methods; ``remove()`` takes the hook out again."""
-    _next_id = itertools.count()
-
-    def __init__(self, hooks_dict):
-        self._hooks = hooks_dict
-        self.id = next(RemovableHandle._next_id)
-
-    def remove(self):
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 _global_pre_hooks: OrderedDict = OrderedDict()
