@@ -91,6 +91,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                                                      self._worker_init_fn, self._world_size,
                                                      self._rank)
         self._segment_prefix = transfer.new_prefix()
+        self._receiver = transfer.Receiver(self._num_workers)
         self._worker_result_queue = context.Queue()
         self._shutdown = False
         self._workers_done_event = context.Event()
@@ -172,9 +173,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     # -- receiving -----------------------------------------------------------------------------
     def _decode(self, data):
-        if isinstance(data, tuple) and data and data[0] in ("shm", "inline"):
-            return transfer.decode(data)
-        return data
+        return self._receiver.decode(data) if transfer.is_message(data) else data
 
     def _check_workers(self, cause=None):
         failed = [(i, w) for i, w in enumerate(self._workers)
@@ -276,7 +275,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     break
         else:
             return
-        self._index_queues[worker_queue_idx].put((self._send_idx, index))
+        self._index_queues[worker_queue_idx].put(
+            (self._send_idx, index, self._receiver.take_returns(worker_queue_idx)))
         self._task_info[self._send_idx] = (worker_queue_idx,)
         self._workers_num_tasks[worker_queue_idx] += 1
         self._tasks_outstanding += 1
@@ -321,18 +321,16 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._discard_undelivered()
 
     def _discard_undelivered(self):
-        for info in getattr(self, "_task_info", {}).values():
-            if len(info) == 2:
-                transfer.discard(info[1])
         self._task_info = {}
         try:
             while True:
-                _, data = self._worker_result_queue.get_nowait()
-                transfer.discard(data)
+                self._worker_result_queue.get_nowait()
         except (queue.Empty, OSError, EOFError, ValueError):
             pass
         self._worker_result_queue.cancel_join_thread()
         self._worker_result_queue.close()
+        self._receiver.close()
+        # Workers have exited; any segment still named was never attached here.
         transfer.cleanup_segments(self._segment_prefix)
 
     def __del__(self):

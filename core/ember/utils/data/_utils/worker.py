@@ -131,8 +131,7 @@ def _worker_loop(is_iterable, dataset, index_queue, data_queue, done_event, auto
         except Exception:  # noqa: BLE001 - reported with the first batch
             init_exception = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
 
-        prefix = f"{segment_prefix}{worker_id}_"
-        sent = 0
+        sender = transfer.Sender(segment_prefix, worker_id)
         iteration_end = False
         parent = os.getppid()
         while True:
@@ -153,7 +152,9 @@ def _worker_loop(is_iterable, dataset, index_queue, data_queue, done_event, auto
                 break
             if done_event.is_set() or iteration_end:
                 continue  # drain outstanding indices after the end
-            idx, index = r
+            idx, index, returned_slots = r
+            if returned_slots:
+                sender.release(returned_slots)
             if init_exception is not None:
                 data, init_exception = init_exception, None
             else:
@@ -168,13 +169,13 @@ def _worker_loop(is_iterable, dataset, index_queue, data_queue, done_event, auto
                             where=f"in DataLoader worker process {worker_id}")
             if not isinstance(data, (ExceptionWrapper, _IterableDatasetStopIteration)):
                 try:
-                    data = transfer.encode(data, prefix, sent)
-                    sent += 1
+                    data = sender.encode(data)
                 except Exception:  # noqa: BLE001 - e.g. an unpicklable batch
                     data = ExceptionWrapper(
                         where=f"in DataLoader worker process {worker_id} (sending the batch)")
             data_queue.put((idx, data))
             del data
+        sender.close()
     except KeyboardInterrupt:
         pass
     if done_event.is_set():
