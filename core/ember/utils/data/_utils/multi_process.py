@@ -16,6 +16,7 @@ import pickle
 import queue
 import signal
 import threading
+import time
 from multiprocessing import connection as mp_connection
 
 from ..dataloader import _BaseDataLoaderIter, _DatasetKind
@@ -209,7 +210,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     def _get_data(self):
         if self._timeout > 0:
-            import time
             deadline = time.monotonic() + self._timeout
             while True:
                 left = deadline - time.monotonic()
@@ -296,10 +296,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._index_queues[worker_id].put(None)
         self._workers_status[worker_id] = False
 
-    def _shutdown_workers(self):
+    def _shutdown_workers(self, join_timeout=MP_STATUS_CHECK_INTERVAL):
         if getattr(self, "_shutdown", True):
             return
         self._shutdown = True
+        deadline = time.monotonic() + join_timeout
         try:
             if self._pin_memory_thread is not None:
                 self._pin_memory_thread_done_event.set()
@@ -309,7 +310,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 if self._persistent_workers or self._workers_status[worker_id]:
                     self._mark_worker_as_unavailable(worker_id, shutdown=True)
             for w in self._workers:
-                w.join(timeout=MP_STATUS_CHECK_INTERVAL)
+                w.join(timeout=max(0.0, deadline - time.monotonic()))
             for q in self._index_queues:
                 q.cancel_join_thread()
                 q.close()
@@ -334,7 +335,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         transfer.cleanup_segments(self._segment_prefix)
 
     def __del__(self):
+        # Collected as part of a reference cycle, the queues' own finalizers may already have
+        # stopped their feeder threads, so the exit message may never reach the workers: wait
+        # briefly, then terminate (workers hold nothing the main process needs back).
         try:
-            self._shutdown_workers()
+            self._shutdown_workers(join_timeout=0.5)
         except Exception:  # noqa: BLE001 - interpreter shutdown may have torn modules down
             pass

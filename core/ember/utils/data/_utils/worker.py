@@ -138,8 +138,8 @@ def _worker_loop(is_iterable, dataset, index_queue, data_queue, done_event, auto
             try:
                 r = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)
             except queue.Empty:
-                if os.getppid() != parent:  # the main process is gone: stop quietly
-                    break
+                if os.getppid() != parent or done_event.is_set():
+                    break  # the main process is gone, or shut down without reaching us
                 continue
             if isinstance(r, _ResumeIteration):
                 data_queue.put((r, None))
