@@ -122,6 +122,27 @@ def _check_equal_shapes(shapes):
                                f"{list(first)} at entry 0 and {list(shape)} at entry {i}")
 
 
+def _gather_from_one_storage(batch, native):
+    """Samples that are equally shaped views of one storage (``data[i]`` of a dataset tensor)
+    stacked with a single numpy gather over that storage; None when they are not."""
+    elem = batch[0]
+    st, shape, stride = elem._storage, elem._shape, elem._stride
+    if 0 in shape:
+        return None
+    for t in batch:
+        if t._storage is not st or t._shape != shape or t._stride != stride:
+            return None
+    native(elem)  # makes the storage's flat byte view (the CPU backend keeps it in .cache)
+    flat = getattr(st, "cache", None)
+    if type(flat) is not np.ndarray or flat.dtype != np.uint8 or flat.ndim != 1:
+        return None
+    isz = elem.dtype.itemsize
+    offsets = np.fromiter((t._offset for t in batch), dtype=np.intp, count=len(batch))
+    starts = np.ndarray((int(offsets.max()) + 1,) + tuple(shape), elem.dtype.np, buffer=flat,
+                        strides=(isz,) + tuple(s * isz for s in stride))
+    return starts[offsets]
+
+
 def collate_tensor_fn(batch, *, collate_fn_map=None):
     """Stack tensors along a new first dim (torch's ``stack`` error for unequal shapes)."""
     import ember
@@ -132,7 +153,11 @@ def collate_tensor_fn(batch, *, collate_fn_map=None):
         dtype, device = elem.dtype, elem.device
         if device.type == "cpu" and all(t.dtype is dtype and t.device is device
                                         and not t.requires_grad for t in batch):
-            return ember.from_numpy(np.stack([t.numpy() for t in batch]))
+            native = elem._backend().native  # the CPU tensors' numpy views (cached per tensor)
+            stacked = _gather_from_one_storage(batch, native)
+            if stacked is None:
+                stacked = np.stack([native(t) for t in batch])
+            return ember.from_numpy(stacked)
     return ember.stack(list(batch), 0)
 
 

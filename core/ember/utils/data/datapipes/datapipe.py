@@ -68,7 +68,7 @@ def _invalid_iterator(datapipe):
 # -- iterator bookkeeping -----------------------------------------------------------------------------
 def _start_iteration(datapipe) -> int:
     """A new iterator of ``datapipe`` begins: give it the next id and reset the pipe."""
-    starter = getattr(datapipe, "_start_child_iteration", None)
+    starter = datapipe._start_child_iteration
     if starter is not None:
         return starter()
     current = datapipe._valid_iterator_id
@@ -78,43 +78,41 @@ def _start_iteration(datapipe) -> int:
     return datapipe._valid_iterator_id
 
 
-def _is_current(datapipe, iterator_id) -> bool:
-    checker = getattr(datapipe, "_child_iterator_is_current", None)
-    if checker is not None:
-        return checker(iterator_id)
-    return datapipe._valid_iterator_id == iterator_id
+def _guarded(datapipe, items, iterator_id=None):
+    """Yield ``items``; before each further item, check no newer iterator took over.
 
-
-def _guard_generator(datapipe, generator):
-    iterator_id = _start_iteration(datapipe)  # runs at the first next(), as in torch
+    With ``iterator_id`` None, ``items`` is the pipe's own generator: the iteration starts
+    (id, ``reset()``) at the first ``next()``, as in torch, and the generator is closed at the
+    end. This runs once per item per pipe, so the common case is one attribute comparison.
+    """
+    own_generator = iterator_id is None
+    if own_generator:
+        iterator_id = _start_iteration(datapipe)
+    child_check = datapipe._child_iterator_is_current
     try:
-        for item in generator:
-            yield item
-            if not _is_current(datapipe, iterator_id):
-                raise _invalid_iterator(datapipe)
+        if child_check is None:
+            for item in items:
+                yield item
+                if datapipe._valid_iterator_id != iterator_id:
+                    raise _invalid_iterator(datapipe)
+        else:
+            for item in items:
+                yield item
+                if not child_check(iterator_id):
+                    raise _invalid_iterator(datapipe)
     except Exception as exc:
         _annotate(exc, datapipe)
         raise
     finally:
-        generator.close()
-
-
-def _guard_iterator(datapipe, iterator, iterator_id):
-    try:
-        for item in iterator:
-            yield item
-            if not _is_current(datapipe, iterator_id):
-                raise _invalid_iterator(datapipe)
-    except Exception as exc:
-        _annotate(exc, datapipe)
-        raise
+        if own_generator:
+            items.close()
 
 
 def _hook_iter(iter_fn):
     if inspect.isgeneratorfunction(iter_fn):
         @functools.wraps(iter_fn)
         def __iter__(self):
-            return _guard_generator(self, iter_fn(self))
+            return _guarded(self, iter_fn(self))
     else:
         @functools.wraps(iter_fn)
         def __iter__(self):
@@ -122,7 +120,7 @@ def _hook_iter(iter_fn):
             if result is self:  # a pipe that is its own iterator (__next__)
                 _start_iteration(self)
                 return self
-            return _guard_iterator(self, result, _start_iteration(self))
+            return _guarded(self, result, _start_iteration(self))
     __iter__._ember_hooked = True
     return __iter__
 
@@ -242,6 +240,9 @@ class IterDataPipe(_FunctionalRegistry, IterableDataset[T_co], metaclass=_IterDa
     functions: Dict[str, functools.partial] = {}
     _valid_iterator_id = None
     _number_of_samples_yielded = 0
+    # children of fork/demux share their parent's iterator state through these two hooks
+    _start_child_iteration = None
+    _child_iterator_is_current = None
 
     @classmethod
     def _style(cls):

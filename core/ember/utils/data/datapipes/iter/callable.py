@@ -53,13 +53,10 @@ class MapperIterDataPipe(IterDataPipe):
         return apply_to_columns(self.fn, data, self.input_col, self.output_col)
 
     def __iter__(self):
-        fn = self.fn
+        # the builtin map keeps the per-item cost in C; the iterator hook adds the checks
         if self.input_col is None:
-            for data in self.datapipe:
-                yield fn(data)
-        else:
-            for data in self.datapipe:
-                yield self._apply_fn(data)
+            return map(self.fn, self.datapipe)
+        return map(self._apply_fn, self.datapipe)
 
     def __len__(self):
         return _source_len(self, self.datapipe)

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 from .._decorator import functional_datapipe
 from ..datapipe import IterDataPipe
-from ..utils.common import _check_unpickable_fn
+from ..utils.common import StreamWrapper, _check_unpickable_fn
 
 __all__ = ["CSVDictParserIterDataPipe", "CSVParserIterDataPipe", "JsonParserIterDataPipe",
            "LineReaderIterDataPipe", "ParagraphAggregatorIterDataPipe",
@@ -30,11 +30,6 @@ def _skip_lines(stream, count):
 def _decoded(lines, encoding, errors):
     for line in lines:
         yield line.decode(encoding, errors) if isinstance(line, bytes) else line
-
-
-def _stripped(lines):
-    for line in lines:
-        yield line.strip("\r\n") if isinstance(line, str) else line.strip(b"\r\n")
 
 
 class _StreamParser(IterDataPipe):
@@ -70,13 +65,22 @@ class LineReaderIterDataPipe(_StreamParser):
         self.strip_newline = strip_newline
 
     def __iter__(self):
+        strip, decode, with_path = self.strip_newline, self.decode, self.return_path
+        encoding, errors = self.encoding, self.errors
         for path, stream in self.source_datapipe:
-            lines = _skip_lines(stream, self.skip_lines)
-            if self.strip_newline:
-                lines = _stripped(lines)
-            if self.decode:
-                lines = _decoded(lines, self.encoding, self.errors)
-            yield from self._emit(path, lines)
+            raw = stream.file_obj if isinstance(stream, StreamWrapper) else stream
+            try:
+                for _ in range(self.skip_lines):
+                    if next(raw, None) is None:
+                        break
+                for line in raw:  # one loop for every option: this is the per-line hot path
+                    if strip:
+                        line = line.strip("\r\n") if type(line) is str else line.strip(b"\r\n")
+                    if decode and type(line) is bytes:
+                        line = line.decode(encoding, errors)
+                    yield (path, line) if with_path else line
+            finally:
+                stream.close()
 
 
 @functional_datapipe("parse_csv")
