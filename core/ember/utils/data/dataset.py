@@ -68,7 +68,7 @@ class TensorDataset(Dataset):
         cls = type(self)
         if cls.__getitem__ is not TensorDataset.__getitem__ or hasattr(cls, "__getitems__"):
             return NotImplemented
-        if not indices:
+        if len(indices) == 0:
             return NotImplemented
         n = len(self)
         if min(indices) < 0 or max(indices) >= n:
