@@ -12,7 +12,7 @@ import pytest
 import ember
 from ember.data.datapipes import iter as dpi
 from ember.data.datapipes import map as dpm
-from ember.utils.data import DataChunk, IterDataPipe, MapDataPipe, functional_datapipe
+from ember.utils.data import DataChunk, IterDataPipe, functional_datapipe
 from ember.utils.data.graph import traverse_dps
 from ember.utils.data.graph_settings import (apply_random_seed, apply_sharding,
                                              apply_shuffle_settings, get_all_graph_pipes)

@@ -203,3 +203,20 @@ def row_to_ints(row):
 def test_pipe_with_open_stream_does_not_pickle_but_fresh_pipe_does(files):
     dp = FileLister(str(files), "*.csv").open_files()
     assert list(pickle.loads(pickle.dumps(dp))) != []
+
+
+def test_lambda_pipe_with_spawn_names_the_lambda():
+    with pytest.warns(UserWarning, match="function is not supported by pickle"):
+        dp = IterableWrapper(range(4)).map(lambda x: x).shuffle()
+    dl = DataLoader(dp, batch_size=2, num_workers=1, multiprocessing_context="spawn")
+    with pytest.raises(Exception, match=r"dataset\.datapipe\.fn = <function") as info:
+        next(iter(dl))
+    assert "'spawn'" in str(info.value)
+
+
+def test_numpy_batch_sampler_indices_on_tensor_dataset():
+    from ember.utils.data import TensorDataset
+    ds = TensorDataset(ember.arange(10) * 3)
+    import numpy as np
+    (batch,), = [b for b in DataLoader(ds, batch_sampler=[np.array([4, 1])])]
+    assert batch.tolist() == [12, 3]

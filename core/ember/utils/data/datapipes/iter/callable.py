@@ -1,14 +1,13 @@
 """Pipes that apply a function: map, filter, flatmap, collate, map_batches, threadpool_map."""
 from __future__ import annotations
 
-import random
 from collections import deque
 from collections.abc import Sized
 from concurrent.futures import ThreadPoolExecutor
 
 from ..._utils.collate import default_collate
-from ..._utils.seeds import draw_seed
 from .._decorator import functional_datapipe
+from .._seeded import SeededRandomMixin
 from ..datapipe import IterDataPipe
 from ..utils.common import _check_unpickable_fn, apply_to_columns, check_columns
 
@@ -145,7 +144,7 @@ class FlatMapperIterDataPipe(IterDataPipe):
 
 
 @functional_datapipe("shuffled_flatmap")
-class ShuffledFlatMapperIterDataPipe(IterDataPipe):
+class ShuffledFlatMapperIterDataPipe(SeededRandomMixin, IterDataPipe):
     """flatmap that interleaves the outputs of up to ``buffer_size`` items at random.
 
     The randomness is seeded like ``shuffle``: ``ember.manual_seed``, ``set_seed`` or the
@@ -159,22 +158,7 @@ class ShuffledFlatMapperIterDataPipe(IterDataPipe):
         self._flat = FlatMapperIterDataPipe(datapipe, fn, input_col)
         self.datapipe = datapipe
         self.buffer_size = buffer_size
-        self._enabled = True
-        self._seed = None
-        self._rng = random.Random()
-
-    def set_shuffle(self, shuffle=True):
-        self._enabled = shuffle
-        return self
-
-    def set_seed(self, seed: int):
-        self._seed = seed
-        return self
-
-    def reset(self) -> None:
-        if self._enabled:
-            self._rng.seed(draw_seed() if self._seed is None else self._seed)
-            self._seed = None
+        self._init_random()
 
     def __iter__(self):
         if not self._enabled:

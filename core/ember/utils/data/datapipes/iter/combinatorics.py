@@ -9,9 +9,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sized
 
-from ..._utils.seeds import draw_seed
 from ...sampler import SequentialSampler
 from .._decorator import functional_datapipe
+from .._seeded import SeededRandomMixin
 from ..datapipe import DataChunk, IterDataPipe
 
 __all__ = ["InBatchShufflerIterDataPipe", "RandomSplitterIterDataPipe", "SamplerIterDataPipe",
@@ -41,42 +41,8 @@ class SamplerIterDataPipe(IterDataPipe):
         raise TypeError(f"{type(self).__name__} instance doesn't have valid length")
 
 
-class _SeededPipe(IterDataPipe):
-    """set_shuffle/set_seed and the per-iteration reseeding shared by the shuffling pipes."""
-
-    def _init_random(self):
-        self._enabled = True
-        self._seed = None
-        self._rng = random.Random()
-
-    def set_shuffle(self, shuffle=True):
-        self._enabled = shuffle
-        return self
-
-    def set_seed(self, seed: int):
-        self._seed = seed
-        return self
-
-    def reset(self) -> None:
-        if self._enabled:
-            self._rng.seed(draw_seed() if self._seed is None else self._seed)
-            self._seed = None
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_rng"] = self._rng.getstate()
-        hook = IterDataPipe.getstate_hook
-        return hook(state) if hook is not None else state
-
-    def __setstate__(self, state):
-        rng = random.Random()
-        rng.setstate(state["_rng"])
-        self.__dict__.update(state)
-        self._rng = rng
-
-
 @functional_datapipe("shuffle")
-class ShufflerIterDataPipe(_SeededPipe):
+class ShufflerIterDataPipe(SeededRandomMixin, IterDataPipe):
     """Shuffle with a buffer of ``buffer_size`` items (functional name: ``shuffle``).
 
     The buffer fills first; then each incoming item replaces a random buffered one, which is
@@ -125,7 +91,7 @@ class ShufflerIterDataPipe(_SeededPipe):
 
 
 @functional_datapipe("in_batch_shuffle")
-class InBatchShufflerIterDataPipe(_SeededPipe):
+class InBatchShufflerIterDataPipe(SeededRandomMixin, IterDataPipe):
     """Shuffle the items inside each batch (functional name: ``in_batch_shuffle``)."""
 
     def __init__(self, datapipe) -> None:

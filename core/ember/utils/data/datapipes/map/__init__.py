@@ -3,12 +3,11 @@ in_memory_cache, and the iter-to-map converter (``to_map_datapipe``)."""
 from __future__ import annotations
 
 import copy
-import random
 import warnings
 from collections.abc import Sequence
 
-from ..._utils.seeds import draw_seed
 from .._decorator import functional_datapipe
+from .._seeded import SeededRandomMixin
 from ..datapipe import DataChunk, IterDataPipe, MapDataPipe
 from ..utils.common import _check_unpickable_fn
 
@@ -87,7 +86,7 @@ class BatcherMapDataPipe(MapDataPipe):
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
-class ShufflerIterDataPipe(IterDataPipe):
+class ShufflerIterDataPipe(SeededRandomMixin, IterDataPipe):
     """A MapDataPipe's items in a shuffled order of ``indices`` (functional name ``shuffle``
     on map pipes). It is iterable-style, as in torch: a shuffled view has no stable keys."""
 
@@ -95,26 +94,13 @@ class ShufflerIterDataPipe(IterDataPipe):
         super().__init__()
         self.datapipe = datapipe
         self.indices = list(range(len(datapipe))) if indices is None else indices
-        self._enabled = True
-        self._seed = None
-        self._rng = random.Random()
+        self._init_random()
         self._shuffled_indices = self.indices
 
-    def set_shuffle(self, shuffle=True):
-        self._enabled = shuffle
-        return self
-
-    def set_seed(self, seed: int):
-        self._seed = seed
-        return self
-
     def reset(self) -> None:
-        if self._enabled:
-            self._rng.seed(draw_seed() if self._seed is None else self._seed)
-            self._seed = None
-            self._shuffled_indices = self._rng.sample(self.indices, len(self.indices))
-        else:
-            self._shuffled_indices = self.indices
+        super().reset()
+        self._shuffled_indices = self._rng.sample(self.indices, len(self.indices)) \
+            if self._enabled else self.indices
 
     def __iter__(self):
         for idx in self._shuffled_indices:
@@ -123,19 +109,16 @@ class ShufflerIterDataPipe(IterDataPipe):
     def __len__(self):
         return len(self.datapipe)
 
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_rng"] = self._rng.getstate()
-        return state
-
-    def __setstate__(self, state):
-        rng = random.Random()
-        rng.setstate(state["_rng"])
-        self.__dict__.update(state)
-        self._rng = rng
-
 
 MapDataPipe.register_datapipe_as_function("shuffle", ShufflerIterDataPipe)
+
+
+def _map_inputs(datapipes):
+    if len(datapipes) == 0:
+        raise ValueError("Expected at least one DataPipe, but got nothing")
+    if not all(isinstance(dp, MapDataPipe) for dp in datapipes):
+        raise TypeError("Expected all inputs to be `MapDataPipe`")
+    return datapipes
 
 
 @functional_datapipe("concat")
@@ -143,11 +126,7 @@ class ConcaterMapDataPipe(MapDataPipe):
     """Indices run through the first pipe, then the next, ..."""
 
     def __init__(self, *datapipes) -> None:
-        if len(datapipes) == 0:
-            raise ValueError("Expected at least one DataPipe, but got nothing")
-        if not all(isinstance(dp, MapDataPipe) for dp in datapipes):
-            raise TypeError("Expected all inputs to be `MapDataPipe`")
-        self.datapipes = datapipes
+        self.datapipes = _map_inputs(datapipes)
 
     def __getitem__(self, index):
         offset = index
@@ -166,11 +145,7 @@ class ZipperMapDataPipe(MapDataPipe):
     """Item ``i`` is the tuple of item ``i`` of every pipe; length of the shortest."""
 
     def __init__(self, *datapipes) -> None:
-        if len(datapipes) == 0:
-            raise ValueError("Expected at least one DataPipe, but got nothing")
-        if not all(isinstance(dp, MapDataPipe) for dp in datapipes):
-            raise TypeError("Expected all inputs to be `MapDataPipe`")
-        self.datapipes = datapipes
+        self.datapipes = _map_inputs(datapipes)
 
     def __getitem__(self, index):
         res = []
