@@ -11,7 +11,7 @@ from collections.abc import Sized
 
 from .._decorator import functional_datapipe
 from ..datapipe import IterDataPipe, MapDataPipe
-from ..utils.common import StreamWrapper, _check_unpickable_fn
+from ..utils.common import StreamWrapper, _check_unpickable_fn, unzip_columns
 
 __all__ = ["ConcaterIterDataPipe", "DemultiplexerIterDataPipe", "ForkerIterDataPipe",
            "IterKeyZipperIterDataPipe", "MapKeyZipperIterDataPipe", "MultiplexerIterDataPipe",
@@ -430,14 +430,7 @@ class UnZipperIterDataPipe(IterDataPipe):
 
     def __new__(cls, source_datapipe, sequence_length: int, buffer_size: int = 1000,
                 columns_to_skip=None):
-        if sequence_length < 1:
-            raise ValueError(f"Expected `sequence_length` larger than 0, but {sequence_length} "
-                             f"is found")
-        skip = set(columns_to_skip or ())
-        columns = [i for i in range(sequence_length) if i not in skip]
-        if not columns:
-            raise ValueError("All instances are being filtered out in UnZipperIterDataPipe. "
-                             "Please check the input `sequence_length` and `columns_to_skip`.")
+        columns = unzip_columns(sequence_length, columns_to_skip, "UnZipperIterDataPipe")
         children = source_datapipe.fork(len(columns), buffer_size=buffer_size)
         if len(columns) == 1:
             children = [children]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from .._decorator import functional_datapipe
 from .._seeded import SeededRandomMixin
 from ..datapipe import DataChunk, IterDataPipe, MapDataPipe
-from ..utils.common import _check_unpickable_fn
+from ..utils.common import _check_unpickable_fn, unzip_columns
 
 __all__ = ["Batcher", "Concater", "InMemoryCacheHolder", "IterToMapConverter", "MapDataPipe",
            "Mapper", "SequenceWrapper", "Shuffler", "UnZipper", "Zipper"]
@@ -195,14 +195,7 @@ class UnZipperMapDataPipe(MapDataPipe):
     """One MapDataPipe per position of the source's sequences (minus ``columns_to_skip``)."""
 
     def __new__(cls, source_datapipe, sequence_length: int, columns_to_skip=None):
-        if sequence_length < 1:
-            raise ValueError(f"Expected `sequence_length` larger than 0, but {sequence_length} "
-                             f"is found")
-        skip = set(columns_to_skip or ())
-        columns = [i for i in range(sequence_length) if i not in skip]
-        if not columns:
-            raise ValueError("All instances are being filtered out in UnZipperMapDataPipe. "
-                             "Please check the input `sequence_length` and `columns_to_skip`.")
+        columns = unzip_columns(sequence_length, columns_to_skip, "UnZipperMapDataPipe")
         return [_ColumnMapDataPipe(source_datapipe, c) for c in columns]
 
 

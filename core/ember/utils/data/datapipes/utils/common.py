@@ -111,6 +111,19 @@ def check_columns(fn, input_col, output_col):
     return output_col
 
 
+def unzip_columns(sequence_length, columns_to_skip, who):
+    """The positions ``unzip`` keeps, with torch's errors for impossible requests."""
+    if sequence_length < 1:
+        raise ValueError(f"Expected `sequence_length` larger than 0, but {sequence_length} is "
+                         f"found")
+    skip = set(columns_to_skip or ())
+    columns = [i for i in range(sequence_length) if i not in skip]
+    if not columns:
+        raise ValueError(f"All instances are being filtered out in {who}. Please check the "
+                         f"input `sequence_length` and `columns_to_skip`.")
+    return columns
+
+
 def match_masks(name: str, masks) -> bool:
     if not masks:
         return True
