@@ -201,6 +201,21 @@ class Tensor:
         """Values as a numpy array, from any device (may copy)."""
         return self._backend().to_numpy(self)
 
+    def is_pinned(self, device=None) -> bool:
+        """False: no ember backend allocates page-locked host memory."""
+        return False
+
+    def pin_memory(self, device=None):
+        """A contiguous copy in host memory, as torch's ``pin_memory`` returns a copy.
+
+        ember's backends copy to devices from any host buffer, so there is no page-locked
+        memory to move to; a contiguous host buffer is what a device copy uses directly.
+        """
+        if self.device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self.device}' tensor of dtype {self.dtype}: only "
+                               f"dense CPU tensors can be pinned")
+        return self.clone().contiguous()
+
     def item(self):
         if self.device.type == "meta":  # PyTorch's message: there is no value to read
             raise RuntimeError("Tensor.item() cannot be called on meta tensors")

@@ -296,6 +296,7 @@ class Tensor:
     @property
     def is_meta(self) -> Any: ...
     def is_neg(self): ...  # ember.ops.elementwise.unary
+    def is_pinned(self, device=...): ...  # ember._tensor
     def is_signed(self): ...  # ember._tensor
     def isfinite(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isinf(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -402,6 +403,7 @@ class Tensor:
     @property
     def output_nr(self) -> Any: ...
     def permute(self, *dims): ...  # ember.ops.views
+    def pin_memory(self, device=...): ...  # ember._tensor
     def positive(self, *, out=...): ...  # ember.ops.elementwise.unary
     def positive_(self): ...  # ember.ops.elementwise.unary
     def pow(self, other, *, out=...): ...  # ember.ops.elementwise.binary

@@ -1,10 +1,10 @@
-"""``ember.utils``: helpers with the names of ``torch.utils`` (``checkpoint``, ``hooks``).
+"""``ember.utils``: helpers with the names of ``torch.utils`` (``checkpoint``, ``data``, ``hooks``).
 
 Submodules load on first access, so low layers (autograd) can import ``ember.utils.hooks``
 without pulling in modules that depend on them."""
 import importlib
 
-_SUBMODULES = ("checkpoint", "hooks")
+_SUBMODULES = ("checkpoint", "data", "hooks")
 
 
 def __getattr__(name):
