@@ -39,6 +39,10 @@ def broadcast_shapes(*shapes) -> tuple:
     message when they don't."""
     out = ()
     for s in shapes:
-        s = tuple(s)
-        out = s if not out else broadcast_pair(out, s) if out != s else out
+        if s.__class__ is not tuple:
+            s = tuple(s)
+        if not out:
+            out = s
+        elif out != s:
+            out = broadcast_pair(out, s)
     return out
