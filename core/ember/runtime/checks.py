@@ -81,11 +81,11 @@ def check_outputs(op_name, backend_name, label, device, out, specs) -> None:
                                       f"{_expect(specs, device)}")
     for i, o in enumerate(outs):
         spec = specs[i] if specs is not None else None
-        which = f"output {i} of " if len(outs) > 1 else ""
+        what = f"{where}: output {i} is" if len(outs) > 1 else f"{where} returned"
         if not is_tensor(o):
-            raise KernelContractError(f"{which}{where} is {_describe(o)}, not an ember Tensor; "
-                                      f"expected {_expect((spec,), device) if spec else 'a Tensor'}"
-                                      f" (kernels wrap their results with "
+            raise KernelContractError(f"{what} {_describe(o)}, not an ember Tensor; expected "
+                                      f"{_expect((spec,), device) if spec else 'a Tensor'} "
+                                      f"(kernels wrap their results with "
                                       f"ember.runtime.make_tensor)")
         problems = []
         if o.device is not device and o.device != device:
@@ -96,8 +96,7 @@ def check_outputs(op_name, backend_name, label, device, out, specs) -> None:
             if o.dtype is not spec.dtype:
                 problems.append(f"dtype {o.dtype} (expected {spec.dtype})")
         if problems:
-            raise KernelContractError(f"{which}{where} returned a Tensor with "
-                                      f"{', '.join(problems)}")
+            raise KernelContractError(f"{what} a Tensor with {', '.join(problems)}")
 
 
 def _describe(x) -> str:
