@@ -18,6 +18,11 @@ from .streams import HostEvent, HostStream
 
 
 class Backend:
+    """A device type's implementation: what the registry holds and the dispatcher runs kernels
+    of. Required: ``name``, ``empty``, ``from_numpy``, ``to_numpy``, ``copy_``,
+    ``storage_nbytes``, and kernels in ``self.kernels``; the rest has defaults for a
+    synchronous single-device backend."""
+
     #: device type users write: ``device="<name>:0"``
     name: str = ""
     #: dtypes this backend computes in; an op on any other dtype fails before a kernel runs
