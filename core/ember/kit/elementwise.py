@@ -64,10 +64,6 @@ def into(be, self, r):
     return self
 
 
-def _device(a, b):
-    return a.device if isinstance(a, Tensor) else b.device
-
-
 # -- unary math: helpers for what xp lacks, then one row per op ------------------------------------
 def _gelu_none(be, x):
     return 0.5 * x * (1.0 + be.special.erf(x * (1.0 / math.sqrt(2.0))))
@@ -388,7 +384,7 @@ def binary(be, f, out_dtype, a, b, compute):
     """``f(a, b)`` in ``compute`` (bool results for comparisons): every ``BINARY`` op."""
     dt = compute.np
     r = be.ieee(f, operand(be, a, dt), operand(be, b, dt))
-    return result(be, r, out_dtype or dt, _device(a, b))
+    return result(be, r, out_dtype or dt, a.device if isinstance(a, Tensor) else b.device)
 
 
 def binary_(be, f, a, b, compute):
@@ -410,7 +406,7 @@ def add_sub(be, ufunc, a, b, alpha, compute):
     """``a + alpha * b`` (``ufunc`` = add) or ``a - alpha * b`` (subtract)."""
     dt = compute.np
     r = ufunc(operand(be, a, dt), _scaled(be, operand(be, b, dt), alpha, dt))
-    return result(be, r, dt, _device(a, b))
+    return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
 
 
 def add_sub_(be, ufunc, a, b, alpha, compute):
@@ -444,7 +440,7 @@ def _div(be, x, y, mode):
 def div(be, a, b, mode, compute):
     dt = compute.np
     r = _div(be, operand(be, a, dt), operand(be, b, dt), mode)
-    return result(be, r, dt, _device(a, b))
+    return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
 
 
 def div_(be, a, b, mode, compute):
