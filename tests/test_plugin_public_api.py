@@ -112,3 +112,16 @@ def test_the_checker_catches(snippet):
 ])
 def test_the_checker_allows(snippet):
     assert not violations(snippet), violations(snippet)
+
+
+BUILTIN_BACKENDS = [REPO / "backends" / "cpu", REPO / "backends" / "opencl"]
+
+
+@pytest.mark.parametrize("path", sorted(p for root in BUILTIN_BACKENDS for p in root.rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_builtin_backend_imports_no_private_core_name(path):
+    # the built-in backends import only public names too; their kernel bodies may still read
+    # tensors' private fields on hot paths (only imports and ember.<x>._y chains are checked)
+    bad = [v for v in violations(path.read_text(), str(path.relative_to(REPO)))
+           if "private tensor/storage attribute" not in v]
+    assert not bad, "private core names imported:\n" + "\n".join(bad)
