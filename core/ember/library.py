@@ -15,8 +15,8 @@ loaded yet are kept and installed when it registers.
 from __future__ import annotations
 
 from .dispatch import dispatcher
-from .runtime import events as _events
 from .runtime.registry import registry
+from .runtime import events as _events  # noqa: I001 - kept apart from the dispatch imports
 
 _pending: dict = {}      # device type -> [(op name, fn)]
 _namespaces: dict = {}   # namespace -> {name: Op}

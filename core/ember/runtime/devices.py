@@ -92,6 +92,11 @@ class device:
         return (device, (str(self),))
 
 
+# the name users and files know it by: pickles (checkpoints) name the class ember._device.device,
+# as every file written before it moved here does, and the generated stubs import it from there
+device.__module__ = "ember._device"
+
+
 def concrete(d: "device") -> "device":
     """``d`` with its index filled in (the backend's current device) for device types that have
     indices (all but ``cpu`` and ``meta``, as in PyTorch)."""

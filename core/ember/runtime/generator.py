@@ -86,3 +86,8 @@ class Generator:
 
     def __repr__(self):
         return f"<ember.Generator device={self.device}>"
+
+
+# the name users know it by (ember.Generator is re-exported by ember._generator; stubs and
+# pickles use that name)
+Generator.__module__ = "ember._generator"
