@@ -11,6 +11,8 @@ import numpy as np
 
 from . import _dtype
 from .dispatch import keys as _keys
+from .runtime import tensors as _runtime_tensors
+from .runtime.registry import registry as _registry
 
 
 class Tensor:
@@ -185,8 +187,7 @@ class Tensor:
 
     # -- host conversions (these synchronize) ---------------------------------------------------
     def _backend(self):
-        from .runtime.registry import registry
-        return registry.get(self.device.type)
+        return _registry.get(self.device.type)
 
     def numpy(self, *, force=False):
         if self.requires_grad and not force:
@@ -271,6 +272,10 @@ class Tensor:
     def grad_fn(self):
         ag = self._ag
         return None if ag is None else ag.grad_fn
+
+
+# backends build tensors through ember.runtime.make_tensor, which calls Tensor._make
+_runtime_tensors.install_tensor_class(Tensor)
 
 
 class Size(tuple):

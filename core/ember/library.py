@@ -17,6 +17,7 @@ from __future__ import annotations
 from .dispatch import dispatcher
 from .dispatch.facets import CustomDerivative
 from .runtime.registry import registry
+from .runtime import events as _events  # noqa: I001 - kept apart from the dispatch imports
 
 _pending: dict = {}      # device type -> [(op name, fn)]
 _namespaces: dict = {}   # namespace -> {name: Op}
@@ -52,7 +53,7 @@ def _qualified(name: str, ns: str | None = None) -> tuple:
 
 
 def _register_kernel(op_name: str, device_type: str, fn) -> None:
-    backend = registry._backends.get(device_type)
+    backend = registry.loaded(device_type)
     if backend is not None:
         backend.kernels.register(op_name, fn)
     else:
@@ -63,9 +64,19 @@ def _register_kernel(op_name: str, device_type: str, fn) -> None:
 
 
 def install_pending(backend) -> None:
-    """Called by the registry when a backend registers."""
+    """When a backend registers (``events.BACKEND_ADDED``): the kernels kept for it."""
     for op_name, fn in _pending.pop(backend.name, []):
         backend.kernels.register(op_name, fn)
+
+
+def _plugin_registered(plugin_name, backend_names, call_register_ops) -> None:
+    """``events.PLUGIN_REGISTERED``: the plugin's ``ember_register_ops`` gets a library that may
+    write only the kernel tables of the backends it added."""
+    call_register_ops(Library(plugin_name, "FRAGMENT", allowed_devices=backend_names))
+
+
+_events.subscribe(_events.BACKEND_ADDED, install_pending)
+_events.subscribe(_events.PLUGIN_REGISTERED, _plugin_registered)
 
 
 class Library:

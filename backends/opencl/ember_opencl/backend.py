@@ -8,11 +8,9 @@ from __future__ import annotations
 import math
 import threading
 
-from ember import _dtype as D
-from ember._storage import Storage
-from ember._tensor import Tensor
-from ember.ops._util import contiguous_strides
-from ember.runtime import Backend
+import ember
+from ember.runtime import Backend, Storage, contiguous_strides, tensor_constructor
+from ember.runtime import dtypes as D
 
 from . import cltypes, deferred, transfer
 from .device import Devices
@@ -24,14 +22,14 @@ class OpenCLBackend(Backend):
     # reductions, linalg, indexing, sorting and random run on the CPU until they have kernels
     cpu_fallback = True
     Stream = Stream
+    Event = Event  # Backend.__init__ binds a subclass to this backend: ember.opencl.Event()
 
     def __init__(self):
         super().__init__()
         self._devices = Devices(self)
         self._tls = threading.local()
         self._dtypes = None
-        # events are made as ember.opencl.Event(...): the class must know its backend
-        self.Event = type("Event", (Event,), {"backend": self})
+        self._new_tensor = tensor_constructor()  # every kernel output is made here: no checks
         from . import ops_copy, ops_elementwise, ops_factories, ops_linalg, ops_reduction
         for mod in (ops_copy, ops_elementwise, ops_factories, ops_reduction, ops_linalg):
             mod.register(self)
@@ -105,7 +103,8 @@ class OpenCLBackend(Backend):
         block = st.allocator.allocate(nbytes)
         storage = Storage(block.handle, nbytes, device)
         storage.cache = block  # holding the block keeps the buffer out of the cache
-        return Tensor._make(storage, tuple(shape), contiguous_strides(shape), 0, dtype, device)
+        return self._new_tensor(storage, tuple(shape), contiguous_strides(shape), 0, dtype,
+                                device, None)
 
     # -- storage and data movement ----------------------------------------------------------------
     def empty(self, shape, dtype, device):
@@ -130,8 +129,7 @@ class OpenCLBackend(Backend):
 
     def _concrete(self, device):
         if device.index is None:
-            from ember._device import device as device_cls
-            return device_cls(self.name, self.current_device())
+            return ember.device(self.name, self.current_device())
         return device
 
     # -- memory -----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember import _dtype as D
+from ember.runtime import dtypes as D
 
 # bool lives in memory as one byte holding 0 or 1 (OpenCL forbids `bool` in buffers)
 CTYPE = {D.bool_: "uchar", D.uint8: "uchar", D.int8: "char", D.int16: "short", D.int32: "int",

@@ -18,8 +18,8 @@ import warnings
 
 import numpy as np
 
-from ember import _dtype as D
-from ember._tensor import Tensor
+from ember.runtime import dtypes as D
+from ember import Tensor
 
 from . import cltypes
 

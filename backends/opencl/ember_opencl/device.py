@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import threading
 
+from ember.runtime import dtypes as D
+
 ENV = "EMBER_OPENCL_DEVICE"
 
 
@@ -135,8 +137,7 @@ class DeviceState:
         self.context = cl.Context([cl_device])
         self.dtypes = cltypes.supported_dtypes(cl_device.extensions)
         self.fp64 = "cl_khr_fp64" in cl_device.extensions
-        from ember import _dtype
-        self.wide = _dtype.float64 if self.fp64 else _dtype.float32
+        self.wide = D.float64 if self.fp64 else D.float32
         self.max_alloc = cl_device.max_mem_alloc_size
         self.max_wg = cl_device.max_work_group_size
         # a fixed work-group size: left to the runtime, PoCL picks one per global size and

@@ -8,7 +8,8 @@ other queues exist, a freed block may still be read by a kernel on another queue
 """
 from __future__ import annotations
 
-from ember.runtime.allocator import CachingAllocator, OutOfMemoryError, _fmt
+from ember.runtime import CachingAllocator, OutOfMemoryError
+from ember.runtime import format_bytes as _fmt
 
 
 class DeviceAllocator(CachingAllocator):

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ember import _dtype as D
+from ember.runtime import dtypes as D
 
 from . import cltypes
 from .codegen import compile_program

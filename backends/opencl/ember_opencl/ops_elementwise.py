@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember import _dtype as D
-from ember._tensor import Tensor
-from ember.ops._util import _broadcast_pair
+from ember.runtime import dtypes as D
+from ember import Tensor
+from ember.runtime import broadcast_shapes
 
 from . import math_binary as MB
 from . import math_unary as MU
@@ -23,7 +23,7 @@ def _shape(*xs):
     out = ()
     for x in xs:
         if isinstance(x, Tensor) and x._shape != out:
-            out = _broadcast_pair(out, x._shape)
+            out = broadcast_shapes(out, x._shape)
     return out
 
 

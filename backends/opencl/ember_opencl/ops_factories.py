@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ember import _dtype as D
+from ember.runtime import dtypes as D
 
 from .codegen import Body, run
 

@@ -30,8 +30,8 @@ import math
 
 import numpy as np
 
-from ember import _dtype as D
-from ember.ops._util import broadcast_shapes
+from ember.runtime import dtypes as D
+from ember.runtime import broadcast_shapes
 
 from . import cltypes, codegen, deferred, progs, transfer
 from .codegen import run

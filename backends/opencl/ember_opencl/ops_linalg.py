@@ -32,8 +32,8 @@ import math
 
 import numpy as np
 
-from ember import _dtype as D
-from ember.ops._util import _broadcast_pair
+from ember.runtime import broadcast_shapes, get_op, tensor_constructor
+from ember.runtime import dtypes as D
 
 from . import cltypes
 from .codegen import collapse, compile_program
@@ -156,7 +156,6 @@ def _packed(backend, st, t, batch, rows, cols, bstrides, rs, cs, rows_p, cols_p)
     """(tensor, offset, batch stride, row stride) of a row-major operand whose rows x cols
     matrices (padded to rows_p x cols_p) follow each other: ``t`` itself when it already is
     one, else a packed copy."""
-    from ember._tensor import Tensor
     if batch and not any(bstrides):  # one matrix broadcast over the batch: pack it once
         t, off, _, ld = _packed(backend, st, t, (), rows, cols, (), rs, cs, rows_p, cols_p)
         return t, off, 0, ld
@@ -167,11 +166,12 @@ def _packed(backend, st, t, batch, rows, cols, bstrides, rs, cs, rows_p, cols_p)
         return t, t._offset, rows * cols, cols
     p = backend._new(st, (nb * rows_p * cols_p,), t.dtype, t.device)
     full = tuple(batch) + (rows, cols)
-    dst = Tensor._make(p._storage, full, tuple(
+    new = tensor_constructor()
+    dst = new(p.untyped_storage(), full, tuple(
         rows_p * cols_p * math.prod(batch[d + 1:]) for d in range(len(batch))) + (cols_p, 1),
-        0, t.dtype, t.device)
-    src = Tensor._make(t._storage, full, tuple(bstrides) + (rs, cs), t._offset, t.dtype,
-                       t.device)
+        0, t.dtype, t.device, None)
+    src = new(t.untyped_storage(), full, tuple(bstrides) + (rs, cs), t.storage_offset(),
+              t.dtype, t.device, None)
     backend.copy_(dst, src)
     return p, 0, rows_p * cols_p, cols_p
 
@@ -195,7 +195,7 @@ def matmul(backend, a, b):
     st, q = backend._sq(a.device)
     ab, ast, M, K, sam, sak = _as_matrix(a, True)
     bb, bst, _, N, sbk, sbn = _as_matrix(b, False)
-    batch = _broadcast_pair(ab, bb)
+    batch = broadcast_shapes(ab, bb)
     out_shape = batch + ((M,) if a.ndim > 1 else ()) + ((N,) if b.ndim > 1 else ())
     out = backend._new(st, out_shape, a.dtype, a.device)
     nb = math.prod(batch)
@@ -246,7 +246,7 @@ def _diagonal(t, labels):
 
 
 def _sum(t, labels, drop):
-    from ember.ops.reduction import sum_op
+    sum_op = get_op("sum")
     dims = tuple(i for i, lab in enumerate(labels) if lab in drop)
     if not dims:
         return t, labels
@@ -255,7 +255,7 @@ def _sum(t, labels, drop):
 
 def _contract(a, la, b, lb, keep):
     """(a x b, labels): the labels of both in ``keep`` stay, the others are summed."""
-    from ember.ops.reduction import sum_op
+    sum_op = get_op("sum")
     a, la = _sum(a, la, set(la) - set(lb) - keep)
     b, lb = _sum(b, lb, set(lb) - set(la) - keep)
     batch = [x for x in la if x in lb and x in keep]
@@ -276,8 +276,7 @@ def _contract(a, la, b, lb, keep):
     k = math.prod(sa[x] for x in contr)
     a = a.reshape([sa[x] for x in batch] + [math.prod(sa[x] for x in af), k])
     b = b.reshape([sb[x] for x in batch] + [k, math.prod(sb[x] for x in bf)])
-    from ember.ops.linalg import matmul_op
-    c = matmul_op(a, b)
+    c = get_op("matmul")(a, b)
     bshape = list(c._shape[:len(batch)])
     return c.reshape(bshape + [sa[x] for x in af] + [sb[x] for x in bf]), batch + af + bf
 
@@ -344,7 +343,6 @@ __kernel void svdvals(__global OT* out, __global AT* W, const long B, const long
 
 
 def svdvals(backend, A):
-    from ember._tensor import Tensor
     st, q = backend._sq(A.device)
     *batch, m, n = A._shape
     k = min(m, n)
@@ -358,7 +356,9 @@ def svdvals(backend, A):
     bstr = tuple(rows * k * math.prod(batch[d + 1:]) for d in range(len(batch)))
     # column j of the scratch matrix is column j of A (tall) or row j of A (wide)
     inner = (1, rows) if m >= n else (rows, 1)
-    backend.copy_(Tensor._make(W._storage, A._shape, bstr + inner, 0, at, A.device), A)
+    scratch = tensor_constructor()(W.untyped_storage(), tuple(A.shape), bstr + inner, 0, at,
+                                   A.device, None)
+    backend.copy_(scratch, A)
     key = ("svdvals", A.dtype, at)
     knl = st.kernels.get(key)
     if knl is None:

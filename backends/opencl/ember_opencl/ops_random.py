@@ -22,8 +22,8 @@ and surface at the next synchronization (``deferred``), as the op must not wait.
 """
 from __future__ import annotations
 
-from ember import _dtype as D
-from ember._tensor import Tensor
+from ember.runtime import dtypes as D
+from ember import Tensor
 
 from . import deferred, philox, progs, transfer
 from .cltypes import CTYPE

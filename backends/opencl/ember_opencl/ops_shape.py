@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import itertools
 
-from ember import _dtype as D
-from ember._tensor import Tensor
+from ember.runtime import dtypes as D
+from ember.runtime import tensor_constructor
 
 from . import transfer
 from .codegen import Body, run
@@ -33,9 +33,13 @@ TRIL = Body("tril", _TRI + "r = (col - row <= p2) ? x0 : (CT)0;", kinds="fib")
 TRIU = Body("triu", _TRI + "r = (col - row >= p2) ? x0 : (CT)0;", kinds="fib")
 
 
+_new_tensor = tensor_constructor()  # launch-time views: no checks on this path
+
+
 def view(t, shape, stride, offset):
     """A view of ``t``'s storage for one launch (any strides, negative ones included)."""
-    return Tensor._make(t._storage, tuple(shape), tuple(stride), offset, t.dtype, t.device)
+    return _new_tensor(t.untyped_storage(), tuple(shape), tuple(stride), offset, t.dtype,
+                       t.device, None)
 
 
 def register(backend):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember import _dtype as D
+from ember.runtime import dtypes as D
 
 from . import cltypes
 from . import lines as LN

@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from ember import _dtype as D
-from ember.ops._util import contiguous_strides
+from ember.runtime import dtypes as D
+from ember.runtime import contiguous_strides
 
 from . import lines as LN
 from . import progs

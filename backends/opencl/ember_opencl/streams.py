@@ -7,7 +7,7 @@ and the allocator knows every queue a freed block may still be used on.
 """
 from __future__ import annotations
 
-from ember.runtime import StreamBase
+from ember.runtime import EventBase, StreamBase
 
 POOL_SIZE = 8   # queues per device besides the default one
 
@@ -66,22 +66,21 @@ class Stream(StreamBase):
         return f"<ember.opencl.Stream device={self.device} queue={id(self.queue):#x}>"
 
 
-class Event:
-    """A marker on a queue: complete when everything queued before it is."""
-
-    backend = None  # set by the backend: events are made as ember.opencl.Event(...)
+class Event(EventBase):
+    """A marker on a queue: complete when everything queued before it is. ``record``/``wait``
+    without a stream and the checks of ``elapsed_time`` come from ``EventBase``."""
 
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):
-        self.enable_timing = enable_timing
-        self.blocking = blocking
+        super().__init__(enable_timing, blocking, interprocess)
         self._event = None
         self._queue = None
 
-    def record(self, stream=None):
+    @property
+    def is_recorded(self) -> bool:
+        return self._event is not None
+
+    def _record(self, stream) -> None:
         import pyopencl as cl
-        if stream is None:
-            b = self.backend
-            stream = b.current_stream(b.current_device())
         self._queue = stream.queue
         self._event = stream._state.last[stream.queue] = cl.enqueue_marker(stream.queue)
 
@@ -96,23 +95,5 @@ class Event:
         if self._event is not None:
             self._event.wait()
 
-    def wait(self, stream=None) -> None:
-        if stream is None:
-            b = self.backend
-            stream = b.current_stream(b.current_device())
-        stream.wait_event(self)
-
-    def elapsed_time(self, end) -> float:
-        """Milliseconds between this event and ``end``; both must have completed."""
-        if not (self.enable_timing and end.enable_timing):
-            raise RuntimeError("elapsed_time: both events must be created with enable_timing=True")
-        if self._event is None or end._event is None:
-            raise RuntimeError("elapsed_time: both events must be recorded first")
-        if not (self.query() and end.query()):
-            raise RuntimeError("elapsed_time: an event has not completed yet; call "
-                               "event.synchronize() first")
+    def _elapsed_ms(self, end) -> float:
         return (end._event.profile.end - self._event.profile.end) / 1e6
-
-    def __repr__(self):
-        state = "unrecorded" if self._event is None else "recorded"
-        return f"<ember.opencl.Event {state}>"

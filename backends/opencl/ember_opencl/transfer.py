@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.runtime import get_op, registry
+
 from . import deferred
 from .codegen import Body, run
 
@@ -79,12 +81,10 @@ def copy_(backend, dst, src):
     writes results back this way)."""
     st, q = backend._sq(dst.device)
     if src.device is not dst.device:
-        from ember.runtime.registry import registry
         host = registry.get(src.device.type).to_numpy(src)
         if host.dtype != dst.dtype.np:  # convert on the host: src's dtype may not exist here
             host = (host.real if host.dtype.kind == "c" else host).astype(dst.dtype.np)
         src = upload(st, q, backend._new(st, host.shape, dst.dtype, dst.device), host)
     if src._shape != dst._shape:
-        from ember.ops.views import expand_op
-        src = expand_op(src, dst._shape)
+        src = get_op("expand")(src, dst._shape)
     return copy_into(backend, st, q, dst, src)

@@ -231,6 +231,8 @@ def _backend_handler(op: Op, dev):
         raise NotImplementedError(
             f"op '{op.name}' has no kernel for backend '{backend.name}' and {backend.name} has no "
             f"CPU fallback")
+    # plug-ins' kernels (and built-ins' in EMBER_CHECK_KERNELS mode) get their outputs checked
+    kernel = _checks.checked_kernel(op, backend, dev, kernel)
     if backend.dtypes != _ALL_DTYPES:
         return _dtype_checked(op, backend, dev, kernel)
     return kernel
@@ -343,3 +345,14 @@ def register_functionality(bit: int, make_handler) -> None:
     """``make_handler(op, bit) -> callable(*args, **kwargs)`` handles ``bit`` for every op."""
     _functionality_handlers[bit] = make_handler
     invalidate()
+
+
+# -- the runtime below announces changes; this layer subscribes ---------------------------------
+from ..runtime import catalog as _catalog  # noqa: E402 - after the registry of ops exists
+from ..runtime import checks as _checks  # noqa: E402
+from ..runtime import events as _events  # noqa: E402
+
+_catalog.install(get_op, all_ops)
+_events.subscribe(_events.KERNEL_CHANGED, lambda backend_name, op_name: invalidate(op_name))
+_events.subscribe(_events.BACKEND_ADDED, lambda backend: invalidate())
+_events.subscribe(_events.BACKEND_REMOVED, lambda name: invalidate())

@@ -1,22 +1,25 @@
-"""The reusable kit for backend authors.
+"""The reusable kit for backend authors whose memory is a numpy-like array module.
 
-* ``ArrayBackend`` — a Backend over any numpy-like array module (numpy, cupy, …).
+* ``ArrayBackend`` — a Backend over any numpy-like array module ``xp`` (numpy, cupy, …).
 * ``register_array_kernels(backend)`` — every op of the core's op set, written once against
-  ``backend.xp``; the CPU and CUDA backends are this plus their memory and streams.
-* ``CachingAllocator`` (``ember.runtime.allocator``) — block caching with PyTorch's statistics.
+  ``backend.xp``; the CPU backend is exactly this.
+* one module per op family (``copy``, ``elementwise``, ``factories``, ``reduction``,
+  ``linalg``, ``shape``, ``indexing``, ``sorting``, ``random``): module-level kernels taking the
+  backend first, a ``TABLE`` of them, and ``register(backend)`` binding them (``binding``).
 """
+from . import (copy, elementwise, factories, indexing, linalg, random, reduction, shape,
+               sorting)
 from .array_backend import ArrayBackend
+
+# one module per op family; each exposes register(backend)
+KERNEL_MODULES = (copy, elementwise, factories, reduction, linalg, shape, indexing, sorting,
+                  random)
 
 
 def register_array_kernels(backend) -> None:
     """Fill ``backend.kernels`` with the array-module implementation of every core op."""
-    import importlib
-    for name in _KERNEL_MODULES:
-        importlib.import_module(f"{__name__}.{name}").register(backend)
+    for module in KERNEL_MODULES:
+        module.register(backend)
 
 
-# one module per op family; each exposes register(backend)
-_KERNEL_MODULES = ["copy", "elementwise", "factories", "reduction", "linalg", "shape", "indexing",
-                   "sorting", "random"]
-
-__all__ = ["ArrayBackend", "register_array_kernels"]
+__all__ = ["ArrayBackend", "register_array_kernels", "KERNEL_MODULES"]

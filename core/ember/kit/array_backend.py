@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dtype
-from .._storage import Storage
-from .._tensor import Tensor
+from ..runtime import dtypes
 from ..runtime.backend import Backend
+from ..runtime.storage import Storage
+from ..runtime.tensors import tensor_constructor
 
 
 def ieee_caller(xp):
@@ -44,12 +44,18 @@ def ieee_caller(xp):
 
 
 class ArrayBackend(Backend):
+    """A Backend whose memory is arrays of ``xp``; set ``xp`` (and ``special``, a
+    scipy.special-like module, for the kit's special functions) in the subclass."""
+
     xp = np
 
     def __init__(self):
         super().__init__()
-        self._np2dt = {d.np: d for d in _dtype.all_dtypes if d.np is not None}
+        self._np2dt = {d.np: d for d in dtypes.ALL_DTYPES if d.np is not None}
         self._layouts = {}
+        self._new_tensor = tensor_constructor()
+        #: ``ieee(f, *args)``: ``f`` with floating-point warnings off (kit kernels use it)
+        self.ieee = ieee_caller(self.xp)
 
     # -- array-module specifics (override for cupy & co) ----------------------------------------
     def _flat_bytes(self, arr):
@@ -83,8 +89,8 @@ class ArrayBackend(Backend):
                 arr = self.xp.ascontiguousarray(arr)
                 return self.wrap(arr, device)
         d, strides = layout
-        return Tensor._make(Storage(arr, arr.nbytes, device), arr.shape, strides, 0, d, device,
-                            arr)
+        return self._new_tensor(Storage(arr, arr.nbytes, device), arr.shape, strides, 0, d,
+                                device, arr)
 
     def _layout(self, np_dtype, byte_strides):
         """(ember dtype, element strides) for a dtype and byte strides; cached (few distinct)."""

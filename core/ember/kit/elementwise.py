@@ -1,417 +1,503 @@
 """Elementwise kernels for any numpy-like array module (``xp``), for ``ArrayBackend`` backends.
 
-``register(backend)`` fills ``backend.kernels`` with one kernel per elementwise op, written once
-against ``backend.xp`` and ``backend.special`` (scipy.special for numpy, cupyx.scipy.special for
-cupy). The op layer (``ember.ops.elementwise``) has already checked shapes and chosen the
-compute dtype.
+Each kernel is a module-level function whose first argument is the backend (``be``): it reads
+``be.xp``, ``be.special`` (scipy.special for numpy, cupyx.scipy.special for cupy),
+``be.native``, ``be.wrap`` and ``be.ieee``. The unary and binary math ops share one kernel each
+and differ only in the function they apply: ``UNARY`` and ``BINARY`` are one row per op.
+``register(backend)`` binds everything. The op layer (``ember.ops.elementwise``) has already
+checked shapes and chosen the compute dtype.
 """
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from .._tensor import Tensor
-from .array_backend import ieee_caller
+from .binding import bind, bind_with
 
 _SCALARS = (int, float, bool, complex)
+_INT_BOUNDS = {}  # numpy dtype -> (min, max): iinfo costs ~1 us a call
 
 
-def register(backend):  # noqa: C901 - one table, read top to bottom
-    xp, sp = backend.xp, backend.special
-    native, wrap = backend.native, backend.wrap
-    K = backend.kernels.register
-    ieee = ieee_caller(xp)
-    int_bounds = {}  # numpy dtype -> (min, max): iinfo costs ~1 us a call
+# -- operands and results (shared by every kernel here) -------------------------------------------
+def _bounds(xp, dt):
+    b = _INT_BOUNDS.get(dt)
+    if b is None:
+        info = xp.iinfo(dt)
+        b = _INT_BOUNDS[dt] = (int(info.min), int(info.max))
+    return b
 
-    def _bounds(dt):
-        b = int_bounds.get(dt)
-        if b is None:
-            info = xp.iinfo(dt)
-            b = int_bounds[dt] = (int(info.min), int(info.max))
-        return b
 
-    def arg(x, dt):
-        """A kernel operand: a native array, or a scalar that numpy can take weakly in ``dt``."""
-        if x.__class__ is Tensor or isinstance(x, Tensor):
-            a = x._native
-            if a is None:
-                a = native(x)
-            return a if a.dtype is dt or a.dtype == dt else a.astype(dt)
-        if x.__class__ is int and dt.kind in "iu":
-            # wrap out-of-range ints the way an integer tensor op does (int8 + 1000)
-            lo, hi = _bounds(dt)
-            if not lo <= x <= hi:
-                return xp.asarray(x).astype(dt)
-        if dt.kind == "b":
-            return xp.asarray(x, dtype=dt)
+def operand(be, x, dt):
+    """A kernel operand: a native array, or a scalar that numpy can take weakly in ``dt``."""
+    if x.__class__ is Tensor or isinstance(x, Tensor):
+        a = x._native
+        if a is None:
+            a = be.native(x)
+        return a if a.dtype is dt or a.dtype == dt else a.astype(dt)
+    if x.__class__ is int and dt.kind in "iu":
+        # wrap out-of-range ints the way an integer tensor op does (int8 + 1000)
+        lo, hi = _bounds(be.xp, dt)
+        if not lo <= x <= hi:
+            return be.xp.asarray(x).astype(dt)
+    if dt.kind == "b":
+        return be.xp.asarray(x, dtype=dt)
+    return x
+
+
+def result(be, r, dt, dev):
+    """A fresh array as the op's output tensor, in dtype ``dt``."""
+    if r.__class__ is not be._ndarray:
+        r = be.xp.asarray(r)
+    if r.dtype is not dt and r.dtype != dt:
+        r = r.astype(dt)
+    return be.wrap(r, dev)
+
+
+def into(be, self, r):
+    """Write ``r`` into the in-place op's target."""
+    dst = be.native(self)
+    if r is not dst:
+        if r.dtype.kind == "c" and dst.dtype.kind != "c":
+            r = r.real
+        be.xp.copyto(dst, r, casting="unsafe")
+    return self
+
+
+# -- unary math: helpers for what xp lacks, then one row per op ------------------------------------
+def _gelu_none(be, x):
+    return 0.5 * x * (1.0 + be.special.erf(x * (1.0 / math.sqrt(2.0))))
+
+
+def _sigmoid(be, x):
+    if x.dtype.kind == "c":
+        return 1 / (1 + be.xp.exp(-x))
+    return be.special.expit(x)
+
+
+def _rsqrt(be, x):
+    with be.xp.errstate(divide="ignore"):
+        return 1.0 / be.xp.sqrt(x)
+
+
+def _reciprocal(be, x):
+    with be.xp.errstate(divide="ignore"):
+        return 1.0 / x
+
+
+def _frac(be, x):
+    return x - be.xp.trunc(x)
+
+
+def _sign(be, x):
+    if x.dtype.kind == "b":
+        return x.copy()
+    return be.xp.sign(x)
+
+
+def _relu(be, x):
+    return be.xp.maximum(x, x.dtype.type(0)) if x.dtype.kind != "b" else x.copy()
+
+
+def _silu(be, x):
+    return x * _sigmoid(be, x)
+
+
+def _mish(be, x):
+    return x * be.xp.tanh(be.xp.logaddexp(x, 0))
+
+
+def _logit(be, x):
+    with be.xp.errstate(divide="ignore", invalid="ignore"):
+        return be.special.logit(x)
+
+
+def _abs(be, x):
+    return be.xp.abs(x) if x.dtype.kind != "b" else x.copy()
+
+
+def _isposinf(be, x):
+    xp = be.xp
+    return xp.isposinf(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, dtype=bool)
+
+
+def _isneginf(be, x):
+    xp = be.xp
+    return xp.isneginf(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, dtype=bool)
+
+
+def _signbit(be, x):
+    xp = be.xp
+    return xp.signbit(x) if x.dtype.kind != "b" else xp.zeros(x.shape, dtype=bool)
+
+
+def xp_fn(name):
+    """A row's function: ``xp.<name>``."""
+    return lambda be: getattr(be.xp, name)
+
+
+def special_fn(name):
+    """A row's function: ``special.<name>`` (scipy.special on the CPU)."""
+    return lambda be: getattr(be.special, name)
+
+
+def helper(fn):
+    """A row's function: a helper above, given the backend."""
+    return lambda be: partial(fn, be)
+
+
+#: op name -> the function it applies (resolved per backend by ``register``)
+UNARY = {
+    "exp": xp_fn("exp"), "exp2": xp_fn("exp2"), "expm1": xp_fn("expm1"), "log": xp_fn("log"),
+    "log2": xp_fn("log2"), "log10": xp_fn("log10"), "log1p": xp_fn("log1p"),
+    "sqrt": xp_fn("sqrt"), "rsqrt": helper(_rsqrt), "sin": xp_fn("sin"), "cos": xp_fn("cos"),
+    "tan": xp_fn("tan"), "asin": xp_fn("arcsin"), "acos": xp_fn("arccos"),
+    "atan": xp_fn("arctan"), "sinh": xp_fn("sinh"), "cosh": xp_fn("cosh"),
+    "tanh": xp_fn("tanh"), "asinh": xp_fn("arcsinh"), "acosh": xp_fn("arccosh"),
+    "atanh": xp_fn("arctanh"), "sigmoid": helper(_sigmoid), "erf": special_fn("erf"),
+    "erfc": special_fn("erfc"), "erfinv": special_fn("erfinv"),
+    "reciprocal": helper(_reciprocal), "silu": helper(_silu), "mish": helper(_mish),
+    "lgamma": special_fn("gammaln"), "digamma": special_fn("digamma"),
+    "logit": helper(_logit), "deg2rad": xp_fn("deg2rad"), "rad2deg": xp_fn("rad2deg"),
+    "neg": xp_fn("negative"), "abs": helper(_abs), "sign": helper(_sign),
+    "floor": xp_fn("floor"), "ceil": xp_fn("ceil"), "trunc": xp_fn("trunc"),
+    "frac": helper(_frac), "square": xp_fn("square"), "relu": helper(_relu),
+    "positive": xp_fn("positive"), "conj_physical": xp_fn("conj"),
+    "bitwise_not": xp_fn("invert"), "isnan": xp_fn("isnan"), "isinf": xp_fn("isinf"),
+    "isfinite": xp_fn("isfinite"), "isposinf": helper(_isposinf),
+    "isneginf": helper(_isneginf), "signbit": helper(_signbit),
+    "logical_not": xp_fn("logical_not"),
+}
+PREDICATES = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
+                        "logical_not"})
+INT_IDENTITY = frozenset({"floor", "ceil", "trunc"})  # integer inputs are already integral
+_NO_OUT = frozenset({"sign", "relu", "abs"})            # must not write into their input
+
+# how an integer/bool input short-cuts a unary op
+_COMPUTE, _COPY, _ALL_FALSE, _ALL_TRUE = 0, 1, 2, 3
+
+
+def _int_rule(name):
+    if name in INT_IDENTITY:
+        return _COPY
+    if name in ("isnan", "isinf"):
+        return _ALL_FALSE
+    if name == "isfinite":
+        return _ALL_TRUE
+    return _COMPUTE
+
+
+def unary(be, f, int_rule, predicate, real_out, x, compute):
+    """``f`` elementwise in ``compute``: the kernel of every ``UNARY`` op."""
+    a = be.native(x)
+    dt = compute.np
+    if a.dtype != dt:
+        a = a.astype(dt)
+    if int_rule and a.dtype.kind in "iub":
+        xp = be.xp
+        r = (a.copy() if int_rule == _COPY else xp.zeros(a.shape, dtype=bool)
+             if int_rule == _ALL_FALSE else xp.ones(a.shape, dtype=bool))
+    else:
+        r = be.ieee(f, a)
+    if predicate:
+        return be.wrap(be.xp.asarray(r, dtype=bool), x.device)
+    if real_out and dt.kind == "c":  # |complex| is real
+        return result(be, r, r.dtype, x.device)
+    return result(be, r, dt, x.device)
+
+
+def unary_(be, f, int_identity, out_ok, x):
+    """The in-place form (``exp_``) of a ``UNARY`` op."""
+    a = be.native(x)
+    if int_identity and a.dtype.kind in "iub":
         return x
-
-    def result(r, dt, dev):
-        if r.__class__ is not backend._ndarray:
-            r = xp.asarray(r)
-        if r.dtype is not dt and r.dtype != dt:
-            r = r.astype(dt)
-        return wrap(r, dev)
-
-    def into(self, r):
-        """Write ``r`` into the in-place op's target."""
-        dst = native(self)
-        if r is not dst:
-            if r.dtype.kind == "c" and dst.dtype.kind != "c":
-                r = r.real
-            xp.copyto(dst, r, casting="unsafe")
-        return self
-
-    # -- unary ----------------------------------------------------------------------------------
-    def _gelu_none(x):
-        return 0.5 * x * (1.0 + sp.erf(x * (1.0 / math.sqrt(2.0))))
-
-    def _sigmoid(x):
-        if x.dtype.kind == "c":
-            return 1 / (1 + xp.exp(-x))
-        return sp.expit(x)
-
-    def _rsqrt(x):
-        with xp.errstate(divide="ignore"):
-            return 1.0 / xp.sqrt(x)
-
-    def _reciprocal(x):
-        with xp.errstate(divide="ignore"):
-            return 1.0 / x
-
-    def _frac(x):
-        return x - xp.trunc(x)
-
-    def _sign(x):
-        if x.dtype.kind == "b":
-            return x.copy()
-        return xp.sign(x)
-
-    def _relu(x):
-        return xp.maximum(x, x.dtype.type(0)) if x.dtype.kind != "b" else x.copy()
-
-    def _silu(x):
-        return x * _sigmoid(x)
-
-    def _mish(x):
-        return x * xp.tanh(xp.logaddexp(x, 0))
-
-    def _logit(x):
-        with xp.errstate(divide="ignore", invalid="ignore"):
-            return sp.logit(x)
-
-    def _abs(x):
-        return xp.abs(x) if x.dtype.kind != "b" else x.copy()
-
-    def _erfinv(x):
-        return sp.erfinv(x)
-
-    def _lgamma(x):
-        return sp.gammaln(x)
-
-    def _isposinf(x):
-        return xp.isposinf(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, dtype=bool)
-
-    def _isneginf(x):
-        return xp.isneginf(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, dtype=bool)
-
-    def _signbit(x):
-        return xp.signbit(x) if x.dtype.kind != "b" else xp.zeros(x.shape, dtype=bool)
-
-    unary = {
-        "exp": xp.exp, "exp2": xp.exp2, "expm1": xp.expm1, "log": xp.log, "log2": xp.log2,
-        "log10": xp.log10, "log1p": xp.log1p, "sqrt": xp.sqrt, "rsqrt": _rsqrt, "sin": xp.sin,
-        "cos": xp.cos, "tan": xp.tan, "asin": xp.arcsin, "acos": xp.arccos, "atan": xp.arctan,
-        "sinh": xp.sinh, "cosh": xp.cosh, "tanh": xp.tanh, "asinh": xp.arcsinh,
-        "acosh": xp.arccosh, "atanh": xp.arctanh, "sigmoid": _sigmoid, "erf": sp.erf,
-        "erfc": sp.erfc, "erfinv": _erfinv, "reciprocal": _reciprocal, "silu": _silu,
-        "mish": _mish, "lgamma": _lgamma, "digamma": sp.digamma, "logit": _logit,
-        "deg2rad": xp.deg2rad, "rad2deg": xp.rad2deg,
-        "neg": xp.negative, "abs": _abs, "sign": _sign, "floor": xp.floor, "ceil": xp.ceil,
-        "trunc": xp.trunc, "frac": _frac, "square": xp.square, "relu": _relu,
-        "positive": xp.positive, "conj_physical": xp.conj, "bitwise_not": xp.invert,
-        "isnan": xp.isnan, "isinf": xp.isinf, "isfinite": xp.isfinite, "isposinf": _isposinf,
-        "isneginf": _isneginf, "signbit": _signbit, "logical_not": xp.logical_not,
-    }
-    predicates = {"isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "logical_not"}
-    int_identity = {"floor", "ceil", "trunc"}  # integer inputs are already integral
-
-    def make_unary(name, f):
-        is_pred = name in predicates
-        real_out = name == "abs"  # |complex| is real
-
-        def kernel(x, compute):
-            a = native(x)
-            dt = compute.np
-            if a.dtype != dt:
-                a = a.astype(dt)
-            if name in int_identity and a.dtype.kind in "iub":
-                r = a.copy()
-            elif is_pred and name in ("isnan", "isinf") and a.dtype.kind in "iub":
-                r = xp.zeros(a.shape, dtype=bool)
-            elif is_pred and name == "isfinite" and a.dtype.kind in "iub":
-                r = xp.ones(a.shape, dtype=bool)
-            else:
-                r = ieee(f, a)
-            if is_pred:
-                return wrap(xp.asarray(r, dtype=bool), x.device)
-            if real_out and dt.kind == "c":
-                return result(r, r.dtype, x.device)
-            return result(r, dt, x.device)
-
-        def kernel_(x):
-            a = native(x)
-            if name in int_identity and a.dtype.kind in "iub":
+    with be.xp.errstate(all="ignore"):
+        if out_ok and a.dtype.kind == "f":
+            try:
+                f(a, out=a)
                 return x
-            with xp.errstate(all="ignore"):
-                if a.dtype.kind == "f" and name not in ("sign", "relu", "abs"):
-                    try:
-                        f(a, out=a)
-                        return x
-                    except TypeError:
-                        pass
-                return into(x, f(a))
+            except TypeError:
+                pass
+        return into(be, x, f(a))
 
-        K(name, kernel)
-        if not is_pred:
-            K(name + "_", kernel_)
 
-    for name, f in unary.items():
-        make_unary(name, f)
+# -- rounding and clean-up -------------------------------------------------------------------------
+def _round(xp, a, decimals):
+    if a.dtype.kind in "iub":
+        return a.copy() if decimals >= 0 else xp.round(a, decimals)
+    return xp.round(a, decimals)  # numpy rounds half to even, as PyTorch does
 
-    def round_(a, decimals):
-        if a.dtype.kind in "iub":
-            return a.copy() if decimals >= 0 else xp.round(a, decimals)
-        return xp.round(a, decimals)  # numpy rounds half to even, as PyTorch does
 
-    K("round", lambda x, decimals: wrap(round_(native(x), decimals), x.device))
-    K("round_", lambda x, decimals: into(x, round_(native(x), decimals)))
+def round_kernel(be, x, decimals):
+    return be.wrap(_round(be.xp, be.native(x), decimals), x.device)
 
-    def nan_to_num(a, nan, posinf, neginf):
-        if a.dtype.kind in "iub":
-            return a.copy()
-        return xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
 
-    K("nan_to_num", lambda x, nan, posinf, neginf: wrap(
-        nan_to_num(native(x), nan, posinf, neginf), x.device))
-    K("nan_to_num_", lambda x, nan, posinf, neginf: into(
-        x, nan_to_num(native(x), nan, posinf, neginf)))
+def round_inplace(be, x, decimals):
+    return into(be, x, _round(be.xp, be.native(x), decimals))
 
-    def gelu(x, approximate, compute):
-        a = arg(x, compute.np)
-        with xp.errstate(all="ignore"):
-            if approximate == "tanh":
-                c = math.sqrt(2.0 / math.pi)
-                r = 0.5 * a * (1.0 + xp.tanh(c * (a + 0.044715 * a * a * a)))
-            else:
-                r = _gelu_none(a)
-        return result(r, compute.np, x.device)
 
-    def softplus(x, beta, threshold, compute):
-        a = arg(x, compute.np)
-        with xp.errstate(all="ignore"):
-            soft = xp.log1p(xp.exp(a * beta)) / beta
-            r = xp.where(a * beta > threshold, a, soft)
-        return result(r, compute.np, x.device)
+def _nan_to_num(xp, a, nan, posinf, neginf):
+    if a.dtype.kind in "iub":
+        return a.copy()
+    return xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
 
-    def leaky_relu(x, slope):
-        a = native(x)
-        return result(xp.where(a > 0, a, a * slope), a.dtype, x.device)
 
-    def elu(x, alpha, scale, input_scale):
-        a = native(x)
-        with xp.errstate(all="ignore"):
-            r = xp.where(a > 0, a * scale, alpha * scale * xp.expm1(a * input_scale))
-        return result(r, a.dtype, x.device)
+def nan_to_num(be, x, nan, posinf, neginf):
+    return be.wrap(_nan_to_num(be.xp, be.native(x), nan, posinf, neginf), x.device)
 
-    def hardtanh(x, lo, hi):
-        a = native(x)
-        return result(xp.minimum(xp.maximum(a, lo), hi), a.dtype, x.device)
 
-    K("gelu", gelu)
-    K("softplus", softplus)
-    K("leaky_relu", leaky_relu)
-    K("elu", elu)
-    K("hardtanh", hardtanh)
+def nan_to_num_(be, x, nan, posinf, neginf):
+    return into(be, x, _nan_to_num(be.xp, be.native(x), nan, posinf, neginf))
 
-    # -- binary ---------------------------------------------------------------------------------
-    def _check_int_zero(b):
-        if b.__class__ in _SCALARS:
-            if b == 0:
-                raise RuntimeError("ZeroDivisionError")
-        elif b.dtype.kind in "iu" and b.size and not xp.all(b):
+
+# -- activations with parameters -------------------------------------------------------------------
+def gelu(be, x, approximate, compute):
+    xp = be.xp
+    a = operand(be, x, compute.np)
+    with xp.errstate(all="ignore"):
+        if approximate == "tanh":
+            c = math.sqrt(2.0 / math.pi)
+            r = 0.5 * a * (1.0 + xp.tanh(c * (a + 0.044715 * a * a * a)))
+        else:
+            r = _gelu_none(be, a)
+    return result(be, r, compute.np, x.device)
+
+
+def softplus(be, x, beta, threshold, compute):
+    xp = be.xp
+    a = operand(be, x, compute.np)
+    with xp.errstate(all="ignore"):
+        soft = xp.log1p(xp.exp(a * beta)) / beta
+        r = xp.where(a * beta > threshold, a, soft)
+    return result(be, r, compute.np, x.device)
+
+
+def leaky_relu(be, x, slope):
+    a = be.native(x)
+    return result(be, be.xp.where(a > 0, a, a * slope), a.dtype, x.device)
+
+
+def elu(be, x, alpha, scale, input_scale):
+    xp = be.xp
+    a = be.native(x)
+    with xp.errstate(all="ignore"):
+        r = xp.where(a > 0, a * scale, alpha * scale * xp.expm1(a * input_scale))
+    return result(be, r, a.dtype, x.device)
+
+
+def hardtanh(be, x, lo, hi):
+    xp = be.xp
+    a = be.native(x)
+    return result(be, xp.minimum(xp.maximum(a, lo), hi), a.dtype, x.device)
+
+
+# -- binary math: helpers, then one row per op -----------------------------------------------------
+def _is_int(a, b):
+    d = a.dtype if a.__class__ not in _SCALARS else b.dtype
+    return d.kind in "iu"
+
+
+def _check_int_zero(xp, b):
+    if b.__class__ in _SCALARS:
+        if b == 0:
             raise RuntimeError("ZeroDivisionError")
+    elif b.dtype.kind in "iu" and b.size and not xp.all(b):
+        raise RuntimeError("ZeroDivisionError")
 
-    def _floor_divide(a, b):
-        if _is_int(a, b):
-            _check_int_zero(b)
-        return xp.floor_divide(a, b)
 
-    def _remainder(a, b):
-        if _is_int(a, b):
-            _check_int_zero(b)
-        return xp.remainder(a, b)
+def _floor_divide(be, a, b):
+    if _is_int(a, b):
+        _check_int_zero(be.xp, b)
+    return be.xp.floor_divide(a, b)
 
-    def _fmod(a, b):
-        if _is_int(a, b):
-            _check_int_zero(b)
-        return xp.fmod(a, b)
 
-    def _pow(a, b):
-        if _is_int(a, b):
-            if b.__class__ in _SCALARS:
-                if b < 0:  # the op layer refuses these; a backend called directly still must
-                    raise RuntimeError("Integers to negative integer powers are not allowed.")
-            elif b.size and bool((b < 0).any()):
-                return _int_pow_negative(a, b)
-        return xp.power(a, b)
+def _remainder(be, a, b):
+    if _is_int(a, b):
+        _check_int_zero(be.xp, b)
+    return be.xp.remainder(a, b)
 
-    def _int_pow_negative(a, b):
-        """Integer powers with some negative exponents, as PyTorch computes them: a ** -n is 1
-        for a == 1, +-1 for a == -1 (by parity of n), and 0 otherwise (0 ** -n included)."""
-        neg = b < 0
-        r = xp.power(a, xp.where(neg, 0, b))
-        one = xp.ones((), dtype=r.dtype)
-        small = xp.where(a == 1, one, xp.where(a == -1, xp.where(b % 2 == 0, one, -one), 0))
-        return xp.where(neg, small, r).astype(r.dtype, copy=False)
 
-    def _logaddexp(a, b):
-        if (a.dtype if a.__class__ not in _SCALARS else b.dtype).kind != "c":
-            return xp.logaddexp(a, b)
-        # complex: m + log(1 + exp(other - m)) around the operand of larger real part
-        a, b = xp.asarray(a), xp.asarray(b)
-        first = a.real >= b.real
-        m = xp.where(first, a, b)
-        o = xp.where(first, b, a)
-        return m + xp.log1p(xp.exp(o - m))
+def _fmod(be, a, b):
+    if _is_int(a, b):
+        _check_int_zero(be.xp, b)
+    return be.xp.fmod(a, b)
 
-    def _is_int(a, b):
-        d = a.dtype if a.__class__ not in _SCALARS else b.dtype
-        return d.kind in "iu"
 
-    def _xlogy(a, b):
-        with xp.errstate(all="ignore"):
-            return sp.xlogy(a, b)
+def _pow(be, a, b):
+    xp = be.xp
+    if _is_int(a, b):
+        if b.__class__ in _SCALARS:
+            if b < 0:  # the op layer refuses these; a backend called directly still must
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+        elif b.size and bool((b < 0).any()):
+            return _int_pow_negative(xp, a, b)
+    return xp.power(a, b)
 
-    def _shift_left(a, b):
-        return xp.left_shift(a, b)
 
-    def _shift_right(a, b):
-        return xp.right_shift(a, b)
+def _int_pow_negative(xp, a, b):
+    """Integer powers with some negative exponents, as PyTorch computes them: a ** -n is 1
+    for a == 1, +-1 for a == -1 (by parity of n), and 0 otherwise (0 ** -n included)."""
+    neg = b < 0
+    r = xp.power(a, xp.where(neg, 0, b))
+    one = xp.ones((), dtype=r.dtype)
+    small = xp.where(a == 1, one, xp.where(a == -1, xp.where(b % 2 == 0, one, -one), 0))
+    return xp.where(neg, small, r).astype(r.dtype, copy=False)
 
-    binary = {
-        "mul": xp.multiply, "maximum": xp.maximum, "minimum": xp.minimum, "fmax": xp.fmax,
-        "fmin": xp.fmin, "remainder": _remainder, "fmod": _fmod, "floor_divide": _floor_divide,
-        "pow": _pow, "atan2": xp.arctan2, "hypot": xp.hypot, "logaddexp": _logaddexp,
-        "copysign": xp.copysign, "xlogy": _xlogy,
-        "eq": xp.equal, "ne": xp.not_equal, "lt": xp.less, "le": xp.less_equal,
-        "gt": xp.greater, "ge": xp.greater_equal,
-        "logical_and": xp.logical_and, "logical_or": xp.logical_or,
-        "logical_xor": xp.logical_xor,
-        "bitwise_and": xp.bitwise_and, "bitwise_or": xp.bitwise_or,
-        "bitwise_xor": xp.bitwise_xor, "bitwise_left_shift": _shift_left,
-        "bitwise_right_shift": _shift_right,
-    }
-    to_bool = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"}
 
-    def make_binary(name, f):
-        boolean = name in to_bool
+def _logaddexp(be, a, b):
+    xp = be.xp
+    if (a.dtype if a.__class__ not in _SCALARS else b.dtype).kind != "c":
+        return xp.logaddexp(a, b)
+    # complex: m + log(1 + exp(other - m)) around the operand of larger real part
+    a, b = xp.asarray(a), xp.asarray(b)
+    first = a.real >= b.real
+    m = xp.where(first, a, b)
+    o = xp.where(first, b, a)
+    return m + xp.log1p(xp.exp(o - m))
 
-        def kernel(a, b, compute):
-            dt = compute.np
-            r = ieee(f, arg(a, dt), arg(b, dt))
-            dev = a.device if isinstance(a, Tensor) else b.device
-            return result(r, bool if boolean else dt, dev)
 
-        def kernel_(a, b, compute):
-            dt = compute.np
-            return into(a, ieee(f, arg(a, dt), arg(b, dt)))
+def _xlogy(be, a, b):
+    with be.xp.errstate(all="ignore"):
+        return be.special.xlogy(a, b)
 
-        K(name, kernel)
-        K(name + "_", kernel_)
 
-    for name, f in binary.items():
-        make_binary(name, f)
+#: op name -> the function it applies (resolved per backend by ``register``)
+BINARY = {
+    "mul": xp_fn("multiply"), "maximum": xp_fn("maximum"), "minimum": xp_fn("minimum"),
+    "fmax": xp_fn("fmax"), "fmin": xp_fn("fmin"), "remainder": helper(_remainder),
+    "fmod": helper(_fmod), "floor_divide": helper(_floor_divide), "pow": helper(_pow),
+    "atan2": xp_fn("arctan2"), "hypot": xp_fn("hypot"), "logaddexp": helper(_logaddexp),
+    "copysign": xp_fn("copysign"), "xlogy": helper(_xlogy),
+    "eq": xp_fn("equal"), "ne": xp_fn("not_equal"), "lt": xp_fn("less"),
+    "le": xp_fn("less_equal"), "gt": xp_fn("greater"), "ge": xp_fn("greater_equal"),
+    "logical_and": xp_fn("logical_and"), "logical_or": xp_fn("logical_or"),
+    "logical_xor": xp_fn("logical_xor"),
+    "bitwise_and": xp_fn("bitwise_and"), "bitwise_or": xp_fn("bitwise_or"),
+    "bitwise_xor": xp_fn("bitwise_xor"), "bitwise_left_shift": xp_fn("left_shift"),
+    "bitwise_right_shift": xp_fn("right_shift"),
+}
+TO_BOOL = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+                     "logical_xor"})
 
-    def scaled(y, alpha, dt):
-        if alpha.__class__ is int and alpha == 1:
-            return y
-        # a scalar operand is scaled in Python precision, then taken like any scalar operand
-        return arg(y * alpha, dt) if y.__class__ in _SCALARS else xp.multiply(y, arg(alpha, dt))
 
-    def make_add_sub(ufunc):
-        def kernel(a, b, alpha, compute):
-            dt = compute.np
-            r = ufunc(arg(a, dt), scaled(arg(b, dt), alpha, dt))
-            return result(r, dt, a.device if isinstance(a, Tensor) else b.device)
+def binary(be, f, out_dtype, a, b, compute):
+    """``f(a, b)`` in ``compute`` (bool results for comparisons): every ``BINARY`` op."""
+    dt = compute.np
+    r = be.ieee(f, operand(be, a, dt), operand(be, b, dt))
+    return result(be, r, out_dtype or dt, a.device if isinstance(a, Tensor) else b.device)
 
-        def kernel_(a, b, alpha, compute):
-            dt = compute.np
-            x = native(a)
-            y = scaled(arg(b, dt), alpha, dt)
-            if x.dtype == dt:
-                ufunc(x, y, out=x)
-                return a
-            return into(a, ufunc(x.astype(dt), y))
 
-        return kernel, kernel_
+def binary_(be, f, a, b, compute):
+    """The in-place form (``mul_``) of a ``BINARY`` op."""
+    dt = compute.np
+    return into(be, a, be.ieee(f, operand(be, a, dt), operand(be, b, dt)))
 
-    add, add_ = make_add_sub(xp.add)
-    sub, sub_ = make_add_sub(xp.subtract)
-    K("add", add)
-    K("add_", add_)
-    K("sub", sub)
-    K("sub_", sub_)
 
-    def _div(x, y, mode):
-        if mode is None:
-            return ieee(xp.true_divide, x, y)
-        with xp.errstate(all="ignore"):
-            int_inputs = (x.dtype.kind if x.__class__ not in _SCALARS else y.dtype.kind) in "iu"
-            if int_inputs:
-                _check_int_zero(y)
-            if mode == "floor":
-                return xp.floor_divide(x, y)
-            if int_inputs:
-                q = xp.floor_divide(x, y)
-                fix = (xp.remainder(x, y) != 0) & ((x < 0) != (y < 0))
-                return q + fix
-            return xp.trunc(xp.true_divide(x, y))
+# -- add and sub (with alpha) ----------------------------------------------------------------------
+def _scaled(be, y, alpha, dt):
+    if alpha.__class__ is int and alpha == 1:
+        return y
+    # a scalar operand is scaled in Python precision, then taken like any scalar operand
+    return (operand(be, y * alpha, dt) if y.__class__ in _SCALARS
+            else be.xp.multiply(y, operand(be, alpha, dt)))
 
-    def div(a, b, mode, compute):
-        dt = compute.np
-        r = _div(arg(a, dt), arg(b, dt), mode)
-        return result(r, dt, a.device if isinstance(a, Tensor) else b.device)
 
-    def div_(a, b, mode, compute):
-        dt = compute.np
-        return into(a, _div(arg(a, dt), arg(b, dt), mode))
+def add_sub(be, ufunc, a, b, alpha, compute):
+    """``a + alpha * b`` (``ufunc`` = add) or ``a - alpha * b`` (subtract)."""
+    dt = compute.np
+    r = ufunc(operand(be, a, dt), _scaled(be, operand(be, b, dt), alpha, dt))
+    return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
 
-    K("div", div)
-    K("div_", div_)
 
-    # -- where / clamp --------------------------------------------------------------------------
-    def where(cond, a, b, compute):
-        dt = compute.np
-        r = xp.where(native(cond), arg(a, dt), arg(b, dt))
-        return result(r, dt, cond.device)
+def add_sub_(be, ufunc, a, b, alpha, compute):
+    dt = compute.np
+    x = be.native(a)
+    y = _scaled(be, operand(be, b, dt), alpha, dt)
+    if x.dtype == dt:
+        ufunc(x, y, out=x)
+        return a
+    return into(be, a, ufunc(x.astype(dt), y))
 
-    K("where", where)
 
-    def _clamp(x, lo, hi, dt):
-        r = x
-        if lo is not None:
-            r = xp.maximum(r, arg(lo, dt))
-        if hi is not None:
-            r = xp.minimum(r, arg(hi, dt))
-        return r if r is not x else x.copy()
+# -- division with rounding modes ------------------------------------------------------------------
+def _div(be, x, y, mode):
+    xp = be.xp
+    if mode is None:
+        return be.ieee(xp.true_divide, x, y)
+    with xp.errstate(all="ignore"):
+        int_inputs = (x.dtype.kind if x.__class__ not in _SCALARS else y.dtype.kind) in "iu"
+        if int_inputs:
+            _check_int_zero(xp, y)
+        if mode == "floor":
+            return xp.floor_divide(x, y)
+        if int_inputs:
+            q = xp.floor_divide(x, y)
+            fix = (xp.remainder(x, y) != 0) & ((x < 0) != (y < 0))
+            return q + fix
+        return xp.trunc(xp.true_divide(x, y))
 
-    def clamp(x, lo, hi, compute):
-        dt = compute.np
-        return result(_clamp(arg(x, dt), lo, hi, dt), dt, x.device)
 
-    def clamp_(x, lo, hi, compute):
-        dt = compute.np
-        return into(x, _clamp(arg(x, dt), lo, hi, dt))
+def div(be, a, b, mode, compute):
+    dt = compute.np
+    r = _div(be, operand(be, a, dt), operand(be, b, dt), mode)
+    return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
 
-    K("clamp", clamp)
-    K("clamp_", clamp_)
+
+def div_(be, a, b, mode, compute):
+    dt = compute.np
+    return into(be, a, _div(be, operand(be, a, dt), operand(be, b, dt), mode))
+
+
+# -- where / clamp ---------------------------------------------------------------------------------
+def where(be, cond, a, b, compute):
+    dt = compute.np
+    r = be.xp.where(be.native(cond), operand(be, a, dt), operand(be, b, dt))
+    return result(be, r, dt, cond.device)
+
+
+def _clamp(be, x, lo, hi, dt):
+    xp = be.xp
+    r = x
+    if lo is not None:
+        r = xp.maximum(r, operand(be, lo, dt))
+    if hi is not None:
+        r = xp.minimum(r, operand(be, hi, dt))
+    return r if r is not x else x.copy()
+
+
+def clamp(be, x, lo, hi, compute):
+    dt = compute.np
+    return result(be, _clamp(be, operand(be, x, dt), lo, hi, dt), dt, x.device)
+
+
+def clamp_(be, x, lo, hi, compute):
+    dt = compute.np
+    return into(be, x, _clamp(be, operand(be, x, dt), lo, hi, dt))
+
+
+#: the kernels that are not table rows of UNARY/BINARY
+TABLE = {
+    "round": round_kernel, "round_": round_inplace, "nan_to_num": nan_to_num,
+    "nan_to_num_": nan_to_num_, "gelu": gelu, "softplus": softplus, "leaky_relu": leaky_relu,
+    "elu": elu, "hardtanh": hardtanh, "div": div, "div_": div_, "where": where,
+    "clamp": clamp, "clamp_": clamp_,
+}
+
+
+def register(backend) -> None:
+    """Fill ``backend.kernels`` with every elementwise kernel, bound to ``backend``."""
+    for name, resolve in UNARY.items():
+        f = resolve(backend)
+        bind_with(backend, name, unary, f, _int_rule(name), name in PREDICATES, name == "abs")
+        if name not in PREDICATES:
+            bind_with(backend, name + "_", unary_, f, name in INT_IDENTITY,
+                      name not in _NO_OUT)
+    for name, resolve in BINARY.items():
+        f = resolve(backend)
+        bind_with(backend, name, binary, f, bool if name in TO_BOOL else None)
+        bind_with(backend, name + "_", binary_, f)
+    xp = backend.xp
+    for name, ufunc in (("add", xp.add), ("sub", xp.subtract)):
+        bind_with(backend, name, add_sub, ufunc)
+        bind_with(backend, name + "_", add_sub_, ufunc)
+    bind(backend, TABLE)

@@ -6,49 +6,55 @@ once, as PyTorch's CPU kernels accumulate them.
 """
 from __future__ import annotations
 
-from .. import _dtype
+from ..runtime import dtypes
+from .binding import bind
 
-HALF = frozenset(d.np for d in (_dtype.float16, _dtype.bfloat16) if d.np is not None)
+HALF = frozenset(d.np for d in (dtypes.float16, dtypes.bfloat16) if d.np is not None)
 
 
-def register(backend):
-    xp = backend.xp
-    native, wrap = backend.native, backend.wrap
-    K = backend.kernels.register
-    f32 = xp.dtype(xp.float32)
+def _work(xp, arrays):
+    """(result dtype, operands to compute with): half precision is computed in float32."""
+    dt = arrays[0].dtype
+    if dt in HALF:
+        f32 = xp.dtype(xp.float32)
+        return dt, [a.astype(f32) for a in arrays]
+    return dt, arrays
 
-    def work(arrays):
-        dt = arrays[0].dtype
-        if dt in HALF:
-            return dt, [a.astype(f32) for a in arrays]
-        return dt, arrays
 
-    def result(r, dt, dev):
-        # C order, as PyTorch's results are: xp's einsum may return its operands' layout, and
-        # then ``.view()`` of the result would fail
-        return wrap(xp.asarray(r, dtype=dt, order="C"), dev)
+def _result(be, r, dt, dev):
+    # C order, as PyTorch's results are: xp's einsum may return its operands' layout, and then
+    # ``.view()`` of the result would fail
+    return be.wrap(be.xp.asarray(r, dtype=dt, order="C"), dev)
 
-    def matmul(a, b):
-        dt, (x, y) = work([native(a), native(b)])
-        return result(xp.matmul(x, y), dt, a.device)
 
-    def einsum(equation, operands):
-        dt, arrays = work([native(t) for t in operands])
-        r = xp.asarray(xp.einsum(equation, *arrays, optimize=len(arrays) > 1))
-        # a pure relabelling ("ij->ji", "ii->i") comes back as a view of the operand
-        if any(xp.may_share_memory(r, a) for a in arrays):
-            r = r.copy()
-        return result(r, dt, operands[0].device)
+def matmul(be, a, b):
+    dt, (x, y) = _work(be.xp, [be.native(a), be.native(b)])
+    return _result(be, be.xp.matmul(x, y), dt, a.device)
 
-    def svdvals(A):
-        a = native(A)
-        real = a.real.dtype
-        if a.size == 0:
-            k = min(a.shape[-2:])
-            return wrap(xp.zeros(a.shape[:-2] + (k,), dtype=real), A.device)
-        _, (x,) = work([a])
-        return result(xp.linalg.svd(x, compute_uv=False), real, A.device)
 
-    K("matmul", matmul)
-    K("einsum", einsum)
-    K("linalg_svdvals", svdvals)
+def einsum(be, equation, operands):
+    xp = be.xp
+    dt, arrays = _work(xp, [be.native(t) for t in operands])
+    r = xp.asarray(xp.einsum(equation, *arrays, optimize=len(arrays) > 1))
+    # a pure relabelling ("ij->ji", "ii->i") comes back as a view of the operand
+    if any(xp.may_share_memory(r, a) for a in arrays):
+        r = r.copy()
+    return _result(be, r, dt, operands[0].device)
+
+
+def svdvals(be, A):
+    xp = be.xp
+    a = be.native(A)
+    real = a.real.dtype
+    if a.size == 0:
+        k = min(a.shape[-2:])
+        return be.wrap(xp.zeros(a.shape[:-2] + (k,), dtype=real), A.device)
+    _, (x,) = _work(xp, [a])
+    return _result(be, xp.linalg.svd(x, compute_uv=False), real, A.device)
+
+
+TABLE = {"matmul": matmul, "einsum": einsum, "linalg_svdvals": svdvals}
+
+
+def register(backend) -> None:
+    bind(backend, TABLE)

@@ -2,165 +2,168 @@
 
 The op layer (``ember.ops.reduction``) has validated the arguments and resolved them: ``dim`` is
 a sorted tuple of the axes to reduce (``()`` for a 0-d input), ``dtype`` is the result dtype.
-Half-precision inputs are accumulated in float32, as PyTorch does.
+Half-precision inputs are accumulated in float32, as PyTorch does. Families that differ only in
+the xp function they call (sum/prod/nansum, amax/amin, ...) share one kernel: the rows at the
+bottom name the function.
 """
 from __future__ import annotations
 
 import math
 
+from .binding import bind, bind_with
 from .linalg import HALF
 
 
-def register(backend):  # noqa: C901 - one table, read top to bottom
-    xp = backend.xp
-    native, wrap = backend.native, backend.wrap
-    K = backend.kernels.register
-    f32 = xp.dtype(xp.float32)
+def _acc(xp, dt):
+    """The dtype to compute in for result dtype ``dt``."""
+    return xp.dtype(xp.float32) if dt in HALF else dt
 
-    def acc(dt):
-        """The dtype to compute in for result dtype ``dt``."""
-        return f32 if dt in HALF else dt
 
-    def result(r, dt, dev):
-        # C order, as PyTorch's results are: xp keeps a transposed input's layout in scans and
-        # softmax, and then ``.view()`` of the result would fail
-        return wrap(xp.asarray(r, dtype=dt, order="C"), dev)
+def _result(be, r, dt, dev):
+    # C order, as PyTorch's results are: xp keeps a transposed input's layout in scans and
+    # softmax, and then ``.view()`` of the result would fail
+    return be.wrap(be.xp.asarray(r, dtype=dt, order="C"), dev)
 
-    def count(shape, dims):
-        return math.prod(shape[d] for d in dims)
 
-    # -- sum-like ---------------------------------------------------------------------------------
-    def make_sum(f):
-        def kernel(x, dim, keepdim, dtype):
-            dt = dtype.np
-            with xp.errstate(all="ignore"):
-                r = f(native(x), axis=dim, keepdims=keepdim, dtype=acc(dt))
-            return result(r, dt, x.device)
-        return kernel
+def _count(shape, dims):
+    return math.prod(shape[d] for d in dims)
 
-    K("sum", make_sum(xp.sum))
-    K("prod", make_sum(xp.prod))
-    K("nansum", make_sum(xp.nansum))
 
-    def mean(x, dim, keepdim, dtype):
-        # sum / n rather than xp.mean: an empty reduction gives nan without a warning
-        dt = dtype.np
-        a = native(x)
-        with xp.errstate(all="ignore"):
-            r = xp.sum(a, axis=dim, keepdims=keepdim, dtype=acc(dt)) / count(a.shape, dim)
-        return result(r, dt, x.device)
+# -- sum-like -------------------------------------------------------------------------------------
+def sum_like(be, f, x, dim, keepdim, dtype):
+    """``f`` = xp.sum / xp.prod / xp.nansum, accumulated in float32 for half precision."""
+    xp = be.xp
+    dt = dtype.np
+    with xp.errstate(all="ignore"):
+        r = f(be.native(x), axis=dim, keepdims=keepdim, dtype=_acc(xp, dt))
+    return _result(be, r, dt, x.device)
 
-    K("mean", mean)
 
-    def var(x, dim, correction, keepdim):
-        a = native(x)
-        work = acc(a.dtype)
-        n = count(a.shape, dim)
-        with xp.errstate(all="ignore"):
-            m = xp.sum(a, axis=dim, keepdims=True, dtype=work) / n
-            d = xp.subtract(a, m, dtype=work)
-            sq = d.real * d.real + d.imag * d.imag if d.dtype.kind == "c" else d * d
-            r = xp.sum(sq, axis=dim, keepdims=keepdim) / max(0, n - correction)
-        return result(r, a.real.dtype, x.device)
+def mean(be, x, dim, keepdim, dtype):
+    # sum / n rather than xp.mean: an empty reduction gives nan without a warning
+    xp = be.xp
+    dt = dtype.np
+    a = be.native(x)
+    with xp.errstate(all="ignore"):
+        r = xp.sum(a, axis=dim, keepdims=keepdim, dtype=_acc(xp, dt)) / _count(a.shape, dim)
+    return _result(be, r, dt, x.device)
 
-    K("var", var)
 
-    # -- extrema -----------------------------------------------------------------------------------
-    def make_extreme(f):
-        def kernel(x, dim, keepdim):
-            a = native(x)
-            return result(f(a, axis=dim, keepdims=keepdim), a.dtype, x.device)
-        return kernel
+def var(be, x, dim, correction, keepdim):
+    xp = be.xp
+    a = be.native(x)
+    work = _acc(xp, a.dtype)
+    n = _count(a.shape, dim)
+    with xp.errstate(all="ignore"):
+        m = xp.sum(a, axis=dim, keepdims=True, dtype=work) / n
+        d = xp.subtract(a, m, dtype=work)
+        sq = d.real * d.real + d.imag * d.imag if d.dtype.kind == "c" else d * d
+        r = xp.sum(sq, axis=dim, keepdims=keepdim) / max(0, n - correction)
+    return _result(be, r, a.real.dtype, x.device)
 
-    K("amax", make_extreme(xp.amax))
-    K("amin", make_extreme(xp.amin))
 
-    def make_extreme_dim(arg):
-        def kernel(x, dim, keepdim):
-            a = native(x)
-            if a.ndim == 0:
-                return wrap(a.copy(), x.device), wrap(xp.zeros((), xp.int64), x.device)
-            i = arg(a, axis=dim, keepdims=True)
-            v = xp.take_along_axis(a, i, axis=dim)
-            if not keepdim:
-                i, v = xp.squeeze(i, axis=dim), xp.squeeze(v, axis=dim)
-            return result(v, a.dtype, x.device), result(i, xp.dtype(xp.int64), x.device)
-        return kernel
+# -- extrema ----------------------------------------------------------------------------------------
+def extreme(be, f, x, dim, keepdim):
+    """``f`` = xp.amax / xp.amin."""
+    a = be.native(x)
+    return _result(be, f(a, axis=dim, keepdims=keepdim), a.dtype, x.device)
 
-    K("max_dim", make_extreme_dim(xp.argmax))
-    K("min_dim", make_extreme_dim(xp.argmin))
 
-    def make_arg(f):
-        def kernel(x, dim, keepdim):
-            r = f(native(x), axis=dim, keepdims=keepdim)
-            return result(r, xp.dtype(xp.int64), x.device)
-        return kernel
+def extreme_dim(be, arg, x, dim, keepdim):
+    """max/min along ``dim`` with indices; ``arg`` = xp.argmax / xp.argmin."""
+    xp = be.xp
+    a = be.native(x)
+    if a.ndim == 0:
+        return be.wrap(a.copy(), x.device), be.wrap(xp.zeros((), xp.int64), x.device)
+    i = arg(a, axis=dim, keepdims=True)
+    v = xp.take_along_axis(a, i, axis=dim)
+    if not keepdim:
+        i, v = xp.squeeze(i, axis=dim), xp.squeeze(v, axis=dim)
+    return _result(be, v, a.dtype, x.device), _result(be, i, xp.dtype(xp.int64), x.device)
 
-    K("argmax", make_arg(xp.argmax))
-    K("argmin", make_arg(xp.argmin))
 
-    def make_logical(f):
-        def kernel(x, dim, keepdim, dtype):
-            return result(f(native(x), axis=dim, keepdims=keepdim), dtype.np, x.device)
-        return kernel
+def arg_extreme(be, f, x, dim, keepdim):
+    """``f`` = xp.argmax / xp.argmin."""
+    xp = be.xp
+    r = f(be.native(x), axis=dim, keepdims=keepdim)
+    return _result(be, r, xp.dtype(xp.int64), x.device)
 
-    K("all", make_logical(xp.all))
-    K("any", make_logical(xp.any))
 
-    # -- norms ----------------------------------------------------------------------------------
-    def vector_norm(x, ord, dim, keepdim):
-        a = native(x)
-        real = a.real.dtype
-        m = xp.abs(a).astype(acc(real), copy=False)
-        kw = {"axis": dim, "keepdims": keepdim}
-        with xp.errstate(all="ignore"):
-            if ord == math.inf:
-                r = xp.amax(m, **kw)
-            elif ord == -math.inf:
-                r = xp.amin(m, **kw)
-            elif ord == 0:
-                r = xp.sum(m != 0, dtype=m.dtype, **kw)
-            elif ord == 1:
-                r = xp.sum(m, **kw)
-            elif ord == 2:
-                r = xp.sqrt(xp.sum(m * m, **kw))
-            else:
-                r = xp.sum(m ** ord, **kw) ** (1.0 / ord)
-        return result(r, real, x.device)
+def logical(be, f, x, dim, keepdim, dtype):
+    """``f`` = xp.all / xp.any."""
+    return _result(be, f(be.native(x), axis=dim, keepdims=keepdim), dtype.np, x.device)
 
-    K("vector_norm", vector_norm)
 
-    # -- scans -------------------------------------------------------------------------------------
-    def make_scan(f):
-        def kernel(x, dim, dtype):
-            dt = dtype.np
-            a = native(x)
-            with xp.errstate(all="ignore"):
-                r = f(a.reshape(1) if a.ndim == 0 else a, axis=dim, dtype=acc(dt))
-            return result(r.reshape(a.shape), dt, x.device)
-        return kernel
+# -- norms ------------------------------------------------------------------------------------------
+def vector_norm(be, x, ord, dim, keepdim):
+    xp = be.xp
+    a = be.native(x)
+    real = a.real.dtype
+    m = xp.abs(a).astype(_acc(xp, real), copy=False)
+    kw = {"axis": dim, "keepdims": keepdim}
+    with xp.errstate(all="ignore"):
+        if ord == math.inf:
+            r = xp.amax(m, **kw)
+        elif ord == -math.inf:
+            r = xp.amin(m, **kw)
+        elif ord == 0:
+            r = xp.sum(m != 0, dtype=m.dtype, **kw)
+        elif ord == 1:
+            r = xp.sum(m, **kw)
+        elif ord == 2:
+            r = xp.sqrt(xp.sum(m * m, **kw))
+        else:
+            r = xp.sum(m ** ord, **kw) ** (1.0 / ord)
+    return _result(be, r, real, x.device)
 
-    K("cumsum", make_scan(xp.cumsum))
-    K("cumprod", make_scan(xp.cumprod))
 
-    # -- softmax -----------------------------------------------------------------------------------
-    def make_softmax(log):
-        def kernel(x, dim, dtype):
-            dt = dtype.np
-            a = native(x)
-            if a.size == 0:
-                return wrap(xp.empty(a.shape, dtype=dt), x.device)
-            s = a.reshape(1) if a.ndim == 0 else a
-            with xp.errstate(all="ignore"):
-                # shifting by the max keeps exp() in range; the result is unchanged
-                r = xp.subtract(s, xp.amax(s, axis=dim, keepdims=True), dtype=acc(dt))
-                if log:
-                    r -= xp.log(xp.sum(xp.exp(r), axis=dim, keepdims=True))
-                else:
-                    xp.exp(r, out=r)
-                    r /= xp.sum(r, axis=dim, keepdims=True)
-            return result(r.reshape(a.shape), dt, x.device)
-        return kernel
+# -- scans ------------------------------------------------------------------------------------------
+def scan(be, f, x, dim, dtype):
+    """``f`` = xp.cumsum / xp.cumprod."""
+    xp = be.xp
+    dt = dtype.np
+    a = be.native(x)
+    with xp.errstate(all="ignore"):
+        r = f(a.reshape(1) if a.ndim == 0 else a, axis=dim, dtype=_acc(xp, dt))
+    return _result(be, r.reshape(a.shape), dt, x.device)
 
-    K("softmax", make_softmax(False))
-    K("log_softmax", make_softmax(True))
+
+# -- softmax ----------------------------------------------------------------------------------------
+def softmax(be, log, x, dim, dtype):
+    """softmax (``log`` False) or log_softmax (True) along ``dim``."""
+    xp = be.xp
+    dt = dtype.np
+    a = be.native(x)
+    if a.size == 0:
+        return be.wrap(xp.empty(a.shape, dtype=dt), x.device)
+    s = a.reshape(1) if a.ndim == 0 else a
+    with xp.errstate(all="ignore"):
+        # shifting by the max keeps exp() in range; the result is unchanged
+        r = xp.subtract(s, xp.amax(s, axis=dim, keepdims=True), dtype=_acc(xp, dt))
+        if log:
+            r -= xp.log(xp.sum(xp.exp(r), axis=dim, keepdims=True))
+        else:
+            xp.exp(r, out=r)
+            r /= xp.sum(r, axis=dim, keepdims=True)
+    return _result(be, r.reshape(a.shape), dt, x.device)
+
+
+TABLE = {"mean": mean, "var": var, "vector_norm": vector_norm}
+
+#: op name -> (shared kernel, the name of the xp function it applies)
+FAMILIES = {
+    "sum": (sum_like, "sum"), "prod": (sum_like, "prod"), "nansum": (sum_like, "nansum"),
+    "amax": (extreme, "amax"), "amin": (extreme, "amin"),
+    "max_dim": (extreme_dim, "argmax"), "min_dim": (extreme_dim, "argmin"),
+    "argmax": (arg_extreme, "argmax"), "argmin": (arg_extreme, "argmin"),
+    "all": (logical, "all"), "any": (logical, "any"),
+    "cumsum": (scan, "cumsum"), "cumprod": (scan, "cumprod"),
+}
+
+
+def register(backend) -> None:
+    bind(backend, TABLE)
+    for name, (kernel, fn) in FAMILIES.items():
+        bind_with(backend, name, kernel, getattr(backend.xp, fn))
+    bind_with(backend, "softmax", softmax, False)
+    bind_with(backend, "log_softmax", softmax, True)

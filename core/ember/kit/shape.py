@@ -1,33 +1,39 @@
 """Kernels for ``ember.ops.shape`` on array-module backends."""
 from __future__ import annotations
 
+from .binding import bind
 
-def register(backend):
-    xp, native, wrap = backend.xp, backend.native, backend.wrap
-    K = backend.kernels.register
 
-    def cat(tensors, dim, dtype):
-        arrays = [native(t).astype(dtype.np, copy=False) for t in tensors]
-        return wrap(xp.concatenate(arrays, axis=dim), tensors[0].device)
+def cat(be, tensors, dim, dtype):
+    arrays = [be.native(t).astype(dtype.np, copy=False) for t in tensors]
+    return be.wrap(be.xp.concatenate(arrays, axis=dim), tensors[0].device)
 
-    def flip(x, dims):
-        # copy: flip over no dims is the input itself
-        return wrap(xp.flip(native(x), axis=dims).copy(), x.device)
 
-    def roll(x, shifts, dims):
-        return wrap(xp.roll(native(x), shifts, axis=dims), x.device)
+def flip(be, x, dims):
+    # copy: flip over no dims is the input itself
+    return be.wrap(be.xp.flip(be.native(x), axis=dims).copy(), x.device)
 
-    def tile(x, reps):
-        a = native(x)
-        a = a.reshape((1,) * (len(reps) - a.ndim) + a.shape)
-        return wrap(xp.tile(a, reps), x.device)
 
-    def tril(x, k):
-        return wrap(xp.tril(native(x), k), x.device)
+def roll(be, x, shifts, dims):
+    return be.wrap(be.xp.roll(be.native(x), shifts, axis=dims), x.device)
 
-    def triu(x, k):
-        return wrap(xp.triu(native(x), k), x.device)
 
-    for name, fn in (("cat", cat), ("flip", flip), ("roll", roll), ("tile", tile),
-                     ("tril", tril), ("triu", triu)):
-        K(name, fn)
+def tile(be, x, reps):
+    a = be.native(x)
+    a = a.reshape((1,) * (len(reps) - a.ndim) + a.shape)
+    return be.wrap(be.xp.tile(a, reps), x.device)
+
+
+def tril(be, x, k):
+    return be.wrap(be.xp.tril(be.native(x), k), x.device)
+
+
+def triu(be, x, k):
+    return be.wrap(be.xp.triu(be.native(x), k), x.device)
+
+
+TABLE = {"cat": cat, "flip": flip, "roll": roll, "tile": tile, "tril": tril, "triu": triu}
+
+
+def register(backend) -> None:
+    bind(backend, TABLE)

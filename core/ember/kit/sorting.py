@@ -1,60 +1,69 @@
 """Sorting kernels for array-module backends."""
 from __future__ import annotations
 
+from .binding import bind
 
-def register(backend):
-    xp, native, wrap = backend.xp, backend.native, backend.wrap
-    K = backend.kernels.register
 
-    def stable_argsort(a, dim, descending):
-        if not descending:
-            return xp.argsort(a, axis=dim, kind="stable")  # NaN last, ties in input order
-        # sort the reversed array ascending and reverse back: NaN first, ties still in order
-        idx = xp.flip(xp.argsort(xp.flip(a, axis=dim), axis=dim, kind="stable"), axis=dim)
-        return a.shape[dim] - 1 - idx
+def stable_argsort(xp, a, dim, descending):
+    """Indices that sort ``a`` along ``dim`` stably: NaN last ascending, first descending; ties
+    keep input order either way."""
+    if not descending:
+        return xp.argsort(a, axis=dim, kind="stable")  # NaN last, ties in input order
+    # sort the reversed array ascending and reverse back: NaN first, ties still in order
+    idx = xp.flip(xp.argsort(xp.flip(a, axis=dim), axis=dim, kind="stable"), axis=dim)
+    return a.shape[dim] - 1 - idx
 
-    def sort(x, dim, descending, stable):
-        a = native(x)
-        if a.ndim == 0:
-            return wrap(a.copy(), x.device), wrap(xp.zeros((), dtype=xp.int64), x.device)
-        idx = stable_argsort(a, dim, descending)
-        values = xp.take_along_axis(a, idx, axis=dim)
-        return (wrap(xp.ascontiguousarray(values), x.device),
-                wrap(xp.ascontiguousarray(idx.astype(xp.int64)), x.device))
 
-    def mode(x, dim):
-        a = native(x)
-        if a.ndim == 0:
-            return wrap(a.copy(), x.device), wrap(xp.zeros((), dtype=xp.int64), x.device)
-        rows = xp.moveaxis(a, dim, -1)
-        out_shape, n = rows.shape[:-1], rows.shape[-1]
-        rows = rows.reshape(-1, n)
-        idx = xp.argsort(rows, axis=1, kind="stable")
-        s = xp.take_along_axis(rows, idx, axis=1)
-        # runs of equal values in each sorted row (NaN != NaN: every NaN is its own run)
-        differ = s[:, 1:] != s[:, :-1]
-        true = xp.ones((s.shape[0], 1), dtype=bool)
-        starts = xp.concatenate([true, differ], axis=1)
-        ends = xp.concatenate([differ, true], axis=1)
-        pos = xp.arange(n)
-        run_start = xp.maximum.accumulate(xp.where(starts, pos, 0), axis=1)
-        length = xp.where(ends, pos - run_start + 1, 0)
-        # PyTorch: the smallest most frequent value, at its last position in the input
-        best = xp.argmax(length, axis=1)[:, None]
-        values = xp.take_along_axis(s, best, axis=1).reshape(out_shape)
-        indices = xp.take_along_axis(idx, best, axis=1).reshape(out_shape).astype(xp.int64)
-        return wrap(values, x.device), wrap(indices, x.device)
+def sort(be, x, dim, descending, stable):
+    xp = be.xp
+    a = be.native(x)
+    if a.ndim == 0:
+        return be.wrap(a.copy(), x.device), be.wrap(xp.zeros((), dtype=xp.int64), x.device)
+    idx = stable_argsort(xp, a, dim, descending)
+    values = xp.take_along_axis(a, idx, axis=dim)
+    return (be.wrap(xp.ascontiguousarray(values), x.device),
+            be.wrap(xp.ascontiguousarray(idx.astype(xp.int64)), x.device))
 
-    def unique(x, dim):
-        a = native(x)
-        flat = dim is None
-        values, inverse, counts = xp.unique(a.reshape(-1) if flat else a, return_inverse=True,
-                                            return_counts=True, axis=None if flat else dim,
-                                            equal_nan=False)
-        inverse = inverse.reshape(a.shape if flat else -1).astype(xp.int64)
-        return (wrap(values, x.device), wrap(inverse, x.device),
-                wrap(counts.astype(xp.int64), x.device))
 
-    K("sort", sort)
-    K("mode", mode)
-    K("unique", unique)
+def mode(be, x, dim):
+    xp = be.xp
+    a = be.native(x)
+    if a.ndim == 0:
+        return be.wrap(a.copy(), x.device), be.wrap(xp.zeros((), dtype=xp.int64), x.device)
+    rows = xp.moveaxis(a, dim, -1)
+    out_shape, n = rows.shape[:-1], rows.shape[-1]
+    rows = rows.reshape(-1, n)
+    idx = xp.argsort(rows, axis=1, kind="stable")
+    s = xp.take_along_axis(rows, idx, axis=1)
+    # runs of equal values in each sorted row (NaN != NaN: every NaN is its own run)
+    differ = s[:, 1:] != s[:, :-1]
+    true = xp.ones((s.shape[0], 1), dtype=bool)
+    starts = xp.concatenate([true, differ], axis=1)
+    ends = xp.concatenate([differ, true], axis=1)
+    pos = xp.arange(n)
+    run_start = xp.maximum.accumulate(xp.where(starts, pos, 0), axis=1)
+    length = xp.where(ends, pos - run_start + 1, 0)
+    # PyTorch: the smallest most frequent value, at its last position in the input
+    best = xp.argmax(length, axis=1)[:, None]
+    values = xp.take_along_axis(s, best, axis=1).reshape(out_shape)
+    indices = xp.take_along_axis(idx, best, axis=1).reshape(out_shape).astype(xp.int64)
+    return be.wrap(values, x.device), be.wrap(indices, x.device)
+
+
+def unique(be, x, dim):
+    xp = be.xp
+    a = be.native(x)
+    flat = dim is None
+    values, inverse, counts = xp.unique(a.reshape(-1) if flat else a, return_inverse=True,
+                                        return_counts=True, axis=None if flat else dim,
+                                        equal_nan=False)
+    inverse = inverse.reshape(a.shape if flat else -1).astype(xp.int64)
+    return (be.wrap(values, x.device), be.wrap(inverse, x.device),
+            be.wrap(counts.astype(xp.int64), x.device))
+
+
+TABLE = {"sort": sort, "mode": mode, "unique": unique}
+
+
+def register(backend) -> None:
+    bind(backend, TABLE)

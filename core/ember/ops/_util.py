@@ -1,10 +1,11 @@
 """Shared helpers for op definitions: shape rules, argument checks, Tensor method binding."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
+# shape rules every backend needs live in the runtime, below the ops
+from ..runtime.layout import broadcast_pair as _broadcast_pair  # noqa: F401
+from ..runtime.layout import broadcast_shapes, contiguous_strides  # noqa: F401
 
 SCALAR_TYPES = (int, float, bool, complex)
 
@@ -21,32 +22,6 @@ def tensor_method(*names):
             setattr(Tensor, name, fn)
         return fn
     return attach
-
-
-@lru_cache(maxsize=4096)
-def _broadcast_pair(a: tuple, b: tuple) -> tuple:
-    na, nb = len(a), len(b)
-    n = max(na, nb)
-    out = []
-    for i in range(n):
-        x = a[i - n + na] if i - n + na >= 0 else 1
-        y = b[i - n + nb] if i - n + nb >= 0 else 1
-        if x == y or y == 1:
-            out.append(x)
-        elif x == 1:
-            out.append(y)
-        else:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
-                               f"at non-singleton dimension {i}")
-    return tuple(out)
-
-
-def broadcast_shapes(*shapes) -> tuple:
-    out = ()
-    for s in shapes:
-        s = tuple(s)
-        out = s if not out else _broadcast_pair(out, s) if out != s else out
-    return out
 
 
 def shape_of(x) -> tuple:
@@ -83,15 +58,6 @@ def as_shape(args, op="op") -> tuple:
                                f"{list(args)}")
         out.append(s)
     return tuple(out)
-
-
-def contiguous_strides(shape) -> tuple:
-    stride = []
-    acc = 1
-    for s in reversed(shape):
-        stride.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(stride))
 
 
 def check_inplace(op: str, self, result_dtype, result_shape) -> None:

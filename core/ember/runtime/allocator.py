@@ -22,6 +22,10 @@ class OutOfMemoryError(RuntimeError):
 
 
 class Block:
+    """A live allocation: ``handle`` (what ``raw_alloc`` returned), its rounded ``size`` and the
+    ``requested`` bytes. Keep it alive as long as the memory is in use (e.g. in
+    ``Storage.cache``); when it is collected the handle goes back to the allocator's cache."""
+
     __slots__ = ("handle", "size", "requested", "_allocator", "__weakref__")
 
     def __init__(self, handle, size, requested, allocator):
@@ -38,6 +42,7 @@ class Block:
 
 
 def round_size(nbytes: int) -> int:
+    """The size class of a request: 512-byte multiples below 1 MiB, 2 MiB multiples above."""
     if nbytes <= 0:
         return _MIN_BLOCK
     if nbytes < _LARGE:
@@ -47,6 +52,13 @@ def round_size(nbytes: int) -> int:
 
 
 class CachingAllocator:
+    """Size-class caching over a device's ``raw_alloc(nbytes) -> handle`` / ``raw_free(handle)``,
+    with PyTorch's statistics (``memory_allocated``, ``max_memory_allocated``,
+    ``memory_reserved``, ``max_memory_reserved``, ``reset_peak_memory_stats``,
+    ``memory_stats``) and ``empty_cache``. ``oom_errors`` are the exceptions ``raw_alloc``
+    raises when the device is full; ``limit_bytes`` caps what it reserves. Thread-safe.
+    """
+
     def __init__(self, raw_alloc, raw_free, device_name: str, oom_errors=(MemoryError,),
                  limit_bytes: int | None = None):
         self._raw_alloc = raw_alloc
@@ -68,6 +80,9 @@ class CachingAllocator:
 
     # -- allocation -----------------------------------------------------------------------------
     def allocate(self, nbytes: int) -> Block:
+        """A ``Block`` of at least ``nbytes``: from the cache when a block of its size class is
+        free, else from the device (emptying the cache and retrying once when it is full);
+        ``OutOfMemoryError`` naming the device and the sizes when it still does not fit."""
         size = round_size(nbytes)
         with self._lock:
             self._num_allocs += 1
@@ -91,11 +106,12 @@ class CachingAllocator:
             except self._oom_errors:
                 if attempt == 1 or not self._cache:
                     self._num_ooms += 1
-                    limit = (f" (limit {_fmt(self.limit_bytes)})"
+                    fmt = format_bytes
+                    limit = (f" (limit {fmt(self.limit_bytes)})"
                              if self.limit_bytes is not None else "")
                     raise OutOfMemoryError(
-                        f"{self.device_name}: out of memory trying to allocate {_fmt(requested)}; "
-                        f"{_fmt(self._allocated)} allocated by tensors, {_fmt(self._reserved)} "
+                        f"{self.device_name}: out of memory trying to allocate {fmt(requested)}; "
+                        f"{fmt(self._allocated)} allocated by tensors, {fmt(self._reserved)} "
                         f"reserved in total{limit}. The cache was emptied and the allocation "
                         f"retried.") from None
                 self._empty_cache_locked()
@@ -110,6 +126,7 @@ class CachingAllocator:
 
     # -- cache and statistics -------------------------------------------------------------------
     def empty_cache(self) -> None:
+        """Return every cached (free) block to the device."""
         with self._lock:
             self._empty_cache_locked()
 
@@ -151,9 +168,13 @@ class CachingAllocator:
         }
 
 
-def _fmt(n: int) -> str:
+def format_bytes(n: int) -> str:
+    """``1536 -> '1.50 KiB'``: sizes in messages, as the allocator writes them."""
     for unit in ("bytes", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n} {unit}" if unit == "bytes" else f"{n:.2f} {unit}"
         n /= 1024
     return str(n)
+
+
+_fmt = format_bytes  # the old private name

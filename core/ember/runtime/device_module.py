@@ -7,7 +7,12 @@ and raise with the reason when it is unavailable.
 from __future__ import annotations
 
 import contextlib
+import sys
+import threading
 import types
+
+from .devices import device as _device_cls
+from .registry import registry
 
 
 class DeviceModule(types.ModuleType):
@@ -17,7 +22,6 @@ class DeviceModule(types.ModuleType):
 
     @property
     def _backend(self):
-        from .registry import registry
         return registry.get(self._name)
 
     def _index(self, device):
@@ -25,19 +29,18 @@ class DeviceModule(types.ModuleType):
             return self._backend.current_device()
         if isinstance(device, int):
             return device
-        from .._device import device as device_cls
-        d = device_cls(device) if not isinstance(device, device_cls) else device
+        d = _device_cls(device) if not isinstance(device, _device_cls) else device
         if d.type != self._name:
             raise ValueError(f"ember.{self._name}: expected a {self._name} device, got {d}")
         return d.index if d.index is not None else self._backend.current_device()
 
     # availability and devices
     def is_available(self) -> bool:
-        from .registry import registry
+        """True when the backend loads and has a device (never raises)."""
         return registry.unavailable_reason(self._name) is None
 
     def unavailable_reason(self):
-        from .registry import registry
+        """Why ``is_available()`` is False (None when it is True)."""
         return registry.unavailable_reason(self._name)
 
     def device_count(self) -> int:
@@ -148,12 +151,16 @@ class DeviceModule(types.ModuleType):
 
 
 _modules: dict = {}
+_lock = threading.Lock()
 
 
 def device_module(name: str) -> DeviceModule:
+    """``ember.<name>``, made once (and registered in ``sys.modules``)."""
     mod = _modules.get(name)
     if mod is None:
-        mod = _modules[name] = DeviceModule(name)
-        import sys
-        sys.modules[f"ember.{name}"] = mod
+        with _lock:
+            mod = _modules.get(name)
+            if mod is None:
+                mod = _modules[name] = DeviceModule(name)
+                sys.modules[f"ember.{name}"] = mod
     return mod

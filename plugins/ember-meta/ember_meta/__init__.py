@@ -1,8 +1,8 @@
 """ember's ``meta`` device: tensors with a shape, dtype and strides but no data.
 
-Every kernel here is generated from the op's meta function (``Op.meta``, written once in the
-core's ``ember.ops._meta``): it computes the output's shape and dtype from the arguments and
-allocates a data-less tensor. So a model too large for any memory can be built, moved
+Every kernel here is generated from the op's meta function (``op.meta``, written once in the
+core): ``ember.runtime.output_specs`` gives the outputs' shapes and dtypes from the arguments and
+the kernel allocates data-less tensors. So a model too large for any memory can be built, moved
 (``Module.to("meta")``), inspected and even differentiated structurally, at no cost. Views are
 composites in the core and share the (empty) storage as on any device. Reading values
 (``.item()``, ``.tolist()``, copying to another device) fails clearly, as in PyTorch.
@@ -12,14 +12,11 @@ Ops whose output shape depends on input values cannot have a meta function; they
 """
 from __future__ import annotations
 
-from ember._device import device as _device_cls
-from ember._storage import Storage
-from ember._tensor import Tensor
-from ember.dispatch.dispatcher import all_ops, get_op
-from ember.ops._meta import output_specs
-from ember.ops._util import contiguous_strides
-from ember.runtime import Backend, hookimpl
-from ember.runtime.kernels import KernelTable
+import math
+
+import ember
+from ember.runtime import (Backend, KernelTable, Storage, all_ops, from_numpy_dtype, get_op,
+                           hookimpl, is_tensor, make_tensor, output_specs)
 
 __all__ = ["MetaBackend", "DATA_DEPENDENT", "NO_DATA"]
 
@@ -38,41 +35,35 @@ NO_DATA = "Cannot copy out of meta tensor; no data!"
 
 def _device_of(args):
     for a in args:
-        if isinstance(a, Tensor):
+        if is_tensor(a):
             return a.device
         if isinstance(a, (list, tuple)):
             for x in a:
-                if isinstance(x, Tensor):
+                if is_tensor(x):
                     return x.device
     for a in args:  # factories name their device in an argument
-        if a.__class__ is _device_cls:
+        if isinstance(a, ember.device):
             return a
     raise RuntimeError("meta: an op ran with neither a tensor nor a device argument")
 
 
 def _empty(shape, dtype, device):
     shape = tuple(shape)
-    n = 1
-    for s in shape:
-        n *= s
     # nbytes is what the tensor would take on a real device, so memory can be planned from it
-    storage = Storage(None, n * dtype.itemsize, device)
-    return Tensor._make(storage, shape, contiguous_strides(shape), 0, dtype, device)
+    return make_tensor(Storage(None, math.prod(shape) * dtype.itemsize, device), shape, dtype)
 
 
 def meta_kernel(op):
     """A kernel for ``op`` that allocates data-less outputs from its meta function."""
-    meta = op.meta
     schema = str(op.schema)
     multi = "->" in schema and schema.rsplit("->", 1)[1].strip().startswith("(")
 
     def kernel(*args, **kwargs):
-        result = meta(*args, **kwargs)
-        specs = output_specs(result)
-        if specs is None:  # an in-place op: the meta function returned the mutated argument
-            return result
+        specs = output_specs(op, *args, **kwargs)
+        if specs[0].alias is not None:  # an in-place op: the mutated argument is the result
+            return specs[0].alias
         dev = _device_of(args)
-        outs = tuple(_empty(shape, dtype, dev) for shape, dtype in specs)
+        outs = tuple(_empty(spec.shape, spec.dtype, dev) for spec in specs)
         return outs if multi or len(outs) > 1 else outs[0]
 
     kernel.__name__ = f"meta_{op.name.replace('::', '_')}"
@@ -87,20 +78,16 @@ def data_dependent_kernel(name, reason):
     return kernel
 
 
-class _MetaKernels(KernelTable):
-    """The generated table, plus ops that got a meta function after the backend was made
-    (``ember.library.custom_op(...).register_fake``): their kernel is made on first lookup."""
-
-    def get(self, name):
-        fn = self._kernels.get(name)
-        if fn is None:
-            try:
-                op = get_op(name)
-            except KeyError:
-                return None
-            if op.meta is not None and op.composite is None:
-                fn = self._kernels[name] = meta_kernel(op)
-        return fn
+def _kernel_on_demand(name):
+    """A kernel for an op that got a meta function after the backend was made
+    (``ember.library.custom_op(...).register_fake``), made on its first lookup."""
+    try:
+        op = get_op(name)
+    except KeyError:
+        return None
+    if op.meta is not None and op.composite is None:
+        return meta_kernel(op)
+    return None
 
 
 class MetaBackend(Backend):
@@ -110,7 +97,7 @@ class MetaBackend(Backend):
 
     def __init__(self):
         super().__init__()
-        self.kernels = _MetaKernels(self.name)
+        self.kernels = KernelTable(self.name, on_missing=_kernel_on_demand)
         for name, op in all_ops().items():
             # composites (views, std, addmm…) run their decomposition over these kernels;
             # views in particular must share their base's storage, not get a new one
@@ -132,11 +119,10 @@ class MetaBackend(Backend):
     def from_numpy(self, array, device, non_blocking=False):
         """``ember.tensor(data, device="meta")`` / ``cpu_tensor.to("meta")``: the data's shape
         and dtype; the values are dropped, as in PyTorch."""
-        from ember import _dtype
-        return _empty(array.shape, _dtype.from_numpy_dtype(array.dtype), device)
+        return _empty(array.shape, from_numpy_dtype(array.dtype), device)
 
     def to_numpy(self, tensor):
-        raise NotImplementedError(f"{NO_DATA} (a meta tensor of shape {list(tensor._shape)} and "
+        raise NotImplementedError(f"{NO_DATA} (a meta tensor of shape {list(tensor.shape)} and "
                                   f"dtype {tensor.dtype} has no values to read or copy; run on a "
                                   f"real device to get values)")
 
@@ -144,8 +130,8 @@ class MetaBackend(Backend):
         if src.device.type != "meta":
             raise NotImplementedError(f"copy_: can't copy from {src.device} into a meta tensor "
                                       f"through the backend; use dst.copy_(src)")
-        if tuple(dst._shape) != tuple(src._shape):
-            raise RuntimeError(f"copy_: shapes {list(dst._shape)} and {list(src._shape)} differ")
+        if tuple(dst.shape) != tuple(src.shape):
+            raise RuntimeError(f"copy_: shapes {list(dst.shape)} and {list(src.shape)} differ")
         return dst
 
     def storage_nbytes(self, data) -> int:

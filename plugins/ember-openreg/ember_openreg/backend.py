@@ -14,23 +14,13 @@ import weakref
 
 import numpy as np
 
-from ember import _dtype
-from ember._device import device as device_cls
-from ember._storage import Storage
-from ember._tensor import Tensor
-from ember.runtime import Backend
+import ember
+from ember.runtime import (Backend, Storage, from_numpy_dtype, get_native, make_tensor,
+                           registry, set_native, to_numpy_dtype)
 
 from . import memory
 from .random import OpenRegGenerator
 from .streams import Event, Stream
-
-
-def _contiguous_strides(shape):
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 class OpenRegBackend(Backend):
@@ -38,6 +28,7 @@ class OpenRegBackend(Backend):
     # ops without a native kernel here run on the CPU (inputs copied out, results copied back)
     cpu_fallback = True
     Stream = Stream
+    Event = Event  # Backend.__init__ binds a subclass to this backend: ember.openreg.Event()
 
     def __init__(self):
         super().__init__()
@@ -48,8 +39,6 @@ class OpenRegBackend(Backend):
         self._tls = threading.local()            # the current stream is per host thread
         self._lock = threading.Lock()
         self._stream_lock = threading.Lock()
-        # events are made as ember.openreg.Event(...): the class must know its backend
-        self.Event = type("Event", (Event,), {"backend": self})
         from . import kernels, random
         kernels.register(self)
         random.register(self)
@@ -67,8 +56,8 @@ class OpenRegBackend(Backend):
                                f"{self._count} openreg device(s)")
 
     def _concrete(self, device):
-        return device if device.index is not None else device_cls(self.name,
-                                                                  self.current_device())
+        return device if device.index is not None else ember.device(self.name,
+                                                                    self.current_device())
 
     # -- memory ---------------------------------------------------------------------------------
     def allocator(self, index: int):
@@ -89,17 +78,19 @@ class OpenRegBackend(Backend):
         block = self.allocator(device.index).allocate(nbytes)
         storage = Storage(block.handle.mem[:nbytes], nbytes, device)
         storage.cache = block  # the block returns to the allocator when the storage dies
-        return Tensor._make(storage, shape, _contiguous_strides(shape), 0, dtype, device)
+        return make_tensor(storage, shape, dtype)
 
     def native(self, t):
         """The tensor as a numpy array over its arena bytes. Kernels only: see the module doc."""
-        arr = t._native
+        arr = get_native(t)
         if arr is None:
             isz = t.dtype.itemsize
+            shape = tuple(t.shape)
             # an empty slice may start past the end of its storage (x[5:] of a 4-element x)
-            offset = t._offset * isz if 0 not in t._shape else 0
-            arr = t._native = np.ndarray(t._shape, t.dtype.np, buffer=t._storage.data,
-                                         offset=offset, strides=[s * isz for s in t._stride])
+            offset = t.storage_offset() * isz if 0 not in shape else 0
+            arr = np.ndarray(shape, to_numpy_dtype(t.dtype), buffer=t.untyped_storage().data, offset=offset,
+                             strides=[s * isz for s in t.stride()])
+            set_native(t, arr)
         return arr
 
     # -- streams --------------------------------------------------------------------------------
@@ -133,7 +124,7 @@ class OpenRegBackend(Backend):
         for w in list(self.workers(index)):
             w.wait(w.launched)
         for w in list(self.workers(index)):
-            w.raise_pending(device_cls(self.name, index))
+            w.raise_pending(ember.device(self.name, index))
 
     # -- random numbers -------------------------------------------------------------------------
     def create_generator(self, index: int, seed: int):
@@ -146,7 +137,7 @@ class OpenRegBackend(Backend):
     def from_numpy(self, array, device, non_blocking=False):
         """Upload: a private host copy (the caller may reuse ``array`` at once), then a queued
         write into the arena."""
-        dtype = _dtype.from_numpy_dtype(array.dtype)
+        dtype = from_numpy_dtype(array.dtype)
         dst = self.new_tensor(array.shape, dtype, device)
         host = np.array(array, order="C", copy=True)
         self.launch(dst.device, "upload", _write, self, dst, host)
@@ -154,7 +145,7 @@ class OpenRegBackend(Backend):
 
     def to_numpy(self, tensor):
         """Download into a fresh host array: queued on the current stream, then waited for."""
-        host = np.empty(tensor._shape, dtype=tensor.dtype.np)
+        host = np.empty(tuple(tensor.shape), dtype=to_numpy_dtype(tensor.dtype))
         stream = self.current_stream(tensor.device.index)
         stream.launch("download", _read, self, tensor, host)
         stream.synchronize()
@@ -164,7 +155,6 @@ class OpenRegBackend(Backend):
         """``dst[...] = src``; ``src`` may live on the CPU or another device (the CPU fallback
         writes in-place results back this way)."""
         if src.device is not dst.device:
-            from ember.runtime.registry import registry
             host = registry.get(src.device.type).to_numpy(src)
             src = self.from_numpy(host, dst.device)
         self.launch(dst.device, "copy_", _copy, self, dst, src)

@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from ember.runtime.allocator import CachingAllocator
+from ember.runtime import CachingAllocator
 
 DEFAULT_CAPACITY = 1 << 30
 _ALIGN = 512  # every chunk starts on a 512-byte boundary, like a real device's allocation unit

@@ -12,10 +12,11 @@ Other random ops (randint, bernoulli_, multinomial…) run on the CPU fallback, 
 from __future__ import annotations
 
 import math
+from types import MethodType
 
 import numpy as np
 
-from ember.runtime.rng import HostGenerator
+from ember.runtime import HostGenerator
 
 _LAUNCH_STRIDE = 1 << 64
 
@@ -59,38 +60,48 @@ def _normal(g, out, dtype, mean, std):
     np.copyto(target, z * std + mean, casting="unsafe")
 
 
-def register(backend):
-    K, native, new = backend.kernels.register, backend.native, backend.new_tensor
+def _launch(be, out, name, body, gen, *params):
+    # draws happen on the worker into the output's own (contiguous) memory
+    be.launch(out.device, name, _draw, be, body, out, gen.for_launch(), params)
+    return out
 
-    def launch(out, name, body, gen, *params):
-        # draws happen on the worker into the output's own (contiguous) memory
-        backend.launch(out.device, name, lambda o, g: body(g, native(o), out.dtype, *params),
-                       out, gen.for_launch())
-        return out
 
-    def rand(size, gen, dtype, device):
-        return launch(new(size, dtype, device), "rand", _uniform, gen, 0.0, 1.0)
+def _draw(be, body, out, g, params):
+    body(g, be.native(out), out.dtype, *params)
 
-    def randn(size, gen, dtype, device):
-        scale = math.sqrt(0.5) if dtype.is_complex else 1.0  # unit variance for the complex value
-        return launch(new(size, dtype, device), "randn", _normal, gen, 0.0, scale)
 
-    def uniform_(self, low, high, gen):
-        return _inplace(self, "uniform_", _uniform, gen, low, high)
+def _inplace(be, self, name, body, gen, *params):
+    if self.is_contiguous():
+        return _launch(be, self, name, body, gen, *params)
+    # a strided target: draw into a fresh tensor, then a device copy into the view
+    fresh = _launch(be, be.new_tensor(self.shape, self.dtype, self.device), name, body, gen,
+                    *params)
+    return be.copy_(self, fresh)
 
-    def normal_(self, mean, std, gen):
-        if self.dtype.is_complex:
-            std = std * math.sqrt(0.5)
-        return _inplace(self, "normal_", _normal, gen, mean, std)
 
-    def _inplace(self, name, body, gen, *params):
-        if self.is_contiguous():
-            return launch(self, name, body, gen, *params)
-        # a strided target: draw into a fresh tensor, then a device copy into the view
-        fresh = launch(new(self._shape, self.dtype, self.device), name, body, gen, *params)
-        return backend.copy_(self, fresh)
+def rand(be, size, gen, dtype, device):
+    return _launch(be, be.new_tensor(size, dtype, device), "rand", _uniform, gen, 0.0, 1.0)
 
-    K("rand", rand)
-    K("randn", randn)
-    K("uniform_", uniform_)
-    K("normal_", normal_)
+
+def randn(be, size, gen, dtype, device):
+    scale = math.sqrt(0.5) if dtype.is_complex else 1.0  # unit variance for the complex value
+    return _launch(be, be.new_tensor(size, dtype, device), "randn", _normal, gen, 0.0, scale)
+
+
+def uniform_(be, self, low, high, gen):
+    return _inplace(be, self, "uniform_", _uniform, gen, low, high)
+
+
+def normal_(be, self, mean, std, gen):
+    if self.dtype.is_complex:
+        std = std * math.sqrt(0.5)
+    return _inplace(be, self, "normal_", _normal, gen, mean, std)
+
+
+TABLE = {"rand": rand, "randn": randn, "uniform_": uniform_, "normal_": normal_}
+
+
+def register(backend) -> None:
+    """Bind every kernel of this module into ``backend.kernels``."""
+    for name, fn in TABLE.items():
+        backend.kernels.register(name, MethodType(fn, backend))

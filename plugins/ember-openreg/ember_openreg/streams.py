@@ -25,7 +25,7 @@ import weakref
 
 import numpy as np
 
-from ember.runtime import StreamBase
+from ember.runtime import EventBase, StreamBase
 
 
 class Worker:
@@ -154,23 +154,22 @@ class Stream(StreamBase):
         return f"<ember.openreg.Stream device={self.device} {self._worker.name!r}>"
 
 
-class Event:
+class Event(EventBase):
     """A marker queued on a stream: complete when every kernel before it has run; with
-    ``enable_timing`` the marker notes the time at which the worker reached it."""
-
-    backend = None  # set by the backend: events are made as ember.openreg.Event(...)
+    ``enable_timing`` the marker notes the time at which the worker reached it. ``record`` and
+    ``wait`` without a stream, and the checks of ``elapsed_time``, come from ``EventBase``."""
 
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):
-        self.enable_timing = enable_timing
-        self.blocking = blocking
+        super().__init__(enable_timing, blocking, interprocess)
         self._worker = None
         self._ticket = 0
         self._time = None
 
-    def record(self, stream=None):
-        if stream is None:
-            b = self.backend
-            stream = b.current_stream(b.current_device())
+    @property
+    def is_recorded(self) -> bool:
+        return self._worker is not None
+
+    def _record(self, stream) -> None:
         token = self._token = object()  # a re-record makes older markers no-ops
         self._time = None
 
@@ -187,22 +186,5 @@ class Event:
         if self._worker is not None:
             self._worker.wait(self._ticket)
 
-    def wait(self, stream=None) -> None:
-        if stream is None:
-            b = self.backend
-            stream = b.current_stream(b.current_device())
-        stream.wait_event(self)
-
-    def elapsed_time(self, end) -> float:
-        """Milliseconds between this event and ``end``; both must have completed."""
-        if not (self.enable_timing and end.enable_timing):
-            raise RuntimeError("elapsed_time: both events must be created with enable_timing=True")
-        if self._worker is None or end._worker is None:
-            raise RuntimeError("elapsed_time: both events must be recorded first")
-        if not (self.query() and end.query()):
-            raise RuntimeError("elapsed_time: an event has not completed yet; call "
-                               "event.synchronize() first")
+    def _elapsed_ms(self, end) -> float:
         return (end._time - self._time) * 1e3
-
-    def __repr__(self):
-        return f"<ember.openreg.Event {'unrecorded' if self._worker is None else 'recorded'}>"
