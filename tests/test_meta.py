@@ -159,7 +159,7 @@ def test_every_op_has_a_meta_function_or_a_reason():
     missing = sorted(n for n, op in all_ops().items()
                      if op.meta is None and op.composite is None
                      and n not in ember_meta.DATA_DEPENDENT
-                     and ("::" not in n or n.startswith("autograd::")))
+                     and "::" not in n)
     assert missing == []
     for name, reason in ember_meta.DATA_DEPENDENT.items():
         assert all_ops()[name].meta is None, f"{name} is listed data-dependent but has a meta"

@@ -239,6 +239,15 @@ def test_gradients_through_indexing_and_shape_ops():
     assert gradcheck(lambda a, b: a.index_add(0, idx([2, 2], "opencl"), b, alpha=2), (x, y))
     assert gradcheck(lambda a, b: a.index_put((idx([0, 0], "opencl"),), b, accumulate=True),
                      (x, y))
+    # without accumulate self's gradient is zeroed where values were written: the zeros reach
+    # the index_put_ kernel shaped like the indexing result, as kernels expect
+    assert gradcheck(lambda a, b: a.index_put((idx([2, 0], "opencl"),), b), (x, y))
+
+    def setitem(a):
+        a = a * 1
+        a[idx([0, 2], "opencl"), idx([1, 1], "opencl")] = 5.0
+        return a
+    assert gradcheck(setitem, (x,))
     assert gradcheck(lambda a: a.masked_select(a > 0), (x,))
     assert gradcheck(lambda a, b: ember.cat([a, b], 0).flip(1).roll(1, 0).tile(2, 1).tril(),
                      (x, y))

@@ -275,6 +275,58 @@ def test_index_put():
         T(a).index_put_((T([0]), None), T(1.0))
 
 
+def test_index_put_is_the_functional_op():
+    """``index_put`` is an op of its own (the twin autograd records ``index_put_`` through):
+    one IndexPutBackward0 node straight on the input, as PyTorch records it."""
+    from ember.dispatch.dispatcher import get_op
+    assert get_op("index_put_").functional is get_op("index_put")
+    a = rng.standard_normal((3, 4))
+    for t, n in variants(a):
+        idx = (T([2, 0, 2]), T([1, 3, 1]))
+        r = ember.index_put(t, idx, T([5.0, 6.0, 7.0], dtype=t.dtype), accumulate=True)
+        want = n.copy()
+        np.add.at(want, ([2, 0, 2], [1, 3, 1]), [5.0, 6.0, 7.0])
+        check(r, want)
+        check(t, n)  # the input is untouched
+    # 0-d integer indices select first, as in t[indices]
+    check(T(a).index_put((T(1), T([0, 2])), T(9.0, ember.float64)), np.where(
+        (np.arange(3)[:, None] == 1) & np.isin(np.arange(4), [0, 2]), 9.0, a))
+    x = T(a).requires_grad_()
+    v = T([1.0, 2.0], ember.float64).requires_grad_()
+    y = x.index_put((T([0, 2]), T([1, 1])), v)
+    assert type(y.grad_fn).__name__ == "IndexPutBackward0"
+    assert type(y.grad_fn.next_functions[0][0]).__name__ == "AccumulateGrad"
+    from ember.autograd import gradcheck, gradgradcheck
+    x64 = T(a).requires_grad_()
+    v64 = T([1.0, 2.0], ember.float64).requires_grad_()
+
+    def put(s, w):
+        return ember.index_put(s, (T([0, 2]), T([1, 1])), w)
+
+    def put_acc(s, w):
+        return ember.index_put(s, (T([0, 0]), T([1, 1])), w, accumulate=True)
+    assert gradcheck(put, (x64, v64)) and gradgradcheck(put, (x64, v64))
+    assert gradcheck(put_acc, (x64, v64)) and gradgradcheck(put_acc, (x64, v64))
+
+
+def test_index_put_matches_torch():
+    torch = pytest.importorskip("torch")
+    a = rng.standard_normal((3, 4))
+    g = rng.standard_normal((3, 4))
+    for accumulate in (False, True):
+        xe, ve = T(a).requires_grad_(), T([1.0, 2.0], ember.float64).requires_grad_()
+        xt = torch.tensor(a, requires_grad=True)
+        vt = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        ye = ember.index_put(xe, (T([0, 0]), T([1, 1])), ve, accumulate)
+        yt = torch.index_put(xt, (torch.tensor([0, 0]), torch.tensor([1, 1])), vt, accumulate)
+        np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy())
+        ye.backward(T(g))
+        yt.backward(torch.tensor(g))
+        np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy())
+        np.testing.assert_allclose(ve.grad.numpy(), vt.grad.numpy())
+        assert type(ye.grad_fn).__name__ == type(yt.grad_fn).__name__
+
+
 # -- gather / scatter ---------------------------------------------------------------------------
 A = rng.standard_normal((3, 4)).astype(np.float32)
 IDX = np.array([[0, 3], [1, 1], [2, 0]])

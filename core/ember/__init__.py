@@ -26,10 +26,10 @@ from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, cl
 from .ops.factories import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
                             from_numpy, full, full_like, linspace, logspace, ones, ones_like,
                             tensor, zeros, zeros_like)
-from .ops.views import (as_strided, broadcast_tensors, broadcast_to, chunk, diagonal, flatten,
-                        movedim, moveaxis, narrow, permute, reshape, select, split, squeeze,
-                        swapaxes, swapdims, t, tensor_split, transpose, unbind, unflatten,
-                        unsqueeze)
+from .ops.views import (as_strided, as_strided_scatter, broadcast_tensors, broadcast_to, chunk,
+                        diagonal, flatten, movedim, moveaxis, narrow, permute, reshape, select,
+                        split, squeeze, swapaxes, swapdims, t, tensor_split, transpose, unbind,
+                        unflatten, unsqueeze)
 # op families owned by their own modules; each defines __all__
 from .ops.reduction import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403

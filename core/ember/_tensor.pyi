@@ -26,7 +26,7 @@ class Tensor:
     def __floordiv__(self, other): ...  # ember.ops.elementwise.operators
     def __format__(self, spec): ...  # ember._tensor
     def __ge__(self, other): ...  # ember.ops.elementwise.operators
-    def __getitem__(self, index): ...  # ember.ops.indexing
+    def __getitem__(self, index): ...  # ember.ops.indexing.advanced
     def __gt__(self, other): ...  # ember.ops.elementwise.operators
     def __hash__(self): ...  # ember.ops.elementwise.operators
     def __iadd__(self, other): ...  # ember.ops.elementwise.operators
@@ -74,7 +74,7 @@ class Tensor:
     def __rsub__(self, other): ...  # ember.ops.elementwise.operators
     def __rtruediv__(self, other): ...  # ember.ops.elementwise.operators
     def __rxor__(self, other): ...  # ember.ops.elementwise.operators
-    def __setitem__(self, index, value): ...  # ember.ops.indexing
+    def __setitem__(self, index, value): ...  # ember.ops.indexing.advanced
     def __str__(self, *, tensor_contents=...): ...  # ember._tensor
     def __sub__(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
     def __truediv__(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
@@ -135,8 +135,9 @@ class Tensor:
     def argmax(self, dim=..., keepdim=...): ...  # ember.ops.reduction
     def argmin(self, dim=..., keepdim=...): ...  # ember.ops.reduction
     def argsort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
-    def argwhere(self): ...  # ember.ops.indexing
-    def as_strided(self, size, stride, storage_offset=...): ...  # ember.ops.views
+    def argwhere(self): ...  # ember.ops.indexing.advanced
+    def as_strided(self, size, stride, storage_offset=...): ...  # ember.ops.views.strided
+    def as_strided_scatter(self, src, size, stride, storage_offset=...): ...  # ember.ops.views.strided
     def as_subclass(self, cls): ...  # ember._tensor
     def asin(self, *, out=...): ...  # ember.ops.elementwise.unary
     def asin_(self): ...  # ember.ops.elementwise.unary
@@ -168,14 +169,14 @@ class Tensor:
     def bitwise_xor_(self, other): ...  # ember.ops.elementwise.binary
     def bmm(self, mat2): ...  # ember.ops.linalg
     def bool(self, memory_format=...): ...  # ember.ops.conversion
-    def broadcast_to(self, shape): ...  # ember.ops.views
+    def broadcast_to(self, shape): ...  # ember.ops.views.reshaping
     def byte(self, memory_format=...): ...  # ember.ops.conversion
     def cdouble(self, memory_format=...): ...  # ember.ops.conversion
     def ceil(self, *, out=...): ...  # ember.ops.elementwise.unary
     def ceil_(self): ...  # ember.ops.elementwise.unary
     def cfloat(self, memory_format=...): ...  # ember.ops.conversion
     def char(self, memory_format=...): ...  # ember.ops.conversion
-    def chunk(self, chunks, dim=...): ...  # ember.ops.views
+    def chunk(self, chunks, dim=...): ...  # ember.ops.views.slicing
     def clamp(self, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
     def clamp_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
     def clamp_max(self, max): ...  # ember.ops.elementwise.selection
@@ -208,7 +209,7 @@ class Tensor:
     def detach(self): ...  # ember.autograd.tensor_api
     def detach_(self): ...  # ember.autograd.tensor_api
     device: Any
-    def diagonal(self, offset=..., dim1=..., dim2=...): ...  # ember.ops.views
+    def diagonal(self, offset=..., dim1=..., dim2=...): ...  # ember.ops.views.slicing
     def digamma(self, *, out=...): ...  # ember.ops.elementwise.unary
     def digamma_(self): ...  # ember.ops.elementwise.unary
     def dim(self): ...  # ember._tensor
@@ -232,15 +233,15 @@ class Tensor:
     def exp2(self, *, out=...): ...  # ember.ops.elementwise.unary
     def exp2_(self): ...  # ember.ops.elementwise.unary
     def exp_(self): ...  # ember.ops.elementwise.unary
-    def expand(self, *sizes): ...  # ember.ops.views
-    def expand_as(self, other): ...  # ember.ops.views
+    def expand(self, *sizes): ...  # ember.ops.views.reshaping
+    def expand_as(self, other): ...  # ember.ops.views.reshaping
     def expm1(self, *, out=...): ...  # ember.ops.elementwise.unary
     def expm1_(self): ...  # ember.ops.elementwise.unary
     def exponential_(self, lambd=..., *, generator=...): ...  # ember.ops.random
     def fill_(self, value): ...  # ember.ops.random
     def fix(self, *, out=...): ...  # ember.ops.elementwise.unary
     def fix_(self): ...  # ember.ops.elementwise.unary
-    def flatten(self, start_dim=..., end_dim=...): ...  # ember.ops.views
+    def flatten(self, start_dim=..., end_dim=...): ...  # ember.ops.views.reshaping
     def flip(self, *dims): ...  # ember.ops.shape
     def fliplr(self): ...  # ember.ops.shape
     def flipud(self): ...  # ember.ops.shape
@@ -257,7 +258,7 @@ class Tensor:
     def fmod_(self, other): ...  # ember.ops.elementwise.binary
     def frac(self, *, out=...): ...  # ember.ops.elementwise.unary
     def frac_(self): ...  # ember.ops.elementwise.unary
-    def gather(self, dim, index, *, sparse_grad=..., out=...): ...  # ember.ops.indexing
+    def gather(self, dim, index, *, sparse_grad=..., out=...): ...  # ember.ops.indexing.gather_scatter
     def ge(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def ge_(self, other): ...  # ember.ops.elementwise.binary
     def ger(self, vec2): ...  # ember.ops.linalg
@@ -277,13 +278,13 @@ class Tensor:
     def hypot_(self, other): ...  # ember.ops.elementwise.binary
     @property
     def imag(self) -> Any: ...
-    def index_add(self, dim, index, source, *, alpha=...): ...  # ember.ops.indexing
-    def index_add_(self, dim, index, source, *, alpha=...): ...  # ember.ops.indexing
-    def index_copy(self, dim, index, source): ...  # ember.ops.indexing
-    def index_copy_(self, dim, index, source): ...  # ember.ops.indexing
-    def index_put(self, indices, values, accumulate=...): ...  # ember.ops.indexing
-    def index_put_(self, indices, values, accumulate=...): ...  # ember.ops.indexing
-    def index_select(self, dim, index, *, out=...): ...  # ember.ops.indexing
+    def index_add(self, dim, index, source, *, alpha=...): ...  # ember.ops.indexing.gather_scatter
+    def index_add_(self, dim, index, source, *, alpha=...): ...  # ember.ops.indexing.gather_scatter
+    def index_copy(self, dim, index, source): ...  # ember.ops.indexing.gather_scatter
+    def index_copy_(self, dim, index, source): ...  # ember.ops.indexing.gather_scatter
+    def index_put(self, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
+    def index_put_(self, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
+    def index_select(self, dim, index, *, out=...): ...  # ember.ops.indexing.gather_scatter
     def int(self, memory_format=...): ...  # ember.ops.conversion
     def is_complex(self): ...  # ember._tensor
     def is_conj(self): ...  # ember.ops.elementwise.unary
@@ -344,9 +345,9 @@ class Tensor:
     def mH(self) -> Any: ...
     @property
     def mT(self) -> Any: ...
-    def masked_fill(self, mask, value): ...  # ember.ops.indexing
-    def masked_fill_(self, mask, value): ...  # ember.ops.indexing
-    def masked_select(self, mask, *, out=...): ...  # ember.ops.indexing
+    def masked_fill(self, mask, value): ...  # ember.ops.indexing.masked
+    def masked_fill_(self, mask, value): ...  # ember.ops.indexing.masked
+    def masked_select(self, mask, *, out=...): ...  # ember.ops.indexing.masked
     def matmul(self, other): ...  # ember.ops.linalg
     def max(self, dim=..., keepdim=..., *, other=...): ...  # ember.ops.reduction
     def maximum(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -360,8 +361,8 @@ class Tensor:
     def mish_(self): ...  # ember.ops.elementwise.unary
     def mm(self, mat2): ...  # ember.ops.linalg
     def mode(self, dim=..., keepdim=...): ...  # ember.ops.sorting
-    def moveaxis(self, source, destination): ...  # ember.ops.views
-    def movedim(self, source, destination): ...  # ember.ops.views
+    def moveaxis(self, source, destination): ...  # ember.ops.views.reshaping
+    def movedim(self, source, destination): ...  # ember.ops.views.reshaping
     def msort(self): ...  # ember.ops.sorting
     def mul(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def mul_(self, other): ...  # ember.ops.elementwise.binary
@@ -374,7 +375,7 @@ class Tensor:
     def nanmean(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction
     def nanmedian(self, dim=..., keepdim=...): ...  # ember.ops.sorting
     def nansum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction
-    def narrow(self, dim, start, length): ...  # ember.ops.views
+    def narrow(self, dim, start, length): ...  # ember.ops.views.slicing
     @property
     def nbytes(self) -> Any: ...
     @property
@@ -392,7 +393,7 @@ class Tensor:
     def new_ones(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_tensor(self, data, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_zeros(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
-    def nonzero(self, *, out=..., as_tuple=...): ...  # ember.ops.indexing
+    def nonzero(self, *, out=..., as_tuple=...): ...  # ember.ops.indexing.advanced
     def norm(self, p=..., dim=..., keepdim=..., out=..., dtype=...): ...  # ember.ops.reduction
     def normal_(self, mean=..., std=..., *, generator=...): ...  # ember.ops.random
     def not_equal(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -402,7 +403,7 @@ class Tensor:
     def outer(self, vec2): ...  # ember.ops.linalg
     @property
     def output_nr(self) -> Any: ...
-    def permute(self, *dims): ...  # ember.ops.views
+    def permute(self, *dims): ...  # ember.ops.views.reshaping
     def pin_memory(self, device=...): ...  # ember._tensor
     def positive(self, *, out=...): ...  # ember.ops.elementwise.unary
     def positive_(self): ...  # ember.ops.elementwise.unary
@@ -427,8 +428,8 @@ class Tensor:
     @property
     def requires_grad(self) -> Any: ...
     def requires_grad_(self, requires_grad=...): ...  # ember.autograd.tensor_api
-    def reshape(self, *shape): ...  # ember.ops.views
-    def reshape_as(self, other): ...  # ember.ops.views
+    def reshape(self, *shape): ...  # ember.ops.views.reshaping
+    def reshape_as(self, other): ...  # ember.ops.views.reshaping
     def resolve_conj(self): ...  # ember.ops.elementwise.unary
     def resolve_neg(self): ...  # ember.ops.elementwise.unary
     def retain_grad(self): ...  # ember.autograd.tensor_api
@@ -439,11 +440,11 @@ class Tensor:
     def round_(self, *, decimals=...): ...  # ember.ops.elementwise.unary
     def rsqrt(self, *, out=...): ...  # ember.ops.elementwise.unary
     def rsqrt_(self): ...  # ember.ops.elementwise.unary
-    def scatter(self, dim, index, src=..., *, value=..., reduce=...): ...  # ember.ops.indexing
-    def scatter_(self, dim, index, src=..., *, value=..., reduce=...): ...  # ember.ops.indexing
-    def scatter_add(self, dim, index, src): ...  # ember.ops.indexing
-    def scatter_add_(self, dim, index, src): ...  # ember.ops.indexing
-    def select(self, dim, index): ...  # ember.ops.views
+    def scatter(self, dim, index, src=..., *, value=..., reduce=...): ...  # ember.ops.indexing.gather_scatter
+    def scatter_(self, dim, index, src=..., *, value=..., reduce=...): ...  # ember.ops.indexing.gather_scatter
+    def scatter_add(self, dim, index, src): ...  # ember.ops.indexing.gather_scatter
+    def scatter_add_(self, dim, index, src): ...  # ember.ops.indexing.gather_scatter
+    def select(self, dim, index): ...  # ember.ops.views.slicing
     @property
     def shape(self) -> Any: ...
     def short(self, memory_format=...): ...  # ember.ops.conversion
@@ -463,12 +464,12 @@ class Tensor:
     def sort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
     def special_expit(self, *, out=...): ...  # ember.ops.elementwise.unary
     def special_expit_(self): ...  # ember.ops.elementwise.unary
-    def split(self, split_size_or_sections, dim=...): ...  # ember.ops.views
+    def split(self, split_size_or_sections, dim=...): ...  # ember.ops.views.slicing
     def sqrt(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sqrt_(self): ...  # ember.ops.elementwise.unary
     def square(self, *, out=...): ...  # ember.ops.elementwise.unary
     def square_(self): ...  # ember.ops.elementwise.unary
-    def squeeze(self, dim=...): ...  # ember.ops.views
+    def squeeze(self, dim=...): ...  # ember.ops.views.reshaping
     def std(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction
     def storage_offset(self): ...  # ember._tensor
     def stride(self, dim=...): ...  # ember._tensor
@@ -478,20 +479,20 @@ class Tensor:
     def subtract_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary
     def sum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction
     def sum_to_size(self, *size): ...  # ember.autograd.tensor_api
-    def swapaxes(self, dim0, dim1): ...  # ember.ops.views
-    def swapdims(self, dim0, dim1): ...  # ember.ops.views
-    def t(self): ...  # ember.ops.views
-    def take(self, index): ...  # ember.ops.indexing
+    def swapaxes(self, dim0, dim1): ...  # ember.ops.views.reshaping
+    def swapdims(self, dim0, dim1): ...  # ember.ops.views.reshaping
+    def t(self): ...  # ember.ops.views.reshaping
+    def take(self, index): ...  # ember.ops.indexing.advanced
     def tan(self, *, out=...): ...  # ember.ops.elementwise.unary
     def tan_(self): ...  # ember.ops.elementwise.unary
     def tanh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def tanh_(self): ...  # ember.ops.elementwise.unary
-    def tensor_split(self, indices_or_sections, dim=...): ...  # ember.ops.views
+    def tensor_split(self, indices_or_sections, dim=...): ...  # ember.ops.views.slicing
     def tile(self, *dims): ...  # ember.ops.shape
     def to(self, *args, **kwargs): ...  # ember.ops.conversion
     def tolist(self): ...  # ember._tensor
     def topk(self, k, dim=..., largest=..., sorted=...): ...  # ember.ops.sorting
-    def transpose(self, dim0, dim1): ...  # ember.ops.views
+    def transpose(self, dim0, dim1): ...  # ember.ops.views.reshaping
     def tril(self, diagonal=..., *, out=...): ...  # ember.ops.shape
     def tril_(self, diagonal=...): ...  # ember.ops.shape
     def triu(self, diagonal=..., *, out=...): ...  # ember.ops.shape
@@ -502,17 +503,17 @@ class Tensor:
     def trunc_(self): ...  # ember.ops.elementwise.unary
     def type(self, dtype=..., non_blocking=...): ...  # ember.ops.conversion
     def type_as(self, other): ...  # ember.ops.conversion
-    def unbind(self, dim=...): ...  # ember.ops.views
-    def unflatten(self, dim, sizes): ...  # ember.ops.views
-    def unfold(self, dimension, size, step): ...  # ember.ops.views
+    def unbind(self, dim=...): ...  # ember.ops.views.slicing
+    def unflatten(self, dim, sizes): ...  # ember.ops.views.reshaping
+    def unfold(self, dimension, size, step): ...  # ember.ops.views.slicing
     def uniform_(self, *args, generator=..., **kwargs): ...  # ember.ops.random
     def unique(self, sorted=..., return_inverse=..., return_counts=..., dim=...): ...  # ember.ops.sorting
-    def unsqueeze(self, dim): ...  # ember.ops.views
+    def unsqueeze(self, dim): ...  # ember.ops.views.reshaping
     def untyped_storage(self): ...  # ember._tensor
     def var(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction
     def vdot(self, other): ...  # ember.ops.linalg
-    def view(self, *shape): ...  # ember.ops.views
-    def view_as(self, other): ...  # ember.ops.views
+    def view(self, *shape): ...  # ember.ops.views.reshaping
+    def view_as(self, other): ...  # ember.ops.views.reshaping
     def where(self, condition, other): ...  # ember.ops.elementwise.selection
     def xlogy(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def xlogy_(self, other): ...  # ember.ops.elementwise.binary

@@ -58,7 +58,10 @@ OPS = [
            _index_with(lambda x, d: x.index_put((_idx(d, [0, 0, 2]),),
                                                 ember.ones(3, 4, dtype=x.dtype, device=d),
                                                 accumulate=True)),
-           X, NUMERIC, covers=("index_put_",)),
+           X, NUMERIC, covers=("index_put", "index_put_")),
+    OpInfo("index_put", _index_with(lambda x, d: ember.index_put(
+        x, (_idx(d, [2, 0, 1]), _idx(d, [1, 3, 1])), x[0, 1:] * 2)),
+        X, NUMERIC, covers=("index_put", "index_put_")),
     OpInfo("gather", _index_with(lambda x, d: x.gather(1, _idx(d, [[0, 3], [1, 1], [2, 0]]))),
            X, ALL_REAL, covers=("gather",)),
     OpInfo("scatter", _index_with(lambda x, d: x.scatter(

@@ -38,6 +38,9 @@ OPS = [
            ALL_REAL, covers=("as_strided",)),
     OpInfo("as_strided", lambda x: x.contiguous().as_strided((2, 2), (1, 2), 1), S34, ALL_REAL,
            covers=("as_strided",)),
+    OpInfo("as_strided_scatter", lambda x: ember.as_strided_scatter(
+        x, x.reshape(-1)[-4:].reshape(2, 2), (2, 2), (1, 2), 1), S34, ALL_REAL,
+        covers=("as_strided_scatter",)),
     OpInfo("narrow", lambda x: x.narrow(1, 1, 2), S34, ALL_REAL, covers=("slice",)),
     OpInfo("select", lambda x: x.select(1, 2), S34, ALL_REAL, covers=("select",)),
     OpInfo("unbind", lambda x: x.unbind(1), S34, ALL_REAL, covers=("select",)),

@@ -2,7 +2,7 @@
 
 Setting ``requires_grad`` puts the ``AUTOGRAD`` key in a tensor's key set; ops on such tensors
 reach the handler in ``record.py``, which runs the op below itself and records a node whose
-backward is a derivative formula written in ember ops (``derivatives/``). Grad modes take the
+backward is the op's derivative formula, written in ember ops beside the op's define. Grad modes take the
 key out of dispatch per thread. ``engine.py`` runs the recorded graph.
 """
 from __future__ import annotations

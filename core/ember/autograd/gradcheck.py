@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from .._tensor import Tensor
+from ..ops.views import non_overlapping
 from . import engine
 from .grad_mode import no_grad
 
@@ -29,7 +30,6 @@ def _host(t):
 
 
 def _check_inputs(inputs):
-    from .derivatives.views import non_overlapping
     for i, t in enumerate(inputs):
         if not (isinstance(t, Tensor) and t.requires_grad):
             continue

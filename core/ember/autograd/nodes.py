@@ -1,4 +1,5 @@
-"""Backward nodes built from derivative formulas, and CopySlices for in-place ops on views."""
+"""Backward nodes built from derivative formulas (CopySlices, for in-place ops on views, is in
+``view_history.py``)."""
 from __future__ import annotations
 
 from .._tensor import Tensor
@@ -259,44 +260,3 @@ def _real(g):
     from ..ops.elementwise import add, unary_api
     # (z + conj z) / 2 stays in ember ops, so it works on every backend
     return add(g, unary_api["conj_physical"](g)) * 0.5
-
-
-# -- in-place ops on views ----------------------------------------------------------------------
-def geometry(t):
-    return (t._shape, t._stride, t._offset)
-
-
-class CopySlices(Node):
-    """History of a base after an in-place op on one of its views.
-
-    ``fn`` is the in-place op's node (input 0: the view's old value). Backward splits the base's
-    gradient: the view's region goes through ``fn``, whose gradient for the old view value is
-    written back into that region; the rest goes to the base's old history.
-    """
-
-    __slots__ = ("fn", "base_geom", "view_geom", "base_meta")
-
-    def __init__(self, base, view, fn, base_edge):
-        super().__init__([base_edge] + list(fn.next_edges[1:]))
-        self.fn = fn
-        self.base_geom = geometry(base)
-        self.view_geom = geometry(view)
-        self.base_meta = (base._shape, base.dtype, base.device)
-
-    def apply(self, grads):
-        from .derivatives.views import region_grads
-        g = grads[0]
-        res = None
-
-        def through_fn(g_view):
-            nonlocal res
-            res = self.fn.apply([g_view])
-            return res[0] if res else None
-
-        g_base = region_grads(g, self.base_geom, self.view_geom, through_fn)
-        rest = list(res[1:]) if res else []
-        rest += [None] * (len(self.next_edges) - 1 - len(rest))
-        return [g_base] + rest
-
-    def release(self):
-        self.fn.release()

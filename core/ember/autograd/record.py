@@ -23,7 +23,8 @@ from ..dispatch.facets import NOT_DIFFERENTIABLE, CustomDerivative, Derivative
 from . import derivatives  # noqa: F401 - attaches the formulas to their ops
 from .graph import (AutogradMeta, NotImplementedNode, SavedTensor, ZeroGradNode, alias, attach,
                     differentiable_dtype, grad_accumulator)
-from .nodes import CopySlices, bind, node_class
+from .nodes import bind, node_class
+from .view_history import CopySlices, as_strided_node
 
 _AG = K.AUTOGRAD
 _state = K.state
@@ -87,9 +88,8 @@ def view_base(t):
 
 def regenerate_view(t):
     """The view's grad_fn after its storage changed in place: an as_strided of its base."""
-    from .derivatives.views import as_strided_node
     ag = t._ag
-    node = as_strided_node(ag.base, t._shape, t._stride, t._offset)
+    node = as_strided_node(ag.base, gradient_edge(ag.base), t._shape, t._stride, t._offset)
     ag.grad_fn = node
     ag.output_nr = 0
     ag.view_version = t._storage.version

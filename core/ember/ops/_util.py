@@ -75,6 +75,14 @@ def _dtype_title(d) -> str:
             "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
 
 
+def _resize_empty_(t, shape):
+    """Give an empty tensor a fresh storage of ``shape`` (used by ``out=``)."""
+    fresh = t._backend().empty(tuple(shape), t.dtype, t.device)
+    t._storage, t._shape, t._stride, t._offset = (fresh._storage, fresh._shape, fresh._stride,
+                                                  fresh._offset)
+    t._native = None
+
+
 def write_out(out, result, op: str):
     """Honor ``out=``: copy the result into ``out`` (resized when empty, like PyTorch)."""
     if not isinstance(out, Tensor):
@@ -83,7 +91,6 @@ def write_out(out, result, op: str):
         if out.numel() != 0:
             raise RuntimeError(f"{op}: out= has shape {list(out._shape)} but the result has "
                                f"shape {list(result._shape)}")
-        from .views import _resize_empty_
         _resize_empty_(out, result._shape)
     if not _dtype.can_cast(result.dtype, out.dtype):
         raise RuntimeError(f"{op}: result type {_dtype_title(result.dtype)} can't be cast to the "

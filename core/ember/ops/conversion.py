@@ -1,4 +1,7 @@
-"""Copies and conversions: ``copy_``, ``to``, ``clone``, ``contiguous``, dtype casts, devices."""
+"""Copies and conversions: ``copy_``, ``to``, ``clone``, ``contiguous``, dtype casts, devices.
+
+Their derivatives pass the gradient through: the node casts and moves it back to each input's
+dtype and device."""
 from __future__ import annotations
 
 import warnings
@@ -7,12 +10,41 @@ from .. import _dtype
 from .._device import as_device, device as _device_cls
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
+from ..dispatch.facets import Derivative
+from . import _grad
 from . import _meta
 from ._util import tensor_method
 
-to_copy_op = define("_to_copy(Tensor self, dtype dtype) -> Tensor", meta=_meta.to_copy,
+
+def _to_copy_meta(self, dtype):
+    return _meta.shape_of(_meta.tensor_arg("_to_copy", self)), dtype
+
+
+def _copy_meta(self, src):
+    if tuple(src._shape) != tuple(self._shape):
+        raise RuntimeError(f"copy_: the source of shape {list(src._shape)} must have the "
+                           f"destination's shape {list(self._shape)} (expand it first)")
+    return self
+
+
+def _pass_through(ctx, g, self, *args):
+    return (g,)
+
+
+def _to_copy_name(self, dtype):
+    return "CloneBackward0" if dtype is self.dtype else "ToCopyBackward0"
+
+
+def _copy_backward(ctx, g, self, src):
+    # the old value of self is overwritten: no gradient reaches it
+    return (_grad.zeros_like(g) if ctx.needs(0) else None, g if ctx.needs(1) else None)
+
+
+to_copy_op = define("_to_copy(Tensor self, dtype dtype) -> Tensor", meta=_to_copy_meta,
+                    derivative=Derivative(_pass_through, complex_ok=True, name=_to_copy_name),
                     doc="A C-contiguous copy of ``self`` converted to ``dtype``.")
-copy_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", meta=_meta.copy_,
+copy_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", meta=_copy_meta,
+                 derivative=Derivative(_copy_backward, complex_ok=True, name="CopyBackwards"),
                  doc="Elementwise copy of ``src`` (same shape and device) into ``self``.")
 
 
@@ -34,6 +66,8 @@ def _host_transfer(self, device, non_blocking):
 
 to_device_op = define("_to_device(Tensor self, Device device, bool non_blocking) -> Tensor",
                       composite=_host_transfer,
+                      derivative=Derivative(_pass_through, complex_ok=True,
+                                            name="ToCopyBackward0"),
                       doc="A copy of ``self`` on ``device``. Backends may register a direct "
                           "device-to-device kernel; the composite stages through host memory.")
 

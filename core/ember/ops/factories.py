@@ -1,6 +1,7 @@
-"""Factories: tensors from data, constants, ranges, and random tensors.
+"""Factories: tensors from data, constants and ranges, each op with its meta.
 
-Factory ops have no tensor input; they dispatch on their ``device`` argument (``Op.on``).
+Factory ops have no tensor input; they dispatch on their ``device`` argument (``Op.on``), and
+never reach autograd (``requires_grad=True`` marks the new leaf).
 """
 from __future__ import annotations
 
@@ -15,13 +16,33 @@ from ..dispatch.dispatcher import define
 from . import _meta
 from ._util import as_shape
 
+
+
+def _full_meta(size, fill_value, dtype, device):
+    return _meta._size("full", size), dtype
+
+
+def _arange_meta(start, end, step, dtype, device):
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    return (max(math.ceil((end - start) / step), 0),), dtype
+
+
+def _linspace_meta(start, end, steps, dtype, device):
+    return _meta._size("linspace", (steps,)), dtype
+
+
+def _eye_meta(n, m, dtype, device):
+    return _meta._size("eye", (n, m)), dtype
+
+
 full_op = define("full(int[] size, Scalar fill_value, dtype dtype, Device device) -> Tensor",
-                 meta=_meta.full)
-arange_op = define("arange(Scalar start, Scalar end, Scalar step, dtype dtype, Device device) -> Tensor",
-                   meta=_meta.arange)
-linspace_op = define("linspace(Scalar start, Scalar end, int steps, dtype dtype, Device device) -> Tensor",
-                     meta=_meta.linspace)
-eye_op = define("eye(int n, int m, dtype dtype, Device device) -> Tensor", meta=_meta.eye)
+                 meta=_full_meta)
+arange_op = define("arange(Scalar start, Scalar end, Scalar step, dtype dtype, Device device) "
+                   "-> Tensor", meta=_arange_meta)
+linspace_op = define("linspace(Scalar start, Scalar end, int steps, dtype dtype, Device device) "
+                     "-> Tensor", meta=_linspace_meta)
+eye_op = define("eye(int n, int m, dtype dtype, Device device) -> Tensor", meta=_eye_meta)
 
 
 def _empty_composite(size, dtype, device):

@@ -1,4 +1,5 @@
-"""Random numbers and the in-place initializers (``uniform_``, ``normal_``, ``fill_``, ...).
+"""Random numbers and the in-place initializers (``uniform_``, ``normal_``, ``fill_``, ...),
+each op with its meta and derivative.
 
 Every random op takes the backend implementation of an ``ember.Generator`` (``Generator._impl``)
 so its kernel draws on the tensor's own device; ``generator=None`` means the device's default
@@ -18,6 +19,8 @@ from .._device import as_device
 from .._generator import Generator
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
+from ..dispatch.facets import NOT_DIFFERENTIABLE, Derivative
+from . import _grad
 from . import _meta
 from ._util import _dtype_title, as_shape, broadcast_shapes, tensor_method, write_out
 from .factories import _finish, empty
@@ -25,40 +28,85 @@ from .factories import _finish, empty
 __all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial",
            "rand_like", "randn_like", "randint_like"]
 
+
+# -- metas --------------------------------------------------------------------------------------
+def _sized(op: str):
+    """Random factories: ``op(..., int[] size, Generator generator, dtype dtype, Device device)``
+    (rand, randn, randint, normal): the size argument, third from the end."""
+    return lambda *args: (_meta._size(op, args[-4]), args[-2])
+
+
+def _randperm_meta(n, generator, dtype, device):
+    return _meta._size("randperm", (n,)), dtype
+
+
+def _multinomial_meta(self, num_samples, replacement, generator):
+    if self.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape "
+                           f"{list(self._shape)}")
+    return tuple(self._shape[:-1]) + (int(num_samples),), _dtype.int64
+
+
+def _bernoulli__meta(self, p, generator):
+    if isinstance(p, Tensor):
+        _meta.same_shape("bernoulli_", self, _meta.broadcast("bernoulli_", self, p), "self and p")
+    return self
+
+
+# -- derivatives: samples are not reparameterized (PyTorch's choice), so gradients through them
+# are zero; in-place fills overwrite their target ----------------------------------------------
+def _normal_backward(ctx, g, mean, std, size, generator, dtype, device):
+    return (_grad.zeros_like(g) if ctx.needs(0) else None,
+            _grad.zeros_like(g) if ctx.needs(1) else None)
+
+
+def _overwrite_backward(ctx, g, self, *rest):
+    return (_grad.zeros_like(g),)
+
+
+def _overwrites():
+    """The derivative of an in-place fill: no gradient reaches the overwritten values."""
+    return Derivative(_overwrite_backward, diff=("self",))
+
+
+# -- ops ----------------------------------------------------------------------------------------
 rand_op = define("rand(int[] size, Generator generator, dtype dtype, Device device) -> Tensor",
-                 meta=_meta.sized("rand"),
+                 meta=_sized("rand"),
                  doc="Uniform on [0, 1); complex dtypes draw real and imaginary parts so.")
 randn_op = define("randn(int[] size, Generator generator, dtype dtype, Device device) -> Tensor",
-                  meta=_meta.sized("randn"),
+                  meta=_sized("randn"),
                   doc="Standard normal; a complex value has variance 1 (1/2 per part).")
 randint_op = define("randint(int low, int high, int[] size, Generator generator, dtype dtype, "
                     "Device device) -> Tensor", doc="Integers uniform on [low, high).",
-                    meta=_meta.sized("randint"))
+                    meta=_sized("randint"), derivative=NOT_DIFFERENTIABLE)
 randperm_op = define("randperm(int n, Generator generator, dtype dtype, Device device) -> Tensor",
-                     meta=_meta.randperm)
+                     meta=_randperm_meta, derivative=NOT_DIFFERENTIABLE)
 normal_op = define("normal(Tensor|float mean, Tensor|float std, int[] size, Generator generator, "
-                   "dtype dtype, Device device) -> Tensor", meta=_meta.sized("normal"),
+                   "dtype dtype, Device device) -> Tensor", meta=_sized("normal"),
+                   derivative=Derivative(_normal_backward),
                    doc="mean + std * N(0, 1) in the broadcast shape ``size``; the op layer has "
                        "checked float stds, the kernel checks tensor stds.")
 multinomial_op = define("multinomial(Tensor self, int num_samples, bool replacement, "
-                        "Generator generator) -> Tensor", meta=_meta.multinomial,
+                        "Generator generator) -> Tensor", meta=_multinomial_meta,
+                        derivative=NOT_DIFFERENTIABLE,
                         doc="int64 category indices per row; the kernel checks probabilities.")
 uniform__op = define("uniform_(Tensor(a!) self, float from, float to, Generator generator) "
-                     "-> Tensor(a!)", meta=_meta.inplace("uniform_"))
+                     "-> Tensor(a!)", meta=_meta.inplace("uniform_"), derivative=_overwrites())
 normal__op = define("normal_(Tensor(a!) self, float mean, float std, Generator generator) "
-                    "-> Tensor(a!)", meta=_meta.inplace("normal_"),
+                    "-> Tensor(a!)", meta=_meta.inplace("normal_"), derivative=_overwrites(),
                     doc="A complex self gets std/sqrt(2) per part, as PyTorch.")
 random__op = define("random_(Tensor(a!) self, int from, int to, Generator generator) "
-                    "-> Tensor(a!)", meta=_meta.inplace("random_"),
+                    "-> Tensor(a!)", meta=_meta.inplace("random_"), derivative=_overwrites(),
                     doc="Integers uniform on [from, to), cast to self's dtype.")
 exponential__op = define("exponential_(Tensor(a!) self, float lambd, Generator generator) "
-                         "-> Tensor(a!)", meta=_meta.inplace("exponential_"))
+                         "-> Tensor(a!)", meta=_meta.inplace("exponential_"),
+                         derivative=_overwrites())
 bernoulli__op = define("bernoulli_(Tensor(a!) self, Tensor|float p, Generator generator) "
-                       "-> Tensor(a!)", meta=_meta.bernoulli_,
+                       "-> Tensor(a!)", meta=_bernoulli__meta, derivative=_overwrites(),
                        doc="A tensor p broadcasts to self; the kernel checks it lies in "
                            "[0, 1].")
 fill__op = define("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", meta=_meta.inplace("fill_"),
-                  doc="The value is already checked to fit self's dtype.")
+                  derivative=_overwrites(), doc="The value is already checked to fit self's dtype.")
 
 # (mantissa digits, largest finite value): the integers a float dtype holds exactly, its range
 _FLOAT_LIMITS = {"float16": (11, 65504.0), "bfloat16": (8, 3.3895313892515355e38),

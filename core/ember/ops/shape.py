@@ -1,4 +1,5 @@
-"""Ops that rearrange or combine data (copies, unlike the views in ``views.py``).
+"""Ops that rearrange or combine data (copies, unlike the views in ``views/``), each with its
+meta and derivative beside its define.
 
 Kernels: ``cat(Tensor[] tensors, int dim, dtype dtype)``, ``flip(Tensor self, int[] dims)``,
 ``roll(Tensor self, int[] shifts, int[] dims)``, ``tile(Tensor self, int[] reps)``,
@@ -12,20 +13,108 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
+from ..dispatch.facets import Derivative
+from . import _grad
 from . import _meta
+from . import factories as _fac
+from . import reduction as _red
 from ._util import tensor_method, write_out
-from .views import unsqueeze
+from .views import slice_op, unsqueeze, view_op
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack",
            "column_stack", "row_stack", "atleast_1d", "atleast_2d", "atleast_3d", "flip",
            "fliplr", "flipud", "roll", "tile", "tril", "triu", "repeat_interleave"]
 
-cat_op = define("cat(Tensor[] tensors, int dim, dtype dtype) -> Tensor", meta=_meta.cat)
-flip_op = define("flip(Tensor self, int[] dims) -> Tensor", meta=_meta.same("flip"))
-roll_op = define("roll(Tensor self, int[] shifts, int[] dims) -> Tensor", meta=_meta.same("roll"))
-tile_op = define("tile(Tensor self, int[] reps) -> Tensor", meta=_meta.tile)
-tril_op = define("tril(Tensor self, int diagonal) -> Tensor", meta=_meta.same("tril"))
-triu_op = define("triu(Tensor self, int diagonal) -> Tensor", meta=_meta.same("triu"))
+
+
+# -- metas --------------------------------------------------------------------------------------
+def _cat_meta(tensors, dim, dtype):
+    if not tensors:
+        raise RuntimeError("cat: expected a non-empty list of Tensors")
+    shaped = [t for t in tensors if not (t.ndim == 1 and t._shape[0] == 0)]
+    if not shaped:
+        return (0,), dtype
+    ref = tuple(shaped[0]._shape)
+    d = _meta._check_dim("cat", dim, len(ref))
+    total = 0
+    for i, t in enumerate(shaped):
+        s = tuple(t._shape)
+        if len(s) != len(ref) or s[:d] + s[d + 1:] != ref[:d] + ref[d + 1:]:
+            raise RuntimeError(f"cat: sizes of tensors must match except in dimension {d}: "
+                               f"tensor 0 has shape {list(ref)}, tensor {i} has shape {list(s)}")
+        total += s[d]
+    return ref[:d] + (total,) + ref[d + 1:], dtype
+
+
+def _tile_meta(self, reps):
+    reps = tuple(reps)
+    shape = tuple(self._shape)
+    n = max(len(reps), len(shape))
+    reps = (1,) * (n - len(reps)) + reps
+    shape = (1,) * (n - len(shape)) + shape
+    return _meta._size("tile", tuple(s * r for s, r in zip(shape, reps))), self.dtype
+
+
+# -- derivatives --------------------------------------------------------------------------------
+def _shapes(tensors, dim, dtype):
+    return [t._shape for t in tensors]
+
+
+def _cat_backward(ctx, g, tensors, dim, dtype):
+    grads = []
+    start = 0
+    for meta, shape in zip(ctx.metas_of(0), ctx.info):
+        if len(shape) != g.ndim:  # a skipped 1-D empty tensor (PyTorch's legacy cat rule)
+            grads.append(None)
+            continue
+        n = shape[dim]
+        grads.append(slice_op(g, dim, start, start + n, 1) if meta is not None else None)
+        start += n
+    return (grads,)
+
+
+def _flip_backward(ctx, g, self, dims):
+    return (flip_op(g, tuple(dims)),)
+
+
+def _roll_backward(ctx, g, self, shifts, dims):
+    return (roll_op(g, tuple(-s for s in shifts), tuple(dims)),)
+
+
+def _tile_backward(ctx, g, self, reps):
+    shape = ctx.meta(0)[0]
+    padded = (1,) * (len(reps) - len(shape)) + tuple(shape)
+    # out dim i = reps[i] copies of padded[i]: split each into (reps, size) and sum the copies
+    split = []
+    for r, s in zip(reps, padded):
+        split += [r, s]
+    if 0 in split:
+        return (_grad.zeros(shape, g),)
+    r = _red.sum_op(g.reshape(split), tuple(range(0, 2 * len(reps), 2)), False, g.dtype)
+    return (view_op(r, tuple(shape)) if r._shape != tuple(shape) else r,)
+
+
+def _tril_backward(ctx, g, self, diagonal):
+    return (tril_op(g, diagonal),)
+
+
+def _triu_backward(ctx, g, self, diagonal):
+    return (triu_op(g, diagonal),)
+
+
+# -- ops ----------------------------------------------------------------------------------------
+cat_op = define("cat(Tensor[] tensors, int dim, dtype dtype) -> Tensor", meta=_cat_meta,
+                derivative=Derivative(_cat_backward, complex_ok=True, setup=_shapes))
+flip_op = define("flip(Tensor self, int[] dims) -> Tensor", meta=_meta.same("flip"),
+                 derivative=Derivative(_flip_backward, complex_ok=True))
+roll_op = define("roll(Tensor self, int[] shifts, int[] dims) -> Tensor", meta=_meta.same("roll"),
+                 derivative=Derivative(_roll_backward, complex_ok=True))
+tile_op = define("tile(Tensor self, int[] reps) -> Tensor", meta=_tile_meta,
+                 derivative=Derivative(_tile_backward, complex_ok=True, name="RepeatBackward0"))
+tril_op = define("tril(Tensor self, int diagonal) -> Tensor", meta=_meta.same("tril"),
+                 derivative=Derivative(_tril_backward, complex_ok=True))
+triu_op = define("triu(Tensor self, int diagonal) -> Tensor", meta=_meta.same("triu"),
+                 derivative=Derivative(_triu_backward, complex_ok=True))
 
 
 def _tensor_list(tensors, op):
@@ -262,9 +351,8 @@ def _repeat_counts(repeats, n):
 
 
 def _positions(counts, device):
-    from .factories import tensor
     # the output size depends on the values, so PyTorch computes it on the host as well
-    return tensor(np.repeat(np.arange(counts.size), counts), dtype=_dtype.int64, device=device)
+    return _fac.tensor(np.repeat(np.arange(counts.size), counts), dtype=_dtype.int64, device=device)
 
 
 # -- triangles ----------------------------------------------------------------------------------

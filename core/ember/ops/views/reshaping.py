@@ -1,46 +1,15 @@
-"""View ops: computed from metadata alone, so every backend shares them (no kernel needed).
-
-Each is an ``Op`` whose composite builds the view; a backend may still register a kernel (the
-meta device, a backend with non-strided memory). Writing through a view changes the base because
-both hold the same Storage.
+"""Views that keep every element: ``view``/``reshape``, permutations, ``expand``,
+``squeeze``/``unsqueeze``, and the dtype and complex-part views — each op with its derivative.
 """
 from __future__ import annotations
 
-from .. import _dtype
-from .._tensor import Tensor, _wrap_dim
-from ..dispatch.dispatcher import define
-from ._util import as_shape, contiguous_strides, tensor_method
-
-
-# -- the primitive ------------------------------------------------------------------------------
-def _as_strided(self, size, stride, storage_offset):
-    size, stride = tuple(size), tuple(stride)
-    if len(size) != len(stride):
-        raise RuntimeError(f"as_strided: mismatch in length of strides and shape ({len(size)} vs "
-                           f"{len(stride)})")
-    if any(s < 0 for s in stride):
-        raise RuntimeError(f"as_strided: negative strides are not supported, got {list(stride)}")
-    if any(n == 0 for n in size):
-        needed = 0
-    else:
-        needed = (storage_offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1) * \
-            self.dtype.itemsize
-    if needed > self._storage.nbytes:
-        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
-                           f"offset {storage_offset}, and itemsize {self.dtype.itemsize} requiring "
-                           f"a storage size of {needed} are out of bounds for storage of size "
-                           f"{self._storage.nbytes}")
-    return self._view_of(size, stride, storage_offset)
-
-
-as_strided_op = define("as_strided(Tensor self, int[] size, int[] stride, int storage_offset) -> "
-                       "Tensor", composite=_as_strided)
-
-
-@tensor_method()
-def as_strided(self, size, stride, storage_offset=None):
-    return as_strided_op(self, tuple(size), tuple(stride),
-                         self._offset if storage_offset is None else storage_offset)
+from ... import _dtype
+from ..._tensor import Tensor, _wrap_dim
+from ...dispatch.dispatcher import define
+from ...dispatch.facets import Derivative
+from .. import _grad
+from .._util import broadcast_shapes, contiguous_strides, tensor_method
+from .strided import as_strided_op
 
 
 # -- view / reshape -----------------------------------------------------------------------------
@@ -109,7 +78,12 @@ def _view(self, shape):
     return self._view_of(shape, stride, self._offset)
 
 
-view_op = define("view(Tensor self, int[] size) -> Tensor", composite=_view)
+def _view_backward(ctx, g, self, size):
+    return (reshape(g, ctx.meta(0)[0]),)
+
+
+view_op = define("view(Tensor self, int[] size) -> Tensor", composite=_view,
+                 derivative=Derivative(_view_backward, view=True, complex_ok=True))
 
 
 @tensor_method()
@@ -246,7 +220,19 @@ def _permute(self, dims):
                          tuple(self._stride[d] for d in dims), self._offset)
 
 
-permute_op = define("permute(Tensor self, int[] dims) -> Tensor", composite=_permute)
+def _inverse(dims):
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return tuple(inv)
+
+
+def _permute_backward(ctx, g, self, dims):
+    return (permute_op(g, _inverse(dims)),)
+
+
+permute_op = define("permute(Tensor self, int[] dims) -> Tensor", composite=_permute,
+                    derivative=Derivative(_permute_backward, view=True, complex_ok=True))
 
 
 def permute(input, *dims):
@@ -365,7 +351,12 @@ def _expand(self, size):
     return self._view_of(tuple(shape), tuple(stride), self._offset)
 
 
-expand_op = define("expand(Tensor self, int[] size) -> Tensor", composite=_expand)
+def _expand_backward(ctx, g, self, size):
+    return (_grad.sum_to(g, ctx.meta(0)[0]),)
+
+
+expand_op = define("expand(Tensor self, int[] size) -> Tensor", composite=_expand,
+                   derivative=Derivative(_expand_backward, view=True, complex_ok=True))
 
 
 @tensor_method()
@@ -386,7 +377,6 @@ Tensor.broadcast_to = broadcast_to
 
 
 def broadcast_tensors(*tensors):
-    from ._util import broadcast_shapes
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tensors[0]
     shape = broadcast_shapes(*(t._shape for t in tensors))
@@ -423,220 +413,3 @@ def unsqueeze(input, dim):
 
 
 Tensor.unsqueeze = unsqueeze
-
-
-# -- slicing ------------------------------------------------------------------------------------
-def _slice_view(self, dim, start, end, step):
-    size = self._shape[dim]
-    if step <= 0:
-        raise ValueError("step must be greater than zero")
-    start = 0 if start is None else start
-    end = size if end is None else end
-    if start < 0:
-        start += size
-    if end < 0:
-        end += size
-    start = min(max(start, 0), size)
-    end = min(max(end, start), size)
-    length = (end - start + step - 1) // step
-    shape = list(self._shape)
-    stride = list(self._stride)
-    shape[dim] = length
-    offset = self._offset + start * stride[dim]
-    stride[dim] *= step
-    return self._view_of(tuple(shape), tuple(stride), offset)
-
-
-slice_op = define("slice(Tensor self, int dim, int? start, int? end, int step) -> Tensor",
-                  composite=_slice_view)
-
-
-def _select(self, dim, index):
-    size = self._shape[dim]
-    if not -size <= index < size:
-        raise IndexError(f"select(): index {index} out of range for tensor of size "
-                         f"{list(self._shape)} at dimension {dim}")
-    if index < 0:
-        index += size
-    return self._view_of(self._shape[:dim] + self._shape[dim + 1:],
-                         self._stride[:dim] + self._stride[dim + 1:],
-                         self._offset + index * self._stride[dim])
-
-
-select_op = define("select(Tensor self, int dim, int index) -> Tensor", composite=_select)
-
-
-def select(input, dim, index):
-    if input.ndim == 0:
-        raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    return select_op(input, _wrap_dim(dim, input.ndim, "select"), int(index))
-
-
-Tensor.select = select
-
-
-def narrow(input, dim, start, length):
-    if input.ndim == 0:
-        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    d = _wrap_dim(dim, input.ndim, "narrow")
-    size = input._shape[d]
-    start, length = int(start), int(length)
-    if not -size <= start <= size:
-        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but "
-                         f"got {start})")
-    if start < 0:
-        start += size
-    if not 0 <= start <= size or length < 0 or start + length > size:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return slice_op(input, d, start, start + length, 1)
-
-
-Tensor.narrow = narrow
-
-
-def _unfold(self, dim, size, step):
-    n = self._shape[dim] if self.ndim else 1
-    if size > n:
-        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {n} but size is {size}")
-    if step <= 0:
-        raise RuntimeError(f"step is {step} but must be > 0")
-    count = (n - size) // step + 1
-    if self.ndim == 0:
-        return self._view_of((size,), (1,), self._offset)
-    shape = self._shape[:dim] + (count,) + self._shape[dim + 1:] + (size,)
-    stride = self._stride[:dim] + (self._stride[dim] * step,) + self._stride[dim + 1:] + \
-        (self._stride[dim],)
-    return self._view_of(shape, stride, self._offset)
-
-
-unfold_op = define("unfold(Tensor self, int dimension, int size, int step) -> Tensor",
-                   composite=_unfold)
-
-
-@tensor_method()
-def unfold(self, dimension, size, step):
-    d = _wrap_dim(dimension, self.ndim, "unfold") if self.ndim else 0
-    return unfold_op(self, d, int(size), int(step))
-
-
-def _diagonal(self, offset, dim1, dim2):
-    s1, s2 = self._shape[dim1], self._shape[dim2]
-    if offset >= 0:
-        length = max(min(s1, s2 - offset), 0)
-        start = self._offset + offset * self._stride[dim2] if length else self._offset
-    else:
-        length = max(min(s1 + offset, s2), 0)
-        start = self._offset - offset * self._stride[dim1] if length else self._offset
-    keep = [i for i in range(self.ndim) if i not in (dim1, dim2)]
-    shape = tuple(self._shape[i] for i in keep) + (length,)
-    stride = tuple(self._stride[i] for i in keep) + (self._stride[dim1] + self._stride[dim2],)
-    return self._view_of(shape, stride, start)
-
-
-diagonal_op = define("diagonal(Tensor self, int offset, int dim1, int dim2) -> Tensor",
-                     composite=_diagonal)
-
-
-def diagonal(input, offset=0, dim1=0, dim2=1):
-    n = input.ndim
-    if n < 2:
-        raise RuntimeError(f"diagonal dimensions requires ndim larger than 1, got {n}")
-    a, b = _wrap_dim(dim1, n, "diagonal"), _wrap_dim(dim2, n, "diagonal")
-    if a == b:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return diagonal_op(input, int(offset), a, b)
-
-
-Tensor.diagonal = diagonal
-
-
-# -- split family (lists of views) --------------------------------------------------------------
-def split(tensor, split_size_or_sections, dim=0):
-    d = _wrap_dim(dim, tensor.ndim, "split")
-    size = tensor._shape[d]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        if step < 0:
-            raise RuntimeError(f"split expects split_size be non-negative, but got "
-                               f"split_size={step}")
-        if step == 0 and size != 0:
-            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
-                               f"dimension size of {size}")
-        if size == 0:
-            return [slice_op(tensor, d, 0, 0, 1)]
-        return [slice_op(tensor, d, s, min(s + step, size), 1) for s in range(0, size, step)]
-    sections = [int(s) for s in split_size_or_sections]
-    if any(s < 0 for s in sections):
-        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, "
-                           f"but got split_sizes={sections}")
-    if sum(sections) != size:
-        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input "
-                           f"tensor's size at dimension {d}), but got split_sizes={sections}")
-    out, start = [], 0
-    for s in sections:
-        out.append(slice_op(tensor, d, start, start + s, 1))
-        start += s
-    return out
-
-
-Tensor.split = split
-
-
-def chunk(input, chunks, dim=0):
-    if chunks <= 0:
-        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    d = _wrap_dim(dim, input.ndim, "chunk")
-    size = input._shape[d]
-    if size == 0:  # PyTorch: `chunks` empty pieces
-        return [slice_op(input, d, 0, 0, 1) for _ in range(chunks)]
-    return split(input, -(-size // chunks), d)
-
-
-Tensor.chunk = chunk
-
-
-def tensor_split(input, indices_or_sections, dim=0):
-    d = _wrap_dim(dim, input.ndim, "tensor_split")
-    size = input._shape[d]
-    if isinstance(indices_or_sections, Tensor):
-        if indices_or_sections.ndim > 1 or indices_or_sections.dtype.category != _dtype.INTEGRAL:
-            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-"
-                               "dimensional or one-dimensional tensor of integers, but got a "
-                               f"tensor with {indices_or_sections.ndim} dims and dtype "
-                               f"{indices_or_sections.dtype}")
-        indices_or_sections = indices_or_sections.tolist()
-    if isinstance(indices_or_sections, int):
-        n = indices_or_sections
-        if n <= 0:
-            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
-        q, r = divmod(size, n)
-        bounds = [0]
-        for i in range(n):
-            bounds.append(bounds[-1] + q + (1 if i < r else 0))
-    else:
-        # each index is a slice bound: negative ones count from the end
-        bounds = [0] + [min(max(int(i) + size if int(i) < 0 else int(i), 0), size)
-                        for i in indices_or_sections] + [size]
-    return [slice_op(input, d, bounds[i], max(bounds[i + 1], bounds[i]), 1)
-            for i in range(len(bounds) - 1)]
-
-
-Tensor.tensor_split = tensor_split
-
-
-def unbind(input, dim=0):
-    if input.ndim == 0:
-        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    d = _wrap_dim(dim, input.ndim, "unbind")
-    return tuple(select_op(input, d, i) for i in range(input._shape[d]))
-
-
-Tensor.unbind = unbind
-
-
-def _resize_empty_(t, shape):
-    """Give an empty tensor a fresh storage of ``shape`` (used by ``out=``)."""
-    fresh = t._backend().empty(tuple(shape), t.dtype, t.device)
-    t._storage, t._shape, t._stride, t._offset = (fresh._storage, fresh._shape, fresh._stride,
-                                                  fresh._offset)
-    t._native = None

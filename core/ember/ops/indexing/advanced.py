@@ -1,0 +1,360 @@
+"""Subscripts: ``t[...]`` / ``t[...] = v``, the ``index`` / ``index_put_`` / ``index_put`` ops
+they reach, ``nonzero`` (bool masks index through it) and ``take`` — each op with its meta and
+derivative.
+
+Basic indices (ints, slices, None, Ellipsis) build a view with the view ops, so writes through
+the result change the base. Tensor, list and bool-mask indices are advanced: they go to the
+``index`` / ``index_put_`` kernels with one index tensor (or None) per dim of that view. Index
+tensors arrive broadcastable to each other (``index_put_``'s values already expanded to the
+indexing result); the kernels place the advanced result dims like PyTorch and numpy (in place
+when the indexed dims are adjacent, else first) and check the bounds. ``index_put``, the
+functional twin through which autograd records ``index_put_``, is a composite: a copy, then
+``index_put_``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import _dtype
+from ..._tensor import Tensor
+from ...dispatch.dispatcher import define
+from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
+from .. import _grad
+from .. import _meta
+from .. import conversion as _conv
+from .. import factories as _fac
+from .._util import _broadcast_pair, _dtype_title, broadcast_shapes, tensor_method, write_out
+from ..views import expand_op, select_op, slice_op, unsqueeze, view_op
+
+
+# -- metas --------------------------------------------------------------------------------------
+def _index_shape(op, shape, indices):
+    """``view[indices]`` with one index tensor (or None) per leading dim: the broadcast index
+    shape replaces adjacent indexed dims, and goes first when they are not adjacent."""
+    indices = list(indices) + [None] * (len(shape) - len(indices))
+    if len(indices) > len(shape):
+        raise IndexError(f"{op}: too many indices ({len(indices)}) for a tensor of shape "
+                         f"{list(shape)}")
+    dims = [d for d, t in enumerate(indices) if t is not None]
+    if not dims:
+        return tuple(shape)
+    try:
+        b = _meta.broadcast(op, *[indices[d] for d in dims])
+    except RuntimeError:
+        raise IndexError(f"{op}: shape mismatch: indexing tensors could not be broadcast "
+                         f"together with shapes "
+                         f"{', '.join(str(list(indices[d]._shape)) for d in dims)}") from None
+    if dims == list(range(dims[0], dims[-1] + 1)):
+        return tuple(shape[:dims[0]]) + b + tuple(shape[dims[-1] + 1:])
+    return b + tuple(s for d, s in enumerate(shape) if indices[d] is None)
+
+
+def _index_meta(self, indices):
+    return _index_shape("index", tuple(self._shape), indices), self.dtype
+
+
+def _index_put_meta(self, indices, values, accumulate):
+    target = _index_shape("index_put_", tuple(self._shape), indices)
+    try:
+        _broadcast_pair(target, _meta.shape_of(values))
+    except RuntimeError:
+        raise RuntimeError(f"index_put_: shape mismatch: value tensor of shape "
+                           f"{list(_meta.shape_of(values))} cannot be broadcast to indexing "
+                           f"result of shape {list(target)}") from None
+    return self
+
+
+# -- ops ----------------------------------------------------------------------------------------
+def _index_backward(ctx, g, self, indices):
+    shape = ctx.meta(0)[0]
+    return (index_put_op(_grad.zeros(shape, g), indices, g, True),)
+
+
+index_op = define("index(Tensor self, Tensor?[] indices) -> Tensor", meta=_index_meta,
+                  derivative=Derivative(_index_backward, save=("indices",), diff=("self",),
+                                        complex_ok=True))
+
+
+def _index_put(self, indices, values, accumulate):
+    out = _conv.to_copy_op(self, self.dtype)
+    index_put__op(out, indices, values, accumulate)
+    return out
+
+
+def _index_put_backward(ctx, g, self, indices, values, accumulate):
+    gs = gv = None
+    if ctx.needs(0):
+        if accumulate:
+            gs = g
+        else:  # zeros where values were written (kernels get values shaped like the result)
+            written = _index_shape("index_put", g._shape, indices)
+            gs = index_put_op(g, indices, _grad.zeros(written, g), False)
+    if ctx.needs(2):
+        gv = index_op(g, indices)
+    return gs, None, gv
+
+
+index_put_op = define("index_put(Tensor self, Tensor?[] indices, Tensor values, "
+                      "bool accumulate) -> Tensor", composite=_index_put,
+                      derivative=Derivative(_index_put_backward, save=("indices",),
+                                            diff=("self", "values"), complex_ok=True),
+                      doc="index_put_ on a copy: the functional twin through which autograd "
+                          "records index_put_.")
+index_put__op = define("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, "
+                       "bool accumulate) -> Tensor(a!)", meta=_index_put_meta,
+                       functional=index_put_op)
+nonzero_op = define("nonzero(Tensor self) -> Tensor", derivative=NOT_DIFFERENTIABLE)
+
+_INDEX_DTYPES = (_dtype.int64, _dtype.int32, _dtype.uint8, _dtype.bool_)
+_MASK_DTYPES = (_dtype.bool_, _dtype.uint8)
+_SELECT_DTYPES = (_dtype.int64, _dtype.int32, _dtype.int16, _dtype.int8)
+
+
+# -- parsing an index ---------------------------------------------------------------------------
+def _index_tensor(obj, device):
+    """A list, tuple, ndarray or Tensor used as an index -> an index Tensor on ``device``."""
+    if isinstance(obj, Tensor):
+        t = obj
+    else:
+        data = list(obj) if isinstance(obj, range) else obj
+        # an empty list carries no dtype: PyTorch reads it as an empty long index
+        t = _fac.tensor(data, dtype=_dtype.int64 if np.size(data) == 0 else None, device=device)
+    if t.dtype not in _INDEX_DTYPES:
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return t if t.device is device else t.to(device)
+
+
+def _entry(e, device):
+    """One index entry -> an int, slice, None, Ellipsis, Python bool or index Tensor."""
+    if e is None or e is Ellipsis or isinstance(e, slice):
+        return e
+    if isinstance(e, (bool, np.bool_)):
+        return bool(e)
+    if isinstance(e, Tensor):
+        if e.ndim == 0 and e.dtype in _SELECT_DTYPES:
+            return int(e.item())  # a 0-d integer tensor selects, like an int
+        if e.ndim == 0 and e.dtype in _MASK_DTYPES:
+            return bool(e.item())
+        if e.device is not device and e.device.type != "cpu":
+            raise IndexError(f"indices should be either on cpu or on the same device as the "
+                             f"indexed tensor ({device})")
+        return _index_tensor(e, device)
+    if isinstance(e, (list, tuple, range, np.ndarray)):
+        return _index_tensor(e, device)
+    if hasattr(e, "__index__"):
+        return e.__index__()
+    raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                     f"Variables are valid indices (got {type(e).__name__})")
+
+
+def _dims_used(e):
+    if e is None or e is Ellipsis or isinstance(e, bool):
+        return 0
+    return e.ndim if isinstance(e, Tensor) and e.dtype in _MASK_DTYPES else 1
+
+
+def _resolve(self, index):
+    """Apply the basic part of ``index`` as a view; return (view, indices).
+
+    ``indices`` is None for a purely basic index, else a list with an int64-or-int32 index
+    tensor or None for every dim of the view (bool masks expanded with ``nonzero``).
+    """
+    entries = [_entry(e, self.device) for e in (index if isinstance(index, tuple) else (index,))]
+    if sum(e is Ellipsis for e in entries) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(_dims_used(e) for e in entries)
+    if used > self.ndim:
+        if self.ndim == 0:
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+    view, dim, advanced = self, 0, []
+    for pos, e in enumerate(entries):
+        if e is Ellipsis:
+            dim += self.ndim - used
+        elif e is None:
+            view = unsqueeze(view, dim)
+            dim += 1
+        elif isinstance(e, bool):
+            # PyTorch: a new dim of size 1, indexed by [0] (True) or by nothing (False)
+            view = unsqueeze(view, dim)
+            advanced.append((dim, _bool_index(e, self.device)))
+            dim += 1
+        elif isinstance(e, slice):
+            start, stop, step = (None if x is None else x.__index__()
+                                 for x in (e.start, e.stop, e.step))
+            if step == 0:
+                raise ValueError("slice step cannot be zero")
+            if step is not None and step < 0:
+                raise ValueError("step must be greater than zero")
+            view = slice_op(view, dim, start, stop, 1 if step is None else step)
+            dim += 1
+        elif isinstance(e, Tensor):
+            advanced.append((dim, e))
+            dim += _dims_used(e)
+        else:
+            size = view._shape[dim]
+            if not -size <= e < size:
+                # PyTorch names the position of the entry in the index
+                raise IndexError(f"index {e} is out of bounds for dimension {pos} with size "
+                                 f"{size}")
+            view = select_op(view, dim, e)
+    if not advanced:
+        return view, None
+    # masks are checked against the fully sliced view, as PyTorch reports them
+    indices = [None] * view.ndim
+    for d, t in advanced:
+        if t.dtype in _MASK_DTYPES:
+            for j, n in enumerate(t._shape):
+                if n != view._shape[d + j]:
+                    raise IndexError(f"The shape of the mask {list(t._shape)} at index {j} does "
+                                     f"not match the shape of the indexed tensor "
+                                     f"{list(view._shape)} at index {d + j}")
+            for j, idx in enumerate(nonzero(t, as_tuple=True)):
+                indices[d + j] = idx
+        else:
+            indices[d] = t
+    _broadcast_indices(indices)
+    return view, indices
+
+
+def _bool_index(value, device):
+    return _fac.tensor([0] if value else [], dtype=_dtype.int64, device=device)
+
+
+def _broadcast_indices(indices):
+    shapes = [t._shape for t in indices if t is not None]
+    try:
+        return broadcast_shapes(*shapes)
+    except RuntimeError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
+                         "shapes " + ", ".join(str(list(s)) for s in shapes)) from None
+
+
+def _result_shape(shape, indices):
+    """Shape of ``view[indices]``: the broadcast index shape replaces the indexed dims when
+    they are adjacent and goes first otherwise."""
+    dims = [d for d, t in enumerate(indices) if t is not None]
+    b = _broadcast_indices(indices)
+    if dims == list(range(dims[0], dims[-1] + 1)):
+        return shape[:dims[0]] + b + shape[dims[-1] + 1:]
+    return b + tuple(s for d, s in enumerate(shape) if indices[d] is None)
+
+
+@tensor_method("__getitem__")
+def _getitem(self, index):
+    view, indices = _resolve(self, index)
+    if indices is None:
+        # x[...] is still a new view object, as in PyTorch; through view_op so autograd sees it
+        return view if view is not self else view_op(self, self._shape)
+    return index_op(view, indices)
+
+
+@tensor_method("__setitem__")
+def _setitem(self, index, value):
+    view, indices = _resolve(self, index)
+    if indices is None:
+        view.copy_(_values(value, self, view._shape, strip=True, advanced=False))
+        return
+    values = _values(value, self, _result_shape(view._shape, indices), strip=True)
+    index_put__op(view, indices, values, False)
+    self._storage.version += 1
+
+
+def _values(value, self, target, strip, advanced=True):
+    """``value`` as a tensor of ``self``'s dtype and device, expanded to ``target``."""
+    if isinstance(value, Tensor):
+        v = value if value.device is self.device else value.to(self.device)
+        v = v if v.dtype is self.dtype else v.to(self.dtype)
+    else:
+        v = _fac.tensor(value, dtype=self.dtype, device=self.device)
+    shape = v._shape
+    # PyTorch drops leading size-1 dims of the value beyond the target's rank
+    while strip and v.ndim > len(target) and v._shape[0] == 1:
+        v = select_op(v, 0, 0)
+    if v._shape == target:
+        return v
+    try:
+        return expand_op(v, target)
+    except RuntimeError:
+        if not advanced:
+            raise  # PyTorch's expand message, as for x[1:] = y
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(shape)} cannot be "
+                           f"broadcast to indexing result of shape {list(target)}") from None
+
+
+def _index_put_args(self, indices, values):
+    """(view, one index or None per dim of the view, values expanded to the indexing result)
+    for ``index_put_`` and ``index_put``."""
+    if not isinstance(indices, (list, tuple)):
+        raise TypeError(f"index_put_(): argument 'indices' must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    for i, t in enumerate(indices):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    if not indices:
+        raise RuntimeError("index_put_(): expected at least one index tensor")
+    if not isinstance(values, Tensor):
+        raise TypeError(f"index_put_(): argument 'values' must be Tensor, not "
+                        f"{type(values).__name__}")
+    if values.dtype is not self.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_dtype_title(self.dtype)} for the destination and "
+                           f"{_dtype_title(values.dtype)} for the source.")
+    n_used = sum(_dims_used(t) for t in indices)
+    if n_used > self.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {n_used})")
+    # the indices apply as in t[indices]: 0-d integer tensors select, masks expand
+    view, full = _resolve(self, tuple(_index_tensor(t, self.device) for t in indices))
+    if full is None:  # only 0-d integer indices: they selected a sub-tensor
+        full, target = [None] * view.ndim, view._shape
+    else:
+        target = _result_shape(view._shape, full)
+    return view, full, _values(values, self, target, strip=False)
+
+
+@tensor_method()
+def index_put_(self, indices, values, accumulate=False):
+    view, full, values = _index_put_args(self, indices, values)
+    index_put__op(view, full, values, bool(accumulate))
+    self._storage.version += 1
+    return self
+
+
+@tensor_method()
+def index_put(input, indices, values, accumulate=False):
+    view, full, expanded = _index_put_args(input, indices, values)
+    if view is not input:  # 0-d indices selected a sub-tensor first: index_put_ on a copy
+        return index_put_(input.clone(), indices, values, accumulate)
+    return index_put_op(input, full, expanded, bool(accumulate))
+
+
+# -- nonzero / take -----------------------------------------------------------------------------
+@tensor_method()
+def nonzero(input, *, out=None, as_tuple=False):
+    r = nonzero_op(input)
+    if not as_tuple:
+        return r if out is None else write_out(out, r, "nonzero")
+    if input.ndim == 0:
+        return (_fac.zeros(r._shape[0], dtype=_dtype.int64, device=input.device),)
+    return tuple(r.select(1, k) for k in range(input.ndim))
+
+
+@tensor_method()
+def argwhere(input):
+    return nonzero_op(input)
+
+
+@tensor_method()
+def take(input, index):
+    if not isinstance(index, Tensor) or index.dtype is not _dtype.int64:
+        got = _dtype_title(index.dtype) if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {got}")
+    n = input.numel()
+    if index.numel():
+        lo, hi = int(index.min().item()), int(index.max().item())
+        if hi >= n or lo < -n:
+            raise IndexError(f"out of range: tried to access index {hi if hi >= n else lo} on "
+                             f"a tensor of {n} elements.")
+    return index_op(input.reshape(-1), [index.reshape(-1)]).view(index._shape)

@@ -1,0 +1,264 @@
+"""Gather and scatter along a dim: ``gather``, ``scatter`` (``scatter_add``), ``index_select``,
+``index_add``, ``index_copy`` — each op with its meta and derivative. The in-place variants run
+the out-of-place op, then ``copy_`` the result into ``self``."""
+from __future__ import annotations
+
+from ... import _dtype
+from ..._tensor import Tensor, _wrap_dim
+from ...dispatch.dispatcher import define
+from ...dispatch.facets import Derivative
+from .. import _grad
+from .. import _meta
+from .. import factories as _fac
+from .. import reduction as _red
+from .._util import _dtype_title, contiguous_strides, tensor_method, write_out
+from ..views import view_scatter
+from .advanced import index_put__op
+
+
+# -- metas --------------------------------------------------------------------------------------
+def _gather_meta(self, dim, index):
+    _meta._check_dim("gather", dim, self.ndim)
+    return _meta.shape_of(index), self.dtype
+
+
+def _scatter_meta(self, dim, index, src, reduce):
+    _meta._check_dim("scatter", dim, self.ndim)
+    return _meta.shape_of(self), self.dtype
+
+
+def _index_select_meta(self, dim, index):
+    if self.ndim == 0:
+        return (), self.dtype
+    d = _meta._check_dim("index_select", dim, self.ndim)
+    s = tuple(self._shape)
+    return s[:d] + (index.numel(),) + s[d + 1:], self.dtype
+
+
+def _index_add_meta(self, dim, index, source, alpha):
+    _meta._check_dim("index_add", dim, self.ndim)
+    return _meta.shape_of(self), self.dtype
+
+
+# -- derivatives --------------------------------------------------------------------------------
+def scatter_into_zeros(g, shape, dim, index):
+    """zeros(shape) with ``g`` added at ``index`` along ``dim`` (gather's adjoint)."""
+    return scatter_op(_grad.zeros(shape, g), dim, index, g, "add")
+
+
+def _gather_backward(ctx, g, self, dim, index):
+    return (scatter_into_zeros(g, ctx.meta(0)[0], dim, index),)
+
+
+def _src_grad(g, dim, index, src_shape):
+    """gather(g, index), placed in the leading corner of ``src`` (which may be larger)."""
+    gi = gather_op(g, dim, index)
+    if gi._shape == tuple(src_shape) or not src_shape:
+        return gi
+    return view_scatter(gi, src_shape, gi._shape, contiguous_strides(src_shape), 0)
+
+
+def _scatter_name(self, dim, index, src, reduce):
+    return "ScatterAddBackward0" if reduce == "add" else "ScatterBackward0"
+
+
+def _scatter_backward(ctx, g, self, dim, index, src, reduce):
+    if reduce == "multiply":
+        raise NotImplementedError("the derivative for 'scatter' with reduce='multiply' is not "
+                                  "implemented")
+    gs = gsrc = None
+    if ctx.needs(0):
+        gs = g if reduce == "add" else scatter_op(g, dim, index, _grad.zeros(index._shape, g),
+                                                  None)
+    if ctx.needs(3):
+        gsrc = _src_grad(g, dim, index, ctx.meta(3)[0])
+    return gs, None, None, gsrc
+
+
+def _index_select_backward(ctx, g, self, dim, index):
+    shape = ctx.meta(0)[0]
+    return (index_add_op(_grad.zeros(shape, g), dim, index, g, 1),)
+
+
+def _index_add_backward(ctx, g, self, dim, index, source, alpha):
+    gsrc = None
+    if ctx.needs(3):
+        shape = ctx.meta(3)[0]
+        gsrc = index_select_op(g, dim, index) if g.ndim else g
+        if alpha != 1:
+            gsrc = gsrc * alpha
+        if not shape:
+            gsrc = _red.sum_op(gsrc, tuple(range(gsrc.ndim)), False, gsrc.dtype)
+    return g, None, None, gsrc
+
+
+# -- ops ----------------------------------------------------------------------------------------
+gather_op = define("gather(Tensor self, int dim, Tensor index) -> Tensor", meta=_gather_meta,
+                   derivative=Derivative(_gather_backward, save=("index",), diff=("self",),
+                                         complex_ok=True))
+scatter_op = define("scatter(Tensor self, int dim, Tensor index, Tensor src, str? reduce) -> "
+                    "Tensor", meta=_scatter_meta,
+                    derivative=Derivative(_scatter_backward, save=("index",),
+                                          diff=("self", "src"), name=_scatter_name,
+                                          complex_ok=True))
+index_select_op = define("index_select(Tensor self, int dim, Tensor index) -> Tensor",
+                         meta=_index_select_meta,
+                         derivative=Derivative(_index_select_backward, save=("index",),
+                                               diff=("self",), complex_ok=True))
+index_add_op = define("index_add(Tensor self, int dim, Tensor index, Tensor source, "
+                      "Scalar alpha) -> Tensor", meta=_index_add_meta,
+                      derivative=Derivative(_index_add_backward, save=("index",),
+                                            diff=("self", "source"), complex_ok=True))
+
+
+# -- gather / scatter API -----------------------------------------------------------------------
+def _check_index(op, input, dim, index, src=None):
+    if not isinstance(index, Tensor) or index.dtype not in (_dtype.int64, _dtype.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+    d = _wrap_dim(dim, input.ndim, op)
+    if index.ndim != input.ndim and not (index.ndim <= 1 and input.ndim <= 1):
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as "
+                           f"{'input' if src is None else 'self'} tensor")
+    if input.ndim == 0 or index.ndim == 0:
+        return d
+    too_big = [k for k in range(index.ndim) if k != d and index._shape[k] > input._shape[k]]
+    if src is None:
+        if too_big:
+            raise RuntimeError(f"Size does not match at dimension {too_big[0]} expected index "
+                               f"{list(index._shape)} to be no larger than self "
+                               f"{list(input._shape)} apart from dimension {d}")
+    elif too_big or (src.ndim and any(index._shape[k] > src._shape[k]
+                                      for k in range(index.ndim))):
+        raise RuntimeError(f"Expected index {list(index._shape)} to be no larger than self "
+                           f"{list(input._shape)} apart from dimension {d} and to be no larger "
+                           f"size than src {list(src._shape)}")
+    return d
+
+
+@tensor_method()
+def gather(input, dim, index, *, sparse_grad=False, out=None):
+    d = _check_index("gather", input, dim, index)
+    r = gather_op(input, d, index)
+    return r if out is None else write_out(out, r, "gather")
+
+
+def _scatter(op_name, input, dim, index, src, reduce):
+    if src is None:
+        raise TypeError(f"{op_name}(): expected a src tensor or a value")
+    if not isinstance(src, Tensor):
+        src = _fac.full(index._shape if isinstance(index, Tensor) else (), src, dtype=input.dtype,
+                   device=input.device)
+    elif src.dtype is not input.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if reduce not in (None, "add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    d = _check_index(op_name, input, dim, index, src)
+    return scatter_op(input, d, index, src, reduce)
+
+
+@tensor_method()
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    return _scatter("scatter", input, dim, index, value if src is None else src, reduce)
+
+
+@tensor_method()
+def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    return _assign(self, scatter(self, dim, index, src, value=value, reduce=reduce))
+
+
+@tensor_method()
+def scatter_add(input, dim, index, src):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_add(): argument 'src' must be Tensor, not "
+                        f"{type(src).__name__}")
+    return _scatter("scatter_add", input, dim, index, src, "add")
+
+
+@tensor_method()
+def scatter_add_(self, dim, index, src):
+    return _assign(self, scatter_add(self, dim, index, src))
+
+
+def _assign(self, result):
+    """In-place variant: the out-of-place kernel, then a copy (bumps the version)."""
+    return self.copy_(result)
+
+
+# -- index_select / index_add / index_copy ------------------------------------------------------
+def _vector_index(op, index):
+    if not isinstance(index, Tensor) or index.dtype not in (_dtype.int64, _dtype.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int32 or int64 for index")
+    if index.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector")
+    return index.reshape(-1)
+
+
+@tensor_method()
+def index_select(input, dim, index, *, out=None):
+    d = _wrap_dim(dim, input.ndim, "index_select")
+    index = _vector_index("index_select", index)
+    if input.ndim == 0 and index.numel() != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{index.numel()} value(s)")
+    r = index_select_op(input, d, index)
+    return r if out is None else write_out(out, r, "index_select")
+
+
+def _check_source(op, input, d, index, source):
+    if not isinstance(source, Tensor):
+        raise TypeError(f"{op}(): argument 'source' must be Tensor, not "
+                        f"{type(source).__name__}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"{op}(): self ({_dtype_title(input.dtype)}) and source "
+                           f"({_dtype_title(source.dtype)}) must have the same scalar type")
+    n = index.numel()
+    src_shape = source._shape if source.ndim else (1,)
+    self_shape = input._shape if input.ndim else (1,)
+    if len(src_shape) != len(self_shape) or any(
+            k != d and src_shape[k] != self_shape[k] for k in range(len(self_shape))):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(input._shape)} "
+                           f"source.shape = {list(source._shape)}")
+    if src_shape[d] != n:
+        raise RuntimeError(f"{op}(): Number of indices ({n}) should be equal to "
+                           f"source.size(dim): ({src_shape[d]}), for dim: {d}")
+
+
+@tensor_method()
+def index_add(input, dim, index, source, *, alpha=1):
+    d = _wrap_dim(dim, input.ndim, "index_add")
+    index = _vector_index("index_add_", index)
+    _check_source("index_add_", input, d, index, source)
+    if input.dtype.category <= _dtype.INTEGRAL:
+        alpha = int(alpha)
+    return index_add_op(input, d, index, source, alpha)
+
+
+@tensor_method()
+def index_add_(self, dim, index, source, *, alpha=1):
+    return _assign(self, index_add(self, dim, index, source, alpha=alpha))
+
+
+@tensor_method()
+def index_copy_(self, dim, index, source):
+    d = _wrap_dim(dim, self.ndim, "index_copy")
+    index = _vector_index("index_copy_", index)
+    _check_source("index_copy_", self, d, index, source)
+    size = self._shape[d] if self.ndim else 1
+    if index.numel():
+        lo, hi = int(index.min().item()), int(index.max().item())
+        if lo < 0 or hi >= size:
+            raise IndexError(f"index_copy_(): index {lo if lo < 0 else hi} is out of bounds for "
+                             f"dimension {d} with size {size}")
+    target = self.reshape(1) if self.ndim == 0 else self
+    shape = target._shape[:d] + (index.numel(),) + target._shape[d + 1:]
+    indices = [None] * target.ndim
+    indices[d] = index
+    index_put__op(target, indices, source.reshape(shape), False)
+    self._storage.version += 1
+    return self
+
+
+@tensor_method()
+def index_copy(input, dim, index, source):
+    return index_copy_(input.clone(), dim, index, source)

@@ -1,0 +1,96 @@
+"""Masks: ``masked_fill`` and ``masked_select`` — each op with its meta and derivative — and
+``one_hot``."""
+from __future__ import annotations
+
+from ... import _dtype
+from ..._tensor import Tensor
+from ...dispatch.dispatcher import define
+from ...dispatch.facets import Derivative
+from .. import _grad
+from .. import _meta
+from .. import elementwise as _ew
+from .. import factories as _fac
+from .._util import broadcast_shapes, tensor_method, write_out
+from ..views import select_op
+from .advanced import index_put_op, nonzero_op
+from .gather_scatter import _assign
+
+
+def _masked_fill_meta(self, mask, value):
+    return _meta.broadcast("masked_fill", self, mask), self.dtype
+
+
+def _masked_fill_backward(ctx, g, self, mask, value):
+    return (_grad.mask_fill_zero(g, mask) if ctx.needs(0) else None, None,
+            _grad.keep_where(g, mask) if ctx.needs(2) else None)
+
+
+def _masked_select_backward(ctx, g, self, mask):
+    shape = broadcast_shapes(ctx.meta(0)[0], mask._shape)
+    m = mask if mask._shape == shape else mask.expand(*shape)
+    hits = nonzero_op(m)
+    idx = [select_op(hits, 1, k) for k in range(len(shape))]
+    if not shape:  # 0-d: g holds the one element if it was selected, else nothing
+        return (_ew.where(mask, g.sum(), 0.0),)
+    return (index_put_op(_grad.zeros(shape, g), idx, g, False),)
+
+
+masked_fill_op = define("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor",
+                        meta=_masked_fill_meta,
+                        derivative=Derivative(_masked_fill_backward, save=("mask",),
+                                              diff=("self", "value"), complex_ok=True))
+# no meta: the output's size depends on the mask's values
+masked_select_op = define("masked_select(Tensor self, Tensor mask) -> Tensor",
+                          derivative=Derivative(_masked_select_backward, save=("mask",),
+                                                diff=("self",), complex_ok=True))
+
+
+@tensor_method()
+def masked_fill(input, mask, value):
+    if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool_:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
+        value = value.to(device=input.device, dtype=input.dtype)
+    else:
+        value = _fac.tensor(value, dtype=input.dtype, device=input.device)
+    broadcast_shapes(input._shape, mask._shape)
+    return masked_fill_op(input, mask, value)
+
+
+@tensor_method()
+def masked_fill_(self, mask, value):
+    r = masked_fill(self, mask, value)
+    if r._shape != self._shape:
+        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast "
+                           f"shape {list(r._shape)}")
+    return _assign(self, r)
+
+
+@tensor_method()
+def masked_select(input, mask, *, out=None):
+    if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    broadcast_shapes(input._shape, mask._shape)
+    r = masked_select_op(input, mask)
+    return r if out is None else write_out(out, r, "masked_select")
+
+
+def one_hot(tensor, num_classes=-1):
+    if not isinstance(tensor, Tensor) or tensor.dtype is not _dtype.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.numel():
+        lo, hi = int(tensor.min().item()), int(tensor.max().item())
+        if lo < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if num_classes == -1:
+            num_classes = hi + 1
+        elif hi >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    elif num_classes <= 0:
+        raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    classes = _fac.arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).long()

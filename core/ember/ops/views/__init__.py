@@ -1,0 +1,22 @@
+"""View ops: computed from metadata alone, so every backend shares them (no kernel needed).
+
+Each is an ``Op`` whose composite builds the view; a backend may still register a kernel (the
+meta device, a backend with non-strided memory). Writing through a view changes the base because
+both hold the same Storage. Each op's derivative sits beside its define:
+
+* ``strided``    ``as_strided`` (the primitive) and ``as_strided_scatter`` (the write every view's
+                 backward is made of), with the view geometry they share
+* ``reshaping``  views that keep every element: view, reshape, permute/transpose, expand,
+                 squeeze/unsqueeze, the dtype and complex-part views
+* ``slicing``    views that read part of the elements: slice, select, narrow, split, chunk,
+                 unbind, unfold, diagonal
+"""
+from . import strided, reshaping, slicing  # noqa: F401 - order: each imports the one before
+from .reshaping import (broadcast_tensors, broadcast_to, expand, expand_as, expand_op, flatten,
+                        imag, moveaxis, movedim, permute, permute_op, real, reshape, reshape_as,
+                        squeeze, swapaxes, swapdims, t, transpose, unflatten, unsqueeze, view,
+                        view_as, view_op)
+from .slicing import (chunk, diagonal, diagonal_op, narrow, select, select_op, slice_op, split,
+                      tensor_split, unbind, unfold, unfold_op)
+from .strided import (as_strided, as_strided_op, as_strided_scatter, as_strided_scatter_op,
+                      extent, logical_geometry, non_overlapping, view_scatter)
