@@ -6,9 +6,31 @@ once, as PyTorch's CPU kernels accumulate them.
 """
 from __future__ import annotations
 
+import functools
+
 from .. import _dtype
 
 HALF = frozenset(d.np for d in (_dtype.float16, _dtype.bfloat16) if d.np is not None)
+
+
+def addmm(backend, self, mat1, mat2, beta, alpha):
+    """``beta * self + alpha * (mat1 @ mat2)`` accumulated into the product's own buffer (one
+    result array, where the composite makes one per step); ``self`` broadcasts and is not read
+    when ``beta`` is 0. The scalars fit the dtype (the op layer truncates them for integers)."""
+    xp = backend.xp
+    x, y = backend.native(mat1), backend.native(mat2)
+    dt = x.dtype
+    if dt in HALF:
+        x, y = x.astype(xp.float32), y.astype(xp.float32)
+    r = xp.matmul(x, y)
+    if alpha != 1:
+        r *= alpha
+    if beta != 0:
+        s = backend.native(self)
+        if s.dtype != r.dtype:
+            s = s.astype(r.dtype)
+        r += s if beta == 1 else s * beta
+    return backend.wrap(r if r.dtype == dt else r.astype(dt), mat1.device)
 
 
 def register(backend):
@@ -50,5 +72,6 @@ def register(backend):
         return result(xp.linalg.svd(x, compute_uv=False), real, A.device)
 
     K("matmul", matmul)
+    K("addmm", functools.partial(addmm, backend))
     K("einsum", einsum)
     K("linalg_svdvals", svdvals)

@@ -1,5 +1,5 @@
 """Helpers the derivative formulas of every family share: reductions to a shape, conjugation,
-zeros, masks.
+zeros, masks, the gradient of values picked at indices.
 
 Every op family imports this module, and these helpers call into several families, so they
 reach the families through module objects imported at the end of this file (``_red.sum_op``):
@@ -86,6 +86,21 @@ def mask_fill_zero(g: Tensor, mask: Tensor) -> Tensor:
 def keep_where(g: Tensor, mask: Tensor) -> Tensor:
     """``g`` where ``mask`` is True, 0 elsewhere (broadcast)."""
     return _ew.where(mask, g, 0.0)
+
+
+def scatter_selected(g: Tensor, indices: Tensor, shape: tuple, dim: int, keepdim=True) -> Tensor:
+    """The gradient of values picked along ``dim`` of a tensor of ``shape`` at ``indices``
+    (sort, max/min/mode along a dim): ``g`` added into zeros where the indices point.
+    ``keepdim=False``: the picked dim was dropped from ``g`` and ``indices``."""
+    if not shape:
+        return g
+    if not keepdim:
+        g = g.unsqueeze(dim)
+        indices = indices.unsqueeze(dim)
+    # scatter_into_zeros lives with the indexing family's formulas (imported when called: the
+    # autograd package loads after the op families)
+    from ..autograd.derivatives import indexing as _indexing_grads
+    return _indexing_grads.scatter_into_zeros(g, shape, dim, indices)
 
 
 # last: the families import this module (see the docstring)

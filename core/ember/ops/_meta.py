@@ -157,106 +157,6 @@ def bernoulli_(self, p, generator):
     return self
 
 
-# -- reductions ---------------------------------------------------------------------------------
-def _dims_ok(op, x, dims):
-    for d in dims:
-        if not 0 <= d < max(x.ndim, 1):
-            raise IndexError(f"{op}: dim {d} out of range for a tensor of shape "
-                             f"{list(x._shape)}")
-    return dims
-
-
-def reduction(op: str, result: str = "dtype"):
-    """``op(Tensor self, int[] dim, [...,] bool keepdim, [dtype dtype])`` with the reduced dims
-    already wrapped. ``result``: "dtype" = the dtype argument (sum, all…), "same" = self's
-    dtype (amax), "real" = self's real dtype (var, vector_norm)."""
-    def meta(x, dim, *rest):
-        tensor_arg(op, x)
-        keepdim = next(r for r in rest if r.__class__ is bool)
-        shape = reduced(x._shape, _dims_ok(op, x, tuple(dim)), keepdim)
-        d = rest[-1] if result == "dtype" else x.dtype if result == "same" else real_of(x.dtype)
-        return shape, d
-    return meta
-
-
-def extreme_dim(op: str):
-    """``max_dim``/``min_dim(Tensor self, int dim, bool keepdim) -> (values, indices)``."""
-    def meta(x, dim, keepdim):
-        dims = (_check_dim(op, dim, x.ndim),) if x.ndim else ()
-        shape = reduced(x._shape, dims, keepdim)
-        return (shape, x.dtype), (shape, _int64)
-    return meta
-
-
-def arg_extreme(op: str):
-    """``argmax(Tensor self, int? dim, bool keepdim)``: None = the flat index."""
-    def meta(x, dim, keepdim):
-        if dim is None:
-            return ((1,) * x.ndim if keepdim else ()), _int64
-        dims = (_check_dim(op, dim, x.ndim),) if x.ndim else ()
-        return reduced(x._shape, dims, keepdim), _int64
-    return meta
-
-
-def vector_norm(x, ord, dim, keepdim):
-    tensor_arg("vector_norm", x)
-    return reduced(x._shape, _dims_ok("vector_norm", x, tuple(dim)), keepdim), real_of(x.dtype)
-
-
-def along_dim(op: str):
-    """Scans and softmax: ``op(Tensor self, int dim, dtype dtype)``, self's shape."""
-    def meta(x, dim, dtype):
-        _check_dim(op, dim, x.ndim)
-        return shape_of(x), dtype
-    return meta
-
-
-# -- linear algebra -----------------------------------------------------------------------------
-def matmul(a, b):
-    sa, sb = shape_of(a), shape_of(b)
-    if not sa or not sb:
-        raise RuntimeError(f"matmul: both arguments need to be at least 1D, got shapes "
-                           f"{list(sa)} and {list(sb)}")
-    xa = sa if len(sa) > 1 else (1,) + sa
-    xb = sb if len(sb) > 1 else sb + (1,)
-    if xa[-1] != xb[-2]:
-        raise RuntimeError(f"matmul: shapes {list(sa)} and {list(sb)} cannot be multiplied "
-                           f"({xa[-2]}x{xa[-1]} and {xb[-2]}x{xb[-1]})")
-    batch = broadcast_shapes("matmul", xa[:-2], xb[:-2])
-    out = batch + (xa[-2],) * (len(sa) > 1) + (xb[-1],) * (len(sb) > 1)
-    return out, a.dtype
-
-
-def svdvals(A):
-    s = shape_of(A)
-    if len(s) < 2:
-        raise RuntimeError(f"linalg.svdvals: The input tensor A must have at least 2 dimensions, "
-                           f"got shape {list(s)}")
-    return s[:-2] + (min(s[-2:]),), real_of(A.dtype)
-
-
-def einsum(equation, operands):
-    """The op gets an explicit equation (``"ij,jk->ik"``, ellipses spelled out): each output
-    label takes the broadcast size that label has among the operands."""
-    lhs, _, rhs = equation.partition("->")
-    terms = lhs.split(",")
-    if len(terms) != len(operands):
-        raise RuntimeError(f"einsum: the equation {equation!r} names {len(terms)} operands, "
-                           f"got {len(operands)}")
-    sizes = {}
-    for i, (term, t) in enumerate(zip(terms, operands)):
-        if len(term) != t.ndim:
-            raise RuntimeError(f"einsum: operand {i} has shape {list(t._shape)} but the "
-                               f"equation {equation!r} gives it {len(term)} subscripts")
-        for c, n in zip(term, t._shape):
-            old = sizes.get(c, 1)
-            if n != old and 1 not in (n, old):
-                raise RuntimeError(f"einsum: subscript {c} has size {n} for operand {i}, which "
-                                   f"does not broadcast with size {old} seen before")
-            sizes[c] = n if old == 1 else old
-    return tuple(sizes[c] for c in rhs), operands[0].dtype
-
-
 # -- shape ops ----------------------------------------------------------------------------------
 def cat(tensors, dim, dtype):
     if not tensors:
@@ -347,19 +247,6 @@ def index_add(self, dim, index, source, alpha):
 
 def masked_fill(self, mask, value):
     return broadcast("masked_fill", self, mask), self.dtype
-
-
-# -- sorting ------------------------------------------------------------------------------------
-def sort(self, dim, descending, stable):
-    _check_dim("sort", dim, self.ndim)
-    s = shape_of(self)
-    return (s, self.dtype), (s, _int64)
-
-
-def mode(self, dim):
-    dims = (_check_dim("mode", dim, self.ndim),) if self.ndim else ()
-    s = reduced(self._shape, dims, False)
-    return (s, self.dtype), (s, _int64)
 
 
 # -- what the meta device makes of these --------------------------------------------------------

@@ -39,8 +39,7 @@ def nondifferentiable(*op_names):
 
 
 def _load():
-    from . import conversion, indexing, linalg, random, reduction, shape  # noqa
-    from . import sorting, views  # noqa: F401
+    from . import conversion, indexing, random, shape, views  # noqa: F401
 
 
 _load()
