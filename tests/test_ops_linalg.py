@@ -339,7 +339,7 @@ def test_fused_multiply_add_errors():
         ember.ones(4).addmm_(m1, m2)
 
 
-# -- addmm: an op of its own, with a CPU kernel and AddmmBackward0 ----------------------------------
+# -- addmm: an op of its own, with a CPU kernel and AddmmBackward0 --------------------------------
 ADDMM_SELF_SHAPES = [(2, 4), (4,), (1, 4), (2, 1), (1, 1), ()]
 
 
@@ -385,9 +385,9 @@ def test_addmm_broadcasts_self_without_an_expand_node():
     check(x.grad, np.full((3, 4), 2.0))
 
 
-def test_addmm_complex_scalars_like_torch():
+def test_fused_multiply_add_scalars_are_checked():
     a = ember.ones(2, 2)
-    for kw in ({"alpha": 1j}, {"beta": 2 + 1j}):
+    for kw in ({"alpha": 1j}, {"beta": 2 + 1j}, {"alpha": 1e39}):
         for fn in (lambda: ember.addmm(a, a, a, **kw), lambda: ember.baddbmm(a[None], a[None],
                                                                            a[None], **kw)):
             with pytest.raises(RuntimeError, match="value cannot be converted to type float "
@@ -396,15 +396,48 @@ def test_addmm_complex_scalars_like_torch():
     with pytest.raises(RuntimeError, match="value cannot be converted to type c10::Half "
                                            "without overflow"):
         ember.addmv(ember.ones(2, dtype=ember.float16), a.half(), ember.ones(2).half(), alpha=1j)
+    i = ember.ones(2, 2, dtype=ember.int64)
     with pytest.raises(RuntimeError, match="value cannot be converted to type int64_t without "
                                            "overflow"):
-        i = ember.ones(2, 2, dtype=ember.int64)
         ember.addmm(i, i, i, beta=1j)
+    u = ember.ones(2, 2, dtype=ember.uint8)
+    for bad in (256, -256, -0.5, math.inf):
+        with pytest.raises(RuntimeError, match="type uint8_t without overflow"):
+            ember.addmm(u, u, u, alpha=bad)
+    check(ember.addmm(u, u, u, beta=-1, alpha=-255), np.full((2, 2), 1), dtype=ember.uint8)
     r = ember.addmm(a, a, a, beta=1 + 0j, alpha=2 + 0j)  # a zero imaginary part is dropped
     assert r.dtype is ember.float32
     check(r, np.full((2, 2), 5.0))
     c = a.to(ember.complex64)
     check(ember.addmm(c, c, c, alpha=1j), np.full((2, 2), 1 + 2j))
+    h = ember.full((2, 2), 300.0, dtype=ember.float16)
+    check(ember.addmm(h, h, h), np.full((2, 2), np.inf))  # overflow to inf, silently
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64", "float16", "float32",
+                                   "float64", "complex64"])
+def test_addmm_scalars_match_torch(dtype):
+    torch = pytest.importorskip("torch")
+    values = [-256, -255, -129, -128, 127, 128, 255, 256, 2 ** 31, -2 ** 31 - 1, 2.7, -2.7, 1e39,
+              70000.0, math.inf, math.nan, 0, 0.0, 3, 1 + 0j, 1 + 1j]
+    for v in values:
+        for which in ("beta", "alpha"):
+            results = []
+            for lib in (ember, torch):
+                d = getattr(lib, dtype)
+                a = lib.ones(2, 2, dtype=d)
+                s = lib.full((2,), 2.0).to(d)
+                try:
+                    r = lib.addmm(s, a, a, **{which: v})
+                    results.append(r.to(lib.complex128).numpy())
+                except RuntimeError as e:
+                    results.append(str(e))
+            got, ref = results
+            if isinstance(ref, str):
+                assert got == ref, (which, v)
+            else:  # BLAS may round beta * self differently: an ulp or so
+                np.testing.assert_allclose(got, ref, rtol=1e-3 if dtype == "float16" else 1e-6,
+                                           err_msg=f"{which}={v}")
 
 
 @pytest.mark.parametrize("self_shape", [(5,), (1, 5), (3, 1), (), (3, 5)])

@@ -9,28 +9,32 @@ from __future__ import annotations
 import functools
 
 from .. import _dtype
+from .array_backend import ieee_caller
 
 HALF = frozenset(d.np for d in (_dtype.float16, _dtype.bfloat16) if d.np is not None)
 
 
-def addmm(backend, self, mat1, mat2, beta, alpha):
+def addmm(backend, quiet, self, mat1, mat2, beta, alpha):
     """``beta * self + alpha * (mat1 @ mat2)`` accumulated into the product's own buffer (one
     result array, where the composite makes one per step); ``self`` broadcasts and is not read
-    when ``beta`` is 0. The scalars fit the dtype (the op layer truncates them for integers)."""
+    when ``beta`` is 0. The op layer has checked that the scalars fit the dtype. ``quiet`` runs
+    a ufunc without IEEE warnings (inf * 0, overflow to half), like the elementwise kernels."""
     xp = backend.xp
     x, y = backend.native(mat1), backend.native(mat2)
     dt = x.dtype
     if dt in HALF:
         x, y = x.astype(xp.float32), y.astype(xp.float32)
     r = xp.matmul(x, y)
+    if r.dtype.kind in "iub":  # integer scalars wrap into the dtype, as the elementwise ops do
+        beta, alpha = (xp.asarray(v).astype(r.dtype) for v in (beta, alpha))
     if alpha != 1:
-        r *= alpha
+        quiet(xp.multiply, r, alpha, r)
     if beta != 0:
         s = backend.native(self)
         if s.dtype != r.dtype:
             s = s.astype(r.dtype)
-        r += s if beta == 1 else s * beta
-    return backend.wrap(r if r.dtype == dt else r.astype(dt), mat1.device)
+        quiet(xp.add, r, s if beta == 1 else quiet(xp.multiply, s, beta), r)
+    return backend.wrap(r if r.dtype == dt else quiet(r.astype, dt), mat1.device)
 
 
 def register(backend):
@@ -72,6 +76,6 @@ def register(backend):
         return result(xp.linalg.svd(x, compute_uv=False), real, A.device)
 
     K("matmul", matmul)
-    K("addmm", functools.partial(addmm, backend))
+    K("addmm", functools.partial(addmm, backend, ieee_caller(xp)))
     K("einsum", einsum)
     K("linalg_svdvals", svdvals)

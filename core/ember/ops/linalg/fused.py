@@ -9,6 +9,8 @@ are composites seen through by autograd, called with ``self`` already expanded.
 """
 from __future__ import annotations
 
+import math
+
 from ... import _dtype
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
@@ -72,28 +74,52 @@ addmv_op = define("addmv(Tensor self, Tensor mat, Tensor vec, Scalar beta, Scala
                   "Tensor", composite=_add_product, doc=_FMA_DOC)
 
 
-# the C++ type PyTorch converts the scalars to, named in its error for a complex one
+# the C++ type PyTorch converts beta and alpha to, and the largest finite value of the floating
+# ones: a scalar that does not fit is refused, naming the type
 _SCALAR_TYPE = {"float16": "float", "bfloat16": "float", "float32": "float", "float64": "double",
                 "int64": "int64_t", "int32": "int", "int16": "int16_t", "int8": "int8_t",
                 "uint8": "uint8_t"}
+_FLOAT_MAX = {"float": 3.4028234663852886e38, "double": 1.7976931348623157e308,
+              "c10::Half": 65504.0, "c10::BFloat16": 3.3895313892515355e38,
+              "c10::complex<float>": 3.4028234663852886e38,
+              "c10::complex<double>": 1.7976931348623157e308}
 
 
-def _real_scalar(x, d, op):
-    if isinstance(x, complex):
+def _overflows(x, d, name):
+    """PyTorch's ``checked_convert``: floats must be finite and in range for an integer type
+    (unsigned ones refuse negative floats), integers in range (an unsigned type also takes
+    negative ones down to -max, which wrap); a finite value must stay finite in a float type."""
+    if d.category <= _dtype.INTEGRAL:
+        bits = 8 * d.itemsize
+        hi = (1 << bits) - 1 if d is _dtype.uint8 else (1 << (bits - 1)) - 1
+        lo = 0 if d is _dtype.uint8 else -hi - 1
+        if isinstance(x, float):
+            return not math.isfinite(x) or x < lo or x > hi
+        return x > hi or (x < -hi if d is _dtype.uint8 else x < lo)
+    top = _FLOAT_MAX[name]
+    return any(math.isfinite(p) and abs(p) > top for p in (x.real, x.imag))
+
+
+def _checked_scalar(x, d, op):
+    """``x`` converted to what multiplies tensors of dtype ``d``, or PyTorch's error."""
+    if d.category == _dtype.COMPLEX:
+        name = cpp_dtype_name(d)
+    else:
+        name = cpp_dtype_name(d) if op == "addmv" and d in _HALF else _SCALAR_TYPE[d.name]
+    if isinstance(x, complex) and d.category != _dtype.COMPLEX:
         if x.imag:
-            name = cpp_dtype_name(d) if op == "addmv" and d in _HALF else _SCALAR_TYPE[d.name]
             raise RuntimeError(f"value cannot be converted to type {name} without overflow")
-        return x.real
-    return x
+        x = x.real
+    if _overflows(x, d, name):
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    # integer tensors take the scalars truncated, as PyTorch does
+    return int(x) if d.category <= _dtype.INTEGRAL else x
 
 
 def _scalars(d, beta, alpha, op):
-    if d.category != _dtype.COMPLEX:
-        beta, alpha = _real_scalar(beta, d, op), _real_scalar(alpha, d, op)
-    # integer tensors take the scalars truncated, as PyTorch does
-    if d.category <= _dtype.INTEGRAL and d is not _dtype.bool_:
-        return int(beta), int(alpha)
-    return beta, alpha
+    if beta.__class__ is int and alpha.__class__ is int and 0 <= beta <= 127 and 0 <= alpha <= 127:
+        return beta, alpha  # the defaults (1, 1) and small ints fit every dtype
+    return _checked_scalar(beta, d, op), _checked_scalar(alpha, d, op)
 
 
 def _expanded(t, shape):
