@@ -7,6 +7,7 @@ Cases (issue #3):
     overhead of recording and of the engine)
   * ms for forward + backward of an MLP 784-256-256-10, batch 64, float32 (matmul, add, relu,
     log_softmax, gather, mean)
+  * the same MLP built from ``nn.Linear`` (one addmm per layer, AddmmBackward0 nodes)
   * for reference, the same 20-op forward without grad (the floor autograd adds to)
 Ratios are ember / torch: below 1 means ember is faster.
 """
@@ -81,6 +82,25 @@ def mlp_loss(lib, x, labels, params):
     return -logp.gather(1, labels.unsqueeze(1)).mean()
 
 
+def linear_mlp_loss(lib, x, labels, layers):
+    h = layers[0](x).relu()
+    h = layers[1](h).relu()
+    logp = layers[2](h).log_softmax(1)
+    return -logp.gather(1, labels.unsqueeze(1)).mean()
+
+
+def linear_layers(lib, init, device=None):
+    """nn.Linear layers holding the MLP's parameters (weights stored (out, in), as Linear's)."""
+    layers = []
+    for w, b in zip(init[0::2], init[1::2]):
+        layer = lib.nn.Linear(w.shape[0], w.shape[1])
+        with lib.no_grad():
+            layer.weight.copy_(lib.tensor(w.T.copy()))
+            layer.bias.copy_(lib.tensor(b))
+        layers.append(layer.to(device) if device is not None else layer)
+    return layers
+
+
 def cases(device, quick):
     rng = np.random.default_rng(0)
     min_time = 0.05 if quick else 0.2
@@ -147,6 +167,34 @@ def cases(device, quick):
             np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.numpy(), rtol=2e-3,
                                        atol=2e-5)
     rows.append(("MLP 784-256-256-10 fwd+bwd, batch 64", "ms", t_e * 1e3, t_t and t_t * 1e3))
+
+    e_layers = linear_layers(ember, init, device)
+    e_lparams = [p for layer in e_layers for p in layer.parameters()]
+
+    def ember_linear_mlp():
+        for p in e_lparams:
+            p.grad = None
+        linear_mlp_loss(ember, e_x, e_l, e_layers).backward()
+
+    t_e = measure(ember_linear_mlp)
+    t_t = None
+    if torch is not None:
+        t_layers = linear_layers(torch, init)
+        t_lparams = [p for layer in t_layers for p in layer.parameters()]
+
+        def torch_linear_mlp():
+            for p in t_lparams:
+                p.grad = None
+            linear_mlp_loss(torch, t_x, t_l, t_layers).backward()
+
+        t_t = timeit(torch_linear_mlp, min_time=min_time)
+        ember_linear_mlp()
+        torch_linear_mlp()
+        for p, q in zip(e_lparams, t_lparams):
+            np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.numpy(), rtol=2e-3,
+                                       atol=2e-5)
+    rows.append(("MLP of nn.Linear 784-256-256-10 fwd+bwd, batch 64", "ms", t_e * 1e3,
+                 t_t and t_t * 1e3))
     return rows
 
 

@@ -197,6 +197,19 @@ case("vdot", ember.vdot, lambda: T((3,)), lambda: T((3,), seed=1))
 case("outer", ember.outer, lambda: T((3,)), lambda: T((2,), seed=1))
 case("addmm", lambda b, x, y: ember.addmm(b, x, y, beta=0.5, alpha=2.0), lambda: T((2,)),
      lambda: T((2, 3), seed=1), lambda: T((3, 2), seed=2))
+# addmm has its own derivative (AddmmBackward0): self broadcast from a row, a column, a scalar
+# or full, mat2 contiguous or W.t() (the layout linear passes), every beta/alpha branch
+for _self, _beta, _alpha in [((2,), 1, 1), ((1, 2), 0.5, 2.0), ((3, 1), 0, -1.5), ((), 2, 0),
+                             ((3, 2), -1, 0.5)]:
+    case(f"addmm-self{list(_self)}-beta{_beta}-alpha{_alpha}",
+         lambda b, x, y, _b=_beta, _a=_alpha: ember.addmm(b, x, y, beta=_b, alpha=_a),
+         lambda _s=_self: T(_s), lambda: T((3, 4), seed=1), lambda: T((4, 2), seed=2), gg=True)
+    case(f"addmm-wt-self{list(_self)}-beta{_beta}-alpha{_alpha}",
+         lambda b, x, y, _b=_beta, _a=_alpha: ember.addmm(b, x, y, beta=_b, alpha=_a),
+         lambda _s=_self: T(_s), lambda: T((3, 4), seed=1), lambda: T((4, 2), seed=2, layout="t"),
+         gg=True)
+case("linear", ember.nn.functional.linear, lambda: T((3, 4)), lambda: T((2, 4), seed=1),
+     lambda: T((2,), seed=2), gg=True)
 case("baddbmm", ember.baddbmm, lambda: T((2, 2, 2)), lambda: T((2, 2, 3), seed=1),
      lambda: T((2, 3, 2), seed=2))
 case("addmv", ember.addmv, lambda: T((2,)), lambda: T((2, 3), seed=1), lambda: T((3,), seed=2))

@@ -339,6 +339,153 @@ def test_fused_multiply_add_errors():
         ember.ones(4).addmm_(m1, m2)
 
 
+# -- addmm: an op of its own, with a CPU kernel and AddmmBackward0 --------------------------------
+ADDMM_SELF_SHAPES = [(2, 4), (4,), (1, 4), (2, 1), (1, 1), ()]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "int64", "int32",
+                                   "complex64"])
+def test_addmm_kernel_matches_its_composite(dtype):
+    # the CPU's addmm kernel and the composite that backends without one run agree to the bit
+    from ember.ops.linalg import addmm_op
+    from ember.runtime.registry import registry
+    assert "addmm" in registry.get("cpu").kernels.names()
+    scalars = [(1, 1), (0, 1), (2, -1), (0, 3)] if dtype.startswith("int") else \
+        [(1, 1), (0, 1), (0.5, 1.5), (-2, 0), (0, -1)]
+    d = getattr(ember, dtype)
+    m1 = ember.from_numpy(_data((2, 3), "float64")).to(d)
+    for m2 in layouts(_data((3, 4), "float64")):
+        m2 = m2.to(d) if m2.dtype is not d else m2
+        for shape in ADDMM_SELF_SHAPES:
+            s = ember.from_numpy(_data(shape, "float64")).to(d)
+            if shape == (2, 4) and d.is_floating_point:
+                s[0, 0] = math.nan  # ignored when beta is 0
+            for beta, alpha in scalars:
+                got = addmm_op(s, m1, m2, beta, alpha)
+                want = addmm_op.composite(s, m1, m2, beta, alpha)
+                assert got.dtype is want.dtype is d and got.shape == want.shape == (2, 4)
+                assert got.is_contiguous()
+                a, b = got.to(ember.float64 if not d.is_complex else d).numpy(), \
+                    want.to(ember.float64 if not d.is_complex else d).numpy()
+                np.testing.assert_array_equal(a, b, err_msg=f"{shape} beta={beta} alpha={alpha}")
+
+
+def test_addmm_broadcasts_self_without_an_expand_node():
+    b = ember.tensor([1.0, 2.0], requires_grad=True)
+    x = ember.ones(3, 4, requires_grad=True)
+    w = ember.ones(2, 4, requires_grad=True)
+    y = ember.addmm(b, x, w.t(), beta=0.5)
+    assert y.grad_fn.name() == "AddmmBackward0"
+    edges = [n.name() for n, _ in y.grad_fn.next_functions[:2]]
+    assert edges == ["AccumulateGrad", "AccumulateGrad"]  # no ExpandBackward0 under self
+    y.sum().backward()
+    check(b.grad, [1.5, 1.5])
+    check(w.grad, np.full((2, 4), 3.0))
+    assert w.grad.is_contiguous()  # the W.t() layout: its gradient arrives contiguous
+    check(x.grad, np.full((3, 4), 2.0))
+
+
+def test_fused_multiply_add_scalars_are_checked():
+    a = ember.ones(2, 2)
+    for kw in ({"alpha": 1j}, {"beta": 2 + 1j}, {"alpha": 1e39}):
+        for fn in (lambda: ember.addmm(a, a, a, **kw), lambda: ember.baddbmm(a[None], a[None],
+                                                                           a[None], **kw)):
+            with pytest.raises(RuntimeError, match="value cannot be converted to type float "
+                                                   "without overflow"):
+                fn()
+    with pytest.raises(RuntimeError, match="value cannot be converted to type c10::Half "
+                                           "without overflow"):
+        ember.addmv(ember.ones(2, dtype=ember.float16), a.half(), ember.ones(2).half(), alpha=1j)
+    i = ember.ones(2, 2, dtype=ember.int64)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int64_t without "
+                                           "overflow"):
+        ember.addmm(i, i, i, beta=1j)
+    u = ember.ones(2, 2, dtype=ember.uint8)
+    for bad in (256, -256, -0.5, math.inf):
+        with pytest.raises(RuntimeError, match="type uint8_t without overflow"):
+            ember.addmm(u, u, u, alpha=bad)
+    check(ember.addmm(u, u, u, beta=-1, alpha=-255), np.full((2, 2), 1), dtype=ember.uint8)
+    r = ember.addmm(a, a, a, beta=1 + 0j, alpha=2 + 0j)  # a zero imaginary part is dropped
+    assert r.dtype is ember.float32
+    check(r, np.full((2, 2), 5.0))
+    c = a.to(ember.complex64)
+    check(ember.addmm(c, c, c, alpha=1j), np.full((2, 2), 1 + 2j))
+    h = ember.full((2, 2), 300.0, dtype=ember.float16)
+    check(ember.addmm(h, h, h), np.full((2, 2), np.inf))  # overflow to inf, silently
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64", "float16", "float32",
+                                   "float64", "complex64"])
+def test_addmm_scalars_match_torch(dtype):
+    torch = pytest.importorskip("torch")
+    values = [-256, -255, -129, -128, 127, 128, 255, 256, 2 ** 31, -2 ** 31 - 1, 2.7, -2.7, 1e39,
+              70000.0, math.inf, math.nan, 0, 0.0, 3, 1 + 0j, 1 + 1j]
+    for v in values:
+        for which in ("beta", "alpha"):
+            results = []
+            for lib in (ember, torch):
+                d = getattr(lib, dtype)
+                a = lib.ones(2, 2, dtype=d)
+                s = lib.full((2,), 2.0).to(d)
+                try:
+                    r = lib.addmm(s, a, a, **{which: v})
+                    results.append(r.to(lib.complex128).numpy())
+                except RuntimeError as e:
+                    results.append(str(e))
+            got, ref = results
+            if isinstance(ref, str):
+                assert got == ref, (which, v)
+            else:  # BLAS may round beta * self differently: an ulp or so
+                np.testing.assert_allclose(got, ref, rtol=1e-3 if dtype == "float16" else 1e-6,
+                                           err_msg=f"{which}={v}")
+
+
+@pytest.mark.parametrize("self_shape", [(5,), (1, 5), (3, 1), (), (3, 5)])
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_addmm_gradients_and_nodes_match_torch(self_shape, dtype):
+    torch = pytest.importorskip("torch")
+    arrays = [_data(self_shape, dtype), _data((3, 4), dtype), _data((5, 4), dtype)]
+    grad_out = _data((3, 5), dtype)
+    for beta, alpha in [(1, 1), (0.5, -2.0), (0, 1.5), (2, 0)]:
+        if dtype.startswith("complex"):
+            beta, alpha = beta * (1 - 0.5j), alpha * (0.5 + 1j)
+        results = []
+        for lib in (ember, torch):
+            b, x, w = (lib.tensor(a, requires_grad=True) for a in arrays)
+            y = lib.addmm(b, x, w.t(), beta=beta, alpha=alpha)
+            y.backward(lib.tensor(grad_out))
+            results.append((y.grad_fn.name(), y.detach().numpy(), b.grad.numpy(), x.grad.numpy(),
+                            w.grad.numpy()))
+        (name, *got), (ref_name, *ref) = results
+        assert name == ref_name == "AddmmBackward0"
+        for g, r in zip(got, ref):
+            np.testing.assert_allclose(g, r, rtol=1e-10, atol=1e-12)
+
+
+def test_linear_records_torchs_nodes():
+    torch = pytest.importorskip("torch")
+    x2 = _data((3, 4), "float32")
+    w, b = _data((5, 4), "float32"), _data((5,), "float32")
+    names = []
+    for lib in (ember, torch):
+        F = lib.nn.functional
+        xt, wt, bt = (lib.tensor(a, requires_grad=True) for a in (x2, w, b))
+        layer = lib.nn.Linear(4, 5)
+        with lib.no_grad():
+            layer.weight.copy_(lib.tensor(w))
+            layer.bias.copy_(lib.tensor(b))
+        outs = [F.linear(xt, wt, bt), F.linear(xt, wt), layer(xt), layer(lib.tensor(x2))]
+        names.append([o.grad_fn.name() for o in outs])
+        for o in outs:
+            o.sum().backward()
+        names[-1].append([p.grad.numpy().copy() for p in (xt, wt, bt, layer.weight, layer.bias)])
+    got, ref = names
+    assert got[:4] == ref[:4] == ["AddmmBackward0", "MmBackward0", "AddmmBackward0",
+                                  "AddmmBackward0"]
+    for g, r in zip(got[4], ref[4]):
+        np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-5)
+
+
 # -- einsum ---------------------------------------------------------------------------------------
 EINSUM_CASES = [
     ("ij,jk->ik", [(2, 3), (3, 4)]),

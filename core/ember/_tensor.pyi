@@ -49,7 +49,7 @@ class Tensor:
     def __len__(self): ...  # ember._tensor
     def __lshift__(self, other): ...  # ember.ops.elementwise.operators
     def __lt__(self, other): ...  # ember.ops.elementwise.operators
-    def __matmul__(self, other): ...  # ember.ops.linalg
+    def __matmul__(self, other): ...  # ember.ops.linalg.products
     def __mod__(self, other): ...  # ember.ops.elementwise.operators
     def __mul__(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def __ne__(self, other): ...  # ember.ops.elementwise.operators
@@ -64,7 +64,7 @@ class Tensor:
     def __repr__(self, *, tensor_contents=...): ...  # ember._tensor
     def __rfloordiv__(self, other): ...  # ember.ops.elementwise.operators
     def __rlshift__(self, other): ...  # ember.ops.elementwise.operators
-    def __rmatmul__(self, other): ...  # ember.ops.linalg
+    def __rmatmul__(self, other): ...  # ember.ops.linalg.products
     def __rmod__(self, other): ...  # ember.ops.elementwise.operators
     def __rmul__(self, other): ...  # ember.ops.elementwise.operators
     def __ror__(self, other): ...  # ember.ops.elementwise.operators
@@ -109,15 +109,15 @@ class Tensor:
     def acosh_(self): ...  # ember.ops.elementwise.unary
     def add(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
     def add_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary
-    def addmm(self, mat1, mat2, *, beta=..., alpha=...): ...  # ember.ops.linalg
-    def addmm_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg
-    def addmv(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg
-    def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg
-    def all(self, dim=..., keepdim=...): ...  # ember.ops.reduction
-    def amax(self, dim=..., keepdim=...): ...  # ember.ops.reduction
-    def amin(self, dim=..., keepdim=...): ...  # ember.ops.reduction
-    def aminmax(self, *, dim=..., keepdim=...): ...  # ember.ops.reduction
-    def any(self, dim=..., keepdim=...): ...  # ember.ops.reduction
+    def addmm(self, mat1, mat2, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def addmm_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def addmv(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def all(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+    def amax(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+    def amin(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+    def aminmax(self, *, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+    def any(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def arccos(self, *, out=...): ...  # ember.ops.elementwise.unary
     def arccos_(self): ...  # ember.ops.elementwise.unary
     def arccosh(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -132,8 +132,8 @@ class Tensor:
     def arctan_(self): ...  # ember.ops.elementwise.unary
     def arctanh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def arctanh_(self): ...  # ember.ops.elementwise.unary
-    def argmax(self, dim=..., keepdim=...): ...  # ember.ops.reduction
-    def argmin(self, dim=..., keepdim=...): ...  # ember.ops.reduction
+    def argmax(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+    def argmin(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def argsort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
     def argwhere(self): ...  # ember.ops.indexing.advanced
     def as_strided(self, size, stride, storage_offset=...): ...  # ember.ops.views.strided
@@ -150,8 +150,8 @@ class Tensor:
     def atanh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def atanh_(self): ...  # ember.ops.elementwise.unary
     def backward(self, gradient=..., retain_graph=..., create_graph=..., inputs=...): ...  # ember.autograd.tensor_api
-    def baddbmm(self, batch1, batch2, *, beta=..., alpha=...): ...  # ember.ops.linalg
-    def baddbmm_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg
+    def baddbmm(self, batch1, batch2, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def baddbmm_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def bernoulli(self, p=..., *, generator=...): ...  # ember.ops.random
     def bernoulli_(self, p=..., *, generator=...): ...  # ember.ops.random
     def bfloat16(self, memory_format=...): ...  # ember.ops.conversion
@@ -167,7 +167,7 @@ class Tensor:
     def bitwise_right_shift_(self, other): ...  # ember.ops.elementwise.binary
     def bitwise_xor(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def bitwise_xor_(self, other): ...  # ember.ops.elementwise.binary
-    def bmm(self, mat2): ...  # ember.ops.linalg
+    def bmm(self, mat2): ...  # ember.ops.linalg.products
     def bool(self, memory_format=...): ...  # ember.ops.conversion
     def broadcast_to(self, shape): ...  # ember.ops.views.reshaping
     def byte(self, memory_format=...): ...  # ember.ops.conversion
@@ -195,12 +195,12 @@ class Tensor:
     def cos_(self): ...  # ember.ops.elementwise.unary
     def cosh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def cosh_(self): ...  # ember.ops.elementwise.unary
-    def count_nonzero(self, dim=...): ...  # ember.ops.reduction
+    def count_nonzero(self, dim=...): ...  # ember.ops.reduction.sums
     def cpu(self): ...  # ember.ops.conversion
-    def cumprod(self, dim, *, dtype=...): ...  # ember.ops.reduction
-    def cumprod_(self, dim, *, dtype=...): ...  # ember.ops.reduction
-    def cumsum(self, dim, *, dtype=...): ...  # ember.ops.reduction
-    def cumsum_(self, dim, *, dtype=...): ...  # ember.ops.reduction
+    def cumprod(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
+    def cumprod_(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
+    def cumsum(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
+    def cumsum_(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     @property
     def data(self) -> Any: ...
     def data_ptr(self): ...  # ember._tensor
@@ -217,7 +217,7 @@ class Tensor:
     def div_(self, other, *, rounding_mode=...): ...  # ember.ops.elementwise.binary
     def divide(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
     def divide_(self, other, *, rounding_mode=...): ...  # ember.ops.elementwise.binary
-    def dot(self, tensor): ...  # ember.ops.linalg
+    def dot(self, tensor): ...  # ember.ops.linalg.products
     def double(self, memory_format=...): ...  # ember.ops.conversion
     dtype: Any
     def element_size(self): ...  # ember._tensor
@@ -261,7 +261,7 @@ class Tensor:
     def gather(self, dim, index, *, sparse_grad=..., out=...): ...  # ember.ops.indexing.gather_scatter
     def ge(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def ge_(self, other): ...  # ember.ops.elementwise.binary
-    def ger(self, vec2): ...  # ember.ops.linalg
+    def ger(self, vec2): ...  # ember.ops.linalg.products
     def get_device(self): ...  # ember._tensor
     @property
     def grad(self) -> Any: ...
@@ -324,7 +324,7 @@ class Tensor:
     def log2(self, *, out=...): ...  # ember.ops.elementwise.unary
     def log2_(self): ...  # ember.ops.elementwise.unary
     def log_(self): ...  # ember.ops.elementwise.unary
-    def log_softmax(self, dim, dtype=...): ...  # ember.ops.reduction
+    def log_softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def logaddexp(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logaddexp_(self, other): ...  # ember.ops.elementwise.binary
     def logical_and(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -337,7 +337,7 @@ class Tensor:
     def logical_xor_(self, other): ...  # ember.ops.elementwise.binary
     def logit(self, *, out=...): ...  # ember.ops.elementwise.unary
     def logit_(self): ...  # ember.ops.elementwise.unary
-    def logsumexp(self, dim, keepdim=...): ...  # ember.ops.reduction
+    def logsumexp(self, dim, keepdim=...): ...  # ember.ops.reduction.norms
     def long(self, memory_format=...): ...  # ember.ops.conversion
     def lt(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def lt_(self, other): ...  # ember.ops.elementwise.binary
@@ -348,18 +348,18 @@ class Tensor:
     def masked_fill(self, mask, value): ...  # ember.ops.indexing.masked
     def masked_fill_(self, mask, value): ...  # ember.ops.indexing.masked
     def masked_select(self, mask, *, out=...): ...  # ember.ops.indexing.masked
-    def matmul(self, other): ...  # ember.ops.linalg
-    def max(self, dim=..., keepdim=..., *, other=...): ...  # ember.ops.reduction
+    def matmul(self, other): ...  # ember.ops.linalg.products
+    def max(self, dim=..., keepdim=..., *, other=...): ...  # ember.ops.reduction.extremes
     def maximum(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def maximum_(self, other): ...  # ember.ops.elementwise.binary
-    def mean(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction
+    def mean(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def median(self, dim=..., keepdim=...): ...  # ember.ops.sorting
-    def min(self, dim=..., keepdim=..., *, other=...): ...  # ember.ops.reduction
+    def min(self, dim=..., keepdim=..., *, other=...): ...  # ember.ops.reduction.extremes
     def minimum(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def minimum_(self, other): ...  # ember.ops.elementwise.binary
     def mish(self, *, out=...): ...  # ember.ops.elementwise.unary
     def mish_(self): ...  # ember.ops.elementwise.unary
-    def mm(self, mat2): ...  # ember.ops.linalg
+    def mm(self, mat2): ...  # ember.ops.linalg.products
     def mode(self, dim=..., keepdim=...): ...  # ember.ops.sorting
     def moveaxis(self, source, destination): ...  # ember.ops.views.reshaping
     def movedim(self, source, destination): ...  # ember.ops.views.reshaping
@@ -369,12 +369,12 @@ class Tensor:
     def multinomial(self, num_samples, replacement=..., *, generator=...): ...  # ember.ops.random
     def multiply(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def multiply_(self, other): ...  # ember.ops.elementwise.binary
-    def mv(self, vec): ...  # ember.ops.linalg
+    def mv(self, vec): ...  # ember.ops.linalg.products
     def nan_to_num(self, nan=..., posinf=..., neginf=..., *, out=...): ...  # ember.ops.elementwise.unary
     def nan_to_num_(self, nan=..., posinf=..., neginf=...): ...  # ember.ops.elementwise.unary
-    def nanmean(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction
+    def nanmean(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def nanmedian(self, dim=..., keepdim=...): ...  # ember.ops.sorting
-    def nansum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction
+    def nansum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def narrow(self, dim, start, length): ...  # ember.ops.views.slicing
     @property
     def nbytes(self) -> Any: ...
@@ -394,13 +394,13 @@ class Tensor:
     def new_tensor(self, data, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_zeros(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def nonzero(self, *, out=..., as_tuple=...): ...  # ember.ops.indexing.advanced
-    def norm(self, p=..., dim=..., keepdim=..., out=..., dtype=...): ...  # ember.ops.reduction
+    def norm(self, p=..., dim=..., keepdim=..., out=..., dtype=...): ...  # ember.ops.reduction.norms
     def normal_(self, mean=..., std=..., *, generator=...): ...  # ember.ops.random
     def not_equal(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def not_equal_(self, other): ...  # ember.ops.elementwise.binary
     def numel(self): ...  # ember._tensor
     def numpy(self, *, force=...): ...  # ember._tensor
-    def outer(self, vec2): ...  # ember.ops.linalg
+    def outer(self, vec2): ...  # ember.ops.linalg.products
     @property
     def output_nr(self) -> Any: ...
     def permute(self, *dims): ...  # ember.ops.views.reshaping
@@ -409,7 +409,7 @@ class Tensor:
     def positive_(self): ...  # ember.ops.elementwise.unary
     def pow(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def pow_(self, other): ...  # ember.ops.elementwise.binary
-    def prod(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction
+    def prod(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def rad2deg(self, *, out=...): ...  # ember.ops.elementwise.unary
     def rad2deg_(self): ...  # ember.ops.elementwise.unary
     def random_(self, *args, generator=..., **kwargs): ...  # ember.ops.random
@@ -460,7 +460,7 @@ class Tensor:
     def sinh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sinh_(self): ...  # ember.ops.elementwise.unary
     def size(self, dim=...): ...  # ember._tensor
-    def softmax(self, dim, dtype=...): ...  # ember.ops.reduction
+    def softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def sort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
     def special_expit(self, *, out=...): ...  # ember.ops.elementwise.unary
     def special_expit_(self): ...  # ember.ops.elementwise.unary
@@ -470,14 +470,14 @@ class Tensor:
     def square(self, *, out=...): ...  # ember.ops.elementwise.unary
     def square_(self): ...  # ember.ops.elementwise.unary
     def squeeze(self, dim=...): ...  # ember.ops.views.reshaping
-    def std(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction
+    def std(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
     def storage_offset(self): ...  # ember._tensor
     def stride(self, dim=...): ...  # ember._tensor
     def sub(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
     def sub_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary
     def subtract(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
     def subtract_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary
-    def sum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction
+    def sum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def sum_to_size(self, *size): ...  # ember.autograd.tensor_api
     def swapaxes(self, dim0, dim1): ...  # ember.ops.views.reshaping
     def swapdims(self, dim0, dim1): ...  # ember.ops.views.reshaping
@@ -510,8 +510,8 @@ class Tensor:
     def unique(self, sorted=..., return_inverse=..., return_counts=..., dim=...): ...  # ember.ops.sorting
     def unsqueeze(self, dim): ...  # ember.ops.views.reshaping
     def untyped_storage(self): ...  # ember._tensor
-    def var(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction
-    def vdot(self, other): ...  # ember.ops.linalg
+    def var(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
+    def vdot(self, other): ...  # ember.ops.linalg.products
     def view(self, *shape): ...  # ember.ops.views.reshaping
     def view_as(self, other): ...  # ember.ops.views.reshaping
     def where(self, condition, other): ...  # ember.ops.elementwise.selection

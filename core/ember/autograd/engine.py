@@ -434,7 +434,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    "used in the graph. Set allow_unused=True if this is the "
                                    "desired behavior.")
             if materialize_grads:
-                from .derivatives._common import zeros_like
+                from ..ops._grad import zeros_like
                 g = zeros_like(t)
         elif not create_graph and g._ag is not None:
             g = g.detach()

@@ -81,7 +81,7 @@ class FunctionCtx(Node):
     def apply(self, grads):
         grads = list(grads) + [None] * (len(self._out_meta) - len(grads))
         if self.materialize_grads:
-            from .derivatives._common import full_op
+            from ..ops.factories import full_op
             for k, m in enumerate(self._out_meta):
                 if grads[k] is None and m is not None:
                     grads[k] = full_op.on(m[2], m[0], 0, m[1], m[2])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._tensor import Tensor
-from .derivatives._common import cast, expandable, sum_to, zeros
+from ..ops._grad import cast, expandable, sum_to, zeros
 from .graph import Node, SavedTensor
 
 

@@ -20,7 +20,6 @@ from ..dispatch import dispatcher
 from ..dispatch import keys as K
 from . import anomaly
 from ..dispatch.facets import NOT_DIFFERENTIABLE, CustomDerivative, Derivative
-from . import derivatives  # noqa: F401 - attaches the formulas to their ops
 from .graph import (AutogradMeta, NotImplementedNode, SavedTensor, ZeroGradNode, alias, attach,
                     differentiable_dtype, grad_accumulator)
 from .nodes import bind, node_class

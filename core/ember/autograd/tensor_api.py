@@ -195,7 +195,7 @@ def _is_view(self) -> bool:
 
 def sum_to_size(self, *size):
     from ..ops._util import as_shape
-    from .derivatives._common import sum_to
+    from ..ops._grad import sum_to
     return sum_to(self, as_shape(size, "sum_to_size"))
 
 

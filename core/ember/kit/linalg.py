@@ -53,7 +53,30 @@ def svdvals(be, A):
     return _result(be, xp.linalg.svd(x, compute_uv=False), real, A.device)
 
 
-TABLE = {"matmul": matmul, "einsum": einsum, "linalg_svdvals": svdvals}
+def addmm(be, self, mat1, mat2, beta, alpha):
+    """``beta * self + alpha * (mat1 @ mat2)`` accumulated into the product's own buffer (one
+    result array, where the composite makes one per step); ``self`` broadcasts and is not read
+    when ``beta`` is 0. The op layer has checked that the scalars fit the dtype. ``be.ieee`` runs
+    a ufunc without IEEE warnings (inf * 0, overflow to half), like the elementwise kernels."""
+    xp, quiet = be.xp, be.ieee
+    x, y = be.native(mat1), be.native(mat2)
+    dt = x.dtype
+    if dt in HALF:
+        x, y = x.astype(xp.float32), y.astype(xp.float32)
+    r = xp.matmul(x, y)
+    if r.dtype.kind in "iub":  # integer scalars wrap into the dtype, as the elementwise ops do
+        beta, alpha = (xp.asarray(v).astype(r.dtype) for v in (beta, alpha))
+    if alpha != 1:
+        quiet(xp.multiply, r, alpha, r)
+    if beta != 0:
+        s = be.native(self)
+        if s.dtype != r.dtype:
+            s = s.astype(r.dtype)
+        quiet(xp.add, r, s if beta == 1 else quiet(xp.multiply, s, beta), r)
+    return be.wrap(r if r.dtype == dt else quiet(r.astype, dt), mat1.device)
+
+
+TABLE = {"matmul": matmul, "addmm": addmm, "einsum": einsum, "linalg_svdvals": svdvals}
 
 
 def register(backend) -> None:

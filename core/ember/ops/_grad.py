@@ -1,5 +1,5 @@
 """Helpers the derivative formulas of every family share: reductions to a shape, conjugation,
-zeros, masks.
+zeros, masks, the gradient of values picked at indices.
 
 Every op family imports this module, and these helpers call into several families, so they
 reach the families through module objects imported at the end of this file (``_red.sum_op``):
@@ -88,9 +88,22 @@ def keep_where(g: Tensor, mask: Tensor) -> Tensor:
     return _ew.where(mask, g, 0.0)
 
 
+def scatter_selected(g: Tensor, indices: Tensor, shape: tuple, dim: int, keepdim=True) -> Tensor:
+    """The gradient of values picked along ``dim`` of a tensor of ``shape`` at ``indices``
+    (sort, max/min/mode along a dim): ``g`` added into zeros where the indices point.
+    ``keepdim=False``: the picked dim was dropped from ``g`` and ``indices``."""
+    if not shape:
+        return g
+    if not keepdim:
+        g = g.unsqueeze(dim)
+        indices = indices.unsqueeze(dim)
+    return _idx.scatter_into_zeros(g, shape, dim, indices)
+
+
 # last: the families import this module (see the docstring)
 from . import conversion as _conv  # noqa: E402
 from . import elementwise as _ew  # noqa: E402
 from . import factories as _fac  # noqa: E402
+from . import indexing as _idx  # noqa: E402
 from . import reduction as _red  # noqa: E402
 from . import views as _views  # noqa: E402

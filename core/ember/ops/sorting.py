@@ -3,7 +3,8 @@ unique.
 
 Indices are int64. NaN sorts above every number (last ascending, first descending), and equal
 values keep their input order (``sort`` is always stable here, which PyTorch allows). Order
-statistics are composites of the ``sort`` kernel; ``mode`` and ``unique`` have kernels.
+statistics are composites of the ``sort`` kernel; ``mode`` and ``unique`` have kernels. topk's
+gradient comes from sort's: it is a sort, a narrow and a copy.
 """
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import math
 from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
-from . import _meta
+from ..dispatch.facets import Derivative
+from . import _grad, _meta
 from ..return_types import _return_type
 from ._util import tensor_method
 
@@ -22,10 +24,37 @@ __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian"
 for _name in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode"):
     setattr(return_types, _name, _return_type(_name, ["values", "indices"]))
 
+
+# -- sort, mode, unique: metas and derivatives ---------------------------------------------------
+# values carry the gradient back to where they came from; indices are not differentiable
+def _sort_meta(self, dim, descending, stable):
+    _meta._check_dim("sort", dim, self.ndim)
+    s = _meta.shape_of(self)
+    return (s, self.dtype), (s, _dtype.int64)
+
+
+def _sort_backward(ctx, g, self, dim, descending, stable):
+    return (_grad.scatter_selected(g[0], ctx.result[1], ctx.meta(0)[0], dim),)
+
+
+def _mode_meta(self, dim):
+    dims = (_meta._check_dim("mode", dim, self.ndim),) if self.ndim else ()
+    s = _meta.reduced(self._shape, dims, False)
+    return (s, self.dtype), (s, _dtype.int64)
+
+
+def _mode_backward(ctx, g, self, dim):
+    return (_grad.scatter_selected(g[0], ctx.result[1], ctx.meta(0)[0], dim, keepdim=False),)
+
+
 sort_op = define("sort(Tensor self, int dim, bool descending, bool stable) -> "
-                 "(Tensor values, Tensor indices)", meta=_meta.sort)
+                 "(Tensor values, Tensor indices)", meta=_sort_meta,
+                 derivative=Derivative(_sort_backward, save=("result",), outputs=(True, False),
+                                       complex_ok=True))
 mode_op = define("mode(Tensor self, int dim) -> (Tensor values, Tensor indices)",
-                 meta=_meta.mode)
+                 meta=_mode_meta,
+                 derivative=Derivative(_mode_backward, save=("result",), outputs=(True, False)))
+# unique has no derivative (as in PyTorch): its outputs get a node that raises in backward
 unique_op = define("unique(Tensor self, int? dim) -> (Tensor values, Tensor inverse, "
                    "Tensor counts)")
 

@@ -1,0 +1,35 @@
+"""Linear algebra ops: each op with its meta and derivative beside its ``define``.
+
+* ``products``      the product primitive ``matmul`` and its special cases (mm, bmm, mv, dot,
+                    vdot, outer), ``linalg_svdvals``
+* ``fused``         fused multiply-adds: addmm (its own op and derivative), baddbmm, addmv
+* ``contractions``  tensordot, einsum
+* ``_rules``        argument checks and formula helpers the family shares
+
+Kernel convention (see ``ember.kit.linalg``):
+
+* ``matmul(Tensor self, Tensor other)`` is the one product primitive: numpy's ``matmul`` rules
+  (1-D operands promoted and squeezed, batch dims broadcast), operands of one dtype, result in
+  that dtype. ``mm``, ``bmm``, ``mv``, ``dot`` and ``vdot`` validate their stricter contracts
+  here and call it.
+* ``addmm(Tensor self, Tensor mat1, Tensor mat2, Scalar beta, Scalar alpha)``: ``beta * self +
+  alpha * (mat1 @ mat2)`` for matrices of one dtype, ``self`` broadcastable to the result;
+  ``self`` is ignored when ``beta`` is 0 (nan and inf included). Optional: a composite of
+  ``matmul`` and elementwise ops runs where a backend has no kernel.
+* ``einsum(str equation, Tensor[] operands)``: an explicit equation of letters only (ellipses
+  already spelled out as letters), operands of one dtype; size-1 dims broadcast.
+* ``linalg_svdvals(Tensor A)``: singular values of the trailing matrices, real dtype.
+
+``baddbmm``, ``addmv``, ``outer``, ``vdot`` and ``tensordot`` are composites: a backend gets them
+from ``matmul`` and the elementwise ops, and may register fused kernels.
+"""
+from . import products, fused, contractions  # noqa: F401
+from ._rules import cpp_dtype_name, inner_product_check
+from .contractions import einsum, einsum_op, tensordot, tensordot_op
+from .fused import (addmm, addmm_, addmm_op, addmv, addmv_, addmv_op, baddbmm, baddbmm_,
+                    baddbmm_op)
+from .products import (bmm, dot, ger, matmul, matmul_op, mm, mv, outer, outer_op, svdvals_op,
+                       vdot, vdot_op)
+
+__all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm",
+           "addmv", "einsum", "tensordot"]

@@ -1,0 +1,190 @@
+"""Fused multiply-adds ``beta * self + alpha * (a @ b)``: addmm, baddbmm, addmv and their
+in-place Tensor methods.
+
+``addmm`` is an op with its own derivative (PyTorch's ``AddmmBackward0``, the node under
+``nn.Linear``); its ``self`` may be anything that broadcasts to the result (a bias row), and
+the formula's gradient for it is summed back to its shape. A backend may register an ``addmm``
+kernel (the array kit does); without one the composite below runs. ``baddbmm`` and ``addmv``
+are composites seen through by autograd, called with ``self`` already expanded.
+"""
+from __future__ import annotations
+
+import math
+
+from ... import _dtype
+from ..._tensor import Tensor
+from ...dispatch.dispatcher import define
+from ...dispatch.facets import Derivative
+from .. import _grad
+from .. import conversion as _conv
+from .. import elementwise as _ew
+from .. import views as _views
+from .._util import _dtype_title, tensor_method
+from . import products as _products
+from ._rules import (bmm_check, check_tensors, col_major, cpp_dtype_name, mm_check, mT, mv_check,
+                     mv_shape_check, no_bool)
+
+_HALF = (_dtype.float16, _dtype.bfloat16)
+
+
+def _add_product(self, a, b, beta, alpha):
+    if self.dtype in _HALF:  # computed in float32 and rounded once, as PyTorch's CPU does
+        f32 = _dtype.float32
+        r = _add_product(*(_conv.to_copy_op(t, f32) for t in (self, a, b)), beta, alpha)
+        return _conv.to_copy_op(r, self.dtype)
+    mul = _ew.binary_api["mul"]
+    p = _products.matmul_op(a, b)
+    if alpha != 1:
+        p = mul(p, alpha)
+    if beta == 0:  # PyTorch ignores self then, nan and inf included
+        return p
+    return _ew.add(self if beta == 1 else mul(self, beta), p)
+
+
+def _addmm_backward(ctx, g, self, mat1, mat2, beta, alpha):
+    matmul = _products.matmul_op
+    g_self = g_mat1 = g_mat2 = None
+    if ctx.needs(0):
+        g_self = g if beta == 1 else g * _grad.conj(beta)  # the node sums it to self's shape
+    if ctx.needs(1):
+        g_mat1 = matmul(g, mT(_grad.conj(mat2)))
+        if alpha != 1:
+            g_mat1 = g_mat1 * _grad.conj(alpha)
+    if ctx.needs(2):
+        if ctx.info:  # mat2 is W.t(): see col_major
+            g_mat2 = mT(matmul(mT(g), _grad.conj(mat1)))
+        else:
+            g_mat2 = matmul(mT(_grad.conj(mat1)), g)
+        if alpha != 1:
+            g_mat2 = g_mat2 * _grad.conj(alpha)
+    return g_self, g_mat1, g_mat2
+
+
+addmm_op = define("addmm(Tensor self, Tensor mat1, Tensor mat2, Scalar beta, Scalar alpha) -> "
+                  "Tensor", composite=_add_product,
+                  derivative=Derivative(_addmm_backward, save={"mat1": "mat2", "mat2": "mat1"},
+                                        complex_ok=True,
+                                        setup=lambda self, mat1, mat2, beta, alpha:
+                                        col_major(mat2)),
+                  doc="beta * self + alpha * (mat1 @ mat2); ``self`` broadcasts to the result.")
+_FMA_DOC = "beta * self + alpha * (a @ b); ``self`` is already expanded to the result's shape."
+baddbmm_op = define("baddbmm(Tensor self, Tensor batch1, Tensor batch2, Scalar beta, "
+                    "Scalar alpha) -> Tensor", composite=_add_product, doc=_FMA_DOC)
+addmv_op = define("addmv(Tensor self, Tensor mat, Tensor vec, Scalar beta, Scalar alpha) -> "
+                  "Tensor", composite=_add_product, doc=_FMA_DOC)
+
+
+# the C++ type PyTorch converts beta and alpha to, and the largest finite value of the floating
+# ones: a scalar that does not fit is refused, naming the type
+_SCALAR_TYPE = {"float16": "float", "bfloat16": "float", "float32": "float", "float64": "double",
+                "int64": "int64_t", "int32": "int", "int16": "int16_t", "int8": "int8_t",
+                "uint8": "uint8_t"}
+_FLOAT_MAX = {"float": 3.4028234663852886e38, "double": 1.7976931348623157e308,
+              "c10::Half": 65504.0, "c10::BFloat16": 3.3895313892515355e38,
+              "c10::complex<float>": 3.4028234663852886e38,
+              "c10::complex<double>": 1.7976931348623157e308}
+
+
+def _overflows(x, d, name):
+    """PyTorch's ``checked_convert``: floats must be finite and in range for an integer type
+    (unsigned ones refuse negative floats), integers in range (an unsigned type also takes
+    negative ones down to -max, which wrap); a finite value must stay finite in a float type."""
+    if d.category <= _dtype.INTEGRAL:
+        bits = 8 * d.itemsize
+        hi = (1 << bits) - 1 if d is _dtype.uint8 else (1 << (bits - 1)) - 1
+        lo = 0 if d is _dtype.uint8 else -hi - 1
+        if isinstance(x, float):
+            return not math.isfinite(x) or x < lo or x > hi
+        return x > hi or (x < -hi if d is _dtype.uint8 else x < lo)
+    top = _FLOAT_MAX[name]
+    return any(math.isfinite(p) and abs(p) > top for p in (x.real, x.imag))
+
+
+def _checked_scalar(x, d, op):
+    """``x`` converted to what multiplies tensors of dtype ``d``, or PyTorch's error."""
+    if d.category == _dtype.COMPLEX:
+        name = cpp_dtype_name(d)
+    else:
+        name = cpp_dtype_name(d) if op == "addmv" and d in _HALF else _SCALAR_TYPE[d.name]
+    if isinstance(x, complex) and d.category != _dtype.COMPLEX:
+        if x.imag:
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+        x = x.real
+    if _overflows(x, d, name):
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    # integer tensors take the scalars truncated, as PyTorch does
+    return int(x) if d.category <= _dtype.INTEGRAL else x
+
+
+def _scalars(d, beta, alpha, op):
+    if beta.__class__ is int and alpha.__class__ is int and 0 <= beta <= 127 and 0 <= alpha <= 127:
+        return beta, alpha  # the defaults (1, 1) and small ints fit every dtype
+    return _checked_scalar(beta, d, op), _checked_scalar(alpha, d, op)
+
+
+def _expanded(t, shape):
+    return t if t._shape == shape else _views.expand_op(t, shape)
+
+
+@tensor_method()
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    check_tensors("addmm", input=input, mat1=mat1, mat2=mat2)
+    if mat1.ndim != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor")
+    mm_check(mat1, mat2, ("mat1", "mat2"))
+    if input.dtype is not mat2.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{_dtype_title(input.dtype)} and {_dtype_title(mat2.dtype)}")
+    no_bool("addmm", input)
+    shape = (mat1._shape[0], mat2._shape[1])
+    if input._shape != shape and not _grad.expandable(input._shape, shape):
+        _views.expand_op(input, shape)  # raises expand's error, naming both shapes
+    return addmm_op(input, mat1, mat2, *_scalars(input.dtype, beta, alpha, "addmm"))
+
+
+@tensor_method()
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    check_tensors("baddbmm", input=input, batch1=batch1, batch2=batch2)
+    bmm_check(batch1, batch2)
+    if input.dtype is not batch1.dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input "
+                           f"{cpp_dtype_name(input.dtype)}, batch1: "
+                           f"{cpp_dtype_name(batch1.dtype)}, batch2: "
+                           f"{cpp_dtype_name(batch2.dtype)}")
+    no_bool("baddbmm", input)
+    shape = (batch1._shape[0], batch1._shape[1], batch2._shape[2])
+    return baddbmm_op(_expanded(input, shape), batch1, batch2,
+                      *_scalars(input.dtype, beta, alpha, "baddbmm"))
+
+
+@tensor_method()
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    check_tensors("addmv", input=input, mat=mat, vec=vec)
+    mv_shape_check(mat, vec, input.ndim)
+    mv_check(mat, vec, input.dtype)
+    if input.ndim > 1 or input.ndim == 1 and input._shape[0] not in (1, mat._shape[0]):
+        raise RuntimeError(f"size mismatch, got input ({input._shape[0]}), mat "
+                           f"({mat._shape[0]}x{mat._shape[1]}), vec ({vec._shape[0]})")
+    no_bool("addmv", input)
+    return addmv_op(_expanded(input, (mat._shape[0],)), mat, vec,
+                    *_scalars(input.dtype, beta, alpha, "addmv"))
+
+
+def _make_inplace(fn):
+    name = fn.__name__ + "_"
+
+    def inplace(self, *args, beta=1, alpha=1):
+        r = fn(self, *args, beta=beta, alpha=alpha)
+        if r._shape != self._shape:
+            raise RuntimeError(f"Bad in-place call: input tensor size {list(self._shape)} and "
+                               f"output tensor size {list(r._shape)} should match")
+        return self.copy_(r)
+
+    inplace.__name__ = name
+    setattr(Tensor, name, inplace)
+    return inplace
+
+
+addmm_ = _make_inplace(addmm)
+baddbmm_ = _make_inplace(baddbmm)
+addmv_ = _make_inplace(addmv)

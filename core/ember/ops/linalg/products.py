@@ -1,0 +1,178 @@
+"""The product primitive ``matmul`` and its special cases (mm, bmm, mv, dot, vdot, outer), plus
+``linalg_svdvals``: each op with its meta and derivative."""
+from __future__ import annotations
+
+from ... import _dtype
+from ..._tensor import Tensor
+from ...dispatch.dispatcher import define
+from ...dispatch.facets import Derivative
+from .. import _grad, _meta
+from .. import elementwise as _ew
+from .. import views as _views
+from .._util import tensor_method
+from ._rules import (bmm_check, check_tensors, col_major, inner_product_check, matmul_check,
+                     mm_check, mT, mv_check, mv_shape_check, no_bool)
+
+
+# -- matmul -------------------------------------------------------------------------------------
+def _matmul_meta(a, b):
+    sa, sb = _meta.shape_of(a), _meta.shape_of(b)
+    if not sa or not sb:
+        raise RuntimeError(f"matmul: both arguments need to be at least 1D, got shapes "
+                           f"{list(sa)} and {list(sb)}")
+    xa = sa if len(sa) > 1 else (1,) + sa
+    xb = sb if len(sb) > 1 else sb + (1,)
+    if xa[-1] != xb[-2]:
+        raise RuntimeError(f"matmul: shapes {list(sa)} and {list(sb)} cannot be multiplied "
+                           f"({xa[-2]}x{xa[-1]} and {xb[-2]}x{xb[-1]})")
+    batch = _meta.broadcast_shapes("matmul", xa[:-2], xb[:-2])
+    out = batch + (xa[-2],) * (len(sa) > 1) + (xb[-1],) * (len(sb) > 1)
+    return out, a.dtype
+
+
+def _matmul_name(self, other):
+    a, b = self.ndim, other.ndim
+    if a == 1 and b == 1:
+        return "DotBackward0"
+    if a == 2 and b == 1:
+        return "MvBackward0"
+    if a == 2 and b == 2:
+        return "MmBackward0"
+    if a == 3 and b == 3 and self._shape[0] == other._shape[0]:
+        return "BmmBackward0"
+    return "MatmulBackward0"
+
+
+def _matmul_backward(ctx, g, self, other):
+    # 1-D operands take part as (1, k) and (k, 1) matrices; the node sums the batch dims
+    # that broadcasting added back to each operand's shape
+    a_vec, b_vec = ctx.info[0] == 1, ctx.info[1] == 1
+    if a_vec and b_vec:
+        g2 = _views.view_op(g, (1, 1))
+    elif a_vec:
+        g2 = g.unsqueeze(-2)
+    elif b_vec:
+        g2 = g.unsqueeze(-1)
+    else:
+        g2 = g
+    ga = gb = None
+    if ctx.needs(0):
+        b2 = other.unsqueeze(-1) if b_vec else other
+        ga = matmul_op(g2, mT(_grad.conj(b2)))
+        if a_vec:
+            ga = _views.reshape(ga, ga._shape[:-2] + ga._shape[-1:])
+    if ctx.needs(1):
+        a2 = self.unsqueeze(0) if a_vec else self
+        if ctx.info[2] and ctx.info[0] == 2:
+            gb = mT(matmul_op(mT(g2), _grad.conj(a2)))  # other is W.t(): see col_major
+        else:
+            gb = matmul_op(mT(_grad.conj(a2)), g2)
+        if b_vec:
+            gb = _views.reshape(gb, gb._shape[:-1])
+    return ga, gb
+
+
+matmul_op = define("matmul(Tensor self, Tensor other) -> Tensor", meta=_matmul_meta,
+                   derivative=Derivative(_matmul_backward, save={"self": "other",
+                                                                 "other": "self"},
+                                         complex_ok=True, name=_matmul_name,
+                                         setup=lambda a, b: (a.ndim, b.ndim, col_major(b))),
+                   doc="Matrix product with numpy's matmul rules; one dtype in and out.")
+
+
+def matmul(input, other):
+    check_tensors("matmul", input=input, other=other)
+    matmul_check(input, other)
+    return matmul_op(input, other)
+
+
+Tensor.matmul = matmul
+Tensor.__matmul__ = lambda self, other: matmul(self, other) if isinstance(other, Tensor) \
+    else NotImplemented
+Tensor.__rmatmul__ = lambda self, other: matmul(other, self) if isinstance(other, Tensor) \
+    else NotImplemented
+
+
+@tensor_method()
+def mm(input, mat2):
+    check_tensors("mm", input=input, mat2=mat2)
+    mm_check(input, mat2)
+    no_bool("mm", input)
+    return matmul_op(input, mat2)
+
+
+@tensor_method()
+def bmm(input, mat2):
+    check_tensors("bmm", input=input, mat2=mat2)
+    bmm_check(input, mat2)
+    no_bool("bmm", input)
+    return matmul_op(input, mat2)
+
+
+@tensor_method()
+def mv(input, vec):
+    check_tensors("mv", input=input, vec=vec)
+    mv_shape_check(input, vec)
+    mv_check(input, vec)
+    no_bool("mv", input)
+    return matmul_op(input, vec)
+
+
+@tensor_method()
+def dot(input, tensor):
+    check_tensors("dot", input=input, tensor=tensor)
+    inner_product_check("dot", input, tensor)
+    no_bool("dot", input)
+    return matmul_op(input, tensor)
+
+
+# -- vdot, outer: composites --------------------------------------------------------------------
+def _vdot(a, b):
+    if a.dtype.category == _dtype.COMPLEX:
+        a = _ew.unary_api["conj_physical"](a)
+    return matmul_op(a, b)
+
+
+vdot_op = define("vdot(Tensor self, Tensor other) -> Tensor", composite=_vdot,
+                 doc="The dot product with the first operand conjugated.")
+
+
+@tensor_method()
+def vdot(input, other):
+    check_tensors("vdot", input=input, other=other)
+    inner_product_check("vdot", input, other)
+    no_bool("vdot", input)
+    return vdot_op(input, other)
+
+
+def _outer(a, b):
+    return _ew.binary_api["mul"](_views.view_op(a, (a._shape[0], 1)), b)
+
+
+outer_op = define("outer(Tensor self, Tensor vec2) -> Tensor", composite=_outer)
+
+
+@tensor_method("outer", "ger")
+def outer(input, vec2):
+    check_tensors("outer", input=input, vec2=vec2)
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
+    return outer_op(input, vec2)
+
+
+ger = outer
+
+
+# -- singular values ----------------------------------------------------------------------------
+def _svdvals_meta(A):
+    s = _meta.shape_of(A)
+    if len(s) < 2:
+        raise RuntimeError(f"linalg.svdvals: The input tensor A must have at least 2 dimensions, "
+                           f"got shape {list(s)}")
+    return s[:-2] + (min(s[-2:]),), _meta.real_of(A.dtype)
+
+
+# no derivative yet: a backward through it raises, naming the op (the nuclear norm's gradient)
+svdvals_op = define("linalg_svdvals(Tensor A) -> Tensor", meta=_svdvals_meta,
+                    doc="Singular values of the matrices in the last two dims, descending.")

@@ -1,0 +1,144 @@
+"""logsumexp and norms: vector_norm (``norm`` with a numeric or "fro" order) and the nuclear
+norm (``norm(p="nuc")``, a composite of the singular values)."""
+from __future__ import annotations
+
+import math
+
+from ... import _dtype
+from ..._dtype import FLOATING
+from ..._tensor import _wrap_dim
+from ...dispatch.dispatcher import define
+from ...dispatch.facets import Derivative
+from .. import _grad, _meta
+from .. import elementwise as _ew
+from .. import linalg as _linalg
+from .. import views as _views
+from .._util import _dtype_title, tensor_method, write_out
+from . import extremes as _extremes
+from . import sums as _sums
+from ._rules import check_tensor, dims_ok, given, no_complex, reduce_dims, restore, without
+
+
+# -- logsumexp ----------------------------------------------------------------------------------
+def _logsumexp(x, dim, keepdim):
+    exp, log, sum_op = _ew.unary_api["exp"], _ew.unary_api["log"], _sums.sum_op
+    if not x.numel():  # sum over nothing is 0: log gives -inf, as PyTorch does
+        return log(sum_op(exp(x), dim, keepdim, x.dtype))
+    m = _extremes.amax_op(x, dim, True)
+    m = _ew.where(_ew.unary_api["isinf"](m), 0.0, m)  # keeps inf - inf out of the shift
+    r = _ew.add(log(sum_op(exp(_ew.sub(x, m)), dim, True, x.dtype)), m)
+    return r if keepdim else _views.reshape(r, without(x._shape, dim))
+
+
+def _logsumexp_backward(ctx, g, self, dim, keepdim):
+    shape = self._shape
+    r = _grad.unsqueeze_dims(ctx.result, shape, dim, keepdim)
+    return (restore(g, shape, dim, keepdim) * _ew.unary_api["exp"](self - r),)
+
+
+logsumexp_op = define("logsumexp(Tensor self, int[] dim, bool keepdim) -> Tensor",
+                      composite=_logsumexp,
+                      derivative=Derivative(_logsumexp_backward, save=("self", "result")))
+
+
+@tensor_method()
+def logsumexp(input, dim, keepdim=False):
+    check_tensor(input, "logsumexp")
+    no_complex(input, "logsumexp")
+    x = input if input.dtype.category == FLOATING else input.to(_dtype.get_default_dtype())
+    return logsumexp_op(x, reduce_dims(x, dim, "logsumexp"), bool(keepdim))
+
+
+# -- vector_norm --------------------------------------------------------------------------------
+def _vector_norm_meta(x, ord, dim, keepdim):
+    _meta.tensor_arg("vector_norm", x)
+    return (_meta.reduced(x._shape, dims_ok("vector_norm", x, tuple(dim)), keepdim),
+            _meta.real_of(x.dtype))
+
+
+def _vector_norm_backward(ctx, g, self, ord, dim, keepdim):
+    unary, binary = _ew.unary_api, _ew.binary_api
+    shape = self._shape
+    g = restore(g, shape, dim, keepdim)
+    norm = _grad.unsqueeze_dims(ctx.result, shape, dim, keepdim)
+    if ord == 0:
+        return (_grad.zeros_like(self),)
+    if ord == 1:
+        return (g * unary["sign"](self),)
+    if math.isinf(ord):
+        hit = binary["eq"](unary["abs"](self), norm)
+        count = _sums.sum_op(hit, dim, True, self.dtype)
+        return (_grad.keep_where(g * unary["sign"](self) / count, hit),)
+    if ord == 2:
+        scaled = self / norm
+    else:
+        scaled = self * unary["abs"](self) ** (ord - 2) / norm ** (ord - 1)
+    return (_ew.where(binary["eq"](norm, 0), 0.0, g * scaled),)
+
+
+vector_norm_op = define("vector_norm(Tensor self, float ord, int[] dim, bool keepdim) -> Tensor",
+                        meta=_vector_norm_meta,
+                        derivative=Derivative(_vector_norm_backward, save=("self", "result"),
+                                              name="LinalgVectorNormBackward0"))
+
+
+# -- nuclear norm -------------------------------------------------------------------------------
+def _nuclear_norm(x, dim, keepdim):
+    s = _linalg.svdvals_op(_views.movedim(x, dim, (-2, -1)))
+    r = _sums.sum_op(s, (s.ndim - 1,), False, s.dtype)
+    if keepdim:
+        for d in sorted(dim):
+            r = _views.unsqueeze(r, d)
+    return r
+
+
+nuclear_norm_op = define("nuclear_norm(Tensor self, int[] dim, bool keepdim) -> Tensor",
+                         composite=_nuclear_norm)
+
+
+# -- norm ---------------------------------------------------------------------------------------
+def _fmt_ord(p):
+    return int(p) if math.isfinite(p) and p == int(p) else p
+
+
+@tensor_method()
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    check_tensor(input, "norm")
+    if input.dtype.category < FLOATING:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_dtype_title(input.dtype)}")
+    x = input if dtype is None else input.to(_dtype.as_dtype(dtype))
+    if p is None:
+        p = "fro"
+    if isinstance(p, str):
+        if p == "nuc":
+            r = nuclear_norm_op(x, _matrix_dims(x, dim), bool(keepdim))
+            return r if out is None else write_out(out, r, "norm")
+        if p != "fro":
+            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+        p = 2
+    ord = float(p)
+    dims = reduce_dims(x, dim, "norm")
+    if (ord < 0 or ord == math.inf) and x.numel() == 0:
+        if not given(dim):
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {_fmt_ord(ord)} norm on an "
+                               f"empty tensor because the operation does not have an identity")
+        for d in dims:
+            if x._shape[d] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {_fmt_ord(ord)} norm on "
+                                   f"the dimension {d} because this dimension is empty and the "
+                                   f"operation does not have an identity")
+    r = vector_norm_op(x, ord, dims, bool(keepdim))
+    return r if out is None else write_out(out, r, "norm")
+
+
+def _matrix_dims(x, dim):
+    if dim is None:
+        dim = tuple(range(x.ndim))
+    if not isinstance(dim, (list, tuple)) or len(dim) != 2:
+        got = " ".join(str(d) for d in dim) if isinstance(dim, (list, tuple)) else dim
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {got}")
+    d0, d1 = (_wrap_dim(d, x.ndim, "norm") for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
+    return d0, d1

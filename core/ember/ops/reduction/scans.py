@@ -1,0 +1,126 @@
+"""Scans and softmax: cumsum, cumprod (and their in-place Tensor methods), softmax,
+log_softmax."""
+from __future__ import annotations
+
+from ... import _dtype
+from ..._dtype import FLOATING
+from ..._tensor import Tensor, _wrap_dim
+from ...dispatch.dispatcher import define
+from ...dispatch.facets import Derivative
+from .. import _grad
+from .. import elementwise as _ew
+from .. import factories as _fac
+from .. import linalg as _linalg
+from .. import shape as _shape_ops
+from .._util import _dtype_title, tensor_method
+from . import sums as _sums
+from ._rules import accumulate_dtype, along_dim_meta, check_tensor, no_complex
+
+
+# -- cumsum, cumprod ----------------------------------------------------------------------------
+def _reverse_cumsum(g, dim):
+    flip = _shape_ops.flip
+    return flip(cumsum_op(flip(g, dim), dim, g.dtype), dim)
+
+
+def _cumsum_backward(ctx, g, self, dim, dtype):
+    if not ctx.meta(0)[0]:
+        return (g,)
+    return (_reverse_cumsum(g, dim),)
+
+
+def _cumprod_backward(ctx, g, self, dim, dtype):
+    if not self._shape or self._shape[dim] == 0:
+        return (g,)
+    if not bool(_ew.binary_api["eq"](self, 0).any()):
+        return (_reverse_cumsum(g * ctx.result, dim) / self,)
+    # zeros: d out_i / d x_k = prod_{j<=i, j!=k} x_j (i >= k), built for every k at once from
+    # copies of x with x_k set to 1; O(n^2) in the scanned length
+    n = self._shape[dim]
+    x = self.movedim(dim, -1)                                        # (..., n)
+    hot = _fac.eye(n, dtype=self.dtype, device=self.device).bool()   # (k, i)
+    xk = _ew.where(hot, 1.0, x.unsqueeze(-2))                        # (..., k, i)
+    prods = cumprod_op(xk, xk.ndim - 1, self.dtype)
+    steps = _fac.arange(n, device=self.device)
+    upper = _ew.binary_api["ge"](steps.unsqueeze(0), steps.unsqueeze(1))   # i >= k
+    gk = _sums.sum_op(_grad.keep_where(prods * g.movedim(dim, -1).unsqueeze(-2), upper),
+                      (xk.ndim - 1,), False, self.dtype)             # (..., k)
+    return (gk.movedim(-1, dim),)
+
+
+cumsum_op = define("cumsum(Tensor self, int dim, dtype dtype) -> Tensor",
+                   meta=along_dim_meta("cumsum"),
+                   derivative=Derivative(_cumsum_backward, complex_ok=True))
+cumprod_op = define("cumprod(Tensor self, int dim, dtype dtype) -> Tensor",
+                    meta=along_dim_meta("cumprod"),
+                    derivative=Derivative(_cumprod_backward, save=("self", "result")))
+
+
+def _make_scan(name, op):
+    def fn(input, dim, *, dtype=None):
+        check_tensor(input, name)
+        d = _wrap_dim(dim, input.ndim, name)
+        dt = accumulate_dtype(input, dtype)
+        if dt is _dtype.bool_:
+            raise NotImplementedError(f"\"{name}\" not implemented for 'Bool'")
+        return op(input, d, dt)
+
+    def fn_(self, dim, *, dtype=None):
+        if dtype is not None and _dtype.as_dtype(dtype) is not self.dtype:
+            cpp = _linalg.cpp_dtype_name
+            raise RuntimeError(f"Bad in-place call: input tensor dtype {cpp(self.dtype)} and "
+                               f"output tensor dtype {cpp(_dtype.as_dtype(dtype))} should match")
+        if self.dtype is _dtype.bool_:
+            raise NotImplementedError(f"\"{name}\" not implemented for 'Bool'")
+        return self.copy_(op(self, _wrap_dim(dim, self.ndim, name + "_"), self.dtype))
+
+    fn.__name__, fn_.__name__ = name, name + "_"
+    setattr(Tensor, name + "_", fn_)
+    return tensor_method()(fn)
+
+
+cumsum = _make_scan("cumsum", cumsum_op)
+cumprod = _make_scan("cumprod", cumprod_op)
+
+
+# -- softmax, log_softmax -----------------------------------------------------------------------
+def _dims_of(shape, dim):
+    return (dim,) if shape else ()
+
+
+def _softmax_backward(ctx, g, self, dim, dtype):
+    y = ctx.result
+    dims = _dims_of(y._shape, dim)
+    return (y * (g - _sums.sum_op(g * y, dims, True, g.dtype)),)
+
+
+def _log_softmax_backward(ctx, g, self, dim, dtype):
+    y = ctx.result
+    dims = _dims_of(y._shape, dim)
+    return (g - _ew.unary_api["exp"](y) * _sums.sum_op(g, dims, True, g.dtype),)
+
+
+softmax_op = define("softmax(Tensor self, int dim, dtype dtype) -> Tensor",
+                    meta=along_dim_meta("softmax"),
+                    derivative=Derivative(_softmax_backward, save=("result",)))
+log_softmax_op = define("log_softmax(Tensor self, int dim, dtype dtype) -> Tensor",
+                        meta=along_dim_meta("log_softmax"),
+                        derivative=Derivative(_log_softmax_backward, save=("result",)))
+
+
+def _make_softmax(name, op):
+    def fn(input, dim, dtype=None):
+        check_tensor(input, name)
+        d = _wrap_dim(dim, input.ndim, name)
+        dt = input.dtype if dtype is None else _dtype.as_dtype(dtype)
+        if dt.category != FLOATING:
+            raise NotImplementedError(f"\"{name}\" not implemented for '{_dtype_title(dt)}'")
+        no_complex(input, name)
+        return op(input, d, dt)
+
+    fn.__name__ = name
+    return tensor_method()(fn)
+
+
+softmax = _make_softmax("softmax", softmax_op)
+log_softmax = _make_softmax("log_softmax", log_softmax_op)

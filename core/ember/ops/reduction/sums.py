@@ -1,0 +1,209 @@
+"""Sums, products, means and variances: sum, prod, nansum, mean, nanmean, var, std, var_mean,
+std_mean, count_nonzero — each op with its meta and derivative."""
+from __future__ import annotations
+
+import math
+import warnings
+
+from ... import _dtype
+from ..._dtype import FLOATING
+from ...dispatch.dispatcher import define
+from ...dispatch.facets import Derivative
+from .. import _grad
+from .. import elementwise as _ew
+from .. import shape as _shape_ops
+from .._util import _dtype_title, tensor_method
+from . import scans as _scans  # formulas only: scans imports this module
+from ._rules import (accumulate_dtype, check_tensor, overload_name, reduce_dims, reduction_meta,
+                     restore)
+
+
+# -- sum, prod, nansum, mean --------------------------------------------------------------------
+def _sum_backward(ctx, g, self, dim, keepdim, dtype):
+    return (restore(g, ctx.meta(0)[0], dim, keepdim),)
+
+
+def _nansum_backward(ctx, g, self, dim, keepdim, dtype):
+    return (_ew.where(_ew.unary_api["isnan"](self), 0.0, restore(g, self._shape, dim, keepdim)),)
+
+
+def _mean_backward(ctx, g, self, dim, keepdim, dtype):
+    shape = ctx.meta(0)[0]
+    n = math.prod(shape[d] for d in dim) if shape else 1
+    return (restore(g, shape, dim, keepdim) / n,)
+
+
+def _exclusive_products(x, dim):
+    """prod of all other elements along ``dim``, for every element, without dividing (exact
+    when some elements are 0)."""
+    n = x._shape[dim]
+    one = _grad.ones(x._shape[:dim] + (1,) + x._shape[dim + 1:], x)
+    cumprod, cat, flip = _scans.cumprod_op, _shape_ops.cat, _shape_ops.flip
+    left = cumprod(cat([one, x.narrow(dim, 0, n - 1)], dim), dim, x.dtype)
+    right = flip(cumprod(flip(cat([x.narrow(dim, 1, n - 1), one], dim), dim), dim, x.dtype), dim)
+    return left * right
+
+
+def _prod_backward(ctx, g, self, dim, keepdim, dtype):
+    shape = self._shape
+    if not shape:
+        return (g,)
+    g = restore(g, shape, dim, keepdim)
+    rest = [d for d in range(self.ndim) if d not in dim]
+    moved = self.permute(*rest, *dim)
+    flat = moved.reshape(moved._shape[:len(rest)] + (-1,))
+    if flat._shape[-1] == 0:
+        return (_grad.zeros_like(self),)
+    others = _exclusive_products(flat, flat.ndim - 1).reshape(moved._shape)
+    inverse = [0] * self.ndim
+    for i, d in enumerate(rest + list(dim)):
+        inverse[d] = i
+    return (g * _grad.conj(others.permute(*inverse)),)
+
+
+_SUM_SCHEMA = "(Tensor self, int[] dim, bool keepdim, dtype dtype) -> Tensor"
+sum_op = define("sum" + _SUM_SCHEMA, meta=reduction_meta("sum"),
+                derivative=Derivative(_sum_backward, complex_ok=True,
+                                      name=overload_name("Sum")))
+prod_op = define("prod" + _SUM_SCHEMA, meta=reduction_meta("prod"),
+                 derivative=Derivative(_prod_backward, save=("self",),
+                                       name=overload_name("Prod"), complex_ok=True))
+nansum_op = define("nansum" + _SUM_SCHEMA, meta=reduction_meta("nansum"),
+                   derivative=Derivative(_nansum_backward, save=("self",),
+                                         name="NansumBackward0"))
+mean_op = define("mean" + _SUM_SCHEMA, meta=reduction_meta("mean"),
+                 derivative=Derivative(_mean_backward, complex_ok=True,
+                                       name=overload_name("Mean")))
+
+
+def _make_sum(name, op):
+    def fn(input, dim=None, keepdim=False, *, dtype=None):
+        check_tensor(input, name)
+        return op(input, reduce_dims(input, dim, name), bool(keepdim),
+                  accumulate_dtype(input, dtype))
+
+    fn.__name__ = name
+    return tensor_method()(fn)
+
+
+sum = _make_sum("sum", sum_op)
+prod = _make_sum("prod", prod_op)
+nansum = _make_sum("nansum", nansum_op)
+
+
+def _mean_dtype(x, dtype, op):
+    if dtype is not None:
+        d = _dtype.as_dtype(dtype)
+        if d.category < FLOATING:
+            raise RuntimeError(f"{op}(): could not infer output dtype. Optional dtype must be "
+                               f"either a floating point or complex dtype. Got: {_dtype_title(d)}")
+        return d
+    if x.dtype.category < FLOATING:
+        raise RuntimeError(f"{op}(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {_dtype_title(x.dtype)}")
+    return x.dtype
+
+
+@tensor_method()
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    check_tensor(input, "mean")
+    return mean_op(input, reduce_dims(input, dim, "mean"), bool(keepdim),
+                   _mean_dtype(input, dtype, "mean"))
+
+
+def _nanmean(x, dim, keepdim, dtype):
+    unary = _ew.unary_api
+    valid = unary["logical_not"](unary["isnan"](x))
+    return _ew.div(nansum_op(x, dim, keepdim, dtype), sum_op(valid, dim, keepdim, dtype))
+
+
+nanmean_op = define("nanmean" + _SUM_SCHEMA, composite=_nanmean)
+
+
+@tensor_method()
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    check_tensor(input, "nanmean")
+    if input.dtype.category < FLOATING:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but "
+                           f"got {_dtype_title(input.dtype)}")
+    return nanmean_op(input, reduce_dims(input, dim, "nanmean"), bool(keepdim),
+                      _mean_dtype(input, dtype, "nanmean"))
+
+
+# -- var, std -----------------------------------------------------------------------------------
+def _var_backward(ctx, g, self, dim, correction, keepdim):
+    shape = self._shape
+    n = math.prod(shape[d] for d in dim) if shape else 1
+    centered = self - mean_op(self, dim, True, self.dtype)
+    return (restore(g, shape, dim, keepdim) * centered * (2.0 / (n - correction)),)
+
+
+var_op = define("var(Tensor self, int[] dim, float correction, bool keepdim) -> Tensor",
+                meta=reduction_meta("var", "real"),
+                derivative=Derivative(_var_backward, save=("self",)))
+
+
+def _sqrt(x):
+    return _ew.unary_api["sqrt"](x)
+
+
+std_op = define("std(Tensor self, int[] dim, float correction, bool keepdim) -> Tensor",
+                composite=lambda x, dim, c, keepdim: _sqrt(var_op(x, dim, c, keepdim)))
+var_mean_op = define("var_mean(Tensor self, int[] dim, float correction, bool keepdim) -> "
+                     "(Tensor, Tensor)",
+                     composite=lambda x, dim, c, keepdim: (var_op(x, dim, c, keepdim),
+                                                           mean_op(x, dim, keepdim, x.dtype)))
+std_mean_op = define("std_mean(Tensor self, int[] dim, float correction, bool keepdim) -> "
+                     "(Tensor, Tensor)",
+                     composite=lambda x, dim, c, keepdim: (_sqrt(var_op(x, dim, c, keepdim)),
+                                                           mean_op(x, dim, keepdim, x.dtype)))
+
+
+def _var_args(op, input, dim, unbiased, keepdim, correction):
+    check_tensor(input, op)
+    if isinstance(dim, bool):  # var(input, unbiased)
+        if unbiased is not None:
+            raise TypeError(f"{op}() received an invalid combination of arguments: unbiased was "
+                            f"given twice")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{op}() received an invalid combination of arguments: pass either "
+                        f"'unbiased' or 'correction', not both")
+    if input.dtype.category < FLOATING:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    dims = reduce_dims(input, dim, op)
+    c = correction if correction is not None else 0 if unbiased is False else 1
+    if math.prod(input._shape[d] for d in dims) - c <= 0:
+        warnings.warn(f"{op.split('_')[0]}(): degrees of freedom is <= 0. Correction should be "
+                      f"strictly less than the reduction factor (input numel divided by output "
+                      f"numel).", UserWarning, stacklevel=3)
+    return input, dims, float(c), bool(keepdim)
+
+
+def _make_var(name, op):
+    def fn(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return op(*_var_args(name, input, dim, unbiased, keepdim, correction))
+
+    fn.__name__ = name
+    return fn
+
+
+var = tensor_method()(_make_var("var", var_op))
+std = tensor_method()(_make_var("std", std_op))
+var_mean = _make_var("var_mean", var_mean_op)
+std_mean = _make_var("std_mean", std_mean_op)
+
+
+# -- count_nonzero ------------------------------------------------------------------------------
+def _count_nonzero(x, dim):
+    return sum_op(_ew.binary_api["ne"](x, 0), dim, False, _dtype.int64)
+
+
+count_nonzero_op = define("count_nonzero(Tensor self, int[] dim) -> Tensor",
+                          composite=_count_nonzero)
+
+
+@tensor_method()
+def count_nonzero(input, dim=None):
+    check_tensor(input, "count_nonzero")
+    return count_nonzero_op(input, reduce_dims(input, dim, "count_nonzero"))
