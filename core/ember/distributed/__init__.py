@@ -31,6 +31,8 @@ from .process_group import (ProcessGroup, destroy_process_group, get_backend,  #
                             is_gloo_available, is_initialized, is_mpi_available,
                             is_nccl_available, is_torchelastic_launched, new_group)
 from .work import Work  # noqa: F401
+from . import algorithms  # noqa: F401,E402
+from .algorithms.ddp_comm_hooks import default_hooks as _default_hooks  # noqa: F401,E402
 
 
 def is_available() -> bool:
