@@ -304,9 +304,9 @@ class ProcessGroupMPI(ProcessGroupBackend):
             if st is None:
                 silent.append(g)
                 continue
-            stale = st["heartbeat_age"] > 5.0
+            stale = st["heartbeat_age"] > 2.0   # beats come every 0.5 s
             alive = (f"last heartbeat {st['heartbeat_age']:.1f} s ago" +
-                     (" (its process may be dead)" if stale else ""))
+                     (" (its process may be dead or hung)" if stale else ""))
             if work._seq and st["entered"] < work._seq:
                 missing.append(g)
                 state = "finished" if st["finished"] >= st["entered"] else "still in"
