@@ -48,19 +48,24 @@ _HALF = ("float16", "bfloat16")
 _user_ops = {}
 
 
+_TYPES = {}
+
+
 def datatype(np_dtype):
     """The MPI datatype that reduces values of ``np_dtype`` (16-bit floats: their carrier)."""
-    MPI = mpi()
     name = np.dtype(np_dtype).name
-    table = {"float32": MPI.FLOAT, "float64": MPI.DOUBLE, "int8": MPI.INT8_T,
-             "int16": MPI.INT16_T, "int32": MPI.INT32_T, "int64": MPI.INT64_T,
-             "uint8": MPI.UINT8_T, "bool": MPI.C_BOOL, "complex64": MPI.C_FLOAT_COMPLEX,
-             "complex128": MPI.C_DOUBLE_COMPLEX, "float16": MPI.UINT16_T,
-             "bfloat16": MPI.UINT16_T}
-    try:
-        return table[name]
-    except KeyError:
-        raise DistBackendError(f"the MPI backend has no datatype for {name}") from None
+    t = _TYPES.get(name)
+    if t is None:
+        MPI = mpi()
+        table = {"float32": MPI.FLOAT, "float64": MPI.DOUBLE, "int8": MPI.INT8_T,
+                 "int16": MPI.INT16_T, "int32": MPI.INT32_T, "int64": MPI.INT64_T,
+                 "uint8": MPI.UINT8_T, "bool": MPI.C_BOOL, "complex64": MPI.C_FLOAT_COMPLEX,
+                 "complex128": MPI.C_DOUBLE_COMPLEX, "float16": MPI.UINT16_T,
+                 "bfloat16": MPI.UINT16_T}
+        if name not in table:
+            raise DistBackendError(f"the MPI backend has no datatype for {name}")
+        t = _TYPES[name] = table[name]
+    return t
 
 
 def _half_op(red, np_dtype):
@@ -78,11 +83,22 @@ def _half_op(red, np_dtype):
     return op
 
 
+_OPS = {}
+
+
 def reduce_op(red, np_dtype):
     """(MPI op, divide afterwards) for a ReduceOp on ``np_dtype``; the op/dtype pair was checked
     by the caller (ember.distributed.collectives)."""
-    MPI = mpi()
     name = np.dtype(np_dtype).name
+    key = (red, name)
+    got = _OPS.get(key)
+    if got is None:
+        got = _OPS[key] = _make_reduce_op(red, np_dtype, name)
+    return got
+
+
+def _make_reduce_op(red, np_dtype, name):
+    MPI = mpi()
     avg = red == RedOpType.AVG
     if avg:
         red = RedOpType.SUM
@@ -145,18 +161,38 @@ def divide_in_place(arr, n) -> None:
 
 
 # -- communicators -------------------------------------------------------------------------------
+class Backoff:
+    """How a thread waits for MPI: test in a tight loop first (small transfers finish in
+    microseconds), then yield the CPU between tests (ranks may share cores: oversubscribed
+    jobs must let their peers run), and after a while sleep, up to 1 ms, between tests."""
+
+    __slots__ = ("start", "nap")
+    SPIN = 1e-3
+    YIELD = 5e-2
+
+    def __init__(self):
+        self.start = time.monotonic()
+        self.nap = 5e-5
+
+    def pause(self, now: float) -> None:
+        waited = now - self.start
+        if waited < self.SPIN:
+            return
+        if waited < self.YIELD:
+            os.sched_yield()
+            return
+        time.sleep(self.nap)
+        self.nap = min(self.nap * 2, 1e-3)
+
+
 def poll(request, deadline: float, what: str) -> bool:
-    """Test ``request`` until done (True) or ``deadline`` (False); yields the CPU while waiting
-    so that ranks sharing cores with it can make progress."""
-    spin_until = time.monotonic() + 2e-4
-    nap = 2e-5
+    """Test ``request`` until done (True) or ``deadline`` (False)."""
+    backoff = Backoff()
     while not request.Test():
         now = time.monotonic()
         if now >= deadline:
             return False
-        if now > spin_until:
-            time.sleep(nap)
-            nap = min(nap * 2, 1e-3)
+        backoff.pause(now)
     return True
 
 

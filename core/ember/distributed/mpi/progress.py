@@ -18,10 +18,10 @@ import weakref
 
 from .._types import DistBackendError
 from ..work import Work
-from .engine import mpi
+from .engine import Backoff, mpi
 
 #: seconds between two polls of the communication thread while requests are pending
-POLL_INTERVAL = 1e-4
+POLL_INTERVAL = 2.5e-4
 _HEARTBEAT = 0.5
 
 
@@ -35,6 +35,7 @@ class MPIWork(Work):
         self._start = time.monotonic()
         self._deadline = self._start + group.timeout_s
         self._status = status
+        self._watched = False
         for fn in posts:
             self._add_post(fn)
 
@@ -47,19 +48,23 @@ class MPIWork(Work):
     def _poll(self) -> bool:
         if self._done.is_set():
             return True
+        if not self._watched:       # only the waiting thread tests it: no lock needed
+            return self._poll_once()
         if not self._req_lock.acquire(blocking=False):
-            return False  # another thread is testing it right now
+            return False  # the other thread is testing it right now
         try:
-            if self._completing:
-                return True
-            try:
-                finished = self._test()
-            except Exception as e:  # an MPI error: the op fails, the group is unusable
-                err = self._group.mpi_error(self, e)
-                self._complete(err)
-                return True
+            return self._poll_once()
         finally:
             self._req_lock.release()
+
+    def _poll_once(self) -> bool:
+        if self._completing:
+            return True
+        try:
+            finished = self._test()
+        except Exception as e:  # an MPI error: the op fails, the group is unusable
+            self._complete(self._group.mpi_error(self, e))
+            return True
         if finished:
             if self._status is not None:
                 self._source = self._status.Get_source()
@@ -68,8 +73,7 @@ class MPIWork(Work):
 
     def _drive(self, deadline) -> None:
         limit = self._deadline if deadline is None else min(deadline, self._deadline)
-        spin_until = time.monotonic() + 2e-4
-        nap = 2e-5
+        backoff = Backoff()
         while not self._poll():
             now = time.monotonic()
             if now >= limit:
@@ -79,11 +83,11 @@ class MPIWork(Work):
                     f"Work.wait: {self._op} on process group '{self._group.group_name}' did "
                     f"not complete within the wait's timeout ({now - self._start:.2f} s since "
                     f"it started); it is still pending and may be waited on again")
-            if now > spin_until:  # yield the CPU: peers may share our cores
-                time.sleep(nap)
-                nap = min(nap * 2, 1e-3)
+            backoff.pause(now)
 
     def _watch(self) -> None:
+        """Let the communication thread drive it too (asynchronous collectives)."""
+        self._watched = True
         progress.track(self)
 
 
