@@ -215,6 +215,14 @@ def test_ddp_parity_on_opencl_tensors(tmp_path):
 
 @pytest.mark.slow
 @requires_mpi
+def test_ddp_parity_on_a_third_party_device(tmp_path):
+    # plugins/ember-openreg: the MPI group serves a device it knows nothing about by staging
+    # its tensors through host buffers
+    _launch(tmp_path, 2, "openreg", ["plain", "join"])
+
+
+@pytest.mark.slow
+@requires_mpi
 def test_example_ddp_train_runs_under_the_launcher(tmp_path):
     example = os.path.join(os.path.dirname(WORKERS), "..", "examples", "ddp_train.py")
     rc, out, err, _ = run_job(2, os.path.abspath(example), "--epochs", "2", "--save",

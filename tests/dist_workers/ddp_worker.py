@@ -61,8 +61,23 @@ def run(variant, device, out_dir):
     ember.save(state, os.path.join(out_dir, f"{variant}-{device}-rank{rank}.pt"))
 
 
+def use_openreg():
+    """The third-party example device, registered from its source tree as its entry point
+    would register it."""
+    import warnings
+    plugin = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "plugins",
+                          "ember-openreg")
+    sys.path.insert(0, os.path.abspath(plugin))
+    import ember_openreg
+    from ember.runtime.registry import registry
+    registry.register_plugin(ember_openreg, name="openreg")
+    warnings.simplefilter("ignore")   # its CPU-fallback notices
+
+
 def main():
     out_dir, device = sys.argv[1], sys.argv[2]
+    if device == "openreg":
+        use_openreg()
     variants = sys.argv[3].split(",")
     dist.init_process_group("mpi", timeout=timedelta(seconds=60))
     for v in variants:
