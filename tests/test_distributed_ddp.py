@@ -153,7 +153,7 @@ def _reference(variant, world, device="cpu"):
     xs, ys = C.data(world)
     for i in range(C.STEPS):
         opt.zero_grad()
-        if variant in ("join", "find_unused"):
+        if variant in ("join", "join_static", "find_unused"):
             active = [r for r in range(world) if i < C.steps_for(r, variant)]
             loss = sum(F.mse_loss(model(ember.tensor(C.shard(xs, i, r), device=device),
                                         use_extra=C.uses_extra(r, variant)),
@@ -195,14 +195,14 @@ def _launch(tmp_path, world, device, variants):
 @pytest.mark.slow
 @requires_mpi
 def test_ddp_parity_two_ranks_every_variant(tmp_path):
-    _launch(tmp_path, 2, "cpu", ["plain", "static", "no_sync", "join", "find_unused", "as_view",
-                                 "allreduce_hook", "fp16", "bf16"])
+    _launch(tmp_path, 2, "cpu", ["plain", "static", "no_sync", "join", "join_static",
+                                 "find_unused", "as_view", "allreduce_hook", "fp16", "bf16"])
 
 
 @pytest.mark.slow
 @requires_mpi
 def test_ddp_parity_four_ranks(tmp_path):
-    _launch(tmp_path, 4, "cpu", ["plain", "static", "no_sync", "join"])
+    _launch(tmp_path, 4, "cpu", ["plain", "static", "no_sync", "join", "join_static"])
 
 
 @pytest.mark.slow

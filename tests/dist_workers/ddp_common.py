@@ -32,7 +32,7 @@ class Net(nn.Module):
 
 
 def has_unused_parts(variant):
-    return variant in ("find_unused", "static")
+    return variant in ("find_unused", "static", "join_static")
 
 
 def make_model(seed, device, variant):
@@ -53,7 +53,7 @@ def shard(a, step, rank):
 
 def steps_for(rank, variant):
     """Uneven inputs for the join variant: rank r has 3*r fewer batches."""
-    return STEPS - 3 * rank if variant == "join" else STEPS
+    return STEPS - 3 * rank if variant.startswith("join") else STEPS
 
 
 def uses_extra(rank, variant):

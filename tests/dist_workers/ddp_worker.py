@@ -21,7 +21,7 @@ def run(variant, device, out_dir):
     rank, world = dist.get_rank(), dist.get_world_size()
     model = make_model(100 + rank, device, variant)     # DDP must broadcast rank 0's weights
     kwargs = dict(bucket_cap_mb=BUCKET_MB)
-    if variant == "static":
+    if variant in ("static", "join_static"):
         kwargs["static_graph"] = True
     if variant in ("find_unused", "static"):
         kwargs["find_unused_parameters"] = variant == "find_unused"
@@ -49,7 +49,7 @@ def run(variant, device, out_dir):
             F.mse_loss(ddp(x, use_extra=uses_extra(rank, variant)), y).backward()
         opt.step()
 
-    if variant == "join":
+    if variant.startswith("join"):
         with ddp.join():
             for i in range(steps_for(rank, variant)):
                 step(i)

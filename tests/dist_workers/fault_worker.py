@@ -30,6 +30,7 @@ def train(victim, action, timeout):
             if action == "stuck":
                 time.sleep(600)
             elif action == "kill":
+                time.sleep(0.3)    # die between collectives, not in the middle of a transfer
                 os.kill(os.getpid(), signal.SIGKILL)
             else:
                 raise RuntimeError("injected failure")

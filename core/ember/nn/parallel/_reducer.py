@@ -162,7 +162,10 @@ class Reducer:
             self.rebuilt_order.append(index)
 
     def push_all_rebuilt(self) -> None:
-        """A rank that joined early has seen no gradient order: use the default one."""
+        """A rank that joined early has seen no gradient order: use the default one (a static
+        graph's training ranks record theirs in the second iteration, so not before)."""
+        if self.static_graph and self.sync_iterations <= 1:
+            return
         if self.should_rebuild() and len(self.rebuilt_order) < len(self.params):
             self.rebuilt_order = list(reversed(range(len(self.params))))
 
