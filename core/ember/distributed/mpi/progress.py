@@ -75,10 +75,13 @@ class MPIWork(Work):
         limit = self._deadline if deadline is None else min(deadline, self._deadline)
         backoff = Backoff()
         while not self._poll():
+            if self._completing:
+                return      # the communication thread is finishing it; wait() waits for that
             now = time.monotonic()
             if now >= limit:
                 if limit >= self._deadline:
-                    self._group.timed_out(self)      # raises
+                    self._group.timed_out(self)      # raises unless it just completed
+                    return
                 raise DistBackendError(
                     f"Work.wait: {self._op} on process group '{self._group.group_name}' did "
                     f"not complete within the wait's timeout ({now - self._start:.2f} s since "
