@@ -27,6 +27,8 @@ import sysconfig
 __all__ = ["main", "find_mpiexec", "build_command"]
 
 _BOOT = ("import sys\n"
+         "sys.stdout.reconfigure(line_buffering=True, write_through=False)\n"  # one write per
+         "sys.stderr.reconfigure(line_buffering=True, write_through=False)\n"  # line: no mixing
          "from mpi4py import MPI\n"
          "try:\n"
          "    from ember.distributed._worker import main\n"
@@ -115,7 +117,7 @@ def build_command(opts):
     if opts.no_python:
         cmd += [opts.target]
     else:
-        cmd += [sys.executable, "-u", "-c", _BOOT] + (["-m"] if opts.module else [])
+        cmd += [sys.executable, "-c", _BOOT] + (["-m"] if opts.module else [])
         cmd += [opts.target]
     cmd += list(opts.args)
     env = {}
