@@ -68,7 +68,7 @@ def bench_allreduce(sizes_mb, quick):
         t = ember.ones(count)
         arr = np.ones(count, np.float32)
         ember_t, raw_t = [], []
-        for _ in range(3 if quick else 5):   # interleaved: both see the same machine load
+        for _ in range(3 if quick else 7):   # interleaved: both see the same machine load
             ember_t.append(mean_time(lambda: dist.all_reduce(t), comm))
             raw_t.append(mean_time(lambda: comm.Allreduce(MPI.IN_PLACE, arr), comm))
         te, tr = min(ember_t), min(raw_t)
