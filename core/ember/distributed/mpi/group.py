@@ -1,6 +1,7 @@
 """``ProcessGroupMPI``: every collective as a non-blocking MPI call on host-staged buffers."""
 from __future__ import annotations
 
+import threading
 import time
 
 from .._types import DistBackendError
@@ -75,6 +76,9 @@ class ProcessGroupMPI(ProcessGroupBackend):
         self._seq = 0
         self._broken = None
         self._closed = False
+        # numbering and starting a collective is one step: a comm hook's callback on the
+        # communication thread may issue one while the main thread does too
+        self._issue_lock = threading.Lock()
 
     # -- issuing ---------------------------------------------------------------------------------
     def _check(self, op):
@@ -86,11 +90,13 @@ class ProcessGroupMPI(ProcessGroupBackend):
                                    f"more: an earlier operation failed ({first})")
 
     def _collective(self, op, count, start, outputs, posts):
-        self._check(op)
-        self._seq += 1
-        seq = self._seq
-        self.board.enter(seq, op, count)
-        return self._start(op, seq, start, outputs, list(posts) + [lambda: self._done(seq)])
+        with self._issue_lock:
+            self._check(op)
+            self._seq += 1
+            seq = self._seq
+            self.board.enter(seq, op, count)
+            return self._start(op, seq, start, outputs,
+                               list(posts) + [lambda: self._done(seq)])
 
     def _start(self, op, seq, start, outputs, posts, status=None):
         try:

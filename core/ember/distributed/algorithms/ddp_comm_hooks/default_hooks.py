@@ -2,9 +2,11 @@
 the bytes sent (``torch.distributed.algorithms.ddp_comm_hooks.default_hooks``).
 
 A hook is ``hook(state, bucket) -> Future``: ``state`` is the process group (None: the default
-group), ``bucket`` a ``GradBucket`` whose ``buffer()`` holds the bucket's summed-but-not-averaged
-gradients; the future's value is the averaged flat tensor. Hooks run on the thread that runs
-backward, their ``then`` callbacks on the communication thread.
+group), ``bucket`` a ``GradBucket`` whose ``buffer()`` holds this rank's gradients of the bucket
+(flat, neither reduced nor divided yet); the future's value is the averaged flat tensor. Hooks
+run on the thread that runs backward; their ``then`` callbacks run on whichever thread completes
+the communication (usually the communication thread), so a callback that starts another
+collective must start it in the same order on every rank.
 """
 from __future__ import annotations
 
