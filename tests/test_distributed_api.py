@@ -104,7 +104,8 @@ def test_argument_errors_name_the_function(world1):
         dist.send(ember.ones(2), dst=0)
     with pytest.raises(ValueError, match="can't be split evenly|split"):
         dist.all_to_all_single(ember.ones(3), ember.ones(3), input_split_sizes=[1, 2])
-    with pytest.raises(TypeError, match="no pickle.*can't save an object of type object"):
+    with pytest.raises(TypeError, match="broadcast_object_list: objects travel in ember.save's "
+                                        "format.*object"):
         dist.broadcast_object_list([object()], src=0)
     with pytest.raises(TypeError, match="datetime.timedelta"):
         dist.new_group([0], timeout=5)

@@ -1,13 +1,14 @@
 """Object collectives: ``broadcast_object_list``, ``all_gather_object``, ``gather_object``,
 ``scatter_object_list``.
 
-PyTorch pickles the objects; ember does not. Objects travel in ``ember.save``'s format
-(safetensors + a JSON tree, the same bytes a checkpoint file holds), so a receiving rank only
-ever builds tensors, containers and Python scalars/strings from the data and never runs code
-named by it. The supported types are ``ember.save``'s: tensors (any device; they arrive on the
-device they were sent from), dict/OrderedDict/Counter, list, tuple, None, bool, int, float,
-complex, str, ember.dtype, ember.device, ember.Size. Anything else raises a TypeError naming the
-type on the sending rank, and the other ranks raise too instead of waiting.
+PyTorch pickles the objects and unpickles whatever arrives. ember sends the bytes
+``ember.save`` writes to a file (safetensors + a JSON tree) and receivers read them with
+``ember.load``'s default, safe loader, so receiving never runs code named by the data. Plain
+data — tensors (any device; they arrive on the device they were sent from), dict/OrderedDict/
+Counter, list, tuple, None, bool, int, float, complex, str, ember.dtype, ember.device,
+ember.Size — always works; other objects only as far as ``ember.load`` accepts them. The sender
+loads its own bytes first: an object the receivers would refuse raises a TypeError on the
+sending rank, and the other ranks raise too instead of waiting.
 
 The bytes go through the group's MPI instance on host buffers (sizes first, then the payload
 padded to the largest size).
@@ -28,13 +29,19 @@ _FAILED = -1
 
 
 def _encode(obj, fn):
-    from ..serialization import save
+    """``obj`` as ember.save's bytes, checked by loading them the way the receivers will (so an
+    object they would refuse fails here, on its own rank, and the peers are told)."""
+    from ..serialization import load, save
     buf = io.BytesIO()
     try:
         save(obj, buf)
-    except TypeError as e:
-        raise TypeError(f"{fn}: objects travel in ember.save's format (no pickle): {e}") from None
-    return np.frombuffer(buf.getvalue(), dtype=np.uint8)
+        data = buf.getvalue()
+        load(io.BytesIO(data))
+    except Exception as e:  # noqa: BLE001 - any refusal becomes one clear error
+        raise TypeError(f"{fn}: objects travel in ember.save's format and are read back by "
+                        f"ember.load's safe loader (no code runs on receipt); this object "
+                        f"can't be: {type(e).__name__}: {e}") from None
+    return np.frombuffer(data, dtype=np.uint8)
 
 
 def _decode(arr):
