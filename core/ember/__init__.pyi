@@ -6,6 +6,8 @@ from ._tensor import Size as Size
 from ._tensor import Tensor as Tensor
 from . import autograd as autograd
 from . import dispatch as dispatch
+from . import distributed as distributed
+from . import futures as futures
 from . import library as library
 from . import nn as nn
 from . import ops as ops

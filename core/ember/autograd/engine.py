@@ -28,11 +28,12 @@ class _Run:
     """Per-backward bookkeeping: which gradient tensors may be stored into ``.grad`` as they
     are (produced here and routed once) and which must be copied first."""
 
-    __slots__ = ("counts", "pinned")
+    __slots__ = ("counts", "pinned", "callbacks")
 
     def __init__(self):
         self.counts = {}
         self.pinned = set()
+        self.callbacks = []   # queue_callback: run once this backward's graph is done
 
     def owned(self, g) -> bool:
         # a gradient with history (create_graph) is copied too: x.grad must not share a graph
@@ -183,10 +184,23 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
                         pushed.add(m)
                         push(ready, (_key(m), id(m), m))
                 k += 1
+        callbacks = run.callbacks
+        while callbacks:  # a callback may queue another one
+            callbacks.pop(0)()
     finally:
         _restore(st, saved_mode)
         _local.run = prev_run
     return captured
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` when the backward pass now running has finished its graph (PyTorch's
+    ``Variable._execution_engine.queue_callback``; DistributedDataParallel waits for its
+    gradient all-reduces there). Only valid inside a backward pass, e.g. from a hook."""
+    run = getattr(_local, "run", None)
+    if run is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    run.callbacks.append(callback)
 
 
 def _dependencies(root_edges, want_parents):

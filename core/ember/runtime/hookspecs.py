@@ -45,3 +45,18 @@ def ember_register_ops(library):
     this plugin added: a plugin can override kernels of existing ops for its own devices and
     define new namespaced ops, but can never change what another backend runs.
     """
+
+
+@hookspec(historic=True)
+def ember_register_process_groups(registry):
+    """Optionally add process-group backends for ``ember.distributed`` (e.g. NCCL for CUDA).
+
+    Call ``registry.add(name, factory, devices=["cuda"])``: ``init_process_group(backend=name)``
+    builds a group with ``factory(context)``, which returns an
+    :class:`ember.distributed.ProcessGroupBackend` running the collectives for tensors of the
+    listed device types (``devices=None``: any device). A backend listed for a device type is
+    the default for it under ``init_process_group(backend=None)``; device types nobody claims
+    use ember's MPI group, which serves every device through host buffers. Called once the
+    plugin is loaded and ``ember.distributed`` needs backends; see
+    ``ember.distributed.backend`` for the contract.
+    """

@@ -1,0 +1,156 @@
+"""``ember-run`` / ``python -m ember.distributed.run``: start a script on N processes.
+
+    ember-run -n 4 train.py --epochs 3          # 4 ranks on this machine
+    ember-run -n 8 --hostfile hosts train.py    # 8 ranks over the hosts listed in `hosts`
+    ember-run --nproc-per-node 4 --hosts a,b -m pkg.train
+
+Underneath is ``mpiexec`` (Hydra) from the ``mpich`` wheel, found next to this Python (the venv's
+``bin/``) without any PATH change. Each rank runs a small bootstrap that initialises MPI before
+the script (so that a rank failing early can still end the job), sets PyTorch's launcher
+variables ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``, runs the script as
+``__main__`` and, if it raises or exits non-zero, calls ``MPI_Abort``: mpiexec then kills every
+rank and exits non-zero. A rank killed by a signal ends the job the same way. ``MASTER_ADDR`` /
+``MASTER_PORT`` are not set: no engine here needs an address (MPI rendezvous through Hydra; a
+plug-in such as NCCL exchanges its id over MPI).
+
+Multi-node: the hostfile has one host per line, optionally ``host:slots``; Hydra starts the
+remote ranks over ssh (passwordless ssh and the same venv path on every host are needed).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import sysconfig
+
+__all__ = ["main", "find_mpiexec", "build_command"]
+
+_BOOT = ("import sys\n"
+         "sys.stdout.reconfigure(line_buffering=True, write_through=False)\n"  # one write per
+         "sys.stderr.reconfigure(line_buffering=True, write_through=False)\n"  # line: no mixing
+         "from mpi4py import MPI\n"
+         "try:\n"
+         "    from ember.distributed._worker import main\n"
+         "except BaseException:\n"
+         "    import traceback; traceback.print_exc(); sys.stderr.flush()\n"
+         "    MPI.COMM_WORLD.Abort(1)\n"
+         "main()\n")
+
+
+def find_mpiexec(explicit=None) -> str:
+    """The mpiexec of the MPI that mpi4py uses: ``--mpiexec``/``EMBER_MPIEXEC``, else the one
+    the mpich wheel installed beside this Python, else one on PATH."""
+    for cand in (explicit, os.environ.get("EMBER_MPIEXEC")):
+        if cand:
+            if not (os.path.isfile(cand) and os.access(cand, os.X_OK)):
+                raise FileNotFoundError(f"ember-run: mpiexec {cand!r} is not an executable file")
+            return cand
+    dirs = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
+    for d in dirs:
+        cand = os.path.join(d, "mpiexec")
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    found = shutil.which("mpiexec")
+    if found:
+        return found
+    raise FileNotFoundError("ember-run: no mpiexec found (looked in " + ", ".join(dirs) +
+                            " and on PATH); install the MPI extra: pip install "
+                            "'ember[distributed]' (mpi4py + the mpich wheel)")
+
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog="ember-run", description="Run a Python script on N processes (mpiexec underneath) "
+        "with RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE set.")
+    p.add_argument("-n", "--np", dest="np", type=int, help="total number of processes")
+    p.add_argument("--nproc-per-node", "--nproc_per_node", dest="ppn", type=int,
+                   help="processes per host (total = this x hosts unless -n is given)")
+    p.add_argument("--hostfile", "-f", help="file listing the hosts (host or host:slots per "
+                   "line) for a multi-node job")
+    p.add_argument("--hosts", help="comma-separated host list (instead of --hostfile)")
+    p.add_argument("--mpiexec", help="the mpiexec to use (default: the mpich wheel's)")
+    p.add_argument("--mpi-arg", action="append", default=[], metavar="ARG",
+                   help="extra argument for mpiexec (repeatable), e.g. --mpi-arg=-prepend-rank")
+    p.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
+    p.add_argument("-m", "--module", action="store_true",
+                   help="run the target as a module (python -m), like torchrun -m")
+    p.add_argument("--no-python", action="store_true",
+                   help="run the target as an executable, not through Python")
+    p.add_argument("target", help="the script (or module with -m, executable with --no-python)")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the target's arguments")
+    return p
+
+
+def _host_count(opts) -> int:
+    if opts.hosts:
+        return len([h for h in opts.hosts.split(",") if h.strip()])
+    if opts.hostfile:
+        with open(opts.hostfile) as f:
+            return len([ln for ln in f if ln.strip() and not ln.lstrip().startswith("#")])
+    return 1
+
+
+def build_command(opts):
+    """(argv, environment changes) for parsed options."""
+    if opts.hostfile and opts.hosts:
+        raise SystemExit("ember-run: give --hostfile or --hosts, not both")
+    if opts.hostfile and not os.path.isfile(opts.hostfile):
+        raise SystemExit(f"ember-run: hostfile {opts.hostfile!r} does not exist")
+    if opts.module and opts.no_python:
+        raise SystemExit("ember-run: -m and --no-python exclude each other")
+    for name in ("np", "ppn"):
+        v = getattr(opts, name)
+        if v is not None and v < 1:
+            raise SystemExit(f"ember-run: the number of processes must be at least 1, got {v}")
+    total = opts.np
+    if total is None:
+        total = (opts.ppn or 1) * _host_count(opts)
+    cmd = [find_mpiexec(opts.mpiexec), "-n", str(total)]
+    if opts.hostfile:
+        cmd += ["-f", opts.hostfile]
+    if opts.hosts:
+        cmd += ["-hosts", opts.hosts]
+    if opts.ppn and (opts.hostfile or opts.hosts):
+        cmd += ["-ppn", str(opts.ppn)]
+    cmd += list(opts.mpi_arg)
+    if opts.no_python:
+        cmd += [opts.target]
+    else:
+        cmd += [sys.executable, "-c", _BOOT] + (["-m"] if opts.module else [])
+        cmd += [opts.target]
+    cmd += list(opts.args)
+    env = {}
+    if total > 1 and "OMP_NUM_THREADS" not in os.environ:
+        # torchrun's rule: one BLAS/OpenMP thread per process unless the user says otherwise
+        env["OMP_NUM_THREADS"] = "1"
+    return cmd, env
+
+
+def main(argv=None) -> int:
+    opts = _parser().parse_args(argv)
+    try:
+        cmd, env = build_command(opts)
+    except FileNotFoundError as e:
+        print(e, file=sys.stderr)
+        return 2
+    if opts.dry_run:
+        import shlex
+        print(" ".join(f"{k}={v}" for k, v in env.items()) + (" " if env else "") +
+              " ".join(shlex.quote(c) for c in cmd))
+        return 0
+    if "OMP_NUM_THREADS" in env:
+        print("*****************************************\n"
+              "Setting OMP_NUM_THREADS environment variable for each process to be 1 in "
+              "default, to avoid your system being overloaded, please further tune the "
+              "variable for optimal performance in your application as needed. \n"
+              "*****************************************", file=sys.stderr, flush=True)
+    full_env = dict(os.environ, **env)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(cmd[0], cmd, full_env)  # mpiexec takes over: its exit status is the job's
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())
