@@ -57,6 +57,7 @@ CASES = {
     "mlp 784-256-256-10 b64": (mlp, (64, 784)),
     "cnn 1x28x28 b32": (cnn, (32, 1, 28, 28)),
 }
+CASE_NAMES = {"mlp": "mlp 784-256-256-10 b64", "cnn": "cnn 1x28x28 b32"}
 
 
 def step_fn(lib, model, x, y):
