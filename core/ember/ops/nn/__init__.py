@@ -9,7 +9,7 @@
 The ``nn.functional`` API (``ember.nn``) validates user input with PyTorch's messages and calls
 these ops; kernels live in ``ember.kit`` (array backends) and each backend's package.
 """
-from . import conv  # noqa: F401
+from . import conv, pool  # noqa: F401
 from .conv import convolution, convolution_backward_op, convolution_op
 
 __all__ = ["convolution"]
