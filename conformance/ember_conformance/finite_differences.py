@@ -19,6 +19,14 @@ from .checks import Result, _autograd_available, _flatten, selected_samples
 GRADGRAD_UNSUPPORTED: dict[str, str] = {
     "lgamma": "its second derivative is trigamma, polygamma(1, x), and ember has no polygamma "
               "op (the first derivative, digamma, has no derivative either)",
+    "native_layer_norm_backward": "its derivative (layer norm's double backward) reads the "
+                                  "saved mean and rstd as constants, as PyTorch's "
+                                  "layer_norm_double_backward does, so the third derivative "
+                                  "misses their dependence on the input",
+    "native_group_norm_backward": "its derivative (group norm's double backward) reads the "
+                                  "saved mean and rstd as constants, as PyTorch's "
+                                  "batchnorm-style double backward does, so the third derivative "
+                                  "misses their dependence on the input",
 }
 
 MAX_SAMPLES = 2

@@ -35,7 +35,9 @@ def make_handler(op, bit):
         from .function import custom_op_handler
         return custom_op_handler(op)
     f = d if d.__class__ is Derivative else None
-    if op.mutates:
+    # an op with a formula that writes only buffers autograd does not track (batch norm's
+    # running statistics, never argument 0) records like any formula op
+    if op.mutates and (f is None or 0 in op.mutates):
         return _inplace_handler(op) if f is None else _direct_inplace_handler(op, f)
     if f is not None:
         return _formula_handler(op, f)

@@ -9,7 +9,8 @@
 The ``nn.functional`` API (``ember.nn``) validates user input with PyTorch's messages and calls
 these ops; kernels live in ``ember.kit`` (array backends) and each backend's package.
 """
-from . import conv, pool  # noqa: F401
+from . import conv, norm, pool  # noqa: F401
 from .conv import convolution, convolution_backward_op, convolution_op
+from .norm import native_batch_norm, native_group_norm, native_layer_norm
 
-__all__ = ["convolution"]
+__all__ = ["convolution", "native_batch_norm", "native_layer_norm", "native_group_norm"]
