@@ -34,6 +34,8 @@ class CPUBackend(ArrayBackend):
     def __init__(self):
         super().__init__()
         register_array_kernels(self)
+        from .memory import tune_malloc
+        tune_malloc()  # freed temporaries stay in the heap: no page faults per op (memory.py)
 
     def device_count(self) -> int:
         return 1
