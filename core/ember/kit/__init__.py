@@ -8,13 +8,14 @@
   ``convolution``, ``pooling``, ``normalization``, ``foreach``): module-level kernels taking the
   backend first, a ``TABLE`` of them, and ``register(backend)`` binding them (``binding``).
 """
-from . import (convolution, copy, elementwise, factories, foreach, indexing, linalg,
-               normalization, pooling, random, reduction, shape, sorting)
+from . import (activation_backward, convolution, copy, elementwise, factories, foreach,
+               indexing, linalg, normalization, pooling, random, reduction, shape, sorting)
 from .array_backend import ArrayBackend
 
 # one module per op family; each exposes register(backend)
 KERNEL_MODULES = (copy, elementwise, factories, reduction, linalg, shape, indexing, sorting,
-                  random, convolution, pooling, normalization, foreach)
+                  random, activation_backward, convolution, pooling, normalization,
+                  foreach)
 
 
 def register_array_kernels(backend) -> None:
