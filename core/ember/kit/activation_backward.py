@@ -15,17 +15,18 @@ _UINT = {2: "uint16", 4: "uint32", 8: "uint64"}
 def threshold_backward(be, grad_output, self, threshold):
     xp = be.xp
     g, x = be.native(grad_output), be.native(self)
-    keep = xp.greater(x, threshold)
+    keep = xp.greater(x, threshold, out=xp.empty(x.shape, dtype=bool))
     ut = xp.dtype(_UINT[g.dtype.itemsize])
-    mask = xp.negative(keep.view(xp.uint8).astype(ut))      # 0 -> 0, 1 -> all ones
-    bits = xp.ascontiguousarray(g).view(ut) & mask
-    return be.wrap(bits.view(g.dtype), grad_output.device)
+    mask = keep.view(xp.uint8).astype(ut)
+    xp.negative(mask, out=mask)                              # 0 -> 0, 1 -> all ones
+    xp.bitwise_and(mask, xp.ascontiguousarray(g).view(ut), out=mask)
+    return be.wrap(mask.view(g.dtype), grad_output.device)
 
 
 def tanh_backward(be, grad_output, output):
     xp = be.xp
     g, y = be.native(grad_output), be.native(output)
-    r = xp.multiply(y, y)
+    r = xp.multiply(y, y, out=xp.empty(y.shape, dtype=y.dtype))
     xp.subtract(1, r, out=r)
     be.ieee(xp.multiply, r, g, r)
     return be.wrap(r, grad_output.device)
@@ -34,7 +35,7 @@ def tanh_backward(be, grad_output, output):
 def sigmoid_backward(be, grad_output, output):
     xp = be.xp
     g, y = be.native(grad_output), be.native(output)
-    r = xp.subtract(1, y)
+    r = xp.subtract(1, y, out=xp.empty(y.shape, dtype=y.dtype))
     r *= y
     be.ieee(xp.multiply, r, g, r)
     return be.wrap(r, grad_output.device)
