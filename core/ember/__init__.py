@@ -39,6 +39,7 @@ from .ops.sorting import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
 from .ops.nn import *  # noqa: F401,F403
 from .ops.foreach import *  # noqa: F401,F403
+from ._threads import get_num_threads, set_num_threads
 from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, seed,
                          set_rng_state)
 from .runtime.registry import registry as _registry

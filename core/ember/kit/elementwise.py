@@ -13,6 +13,7 @@ import math
 from functools import partial
 
 from .._tensor import Tensor
+from . import parallel
 from .binding import bind, bind_with
 
 _SCALARS = (int, float, bool, complex)
@@ -198,7 +199,10 @@ def unary(be, f, int_rule, predicate, real_out, x, compute):
         r = (a.copy() if int_rule == _COPY else xp.zeros(a.shape, dtype=bool)
              if int_rule == _ALL_FALSE else xp.ones(a.shape, dtype=bool))
     else:
-        r = be.ieee(f, a)
+        r = (parallel.big(a) and parallel.ufunc(be, f, bool if predicate else dt, a)) \
+            if a.size >= parallel.MIN_PARALLEL else None
+        if r is None:
+            r = be.ieee(f, a)
     if predicate:
         return be.wrap(be.xp.asarray(r, dtype=bool), x.device)
     if real_out and dt.kind == "c":  # |complex| is real
@@ -383,7 +387,12 @@ TO_BOOL = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical
 def binary(be, f, out_dtype, a, b, compute):
     """``f(a, b)`` in ``compute`` (bool results for comparisons): every ``BINARY`` op."""
     dt = compute.np
-    r = be.ieee(f, operand(be, a, dt), operand(be, b, dt))
+    x, y = operand(be, a, dt), operand(be, b, dt)
+    r = None
+    if parallel.big(x) or parallel.big(y):
+        r = parallel.ufunc(be, f, out_dtype or dt, x, y)
+    if r is None:
+        r = be.ieee(f, x, y)
     return result(be, r, out_dtype or dt, a.device if isinstance(a, Tensor) else b.device)
 
 
@@ -405,7 +414,12 @@ def _scaled(be, y, alpha, dt):
 def add_sub(be, ufunc, a, b, alpha, compute):
     """``a + alpha * b`` (``ufunc`` = add) or ``a - alpha * b`` (subtract)."""
     dt = compute.np
-    r = ufunc(operand(be, a, dt), _scaled(be, operand(be, b, dt), alpha, dt))
+    x, y = operand(be, a, dt), _scaled(be, operand(be, b, dt), alpha, dt)
+    r = None
+    if parallel.big(x) or parallel.big(y):
+        r = parallel.ufunc(be, ufunc, dt, x, y)
+    if r is None:
+        r = ufunc(x, y)
     return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
 
 
