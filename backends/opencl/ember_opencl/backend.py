@@ -40,6 +40,9 @@ class OpenCLBackend(Backend):
         from . import ops_softmax; ops_softmax.register(self)  # noqa: E702
         from . import ops_scan; ops_scan.register(self)  # noqa: E702
         from . import ops_sort; ops_sort.register(self)  # noqa: E702
+        from . import ops_conv, ops_foreach, ops_norm, ops_pool
+        for mod in (ops_conv, ops_pool, ops_norm, ops_foreach):
+            mod.register(self)
 
     # -- availability, devices, capabilities ----------------------------------------------------
     def is_available(self) -> bool:

@@ -89,7 +89,7 @@ def _laid_out(values, layout, device):
 
 
 _FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "linalg", "shape",
-             "indexing", "random", "nn", "nn_ops"]
+             "indexing", "random", "nn", "nn_ops", "foreach"]
 
 
 def all_opinfos() -> list:

@@ -63,7 +63,7 @@ CONV_CASES = [
     ("2d transposed input", [((1, 2, 5, 5), T), ((3, 2, 2, 2), C), ((3,), C)], dict(nsp=2)),
     ("3d pad 1 stride 2", [((1, 2, 4, 5, 4), C), ((3, 2, 2, 3, 2), C), ((3,), C)],
      dict(nsp=3, padding=1, stride=2)),
-    ("2d transposed conv, output_padding", [((2, 3, 4, 4), C), ((3, 2, 3, 3), C), ((4,), C)],
+    ("2d transposed conv, output_padding", [((2, 4, 4, 4), C), ((4, 2, 3, 3), C), ((4,), C)],
      dict(nsp=2, transposed=True, stride=2, padding=1, output_padding=1, groups=2)),
     ("1d transposed conv", [((1, 2, 5), C), ((2, 3, 3), C), ((3,), C)],
      dict(nsp=1, transposed=True, dilation=2)),
@@ -76,7 +76,7 @@ CONV_BACKWARD_CASES = [
      dict(nsp=2, groups=2, dilation=2)),
     ("3d stride 2 pad 1", [((1, 3, 3, 3, 3), C), ((1, 2, 4, 5, 4), C), ((3, 2, 2, 3, 2), C)],
      dict(nsp=3, padding=1, stride=2)),
-    ("2d transposed, input grad only", [((2, 4, 8, 8), C), ((2, 3, 4, 4), C), ((3, 2, 3, 3), C)],
+    ("2d transposed, input grad only", [((2, 4, 8, 8), C), ((2, 4, 4, 4), C), ((4, 2, 3, 3), C)],
      dict(nsp=2, transposed=True, stride=2, padding=1, output_padding=1, groups=2,
           mask=(True, False, False))),
 ]

@@ -35,6 +35,10 @@ def _weight_meta(op, input, weight, bias, transposed, groups):
     nsp = weight.ndim - 2
     _rules.spatial(op, input, nsp)
     c = input._shape[1]
+    if not isinstance(groups, int) or groups <= 0 or c % groups or \
+            weight._shape[0] % groups:
+        raise RuntimeError(f"{op}: groups={groups} must be positive and divide the input "
+                           f"channels ({c}) and weight dim 0 ({weight._shape[0]})")
     if transposed:
         if weight._shape[0] != c:
             raise RuntimeError(f"{op}: transposed weight {list(weight._shape)} expects "
@@ -71,7 +75,10 @@ def output_shape(input_shape, weight_shape, stride, padding, dilation, transpose
 
 def _convolution_meta(input, weight, bias, stride, padding, dilation, transposed,
                       output_padding, groups):
-    nsp, _ = _weight_meta("convolution", input, weight, bias, transposed, groups)
+    nsp, oc = _weight_meta("convolution", input, weight, bias, transposed, groups)
+    if bias is not None and tuple(bias._shape) != (oc,):
+        raise RuntimeError(f"convolution: expected bias of shape [{oc}], got "
+                           f"{list(bias._shape)}")
     for name, v in (("stride", stride), ("padding", padding), ("dilation", dilation),
                     ("output_padding", output_padding)):
         _rules.ints("convolution", name, v, nsp)
@@ -159,10 +166,12 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     _rules.tensor("convolution", weight, "weight")
     if bias is not None:
         _rules.tensor("convolution", bias, "bias")
-    nsp = weight.ndim - 2
+    if weight.ndim < 3:
+        _bad_weight(weight)
     args = [tuple(int(v) for v in a) for a in (stride, padding, dilation, output_padding)]
-    return convolution_op(input, weight, bias, *args[:3], bool(transposed), args[3],
-                          int(groups)) if nsp >= 1 else _bad_weight(weight)
+    params = (*args[:3], bool(transposed), args[3], int(groups))
+    _convolution_meta(input, weight, bias, *params)  # argument errors name the op here
+    return convolution_op(input, weight, bias, *params)
 
 
 def _bad_weight(weight):
