@@ -112,8 +112,11 @@ def launch(backend, name, lists, scalars):
         counts = [0]
         for t in part[0]:
             counts.append(counts[-1] + t.numel())
-        meta = counts + [t._offset for xs in part for t in xs]
-        mbuf = progs.buffer_of(st, meta)
+        meta = tuple(counts + [t._offset for xs in part for t in xs])
+        mkey = ("foreach-meta",) + meta
+        mbuf = st.meta.get(mkey)  # an optimizer's lists repeat every step: upload once
+        if mbuf is None:
+            mbuf = st.meta[mkey] = progs.buffer_of(st, meta)
         total = counts[-1]
         if total == 0:
             continue

@@ -82,6 +82,11 @@ def check_outputs(op_name, backend_name, label, device, out, specs) -> None:
     for i, o in enumerate(outs):
         spec = specs[i] if specs is not None else None
         what = f"{where}: output {i} is" if len(outs) > 1 else f"{where} returned"
+        if specs is not None and spec is None:  # the meta function says: left undefined
+            if o is not None:
+                raise KernelContractError(f"{what} {_describe(o)}; expected None (an output "
+                                          f"these arguments leave undefined)")
+            continue
         if not is_tensor(o):
             raise KernelContractError(f"{what} {_describe(o)}, not an ember Tensor; expected "
                                       f"{_expect((spec,), device) if spec else 'a Tensor'} "

@@ -60,10 +60,12 @@ def meta_kernel(op):
 
     def kernel(*args, **kwargs):
         specs = output_specs(op, *args, **kwargs)
-        if specs[0].alias is not None:  # an in-place op: the mutated argument is the result
-            return specs[0].alias
+        if specs and specs[0] is not None and specs[0].alias is not None:
+            return specs[0].alias  # an in-place op: the mutated argument is the result
         dev = _device_of(args)
-        outs = tuple(_empty(spec.shape, spec.dtype, dev) for spec in specs)
+        # None where the op leaves an output undefined (a backward op's masked output)
+        outs = tuple(None if spec is None else _empty(spec.shape, spec.dtype, dev)
+                     for spec in specs)
         return outs if multi or len(outs) > 1 else outs[0]
 
     kernel.__name__ = f"meta_{op.name.replace('::', '_')}"

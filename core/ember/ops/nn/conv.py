@@ -98,8 +98,8 @@ def _convolution_backward_meta(grad_output, input, weight, bias_sizes, stride, p
         raise RuntimeError(f"convolution_backward: grad_output of shape "
                            f"{list(grad_output._shape)}, expected {list(shape)}")
     bias = tuple(bias_sizes) if bias_sizes is not None else (shape[1],)
-    # an output the mask leaves out is None on real devices; a 0-d placeholder here
-    return tuple((s, dtype) if m else ((), dtype) for s, m in
+    # an output the mask leaves out is undefined (None), as in PyTorch
+    return tuple((s, dtype) if m else None for s, m in
                  zip((input._shape, weight._shape, bias), output_mask))
 
 

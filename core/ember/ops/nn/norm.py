@@ -59,7 +59,7 @@ def _batch_norm_meta(input, weight, bias, running_mean, running_var, training, m
 
 
 def _grads_meta(op, shapes, dtype, output_mask):
-    return tuple((s, dtype) if m else ((), dtype) for s, m in zip(shapes, output_mask))
+    return tuple((s, dtype) if m else None for s, m in zip(shapes, output_mask))
 
 
 def _batch_norm_backward_meta(grad_out, input, weight, running_mean, running_var, save_mean,
