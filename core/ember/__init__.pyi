@@ -33,6 +33,8 @@ from ._generator import manual_seed as manual_seed
 from ._generator import seed as seed
 from ._generator import set_rng_state as set_rng_state
 from ._tensor_str import set_printoptions as set_printoptions
+from ._threads import get_num_threads as get_num_threads
+from ._threads import set_num_threads as set_num_threads
 from .autograd.grad_mode import enable_grad as enable_grad
 from .autograd.grad_mode import inference_mode as inference_mode
 from .autograd.grad_mode import is_grad_enabled as is_grad_enabled

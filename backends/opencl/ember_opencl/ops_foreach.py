@@ -143,30 +143,35 @@ def _run(backend, name, lists, scalars, composite):
     launch(backend, name, lists, scalars)
 
 
+def _composite(op_name):
+    """The op's composite (its single-tensor ops): for lists the kernel does not take."""
+    return get_op(op_name).composite
+
+
 def register(backend):  # noqa: C901 - one table of small adapters
-    from ember.ops import foreach as F
     K = backend.kernels.register
 
-    def simple(op_name, body, n_lists, composite):
+    def simple(op_name, body, n_lists):
+        composite = _composite(op_name)
+
         def kernel(*args):
             lists, scalars = list(args[:n_lists]), list(args[n_lists:])
             _run(backend, body, lists, scalars, lambda: composite(*args))
         K(op_name, kernel)
 
+    add_composite = _composite("_foreach_add_")
+
     def add_(selfs, others, alpha):
-        if alpha == 1:
-            _run(backend, "add_one", [selfs, others], [], lambda: F._add_list(selfs, others, 1))
-        else:
-            _run(backend, "add_", [selfs, others], [alpha],
-                 lambda: F._add_list(selfs, others, alpha))
+        _run(backend, "add_one" if alpha == 1 else "add_", [selfs, others],
+             [] if alpha == 1 else [alpha], lambda: add_composite(selfs, others, alpha))
     K("_foreach_add_", add_)
-    simple("_foreach_add_scalar_", "add_scalar_", 1, F._add_scalar)
-    simple("_foreach_mul_", "mul_", 1, F._mul_scalar)
-    simple("_foreach_div_", "div_", 1, F._div_scalar)
-    simple("_foreach_lerp_", "lerp_", 2, F._lerp)
-    simple("_foreach_addcmul_", "addcmul_", 3, F._addcmul)
-    simple("_foreach_addcdiv_", "addcdiv_", 3, F._addcdiv)
-    simple("_foreach_maximum_", "maximum_", 2, F._maximum)
+    simple("_foreach_add_scalar_", "add_scalar_", 1)
+    simple("_foreach_mul_", "mul_", 1)
+    simple("_foreach_div_", "div_", 1)
+    simple("_foreach_lerp_", "lerp_", 2)
+    simple("_foreach_addcmul_", "addcmul_", 3)
+    simple("_foreach_addcdiv_", "addcdiv_", 3)
+    simple("_foreach_maximum_", "maximum_", 2)
 
     def sqrt(selfs):
         st, _ = backend._sq(selfs[0].device) if selfs else (None, None)
@@ -175,6 +180,7 @@ def register(backend):  # noqa: C901 - one table of small adapters
              lambda: [o.copy_(s.sqrt()) for o, s in zip(outs, selfs)])
         return outs
     K("_foreach_sqrt", sqrt)
+    sgd_composite = _composite("_fused_sgd_")
 
     def fused_sgd(params, grads, bufs, wd, momentum, lr, dampening, nesterov, maximize, first):
         # without momentum the buffer list is the gradients, written back unchanged
@@ -182,12 +188,12 @@ def register(backend):  # noqa: C901 - one table of small adapters
         _run(backend, "sgd", lists,
              [wd, momentum, -lr, 1 - dampening, float(nesterov), float(maximize),
               float(first)],
-             lambda: F._fused_sgd(params, grads, bufs, wd, momentum, lr, dampening, nesterov,
-                                  maximize, first))
+             lambda: sgd_composite(params, grads, bufs, wd, momentum, lr, dampening, nesterov,
+                                   maximize, first))
     K("_fused_sgd_", fused_sgd)
 
     def fused_adam(decoupled):
-        composite = F._adam_composite(decoupled)
+        composite = _composite("_fused_adamw_" if decoupled else "_fused_adam_")
 
         def kernel(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, beta1, beta2,
                    wd, eps, amsgrad, maximize):
@@ -226,4 +232,3 @@ def register(backend):  # noqa: C901 - one table of small adapters
     K("threshold_backward", binary_backward(threshold, True))
     K("tanh_backward", binary_backward(tanh_b, False))
     K("sigmoid_backward", binary_backward(sigmoid_b, False))
-    _ = get_op  # (ops are reached through ember.ops.foreach's composites)

@@ -199,7 +199,7 @@ def unary(be, f, int_rule, predicate, real_out, x, compute):
         r = (a.copy() if int_rule == _COPY else xp.zeros(a.shape, dtype=bool)
              if int_rule == _ALL_FALSE else xp.ones(a.shape, dtype=bool))
     else:
-        r = (parallel.big(a) and parallel.ufunc(be, f, bool if predicate else dt, a)) \
+        r = parallel.ufunc(be, f, bool if predicate else dt, a) \
             if a.size >= parallel.MIN_PARALLEL else None
         if r is None:
             r = be.ieee(f, a)
@@ -389,7 +389,8 @@ def binary(be, f, out_dtype, a, b, compute):
     dt = compute.np
     x, y = operand(be, a, dt), operand(be, b, dt)
     r = None
-    if parallel.big(x) or parallel.big(y):
+    if (x.__class__ is be._ndarray and x.size >= parallel.MIN_PARALLEL) or \
+            (y.__class__ is be._ndarray and y.size >= parallel.MIN_PARALLEL):
         r = parallel.ufunc(be, f, out_dtype or dt, x, y)
     if r is None:
         r = be.ieee(f, x, y)
@@ -414,9 +415,19 @@ def _scaled(be, y, alpha, dt):
 def add_sub(be, ufunc, a, b, alpha, compute):
     """``a + alpha * b`` (``ufunc`` = add) or ``a - alpha * b`` (subtract)."""
     dt = compute.np
+    if a.__class__ is Tensor and b.__class__ is Tensor and alpha.__class__ is int and \
+            alpha == 1:  # the per-op floor: two tensors already in the compute dtype
+        x, y = a._native, b._native
+        if x is None:
+            x = be.native(a)
+        if y is None:
+            y = be.native(b)
+        if x.dtype is dt and y.dtype is dt and x.size < parallel.MIN_PARALLEL:
+            return be.wrap(ufunc(x, y), a.device)
     x, y = operand(be, a, dt), _scaled(be, operand(be, b, dt), alpha, dt)
     r = None
-    if parallel.big(x) or parallel.big(y):
+    if (x.__class__ is be._ndarray and x.size >= parallel.MIN_PARALLEL) or \
+            (y.__class__ is be._ndarray and y.size >= parallel.MIN_PARALLEL):
         r = parallel.ufunc(be, ufunc, dt, x, y)
     if r is None:
         r = ufunc(x, y)

@@ -42,7 +42,3 @@ def ufunc(be, f, dt, *operands):
     _threads.run_chunks(work, ranges)
     return out.reshape(shape)
 
-
-def big(x) -> bool:
-    """Cheap pre-check on a kernel's operand: an array with enough elements to split."""
-    return getattr(x, "size", 0) >= MIN_PARALLEL

@@ -8,13 +8,15 @@ kernel in backward.
 * ``sigmoid_backward(grad_output, output)``: ``grad_output * output * (1 - output)``.
 
 Real floating dtypes (complex gradients keep the general formulas of ``unary``). Each is
-differentiable again (double backward). Kernel convention: operands of one shape and dtype,
-result in that dtype.
+differentiable again (double backward) and has a composite (the formula in ember ops) for
+backends without a kernel. Kernel convention: operands of one shape and dtype, result in that
+dtype.
 """
 from __future__ import annotations
 
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
+from . import selection as _sel  # composites only: where
 
 
 def _same_meta(name):
@@ -44,18 +46,30 @@ def _sigmoid_double(ctx, gg, grad_output, output):
     return g_go, g_out
 
 
+def _threshold_composite(grad_output, self, threshold):
+    return _sel.where(self.gt(threshold), grad_output, 0.0)
+
+
+def _tanh_composite(grad_output, output):
+    return grad_output * (1.0 - output * output)
+
+
+def _sigmoid_composite(grad_output, output):
+    return grad_output * (output * (1.0 - output))
+
+
 threshold_backward_op = define(
     "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
-    meta=_same_meta("threshold_backward"),
+    meta=_same_meta("threshold_backward"), composite=_threshold_composite,
     derivative=Derivative(_threshold_double, save=("self",)),
     doc="grad_output where self > threshold, else 0")
 tanh_backward_op = define(
     "tanh_backward(Tensor grad_output, Tensor output) -> Tensor",
-    meta=_same_meta("tanh_backward"),
+    meta=_same_meta("tanh_backward"), composite=_tanh_composite,
     derivative=Derivative(_tanh_double, save={"grad_output": "output", "output": None}),
     doc="grad_output * (1 - output ** 2)")
 sigmoid_backward_op = define(
     "sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor",
-    meta=_same_meta("sigmoid_backward"),
+    meta=_same_meta("sigmoid_backward"), composite=_sigmoid_composite,
     derivative=Derivative(_sigmoid_double, save={"grad_output": "output", "output": None}),
     doc="grad_output * output * (1 - output)")
