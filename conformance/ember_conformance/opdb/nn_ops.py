@@ -190,9 +190,40 @@ def _group_norm_backward(go, x, w, *, groups):
                                                      [True, True, True])
 
 
+def _nll_samples(dtype):
+    import ember
+    for i, (reduction, ignore) in enumerate([(1, -100), (2, 2), (0, -100)]):
+        def build(dev, reduction=reduction, ignore=ignore, i=i):
+            x = make_tensor(300 + i, (5, 4), dtype, dev, low=-3.0, high=0.0)
+            t = ember.tensor([0, 3, 2, 1, 2], device=dev)
+            w = make_tensor(310 + i, (4,), dtype, dev, low=0.5, high=1.5)
+            # the class weights are not differentiable (as in PyTorch): a keyword argument,
+            # which the gradient checks leave alone
+            return (x, t), dict(weight=w, reduction=reduction, ignore_index=ignore)
+        yield SampleInput(f"{dtype} [5,4] reduction={reduction} ignore_index={ignore}", build)
+
+
+def _nll_forward(x, t, *, weight, reduction, ignore_index):
+    return _ops().loss.nll_loss_forward_op(x, t, weight, reduction, ignore_index)[0]
+
+
+def _nll_backward(x, t, *, weight, reduction, ignore_index):
+    w = weight
+    import ember
+    with ember.no_grad():
+        _, total = _ops().loss.nll_loss_forward_op(x.detach(), t, w.detach(), reduction,
+                                                   ignore_index)
+    go = (x[:, 0] * 2 + 1) if reduction == 0 else (x.sum() * 0 + 1.5)
+    return _ops().loss.nll_loss_backward_op(go, x, t, w, reduction, ignore_index, total)
+
+
 POOL2 = [((2, 3, 6, 7), C)]
 POOL3 = [((1, 2, 4, 5, 4), C)]
 OPS = [
+    OpInfo("nll_loss_forward", _nll_forward, _nll_samples, dtypes=FLOATS,
+           covers=("nll_loss_forward",), tolerances=dict(LOOSE)),
+    OpInfo("nll_loss_backward", _nll_backward, _nll_samples, dtypes=FLOATS,
+           covers=("nll_loss_backward",), tolerances=dict(LOOSE)),
     _entry("convolution", _conv, *CONV_CASES),
     _entry("convolution_backward", _conv_backward, *CONV_BACKWARD_CASES),
     _entry("max_pool2d_with_indices", _max_pool,

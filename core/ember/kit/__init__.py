@@ -9,13 +9,14 @@
   backend first, a ``TABLE`` of them, and ``register(backend)`` binding them (``binding``).
 """
 from . import (activation_backward, convolution, copy, elementwise, factories, foreach,
-               indexing, linalg, normalization, pooling, random, reduction, shape, sorting)
+               indexing, linalg, loss, normalization, pooling, random, reduction, shape,
+               sorting)
 from .array_backend import ArrayBackend
 
 # one module per op family; each exposes register(backend)
 KERNEL_MODULES = (copy, elementwise, factories, reduction, linalg, shape, indexing, sorting,
                   random, activation_backward, convolution, pooling, normalization,
-                  foreach)
+                  foreach, loss)
 
 
 def register_array_kernels(backend) -> None:
