@@ -1,6 +1,7 @@
 """Training-step benchmark: ember (cpu, opencl, ...) vs torch (when installed), in one run.
 
-    python bench/bench_train.py [--devices cpu,opencl] [--cases mlp,cnn,resnet18] [--quick]
+    python bench/bench_train.py [--devices cpu,opencl] [--cases mlp,cnn,resnet18]
+                                [--quick]
 
 Cases (issues #6, #20):
   * MLP 784-256-256-10, batch 64, cross-entropy, SGD(momentum=0.9): ms per step
@@ -104,7 +105,15 @@ def main():
     parser.add_argument("--cases", default="mlp,cnn,resnet18",
                         help=f"comma-separated cases among {', '.join(CASE_NAMES)}")
     parser.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="intra-op threads for both ember and torch (default: each "
+                             "library's own default)")
     args = parser.parse_args()
+    if args.threads:
+        if hasattr(ember, "set_num_threads"):
+            ember.set_num_threads(args.threads)
+        if torch is not None:
+            torch.set_num_threads(args.threads)
     if args.devices:
         devices = [d.strip() for d in args.devices.split(",")]
     else:
