@@ -320,3 +320,44 @@ def test_opencl_matches_cpu(case):
     (a, ga), (b, gb) = run("cpu"), run("opencl")
     np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(gb, ga, rtol=1e-3, atol=1e-3)
+
+
+# -- nll_loss ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_nll_loss_op_matches_the_composition(reduction, device):
+    if device == "opencl":
+        _opencl()
+    x = rng.standard_normal((6, 5))
+    t = np.array([0, 4, 2, -100, 1, 4])
+    w = rng.random(5) + 0.5
+    ex = _t(x, True, device)
+    loss = F.cross_entropy(ex, _t(t, device=device), weight=_t(w, device=device),
+                           reduction=reduction)
+    assert loss.grad_fn.name() == "NllLossBackward0"
+    # the same loss through the composition (class weights that require grad take it)
+    ew = _t(w, True, device)
+    ref = F.cross_entropy(_t(x, True, device), _t(t, device=device), weight=ew,
+                          reduction=reduction)
+    np.testing.assert_allclose(loss.detach().cpu().numpy(), ref.detach().cpu().numpy(),
+                               rtol=1e-12)
+    g, = ember.autograd.grad(loss.sum(), ex)
+    lp = x - np.log(np.exp(x).sum(1, keepdims=True))
+    keep = t != -100
+    want = np.zeros_like(x)
+    ts = np.where(keep, t, 0)
+    want[np.arange(6), ts] = -w[ts] * keep
+    if reduction == "mean":
+        want /= (w[ts] * keep).sum()
+    soft = np.exp(lp)
+    want = want - soft * want.sum(1, keepdims=True)   # through log_softmax
+    np.testing.assert_allclose(g.cpu().numpy(), want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_nll_loss_target_out_of_bounds(device):
+    if device == "opencl":
+        _opencl()
+    x = _t(rng.standard_normal((3, 4)), device=device)
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        F.cross_entropy(x, _t(np.array([0, 7, 1]), device=device)).item()

@@ -40,8 +40,8 @@ class OpenCLBackend(Backend):
         from . import ops_softmax; ops_softmax.register(self)  # noqa: E702
         from . import ops_scan; ops_scan.register(self)  # noqa: E702
         from . import ops_sort; ops_sort.register(self)  # noqa: E702
-        from . import ops_conv, ops_foreach, ops_norm, ops_pool
-        for mod in (ops_conv, ops_pool, ops_norm, ops_foreach):
+        from . import ops_conv, ops_foreach, ops_loss, ops_norm, ops_pool
+        for mod in (ops_conv, ops_pool, ops_norm, ops_foreach, ops_loss):
             mod.register(self)
 
     # -- availability, devices, capabilities ----------------------------------------------------
