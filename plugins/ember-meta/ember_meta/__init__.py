@@ -87,7 +87,7 @@ def _kernel_on_demand(name):
         op = get_op(name)
     except KeyError:
         return None
-    if op.meta is not None and op.composite is None:
+    if op.meta is not None:
         return meta_kernel(op)
     return None
 
@@ -102,8 +102,11 @@ class MetaBackend(Backend):
         self.kernels = KernelTable(self.name, on_missing=_kernel_on_demand)
         for name, op in all_ops().items():
             # composites (views, std, addmm…) run their decomposition over these kernels;
-            # views in particular must share their base's storage, not get a new one
-            if op.meta is not None and op.composite is None:
+            # views in particular must share their base's storage, not get a new one. An op
+            # with both a meta function and a composite (the composite a fallback for backends
+            # without a kernel, which may read values, as nll_loss's bounds check) gets the
+            # meta kernel
+            if op.meta is not None:
                 self.kernels.register(name, meta_kernel(op))
         for name, reason in DATA_DEPENDENT.items():
             self.kernels.register(name, data_dependent_kernel(name, reason))
