@@ -19,7 +19,8 @@ def threshold_backward(be, grad_output, self, threshold):
     ut = xp.dtype(_UINT[g.dtype.itemsize])
     mask = keep.view(xp.uint8).astype(ut)
     xp.negative(mask, out=mask)                              # 0 -> 0, 1 -> all ones
-    xp.bitwise_and(mask, xp.ascontiguousarray(g).view(ut), out=mask)
+    gc = g if g.flags.c_contiguous else g.copy()  # (ascontiguousarray would make 0-d 1-d)
+    xp.bitwise_and(mask, gc.view(ut), out=mask)
     return be.wrap(mask.view(g.dtype), grad_output.device)
 
 
