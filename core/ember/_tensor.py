@@ -21,14 +21,8 @@ class Tensor:
     __slots__ = ("_storage", "_shape", "_stride", "_offset", "dtype", "device", "_ks",
                  "_native", "_ag", "_view_base", "__weakref__", "__dict__")
 
-    # ember.Tensor(...) as a constructor is rare in modern PyTorch code; ember.tensor is the API.
-    def __new__(cls, *args, **kwargs):
-        if args or kwargs:
-            from .ops.factories import tensor
-            t = tensor(*args, **kwargs)
-            return t if cls is Tensor else t.as_subclass(cls)
-        from .ops.factories import empty
-        return empty(0) if cls is Tensor else empty(0).as_subclass(cls)
+    # ``ember.Tensor(...)`` as a constructor is installed by ops/factories.py (it makes data
+    # through the factory ops, which this module must not import: they dispatch)
 
     @classmethod
     def _make(cls, storage, shape, stride, offset, dtype, device, native=None):

@@ -54,8 +54,7 @@ class Tensor:
     def __mul__(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def __ne__(self, other): ...  # ember.ops.elementwise.operators
     def __neg__(self): ...  # ember.ops.elementwise.operators
-    @staticmethod
-    def __new__(cls, *args, **kwargs): ...  # ember._tensor
+    def __new__(self, *args, **kwargs): ...  # ember.ops.factories
     def __or__(self, other): ...  # ember.ops.elementwise.operators
     def __pos__(self): ...  # ember.ops.elementwise.operators
     def __pow__(self, other): ...  # ember.ops.elementwise.operators

@@ -8,12 +8,14 @@ handler, which accepts 0-d CPU tensors as scalars and raises PyTorch's error oth
 """
 from __future__ import annotations
 
-import warnings
-
 import sys
+import warnings
 
 from .. import _dtype
 from .._tensor import Tensor
+from ..runtime.devices import device
+from ..runtime.fallback_warning import CPUFallbackWarning
+from ..runtime.registry import registry
 from . import keys as K
 from .facets import Derivative
 from .schema import Schema
@@ -220,7 +222,6 @@ def _move_scalars(a, target):
 
 
 def _backend_handler(op: Op, dev):
-    from ..runtime.registry import registry
     backend = registry.get(dev.type)
     kernel = backend.kernels.get(op.name)
     if kernel is None and op.composite is not None:
@@ -259,15 +260,12 @@ def _dtype_checked(op, backend, dev, kernel):
 
 
 def _cpu_fallback(op: Op, backend):
-    from .._device import device
-    from ..runtime.registry import registry
     cpu = device("cpu")
     cpu_kernel = registry.get("cpu").kernels.get(op.name)
     if cpu_kernel is None:
         raise NotImplementedError(f"op '{op.name}' has no kernel for backend '{backend.name}' "
                                   f"and none on the CPU either")
 
-    from ..runtime.fallback_warning import CPUFallbackWarning
 
     def fallback(*args, **kwargs):
         key = (backend.name, op.name)

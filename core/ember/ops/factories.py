@@ -281,3 +281,14 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
     d, dev = _resolve(dtype, device)
     return _finish(eye_op.on(dev, int(n), int(n if m is None else m), d, dev), requires_grad)
+
+
+def _tensor_constructor(cls, *args, **kwargs):
+    """``ember.Tensor(...)``: rare in modern PyTorch code (``ember.tensor`` is the API)."""
+    if args or kwargs:
+        t = tensor(*args, **kwargs)
+        return t if cls is Tensor else t.as_subclass(cls)
+    return empty(0) if cls is Tensor else empty(0).as_subclass(cls)
+
+
+Tensor.__new__ = _tensor_constructor
