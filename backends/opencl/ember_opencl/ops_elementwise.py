@@ -56,7 +56,7 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
             out = new(st, x._shape, rt, x.device)
             return run(st, q, body, out, (x,), (compute,), compute, rt)
 
-        def kernel_(x):
+        def kernel_(x, compute):
             st, q = sq(x.device)
             if name in ("floor", "ceil", "trunc") and x.dtype.category in _INT_KINDS:
                 return x

@@ -325,24 +325,19 @@ def check_inplace_target(t, what="an in-place operation"):
 
 
 def _functional_twin(op):
+    """The out-of-place op an in-place op is recorded through: ``op.functional``, else the op
+    named without the trailing underscore; its arguments mirror the in-place op's."""
     twin = op.functional or dispatcher.find_op(op.name[:-1])
     if twin is None or (twin.derivative in (None, NOT_DIFFERENTIABLE) and twin.composite is None):
-        return None, None
-    n_in = len(bind_args(op))
-    n_tw = len(bind_args(twin))
-    if n_tw == n_in + 1:  # unary in-place ops leave out the compute dtype
-        return twin, lambda args: tuple(args) + (args[0].dtype,)
-    if n_tw == n_in:
-        return twin, tuple
-    return None, None
-
-
-def bind_args(op):
-    return op.schema.arguments
+        return None
+    if len(twin.schema.arguments) != len(op.schema.arguments):
+        raise RuntimeError(f"autograd: in-place op {op.schema} does not mirror its functional "
+                           f"twin {twin.schema}")
+    return twin
 
 
 def _inplace_handler(op):
-    twin, adapt = _functional_twin(op)
+    twin = _functional_twin(op)
     # an in-place comparison (eq_) writes values with no derivative: zero gradient
     twin_op = dispatcher.find_op(op.name[:-1])
     nondiff = twin_op is not None and twin_op.derivative is NOT_DIFFERENTIABLE
@@ -361,7 +356,7 @@ def _inplace_handler(op):
                 rebase(target, ZeroGradNode(op.name) if nondiff else
                        NotImplementedNode(edges, op.name, 1))
             return out
-        fargs = list(adapt(args))
+        fargs = list(args)
         # the twin must not save the target itself: its value is about to be overwritten (a
         # composite twin may save anything, so it always gets the copy)
         if twin_spec is None or twin_spec.saves_self(fargs):

@@ -206,8 +206,9 @@ def unary(be, f, int_rule, predicate, real_out, x, compute):
     return result(be, r, dt, x.device)
 
 
-def unary_(be, f, int_identity, out_ok, x):
-    """The in-place form (``exp_``) of a ``UNARY`` op."""
+def unary_(be, f, int_identity, out_ok, x, compute):
+    """The in-place form (``exp_``) of a ``UNARY`` op (``compute`` is ``x``'s dtype: the op layer
+    refuses results that can't be written back)."""
     a = be.native(x)
     if int_identity and a.dtype.kind in "iub":
         return x

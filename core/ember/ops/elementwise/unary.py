@@ -1,7 +1,8 @@
 """Unary elementwise ops: one row per op — its kind (dtype rule) and its derivative.
 
 Kernel convention: ``name(Tensor self, dtype compute) -> Tensor``; in place
-``name_(Tensor(a!) self) -> Tensor(a!)``. For the holomorphic (complex-capable) ops the gradient
+``name_(Tensor(a!) self, dtype compute) -> Tensor(a!)`` (the functional twin's arguments; the
+op layer passes ``compute`` = ``self``'s dtype, refusing results that can't be written back). For the holomorphic (complex-capable) ops the gradient
 is ``grad * conj(f'(z))``, PyTorch's convention.
 """
 from __future__ import annotations
@@ -183,7 +184,7 @@ def _make_unary(name, kind, op, op_):
         check_inplace(f"{name}_", self, d, self._shape)
         if 0 in self._stride:
             check_overlap(self, f"{name}_")
-        op_(self)
+        op_(self, d)
         self._storage.version += 1
         return self
 
@@ -196,7 +197,7 @@ unary_api = {}   # name -> the Python function (PyTorch's name), in-place ones a
 for _name, _kind, _derivative in UNARY_ROWS:
     _op = define(f"{_name}(Tensor self, dtype compute) -> Tensor", meta=unary_meta(_name, _kind),
                  derivative=_derivative)
-    _op_ = None if _kind == PRED else define(f"{_name}_(Tensor(a!) self) -> Tensor(a!)",
+    _op_ = None if _kind == PRED else define(f"{_name}_(Tensor(a!) self, dtype compute) -> Tensor(a!)",
                                              meta=_meta.inplace(_name + "_"), functional=_op)
     unary_ops[_name] = (_kind, _op, _op_)
     _fn, _fn_ = _make_unary(_name, _kind, _op, _op_)
