@@ -15,6 +15,7 @@ are cached per layout (shapes, strides, offsets) as well.
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -56,7 +57,23 @@ class Body:
         self.any_output = any_output
 
     def accepts(self, ct) -> bool:
-        return "bif"[ct.category] in self.kinds if ct.category < 3 else False
+        return _KIND_LETTER.get(ct.category, "") in self.kinds
+
+
+_KIND_LETTER = {D.BOOL: "b", D.INTEGRAL: "i", D.FLOATING: "f"}  # no complex bodies
+
+
+class KernelKey(NamedTuple):
+    """What a compiled elementwise kernel is specialised for (its cache key)."""
+    body: str            # the Body's name
+    out_dtype: object    # the output tensor's dtype
+    operands: tuple      # per input: its dtype, or None for a Python scalar
+    loads: tuple         # per input: the dtype it is converted to when read (x{j})
+    compute: object      # CT: the dtype the body computes in
+    result: object       # the dtype of r (converted to out_dtype when stored)
+    params: tuple        # dtypes of the extra arguments p{k}
+    rank: int            # collapsed rank, or UNIT for unit-stride contiguous operands
+    check: bool          # the body may flag a device-side error
 
 
 def group(*bodies):
@@ -142,17 +159,16 @@ def _ctx(state, ct):
 
 
 def header(state, key) -> list:
-    ct, check = key[4], key[8]
-    ctx = _ctx(state, ct)
+    ctx = _ctx(state, key.compute)
     # no fused a*b+c: numpy rounds every operation, and so must we to match it
     return ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
             f"typedef {ctx.c} CT;", f"typedef {ctx.w} W;",
-            "#define ERR err" if check else "#define ERR ((__global int*)0)"]
+            "#define ERR err" if key.check else "#define ERR ((__global int*)0)"]
 
 
 def kernel_source(state, key, body, kname="ew") -> str:
     """The kernel ``kname`` for ``key`` (see ``run``); needs ``header`` and the prelude."""
-    name, odt, desc, loads, ct, rt, pdts, rank, check = key
+    _, odt, desc, loads, ct, rt, pdts, rank, check = key
     ctx = _ctx(state, ct)
     tensors = [j for j, d in enumerate(desc) if d is not None]
     scalars = [j for j, d in enumerate(desc) if d is None]
@@ -204,7 +220,7 @@ def source(state, jobs) -> str:
     """One program with a kernel ``k{i}`` per (key, body) job; the keys differ at most in the
     body name and the output dtype, so they share the header."""
     key0 = jobs[0][0]
-    ctx = _ctx(state, key0[4])
+    ctx = _ctx(state, key0.compute)
     lines = header(state, key0)
     preludes = []
     for _, b in jobs:
@@ -239,16 +255,15 @@ def _compile(state, src):
 
 def _build(state, key, body):
     import pyopencl as cl
-    ct = key[4]
     jobs = [(key, body)]
     for b in body.group:
-        k = (b.name,) + key[1:]
-        if b is not body and b.accepts(ct) and k not in state.kernels:
+        k = key._replace(body=b.name)
+        if b is not body and b.accepts(key.compute) and k not in state.kernels:
             jobs.append((k, b))
     if body.any_output:
         for d in sorted(state.dtypes, key=lambda d: d.name):
-            k = key[:1] + (d,) + key[2:]
-            if d is not key[1] and k not in state.kernels:
+            k = key._replace(out_dtype=d)
+            if d is not key.out_dtype and k not in state.kernels:
                 jobs.append((k, body))
     prg = err = None
     for attempt in ([jobs, jobs[:1]] if len(jobs) > 1 else [jobs]):
@@ -259,9 +274,9 @@ def _build(state, key, body):
         except cl.RuntimeError as e:  # a sibling invalid here must not cost the op its kernel
             err = e
     if prg is None:
-        raise RuntimeError(f"opencl: building the kernel for '{key[0]}' failed:\n{err}\n"
+        raise RuntimeError(f"opencl: building the kernel for '{key.body}' failed:\n{err}\n"
                            f"--- source ---\n{source(state, jobs[:1])}") from None
-    _, _, desc, loads, _, _, pdts, _, check = key
+    desc, loads, pdts, check = key.operands, key.loads, key.params, key.check
     ntens = 1 + sum(d is not None for d in desc)
     arg_types = [None] * ntens + [None, np.int64]
     arg_types += [cltypes.np_type(d) for d in pdts]
@@ -318,8 +333,8 @@ def run(state, queue, body, out, inputs=(), loads=(), ct=None, rt=None, params=(
     rank, mbuf = ent
     ct = ct if ct is not None else out.dtype
     rt = rt if rt is not None else ct
-    key = (body.name, out.dtype, tuple(desc), tuple(loads), ct, rt,
-           tuple([d for _, d in params]), rank, check)
+    key = KernelKey(body.name, out.dtype, tuple(desc), tuple(loads), ct, rt,
+                    tuple([d for _, d in params]), rank, check)
     knl = state.kernels.get(key)
     if knl is None:
         knl = _build(state, key, body)

@@ -14,6 +14,7 @@ import weakref
 import threading
 import warnings
 
+from .._dtype import COMPLEX
 from .._tensor import Tensor
 from ..dispatch import keys as K
 from . import anomaly
@@ -341,7 +342,7 @@ def _make_grads(outputs, grad_outputs):
         if g._shape != out._shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                f"{g.shape} and output[{i}] has a shape of {out.shape}.")
-        if (g.dtype.category == 3) != (out.dtype.category == 3):
+        if (g.dtype.category == COMPLEX) != (out.dtype.category == COMPLEX):
             raise RuntimeError("For complex Tensors, both grad_output and output are required to "
                                "have the same dtype. Mismatch in dtype: grad_output[" + str(i) +
                                f"] has a dtype of {g.dtype} and output[{i}] has a dtype of "

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import traceback
 
+from .._dtype import COMPLEX, FLOATING
 from .._tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch import keys as K
@@ -134,7 +135,7 @@ def _formula_handler(op, f):
                     metas.append((x._shape, x.dtype, x.device))
                     needs[i] = True
                     req = True
-                    if x.dtype.category == 3 and not complex_ok:
+                    if x.dtype.category == COMPLEX and not complex_ok:
                         _complex_error(spec)
                     continue
             edges.append(None)
@@ -177,7 +178,7 @@ def collect(spec, args, slots):
                 edges.append(gradient_edge(x))
                 metas.append((x._shape, x.dtype, x.device))
                 any_req = True
-                if x.dtype.category == 3:
+                if x.dtype.category == COMPLEX:
                     cplx = True
             else:
                 edges.append(None)
@@ -213,7 +214,7 @@ def _outputs(spec, node, args, out, diff_out):
     fixed = None
     is_view = f.is_view
     for k, o in enumerate(outs):
-        if diff_out[k] and isinstance(o, Tensor) and o.dtype.category >= 2:
+        if diff_out[k] and isinstance(o, Tensor) and o.dtype.category >= FLOATING:
             if o._ag is not None:  # the op handed back an input or a tensor already in a graph
                 o = alias(o)
                 fixed = fixed or list(outs)
