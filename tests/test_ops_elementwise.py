@@ -1298,3 +1298,17 @@ def test_against_torch():
             both(lambda c, x, y: ember.where(c, x, y), torch.where, data((3, 1), "bool"), a, b)
             both(lambda x, y: ember.clamp(x, y, None), lambda x, y: torch.clamp(x, y, None),
                  a, b)
+
+
+def test_logaddexp2_matches_numpy_and_finite_differences():
+    a = ember.tensor([-3.0, 0.0, 1.5, 40.0, float("-inf")], dtype=ember.float64)
+    b = ember.tensor([2.0, 0.0, -1.0, -40.0, float("-inf")], dtype=ember.float64)
+    np.testing.assert_allclose(ember.logaddexp2(a, b).numpy(),
+                               np.logaddexp2(a.numpy(), b.numpy()))
+    x = ember.randn(4, dtype=ember.float64, requires_grad=True)
+    y = ember.randn(4, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(ember.logaddexp2, (x, y))
+    assert ember.autograd.gradgradcheck(ember.logaddexp2, (x, y))
+    assert type(ember.logaddexp2(x, y).grad_fn).__name__ == "Logaddexp2Backward0"
+    with pytest.raises(RuntimeError, match="logaddexp2: complex inputs are not supported"):
+        ember.logaddexp2(ember.tensor([1j]), ember.tensor([1j]))

@@ -279,6 +279,7 @@ def log10(input, *, out=...): ...  # ember.ops.elementwise.unary
 def log1p(input, *, out=...): ...  # ember.ops.elementwise.unary
 def log2(input, *, out=...): ...  # ember.ops.elementwise.unary
 def logaddexp(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def logaddexp2(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logical_and(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logical_not(input, *, out=...): ...  # ember.ops.elementwise.unary
 def logical_or(input, other, *, out=...): ...  # ember.ops.elementwise.binary

@@ -325,6 +325,8 @@ class Tensor:
     def log_(self): ...  # ember.ops.elementwise.unary
     def log_softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def logaddexp(self, other, *, out=...): ...  # ember.ops.elementwise.binary
+    def logaddexp2(self, other, *, out=...): ...  # ember.ops.elementwise.binary
+    def logaddexp2_(self, other): ...  # ember.ops.elementwise.binary
     def logaddexp_(self, other): ...  # ember.ops.elementwise.binary
     def logical_and(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logical_and_(self, other): ...  # ember.ops.elementwise.binary

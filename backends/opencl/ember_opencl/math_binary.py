@@ -106,6 +106,14 @@ def _logaddexp(ctx):
             "r = t > 0 ? x0 + log1p(exp(-t)) : (t <= 0 ? x1 + log1p(exp(t)) : t); }")
 
 
+def _logaddexp2(ctx):
+    # numpy's npy_logaddexp2: log2(1 + 2^-|t|) as log1p(...) * log2(e)
+    log2e = "M_LOG2E" if ctx.ct.name == "float64" else "M_LOG2E_F"
+    return (f"if (x0 == x1) r = x0 + (CT)1; else {{ CT t = x0 - x1; "
+            f"r = t > 0 ? x0 + log1p(exp2(-t)) * {log2e} : "
+            f"(t <= 0 ? x1 + log1p(exp2(t)) * {log2e} : t); }}")
+
+
 def _build():
     ops = {
         "mul": Body("mul", "r = x0 * x1;"),
@@ -121,6 +129,7 @@ def _build():
         "atan2": Body("atan2", "r = atan2(x0, x1);"),
         "hypot": Body("hypot", "r = hypot(x0, x1);"),
         "logaddexp": Body("logaddexp", _logaddexp),
+        "logaddexp2": Body("logaddexp2", _logaddexp2),
         "copysign": Body("copysign", "r = copysign(x0, x1);"),
         "xlogy": Body("xlogy", "r = (x0 == 0 && !isnan(x1)) ? (CT)0 : x0 * log(x1);"),
         "eq": Body("eq", "r = x0 == x1;"),
@@ -138,7 +147,7 @@ def _build():
         "bitwise_left_shift": Body("bitwise_left_shift", lambda c: _shift(c, True)),
         "bitwise_right_shift": Body("bitwise_right_shift", lambda c: _shift(c, False)),
     }
-    for name in ("atan2", "hypot", "logaddexp", "copysign", "xlogy"):
+    for name in ("atan2", "hypot", "logaddexp", "logaddexp2", "copysign", "xlogy"):
         ops[name].kinds = "f"
     for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         ops[name].kinds = "ib"

@@ -368,6 +368,7 @@ BINARY = {
     "fmax": xp_fn("fmax"), "fmin": xp_fn("fmin"), "remainder": helper(_remainder),
     "fmod": helper(_fmod), "floor_divide": helper(_floor_divide), "pow": helper(_pow),
     "atan2": xp_fn("arctan2"), "hypot": xp_fn("hypot"), "logaddexp": helper(_logaddexp),
+    "logaddexp2": xp_fn("logaddexp2"),
     "copysign": xp_fn("copysign"), "xlogy": helper(_xlogy),
     "eq": xp_fn("equal"), "ne": xp_fn("not_equal"), "lt": xp_fn("less"),
     "le": xp_fn("less_equal"), "gt": xp_fn("greater"), "ge": xp_fn("greater_equal"),
