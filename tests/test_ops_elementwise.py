@@ -462,18 +462,19 @@ BINARY = {
     "mul": np.multiply, "maximum": np.maximum, "minimum": np.minimum, "fmax": np.fmax,
     "fmin": np.fmin, "remainder": np.remainder, "fmod": np.fmod, "floor_divide": np.floor_divide,
     "pow": np.power, "atan2": np.arctan2, "hypot": np.hypot, "logaddexp": _logaddexp,
+    "logaddexp2": np.logaddexp2,
     "copysign": np.copysign, "xlogy": special.xlogy, "eq": np.equal, "ne": np.not_equal,
     "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
     "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
     "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
     "bitwise_left_shift": np.left_shift, "bitwise_right_shift": np.right_shift,
 }
-FLOAT_BINARY = {"atan2", "hypot", "logaddexp", "copysign", "xlogy"}
+FLOAT_BINARY = {"atan2", "hypot", "logaddexp", "logaddexp2", "copysign", "xlogy"}
 TO_BOOL = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"}
 INT_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
             "bitwise_right_shift"}
 NO_COMPLEX = {"maximum", "minimum", "fmax", "fmin", "remainder", "fmod", "floor_divide", "lt",
-              "le", "gt", "ge", "atan2", "hypot", "copysign", "xlogy"} | INT_ONLY
+              "le", "gt", "ge", "atan2", "hypot", "logaddexp2", "copysign", "xlogy"} | INT_ONLY
 DIVISORS = {"remainder", "fmod", "floor_divide"}
 # ops computed in the compute dtype for the reference (floor(a / b) in float32 differs from its
 # float64 value when a / b lies within rounding of an integer)
