@@ -12,6 +12,8 @@ import numpy as np
 from ember.kit import ArrayBackend, register_array_kernels
 from ember.runtime import hookimpl
 
+from .host_memory import keep_freed_memory
+
 
 class _LazyModule:
     """scipy.special, imported on first use (it costs ~0.1 s; most programs never need it)."""
@@ -33,6 +35,7 @@ class CPUBackend(ArrayBackend):
 
     def __init__(self):
         super().__init__()
+        keep_freed_memory()
         register_array_kernels(self)
 
     def device_count(self) -> int:
