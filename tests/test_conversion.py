@@ -206,7 +206,8 @@ def test_clone_independence():
         c = t.clone()
         assert c._storage is not base._storage, label
         assert c.dtype is t.dtype and tuple(c.shape) == tuple(t.shape)
-        assert c.is_contiguous()
+        # preserve_format, as PyTorch: a transposed (dense) source keeps its layout
+        assert c.stride() == t.stride() if label == "transposed" else c.is_contiguous(), label
         check(c, v, "float64", msg=label)
         before = values(base)
         c.add_(100)  # the clone's writes stay in the clone ...

@@ -88,10 +88,17 @@ FLOAT_UNARY = {
 }
 
 # name: (reference, dtypes it supports among DTYPES)
+def _torch_sign(x):
+    """PyTorch's sign: (x > 0) - (x < 0), so NaN and -0.0 give +0 (numpy keeps them)."""
+    if x.dtype.kind == "f":
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+    return np.sign(x)
+
+
 SAME_UNARY = {
     "neg": (np.negative, {"float32", "float64", "int64", "int32", "complex64"}),
     "abs": (np.abs, set(DTYPES)),
-    "sign": (np.sign, {"float32", "float64", "int64", "int32", "bool"}),
+    "sign": (lambda x: _torch_sign(x), {"float32", "float64", "int64", "int32", "bool"}),
     "floor": (np.floor, {"float32", "float64", "int64", "int32", "bool"}),
     "ceil": (np.ceil, {"float32", "float64", "int64", "int32", "bool"}),
     "trunc": (np.trunc, {"float32", "float64", "int64", "int32", "bool"}),

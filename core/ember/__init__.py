@@ -13,6 +13,8 @@ from ._dtype import (bfloat16, complex64, complex128, float16, float32, float64,
                      can_cast)
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
 from ._dtype import dtype
+from ._memory_format import (channels_last, channels_last_3d, contiguous_format, memory_format,
+                             preserve_format)
 from ._tensor import Size, Tensor
 from ._tensor_str import set_printoptions
 from .dispatch import keys as _keys

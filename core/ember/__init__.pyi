@@ -32,6 +32,7 @@ from ._generator import initial_seed as initial_seed
 from ._generator import manual_seed as manual_seed
 from ._generator import seed as seed
 from ._generator import set_rng_state as set_rng_state
+from ._memory_format import memory_format as memory_format
 from ._tensor_str import set_printoptions as set_printoptions
 from .autograd.grad_mode import enable_grad as enable_grad
 from .autograd.grad_mode import inference_mode as inference_mode
@@ -197,8 +198,11 @@ bfloat16: dtype
 bool: dtype
 cdouble: dtype
 cfloat: dtype
+channels_last: Any
+channels_last_3d: Any
 complex128: dtype
 complex64: dtype
+contiguous_format: Any
 double: dtype
 float16: dtype
 float32: dtype
@@ -211,6 +215,7 @@ int64: dtype
 int8: dtype
 int: dtype
 long: dtype
+preserve_format: Any
 short: dtype
 uint8: dtype
 

@@ -300,6 +300,6 @@ def _wrap_dim(dim, ndim, op="op"):
         raise TypeError(f"{op}(): dim must be an int, got {type(dim).__name__}")
     n = ndim if ndim > 0 else 1
     if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {dim})")
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim

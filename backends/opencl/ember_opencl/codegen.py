@@ -27,9 +27,7 @@ from . import cltypes
 _MAX_META = 4096
 UNIT = -1              # the "rank" of a layout whose operands are all contiguous and 1-D       # cached layouts per device before the cache is dropped and refilled
 ERR_ZERO_DIV = 1
-ERR_NEG_POW = 2
-ERRORS = {ERR_ZERO_DIV: "ZeroDivisionError",
-          ERR_NEG_POW: "Integers to negative integer powers are not allowed."}
+ERRORS = {ERR_ZERO_DIV: "ZeroDivisionError"}
 
 
 class Body:

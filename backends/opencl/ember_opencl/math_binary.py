@@ -1,13 +1,14 @@
 """C bodies of the binary ops (see ``codegen.Body``): ``r`` from ``x0`` and ``x1``.
 
-Integer division, remainder and power guard their inputs: x86 traps on ``n / 0`` and on
+Integer division and remainder guard their inputs: x86 traps on ``n / 0`` and on
 ``INT_MIN / -1``, which would kill the process (PoCL runs kernels in it). Raising like the CPU
-backend is done before the op by ``ANY_ZERO`` / ``ANY_NEGATIVE``, which set the error flag
-(``ERR``) that the launcher reads back; inside the op's kernel ``ERR`` is null.
+backend is done before the op by ``ANY_ZERO``, which sets the error flag (``ERR``) that the
+launcher reads back; inside the op's kernel ``ERR`` is null. Integer powers with a negative
+exponent tensor give 1, -1 or 0 as PyTorch's do (the op layer refuses a negative scalar one).
 """
 from __future__ import annotations
 
-from .codegen import ERR_NEG_POW, ERR_ZERO_DIV, Body, group
+from .codegen import ERR_ZERO_DIV, Body, group
 
 
 def _maxmin(ctx, ge, nan_first):
@@ -79,7 +80,10 @@ CT ew_cmod(CT a, CT b, __global int* err) { return fmod(a, b); }"""
 def _ipow_prelude(ctx):
     if ctx.is_float:
         return ""
-    neg = f"if (b < 0) {{ if (err) *err = {ERR_NEG_POW}; return 0; }}" if ctx.signed else ""
+    # a negative exponent tensor: 1 for a == 1, +-1 for a == -1 (by parity), else 0, as PyTorch
+    # and the CPU compute it (the op layer refuses negative *scalar* exponents)
+    neg = ("if (b < 0) return a == 1 ? (CT)1 : (a == -1 ? ((b & 1) ? (CT)-1 : (CT)1) : (CT)0);"
+           if ctx.signed else "")
     return f"""
 CT ew_ipow(CT a, CT b, __global int* err) {{
   {neg}
@@ -158,12 +162,10 @@ def _build():
 
 BINARY = _build()
 TO_BOOL = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"}
-# integer ops whose divisor (or exponent) is checked first, as the CPU kernel does: the whole
-# tensor, before anything is written
-CHECKED = {"remainder": "zero", "fmod": "zero", "floor_divide": "zero", "pow": "negative"}
+# integer ops whose divisor is checked first, as the CPU kernel does: the whole tensor, before
+# anything is written
+CHECKED = {"remainder", "fmod", "floor_divide"}
 ANY_ZERO = Body("any_zero", f"r = 0; if (x0 == 0) *ERR = {ERR_ZERO_DIV};", store=False)
-ANY_NEGATIVE = Body("any_negative", f"r = 0; if (x0 < 0) *ERR = {ERR_NEG_POW};", store=False)
-group(ANY_ZERO, ANY_NEGATIVE)
 
 ADD = Body("add", "r = x0 + x1;")
 ADD_ALPHA = Body("add_alpha", "r = x0 + x1 * p0;")

@@ -121,7 +121,8 @@ def _abs(ctx):
 
 def _sign(ctx):
     if ctx.is_float:
-        return "r = x0 > 0 ? (CT)1 : (x0 < 0 ? (CT)-1 : x0);"  # keeps NaN and signed zeros
+        # PyTorch's (x > 0) - (x < 0): NaN and -0.0 give +0
+        return "r = x0 > 0 ? (CT)1 : (x0 < 0 ? (CT)-1 : (CT)0);"
     return "r = x0;" if ctx.is_bool else "r = (x0 > 0) - (x0 < 0);"
 
 

@@ -40,7 +40,10 @@ def operand(be, x, dt):
         lo, hi = _bounds(be.xp, dt)
         if not lo <= x <= hi:
             return be.xp.asarray(x).astype(dt)
-    if dt.kind == "b":
+    if dt.kind == "b" or dt.kind == "V":
+        # bool, and bfloat16 (an extension dtype, kind "V"): numpy does not take a Python
+        # scalar weakly in it, so round it to the dtype here as PyTorch does (b == 1.001 holds
+        # for a bfloat16 1.0)
         return be.xp.asarray(x, dtype=dt)
     return x
 
@@ -92,6 +95,8 @@ def _frac(be, x):
 def _sign(be, x):
     if x.dtype.kind == "b":
         return x.copy()
+    if x.dtype.kind in "fV":  # (bfloat16's kind is V) (x > 0) - (x < 0): NaN, -0.0 give +0
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
     return be.xp.sign(x)
 
 

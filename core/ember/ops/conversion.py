@@ -11,8 +11,10 @@ from .._device import as_device, device as _device_cls
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
+from .. import _memory_format as _mf
 from . import _grad
 from . import _meta
+from . import views as _views  # inside functions only: views import this module
 from ._util import tensor_method
 
 
@@ -156,14 +158,67 @@ def cpu(self):
     return self.to("cpu")
 
 
+def copy_in_order(x, order, dtype):
+    """A copy of ``x`` whose memory holds the dims in ``order`` (outermost first), as a tensor
+    of ``x``'s shape: the strides of a contiguous tensor of the permuted shape."""
+    if order == sorted(order):
+        return to_copy_op(x, dtype)
+    inverse = [order.index(d) for d in range(len(order))]
+    out = _views.permute_op(to_copy_op(_views.permute_op(x, tuple(order)), dtype),
+                            tuple(inverse))
+    del out._view_base  # its storage is new: to the user (and autograd) it is no view
+    return out
+
+
+def _clone_preserving(self):
+    order = _mf.dense_order(self._shape, self._stride)
+    return copy_in_order(self, order if order is not None else list(range(self.ndim)),
+                         self.dtype)
+
+
+clone_op = define("clone(Tensor self) -> Tensor", meta=_meta.same("clone"),
+                  composite=_clone_preserving,
+                  derivative=Derivative(_pass_through, complex_ok=True, name="CloneBackward0"),
+                  doc="A copy keeping a non-overlapping, dense layout (preserve_format).")
+
+
+def order_for(t, memory_format, op):
+    """The dim order (outermost first) of a new tensor like ``t`` in ``memory_format``."""
+    if memory_format is None or memory_format is _mf.preserve_format:
+        order = _mf.dense_order(t._shape, t._stride)
+        return order if order is not None else list(range(t.ndim))
+    if memory_format is _mf.contiguous_format:
+        return list(range(t.ndim))
+    if memory_format in (_mf.channels_last, _mf.channels_last_3d):
+        return _mf.channels_last_order(t.ndim, memory_format)
+    raise TypeError(f"{op}(): argument 'memory_format' must be ember.memory_format, not "
+                    f"{type(memory_format).__name__}")
+
+
 @tensor_method()
 def clone(self, *, memory_format=None):
-    return to_copy_op(self, self.dtype)
+    if memory_format is None or memory_format is _mf.preserve_format:
+        return clone_op(self)
+    return copy_in_order(self, order_for(self, memory_format, "clone"), self.dtype)
 
 
 @tensor_method()
 def contiguous(self, memory_format=None):
-    return self if self.is_contiguous() else to_copy_op(self, self.dtype)
+    if memory_format is None or memory_format is _mf.contiguous_format:
+        return self if self.is_contiguous() else to_copy_op(self, self.dtype)
+    order = order_for(self, memory_format, "contiguous")
+    if tuple(self._stride) == tuple(_layout_strides(self._shape, order)):
+        return self
+    return copy_in_order(self, order, self.dtype)
+
+
+def _layout_strides(shape, order):
+    strides = [0] * len(shape)
+    acc = 1
+    for d in reversed(order):
+        strides[d] = acc
+        acc *= max(shape[d], 1)
+    return strides
 
 
 def _caster(d):

@@ -202,12 +202,25 @@ def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
     return _finish(full_op.on(dev, as_shape(size, "ones"), 1, d, dev), requires_grad)
 
 
+def in_layout(make, input, memory_format, op):
+    """``make(shape)`` laid out like ``input`` under ``memory_format`` (preserve_format keeps a
+    permuted dense layout, as PyTorch's *_like factories do)."""
+    order = _conv.order_for(input, memory_format, op)
+    if order == sorted(order):
+        return make(input._shape)
+    t = make(tuple(input._shape[d] for d in order))
+    out = _views.permute_op(t, tuple(order.index(d) for d in range(len(order))))
+    del out._view_base  # its storage is new: to the user (and autograd) it is no view
+    return out
+
+
 def _like(fn):
     def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None,
              **kwargs):
-        return fn(input._shape, *args, dtype=input.dtype if dtype is None else dtype,
-                  device=input.device if device is None else device,
-                  requires_grad=requires_grad, **kwargs)
+        t = in_layout(lambda shape: fn(shape, *args, dtype=input.dtype if dtype is None else dtype,
+                                       device=input.device if device is None else device,
+                                       **kwargs), input, memory_format, like.__name__)
+        return _finish(t, requires_grad) if requires_grad else t
     like.__name__ = fn.__name__ + "_like"
     return like
 
@@ -219,8 +232,11 @@ ones_like = _like(ones)
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
               memory_format=None):
-    return full(input._shape, fill_value, dtype=input.dtype if dtype is None else dtype,
-                device=input.device if device is None else device, requires_grad=requires_grad)
+    t = in_layout(lambda shape: full(shape, fill_value,
+                                     dtype=input.dtype if dtype is None else dtype,
+                                     device=input.device if device is None else device),
+                  input, memory_format, "full_like")
+    return _finish(t, requires_grad) if requires_grad else t
 
 
 Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: empty(
@@ -292,3 +308,7 @@ def _tensor_constructor(cls, *args, **kwargs):
 
 
 Tensor.__new__ = _tensor_constructor
+
+# last: these families import this module (their functions are only called, never read here)
+from . import conversion as _conv  # noqa: E402
+from . import views as _views  # noqa: E402

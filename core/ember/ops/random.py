@@ -23,6 +23,7 @@ from ..dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from . import _grad
 from . import _meta
 from ._util import _dtype_title, as_shape, broadcast_shapes, tensor_method, write_out
+from . import factories as _fac
 from .factories import _finish, empty
 
 __all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial",
@@ -349,9 +350,11 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 def _like_sampler(fn):
     def like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
              memory_format=None, generator=None):
-        return fn(input._shape, dtype=input.dtype if dtype is None else dtype,
-                  device=input.device if device is None else device, generator=generator,
-                  requires_grad=requires_grad)
+        t = _fac.in_layout(lambda shape: fn(shape, dtype=input.dtype if dtype is None else dtype,
+                                            device=input.device if device is None else device,
+                                            generator=generator), input, memory_format,
+                           like.__name__)
+        return _finish(t, requires_grad)
     like.__name__ = fn.__name__ + "_like"
     return like
 

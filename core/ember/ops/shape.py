@@ -235,12 +235,18 @@ def _dims(args):
 
 
 @tensor_method()
-def flip(input, *dims):
-    dims = _dims(dims)
-    ds = tuple(_wrap_dim(d, input.ndim, "flip") for d in dims)
+def flip(input, *dims_args, dims=None):
+    """``flip(x, dims)``, ``flip(x, dims=(0, 1))`` or, as a method, ``x.flip(0, 1)``."""
+    if dims is not None:
+        if dims_args:
+            raise TypeError("flip() got multiple values for argument 'dims'")
+        dims_args = (dims,)
+    if not dims_args:
+        raise TypeError("flip() missing 1 required positional argument: 'dims'")
+    ds = tuple(_wrap_dim(d, input.ndim, "flip") for d in _dims(dims_args))
     for i, d in enumerate(ds):
         if d in ds[:i]:
-            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+            raise RuntimeError(f"flip: dim {d} appears multiple times in the list of dims")
     return flip_op(input, ds if input.ndim else ())
 
 

@@ -67,7 +67,8 @@ def _check(input, op):
 
 
 def _dim(input, dim, op):
-    return _wrap_dim(dim, input.ndim, op) if input.ndim else 0
+    d = _wrap_dim(dim, input.ndim, op)  # a 0-d tensor takes dim 0 or -1, as in PyTorch
+    return d if input.ndim else 0
 
 
 def _nonempty(input, d, op):

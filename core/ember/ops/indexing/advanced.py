@@ -256,9 +256,17 @@ def _setitem(self, index, value):
     if indices is None:
         view.copy_(_values(value, self, view._shape, strip=True, advanced=False))
         return
+    if isinstance(value, Tensor) and value.dtype is not self.dtype:
+        _dtype_mismatch(self, value)  # advanced indexing is index_put_: no implicit cast
     values = _values(value, self, _result_shape(view._shape, indices), strip=True)
     index_put__op(view, indices, values, False)
     self._storage.version += 1
+
+
+def _dtype_mismatch(self, values):
+    raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                       f"{_dtype_title(self.dtype)} for the destination and "
+                       f"{_dtype_title(values.dtype)} for the source.")
 
 
 def _values(value, self, target, strip, advanced=True):
@@ -299,9 +307,7 @@ def _index_put_args(self, indices, values):
         raise TypeError(f"index_put_(): argument 'values' must be Tensor, not "
                         f"{type(values).__name__}")
     if values.dtype is not self.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_dtype_title(self.dtype)} for the destination and "
-                           f"{_dtype_title(values.dtype)} for the source.")
+        _dtype_mismatch(self, values)
     n_used = sum(_dims_used(t) for t in indices)
     if n_used > self.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {n_used})")
