@@ -215,7 +215,7 @@ class Tensor:
         if self.device.type == "meta":  # PyTorch's message: there is no value to read
             raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         if self.numel() != 1:
-            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
+            raise RuntimeError(f"item(): a Tensor with {self.numel()} elements cannot be converted to "
                                f"Scalar")
         return self._host().reshape(()).item()
 

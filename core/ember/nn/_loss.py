@@ -11,7 +11,7 @@ import warnings
 
 from .._tensor import Tensor
 from ..ops import elementwise as _ew
-from ..ops._util import _dtype_title
+from ..ops._util import _dtype_title, broadcast_shapes
 from ..ops.reduction import log_softmax
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
@@ -72,6 +72,11 @@ def _pointwise(op, input, target, reduction, weight, elementwise, weight_mean="w
     _tensors(op, input=input, target=target, weight=weight)
     _size_warning(input, target)
     _floating(op, input)
+    try:
+        broadcast_shapes(input._shape, target._shape)
+    except RuntimeError as e:
+        raise RuntimeError(f"{op}: {e} (input shape {list(input._shape)}, target shape "
+                           f"{list(target._shape)})") from None
     loss = elementwise(input - target)
     if weight is None:
         return _reduce(loss, reduction)

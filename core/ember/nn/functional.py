@@ -448,7 +448,7 @@ def pad(input, pad, mode="constant", value=None):
     _tensor(input, "pad")
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
-        raise RuntimeError(f"Padding length must be divisible by 2, got {len(pad)}")
+        raise RuntimeError(f"pad: Padding length must be divisible by 2, got {len(pad)}")
     if len(pad) // 2 > input.ndim:
         raise RuntimeError(f"Padding length should be less than or equal to two times the input "
                            f"dimension but got padding length {len(pad)} and input of dimension "

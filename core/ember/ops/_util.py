@@ -57,7 +57,15 @@ def as_shape(args, op="op") -> tuple:
             raise RuntimeError(f"{op}(): trying to create tensor with negative dimension {s}: "
                                f"{list(args)}")
         out.append(s)
+    n = 1
+    for s in out:
+        n *= s
+    if n > _INT64_MAX:
+        raise RuntimeError(f"{op}(): Storage size calculation overflowed with sizes={out}")
     return tuple(out)
+
+
+_INT64_MAX = (1 << 63) - 1
 
 
 def check_inplace(op: str, self, result_dtype, result_shape) -> None:

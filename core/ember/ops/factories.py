@@ -177,6 +177,9 @@ def empty(*size, dtype=None, device=None, requires_grad=False, out=None, memory_
 
 
 def _fill_dtype(fill_value, dtype):
+    if not isinstance(fill_value, (Tensor, int, float, complex, bool, np.generic)):
+        raise TypeError(f"full(): argument 'fill_value' must be a number, not "
+                        f"{type(fill_value).__name__}")
     if dtype is not None:
         return _dtype.as_dtype(dtype)
     if isinstance(fill_value, Tensor):

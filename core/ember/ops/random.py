@@ -186,13 +186,13 @@ def _default_to(d) -> int:
     return _dtype_bounds(d)[1] + 1
 
 
-def _check_random_range(low, high, d):
+def _check_random_range(low, high, d, op):
     if d.category == _dtype.COMPLEX:
-        raise RuntimeError("random_: only integral, floating-point and boolean dtypes are "
+        raise RuntimeError(f"{op}: only integral, floating-point and boolean dtypes are "
                            f"supported, got {d.name}")
     if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
-                           f"to={high}")
+        raise RuntimeError(f"{op}: random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
     lo, hi = _dtype_bounds(d)
     if low < lo:
         raise RuntimeError(f"from is out of bounds for {d.name}")
@@ -263,7 +263,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
         raise TypeError("randint() takes at most 3 positional arguments")
     low, high = _int_arg(low, "low", "randint"), _int_arg(high, "high", "randint")
     d = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
-    _check_random_range(low, high, d)
+    _check_random_range(low, high, d, "randint")
     dev = as_device(device)
     t = randint_op.on(dev, low, high, as_shape((size,), "randint"),
                       _generator(generator, dev, "randint"), d, dev)
@@ -426,7 +426,7 @@ def random_(self, *args, generator=None, **kwargs):
             raise _not_implemented("random_", d)
         high = _default_to(d)
     high = _int_arg(high, "to", "random_")
-    _check_random_range(low, high, d)
+    _check_random_range(low, high, d, "random_")
     return _inplace(self, random__op, low, high, _generator(generator, self.device, "random_"))
 
 

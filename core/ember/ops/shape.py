@@ -291,7 +291,7 @@ def _tile(input, reps):
     shape = (1,) * (len(reps) - input.ndim) + input._shape
     target = [s * r for s, r in zip(shape, reps)]
     if any(r < 0 for r in reps):
-        raise RuntimeError(f"Trying to create tensor with negative dimension "
+        raise RuntimeError(f"tile: Trying to create tensor with negative dimension "
                            f"{min(target)}: {target}")
     return tile_op(input, reps)
 

@@ -99,7 +99,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     d = _dim(input, dim, "topk")
     size = input._shape[d] if input.ndim else 1
     if not 0 <= k <= size:
-        raise RuntimeError("selected index k out of range")
+        raise RuntimeError(f"topk(): selected index k out of range (k={k}, dimension {d} has size "
+                           f"{size})")
     values, indices = sort_op(input, d, bool(largest), True)
     if input.ndim:
         values, indices = values.narrow(d, 0, k), indices.narrow(d, 0, k)

@@ -145,7 +145,7 @@ def _unary_dtype(name, kind, x):
     if kind == SAME:
         if d is _dtype.bool_:
             if name == "neg":
-                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not "
+                raise RuntimeError("neg: Negation, the `-` operator, on a bool tensor is not "
                                    "supported. If you are trying to invert a mask, use the `~` "
                                    "or `logical_not()` operator instead.")
             if name == "positive":

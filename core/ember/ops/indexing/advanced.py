@@ -361,6 +361,6 @@ def take(input, index):
     if index.numel():
         lo, hi = int(index.min().item()), int(index.max().item())
         if hi >= n or lo < -n:
-            raise IndexError(f"out of range: tried to access index {hi if hi >= n else lo} on "
+            raise IndexError(f"take: out of range: tried to access index {hi if hi >= n else lo} on "
                              f"a tensor of {n} elements.")
     return index_op(input.reshape(-1), [index.reshape(-1)]).view(index._shape)

@@ -57,15 +57,24 @@ def masked_fill(input, mask, value):
         value = value.to(device=input.device, dtype=input.dtype)
     else:
         value = _fac.tensor(value, dtype=input.dtype, device=input.device)
-    broadcast_shapes(input._shape, mask._shape)
+    _broadcastable("masked_fill", input, mask)
     return masked_fill_op(input, mask, value)
+
+
+def _broadcastable(op, input, mask):
+    try:
+        broadcast_shapes(input._shape, mask._shape)
+    except RuntimeError as e:
+        raise RuntimeError(f"{op}: {e} (input shape {list(input._shape)}, mask shape "
+                           f"{list(mask._shape)})") from None
 
 
 @tensor_method()
 def masked_fill_(self, mask, value):
     r = masked_fill(self, mask, value)
     if r._shape != self._shape:
-        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast "
+        raise RuntimeError(f"masked_fill_: output with shape {list(self._shape)} doesn't match "
+                           f"the broadcast "
                            f"shape {list(r._shape)}")
     return _assign(self, r)
 
@@ -74,7 +83,7 @@ def masked_fill_(self, mask, value):
 def masked_select(input, mask, *, out=None):
     if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    broadcast_shapes(input._shape, mask._shape)
+    _broadcastable("masked_select", input, mask)
     r = masked_select_op(input, mask)
     return r if out is None else write_out(out, r, "masked_select")
 
@@ -89,7 +98,8 @@ def one_hot(tensor, num_classes=-1):
         if num_classes == -1:
             num_classes = hi + 1
         elif hi >= num_classes:
-            raise RuntimeError("Class values must be smaller than num_classes.")
+            raise RuntimeError(f"one_hot: Class values must be smaller than num_classes ({num_classes}), "
+                               f"got {hi}.")
     elif num_classes <= 0:
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
     classes = _fac.arange(num_classes, device=tensor.device)

@@ -70,7 +70,8 @@ def tensordot(a, b, dims=2, out=None):
     given_a, dims_a = _dim_list(given_a, a.ndim)
     given_b, dims_b = _dim_list(given_b, b.ndim)
     if len(dims_a) != len(dims_b):
-        raise RuntimeError("both dimension lists should have same length")
+        raise RuntimeError(f"tensordot: both dimension lists should have same length, got "
+                           f"{len(dims_a)} and {len(dims_b)}")
     if a.dtype is not b.dtype:
         raise RuntimeError("both inputs should have same dtype")
     for ga, gb, x, y in zip(given_a, given_b, dims_a, dims_b):

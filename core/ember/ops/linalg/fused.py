@@ -131,7 +131,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     check_tensors("addmm", input=input, mat1=mat1, mat2=mat2)
     if mat1.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor")
-    mm_check(mat1, mat2, ("mat1", "mat2"))
+    mm_check(mat1, mat2, ("mat1", "mat2"), op="addmm")
     if input.dtype is not mat2.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "
                            f"{_dtype_title(input.dtype)} and {_dtype_title(mat2.dtype)}")
@@ -145,7 +145,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 @tensor_method()
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     check_tensors("baddbmm", input=input, batch1=batch1, batch2=batch2)
-    bmm_check(batch1, batch2)
+    bmm_check(batch1, batch2, op="baddbmm")
     if input.dtype is not batch1.dtype:
         raise RuntimeError(f"Input dtypes must be the same, got: input "
                            f"{cpp_dtype_name(input.dtype)}, batch1: "
@@ -163,7 +163,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
     mv_shape_check(mat, vec, input.ndim)
     mv_check(mat, vec, input.dtype)
     if input.ndim > 1 or input.ndim == 1 and input._shape[0] not in (1, mat._shape[0]):
-        raise RuntimeError(f"size mismatch, got input ({input._shape[0]}), mat "
+        raise RuntimeError(f"addmv: size mismatch, got input ({input._shape[0]}), mat "
                            f"({mat._shape[0]}x{mat._shape[1]}), vec ({vec._shape[0]})")
     no_bool("addmv", input)
     return addmv_op(_expanded(input, (mat._shape[0],)), mat, vec,

@@ -26,10 +26,10 @@ def _infer_size(shape, numel, op):
             known *= s
     if neg:
         if known == 0 or numel % known:
-            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+            raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel}")
         shape[neg[0]] = numel // known
     elif known != numel:
-        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel}")
     return tuple(shape)
 
 
@@ -370,7 +370,10 @@ def expand_as(self, other):
 
 
 def broadcast_to(input, shape):
-    return expand_op(input, tuple(shape))
+    try:
+        return expand_op(input, tuple(shape))
+    except RuntimeError as e:
+        raise RuntimeError(f"broadcast_to: {e}") from None
 
 
 Tensor.broadcast_to = broadcast_to

@@ -90,7 +90,8 @@ def narrow(input, dim, start, length):
     if start < 0:
         start += size
     if not 0 <= start <= size or length < 0 or start + length > size:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
     return slice_op(input, d, start, start + length, 1)
 
 
