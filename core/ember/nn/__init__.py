@@ -6,3 +6,4 @@ from .modules import Module  # noqa: F401
 from . import functional  # noqa: F401
 from . import init  # noqa: F401
 from . import utils  # noqa: F401
+from . import attention  # noqa: F401
