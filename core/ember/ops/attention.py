@@ -71,6 +71,11 @@ class SDPBackend(enum.IntEnum):
     CUDNN_ATTENTION = 3
     OVERRIDEABLE = 4
 
+    def __str__(self):
+        return f"SDPBackend.{self.name}"
+
+    __format__ = object.__format__
+
 
 class _Selection:
     """Process-wide, as torch's flags are: which backends are enabled, in which priority
@@ -180,6 +185,11 @@ def _fused_shapes(op, query, key, value, attn_mask):
         raise RuntimeError(f"{op}: expected attn_mask of shape {[B, Hq, L, S]}, got "
                            f"{list(attn_mask._shape)} ({shapes})")
     return B, Hq, Hkv, L, S, E, value._shape[3]
+
+
+def check_fused_operands(query, key, value, attn_mask):
+    """The fused ops' shape contract, for kernels that must not read past their operands."""
+    _fused_shapes(FUSED, query, key, value, attn_mask)
 
 
 def _describe(t):
@@ -314,14 +324,15 @@ def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     return _run_fused(query, key, value, attn_mask, is_causal, scale, enable_gqa)
 
 
-def _to_bhsd(t, batch, heads):
-    """``t`` (..., h, s, d) as a 4-D (B, heads, s, d) view (a copy only when several batch dims
-    must merge and their strides don't allow a view)."""
+def _to_bhsd(t, batch, heads, rows=None):
+    """``t`` (..., h, s, d) broadcast to a 4-D (B, heads, s, d) view (``rows`` replaces s for a
+    mask); a copy only when several batch dims must merge and their strides don't allow a
+    view."""
     *_, s, d = t._shape
-    t = t.expand(*batch, heads, s, d)
+    t = t.expand(*batch, heads, s if rows is None else rows, d)
     if len(batch) == 1:
         return t
-    return t.unsqueeze(0) if not batch else t.reshape(-1, heads, s, d)
+    return t.unsqueeze(0) if not batch else t.reshape(-1, *t._shape[-3:])
 
 
 def _run_fused(query, key, value, attn_mask, is_causal, scale, enable_gqa):
@@ -337,11 +348,12 @@ def _run_fused(query, key, value, attn_mask, is_causal, scale, enable_gqa):
         kv_heads = heads
     q4 = _to_bhsd(q3, batch, heads)
     k4, v4 = _to_bhsd(k3, batch, kv_heads), _to_bhsd(v3, batch, kv_heads)
-    m4 = None if attn_mask is None else _to_bhsd(attn_mask, batch, heads)
+    m4 = None if attn_mask is None else _to_bhsd(attn_mask, batch, heads, L)
     # with E == 0 every score is 0 whatever the scale; the default 1/sqrt(0) would make it NaN
     out, _ = fused_op(q4, k4, v4, m4, bool(is_causal), float(scale) if E else 1.0)
     ndim = max(query.ndim, key.ndim, value.ndim)
-    return out.view(((*batch, heads) + (L, Ev))[-ndim:])
+    shape = ((*batch, heads) + (L, Ev))[-ndim:]
+    return out if out._shape == shape else out.view(shape)
 
 
 sdpa_op = define(
