@@ -221,6 +221,7 @@ def test_transformer_matches_torch(opts):
               5e-5)
 
 
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
 @pytest.mark.parametrize("padding", ["right", "anywhere"])
 def test_encoder_inference_with_padding_matches_torchs_nested_path(padding):
     """torch packs a right-padded batch into nested tensors in inference: padded positions leave
@@ -256,6 +257,7 @@ def test_encoder_says_why_nested_tensors_are_off():
         nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
 
 
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
 def test_layers_options_and_errors():
     layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, activation="gelu",
                                        layer_norm_eps=1e-3, norm_first=True, bias=False)
