@@ -9,11 +9,12 @@ Sections:
            thread count and at one thread. Timings interleave ember and torch call by call, so
            load on the machine hits both alike; min and median of ``--reps`` calls.
   long     (1, 8, 4096, 64), causal and not: time against torch, and memory. Memory is measured
-           two ways: tracemalloc's peak over the call (numpy reports every allocation to it:
-           exactly what the kernel allocates, outputs included) against the 512 MiB of the
-           L x S score matrix; and, for ember and torch alike, the growth of the process's
-           peak RSS (ru_maxrss) over one call in a fresh subprocess.
-  opencl   the flash kernels against the math path on OpenCL, same shapes.
+           two ways: tracemalloc's peak over the kernel call (numpy reports every allocation to
+           it: exactly what the kernel allocates, outputs included) against the 512 MiB of the
+           L x S score matrix; and, for ember and torch alike, the peak of resident memory
+           above its level before one call, sampled every 0.5 ms in a fresh subprocess.
+  opencl   the flash kernels against the math path on OpenCL, same shapes, with the device
+           allocator's peak (ember.opencl.max_memory_allocated) over one forward + backward.
   encoder  TransformerEncoder(6 x TransformerEncoderLayer(256, 8, batch_first=True)), batch 16,
            seq 128: one training step (forward, MSE loss, backward, AdamW step) per call, with
            dropout 0.1 (torch's default: SDPA takes the math path in both libraries) and 0.0
@@ -145,9 +146,15 @@ def section_sdpa(args):
                 torch.set_num_threads(default_threads)
 
 
+def _rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def _memory_child(lib, shape, causal, backward):
-    """Run in a fresh process: the growth of peak RSS over one call (MiB), as JSON."""
-    import resource
+    """Run in a fresh process: the peak of resident memory above its level before one call
+    (sampled every 0.5 ms from /proc/self/statm), in MiB, as JSON."""
+    import threading
     data = arrays(shape)
     if lib == "ember":
         ts = [ember.tensor(a, requires_grad=backward) for a in data]
@@ -155,12 +162,23 @@ def _memory_child(lib, shape, causal, backward):
     else:
         ts = [torch.tensor(a, requires_grad=backward) for a in data]
         fn = torch.nn.functional.scaled_dot_product_attention
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    out = fn(*ts, is_causal=causal)
-    if backward:
-        out.sum().backward()
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"rss_growth_mib": (after - before) / 1024}))
+    peak, done = [0.0], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss_mib())
+            time.sleep(0.0005)
+    before = _rss_mib()
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        out = fn(*ts, is_causal=causal)
+        if backward:
+            out.sum().backward()
+    finally:
+        done.set()
+        sampler.join()
+    print(json.dumps({"rss_growth_mib": max(peak[0], _rss_mib()) - before}))
 
 
 def _rss_growth(lib, shape, causal, backward):
@@ -200,7 +218,8 @@ def section_long(args):
         if torch is not None:
             row["torch"] = _rss_growth("torch", shape, False, backward)
         what = "forward+backward" if backward else "forward"
-        print(f"  peak RSS growth over one {what} call (fresh process): " +
+        print(f"  peak resident memory above the inputs over one {what} call (fresh process, "
+              f"sampled): " +
               ", ".join(f"{k_} {v_:.0f} MiB" for k_, v_ in row.items()))
     reps = max(3, args.reps // 6)
     for causal in (False, True):
@@ -222,12 +241,22 @@ def section_opencl(args):
     shapes = [(8, 8, 128, 64)] + ([] if args.quick else [(1, 8, 4096, 64)])
     for shape in shapes:
         data = arrays(shape)
-        reps = args.reps if shape[2] <= 512 else 3
+        reps = args.reps if shape[2] <= 512 else 2
         f_fwd, f_fb = ember_calls("opencl", data, SDPBackend.FLASH_ATTENTION)
         m_fwd, m_fb = ember_calls("opencl", data, SDPBackend.MATH)
         report(f"{shape} forward", interleaved({"math": m_fwd, "flash": f_fwd}, reps), "math")
         report(f"{shape} forward + backward", interleaved({"math": m_fb, "flash": f_fb}, reps),
                "math")
+        peaks = {}
+        for name, fn in (("math", m_fb), ("flash", f_fb)):
+            ember.opencl.synchronize()
+            ember.opencl.reset_peak_memory_stats()
+            base = ember.opencl.memory_allocated()
+            fn()
+            peaks[name] = (ember.opencl.max_memory_allocated() - base) / 2**20
+        print(f"  allocator peak over one forward + backward (above the inputs): " +
+              ", ".join(f"{k_} {v_:.1f} MiB" for k_, v_ in peaks.items()) +
+              f" (L x S scores: {shape[0] * shape[1] * shape[2] ** 2 * 4 / 2**20:.0f} MiB)")
 
 
 def _encoder(lib, dropout, device=None):
