@@ -18,7 +18,10 @@ Sections:
   encoder  TransformerEncoder(6 x TransformerEncoderLayer(256, 8, batch_first=True)), batch 16,
            seq 128: one training step (forward, MSE loss, backward, AdamW step) per call, with
            dropout 0.1 (torch's default: SDPA takes the math path in both libraries) and 0.0
-           (ember's fused kernels), on the CPU against torch and on OpenCL.
+           (ember's fused kernels), on the CPU against torch and on OpenCL. A diagnostic row
+           runs ember's CPU step with OpenBLAS held to one thread (threadpoolctl): the linear
+           layers' matmuls dominate the step, and OpenBLAS's own threads lose much time when
+           the machine's cores are shared.
 
 Ratios are ember / torch: below 1 means ember is faster.
 """
@@ -291,6 +294,18 @@ def section_encoder(args):
         ember.manual_seed(0)
         em = _encoder(ember, dropout)
         steps["ember cpu"] = _training_step(ember, em, ember.tensor(x_np), ember.tensor(t_np))
+        try:  # a diagnostic: the CPU backend's matmuls with OpenBLAS held to one thread
+            from threadpoolctl import threadpool_limits
+            em1 = _encoder(ember, dropout)
+            em1.load_state_dict(em.state_dict())
+            plain = _training_step(ember, em1, ember.tensor(x_np), ember.tensor(t_np))
+
+            def one_blas_thread(plain=plain):
+                with threadpool_limits(1, "blas"):
+                    plain()
+            steps["ember cpu, BLAS 1 thread"] = one_blas_thread
+        except ImportError:
+            pass
         if torch is not None:
             torch.manual_seed(0)
             tm = _encoder(torch, dropout)

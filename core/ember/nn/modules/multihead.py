@@ -43,7 +43,8 @@ class MultiheadAttention(Module):
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != self.embed_dim:
-            raise AssertionError("embed_dim must be divisible by num_heads")
+            raise AssertionError(f"embed_dim must be divisible by num_heads (got embed_dim="
+                                 f"{embed_dim}, num_heads={num_heads})")
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), **kw))
             self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), **kw))
