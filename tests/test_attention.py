@@ -221,6 +221,8 @@ def _bad(query=(2, 3, 5, 8), key=(2, 3, 7, 8), value=(2, 3, 7, 8), **kw):
      r"attn_mask of shape \[5, 5\] doesn't broadcast to the attention weights' shape "
      r"\[2, 3, 5, 7\]"),
     (_bad(attn_mask=ember.ones(1, 2, 3, 5, 7)), RuntimeError, r"attn_mask of shape"),
+    (_bad(attn_mask=ember.ones(7)), IndexError, r"an attn_mask of at least 2 dims \(\.\.\., L, "
+                                                r"S\), got shape \[7\]"),
     (_bad(attn_mask=ember.ones(5, 7), is_causal=True), RuntimeError,
      r"Explicit attn_mask should not be set when is_causal=True"),
     (_bad(query=(2, 4, 5, 8), enable_gqa=True), RuntimeError,
@@ -233,8 +235,8 @@ def _bad(query=(2, 3, 5, 8), key=(2, 3, 7, 8), value=(2, 3, 7, 8), **kw):
     (_bad(query=[1.0]), TypeError, r"argument 'query' \(position 1\) must be Tensor, not list"),
     (_bad(dropout_p=1.5), RuntimeError, r"dropout probability has to be between 0 and 1, but "
                                         r"got 1.5"),
-], ids=["head-dims", "kv-lengths", "batch", "mask-LS", "mask-5d", "causal+mask", "gqa",
-        "mask-dtype", "1d", "not-a-tensor", "dropout"])
+], ids=["head-dims", "kv-lengths", "batch", "mask-LS", "mask-5d", "mask-1d", "causal+mask",
+        "gqa", "mask-dtype", "1d", "not-a-tensor", "dropout"])
 def test_bad_input_errors(args, error, match):
     (q, k, v), kw = args
     with pytest.raises(error, match=match):
@@ -383,3 +385,63 @@ def test_fused_op_checks_its_operands():
         warnings.simplefilter("error")
         assert fused_op.meta(q, q, q, None, False, 1.0) == (((2, 3, 4, 8), ember.float32),
                                                           ((2, 3, 4), ember.float32))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_computes_in_float32(dtype):
+    dt = getattr(ember, dtype)
+    tensors = [ember.tensor(randn(2, 2, 5, 8)).to(dt).requires_grad_() for _ in range(3)]
+    results = []
+    for backend in BACKENDS:
+        with sdpa_kernel(backend):
+            out = F.scaled_dot_product_attention(*tensors, is_causal=True)
+        assert out.dtype is dt
+        results.append([out.float()] + [g.float() for g in ember.autograd.grad(
+            out.float().sum(), tensors)])
+    tol = 2e-3 if dtype == "float16" else 2e-2
+    for fused, math_ in zip(results[1], results[0]):
+        assert_close(fused, math_, rtol=tol, atol=tol)
+
+
+def test_the_extension_point_a_backend_registers_the_fused_kernels(monkeypatch):
+    """A plug-in gets FLASH_ATTENTION on its device by registering the fused ops' kernels; the
+    backward kernel is optional (the op's composite runs without it), and without the forward
+    kernel calls take the math path."""
+    from ember.dispatch.dispatcher import invalidate
+    from ember.ops.attention import FUSED, FUSED_BACKWARD
+    from ember.runtime.registry import registry
+    table = registry.get("cpu").kernels
+    calls = []
+
+    def spy(name):
+        kernel = table.get(name)
+
+        def wrapped(*args):
+            calls.append(name)
+            return kernel(*args)
+        return wrapped
+    monkeypatch.setitem(table._kernels, FUSED, spy(FUSED))
+    monkeypatch.setitem(table._kernels, FUSED_BACKWARD, spy(FUSED_BACKWARD))
+    invalidate(FUSED_BACKWARD)  # the dispatcher caches what it resolved
+    lib = ember.library.Library("ember", "IMPL")
+    lib.impl(FUSED, table.get(FUSED), "cpu")  # the path a plug-in takes
+    q, k, v = (ember.tensor(randn(1, 2, 4, 8), requires_grad=True) for _ in range(3))
+    F.scaled_dot_product_attention(q, k, v).sum().backward()
+    assert calls == [FUSED, FUSED_BACKWARD]
+    expected = q.grad.clone()
+    q.grad = None
+    monkeypatch.delitem(table._kernels, FUSED_BACKWARD)
+    invalidate(FUSED_BACKWARD)
+    F.scaled_dot_product_attention(q, k, v).sum().backward()
+    assert calls == [FUSED, FUSED_BACKWARD, FUSED]  # the backward ran the composite
+    assert_close(q.grad, expected, rtol=1e-5, atol=1e-6)
+    monkeypatch.delitem(table._kernels, FUSED)
+    invalidate(FUSED)
+    assert sdpa_backend_for(q, k, v) is SDPBackend.MATH
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        with pytest.warns(UserWarning, match=f"the cpu backend has no kernel for {FUSED}"):
+            with pytest.raises(RuntimeError, match="No available kernel"):
+                F.scaled_dot_product_attention(q, k, v)
+    monkeypatch.undo()
+    invalidate()
+    assert sdpa_backend_for(q, k, v) is SDPBackend.FLASH_ATTENTION

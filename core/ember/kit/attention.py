@@ -19,7 +19,6 @@ Kernels are module-level functions of ``(backend, *op arguments)``; ``register``
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import threading
@@ -34,7 +33,6 @@ THREADS = None         # worker threads for numpy (None: the CPUs this process m
 
 _pool = None
 _pool_lock = threading.Lock()
-_blas = None
 
 
 def threads():
@@ -47,24 +45,49 @@ def threads():
 
 
 def _executor(n):
+    """The worker pool (made again in a forked child, whose copy has no threads)."""
     global _pool
     with _pool_lock:
-        if _pool is None or _pool._max_workers < n:
+        if _pool is None or _pool[0] != os.getpid() or _pool[1]._max_workers < n:
             from concurrent.futures import ThreadPoolExecutor
-            _pool = ThreadPoolExecutor(n, thread_name_prefix="ember-attention")
-        return _pool
+            _pool = (os.getpid(), ThreadPoolExecutor(n, thread_name_prefix="ember-attention"))
+        return _pool[1]
 
 
-def _one_blas_thread():
-    """A context holding BLAS to one thread (threadpoolctl), or nothing when unavailable."""
-    global _blas
-    if _blas is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-            _blas = ThreadpoolController()
-        except ImportError:
-            _blas = False
-    return _blas.limit(limits=1, user_api="blas") if _blas else contextlib.nullcontext()
+class _OneBlasThread:
+    """Holds BLAS to one thread (threadpoolctl) while any attention kernel runs. The setting
+    is process-wide, so kernels running at once in several threads share one hold: the first
+    takes it, the last gives the previous setting back."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._users = 0
+        self._limit = None
+        self._controller = None
+
+    def __enter__(self):
+        with self._lock:
+            if self._controller is None:
+                try:
+                    from threadpoolctl import ThreadpoolController
+                    self._controller = ThreadpoolController()
+                except ImportError:
+                    self._controller = False
+            if self._controller and self._users == 0:
+                self._limit = self._controller.limit(limits=1, user_api="blas")
+            self._users += 1
+        return self
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._users -= 1
+            if self._users == 0 and self._limit is not None:
+                self._limit.restore_original_limits()
+                self._limit = None
+        return False
+
+
+_one_blas_thread = _OneBlasThread()
 
 
 def _run(xp, work, chunks):
@@ -76,7 +99,7 @@ def _run(xp, work, chunks):
             work(*c)
         return
     n = min(threads(), len(chunks))
-    with xp.errstate(all="ignore"), _one_blas_thread():
+    with xp.errstate(all="ignore"), _one_blas_thread:
         if n <= 1:
             for c in chunks:
                 work(*c)

@@ -413,6 +413,10 @@ def _check_args(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa):
             raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
                                f"dtype, but got attn_mask.dtype: {_cpp(attn_mask.dtype)} and  "
                                f"query.dtype: {_cpp(query.dtype)} instead.")
+        if attn_mask.ndim < 2:  # torch reads its dim -2
+            raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but "
+                             f"got -2): scaled_dot_product_attention needs an attn_mask of at "
+                             f"least 2 dims (..., L, S), got shape {list(attn_mask.shape)}")
         scores = out_lead + (query._shape[-2], key._shape[-2])
         try:
             fits = _broadcast_pair(tuple(attn_mask._shape), scores) == scores
