@@ -330,13 +330,18 @@ def _round(n, k):
     return -(-n // k) * k
 
 
-def _rows_per_item(vectors):
-    """Rows a work-item owns: about 16 accumulator vectors in registers."""
-    return max(1, min(8, 16 // max(1, vectors)))
+# accumulator vectors per work-item (measured on PoCL's AVX-512 CPU device: bigger tiles read
+# each staged vector for more rows; past these, spills cost more than they save)
+ACC_VECTORS = {"attn_fwd": 32, "attn_bwd_dq": 32, "attn_bwd_dkv": 64}
+
+
+def _rows_per_item(vectors, kernel):
+    """Rows a work-item owns: about ACC_VECTORS[kernel] accumulator vectors in registers."""
+    return max(1, min(8, ACC_VECTORS[kernel] // max(1, vectors)))
 
 
 def _program(st, dt, E, Ev, mask_dtype, kind, causal):
-    key = ("attention", dt, E, Ev, mask_dtype, kind, causal)
+    key = ("attention", dt, E, Ev, mask_dtype, kind, causal, tuple(ACC_VECTORS.values()))
     built = st.kernels.get(key)
     if built is None:
         n = _LANES[dt]
@@ -345,7 +350,8 @@ def _program(st, dt, E, Ev, mask_dtype, kind, causal):
         c = cltypes.CTYPE[dt]
         it = "int" if dt is D.float32 else "long"
         mt = mask_dtype if kind else dt
-        rm, rm_dq, rn = _rows_per_item(nv), _rows_per_item(ne), _rows_per_item(ne + nv)
+        rm, rm_dq = _rows_per_item(nv, "attn_fwd"), _rows_per_item(ne, "attn_bwd_dq")
+        rn = _rows_per_item(ne + nv, "attn_bwd_dkv")
         header = [cltypes.extensions_pragmas(st.dtypes), "#pragma OPENCL FP_CONTRACT OFF",
                   f"typedef {c} T;", f"typedef {c} AT;", f"typedef {cltypes.CTYPE[mt]} MT;",
                   f"typedef {c}{n} VT;", f"typedef {it}{n} IT;", f"typedef {c}4 AT4V;",
