@@ -210,8 +210,9 @@ def _forward_chunk(xp, q, k, v, mask, out, lse, is_causal, scale, bq, bk):
         i1 = min(L, i0 + bq)
         qt = q[..., i0:i1, :].swapaxes(-1, -2)
         m = l = acc = None
-        for j0 in range(0, _key_end(S, i1, is_causal), bk):
-            j1 = min(S, j0 + bk)
+        end = _key_end(S, i1, is_causal)
+        for j0 in range(0, end, bk):
+            j1 = min(end, j0 + bk)  # causal: no tile reaches past the block's last query
             s = xp.matmul(k[..., j0:j1, :], qt)  # (keys, queries)
             s *= scale
             _mask_tile(xp, s, mask, i0, i1, j0, j1, is_causal)
