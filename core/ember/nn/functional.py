@@ -502,7 +502,10 @@ from ._loss import *  # noqa: E402,F401,F403 - losses (nn/_loss.py)
 # convolution, pooling and losses live in their own modules (nn-B); one namespace, like torch
 from ._conv import *  # noqa: F401,F403,E402
 from ._loss import *  # noqa: F401,F403,E402
+from ._attention import *  # noqa: F401,F403,E402 - attention (nn/_attention.py)
+from ._attention import _canonical_mask, _none_or_dtype  # noqa: F401,E402 - torch's helpers
 from ._conv import __all__ as _conv_all  # noqa: E402
 from ._loss import __all__ as _loss_all  # noqa: E402
+from ._attention import __all__ as _attention_all  # noqa: E402
 
-__all__ = __all__ + list(_conv_all) + list(_loss_all)
+__all__ = __all__ + list(_conv_all) + list(_loss_all) + list(_attention_all)
