@@ -17,6 +17,6 @@ def register_array_kernels(backend) -> None:
 
 # one module per op family; each exposes register(backend)
 _KERNEL_MODULES = ["copy", "elementwise", "factories", "reduction", "linalg", "shape", "indexing",
-                   "sorting", "random"]
+                   "sorting", "random", "rnn"]
 
 __all__ = ["ArrayBackend", "register_array_kernels"]
