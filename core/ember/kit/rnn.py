@@ -26,12 +26,28 @@ def _out(be, arr, dt, device):
     return be.wrap(arr if arr.dtype == dt else arr.astype(dt), device)
 
 
-def _hidden(xp, h, w, b):
-    """h @ w^T + b as a fresh C-contiguous array."""
-    out = xp.matmul(h, w.T)
+def _hidden(xp, h, w, b, gx=None):
+    """gx + h @ w^T + b as a fresh C-contiguous array. The product is computed as
+    (w @ h^T)^T: BLAS is 2-3x faster on the tall (G, B) product than on the wide (B, G) one for
+    the small batches of a time step; the first add lays it out row-major."""
+    tall = xp.matmul(w, h.T)
+    out = xp.empty(tall.shape[::-1], dtype=tall.dtype)
+    if gx is None:
+        out[...] = tall.T
+    else:
+        xp.add(tall.T, gx, out=out)
     if b is not None:
         out += b
     return out
+
+
+def _sigmoid(xp, x, out):
+    """out = sigmoid(x) as 0.5 * tanh(x / 2) + 0.5: numpy's tanh is vectorized, where
+    scipy's expit is ~20x slower on float32, and it never overflows."""
+    xp.multiply(x, 0.5, out=out)
+    xp.tanh(out, out=out)
+    out *= 0.5
+    out += 0.5
 
 
 def _complement_times(xp, dst, a):
@@ -40,15 +56,14 @@ def _complement_times(xp, dst, a):
 
 
 def lstm_step(be, gates_x, hx, cx, w_hh, b_hh, w_hr):
-    xp, expit = be.xp, be.special.expit
+    xp = be.xp
     dt, (gx, h, c, w, b, wr) = _work(be, gates_x, hx, cx, w_hh, b_hh, w_hr)
     H = c.shape[1]
-    gates = _hidden(xp, h, w, b)
-    gates += gx
+    gates = _hidden(xp, h, w, b, gx)
     ws = xp.empty((c.shape[0], 5 * H), dtype=gates.dtype)
-    expit(gates[:, :2 * H], out=ws[:, :2 * H])
+    _sigmoid(xp, gates[:, :2 * H], ws[:, :2 * H])
     xp.tanh(gates[:, 2 * H:3 * H], out=ws[:, 2 * H:3 * H])
-    expit(gates[:, 3 * H:], out=ws[:, 3 * H:4 * H])
+    _sigmoid(xp, gates[:, 3 * H:], ws[:, 3 * H:4 * H])
     i, f, g, o, tc = (ws[:, k * H:(k + 1) * H] for k in range(5))
     cy = f * c
     xp.multiply(i, g, out=tc)  # tc is scratch until tanh(c') lands there
@@ -94,14 +109,14 @@ def lstm_step_backward(be, grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
 
 
 def gru_step(be, gates_x, hx, w_hh, b_hh):
-    xp, expit = be.xp, be.special.expit
+    xp = be.xp
     dt, (gx, h, w, b) = _work(be, gates_x, hx, w_hh, b_hh)
     H = h.shape[1]
     gh = _hidden(xp, h, w, b)
     ws = xp.empty((h.shape[0], 4 * H), dtype=gh.dtype)
     rz = ws[:, :2 * H]
     xp.add(gx[:, :2 * H], gh[:, :2 * H], out=rz)
-    expit(rz, out=rz)
+    _sigmoid(xp, rz, rz)
     r, z, n, hn = (ws[:, k * H:(k + 1) * H] for k in range(4))
     hn[...] = gh[:, 2 * H:]
     xp.multiply(r, hn, out=n)
@@ -143,8 +158,7 @@ def gru_step_backward(be, grad_hy, hx, workspace, w_hh):
 def rnn_step(be, gates_x, hx, w_hh, b_hh, nonlinearity):
     xp = be.xp
     dt, (gx, h, w, b) = _work(be, gates_x, hx, w_hh, b_hh)
-    pre = _hidden(xp, h, w, b)
-    pre += gx
+    pre = _hidden(xp, h, w, b, gx)
     if nonlinearity == "tanh":
         xp.tanh(pre, out=pre)
     else:
