@@ -146,7 +146,13 @@ def _dims(args):
 
 
 @tensor_method()
-def flip(input, *dims):
+def flip(input, *dims, **kwargs):
+    # torch.flip(x, dims=[0]) as well as x.flip(0) / x.flip([0, 1])
+    if kwargs:
+        if dims or set(kwargs) != {"dims"}:
+            raise TypeError(f"flip() got unexpected arguments: positional dims {list(dims)}, "
+                            f"keywords {sorted(kwargs)} (expected flip(input, dims))")
+        dims = (kwargs["dims"],)
     dims = _dims(dims)
     ds = tuple(_wrap_dim(d, input.ndim, "flip") for d in dims)
     for i, d in enumerate(ds):
