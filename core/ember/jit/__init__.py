@@ -14,6 +14,7 @@ code then runs eagerly, exactly as written), so scripted programs run unchanged.
 from __future__ import annotations
 
 from ..futures import Future
+from ..profiler import _record
 from . import _interop
 
 __all__ = ["fork", "wait", "Future", "script", "trace", "ignore", "unused", "export",
@@ -37,7 +38,12 @@ def wait(future):
     if not isinstance(future, Future):
         raise TypeError(f"wait(): expected an ember.futures.Future, got "
                         f"{type(future).__name__}")
-    return future.wait()
+    span = _record.UserRange("ember::jit::wait")
+    span.enter()
+    try:
+        return future.wait()
+    finally:
+        span.exit()
 
 
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):

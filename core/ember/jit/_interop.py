@@ -15,6 +15,7 @@ import threading
 
 from ..autograd import anomaly
 from ..dispatch import keys as _keys
+from ..profiler import _record
 
 _lock = threading.Lock()
 _pool = None
@@ -90,13 +91,16 @@ class Task:
             return  # running or ran on another thread: the waiter blocks on the future
         own = capture_state()
         _install(self.state)
+        span = _record.UserRange(f"ember::jit::fork: {_name_of(self.fn)}")
         try:
+            span.enter()
             result = self.fn(*self.args, **self.kwargs)
         except BaseException as e:
             self._finish(None, e)
         else:
             self._finish(result, None)
         finally:
+            span.exit()
             _install(own)
 
     def _finish(self, result, error):
@@ -107,6 +111,11 @@ class Task:
             fut.set_result(result)
         else:
             fut.set_exception(error)
+
+
+def _name_of(fn) -> str:
+    name = getattr(fn, "__qualname__", None)
+    return name if name is not None else type(fn).__name__   # a Module instance
 
 
 def submit(task: Task) -> None:
