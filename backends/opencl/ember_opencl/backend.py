@@ -42,6 +42,7 @@ class OpenCLBackend(Backend):
         from . import ops_softmax; ops_softmax.register(self)  # noqa: E702
         from . import ops_scan; ops_scan.register(self)  # noqa: E702
         from . import ops_sort; ops_sort.register(self)  # noqa: E702
+        from . import ops_rnn; ops_rnn.register(self)  # noqa: E702
 
     # -- availability, devices, capabilities ----------------------------------------------------
     def is_available(self) -> bool:

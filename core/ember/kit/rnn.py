@@ -27,17 +27,17 @@ def _out(be, arr, dt, device):
 
 
 def _hidden(xp, h, w, b, gx=None):
-    """gx + h @ w^T + b as a fresh C-contiguous array. The product is computed as
-    (w @ h^T)^T: BLAS is 2-3x faster on the tall (G, B) product than on the wide (B, G) one for
-    the small batches of a time step; the first add lays it out row-major."""
+    """gx + (h @ w^T + b) (PyTorch's association) as a fresh C-contiguous array. The product
+    is computed as (w @ h^T)^T: BLAS is 2-3x faster on the tall (G, B) product than on the wide
+    (B, G) one for the small batches of a time step; the first add lays it out row-major."""
     tall = xp.matmul(w, h.T)
     out = xp.empty(tall.shape[::-1], dtype=tall.dtype)
-    if gx is None:
+    if b is None:
         out[...] = tall.T
     else:
-        xp.add(tall.T, gx, out=out)
-    if b is not None:
-        out += b
+        xp.add(tall.T, b, out=out)
+    if gx is not None:
+        out += gx
     return out
 
 
