@@ -241,7 +241,7 @@ class Tensor:
     def fix(self, *, out=...): ...  # ember.ops.elementwise.unary
     def fix_(self): ...  # ember.ops.elementwise.unary
     def flatten(self, start_dim=..., end_dim=...): ...  # ember.ops.views
-    def flip(self, *dims): ...  # ember.ops.shape
+    def flip(self, *dims, **kwargs): ...  # ember.ops.shape
     def fliplr(self): ...  # ember.ops.shape
     def flipud(self): ...  # ember.ops.shape
     def float(self, memory_format=...): ...  # ember.ops.conversion

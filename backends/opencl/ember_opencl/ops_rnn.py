@@ -165,28 +165,35 @@ def _kernels(st, dtype, has_bias, relu):
     return progs.program(st, key, source, _ARGS)
 
 
-def _dense(backend, st, t):
-    """(buffer, offset in elements) of ``t`` as a row-major array: ``t`` itself when it is
-    one, else a contiguous copy."""
-    expected, step = [], 1
-    for n in reversed(t._shape):
-        expected.append(step)
-        step *= n
-    if all(n == 1 or s == e for n, s, e in zip(t._shape, t._stride, reversed(expected))):
+class _Dense:
+    """Operands as row-major buffers (kernel arguments ``buffer, offset``): a tensor itself
+    when it is one, else a contiguous copy, kept alive here until the kernel is queued (a copy
+    freed earlier could be handed to the next copy and overwritten before the kernel reads
+    it)."""
+
+    def __init__(self, backend, st):
+        self.backend, self.st, self.keep = backend, st, []
+
+    def __call__(self, t):
+        if t is None:
+            return None, 0
+        expected, step = [], 1
+        for n in reversed(t._shape):
+            expected.append(step)
+            step *= n
+        if not all(n == 1 or s == e for n, s, e in zip(t._shape, t._stride,
+                                                        reversed(expected))):
+            copy = self.backend._new(self.st, t._shape, t.dtype, t.device)
+            self.backend.copy_(copy, t)
+            self.keep.append(copy)
+            t = copy
         return t._storage.data, t._offset
-    copy = backend._new(st, t._shape, t.dtype, t.device)
-    backend.copy_(copy, t)
-    return copy._storage.data, 0
 
 
 def _t(w):
     """The transposed view of a 2-D tensor (metadata only: no op is dispatched)."""
     return Tensor._make(w._storage, (w._shape[1], w._shape[0]), (w._stride[1], w._stride[0]),
                         w._offset, w.dtype, w.device)
-
-
-def _bias(backend, st, b):
-    return (None, 0) if b is None else _dense(backend, st, b)
 
 
 def _launch(st, q, knl, n, *args):
@@ -200,9 +207,10 @@ def lstm_step(backend, gates_x, hx, cx, w_hh, b_hh, w_hr):
     hh = _gemm(backend, hx, _t(w_hh))
     new = lambda *shape: backend._new(st, shape, gates_x.dtype, gates_x.device)  # noqa: E731
     hraw, cy, ws = new(B, H), new(B, H), new(B, 5 * H)
-    gx, ogx = _dense(backend, st, gates_x)
-    cxb, ocx = _dense(backend, st, cx)
-    bias, ob = _bias(backend, st, b_hh)
+    dense = _Dense(backend, st)
+    gx, ogx = dense(gates_x)
+    cxb, ocx = dense(cx)
+    bias, ob = dense(b_hh)
     k = _kernels(st, gates_x.dtype, b_hh is not None, False)["lstm_fwd"]
     _launch(st, q, k, B * H, hraw._storage.data, cy._storage.data, ws._storage.data,
             hh._storage.data, gx, ogx, bias, ob, cxb, ocx, B, H)
@@ -216,7 +224,8 @@ def lstm_step_backward(backend, grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
     gh = grad_hy if w_hr is None else _gemm(backend, grad_hy, w_hr)
     d = backend._new(st, (B, 4 * H), cx.dtype, cx.device)
     gcx = backend._new(st, (B, H), cx.dtype, cx.device)
-    args = [_dense(backend, st, t) for t in (gh, grad_cy, cx, workspace)]
+    dense = _Dense(backend, st)
+    args = [dense(t) for t in (gh, grad_cy, cx, workspace)]
     k = _kernels(st, cx.dtype, False, False)["lstm_bwd"]
     _launch(st, q, k, B * H, d._storage.data, gcx._storage.data,
             *[x for pair in args for x in pair], B, H)
@@ -229,9 +238,10 @@ def gru_step(backend, gates_x, hx, w_hh, b_hh):
     hh = _gemm(backend, hx, _t(w_hh))
     hy = backend._new(st, (B, H), hx.dtype, hx.device)
     ws = backend._new(st, (B, 4 * H), hx.dtype, hx.device)
-    gx, ogx = _dense(backend, st, gates_x)
-    h, oh = _dense(backend, st, hx)
-    bias, ob = _bias(backend, st, b_hh)
+    dense = _Dense(backend, st)
+    gx, ogx = dense(gates_x)
+    h, oh = dense(hx)
+    bias, ob = dense(b_hh)
     k = _kernels(st, hx.dtype, b_hh is not None, False)["gru_fwd"]
     _launch(st, q, k, B * H, hy._storage.data, ws._storage.data, hh._storage.data, gx, ogx,
             bias, ob, h, oh, B, H)
@@ -243,7 +253,8 @@ def gru_step_backward(backend, grad_hy, hx, workspace, w_hh):
     B, H = hx._shape
     new = lambda *shape: backend._new(st, shape, hx.dtype, hx.device)  # noqa: E731
     dx, dh, gz = new(B, 3 * H), new(B, 3 * H), new(B, H)
-    args = [_dense(backend, st, t) for t in (grad_hy, hx, workspace)]
+    dense = _Dense(backend, st)
+    args = [dense(t) for t in (grad_hy, hx, workspace)]
     knls = _kernels(st, hx.dtype, False, False)
     _launch(st, q, knls["gru_bwd"], B * H, dx._storage.data, dh._storage.data,
             gz._storage.data, *[x for pair in args for x in pair], B, H)
@@ -257,8 +268,9 @@ def rnn_step(backend, gates_x, hx, w_hh, b_hh, nonlinearity):
     B, H = hx._shape
     hh = _gemm(backend, hx, _t(w_hh))
     hy = backend._new(st, (B, H), hx.dtype, hx.device)
-    gx, ogx = _dense(backend, st, gates_x)
-    bias, ob = _bias(backend, st, b_hh)
+    dense = _Dense(backend, st)
+    gx, ogx = dense(gates_x)
+    bias, ob = dense(b_hh)
     k = _kernels(st, hx.dtype, b_hh is not None, nonlinearity == "relu")["rnn_fwd"]
     _launch(st, q, k, B * H, hy._storage.data, hh._storage.data, gx, ogx, bias, ob, B, H)
     return hy
@@ -268,8 +280,9 @@ def rnn_step_backward(backend, grad_hy, hy, w_hh, nonlinearity):
     st, q = backend._sq(hy.device)
     B, H = hy._shape
     d = backend._new(st, (B, H), hy.dtype, hy.device)
-    g, og = _dense(backend, st, grad_hy)
-    y, oy = _dense(backend, st, hy)
+    dense = _Dense(backend, st)
+    g, og = dense(grad_hy)
+    y, oy = dense(hy)
     k = _kernels(st, hy.dtype, False, nonlinearity == "relu")["rnn_bwd"]
     _launch(st, q, k, B * H, d._storage.data, g, og, y, oy, B * H)
     return d, _gemm(backend, d, w_hh)
