@@ -135,6 +135,17 @@ class OpenCLBackend(Backend):
             return device_cls(self.name, self.current_device())
         return device
 
+    # -- profiling --------------------------------------------------------------------------------
+    def start_kernel_timing(self, owner):
+        """Time every command queued from now on (``ember.profiler``'s device activity);
+        ``owner()`` names the op that queues it."""
+        from . import timing
+        timing.start(self, owner)
+
+    def stop_kernel_timing(self) -> list:
+        from . import timing
+        return timing.stop(self)
+
     # -- memory -----------------------------------------------------------------------------------
     def allocator(self, index: int):
         return self._devices.state(index).allocator
