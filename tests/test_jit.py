@@ -18,10 +18,15 @@ TIMEOUT = 30   # seconds: a wait that takes this long is a hang
 
 
 def test_fork_returns_at_once_and_wait_returns_the_value():
-    go = threading.Event()
-    fut = ember.jit.fork(lambda a, b=1: (go.wait(TIMEOUT), a + b, threading.get_ident()), 2, b=5)
+    started, go = threading.Event(), threading.Event()
+
+    def task(a, b=1):
+        started.set()
+        return go.wait(TIMEOUT), a + b, threading.get_ident()
+    fut = ember.jit.fork(task, 2, b=5)
     assert isinstance(fut, ember.jit.Future) and isinstance(fut, Future)
-    go.set()   # fork did not run the task inline: it is still waiting for this
+    assert started.wait(TIMEOUT)   # a pool thread started it; nobody waits for it yet
+    go.set()
     released, value, tid = ember.jit.wait(fut)
     assert released and value == 7 and fut.done()
     assert tid != threading.get_ident()   # it ran on an inter-op thread
