@@ -57,6 +57,15 @@ def supported_activities():
     return out
 
 
+def _default_activities():
+    """PyTorch's default: CPU, and the device when one is in use (here: a non-CPU backend
+    that has run something; none is loaded just to ask)."""
+    from ..runtime.registry import registry
+    in_use = any(name != "cpu" and name in registry._ready for name in registry.names())
+    return {ProfilerActivity.CPU, ProfilerActivity.PrivateUse1} if in_use else \
+        {ProfilerActivity.CPU}
+
+
 def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first: int = 0,
              skip_first_wait: int = 0):
     """The step -> ProfilerAction function of PyTorch's ``torch.profiler.schedule``: after
@@ -119,7 +128,7 @@ class profile:
                  record_shapes=False, profile_memory=False, with_stack=False, with_flops=False,
                  with_modules=False, experimental_config=None, execution_trace_observer=None,
                  acc_events=False, use_cuda=None, custom_trace_id_callback=None):
-        activities = set(activities) if activities else {ProfilerActivity.CPU}
+        activities = set(activities) if activities else _default_activities()
         if use_cuda:
             activities.add(ProfilerActivity.CUDA)
         for a in activities:
