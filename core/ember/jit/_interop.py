@@ -7,6 +7,12 @@ the GIL inside their kernels, so tasks on different threads overlap there.
 
 ``wait`` on a task that no pool thread has started yet runs it on the waiting thread: with
 nested forks (a task that forks and waits) a full pool can never wait on work stuck behind it.
+
+While forked tasks run, BLAS runs single-threaded (through threadpoolctl): OpenBLAS serializes
+concurrent multi-threaded calls behind one lock (its threads spin meanwhile), so tasks doing
+matrix products would not overlap at all; one thread per call lets each task's products run
+on its own core — inter-op parallelism takes the place of intra-op, as in PyTorch. The limit
+is lifted when the last running task ends.
 """
 from __future__ import annotations
 
@@ -63,6 +69,35 @@ def _executor():
     return pool
 
 
+class _BlasLimit:
+    """BLAS at one thread while any forked task runs (see the module doc)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.running = 0
+        self.controller = None   # threadpoolctl's, made on first use (it scans loaded libs)
+        self.limited = None
+
+    def enter(self):
+        with self.lock:
+            self.running += 1
+            if self.running == 1 and get_num_interop_threads() > 1:
+                if self.controller is None:
+                    from threadpoolctl import ThreadpoolController
+                    self.controller = ThreadpoolController()
+                self.limited = self.controller.limit(limits=1, user_api="blas")
+
+    def exit(self):
+        with self.lock:
+            self.running -= 1
+            if self.running == 0 and self.limited is not None:
+                self.limited.restore_original_limits()
+                self.limited = None
+
+
+_blas = _BlasLimit()
+
+
 def capture_state():
     """This thread's dispatch state, to install in a task that runs elsewhere."""
     st = _keys.state
@@ -92,6 +127,7 @@ class Task:
         own = capture_state()
         _install(self.state)
         span = _record.UserRange(f"ember::jit::fork: {_name_of(self.fn)}")
+        _blas.enter()
         try:
             span.enter()
             result = self.fn(*self.args, **self.kwargs)
@@ -101,6 +137,7 @@ class Task:
             self._finish(result, None)
         finally:
             span.exit()
+            _blas.exit()
             _install(own)
 
     def _finish(self, result, error):

@@ -4,7 +4,10 @@ Every layer works on 2-D data (N, features): a padded (T, B, *) input is N = T *
 B at a time, a packed one is its ``data`` taken ``batch_sizes[t]`` rows at a time. Per layer
 and direction:
 
-* the input projection for all time steps is one matmul (``addmm`` with the bias);
+* the input projection for all time steps is one matmul. LSTM and RNN steps add both biases
+  inside the fused step (``b_ih + b_hh`` is made once per layer): a bias pass over the whole
+  projection would cost as much as a quarter of the forward. GRU adds ``b_ih`` in the
+  projection (``addmm``): its ``b_hn`` sits inside ``r * (h W_hn^T + b_hn)``;
 * ``_Steps`` splits the projected rows into one (B_t, G) view per step; it is one autograd
   node whose backward concatenates the steps' gradients once (per-step ``select`` views would
   each scatter into a zero tensor of the whole sequence: quadratic in T);
@@ -40,10 +43,13 @@ class _Steps(Function):
         return _shape.cat(list(grads), 0), None
 
 
-def _project(x, w_ih, b_ih):
+def _project(mode, x, w_ih, b_ih, b_hh):
+    """(projected inputs for every step, the bias the step op adds)."""
     if b_ih is None:
-        return _la.matmul(x, w_ih.t())
-    return _la.addmm(b_ih, x, w_ih.t())
+        return _la.matmul(x, w_ih.t()), b_hh
+    if mode == "GRU":
+        return _la.addmm(b_ih, x, w_ih.t()), b_hh
+    return _la.matmul(x, w_ih.t()), b_ih + b_hh
 
 
 def _stepper(mode, w_hh, b_hh, w_hr):
@@ -109,10 +115,11 @@ def run(mode, data, sizes, hx, weights, num_layers, dropout, training, bidirecti
         for d in range(directions):
             k = layer * directions + d
             w_ih, w_hh, b_ih, b_hh, w_hr = weights[k]
-            steps = _Steps.apply(_project(layer_input, w_ih, b_ih), sizes)
+            gates_x, bias = _project(mode, layer_input, w_ih, b_ih, b_hh)
+            steps = _Steps.apply(gates_x, sizes)
             initial = tuple(h.select(0, k) for h in hx)
             run_direction = _reverse_direction if d == 1 else _forward_direction
-            outs, state = run_direction(_stepper(mode, w_hh, b_hh, w_hr), steps, sizes, initial)
+            outs, state = run_direction(_stepper(mode, w_hh, bias, w_hr), steps, sizes, initial)
             outputs.append(_shape.cat(outs, 0))
             for acc, s in zip(finals, state):
                 acc.append(s)

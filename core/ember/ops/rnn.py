@@ -346,6 +346,14 @@ def _project(input, w_ih, b_ih):
     return _la.addmm(b_ih, input, w_ih.t())
 
 
+def _projected_with_bias(input, w_ih, b_ih, b_hh):
+    """(input @ w_ih^T, b_ih + b_hh): for LSTM and RNN steps both biases are one term, added
+    inside the fused step."""
+    if b_ih is None or b_hh is None:
+        return _project(input, w_ih, b_ih), b_hh
+    return _la.matmul(input, w_ih.t()), b_ih + b_hh
+
+
 def _check_gates(fn, w_ih, w_hh, b_ih, b_hh, gates, hidden, proj):
     g = gates * hidden
     if w_ih._shape[0] != g or w_hh._shape != (g, proj):
@@ -367,7 +375,8 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     if hx[0]._shape[1] != hidden:
         raise RuntimeError(f"hidden0 has inconsistent hidden_size: got {hx[0]._shape[1]}, "
                            f"expected {hidden}")
-    hy, cy, _ = lstm_step_op(_project(input, w_ih, b_ih), hx[0], hx[1], w_hh, b_hh, None)
+    gates_x, bias = _projected_with_bias(input, w_ih, b_ih, b_hh)
+    hy, cy, _ = lstm_step_op(gates_x, hx[0], hx[1], w_hh, bias, None)
     return hy, cy
 
 
@@ -383,7 +392,8 @@ def _rnn_cell(fn, nonlinearity, input, hx, w_ih, w_hh, b_ih, b_hh):
     _cell_args(fn, input, (hx,), w_ih, w_hh, b_ih, b_hh)
     hidden = hx._shape[1]
     _check_gates(fn, w_ih, w_hh, b_ih, b_hh, 1, hidden, hidden)
-    return rnn_step_op(_project(input, w_ih, b_ih), hx, w_hh, b_hh, nonlinearity)
+    gates_x, bias = _projected_with_bias(input, w_ih, b_ih, b_hh)
+    return rnn_step_op(gates_x, hx, w_hh, bias, nonlinearity)
 
 
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
