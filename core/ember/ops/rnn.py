@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from .. import _dtype
 from .._tensor import Tensor
+from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
 from . import _grad
@@ -238,8 +239,7 @@ def _weight_grads(ctx, d_hidden, hx, positions):
 def _recording_backward() -> bool:
     """Is this backward itself being recorded (create_graph)? Then the gates are recomputed
     with ember ops: the saved workspace is a value without history."""
-    from ..dispatch import keys
-    return keys.state.grad_enabled
+    return _keys.state.grad_enabled
 
 
 def _lstm_step_derivative(ctx, grads, gates_x, hx, cx, w_hh, b_hh, w_hr):

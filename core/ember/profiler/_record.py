@@ -86,7 +86,9 @@ class Session:
             if _session is not None:
                 raise RuntimeError("ember.profiler: a profiler is already running; stop it "
                                    "before starting another")
-            _dispatcher.register_functionality(PYTHON, _make_handler)
+            if _dispatcher._functionality_handlers.get(PYTHON) is not _make_handler:
+                # once: registering clears every op's resolution cache
+                _dispatcher.register_functionality(PYTHON, _make_handler)
             from ..autograd import engine
             engine.node_observer = _observe_node
             self.perf0 = time.perf_counter_ns()
