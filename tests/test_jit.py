@@ -210,3 +210,22 @@ def test_set_num_interop_threads_rules():
     out = subprocess.run([sys.executable, "-c", _INTEROP_AFTER_WORK], capture_output=True,
                          text=True, timeout=120)
     assert out.stdout.split() == ["refused", "bad"], out.stderr
+
+
+def test_lstm_ensemble_example_writes_a_trace(tmp_path):
+    import importlib.util
+    import json
+    import pathlib
+    path = pathlib.Path(__file__).parent.parent / "examples" / "lstm_ensemble.py"
+    spec = importlib.util.spec_from_file_location("lstm_ensemble", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    out = tmp_path / "parallel.json"
+    serial, forked = example.main(["--T", "4", "--B", "2", "--C", "8", "--models", "3",
+                                   "--repeat", "1", "--out", str(out)])
+    assert serial > 0 and forked > 0
+    events = json.loads(out.read_text())["traceEvents"]
+    forks = [e for e in events if e["ph"] == "X" and e["name"].startswith("ember::jit::fork")]
+    # 3 models forked by the ensemble, each forking its forward LSTM
+    assert len(forks) == 6
+    assert any(e["name"] == "lstm_step" for e in events if e["ph"] == "X")
