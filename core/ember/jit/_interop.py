@@ -80,12 +80,12 @@ class _BlasLimit:
 
     def enter(self):
         with self.lock:
-            self.running += 1
-            if self.running == 1 and get_num_interop_threads() > 1:
+            if self.running == 0 and get_num_interop_threads() > 1:
                 if self.controller is None:
                     from threadpoolctl import ThreadpoolController
                     self.controller = ThreadpoolController()
                 self.limited = self.controller.limit(limits=1, user_api="blas")
+            self.running += 1   # counted once the limit is in place
 
     def exit(self):
         with self.lock:
@@ -125,10 +125,12 @@ class Task:
         if not self._claimed.acquire(blocking=False):
             return  # running or ran on another thread: the waiter blocks on the future
         own = capture_state()
-        _install(self.state)
         span = _record.UserRange(f"ember::jit::fork: {_name_of(self.fn)}")
-        _blas.enter()
-        try:
+        limited = False
+        try:   # whatever fails, the future completes: a waiter must never hang
+            _install(self.state)
+            _blas.enter()
+            limited = True
             span.enter()
             result = self.fn(*self.args, **self.kwargs)
         except BaseException as e:
@@ -137,7 +139,8 @@ class Task:
             self._finish(result, None)
         finally:
             span.exit()
-            _blas.exit()
+            if limited:
+                _blas.exit()
             _install(own)
 
     def _finish(self, result, error):
