@@ -4,7 +4,6 @@ the fused step ops' dispatch count; every backend against the CPU."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest

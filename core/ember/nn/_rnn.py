@@ -23,7 +23,6 @@ dispatch per step.
 from __future__ import annotations
 
 from ..autograd.function import Function
-from ..ops import linalg as _la
 from ..ops import rnn as _rnn
 from ..ops import shape as _shape
 from . import functional as F
@@ -45,11 +44,9 @@ class _Steps(Function):
 
 def _project(mode, x, w_ih, b_ih, b_hh):
     """(projected inputs for every step, the bias the step op adds)."""
-    if b_ih is None:
-        return _la.matmul(x, w_ih.t()), b_hh
     if mode == "GRU":
-        return _la.addmm(b_ih, x, w_ih.t()), b_hh
-    return _la.matmul(x, w_ih.t()), b_ih + b_hh
+        return _rnn.project(x, w_ih, b_ih), b_hh
+    return _rnn.project_with_bias(x, w_ih, b_ih, b_hh)
 
 
 def _stepper(mode, w_hh, b_hh, w_hr):

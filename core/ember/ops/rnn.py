@@ -340,17 +340,18 @@ def _cell_args(fn, input, hx, w_ih, w_hh, b_ih, b_hh, hidden_size=None):
         raise RuntimeError(f"{fn}(): expected a floating-point input, got {input.dtype}")
 
 
-def _project(input, w_ih, b_ih):
+def project(input, w_ih, b_ih):
+    """input @ w_ih^T + b_ih (the input gates of every step at once)."""
     if b_ih is None:
         return _la.matmul(input, w_ih.t())
     return _la.addmm(b_ih, input, w_ih.t())
 
 
-def _projected_with_bias(input, w_ih, b_ih, b_hh):
+def project_with_bias(input, w_ih, b_ih, b_hh):
     """(input @ w_ih^T, b_ih + b_hh): for LSTM and RNN steps both biases are one term, added
     inside the fused step."""
     if b_ih is None or b_hh is None:
-        return _project(input, w_ih, b_ih), b_hh
+        return project(input, w_ih, b_ih), b_hh
     return _la.matmul(input, w_ih.t()), b_ih + b_hh
 
 
@@ -375,7 +376,7 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     if hx[0]._shape[1] != hidden:
         raise RuntimeError(f"hidden0 has inconsistent hidden_size: got {hx[0]._shape[1]}, "
                            f"expected {hidden}")
-    gates_x, bias = _projected_with_bias(input, w_ih, b_ih, b_hh)
+    gates_x, bias = project_with_bias(input, w_ih, b_ih, b_hh)
     hy, cy, _ = lstm_step_op(gates_x, hx[0], hx[1], w_hh, bias, None)
     return hy, cy
 
@@ -385,14 +386,14 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     _cell_args("gru_cell", input, (hx,), w_ih, w_hh, b_ih, b_hh)
     hidden = hx._shape[1]
     _check_gates("gru_cell", w_ih, w_hh, b_ih, b_hh, 3, hidden, hidden)
-    return gru_step_op(_project(input, w_ih, b_ih), hx, w_hh, b_hh)[0]
+    return gru_step_op(project(input, w_ih, b_ih), hx, w_hh, b_hh)[0]
 
 
 def _rnn_cell(fn, nonlinearity, input, hx, w_ih, w_hh, b_ih, b_hh):
     _cell_args(fn, input, (hx,), w_ih, w_hh, b_ih, b_hh)
     hidden = hx._shape[1]
     _check_gates(fn, w_ih, w_hh, b_ih, b_hh, 1, hidden, hidden)
-    gates_x, bias = _projected_with_bias(input, w_ih, b_ih, b_hh)
+    gates_x, bias = project_with_bias(input, w_ih, b_ih, b_hh)
     return rnn_step_op(gates_x, hx, w_hh, bias, nonlinearity)
 
 
