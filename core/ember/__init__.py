@@ -39,6 +39,7 @@ from .ops.shape import *  # noqa: F401,F403
 from .ops.indexing import *  # noqa: F401,F403
 from .ops.sorting import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
+from .ops.rnn import *  # noqa: F401,F403
 from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, seed,
                          set_rng_state)
 from .runtime.registry import registry as _registry
@@ -48,7 +49,8 @@ from . import testing  # noqa: E402
 from . import autograd  # noqa: E402
 from . import nn, utils  # noqa: E402
 from . import optim  # noqa: E402
-from . import futures, distributed  # noqa: E402
+from . import futures, distributed, jit, profiler  # noqa: E402
+from .jit._interop import get_num_interop_threads, set_num_interop_threads  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)

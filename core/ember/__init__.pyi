@@ -8,10 +8,12 @@ from . import autograd as autograd
 from . import dispatch as dispatch
 from . import distributed as distributed
 from . import futures as futures
+from . import jit as jit
 from . import library as library
 from . import nn as nn
 from . import ops as ops
 from . import optim as optim
+from . import profiler as profiler
 from . import return_types as return_types
 from . import runtime as runtime
 from . import serialization as serialization
@@ -40,6 +42,8 @@ from .autograd.grad_mode import is_grad_enabled as is_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
 from .autograd.grad_mode import no_grad as no_grad
 from .autograd.grad_mode import set_grad_enabled as set_grad_enabled
+from .jit._interop import get_num_interop_threads as get_num_interop_threads
+from .jit._interop import set_num_interop_threads as set_num_interop_threads
 from .ops.elementwise.activation import elu as elu
 from .ops.elementwise.activation import gelu as gelu
 from .ops.elementwise.activation import hardtanh as hardtanh
@@ -139,6 +143,10 @@ from .ops.reduction.sums import std_mean as std_mean
 from .ops.reduction.sums import sum as sum
 from .ops.reduction.sums import var as var
 from .ops.reduction.sums import var_mean as var_mean
+from .ops.rnn import gru_cell as gru_cell
+from .ops.rnn import lstm_cell as lstm_cell
+from .ops.rnn import rnn_relu_cell as rnn_relu_cell
+from .ops.rnn import rnn_tanh_cell as rnn_tanh_cell
 from .ops.shape import atleast_1d as atleast_1d
 from .ops.shape import atleast_2d as atleast_2d
 from .ops.shape import atleast_3d as atleast_3d

@@ -41,6 +41,7 @@ class OpenCLBackend(Backend):
         from . import ops_scan; ops_scan.register(self)  # noqa: E702
         from . import ops_sort; ops_sort.register(self)  # noqa: E702
         from . import ops_attention; ops_attention.register(self)  # noqa: E702
+        from . import ops_rnn; ops_rnn.register(self)  # noqa: E702
 
     # -- availability, devices, capabilities ----------------------------------------------------
     def is_available(self) -> bool:
@@ -132,6 +133,17 @@ class OpenCLBackend(Backend):
         if device.index is None:
             return ember.device(self.name, self.current_device())
         return device
+
+    # -- profiling --------------------------------------------------------------------------------
+    def start_kernel_timing(self, owner):
+        """Time every command queued from now on (``ember.profiler``'s device activity);
+        ``owner()`` names the op that queues it."""
+        from . import timing
+        timing.start(self, owner)
+
+    def stop_kernel_timing(self) -> list:
+        from . import timing
+        return timing.stop(self)
 
     # -- memory -----------------------------------------------------------------------------------
     def allocator(self, index: int):

@@ -27,3 +27,5 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
 
 tensor_api.attach_all()
 _register(_keys.AUTOGRAD, record.make_handler)
+
+from . import profiler  # noqa: E402 - ember.autograd.profiler, as torch.autograd.profiler

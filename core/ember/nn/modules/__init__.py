@@ -12,3 +12,4 @@ from .pooling import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .multihead import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
