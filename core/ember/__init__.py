@@ -37,6 +37,8 @@ from .ops.shape import *  # noqa: F401,F403
 from .ops.indexing import *  # noqa: F401,F403
 from .ops.sorting import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
+from .ops.fft import *  # noqa: F401,F403
+from ._threads import get_num_threads, set_num_threads
 from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, seed,
                          set_rng_state)
 from .runtime.registry import registry as _registry
@@ -47,6 +49,7 @@ from . import autograd  # noqa: E402
 from . import nn, utils  # noqa: E402
 from . import optim  # noqa: E402
 from . import futures, distributed  # noqa: E402
+from . import fft  # noqa: E402 - torch.fft
 from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)

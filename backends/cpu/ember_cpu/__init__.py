@@ -14,7 +14,7 @@ from ember.runtime import hookimpl
 
 
 class _LazyModule:
-    """scipy.special, imported on first use (it costs ~0.1 s; most programs never need it)."""
+    """scipy.special or scipy.fft, imported on first use (it costs ~0.1 s; most programs never need it)."""
 
     def __init__(self, name):
         self._name = name
@@ -30,6 +30,7 @@ class CPUBackend(ArrayBackend):
     name = "cpu"
     xp = np
     special = _LazyModule("scipy.special")
+    fft_module = _LazyModule("scipy.fft")  # pocketfft, multi-threaded through ``workers``
 
     def __init__(self):
         super().__init__()
