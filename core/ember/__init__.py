@@ -20,6 +20,7 @@ from .ops import conversion as _conversion
 from .ops import elementwise as _elementwise
 from .ops import factories as _factories
 from .ops import views as _views
+from .ops.elementwise import (angle, complex, polar, sgn)  # noqa: A004 - PyTorch's names
 from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, clip_, div,
                               divide, elu, gelu, hardtanh, leaky_relu, nan_to_num, round, softplus,
                               sub, subtract, true_divide, where)
@@ -29,7 +30,7 @@ from .ops.factories import (arange, as_tensor, asarray, empty, empty_like, eye, 
 from .ops.views import (as_strided, as_strided_scatter, broadcast_tensors, broadcast_to, chunk,
                         diagonal, flatten, movedim, moveaxis, narrow, permute, reshape, select,
                         split, squeeze, swapaxes, swapdims, t, tensor_split, transpose, unbind,
-                        unflatten, unsqueeze)
+                        unflatten, unsqueeze, real, imag, view_as_real, view_as_complex)
 # op families owned by their own modules; each defines __all__
 from .ops.reduction import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
