@@ -17,6 +17,18 @@ from .device import Devices
 from .streams import Event, Stream
 
 
+# kernels that compute on complex64/complex128 natively: arithmetic, abs, conj, comparisons,
+# data movement, sums and the FFTs (angle, sgn, complex, polar and the part views are
+# composites of these); other ops take complex inputs through the CPU fallback
+COMPLEX_KERNELS = frozenset({
+    "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "neg_", "positive",
+    "abs", "conj_physical", "conj_physical_", "square", "square_", "reciprocal", "reciprocal_",
+    "exp", "exp_", "log", "log_", "sqrt", "sqrt_", "isnan", "isinf", "isfinite", "eq", "ne",
+    "where", "_to_copy", "copy_", "full", "fill_", "cat", "flip", "roll", "tile", "sum", "mean",
+    "_fft_c2c", "_fft_r2c", "_fft_c2r",
+})
+
+
 class OpenCLBackend(Backend):
     name = "opencl"
     # reductions, linalg, indexing, sorting and random run on the CPU until they have kernels
@@ -29,6 +41,7 @@ class OpenCLBackend(Backend):
         self._devices = Devices(self)
         self._tls = threading.local()
         self._dtypes = None
+        self._real_dtypes = None
         self._new_tensor = tensor_constructor()  # every kernel output is made here: no checks
         from . import ops_copy, ops_elementwise, ops_factories, ops_linalg, ops_reduction
         for mod in (ops_copy, ops_elementwise, ops_factories, ops_reduction, ops_linalg):
@@ -79,6 +92,15 @@ class OpenCLBackend(Backend):
                 common &= cltypes.supported_dtypes(d.extensions)
             self._dtypes = common
         return self._dtypes
+
+    def kernel_dtypes(self, op_name):
+        """Every dtype for the kernels written for complex values too (``COMPLEX_KERNELS``);
+        the real dtypes for the rest, whose complex inputs run through the CPU fallback."""
+        if op_name in COMPLEX_KERNELS:
+            return self.dtypes
+        if self._real_dtypes is None:
+            self._real_dtypes = frozenset(d for d in self.dtypes if d.category != D.COMPLEX)
+        return self._real_dtypes
 
     def _check_dtype(self, dtype, device, op):
         if dtype not in self.dtypes:

@@ -38,7 +38,8 @@ class Body:
     writes no output: it only inspects its inputs (and may set ``*ERR``).
 
     ``kinds`` are the compute-dtype categories the code is valid for ("f"loat, "i"nt,
-    "b"ool). Bodies put in one ``group`` are compiled together: the first time one of them is
+    "b"ool, "c"omplex: code for complex ``CT`` reads ``ctx.is_complex`` and uses the helpers of
+    ``COMPLEX_PRELUDE``). Bodies put in one ``group`` are compiled together: the first time one of them is
     needed for a signature (dtypes, operand kinds, rank), its siblings valid for that compute
     dtype are built in the same program, which costs about as much as building one (compiler
     start-up dominates) and spares a build each when the program uses them later."""
@@ -56,7 +57,7 @@ class Body:
         self.any_output = any_output
 
     def accepts(self, ct) -> bool:
-        return "bif"[ct.category] in self.kinds if ct.category < 3 else False
+        return "bifc"[ct.category] in self.kinds
 
 
 def group(*bodies):
@@ -78,6 +79,7 @@ class Ctx:
         self.wide = wide
         self.w = cltypes.CTYPE[wide]
         self.is_float = ct.category == D.FLOATING
+        self.is_complex = ct.category == D.COMPLEX
         self.is_bool = ct is D.bool_
         self.is_int = ct.category == D.INTEGRAL
         self.signed = ct.is_signed
@@ -141,13 +143,46 @@ def _ctx(state, ct):
     return Ctx(ct, D.float64 if state.fp64 else ct if ct.category == D.FLOATING else D.float32)
 
 
+# complex arithmetic on CT = float2/double2 (x: real part, y: imaginary part), RT its real type;
+# numpy's algorithms (Smith's division, hypot for |z|) so results match the CPU backend
+COMPLEX_PRELUDE = """
+CT c_mul(CT a, CT b) { return (CT)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+CT c_div(CT a, CT b) {
+  RT ar = fabs(b.x), ai = fabs(b.y);
+  if (ar >= ai) {
+    if (ar == 0 && ai == 0) return (CT)(a.x / ar, a.y / ar);
+    RT rat = b.y / b.x, scl = (RT)1 / (b.x + b.y * rat);
+    return (CT)((a.x + a.y * rat) * scl, (a.y - a.x * rat) * scl);
+  }
+  RT rat = b.x / b.y, scl = (RT)1 / (b.y + b.x * rat);
+  return (CT)((a.x * rat + a.y) * scl, (a.y * rat - a.x) * scl);
+}
+RT c_abs(CT a) { return hypot(a.x, a.y); }
+CT c_exp(CT a) {
+  if (a.y == 0) return (CT)(exp(a.x), a.y);
+  RT e = exp(a.x); return (CT)(e * cos(a.y), e * sin(a.y));
+}
+CT c_log(CT a) { return (CT)(log(hypot(a.x, a.y)), atan2(a.y, a.x)); }
+CT c_sqrt(CT a) {
+  if (a.x == 0 && a.y == 0) return (CT)((RT)0, a.y);
+  if (isinf(a.y)) return (CT)((RT)INFINITY, a.y);
+  RT t = sqrt((fabs(a.x) + hypot(a.x, a.y)) * (RT)0.5);
+  if (a.x >= 0) return (CT)(t, a.y / (2 * t));
+  return (CT)(fabs(a.y) / (2 * t), copysign(t, a.y));
+}
+"""
+
+
 def header(state, key) -> list:
     ct, check = key[4], key[8]
     ctx = _ctx(state, ct)
     # no fused a*b+c: numpy rounds every operation, and so must we to match it
-    return ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
-            f"typedef {ctx.c} CT;", f"typedef {ctx.w} W;",
-            "#define ERR err" if check else "#define ERR ((__global int*)0)"]
+    lines = ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
+             f"typedef {ctx.c} CT;", f"typedef {ctx.w} W;",
+             "#define ERR err" if check else "#define ERR ((__global int*)0)"]
+    if ctx.is_complex:
+        lines += [f"typedef {cltypes.CTYPE[ct.to_real()]} RT;", COMPLEX_PRELUDE]
+    return lines
 
 
 def kernel_source(state, key, body, kname="ew") -> str:
@@ -240,8 +275,13 @@ def _compile(state, src):
 def _build(state, key, body):
     import pyopencl as cl
     ct = key[4]
+    if not body.accepts(ct):  # e.g. a real-only body asked to compute in complex
+        raise TypeError(f"opencl: the '{body.name}' kernel does not compute in {ct}")
     jobs = [(key, body)]
-    for b in body.group:
+    # complex bodies whose result is real or bool (abs, isnan) are built alone: their siblings
+    # would assign a complex value to a real r
+    siblings = body.group if ct.category != D.COMPLEX or key[5] is ct else ()
+    for b in siblings:
         k = (b.name,) + key[1:]
         if b is not body and b.accepts(ct) and k not in state.kernels:
             jobs.append((k, b))
@@ -256,7 +296,8 @@ def _build(state, key, body):
             prg = _compile(state, source(state, attempt))
             jobs = attempt
             break
-        except cl.RuntimeError as e:  # a sibling invalid here must not cost the op its kernel
+        except (cl.RuntimeError, RuntimeError) as e:  # a sibling invalid here must not cost
+            # the op its kernel
             err = e
     if prg is None:
         raise RuntimeError(f"opencl: building the kernel for '{key[0]}' failed:\n{err}\n"

@@ -187,7 +187,10 @@ def kernel_source(key):
 def _kernel(state, key):
     knl = state.kernels.get(key)
     if knl is None:
-        family = next(f for f in FAMILIES if key[0] in f)
+        # complex accumulators (sum, mean) are built alone: the family's other reductions
+        # are written for real values
+        family = (key[0],) if key[2].category == D.COMPLEX else \
+            next(f for f in FAMILIES if key[0] in f)
         keys = [key] + [(n,) + key[1:] for n in family
                         if n != key[0] and (n,) + key[1:] not in state.kernels]
         prg = compile_program(state, source(state, keys), f"the {key[0]} reductions")
