@@ -53,6 +53,8 @@ class OpenCLBackend(Backend):
         from . import ops_softmax; ops_softmax.register(self)  # noqa: E702
         from . import ops_scan; ops_scan.register(self)  # noqa: E702
         from . import ops_sort; ops_sort.register(self)  # noqa: E702
+        from . import ops_fft; ops_fft.register(self)  # noqa: E702
+        self._fft_plan_caches = {}
 
     # -- availability, devices, capabilities ----------------------------------------------------
     def is_available(self) -> bool:
@@ -153,6 +155,21 @@ class OpenCLBackend(Backend):
         if device.index is None:
             return ember.device(self.name, self.current_device())
         return device
+
+    # -- FFT plans ------------------------------------------------------------------------------
+    def fft_plan_cache(self, index=None):
+        """Device ``index``'s FFT plan cache (``size``, ``max_size``, ``clear()``: PyTorch's
+        ``cufft_plan_cache``); the current device when None."""
+        from .fft_plans import PlanCache
+        if index is None:
+            index = self.current_device()
+        if not 0 <= index < self.device_count():
+            raise RuntimeError(f"opencl: invalid device index {index} for the FFT plan cache "
+                               f"({self.device_count()} device(s))")
+        cache = self._fft_plan_caches.get(index)
+        if cache is None:
+            cache = self._fft_plan_caches.setdefault(index, PlanCache())
+        return cache
 
     # -- memory -----------------------------------------------------------------------------------
     def allocator(self, index: int):
