@@ -33,6 +33,9 @@ from . import cltypes, codegen
 
 RADICES = (8, 4, 2, 3, 5, 7)
 DEFAULT_MAX_PLANS = 4096  # as PyTorch's cuFFT plan cache on recent CUDA
+# lines up to this length run every pass in one launch, a work-group per line in local memory
+LOCAL_MAX = 2048  # longer lines were faster in global passes here (PoCL)
+LOCAL_SIZE = 64
 
 
 # -- factorization ------------------------------------------------------------------------------
@@ -136,6 +139,57 @@ def _radix_kernel(R, sign, unit, lit):
     return "\n".join(L)
 
 
+def _local_pass(R, sign, lit):
+    """One radix-R pass between local arrays, for butterfly ``j`` (the radix kernel's body)."""
+    L = [f"inline void pass{R}(__local const CT* s, __local CT* d, __global const CT* w, "
+         "const long j, const long m, const long Ns)\n{"]
+    for r in range(R):
+        L.append(f"  CT v{r} = s[j + {r} * m];")
+    L.append("  const long k = j % Ns;")
+    L.append("  if (Ns > 1) {")
+    L.append(f"    w += k * {R - 1};")
+    for r in range(1, R):
+        L.append(f"    v{r} = c_mul(v{r}, w[{r - 1}]);")
+    L.append("  }")
+    L += ["  " + x for x in _dft(R, sign, "v", "y", lit)]
+    L.append(f"  const long q = (j / Ns) * Ns * {R} + k;")
+    for r in range(R):
+        L.append(f"  d[q + {r} * Ns] = y{r};")
+    L.append("}")
+    return "\n".join(L)
+
+
+def _local_kernel():
+    cases = " ".join(f"case {R}: pass{R}(src, dst, tw + off, j, m, ns); break;"
+                     for R in RADICES)
+    return f"""
+__kernel void fft_local(__global const CT* in, __global CT* out, __global const CT* tw,
+                        __global const long* passes, const int npass, const long n,
+                        const long inner, const RT scale)
+{{
+  __local CT bufA[{LOCAL_MAX}];
+  __local CT bufB[{LOCAL_MAX}];
+  const long line = get_group_id(0);
+  const long ls = get_local_size(0), lid = get_local_id(0);
+  const long base = (line / inner) * n * inner + line % inner;
+  for (long j = lid; j < n; j += ls) bufA[j] = in[base + j * inner];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  __local CT* src = bufA;
+  __local CT* dst = bufB;
+  for (int p = 0; p < npass; p++) {{
+    const int R = (int)passes[3 * p];
+    const long ns = passes[3 * p + 1], off = passes[3 * p + 2], m = n / R;
+    for (long j = lid; j < m; j += ls) {{
+      switch (R) {{ {cases} }}
+    }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __local CT* t = src; src = dst; dst = t;
+  }}
+  for (long j = lid; j < n; j += ls) out[base + j * inner] = src[j] * scale;
+}}
+"""
+
+
 _BLUESTEIN = """
 __kernel void chirp_pre(__global const CT* x, __global CT* a, __global const CT* w,
                         const long n, const long M, const long inner, const long total)
@@ -175,6 +229,8 @@ def program_source(state, dtype, sign, unit):
              "inline CT c_mul(CT a, CT b) { return (CT)(a.x * b.x - a.y * b.y, "
              "a.x * b.y + a.y * b.x); }"]
     parts += [_radix_kernel(R, sign, unit, lit) for R in RADICES]
+    parts += [_local_pass(R, sign, lit) for R in RADICES]
+    parts.append(_local_kernel())
     parts.append(_BLUESTEIN)
     return "\n".join(parts)
 
@@ -197,6 +253,8 @@ def kernels(state, dtype, sign, unit):
         ks["chirp_pre"].set_scalar_arg_dtypes([None, None, None, i64, i64, i64, i64])
         ks["pointwise"] = prg.pointwise
         ks["pointwise"].set_scalar_arg_dtypes([None, None, i64, i64, i64])
+        ks["local"] = prg.fft_local
+        ks["local"].set_scalar_arg_dtypes([None, None, None, None, np.int32, i64, i64, real])
         ks["chirp_post"] = prg.chirp_post
         ks["chirp_post"].set_scalar_arg_dtypes([None, None, None, i64, i64, i64, i64, real])
         state.kernels[key] = ks
@@ -232,6 +290,10 @@ class StockhamPlan:
         table = np.concatenate(tables) if tables else np.zeros(1)
         self.twiddles = _buffer(state, table.astype(dtype.np))
         self.nbytes = table.size * dtype.itemsize
+        # short lines: every pass in one launch (see LOCAL_MAX), the passes read from a table
+        self.local = n <= LOCAL_MAX
+        self.pass_table = _buffer(state, np.array(self.passes, dtype=np.int64).reshape(-1)) \
+            if self.local else None
 
 
 class BluesteinPlan:

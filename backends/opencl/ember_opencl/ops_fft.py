@@ -33,6 +33,13 @@ def _stockham(backend, st, q, plan, x, out, outer, inner, scale):
     ks = fft_plans.kernels(st, plan.dtype, plan.sign, plan.unit)
     n = plan.n
     passes = plan.passes
+    if plan.local:
+        lines, ls = outer * inner, fft_plans.LOCAL_SIZE
+        with st.launch_lock:
+            st.last[q] = ks["local"](q, (lines * ls,), (ls,), x._storage.data,
+                                     out._storage.data, plan.twiddles, plan.pass_table,
+                                     len(passes), n, inner, scale)
+        return out
     scratch = None
     if len(passes) > 1:
         scratch = backend._new(st, out._shape, out.dtype, out.device)
