@@ -51,6 +51,8 @@ from . import nn, utils  # noqa: E402
 from . import optim  # noqa: E402
 from . import futures, distributed  # noqa: E402
 from . import fft  # noqa: E402 - torch.fft
+from .fft._stft import istft, stft  # noqa: E402
+from . import backends  # noqa: E402 - torch.backends (per-backend settings)
 from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)

@@ -107,8 +107,10 @@ class OpenCLBackend(Backend):
     def _check_dtype(self, dtype, device, op):
         if dtype not in self.dtypes:
             supported = ", ".join(x.name for x in D.all_dtypes if x in self.dtypes)
+            hint = ("; float64 and complex128 need the cl_khr_fp64 extension, which this "
+                    "device lacks" if dtype in (D.float64, D.complex128) else "")
             raise TypeError(f"{op}: dtype {dtype} is not supported on device '{device}' "
-                            f"(backend '{self.name}' supports {supported})")
+                            f"(backend '{self.name}' supports {supported}{hint})")
 
     # -- the hot path helpers used by every kernel ----------------------------------------------
     def _sq(self, device):

@@ -408,3 +408,4 @@ def ifftshift(input, dim=None):
 
 
 from ..ops import shape as _shape_ops  # noqa: E402
+from . import _stft  # noqa: E402,F401 - ember.stft / istft and the Tensor methods
