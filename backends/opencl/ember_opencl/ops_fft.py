@@ -11,6 +11,7 @@ parts of the DC and Nyquist bins drop out, as in pocketfft's c2r).
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from ember.runtime import get_op
 
@@ -108,42 +109,41 @@ def transform(backend, x, dims, forward, scale):
     return x
 
 
-def register(backend):
-    K = backend.kernels.register
+def fft_c2c(backend, x, dim, normalization, forward):
+    n = math.prod(x._shape[d] for d in dim)
+    return transform(backend, x, tuple(dim), forward, _scale(normalization, n))
 
-    def c2c(x, dim, normalization, forward):
-        n = math.prod(x._shape[d] for d in dim)
-        return transform(backend, x, tuple(dim), forward, _scale(normalization, n))
 
-    def r2c(x, dim, normalization, onesided):
-        cdt = x.dtype.to_complex()
-        z = transform(backend, get_op("_to_copy")(x, cdt), tuple(dim), True,
-                      _scale(normalization, math.prod(x._shape[d] for d in dim)))
-        if onesided and dim:
-            last = dim[-1]
-            z = get_op("_to_copy")(get_op("slice")(z, last, 0, x._shape[last] // 2 + 1, 1),
-                                   cdt)
-        return z
-
-    def c2r(x, dim, normalization, last_dim_size):
+def fft_r2c(backend, x, dim, normalization, onesided):
+    cdt = x.dtype.to_complex()
+    z = transform(backend, get_op("_to_copy")(x, cdt), tuple(dim), True,
+                  _scale(normalization, math.prod(x._shape[d] for d in dim)))
+    if onesided and dim:
         last = dim[-1]
-        n = math.prod(x._shape[d] for d in dim[:-1]) * last_dim_size
-        z = transform(backend, x, tuple(dim[:-1]), False, 1.0) if len(dim) > 1 else x
-        h = z._shape[last]
-        mirrored = last_dim_size - h
-        if mirrored > 0:
-            tail = get_op("slice")(z, last, 1, 1 + mirrored, 1)
-            tail = get_op("conj_physical")(get_op("flip")(tail, (last,)), z.dtype)
-            z = get_op("cat")([z, tail], last, z.dtype)
-        elif h > last_dim_size:
-            z = get_op("slice")(z, last, 0, last_dim_size, 1)
-        z = transform(backend, z, (last,), False, _scale(normalization, n))
-        return get_op("_to_copy")(get_op("select")(get_op("view_as_real")(z), z.ndim, 0),
-                                  x.dtype.to_real())
-
-    K("_fft_c2c", c2c)
-    K("_fft_r2c", r2c)
-    K("_fft_c2r", c2r)
+        z = get_op("_to_copy")(get_op("slice")(z, last, 0, x._shape[last] // 2 + 1, 1), cdt)
+    return z
 
 
-__all__ = ["register", "transform"]
+def fft_c2r(backend, x, dim, normalization, last_dim_size):
+    last = dim[-1]
+    n = math.prod(x._shape[d] for d in dim[:-1]) * last_dim_size
+    z = transform(backend, x, tuple(dim[:-1]), False, 1.0) if len(dim) > 1 else x
+    h = z._shape[last]
+    mirrored = last_dim_size - h
+    if mirrored > 0:  # X[n - k] = conj(X[k]) for k = 1 .. n - h
+        tail = get_op("slice")(z, last, 1, 1 + mirrored, 1)
+        tail = get_op("conj_physical")(get_op("flip")(tail, (last,)), z.dtype)
+        z = get_op("cat")([z, tail], last, z.dtype)
+    elif h > last_dim_size:
+        z = get_op("slice")(z, last, 0, last_dim_size, 1)
+    z = transform(backend, z, (last,), False, _scale(normalization, n))
+    return get_op("_to_copy")(get_op("select")(get_op("view_as_real")(z), z.ndim, 0),
+                              x.dtype.to_real())
+
+
+TABLE = {"_fft_c2c": fft_c2c, "_fft_r2c": fft_r2c, "_fft_c2r": fft_c2r}
+
+
+def register(backend):
+    for name, fn in TABLE.items():
+        backend.kernels.register(name, partial(fn, backend))
