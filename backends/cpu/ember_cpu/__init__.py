@@ -14,7 +14,8 @@ from ember.runtime import hookimpl
 
 
 class _LazyModule:
-    """scipy.special or scipy.fft, imported on first use (it costs ~0.1 s; most programs never need it)."""
+    """scipy.special or scipy.fft, imported on first use (it costs ~0.1 s; most programs
+    never need it)."""
 
     def __init__(self, name):
         self._name = name

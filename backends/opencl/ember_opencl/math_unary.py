@@ -134,7 +134,10 @@ def _relu(ctx):
 
 
 def _pred(float_expr, int_expr, complex_expr=None):
-    return lambda ctx: f"r = {complex_expr if ctx.is_complex else float_expr if ctx.is_float else int_expr};"
+    def code(ctx):
+        expr = complex_expr if ctx.is_complex else float_expr if ctx.is_float else int_expr
+        return f"r = {expr};"
+    return code
 
 
 PREDICATES = {"isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "logical_not"}

@@ -4,8 +4,9 @@
 * ``register_array_kernels(backend)`` — every op of the core's op set, written once against
   ``backend.xp``; the CPU backend is exactly this.
 * one module per op family (``copy``, ``elementwise``, ``factories``, ``reduction``,
-  ``linalg``, ``shape``, ``indexing``, ``sorting``, ``random``, ``fft``): module-level kernels taking the
-  backend first, a ``TABLE`` of them, and ``register(backend)`` binding them (``binding``).
+  ``linalg``, ``shape``, ``indexing``, ``sorting``, ``random``, ``fft``): module-level kernels
+  taking the backend first, a ``TABLE`` of them, and ``register(backend)`` binding them
+  (``binding``).
 """
 from . import (copy, elementwise, factories, fft, indexing, linalg, random, reduction, shape,
                sorting)
