@@ -41,8 +41,9 @@ class Body:
     "b"ool, "c"omplex: code for complex ``CT`` reads ``ctx.is_complex`` and uses the helpers of
     ``COMPLEX_PRELUDE``). Bodies put in one ``group`` are compiled together: the first time
     one of them is needed for a signature (dtypes, operand kinds, rank), its siblings valid
-    for that compute dtype are built in the same program, which costs about as much as building one (compiler
-    start-up dominates) and spares a build each when the program uses them later."""
+    for that compute dtype are built in the same program, which costs about as much as
+    building one (compiler start-up dominates) and spares a build each when the program uses
+    them later."""
 
     __slots__ = ("name", "code", "prelude", "store", "kinds", "group", "any_output")
 
