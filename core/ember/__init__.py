@@ -22,6 +22,7 @@ from .ops import conversion as _conversion
 from .ops import elementwise as _elementwise
 from .ops import factories as _factories
 from .ops import views as _views
+from .ops.elementwise import (angle, complex, polar, sgn)  # noqa: A004 - PyTorch's names
 from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, clip_, div,
                               divide, elu, gelu, hardtanh, leaky_relu, nan_to_num, round, softplus,
                               sub, subtract, true_divide, where)
@@ -31,7 +32,7 @@ from .ops.factories import (arange, as_tensor, asarray, empty, empty_like, eye, 
 from .ops.views import (as_strided, as_strided_scatter, broadcast_tensors, broadcast_to, chunk,
                         diagonal, flatten, movedim, moveaxis, narrow, permute, reshape, select,
                         split, squeeze, swapaxes, swapdims, t, tensor_split, transpose, unbind,
-                        unflatten, unsqueeze)
+                        unflatten, unsqueeze, real, imag, view_as_real, view_as_complex)
 # op families owned by their own modules; each defines __all__
 from .ops.reduction import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
@@ -40,6 +41,8 @@ from .ops.indexing import *  # noqa: F401,F403
 from .ops.sorting import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
 from .ops.rnn import *  # noqa: F401,F403
+from .ops.fft import *  # noqa: F401,F403
+from ._threads import get_num_threads, set_num_threads
 from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, seed,
                          set_rng_state)
 from .runtime.registry import registry as _registry
@@ -51,6 +54,9 @@ from . import nn, utils  # noqa: E402
 from . import optim  # noqa: E402
 from . import futures, distributed, jit, profiler  # noqa: E402
 from .jit._interop import get_num_interop_threads, set_num_interop_threads  # noqa: E402
+from . import fft  # noqa: E402 - torch.fft
+from .fft._stft import istft, stft  # noqa: E402
+from . import backends  # noqa: E402 - torch.backends (per-backend settings)
 from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)

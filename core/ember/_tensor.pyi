@@ -116,6 +116,7 @@ class Tensor:
     def amax(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def amin(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def aminmax(self, *, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+    def angle(self, *, out=...): ...  # ember.ops.elementwise.complex_numbers
     def any(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def arccos(self, *, out=...): ...  # ember.ops.elementwise.unary
     def arccos_(self): ...  # ember.ops.elementwise.unary
@@ -303,6 +304,7 @@ class Tensor:
     def isnan(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isneginf(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isposinf(self, *, out=...): ...  # ember.ops.elementwise.unary
+    def istft(self, n_fft, hop_length=..., win_length=..., window=..., center=..., normalized=..., onesided=..., length=..., return_complex=...): ...  # ember.fft._stft
     def item(self): ...  # ember._tensor
     @property
     def itemsize(self) -> Any: ...
@@ -446,6 +448,7 @@ class Tensor:
     def scatter_add(self, dim, index, src): ...  # ember.ops.indexing.gather_scatter
     def scatter_add_(self, dim, index, src): ...  # ember.ops.indexing.gather_scatter
     def select(self, dim, index): ...  # ember.ops.views.slicing
+    def sgn(self, *, out=...): ...  # ember.ops.elementwise.complex_numbers
     @property
     def shape(self) -> Any: ...
     def short(self, memory_format=...): ...  # ember.ops.conversion
@@ -472,6 +475,7 @@ class Tensor:
     def square_(self): ...  # ember.ops.elementwise.unary
     def squeeze(self, dim=...): ...  # ember.ops.views.reshaping
     def std(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
+    def stft(self, n_fft, hop_length=..., win_length=..., window=..., center=..., pad_mode=..., normalized=..., onesided=..., return_complex=...): ...  # ember.fft._stft
     def storage_offset(self): ...  # ember._tensor
     def stride(self, dim=...): ...  # ember._tensor
     def sub(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary

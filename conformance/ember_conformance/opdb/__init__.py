@@ -89,7 +89,7 @@ def _laid_out(values, layout, device):
 
 
 _FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "linalg", "shape",
-             "indexing", "random", "nn", "attention", "rnn"]
+             "indexing", "random", "nn", "attention", "rnn", "complex", "fft"]
 
 
 def all_opinfos() -> list:

@@ -234,29 +234,55 @@ def _backend_handler(op: Op, dev):
             f"CPU fallback")
     # plug-ins' kernels (and built-ins' in EMBER_CHECK_KERNELS mode) get their outputs checked
     kernel = _checks.checked_kernel(op, backend, dev, kernel)
-    if backend.dtypes != _ALL_DTYPES:
-        return _dtype_checked(op, backend, dev, kernel)
+    dtypes = backend.kernel_dtypes(op.name)
+    if dtypes != _ALL_DTYPES:
+        # dtypes the backend has but this kernel lacks go to the CPU (when it opts in)
+        fallback = _cpu_fallback(op, backend) if (
+            dtypes != backend.dtypes and backend.cpu_fallback and dev.type != "cpu" and
+            _cpu_has(op)) else None
+        return _dtype_checked(op, backend, dev, kernel, dtypes, fallback)
     return kernel
 
 
 _ALL_DTYPES = frozenset(_dtype.all_dtypes)
 
 
+def _arg_dtypes(args, kwargs):
+    for a in _iter_tensors(args):
+        yield a.dtype
+    for x in args:
+        if isinstance(x, _dtype.dtype):
+            yield x
+    for x in kwargs.values():
+        if isinstance(x, _dtype.dtype):
+            yield x
+
+
 def check_dtypes(op_name, backend, dev, args, kwargs):
-    for a in list(_iter_tensors(args)) + [x for x in list(args) + list(kwargs.values())
-                                          if isinstance(x, _dtype.dtype)]:
-        d = a if isinstance(a, _dtype.dtype) else a.dtype
+    for d in _arg_dtypes(args, kwargs):
         if d not in backend.dtypes:
             supported = ", ".join(x.name for x in _dtype.all_dtypes if x in backend.dtypes)
             raise TypeError(f"{op_name}: dtype {d} is not supported on device '{dev}' "
                             f"(backend '{backend.name}' supports {supported})")
 
 
-def _dtype_checked(op, backend, dev, kernel):
+def _dtype_checked(op, backend, dev, kernel, dtypes, fallback):
     def checked(*args, **kwargs):
-        check_dtypes(op.name, backend, dev, args, kwargs)
+        for d in _arg_dtypes(args, kwargs):
+            if d not in dtypes:
+                if fallback is not None and all(x in backend.dtypes
+                                                for x in _arg_dtypes(args, kwargs)):
+                    return fallback(*args, **kwargs)
+                check_dtypes(op.name, backend, dev, args, kwargs)
+                raise TypeError(f"{op.name}: backend '{backend.name}' has no kernel for dtype "
+                                f"{d} on device '{dev}'")
         return kernel(*args, **kwargs)
     return checked
+
+
+def _cpu_has(op: Op) -> bool:
+    from ..runtime.registry import registry
+    return registry.get("cpu").kernels.get(op.name) is not None
 
 
 def _cpu_fallback(op: Op, backend):

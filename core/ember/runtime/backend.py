@@ -36,6 +36,13 @@ class Backend:
     #: the event class (an ``EventBase``); ``__init__`` binds a subclass to this backend
     Event = HostEvent
 
+    def kernel_dtypes(self, op_name: str) -> frozenset:
+        """The dtypes this backend's kernel of ``op_name`` handles (a subset of ``dtypes``).
+        Tensors of a dtype in ``dtypes`` but not here run that op through the CPU fallback
+        when ``cpu_fallback`` is on (an error otherwise): a backend can declare a dtype (the
+        OpenCL backend's complex64) before every kernel handles it."""
+        return self.dtypes
+
     def __init__(self):
         if not self.name:
             raise TypeError(f"{type(self).__name__} must set a non-empty `name`")
