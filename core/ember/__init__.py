@@ -23,6 +23,8 @@ from .ops import views as _views
 from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, clip_, div,
                               divide, elu, gelu, hardtanh, leaky_relu, nan_to_num, round, softplus,
                               sub, subtract, true_divide, where)
+from .ops.elementwise.activation import (celu, celu_, rrelu, rrelu_, selu, selu_, threshold,
+                                         threshold_)
 from .ops.factories import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
                             from_numpy, full, full_like, linspace, logspace, ones, ones_like,
                             tensor, zeros, zeros_like)
