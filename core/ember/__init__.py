@@ -42,6 +42,8 @@ from .ops.random import *  # noqa: F401,F403
 from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, seed,
                          set_rng_state)
 from .runtime.registry import registry as _registry
+from .runtime import device_module as _device_module
+from .runtime import device_types as _device_types
 from . import library  # noqa: E402
 from . import return_types  # noqa: E402 - PyTorch's torch.return_types
 from . import testing  # noqa: E402
@@ -49,6 +51,8 @@ from . import autograd  # noqa: E402
 from . import nn, utils  # noqa: E402
 from . import optim  # noqa: E402
 from . import futures, distributed  # noqa: E402
+from . import accelerator  # noqa: E402
+from .accelerator import get_device_module  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
@@ -81,6 +85,7 @@ def numel(t) -> int:
 
 def _announce_backend(name: str) -> None:
     _conversion.device_tensor_methods(name)
+    _device_module.device_module(name)  # ember.<name>, importable as a module too
 
 
 # the backends shipped in this distribution: trusted kernels; the CPU is the reference
@@ -88,13 +93,20 @@ _BUILTIN_BACKENDS = {"cpu": "ember_cpu", "opencl": "ember_opencl"}
 
 _registry.on_new_name(_announce_backend)
 _registry.discover(builtin=_BUILTIN_BACKENDS)
+# torch.cuda, torch.xpu, torch.mps… exist on every PyTorch build: so do ember's, saying why
+# they are unavailable until a backend provides the device type
+for _name in _device_types.DEVICE_MODULE_TYPES:
+    _device_module.missing_device_module(_name)
+_conversion.torch_device_surface()
 
 
 def __getattr__(name):
-    # ember.<backend>: the device module of any installed backend, loaded or not
+    # ember.<backend>: the device module of any installed backend, loaded or not; for PyTorch's
+    # device modules that no backend provides, a module whose is_available() says why
     if _registry.is_known(name):
-        from .runtime.device_module import device_module
-        return device_module(name)
+        return _device_module.device_module(name)
+    if name in _device_types.DEVICE_MODULE_TYPES:
+        return _device_module.missing_device_module(name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 

@@ -4,6 +4,7 @@ from typing import Any
 
 from ._tensor import Size as Size
 from ._tensor import Tensor as Tensor
+from . import accelerator as accelerator
 from . import autograd as autograd
 from . import dispatch as dispatch
 from . import distributed as distributed
@@ -33,6 +34,7 @@ from ._generator import manual_seed as manual_seed
 from ._generator import seed as seed
 from ._generator import set_rng_state as set_rng_state
 from ._tensor_str import set_printoptions as set_printoptions
+from .accelerator import get_device_module as get_device_module
 from .autograd.grad_mode import enable_grad as enable_grad
 from .autograd.grad_mode import inference_mode as inference_mode
 from .autograd.grad_mode import is_grad_enabled as is_grad_enabled

@@ -197,6 +197,7 @@ class Tensor:
     def cosh_(self): ...  # ember.ops.elementwise.unary
     def count_nonzero(self, dim=...): ...  # ember.ops.reduction.sums
     def cpu(self): ...  # ember.ops.conversion
+    def cuda(self, device=..., non_blocking=...): ...  # ember.ops.conversion
     def cumprod(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     def cumprod_(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     def cumsum(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
@@ -286,19 +287,38 @@ class Tensor:
     def index_put_(self, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
     def index_select(self, dim, index, *, out=...): ...  # ember.ops.indexing.gather_scatter
     def int(self, memory_format=...): ...  # ember.ops.conversion
+    def ipu(self, device=..., non_blocking=...): ...  # ember.ops.conversion
     def is_complex(self): ...  # ember._tensor
     def is_conj(self): ...  # ember.ops.elementwise.unary
     def is_contiguous(self, memory_format=...): ...  # ember._tensor
     @property
     def is_cpu(self) -> Any: ...
+    @property
+    def is_cuda(self) -> Any: ...
     def is_floating_point(self): ...  # ember._tensor
+    @property
+    def is_ipu(self) -> Any: ...
     @property
     def is_leaf(self) -> Any: ...
     @property
+    def is_maia(self) -> Any: ...
+    @property
     def is_meta(self) -> Any: ...
+    @property
+    def is_mkldnn(self) -> Any: ...
+    @property
+    def is_mps(self) -> Any: ...
+    @property
+    def is_mtia(self) -> Any: ...
     def is_neg(self): ...  # ember.ops.elementwise.unary
     def is_pinned(self, device=...): ...  # ember._tensor
     def is_signed(self): ...  # ember._tensor
+    @property
+    def is_vulkan(self) -> Any: ...
+    @property
+    def is_xla(self) -> Any: ...
+    @property
+    def is_xpu(self) -> Any: ...
     def isfinite(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isinf(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isnan(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -364,6 +384,7 @@ class Tensor:
     def moveaxis(self, source, destination): ...  # ember.ops.views.reshaping
     def movedim(self, source, destination): ...  # ember.ops.views.reshaping
     def msort(self): ...  # ember.ops.sorting
+    def mtia(self, device=..., non_blocking=...): ...  # ember.ops.conversion
     def mul(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def mul_(self, other): ...  # ember.ops.elementwise.binary
     def multinomial(self, num_samples, replacement=..., *, generator=...): ...  # ember.ops.random
@@ -517,4 +538,5 @@ class Tensor:
     def where(self, condition, other): ...  # ember.ops.elementwise.selection
     def xlogy(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def xlogy_(self, other): ...  # ember.ops.elementwise.binary
+    def xpu(self, device=..., non_blocking=...): ...  # ember.ops.conversion
     def zero_(self): ...  # ember.ops.random

@@ -210,3 +210,20 @@ def device_tensor_methods(name: str) -> None:
     prop = f"is_{name}"
     if not hasattr(Tensor, prop):
         setattr(Tensor, prop, property(lambda self: self.device.type == name))
+
+
+# PyTorch's Tensor has these whatever it was built with: moving to a device type no backend
+# provides raises DeviceNotInstalled (naming the package), and the flags read False
+_TORCH_DEVICE_METHODS = ("cpu", "cuda", "xpu", "ipu", "mtia")
+_TORCH_DEVICE_FLAGS = ("cpu", "cuda", "xpu", "ipu", "mtia", "mps", "maia", "meta", "vulkan", "xla")
+
+
+def torch_device_surface() -> None:
+    for name in _TORCH_DEVICE_METHODS:
+        device_tensor_methods(name)
+    for name in _TORCH_DEVICE_FLAGS:
+        prop = f"is_{name}"
+        if not hasattr(Tensor, prop):
+            setattr(Tensor, prop, property(lambda self, n=name: self.device.type == n))
+    if not hasattr(Tensor, "is_mkldnn"):
+        Tensor.is_mkldnn = property(lambda self: False, doc="False: ember has no mkldnn layout.")
