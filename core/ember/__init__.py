@@ -23,6 +23,7 @@ from .ops import views as _views
 from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, clip_, div,
                               divide, elu, gelu, hardtanh, leaky_relu, nan_to_num, round, softplus,
                               sub, subtract, true_divide, where)
+from .ops.elementwise.closeness import allclose, equal, isclose
 from .ops.elementwise.activation import (celu, celu_, rrelu, rrelu_, selu, selu_, threshold,
                                          threshold_)
 from .ops.factories import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
@@ -52,6 +53,13 @@ from . import nn, utils  # noqa: E402
 from . import optim  # noqa: E402
 from . import futures, distributed  # noqa: E402
 from . import accelerator  # noqa: E402
+from . import backends  # noqa: E402
+from .backends._precision import (get_float32_matmul_precision,  # noqa: E402
+                                  set_float32_matmul_precision)
+from .runtime.determinism import (are_deterministic_algorithms_enabled,  # noqa: E402
+                                  get_deterministic_debug_mode,
+                                  is_deterministic_algorithms_warn_only_enabled,
+                                  set_deterministic_debug_mode, use_deterministic_algorithms)
 from .accelerator import get_device_module  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402

@@ -6,6 +6,7 @@ from ._tensor import Size as Size
 from ._tensor import Tensor as Tensor
 from . import accelerator as accelerator
 from . import autograd as autograd
+from . import backends as backends
 from . import dispatch as dispatch
 from . import distributed as distributed
 from . import futures as futures
@@ -41,6 +42,8 @@ from .autograd.grad_mode import is_grad_enabled as is_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
 from .autograd.grad_mode import no_grad as no_grad
 from .autograd.grad_mode import set_grad_enabled as set_grad_enabled
+from .backends._precision import get_float32_matmul_precision as get_float32_matmul_precision
+from .backends._precision import set_float32_matmul_precision as set_float32_matmul_precision
 from .ops.elementwise.activation import celu as celu
 from .ops.elementwise.activation import celu_ as celu_
 from .ops.elementwise.activation import elu as elu
@@ -60,6 +63,9 @@ from .ops.elementwise.binary import div as divide
 from .ops.elementwise.binary import div as true_divide
 from .ops.elementwise.binary import sub as sub
 from .ops.elementwise.binary import sub as subtract
+from .ops.elementwise.closeness import allclose as allclose
+from .ops.elementwise.closeness import equal as equal
+from .ops.elementwise.closeness import isclose as isclose
 from .ops.elementwise.selection import clamp as clamp
 from .ops.elementwise.selection import clamp as clip
 from .ops.elementwise.selection import clamp_ as clamp_
@@ -200,6 +206,11 @@ from .ops.views.slicing import tensor_split as tensor_split
 from .ops.views.slicing import unbind as unbind
 from .ops.views.strided import as_strided as as_strided
 from .ops.views.strided import as_strided_scatter as as_strided_scatter
+from .runtime.determinism import are_deterministic_algorithms_enabled as are_deterministic_algorithms_enabled
+from .runtime.determinism import get_deterministic_debug_mode as get_deterministic_debug_mode
+from .runtime.determinism import is_deterministic_algorithms_warn_only_enabled as is_deterministic_algorithms_warn_only_enabled
+from .runtime.determinism import set_deterministic_debug_mode as set_deterministic_debug_mode
+from .runtime.determinism import use_deterministic_algorithms as use_deterministic_algorithms
 from .serialization import load as load
 from .serialization import save as save
 

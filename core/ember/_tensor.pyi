@@ -114,6 +114,7 @@ class Tensor:
     def addmv(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def all(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+    def allclose(self, other, rtol=..., atol=..., equal_nan=...): ...  # ember.ops.elementwise.closeness
     def amax(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def amin(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def aminmax(self, *, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
@@ -224,6 +225,7 @@ class Tensor:
     def element_size(self): ...  # ember._tensor
     def eq(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def eq_(self, other): ...  # ember.ops.elementwise.binary
+    def equal(self, other): ...  # ember.ops.elementwise.closeness
     def erf(self, *, out=...): ...  # ember.ops.elementwise.unary
     def erf_(self): ...  # ember.ops.elementwise.unary
     def erfc(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -319,6 +321,7 @@ class Tensor:
     def is_xla(self) -> Any: ...
     @property
     def is_xpu(self) -> Any: ...
+    def isclose(self, other, rtol=..., atol=..., equal_nan=...): ...  # ember.ops.elementwise.closeness
     def isfinite(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isinf(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isnan(self, *, out=...): ...  # ember.ops.elementwise.unary

@@ -15,6 +15,7 @@ from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from . import _meta
 from ._util import as_shape
+from ..runtime import determinism as _determinism
 
 
 
@@ -173,7 +174,22 @@ def from_dlpack(ext):
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, memory_format=None,
           pin_memory=False):
     d, dev = _resolve(dtype, device)
-    return _finish(empty_op.on(dev, as_shape(size, "empty"), d, dev), requires_grad)
+    t = empty_op.on(dev, as_shape(size, "empty"), d, dev)
+    if _determinism.fill_uninitialized_memory():
+        fill_uninitialized(t)
+    return _finish(t, requires_grad)
+
+
+def fill_uninitialized(t):
+    """What deterministic mode writes into uninitialized memory (PyTorch's rule): NaN for
+    floating and complex dtypes, the largest value for integers (True for bool)."""
+    if t.dtype.category >= _dtype.FLOATING:
+        value = float("nan")
+    elif t.dtype is _dtype.bool_:
+        value = True
+    else:
+        value = int(np.iinfo(t.dtype.np).max)
+    return t.fill_(value) if t.numel() else t
 
 
 def _fill_dtype(fill_value, dtype):

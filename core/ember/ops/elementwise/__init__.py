@@ -6,13 +6,14 @@ defined once.
 * ``selection``   where, clamp
 * ``activation``  activations with parameters (gelu, softplus, leaky_relu, elu, hardtanh)
 * ``operators``   Tensor's Python operators
+* ``closeness``   isclose, allclose, equal (composites: no op, no kernel)
 * ``_rules``      dtype rules, operand checks and meta functions the family shares
 
 ``compute`` is the dtype the values are computed in (PyTorch's result type); predicates and
 comparisons return bool, the rest return ``compute``. The array-module kernels are in
 ``ember.kit.elementwise``.
 """
-from . import unary, binary, selection, activation, operators  # noqa: F401 - order: see modules
+from . import unary, binary, selection, activation, operators, closeness  # noqa: F401 - order
 from .activation import elu, gelu, hardtanh, leaky_relu, softplus
 from .binary import (ALIASES_BINARY, BINARY, add, add_, add_op, binary_api, binary_ops, div,
                      div_, divide, sub, sub_, subtract, true_divide)

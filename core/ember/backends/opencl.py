@@ -1,0 +1,28 @@
+"""``ember.backends.opencl``: the OpenCL backend (ember's own; PyTorch has no such entry).
+
+Determinism: index_add/index_put(accumulate=True)/scatter accumulate without atomics (the
+dims where writes collide are walked by one work-item in index order), reductions use fixed
+work-group trees and sorting is a stable bitonic sort, so every OpenCL kernel gives the same
+bits run after run on the same device; ``ember.use_deterministic_algorithms(True)`` never has
+to refuse one. float16 exists where the device has ``cl_khr_fp16``; bfloat16 tensors are not
+stored on OpenCL (``ember.autocast("opencl", dtype=ember.bfloat16)`` warns and stays off, like
+PyTorch's autocast for an unsupported dtype).
+"""
+from __future__ import annotations
+
+from ..runtime.registry import registry as _registry
+
+
+def is_built() -> bool:
+    """True when the OpenCL backend is installed (the ``opencl`` extra)."""
+    return _registry.is_known("opencl")
+
+
+def is_available() -> bool:
+    """True when the OpenCL backend loads and found a device whose compiler works."""
+    return is_built() and _registry.unavailable_reason("opencl") is None
+
+
+def supported_dtypes() -> frozenset:
+    """The dtypes every OpenCL device in use stores and computes in (empty when unavailable)."""
+    return frozenset(_registry.get("opencl").dtypes) if is_available() else frozenset()
