@@ -40,10 +40,13 @@ def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
 
 
 def are_deterministic_algorithms_enabled() -> bool:
+    """True while ``use_deterministic_algorithms(True)`` is in force (kernels with a
+    deterministic alternative read it to choose that path)."""
     return _enabled
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    """True when deterministic mode only warns about nondeterministic ops."""
     return _warn_only
 
 
@@ -64,6 +67,7 @@ def set_deterministic_debug_mode(debug_mode) -> None:
 
 
 def get_deterministic_debug_mode() -> int:
+    """0 (off), 1 (warn only) or 2 (error), as ``set_deterministic_debug_mode`` takes them."""
     if not _enabled:
         return 0
     return 1 if _warn_only else 2
