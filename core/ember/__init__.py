@@ -14,6 +14,8 @@ from ._dtype import (bfloat16, complex64, complex128, float16, float32, float64,
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
 from ._dtype import dtype
 from ._tensor import Size, Tensor
+from ._legacy_tensors import *  # noqa: F401,F403 - FloatTensor, LongTensor, ...
+from ._type_info import finfo, iinfo
 from ._tensor_str import set_printoptions
 from .dispatch import keys as _keys
 from .ops import conversion as _conversion

@@ -34,7 +34,10 @@ from ._generator import initial_seed as initial_seed
 from ._generator import manual_seed as manual_seed
 from ._generator import seed as seed
 from ._generator import set_rng_state as set_rng_state
+from ._legacy_tensors import set_default_tensor_type as set_default_tensor_type
 from ._tensor_str import set_printoptions as set_printoptions
+from ._type_info import finfo as finfo
+from ._type_info import iinfo as iinfo
 from .accelerator import get_device_module as get_device_module
 from .autograd.grad_mode import enable_grad as enable_grad
 from .autograd.grad_mode import inference_mode as inference_mode
@@ -214,6 +217,18 @@ from .runtime.determinism import use_deterministic_algorithms as use_determinist
 from .serialization import load as load
 from .serialization import save as save
 
+BFloat16Tensor: Any
+BoolTensor: Any
+ByteTensor: Any
+CharTensor: Any
+ComplexDoubleTensor: Any
+ComplexFloatTensor: Any
+DoubleTensor: Any
+FloatTensor: Any
+HalfTensor: Any
+IntTensor: Any
+LongTensor: Any
+ShortTensor: Any
 bfloat16: dtype
 bool: dtype
 cdouble: dtype

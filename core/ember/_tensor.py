@@ -21,14 +21,13 @@ class Tensor:
     __slots__ = ("_storage", "_shape", "_stride", "_offset", "dtype", "device", "_ks",
                  "_native", "_ag", "_view_base", "__weakref__", "__dict__")
 
-    # ember.Tensor(...) as a constructor is rare in modern PyTorch code; ember.tensor is the API.
+    # ember.Tensor(...) is PyTorch's legacy constructor (see _legacy_tensors): the default dtype,
+    # ints are sizes (Tensor(3) is uninitialized), a tensor argument is aliased
     def __new__(cls, *args, **kwargs):
-        if args or kwargs:
-            from .ops.factories import tensor
-            t = tensor(*args, **kwargs)
-            return t if cls is Tensor else t.as_subclass(cls)
-        from .ops.factories import empty
-        return empty(0) if cls is Tensor else empty(0).as_subclass(cls)
+        from ._device import as_device
+        from ._legacy_tensors import legacy_new
+        t = legacy_new(_dtype.get_default_dtype(), as_device(None), args, kwargs)
+        return t if cls is Tensor else t.as_subclass(cls)
 
     @classmethod
     def _make(cls, storage, shape, stride, offset, dtype, device, native=None):

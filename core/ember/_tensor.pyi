@@ -412,6 +412,7 @@ class Tensor:
     def negative(self, *, out=...): ...  # ember.ops.elementwise.unary
     def negative_(self): ...  # ember.ops.elementwise.unary
     def nelement(self): ...  # ember._tensor
+    def new(self, *args, **kwargs): ...  # ember._legacy_tensors
     def new_empty(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_full(self, size, fill_value, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_ones(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
@@ -525,7 +526,7 @@ class Tensor:
     def true_divide_(self, other, *, rounding_mode=...): ...  # ember.ops.elementwise.binary
     def trunc(self, *, out=...): ...  # ember.ops.elementwise.unary
     def trunc_(self): ...  # ember.ops.elementwise.unary
-    def type(self, dtype=..., non_blocking=...): ...  # ember.ops.conversion
+    def type(self, dtype=..., non_blocking=..., **kwargs): ...  # ember.ops.conversion
     def type_as(self, other): ...  # ember.ops.conversion
     def unbind(self, dim=...): ...  # ember.ops.views.slicing
     def unflatten(self, dim, sizes): ...  # ember.ops.views.reshaping

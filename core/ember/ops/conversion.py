@@ -4,6 +4,7 @@ Their derivatives pass the gradient through: the node casts and moves it back to
 dtype and device."""
 from __future__ import annotations
 
+import builtins
 import warnings
 
 from .. import _dtype
@@ -185,11 +186,22 @@ for _name, _d in [("float", _dtype.float32), ("double", _dtype.float64), ("half"
     setattr(Tensor, _name, _caster(_d))
 
 
+builtins_type = builtins.type
+
+
 @tensor_method()
-def type(self, dtype=None, non_blocking=False):
+def type(self, dtype=None, non_blocking=False, **kwargs):
+    """Without an argument, PyTorch's legacy type string (``"ember.FloatTensor"``); with a
+    dtype, a legacy class (``ember.DoubleTensor``) or a type string, this tensor in that
+    dtype."""
+    from .. import _legacy_tensors
     if dtype is None:
-        return f"ember.{self.dtype.name}"
-    return self.to(_dtype.as_dtype(dtype))
+        return _legacy_tensors.type_name(self)
+    d = _legacy_tensors.dtype_of_type(dtype)
+    if d is None:
+        raise TypeError(f"type(): argument 'dtype' must be a dtype, a tensor type or a type "
+                        f"string, not {builtins_type(dtype).__name__}")
+    return self.to(d, non_blocking=non_blocking)
 
 
 @tensor_method()
