@@ -55,6 +55,14 @@ from . import nn, utils  # noqa: E402
 from . import optim  # noqa: E402
 from . import futures, distributed  # noqa: E402
 from . import accelerator  # noqa: E402
+from . import amp  # noqa: E402
+from .amp.autocast_mode import (autocast, autocast_decrement_nesting,  # noqa: E402
+                                autocast_increment_nesting, clear_autocast_cache,
+                                get_autocast_cpu_dtype, get_autocast_dtype,
+                                get_autocast_gpu_dtype, is_autocast_cache_enabled,
+                                is_autocast_cpu_enabled, is_autocast_enabled,
+                                set_autocast_cache_enabled, set_autocast_dtype,
+                                set_autocast_enabled)
 from . import backends  # noqa: E402
 from .backends._precision import (get_float32_matmul_precision,  # noqa: E402
                                   set_float32_matmul_precision)

@@ -5,6 +5,7 @@ from typing import Any
 from ._tensor import Size as Size
 from ._tensor import Tensor as Tensor
 from . import accelerator as accelerator
+from . import amp as amp
 from . import autograd as autograd
 from . import backends as backends
 from . import dispatch as dispatch
@@ -39,6 +40,19 @@ from ._tensor_str import set_printoptions as set_printoptions
 from ._type_info import finfo as finfo
 from ._type_info import iinfo as iinfo
 from .accelerator import get_device_module as get_device_module
+from .amp.autocast_mode import autocast as autocast
+from .amp.autocast_mode import autocast_decrement_nesting as autocast_decrement_nesting
+from .amp.autocast_mode import autocast_increment_nesting as autocast_increment_nesting
+from .amp.autocast_mode import clear_autocast_cache as clear_autocast_cache
+from .amp.autocast_mode import get_autocast_cpu_dtype as get_autocast_cpu_dtype
+from .amp.autocast_mode import get_autocast_dtype as get_autocast_dtype
+from .amp.autocast_mode import get_autocast_gpu_dtype as get_autocast_gpu_dtype
+from .amp.autocast_mode import is_autocast_cache_enabled as is_autocast_cache_enabled
+from .amp.autocast_mode import is_autocast_cpu_enabled as is_autocast_cpu_enabled
+from .amp.autocast_mode import is_autocast_enabled as is_autocast_enabled
+from .amp.autocast_mode import set_autocast_cache_enabled as set_autocast_cache_enabled
+from .amp.autocast_mode import set_autocast_dtype as set_autocast_dtype
+from .amp.autocast_mode import set_autocast_enabled as set_autocast_enabled
 from .autograd.grad_mode import enable_grad as enable_grad
 from .autograd.grad_mode import inference_mode as inference_mode
 from .autograd.grad_mode import is_grad_enabled as is_grad_enabled
