@@ -244,3 +244,19 @@ def test_closeness_on_opencl():
     assert ember.equal(a.to("opencl")[:2], a.to("opencl")[:2])
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         ember.equal(a, a.to("opencl"))
+
+
+# -- stragglers scripts touch -------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(3,), (3, 4), (4, 2)])
+@pytest.mark.parametrize("k", [-2, 0, 1])
+def test_diag(shape, k):
+    a = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) + 1
+    np.testing.assert_array_equal(ember.diag(ember.tensor(a), k).numpy(), np.diag(a, k))
+    x = ember.tensor(a, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda t: ember.diag(t, k), (x,))
+
+
+def test_diag_errors_and_version():
+    with pytest.raises(RuntimeError, match="diag\\(\\): Supports 1D or 2D tensors. Got 3D"):
+        ember.diag(ember.zeros(2, 2, 2))
+    assert ember.version.cuda is None and ember.version.__version__ == ember.__version__

@@ -55,6 +55,7 @@ from . import nn, utils  # noqa: E402
 from . import optim  # noqa: E402
 from . import futures, distributed  # noqa: E402
 from . import accelerator  # noqa: E402
+from . import version  # noqa: E402
 from . import amp  # noqa: E402
 from .amp.autocast_mode import (autocast, autocast_decrement_nesting,  # noqa: E402
                                 autocast_increment_nesting, clear_autocast_cache,
@@ -128,5 +129,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 
-__version__ = "0.1.0"
+__version__ = version.__version__
 del annotations  # the __future__ import's name is not part of ember's API

@@ -20,6 +20,7 @@ from . import runtime as runtime
 from . import serialization as serialization
 from . import testing as testing
 from . import utils as utils
+from . import version as version
 from ._defaults import get_default_device as get_default_device
 from ._defaults import set_default_device as set_default_device
 from ._device import device as device
@@ -178,6 +179,7 @@ from .ops.shape import cat as cat
 from .ops.shape import cat as concat
 from .ops.shape import cat as concatenate
 from .ops.shape import column_stack as column_stack
+from .ops.shape import diag as diag
 from .ops.shape import dstack as dstack
 from .ops.shape import flip as flip
 from .ops.shape import fliplr as fliplr

@@ -211,6 +211,7 @@ class Tensor:
     def detach(self): ...  # ember.autograd.tensor_api
     def detach_(self): ...  # ember.autograd.tensor_api
     device: Any
+    def diag(self, diagonal=..., *, out=...): ...  # ember.ops.shape
     def diagonal(self, offset=..., dim1=..., dim2=...): ...  # ember.ops.views.slicing
     def digamma(self, *, out=...): ...  # ember.ops.elementwise.unary
     def digamma_(self): ...  # ember.ops.elementwise.unary
