@@ -292,14 +292,14 @@ def test_accelerator_lists_on_a_plugin_device(tmp_path):
     assert "unsafe to autocast" in out["bce"]
 
 
-def test_autocast_on_opencl_without_half_types_warns_and_stays_off():
+def test_autocast_float16_on_opencl_without_half_types_warns_and_stays_off():
     if not ember.opencl.is_available():
         pytest.skip(ember.opencl.unavailable_reason())
     if ember.float16 in ember.backends.opencl.supported_dtypes():
         pytest.skip("this OpenCL device has cl_khr_fp16")
     with pytest.warns(UserWarning, match="In OPENCL autocast, but the target dtype is not "
                                          "supported"):
-        ac = ember.autocast("opencl")
+        ac = ember.autocast("opencl", dtype=ember.float16)
     with ac:
         x = ember.ones(2, 2, device="opencl")
         assert (x @ x).dtype is ember.float32

@@ -38,7 +38,16 @@ def _sync_key() -> None:
 
 
 def default_dtype(device_type: str):
-    return _DEFAULT_DTYPES.get(device_type, _dtype.float16)
+    """PyTorch's default for the type; for other installed backends float16 when they store
+    it, else bfloat16 when they do (OpenCL devices without ``cl_khr_fp16``)."""
+    if device_type in _DEFAULT_DTYPES:
+        return _DEFAULT_DTYPES[device_type]
+    from ..runtime.registry import registry
+    backend = registry.loaded(device_type)
+    if backend is not None and _dtype.float16 not in backend.dtypes and \
+            _dtype.bfloat16 in backend.dtypes:
+        return _dtype.bfloat16
+    return _dtype.float16
 
 
 def is_enabled(device_type: str) -> bool:

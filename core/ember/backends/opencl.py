@@ -4,9 +4,11 @@ Determinism: index_add/index_put(accumulate=True)/scatter accumulate without ato
 dims where writes collide are walked by one work-item in index order), reductions use fixed
 work-group trees and sorting is a stable bitonic sort, so every OpenCL kernel gives the same
 bits run after run on the same device; ``ember.use_deterministic_algorithms(True)`` never has
-to refuse one. float16 exists where the device has ``cl_khr_fp16``; bfloat16 tensors are not
-stored on OpenCL (``ember.autocast("opencl", dtype=ember.bfloat16)`` warns and stays off, like
-PyTorch's autocast for an unsupported dtype).
+to refuse one. float16 exists where the device has ``cl_khr_fp16``. bfloat16 is emulated
+storage on every device: 16 bits per value, converted on the device (round to nearest even) to
+float32 for every kernel and back for results, so its values are float32's rounded once per op,
+like PyTorch's CPU bfloat16 kernels; ``ember.autocast("opencl")`` uses it when float16 is
+missing.
 """
 from __future__ import annotations
 

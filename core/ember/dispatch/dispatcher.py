@@ -252,10 +252,63 @@ def check_dtypes(op_name, backend, dev, args, kwargs):
 
 
 def _dtype_checked(op, backend, dev, kernel):
-    def checked(*args, **kwargs):
+    storage = backend.storage_dtypes
+    if not storage or op.name in backend.storage_native_ops:
+        def checked(*args, **kwargs):
+            check_dtypes(op.name, backend, dev, args, kwargs)
+            return kernel(*args, **kwargs)
+        return checked
+
+    def widened(*args, **kwargs):
         check_dtypes(op.name, backend, dev, args, kwargs)
-        return kernel(*args, **kwargs)
-    return checked
+        if not any(_holds(a, storage) for a in args) and \
+                not any(_holds(v, storage) for v in kwargs.values()):
+            return kernel(*args, **kwargs)
+        return _compute_wide(op, backend, kernel, storage, args, kwargs)
+    return widened
+
+
+def _holds(a, storage) -> bool:
+    if a.__class__ is Tensor or isinstance(a, Tensor):
+        return a.dtype in storage
+    if isinstance(a, _dtype.dtype):
+        return a in storage
+    if isinstance(a, (list, tuple)):
+        return any(_holds(x, storage) for x in a)
+    return False
+
+
+def _compute_wide(op, backend, kernel, storage, args, kwargs):
+    """Run ``kernel`` on storage-only dtypes (``backend.storage_dtypes``): operands converted to
+    the compute dtype, in-place targets written back, results converted to the dtype the op's
+    meta function gives them."""
+    to_copy = backend.kernels.get("_to_copy")
+
+    def up(a):
+        if isinstance(a, Tensor):
+            return to_copy(a, storage[a.dtype]) if a.dtype in storage else a
+        if isinstance(a, _dtype.dtype):
+            return storage.get(a, a)
+        if isinstance(a, (list, tuple)):
+            return type(a)(up(x) for x in a)
+        return a
+
+    wide = tuple(up(a) for a in args)
+    out = kernel(*wide, **{k: up(v) for k, v in kwargs.items()})
+    if op.mutates:
+        copy = backend.kernels.get("copy_")
+        for i in op.mutates:
+            if wide[i] is not args[i]:
+                copy(args[i], wide[i])
+        first = op.mutates[0]
+        return args[first] if out is wide[first] else out
+    specs = _catalog.output_specs(op, *args, **kwargs)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    fixed = [to_copy(o, spec.dtype) if isinstance(o, Tensor) and o.dtype is not spec.dtype
+             else o for o, spec in zip(outs, specs)]
+    if not isinstance(out, (tuple, list)):
+        return fixed[0]
+    return type(out)(fixed) if type(out) in (tuple, list) else type(out)(*fixed)
 
 
 def _cpu_fallback(op: Op, backend):
