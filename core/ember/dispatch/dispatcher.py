@@ -241,7 +241,10 @@ def _backend_handler(op: Op, dev):
 _ALL_DTYPES = frozenset(_dtype.all_dtypes)
 
 
-def check_dtypes(op_name, backend, dev, args, kwargs):
+def check_dtypes(op_name, backend, dev, args, kwargs, storage=()):
+    """TypeError unless every dtype in the call is one ``backend`` has; returns whether one of
+    them is in ``storage`` (the backend's storage-only dtypes)."""
+    found = False
     for a in list(_iter_tensors(args)) + [x for x in list(args) + list(kwargs.values())
                                           if isinstance(x, _dtype.dtype)]:
         d = a if isinstance(a, _dtype.dtype) else a.dtype
@@ -249,6 +252,9 @@ def check_dtypes(op_name, backend, dev, args, kwargs):
             supported = ", ".join(x.name for x in _dtype.all_dtypes if x in backend.dtypes)
             raise TypeError(f"{op_name}: dtype {d} is not supported on device '{dev}' "
                             f"(backend '{backend.name}' supports {supported})")
+        if d in storage:
+            found = True
+    return found
 
 
 def _dtype_checked(op, backend, dev, kernel):
@@ -260,22 +266,10 @@ def _dtype_checked(op, backend, dev, kernel):
         return checked
 
     def widened(*args, **kwargs):
-        check_dtypes(op.name, backend, dev, args, kwargs)
-        if not any(_holds(a, storage) for a in args) and \
-                not any(_holds(v, storage) for v in kwargs.values()):
-            return kernel(*args, **kwargs)
-        return _compute_wide(op, backend, kernel, storage, args, kwargs)
+        if check_dtypes(op.name, backend, dev, args, kwargs, storage):
+            return _compute_wide(op, backend, kernel, storage, args, kwargs)
+        return kernel(*args, **kwargs)
     return widened
-
-
-def _holds(a, storage) -> bool:
-    if a.__class__ is Tensor or isinstance(a, Tensor):
-        return a.dtype in storage
-    if isinstance(a, _dtype.dtype):
-        return a in storage
-    if isinstance(a, (list, tuple)):
-        return any(_holds(x, storage) for x in a)
-    return False
 
 
 def _compute_wide(op, backend, kernel, storage, args, kwargs):
