@@ -35,6 +35,9 @@ class OpenCLBackend(Backend):
     cpu_fallback = True
     Stream = Stream
     Event = Event  # Backend.__init__ binds a subclass to this backend: ember.opencl.Event()
+    # bfloat16: stored as 16 bits, computed through float32 (no OpenCL device has the type)
+    storage_dtypes = cltypes.STORAGE_DTYPES
+    storage_native_ops = frozenset({"_to_copy", "copy_"})
 
     def __init__(self):
         super().__init__()

@@ -10,9 +10,11 @@ import numpy as np
 
 from ember.runtime import dtypes as D
 
-# bool lives in memory as one byte holding 0 or 1 (OpenCL forbids `bool` in buffers)
+# bool lives in memory as one byte holding 0 or 1 (OpenCL forbids `bool` in buffers);
+# bfloat16 has no OpenCL type: it is stored as its 16 bits and only ever converted (see below)
 CTYPE = {D.bool_: "uchar", D.uint8: "uchar", D.int8: "char", D.int16: "short", D.int32: "int",
          D.int64: "long", D.float16: "half", D.float32: "float", D.float64: "double",
+         D.bfloat16: "ushort",
          # complex values are (real, imaginary) vectors: the layout of numpy's complex types
          D.complex64: "float2", D.complex128: "double2"}
 UNSIGNED = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong", "uchar": "uchar"}
@@ -24,15 +26,30 @@ INTS = (D.uint8, D.int8, D.int16, D.int32, D.int64)
 BASE_DTYPES = frozenset({D.bool_, D.uint8, D.int8, D.int16, D.int32, D.int64, D.float32})
 
 
-def supported_dtypes(extensions: str) -> frozenset:
-    """The dtypes a device with these extensions computes in.
+# stored, not computed: kernels see these converted to the dtype given here (the dispatcher
+# does it: Backend.storage_dtypes); only copies and conversions read or write their bits
+STORAGE_DTYPES = {D.bfloat16: D.float32}
 
-    bfloat16 has no OpenCL type and stays unsupported (the dispatcher refuses it before any
-    kernel runs). Complex values are float2/double2 vectors with the arithmetic written out in
-    the kernels (``codegen.COMPLEX_PRELUDE``); complex128 needs fp64 like float64.
+# round to nearest even, as ml_dtypes (the CPU's bfloat16) does; NaN stays a quiet NaN
+BF16_HELPERS = """
+inline float ember_bf16_to_float(ushort h) { return as_float(((uint)h) << 16); }
+inline ushort ember_float_to_bf16(float f) {
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x0040u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (ushort)(u >> 16);
+}"""
+
+
+def supported_dtypes(extensions: str) -> frozenset:
+    """The dtypes a device with these extensions stores.
+
+    bfloat16 is always stored (16 bits, computed through float32: ``STORAGE_DTYPES``). Complex
+    values are float2/double2 vectors with the arithmetic written out in the kernels
+    (``codegen.COMPLEX_PRELUDE``); complex128 needs fp64 like float64.
     """
     ext = set(extensions.split())
-    out = set(BASE_DTYPES) | {D.complex64}
+    out = set(BASE_DTYPES) | set(STORAGE_DTYPES) | {D.complex64}
     if "cl_khr_fp64" in ext:
         out.add(D.float64)
         out.add(D.complex128)
@@ -86,6 +103,10 @@ def cvt(expr: str, src, dst) -> str:
     """
     if src is dst:
         return expr
+    if src is D.bfloat16:
+        return cvt(f"ember_bf16_to_float({expr})", D.float32, dst)
+    if dst is D.bfloat16:
+        return f"ember_float_to_bf16({cvt(expr, src, D.float32)})"
     cd = CTYPE[dst]
     if is_complex(src):
         if is_complex(dst):
@@ -130,4 +151,6 @@ def extensions_pragmas(dtypes) -> str:
         lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
     if D.float16 in dtypes:
         lines.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
+    if D.bfloat16 in dtypes:
+        lines.append(BF16_HELPERS)
     return "\n".join(lines)

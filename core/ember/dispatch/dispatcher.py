@@ -267,7 +267,16 @@ def check_dtypes(op_name, backend, dev, args, kwargs):
 
 
 def _dtype_checked(op, backend, dev, kernel, dtypes, fallback):
+    """``kernel`` behind a check of the call's dtypes: one the kernel lacks goes to the CPU
+    fallback (when the backend has the dtype and opts in) or raises naming the op and device;
+    a storage-only dtype (``backend.storage_dtypes``, e.g. bfloat16 on OpenCL) is computed in
+    its compute dtype (``_compute_wide``)."""
+    storage = backend.storage_dtypes
+    if op.name in backend.storage_native_ops:
+        storage = {}
+
     def checked(*args, **kwargs):
+        wide = False
         for d in _arg_dtypes(args, kwargs):
             if d not in dtypes:
                 if fallback is not None and all(x in backend.dtypes
@@ -276,12 +285,48 @@ def _dtype_checked(op, backend, dev, kernel, dtypes, fallback):
                 check_dtypes(op.name, backend, dev, args, kwargs)
                 raise TypeError(f"{op.name}: backend '{backend.name}' has no kernel for dtype "
                                 f"{d} on device '{dev}'")
+            if d in storage:
+                wide = True
+        if wide:
+            return _compute_wide(op, backend, kernel, storage, args, kwargs)
         return kernel(*args, **kwargs)
     return checked
 
 
+def _compute_wide(op, backend, kernel, storage, args, kwargs):
+    """Run ``kernel`` on storage-only dtypes (``backend.storage_dtypes``): operands converted to
+    the compute dtype, in-place targets written back, results converted to the dtype the op's
+    meta function gives them."""
+    to_copy = backend.kernels.get("_to_copy")
+
+    def up(a):
+        if isinstance(a, Tensor):
+            return to_copy(a, storage[a.dtype]) if a.dtype in storage else a
+        if isinstance(a, _dtype.dtype):
+            return storage.get(a, a)
+        if isinstance(a, (list, tuple)):
+            return type(a)(up(x) for x in a)
+        return a
+
+    wide = tuple(up(a) for a in args)
+    out = kernel(*wide, **{k: up(v) for k, v in kwargs.items()})
+    if op.mutates:
+        copy = backend.kernels.get("copy_")
+        for i in op.mutates:
+            if wide[i] is not args[i]:
+                copy(args[i], wide[i])
+        first = op.mutates[0]
+        return args[first] if out is wide[first] else out
+    specs = _catalog.output_specs(op, *args, **kwargs)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    fixed = [to_copy(o, spec.dtype) if isinstance(o, Tensor) and o.dtype is not spec.dtype
+             else o for o, spec in zip(outs, specs)]
+    if not isinstance(out, (tuple, list)):
+        return fixed[0]
+    return type(out)(fixed) if type(out) in (tuple, list) else type(out)(*fixed)
+
+
 def _cpu_has(op: Op) -> bool:
-    from ..runtime.registry import registry
     return registry.get("cpu").kernels.get(op.name) is not None
 
 

@@ -15,7 +15,7 @@ from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from . import _meta
 from ._util import as_shape
-
+from ..runtime import determinism as _determinism
 
 
 def _full_meta(size, fill_value, dtype, device):
@@ -173,7 +173,22 @@ def from_dlpack(ext):
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, memory_format=None,
           pin_memory=False):
     d, dev = _resolve(dtype, device)
-    return _finish(empty_op.on(dev, as_shape(size, "empty"), d, dev), requires_grad)
+    t = empty_op.on(dev, as_shape(size, "empty"), d, dev)
+    if _determinism.fill_uninitialized_memory():
+        fill_uninitialized(t)
+    return _finish(t, requires_grad)
+
+
+def fill_uninitialized(t):
+    """What deterministic mode writes into uninitialized memory (PyTorch's rule): NaN for
+    floating and complex dtypes, the largest value for integers (True for bool)."""
+    if t.dtype.category >= _dtype.FLOATING:
+        value = float("nan")
+    elif t.dtype is _dtype.bool_:
+        value = True
+    else:
+        value = int(np.iinfo(t.dtype.np).max)
+    return t.fill_(value) if t.numel() else t
 
 
 def _fill_dtype(fill_value, dtype):
@@ -301,16 +316,6 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     d, dev = _resolve(dtype, device)
     return _finish(eye_op.on(dev, int(n), int(n if m is None else m), d, dev), requires_grad)
 
-
-def _tensor_constructor(cls, *args, **kwargs):
-    """``ember.Tensor(...)``: rare in modern PyTorch code (``ember.tensor`` is the API)."""
-    if args or kwargs:
-        t = tensor(*args, **kwargs)
-        return t if cls is Tensor else t.as_subclass(cls)
-    return empty(0) if cls is Tensor else empty(0).as_subclass(cls)
-
-
-Tensor.__new__ = _tensor_constructor
 
 # last: these families import this module (their functions are only called, never read here)
 from . import conversion as _conv  # noqa: E402

@@ -379,3 +379,32 @@ def _tri(op, name):
 tril, tril_ = _tri(tril_op, "tril")
 triu, triu_ = _tri(triu_op, "triu")
 Tensor.tril, Tensor.tril_, Tensor.triu, Tensor.triu_ = tril, tril_, triu, triu_
+
+
+def diag(input, diagonal=0, *, out=None):
+    """A 1-D tensor placed on the ``diagonal``-th diagonal of a square matrix, or the
+    ``diagonal``-th diagonal of a matrix as a new 1-D tensor (composed of ``diagonal`` views and
+    a copy, so autograd and every backend get it)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"diag(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+        raise TypeError(f"diag(): argument 'diagonal' must be int, not "
+                        f"{type(diagonal).__name__}")
+    if input.ndim == 1:
+        n = input.shape[0] + abs(diagonal)
+        from .factories import zeros
+        r = zeros(n, n, dtype=input.dtype, device=input.device)
+        r.diagonal(diagonal).copy_(input)
+    elif input.ndim == 2:
+        r = input.diagonal(diagonal).clone()
+    else:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+    if out is None:
+        return r
+    from ._util import write_out
+    return write_out(out, r, "diag")
+
+
+Tensor.diag = diag
+__all__.append("diag")

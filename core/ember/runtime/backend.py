@@ -27,6 +27,12 @@ class Backend:
     name: str = ""
     #: dtypes this backend computes in; an op on any other dtype fails before a kernel runs
     dtypes: frozenset = frozenset(_dtype.all_dtypes)
+    #: dtypes stored here but computed in a wider dtype, e.g. ``{bfloat16: float32}``: the
+    #: dispatcher hands kernels those operands converted up and converts results that should
+    #: have the stored dtype back (rounded); list them in ``dtypes`` too
+    storage_dtypes: dict = {}
+    #: kernels that move the storage dtypes themselves (``_to_copy``, ``copy_``): no conversion
+    storage_native_ops: frozenset = frozenset()
     #: run ops that have no kernel here on the CPU (copy in, compute, copy back, warn once per op)
     cpu_fallback: bool = False
     #: False for devices whose tensors hold no values (meta): tools that read results skip them
