@@ -45,6 +45,7 @@ from . import return_types  # noqa: E402 - PyTorch's torch.return_types
 from . import testing  # noqa: E402
 from . import autograd  # noqa: E402
 from . import nn, utils  # noqa: E402
+from . import func  # noqa: E402 - ember.func: vmap, grad, jvp… (registers the Batched key)
 from . import optim  # noqa: E402
 from . import futures, distributed  # noqa: E402
 from .serialization import load, save  # noqa: E402

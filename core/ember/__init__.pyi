@@ -7,6 +7,7 @@ from ._tensor import Tensor as Tensor
 from . import autograd as autograd
 from . import dispatch as dispatch
 from . import distributed as distributed
+from . import func as func
 from . import futures as futures
 from . import library as library
 from . import nn as nn

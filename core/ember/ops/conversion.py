@@ -11,7 +11,7 @@ from .._device import as_device, device as _device_cls
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
-from . import _grad
+from . import _batching, _grad, _tangents
 from . import _meta
 from ._util import tensor_method
 
@@ -210,3 +210,29 @@ def device_tensor_methods(name: str) -> None:
     prop = f"is_{name}"
     if not hasattr(Tensor, prop):
         setattr(Tensor, prop, property(lambda self: self.device.type == name))
+
+
+# -- ember.func ---------------------------------------------------------------------------------
+def _copy_batch_rule(args, bdims):
+    self, src = args
+    _batching.inplace_check(copy_op, args, bdims)
+    if bdims[0] is None:
+        return copy_op(self, src), None
+    if bdims[1] is not None:
+        src = _batching.pad_logical(src, self.ndim - 1)
+    if src._shape != self._shape:
+        from .views import expand_op
+        src = expand_op(src, self._shape)
+    return copy_op(self, src), 0
+
+
+def _copy_jvp(ctx, tangents, self, src):
+    return tangents[1]   # the target now holds src's values (None: a zero tangent)
+
+
+to_copy_op.def_batch_rule(_batching.elementwise(to_copy_op))
+to_device_op.def_batch_rule(_batching.elementwise(to_device_op))
+copy_op.def_batch_rule(_copy_batch_rule)
+to_copy_op.def_jvp(_tangents.linear(to_copy_op))
+to_device_op.def_jvp(_tangents.linear(to_device_op))
+copy_op.def_jvp(_copy_jvp)

@@ -205,6 +205,10 @@ def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
 def _like(fn):
     def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None,
              **kwargs):
+        if input.__class__ is not Tensor and hasattr(input, "_like_factory"):
+            # ember.func.vmap: the like of a batched tensor is batched (one per example)
+            return input._like_factory(like, *args, dtype=dtype, device=device,
+                                       requires_grad=requires_grad, **kwargs)
         return fn(input._shape, *args, dtype=input.dtype if dtype is None else dtype,
                   device=input.device if device is None else device,
                   requires_grad=requires_grad, **kwargs)
@@ -219,6 +223,9 @@ ones_like = _like(ones)
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
               memory_format=None):
+    if input.__class__ is not Tensor and hasattr(input, "_like_factory"):
+        return input._like_factory(full_like, fill_value, dtype=dtype, device=device,
+                                   requires_grad=requires_grad)
     return full(input._shape, fill_value, dtype=input.dtype if dtype is None else dtype,
                 device=input.device if device is None else device, requires_grad=requires_grad)
 

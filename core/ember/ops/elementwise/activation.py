@@ -9,7 +9,7 @@ from ..._dtype import COMPLEX, FLOATING
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _grad, _tangents
 from .. import _meta
 from . import selection as _sel  # formulas only: selection imports this module
 from ._rules import float_dtype
@@ -112,3 +112,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
     if input.dtype is _dtype.uint8 and (int(min_val) < 0 or int(max_val) < 0):
         raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return hardtanh_op(input, float(min_val), float(max_val))
+
+
+# -- ember.func: batching rules and jvps (from the backward formulas) ---------------------------
+_tangents.attach_elementwise(gelu_op, softplus_op, leaky_relu_op, elu_op, hardtanh_op)

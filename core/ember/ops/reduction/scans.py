@@ -7,7 +7,7 @@ from ..._dtype import FLOATING
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _batching, _grad, _tangents
 from .. import elementwise as _ew
 from .. import factories as _fac
 from .. import linalg as _linalg
@@ -124,3 +124,9 @@ def _make_softmax(name, op):
 
 softmax = _make_softmax("softmax", softmax_op)
 log_softmax = _make_softmax("log_softmax", log_softmax_op)
+
+
+# -- ember.func: batching rules (the dim shifts past the batch); cumsum is linear --------------
+for _op in (cumsum_op, cumprod_op, softmax_op, log_softmax_op):
+    _op.def_batch_rule(_batching.along_dim(_op))
+cumsum_op.def_jvp(_tangents.linear(cumsum_op))
