@@ -8,14 +8,17 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 
+from ember.func import VmapFallbackWarning
 from ember.runtime.fallback_warning import CPUFallbackWarning
 
 from .checks import Result, check_forward, check_gradient
 from .finite_differences import check_gradcheck, check_gradgradcheck
+from .func_checks import check_jvp, check_vmap
 from .opdb import uncovered_ops
 from .selection import Selection, select
 
 _FALLBACK_OP = re.compile(r"op '([^']+)' has no kernel for backend '([^']+)'")
+_VMAP_FALLBACK_OP = re.compile(r"batching rule for (\S+)\. ")
 
 
 @dataclass
@@ -24,6 +27,7 @@ class RunOutput:
     results: list
     fallback_ops: list = field(default_factory=list)   # registry ops run on the CPU fallback
     seconds: float = 0.0
+    vmap_fallback_ops: list = field(default_factory=list)   # ops without a batching rule
 
 
 class FallbackRecorder:
@@ -32,15 +36,20 @@ class FallbackRecorder:
 
     def __init__(self):
         self.ops = set()
+        self.vmap_ops = set()
 
     def __enter__(self):
         self._saved = warnings.catch_warnings()
         self._saved.__enter__()
         warnings.simplefilter("always", CPUFallbackWarning)
+        warnings.simplefilter("always", VmapFallbackWarning)
         show = warnings.showwarning
 
         def record(message, category, filename, lineno, file=None, line=None):
-            if issubclass(category, CPUFallbackWarning):
+            if issubclass(category, VmapFallbackWarning):
+                found = _VMAP_FALLBACK_OP.search(str(message))
+                self.vmap_ops.add(found.group(1) if found else str(message))
+            elif issubclass(category, CPUFallbackWarning):
                 found = _FALLBACK_OP.search(str(message))
                 self.ops.add(found.group(1) if found else str(message))
             else:
@@ -89,6 +98,14 @@ def execute(selection: Selection, progress=None) -> RunOutput:
                 results.append(Result("forward", info.name, "-", "fail", float("inf"),
                                       "every sample of every dtype raised on the CPU "
                                       "reference; first: " + forwards[0].message))
+            dtypes = selection.entry_dtypes(info)
+            if "vmap" in suites and dtypes:
+                results.append(_guarded("vmap", info.name, dtypes[0],
+                                        lambda: check_vmap(info, dtypes[0], device, only)))
+            if "jvp" in suites and (selection.dtypes is None or device.type != "cpu" or
+                                    "float64" in selection.dtypes):
+                results.append(_guarded("jvp", info.name, "-",
+                                        lambda: check_jvp(info, device, only_sample=only)))
             if selection.runs_finite_differences:
                 if "gradcheck" in suites:
                     results.append(_guarded("gradcheck", info.name, "float64",
@@ -104,7 +121,8 @@ def execute(selection: Selection, progress=None) -> RunOutput:
     seen = set(fallbacks.ops)
     for r in results:
         seen.update(r.fallback_ops)
-    return RunOutput(selection, results, sorted(seen), time.perf_counter() - t0)
+    return RunOutput(selection, results, sorted(seen), time.perf_counter() - t0,
+                     sorted(fallbacks.vmap_ops))
 
 
 def _run_case(suite, case, device) -> Result:

@@ -115,3 +115,23 @@ def is_batched(t) -> bool:
 
 def batch_size_of(t) -> int:
     return t._value._shape[0]
+
+
+def _new_factory(name):
+    """``x.new_zeros(size)`` & co. of a batched tensor: one new tensor per example (torch's
+    batching rule), so library code can fill a fresh buffer with batched values."""
+    def method(self, *size, **kwargs):
+        from ..ops._util import as_shape
+        physical = getattr(self._value, name)
+        if name == "new_full":
+            shape, rest = as_shape((size[0],), name), size[1:]
+        else:
+            shape, rest = as_shape(size, name), ()
+        value = physical((self._value._shape[0],) + tuple(shape), *rest, **kwargs)
+        return make_batched(value, self._level)
+    method.__name__ = name
+    return method
+
+
+for _name in ("new_empty", "new_zeros", "new_ones", "new_full"):
+    setattr(BatchedTensor, _name, _new_factory(_name))

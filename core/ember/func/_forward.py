@@ -150,6 +150,8 @@ def set_inplace_tangent(target, new_t, level):
     if target.dtype.category < _dtype.FLOATING:
         return
     old = _dual.tangent_at(target, level)
+    if old is None and new_t is not None:
+        old = _view_of_base_tangent(target, level)
     if new_t is None:
         if old is not None:
             with _levels.Ceiling(level - 1):
@@ -164,6 +166,38 @@ def set_inplace_tangent(target, new_t, level):
         if old is None:
             new_t = new_t.clone()
     _dual.set_tangent(target, level, new_t)
+
+
+def _root(t):
+    b = getattr(t, "_view_base", None)
+    while b is not None:
+        t = b
+        b = getattr(t, "_view_base", None)
+    return t
+
+
+def _view_of_base_tangent(view, level):
+    """An in-place write into a view changes its base: the view's tangent must be the same view
+    of the base's tangent (a zero one is made for a base without). Possible when the base's
+    tangent is laid out like the base; otherwise None (the view alone gets the tangent)."""
+    base = _root(view)
+    if base is view or base.dtype is not view.dtype:
+        return None
+    from ..ops.views import as_strided_op
+    with _levels.Ceiling(level - 1):
+        bt = _dual.tangent_at(base, level)
+        if bt is None:
+            if not base.is_contiguous():
+                return None
+            from ..ops import _grad
+            bt = _grad.zeros_like(base)
+            _dual.set_tangent(base, level, bt)
+        if bt._shape != base._shape or bt._stride != base._stride:
+            return None
+        vt = as_strided_op(bt, view._shape, view._stride, bt._offset + view._offset -
+                           base._offset)
+    _dual.set_tangent(view, level, vt)
+    return vt
 
 
 def functional_twin(op):

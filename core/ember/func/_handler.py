@@ -53,8 +53,8 @@ class _Handler:
         self._autograd = None
         self._tensor_pos = op._tensor_pos
         self._list_pos = op._list_pos or ()
-        self._factory_device = None
-        if op.schema.typed and not op.schema.tensor_positions and not op.schema.list_positions:
+        self._factory_device = None   # ops that name their device (factories): its position
+        if op.schema.typed:
             for i, a in enumerate(op.schema.arguments):
                 if a.type.startswith("Device"):
                     self._factory_device = i
@@ -110,7 +110,7 @@ class _Handler:
         st.masks = (prev[0] & ~_BATCHED, prev[1] & ~_BATCHED)
         try:
             i = self._factory_device
-            if i is not None:
+            if i is not None and i < len(args) and next(_tensors(self, args), None) is None:
                 return self.op.on(args[i], *args, **kwargs)
             return self.op(*args, **kwargs)
         finally:

@@ -208,7 +208,11 @@ def _addmm_batch_rule(args, bdims):
         mat1 = _batching.unsqueeze_at(mat1, 0)
     if d2 is None:
         mat2 = _batching.unsqueeze_at(mat2, 0)
-    return _add_product(self, mat1, mat2, beta, alpha), 0
+    out = _add_product(self, mat1, mat2, beta, alpha)
+    size = _batching.batch_size_of(args, bdims)
+    if out._shape[0] != size:   # beta == 0 with only self batched: the product is the same
+        out = _views.expand_op(out, (size,) + out._shape[1:])
+    return out, 0
 
 
 def _addmm_jvp(ctx, tangents, self, mat1, mat2, beta, alpha):

@@ -214,6 +214,21 @@ def _as_strided_jvp(ctx, tangents, self, size, stride, storage_offset):
                           ctx.result, tangents)
 
 
+def _as_strided_scatter_batch_rule(args, bdims):
+    """Each example's scatter into its own copy: the geometry is each example's, on the
+    C-contiguous copy the op writes into (one example after another)."""
+    self, src, size, stride, offset = args
+    if bdims[0] is None and bdims[1] is None:
+        return as_strided_scatter_op(*args), None
+    n = _batching.batch_size_of(args, bdims)
+    x = _batching.materialize(self, bdims[0], n)
+    s = _batching.materialize(src, bdims[1], n)
+    per_example = math.prod(x._shape[1:])
+    return as_strided_scatter_op(x, s, (n,) + tuple(size), (per_example,) + tuple(stride),
+                                 offset), 0
+
+
 as_strided_op.def_batch_rule(_batching.as_strided_rule(as_strided_op))
+as_strided_scatter_op.def_batch_rule(_as_strided_scatter_batch_rule)
 as_strided_op.def_jvp(_as_strided_jvp)
 as_strided_scatter_op.def_jvp(_tangents.linear(as_strided_scatter_op, (0, 1)))
