@@ -266,6 +266,7 @@ def vjp(func, *primals, has_aux=False):
         grads = [_strip(x, record) for x in _fill(grads, flat_in)]
         return tree_unflatten(grads, in_spec)
 
+    vjp_fn.keeps_graph = keep   # whether something outside still differentiates through it
     return (out_value, vjp_fn, aux) if has_aux else (out_value, vjp_fn)
 
 
@@ -394,7 +395,7 @@ def linearize(func, *primals):
                 got = list(t._shape) if isinstance(t, Tensor) else type(t).__name__
                 raise RuntimeError(f"linearize: tangent of shape {got} does not match its primal "
                                    f"of shape {list(p._shape)}")
-        got = pullback(tuple(flat_t))
+        got = pullback(tuple(flat_t), create_graph=vjp_fn.keeps_graph)
         return tree_unflatten(list(got), out_spec)
 
     return output, jvp_fn
