@@ -12,7 +12,7 @@ from .. import elementwise as _ew
 from .. import factories as _fac
 from .. import linalg as _linalg
 from .. import shape as _shape_ops
-from .._util import _dtype_title, tensor_method
+from .._util import _dtype_title, every_example, tensor_method
 from . import sums as _sums
 from ._rules import accumulate_dtype, along_dim_meta, check_tensor, no_complex
 
@@ -32,7 +32,8 @@ def _cumsum_backward(ctx, g, self, dim, dtype):
 def _cumprod_backward(ctx, g, self, dim, dtype):
     if not self._shape or self._shape[dim] == 0:
         return (g,)
-    if not bool(_ew.binary_api["eq"](self, 0).any()):
+    # (under vmap: any zero in any example takes the exact path for all of them)
+    if not bool(every_example(_ew.binary_api["eq"](self, 0)).any()):
         return (_reverse_cumsum(g * ctx.result, dim) / self,)
     # zeros: d out_i / d x_k = prod_{j<=i, j!=k} x_j (i >= k), built for every k at once from
     # copies of x with x_k set to 1; O(n^2) in the scanned length
