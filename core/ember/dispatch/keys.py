@@ -12,7 +12,7 @@ import threading
 
 PYTHON = 1 << 0      # Python modes: profiler, user TorchDispatchMode-like modes
 TRACER = 1 << 1      # ember.compile graph capture
-BATCHED = 1 << 2     # ember.func.vmap
+BATCHED = 1 << 2     # ember.func: vmap's BatchedTensors and forward-AD dual tensors
 AUTOGRAD = 1 << 3    # records the graph, then redispatches below itself
 FUNCTIONALITY_MASK = (1 << 8) - 1
 FIRST_DEVICE_BIT = 8

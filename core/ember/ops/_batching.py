@@ -242,3 +242,27 @@ def loop(op, args, bdims):
     from ..func._handler import fallback
     from ..func._levels import rule_layer
     return fallback(op, tuple(args), tuple(bdims), rule_layer())
+
+
+def fold_into_leading(op, tensor_positions=(0,)):
+    """Ops whose tensors at ``tensor_positions`` carry a leading batch dim of their own (N in
+    conv/pool/norm's (N, C, ...)) and whose other tensors (weights) are not batched: vmap's
+    batch folds into N, one call for the whole batch. Batched weights take the fallback."""
+    def rule(args, bdims):
+        if all(bdims[i] is None for i in range(len(args)) if i not in tensor_positions):
+            if all(bdims[i] is None for i in tensor_positions):
+                return unbatched(op, args)
+            size = batch_size_of(args, bdims)
+            new = list(args)
+            for i in tensor_positions:
+                x = materialize(args[i], bdims[i], size)
+                new[i] = _views().reshape(x, (size * x._shape[1],) + x._shape[2:])
+            out = op(*new)
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            folded = [_views().reshape(o, (size, o._shape[0] // size) + o._shape[1:])
+                      if isinstance(o, Tensor) and o.ndim else o for o in outs]
+            out = type(out)(folded) if isinstance(out, (tuple, list)) else folded[0]
+            return _multi(op, out)
+        return loop(op, args, bdims)
+    rule.family = "leading"
+    return rule

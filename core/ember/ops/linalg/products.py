@@ -202,7 +202,12 @@ def _matmul_batch_rule(args, bdims):
         a2 = _batching.pad_logical(a2, rank)
     if db is not None:
         b2 = _batching.pad_logical(b2, rank)
-    out = matmul_op(a2, b2)
+    if a2._shape[-1] == 1 and a2.dtype.category != _dtype.COMPLEX:
+        # one outer product per example (per-example weight gradients): a broadcast multiply
+        # writes the result once, where stacked matmuls of inner size 1 crawl (numpy)
+        out = _ew.binary_api["mul"](a2, b2)
+    else:
+        out = matmul_op(a2, b2)
     shape = out._shape
     if nb == 1:
         shape = shape[:-1]
