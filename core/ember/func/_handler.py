@@ -184,9 +184,15 @@ def batch_level(op, args, kwargs, level):
         return op.composite(*args)
     phys = []
     bdims = []
+    # a batch that is one example repeated (stride 0: an input broadcast over the batch, as grad
+    # does under vmap) is passed unbatched, so e.g. a broadcast weight stays one GEMM operand
+    demote = not op.mutates and not getattr(op.batch_rule, "is_random", False)
+    demoted = False
     for a in args:
         if isinstance(a, Tensor):
             v, d = _unwrap(a, level)
+            if d is not None and demote and v._stride[0] == 0 and v._shape[0] > 1:
+                d, demoted = _REPEATED, True   # made a first-example view below
             phys.append(v)
             bdims.append(d)
         elif isinstance(a, (list, tuple)) and a and any(isinstance(x, Tensor) for x in a):
@@ -206,7 +212,15 @@ def batch_level(op, args, kwargs, level):
     ls.ceiling = min(prev_ceiling, level - 1)
     ls.rule_layer = layer
     try:
+        if demoted:   # in the level's grad mode: the view is recorded like the rule's ops
+            for i, d in enumerate(bdims):
+                if d is _REPEATED:
+                    phys[i], bdims[i] = _first_example(phys[i]), None
         rule = op.batch_rule
+        if demoted and all(d is None or (isinstance(d, tuple) and all(x is None for x in d))
+                           for d in bdims):
+            outs = op(*phys)   # every batched input was a repeated example: so is the output
+            return _wrap_outputs(op, args, phys, _repeat(outs, layer.batch_size), 0, level)
         if rule is None:
             outs, out_dims = fallback(op, tuple(phys), tuple(bdims), layer)
         else:
@@ -216,6 +230,23 @@ def batch_level(op, args, kwargs, level):
         ls.ceiling, ls.rule_layer = prev_ceiling, prev_layer
         st.masks = prev_masks
         st.grad_enabled = prev_enabled
+
+
+_REPEATED = object()   # marks a batch whose examples are one example repeated (stride 0)
+
+
+def _first_example(v):
+    from ..ops.views import select_op
+    return select_op(v, 0, 0)
+
+
+def _repeat(outs, size):
+    """Outputs computed once for a batch of identical examples, broadcast over the batch."""
+    from ..ops import _batching
+    if isinstance(outs, (tuple, list)):
+        return type(outs)(_batching.materialize(o, None, size) if isinstance(o, Tensor) else o
+                          for o in outs)
+    return _batching.materialize(outs, None, size) if isinstance(outs, Tensor) else outs
 
 
 def _decomposes(op) -> bool:
