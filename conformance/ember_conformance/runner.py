@@ -9,6 +9,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from ember.func import VmapFallbackWarning
+from ember.func import _handler as _func_handler
 from ember.runtime.fallback_warning import CPUFallbackWarning
 
 from .checks import Result, check_forward, check_gradient
@@ -18,7 +19,6 @@ from .opdb import uncovered_ops
 from .selection import Selection, select
 
 _FALLBACK_OP = re.compile(r"op '([^']+)' has no kernel for backend '([^']+)'")
-_VMAP_FALLBACK_OP = re.compile(r"batching rule for (\S+)\. ")
 
 
 @dataclass
@@ -47,17 +47,18 @@ class FallbackRecorder:
 
         def record(message, category, filename, lineno, file=None, line=None):
             if issubclass(category, VmapFallbackWarning):
-                found = _VMAP_FALLBACK_OP.search(str(message))
-                self.vmap_ops.add(found.group(1) if found else str(message))
-            elif issubclass(category, CPUFallbackWarning):
+                return   # the handler reports these ops to vmap_ops (even once warned)
+            if issubclass(category, CPUFallbackWarning):
                 found = _FALLBACK_OP.search(str(message))
                 self.ops.add(found.group(1) if found else str(message))
             else:
                 show(message, category, filename, lineno, file, line)
         warnings.showwarning = record
+        _func_handler.recorders.append(self.vmap_ops)
         return self
 
     def __exit__(self, *exc):
+        _func_handler.recorders.remove(self.vmap_ops)
         return self._saved.__exit__(*exc)
 
 

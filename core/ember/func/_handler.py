@@ -36,8 +36,10 @@ class VmapFallbackWarning(UserWarning):
     """An op without a batching rule ran once per example under vmap (shown once per op)."""
 
 
-# ops that ran on the fallback (every op, even after its warning was shown): conformance lists them
+# ops that ran on the fallback (every op, even after its warning was shown), and the sets of
+# whoever is recording them right now (conformance's runner lists them per run)
 fallback_ops: set = set()
+recorders: list = []
 _warned: set = set()
 
 
@@ -293,6 +295,8 @@ def move_bdim_to_front(t, dim):
 def fallback(op, args, bdims, layer):
     name = op.name
     fallback_ops.add(name)
+    for r in recorders:
+        r.add(name)
     if name not in _warned:
         _warned.add(name)
         warnings.warn(f"There is a performance drop because we have not yet implemented the "
