@@ -11,7 +11,6 @@ import pytest
 
 import ember
 import ember.nn as nn
-import ember.nn.functional as F
 from ember.func import (functional_call, grad, grad_and_value, hessian, jacfwd, jacrev, jvp,
                         linearize, replace_all_batch_norm_modules_, stack_module_state, vjp, vmap)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from .selection import FD_SUITES, OP_SUITES, ROW_SUITES
+from .selection import OP_SUITES, ROW_SUITES
 
 STATUS_ORDER = ["fail", "fallback", "pass", "unsupported", "skip"]
 

@@ -103,7 +103,6 @@ def _masked_fill_batch_rule(args, bdims):
     self, mask, value = args
     if bdims[2] is None:
         return _elementwise_masked_fill(args, bdims)
-    from .. import _batching
     size = _batching.batch_size_of(args, bdims)
     rank = max(t.ndim - (d is not None) for t, d in zip(args, bdims))
     parts = [_batching.pad_logical(t, rank) if d is not None else t for t, d in zip(args, bdims)]
