@@ -251,3 +251,26 @@ def test_stack_module_state_and_batch_norm_replacement():
     xs = ember.randn(2, 6, 3)
     out = vmap(net)(xs)
     _close(out, ember.stack([net(b) for b in xs]).detach(), 1e-5)
+
+
+def test_transforms_on_opencl_match_the_cpu():
+    if not ember.opencl.is_available():
+        pytest.skip(f"opencl unavailable: {ember.runtime.registry.registry.unavailable_reason('opencl')}")
+    import ember.nn.functional as F
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 3))
+    x, y = ember.randn(8, 6), ember.randint(0, 3, (8,))
+
+    def per_sample(device):
+        m = model.to(device) if device == "cpu" else __import__("copy").deepcopy(model).to(device)
+        params = {k: v.detach() for k, v in m.named_parameters()}
+
+        def loss(p, xi, yi):
+            return F.cross_entropy(functional_call(m, p, (xi[None],)), yi[None])
+        grads = vmap(grad(loss), in_dims=(None, 0, 0))(params, x.to(device), y.to(device))
+        jac = jacfwd(lambda xi: functional_call(m, params, (xi,)))(x[0].to(device))
+        return {k: v.cpu() for k, v in grads.items()}, jac.cpu()
+    (g_cpu, j_cpu), (g_cl, j_cl) = per_sample("cpu"), per_sample("opencl")
+    for k in g_cpu:
+        _close(g_cl[k], g_cpu[k], 1e-4)
+    _close(j_cl, j_cpu, 1e-4)

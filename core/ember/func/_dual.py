@@ -34,8 +34,11 @@ def set_tangent(t, level, tangent) -> None:
     layer = _levels.layer_at(level)
     if layer is not None:
         if layer.duals is None:
-            layer.duals = []
-        layer.duals.append(weakref.ref(t))
+            layer.duals = {}
+        duals = layer.duals
+        key = id(t)
+        if key not in duals:   # a weak reference that removes itself with the tensor
+            duals[key] = weakref.ref(t, lambda _, key=key, duals=duals: duals.pop(key, None))
 
 
 def share_tangents(src, dst) -> None:
@@ -58,11 +61,11 @@ def drop_level(t, level) -> None:
 
 def clear_layer(layer) -> None:
     """Remove the tangents of ``layer`` from every tensor that got one there."""
-    for ref in layer.duals or ():
+    duals, layer.duals = layer.duals, None
+    for ref in list((duals or {}).values()):
         t = ref()
         if t is not None:
             drop_level(t, layer.level)
-    layer.duals = None
 
 
 def visible_level(t, ceiling) -> int:
