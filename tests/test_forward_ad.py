@@ -112,3 +112,39 @@ def test_grad_with_batched_grad_outputs():
     expected = ember.stack([ember.autograd.grad(y, x, ember.eye(3, dtype=D)[i],
                                                 retain_graph=True)[0] for i in range(3)])
     _close(jac, expected)
+
+
+def test_custom_function_jvp():
+    class Cube(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x * x
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return t * 3 * x * x
+
+    class NoJvp(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x, t = _randn(3), _randn(3, seed=1)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, t)
+        _close(fwAD.unpack_dual(Cube.apply(d)).tangent, 3 * x * x * t)
+        with pytest.raises(NotImplementedError, match="You must implement the jvp function"):
+            NoJvp.apply(d)
+    assert gradcheck(Cube.apply, (x.clone().requires_grad_(),), check_forward_ad=True)

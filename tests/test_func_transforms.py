@@ -255,7 +255,8 @@ def test_stack_module_state_and_batch_norm_replacement():
 
 def test_transforms_on_opencl_match_the_cpu():
     if not ember.opencl.is_available():
-        pytest.skip(f"opencl unavailable: {ember.runtime.registry.registry.unavailable_reason('opencl')}")
+        reason = ember.runtime.registry.registry.unavailable_reason("opencl")
+        pytest.skip(f"opencl unavailable: {reason}")
     import ember.nn.functional as F
     ember.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 3))
