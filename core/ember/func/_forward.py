@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from .. import _dtype
 from .._tensor import Tensor
+from ..dispatch import dispatcher
 from ..dispatch.facets import NOT_DIFFERENTIABLE, CustomDerivative, Derivative
+from ..ops import _grad
+from ..ops import conversion as _conv
+from ..ops import views as _views
 from . import _dual, _levels
 from ._handler import _decomposes, _positional
 
@@ -88,16 +92,13 @@ def _attach_one(o, t, level):
 
 def conform(t, shape, dtype, device):
     """A tangent brought to its primal's shape (expanded), dtype and device."""
-    from ..ops import _grad
-    from ..ops import views as _views
     if not isinstance(t, Tensor):
         return _grad.ones(shape, _Like(dtype, device)) * t
     if t._shape != shape:
         t = _views.expand_op(t, tuple(shape))
     if t.dtype is not dtype:
         if t.dtype.category == _dtype.COMPLEX and dtype.category != _dtype.COMPLEX:
-            from ..ops.views.reshaping import real
-            t = real(t)
+            t = _views.real(t)
         t = _grad.cast(t, dtype)
     if t.device is not device:
         t = t.to(device)
@@ -139,8 +140,7 @@ def _inplace(op, args, level):
     if twin is None:
         raise not_implemented(op.name)
     result = twin(*adapt(args))  # at this level: the twin's tangent is computed
-    from ..ops.conversion import copy_op
-    copy_op(target, result)
+    _conv.copy_op(target, result)
     return target
 
 
@@ -160,8 +160,7 @@ def set_inplace_tangent(target, new_t, level):
     with _levels.Ceiling(level - 1):
         new_t = conform(new_t, target._shape, target.dtype, target.device)
         if old is not None and old.__class__ is new_t.__class__ and old._shape == target._shape:
-            from ..ops.conversion import copy_op
-            copy_op(old, new_t)
+            _conv.copy_op(old, new_t)
             return
         if old is None:
             new_t = new_t.clone()
@@ -183,25 +182,22 @@ def _view_of_base_tangent(view, level):
     base = _root(view)
     if base is view or base.dtype is not view.dtype:
         return None
-    from ..ops.views import as_strided_op
     with _levels.Ceiling(level - 1):
         bt = _dual.tangent_at(base, level)
         if bt is None:
             if not base.is_contiguous():
                 return None
-            from ..ops import _grad
             bt = _grad.zeros_like(base)
             _dual.set_tangent(base, level, bt)
         if bt._shape != base._shape or bt._stride != base._stride:
             return None
-        vt = as_strided_op(bt, view._shape, view._stride, bt._offset + view._offset -
+        vt = _views.as_strided_op(bt, view._shape, view._stride, bt._offset + view._offset -
                            base._offset)
     _dual.set_tangent(view, level, vt)
     return vt
 
 
 def functional_twin(op):
-    from ..dispatch import dispatcher
     twin = op.functional or dispatcher.find_op(op.name[:-1])
     if twin is None:
         return None, None
@@ -298,12 +294,10 @@ def transposed_jvp(op, d, args, out, tangents):
                 x = args[i]
             meta = (x._shape, x.dtype, x.device)
             if r is None:
-                from ..ops import _grad
                 r = _grad.zeros(x._shape, x)
             picked.append(validate(r, meta, ctx, i))
         return tuple(picked)
 
-    from ..ops import _grad
     g0 = [_grad.zeros_like(outs[k]) for k in diff_out]
     _, pullback = vjp(backward_of, *g0)
     got = pullback(tuple(t for _, _, t in wanted))

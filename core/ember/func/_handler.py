@@ -77,8 +77,7 @@ class _Handler:
                     if top_f < lvl <= ceiling:
                         top_f = lvl
         if top_f > top_b:
-            from ._forward import forward_level
-            return forward_level(op, args, kwargs, top_f)
+            return _forward.forward_level(op, args, kwargs, top_f)
         if top_b:
             if _kstate.masks[1] & _AG and _kstate.grad_enabled:
                 for t in _tensors(self, args):
@@ -238,13 +237,11 @@ _REPEATED = object()   # marks a batch whose examples are one example repeated (
 
 
 def _first_example(v):
-    from ..ops.views import select_op
-    return select_op(v, 0, 0)
+    return _views.select_op(v, 0, 0)
 
 
 def _repeat(outs, size):
     """Outputs computed once for a batch of identical examples, broadcast over the batch."""
-    from ..ops import _batching
     if isinstance(outs, (tuple, list)):
         return type(outs)(_batching.materialize(o, None, size) if isinstance(o, Tensor) else o
                           for o in outs)
@@ -282,13 +279,12 @@ def _wrap_one(op, args, phys, out, dim, level):
 
 
 def move_bdim_to_front(t, dim):
-    from ..ops.views import permute_op
     n = t.ndim
     dim = dim % n
     if dim == 0:
         return t
     order = (dim,) + tuple(i for i in range(n) if i != dim)
-    return permute_op(t, order)
+    return _views.permute_op(t, order)
 
 
 # -- the fallback: once per example -------------------------------------------------------------
@@ -303,7 +299,6 @@ def fallback(op, args, bdims, layer):
                       f"batching rule for {name}. It runs once per example of the batch and the "
                       f"results are stacked (ember.func.vmap fallback; shown once per op).",
                       VmapFallbackWarning, stacklevel=4)
-    from ..ops import _batching
     _batching.inplace_check(op, args, bdims)
     return per_example(op, args, bdims, layer.batch_size)
 
@@ -311,7 +306,7 @@ def fallback(op, args, bdims, layer):
 def per_example(op, args, bdims, size, before_each=None):
     """``op`` on each example (``before_each(b)`` first), the outputs stacked along dim 0; an
     in-place op writes each example's slice of its (batched) target."""
-    from ..ops.views import select_op
+    select_op = _views.select_op
     name = op.name
     results = []
     for b in range(size):
@@ -340,8 +335,6 @@ def per_example(op, args, bdims, size, before_each=None):
 
 
 def _stack(name, items):
-    from ..ops.shape import cat_op
-    from ..ops.views import view_op
     for x in items:
         if not isinstance(x, Tensor):
             raise RuntimeError(f"vmap: {name} returned a {type(x).__name__} for an example of "
@@ -352,7 +345,7 @@ def _stack(name, items):
             raise RuntimeError(f"vmap: {name} gives outputs of different shapes across the batch "
                                f"({list(shape)} and {list(x._shape)}): its output shape depends "
                                f"on the values, which vmap can't batch")
-    return cat_op([view_op(x, (1,) + shape) for x in items], 0, items[0].dtype)
+    return _shape.cat_op([_views.view_op(x, (1,) + shape) for x in items], 0, items[0].dtype)
 
 
 def inplace_error(op_name, arg_name="self"):
@@ -366,3 +359,7 @@ def inplace_error(op_name, arg_name="self"):
 
 def register() -> None:
     dispatcher.register_functionality(_BATCHED, make_handler)
+
+
+from ..ops import _batching, shape as _shape, views as _views  # noqa: E402 - ops load first
+from . import _forward  # noqa: E402 - it imports this module's helpers

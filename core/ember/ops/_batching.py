@@ -14,9 +14,15 @@ from __future__ import annotations
 from .._tensor import Tensor
 
 
+_VIEWS = []
+
+
 def _views():
-    from . import views
-    return views
+    """ember.ops.views (imported on first use: it imports this module's users)."""
+    if not _VIEWS:
+        from . import views
+        _VIEWS.append(views)
+    return _VIEWS[0]
 
 
 # -- physical tensors ---------------------------------------------------------------------------
