@@ -95,6 +95,10 @@ def _is_inplace(info):
 
 def check_vmap(info, dtype, device, only_sample=None) -> Result:
     from ember.func import vmap
+    from ember.runtime.registry import registry
+    if ember._dtype.as_dtype(dtype) not in registry.get(device.type).dtypes:
+        return Result("vmap", info.name, dtype, "unsupported", 0.0,
+                      f"{dtype} is not supported on {device}")
     checks = 0
     visited = 0
     raised_inplace = False

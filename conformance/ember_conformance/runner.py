@@ -8,6 +8,7 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 
+import ember
 from ember.func import VmapFallbackWarning
 from ember.func import _handler as _func_handler
 from ember.runtime.fallback_warning import CPUFallbackWarning
@@ -72,6 +73,8 @@ def execute(selection: Selection, progress=None) -> RunOutput:
     against finite differences (cpu only), the coverage check, then the contract cases."""
     advance = progress or (lambda n=1, desc="": None)
     device, suites, only = selection.device, selection.op_suites, selection.sample
+    from ember.runtime.registry import registry
+    device_dtypes = registry.get(device.type).dtypes
     results = []
     t0 = time.perf_counter()
     with FallbackRecorder() as fallbacks:
@@ -99,7 +102,10 @@ def execute(selection: Selection, progress=None) -> RunOutput:
                 results.append(Result("forward", info.name, "-", "fail", float("inf"),
                                       "every sample of every dtype raised on the CPU "
                                       "reference; first: " + forwards[0].message))
-            dtypes = selection.entry_dtypes(info)
+            # vmap runs at the entry's first dtype the backend has
+            dtypes = [d for d in selection.entry_dtypes(info)
+                      if ember._dtype.as_dtype(d) in device_dtypes] or \
+                selection.entry_dtypes(info)
             if "vmap" in suites and dtypes:
                 results.append(_guarded("vmap", info.name, dtypes[0],
                                         lambda: check_vmap(info, dtypes[0], device, only)))
