@@ -141,7 +141,8 @@ def check_vmap(info, dtype, device, only_sample=None) -> Result:
                       f"in-place error: remove it from the list", visited, checks=checks)
     status = "pass" if checks else "skip"
     return Result("vmap", info.name, dtype, status, 0.0,
-                  "" if checks else "no sample with tensor arguments", visited, checks=checks)
+                  "" if checks else "no sample ran example by example on this backend (the "
+                                    "forward rows say why)", visited, checks=checks)
 
 
 def _factory_pattern(info, sample, device, vmap):
