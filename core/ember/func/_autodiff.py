@@ -306,12 +306,6 @@ def unpack_at(dual, level):
 _JVP = "jvp(f, primals, tangents)"
 
 
-def _check_tensor_tuple(elts, what):
-    if not isinstance(elts, tuple):
-        raise RuntimeError(f"{_JVP}: Expected {what} to be a tuple. E.g. it should be valid to "
-                           f"call f(*{what}).")
-
-
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """``(func(*primals), J·tangents)``: the Jacobian-vector product by forward-mode AD."""
     if not isinstance(primals, tuple):

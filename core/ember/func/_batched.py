@@ -109,14 +109,6 @@ def make_batched(value: Tensor, level: int) -> BatchedTensor:
     return t
 
 
-def is_batched(t) -> bool:
-    return t.__class__ is BatchedTensor
-
-
-def batch_size_of(t) -> int:
-    return t._value._shape[0]
-
-
 def _new_factory(name):
     """``x.new_zeros(size)`` & co. of a batched tensor: one new tensor per example (torch's
     batching rule), so library code can fill a fresh buffer with batched values."""

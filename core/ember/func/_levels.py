@@ -94,24 +94,11 @@ def layer_at(level: int):
     return state.by_level.get(level)
 
 
-def visible_stack():
-    """Active layers at or under the ceiling, innermost last."""
-    c = state.ceiling
-    return [layer for layer in state.stack if layer.level <= c]
-
-
 def innermost_vmap():
     """The highest-level vmap layer under the ceiling, or None."""
     c = state.ceiling
     for layer in reversed(state.stack):
         if layer.kind == "vmap" and layer.level <= c:
-            return layer
-    return None
-
-
-def innermost_vmap_below(level: int):
-    for layer in reversed(state.stack):
-        if layer.kind == "vmap" and layer.level < level:
             return layer
     return None
 
@@ -140,10 +127,6 @@ class Ceiling:
 
     def __exit__(self, *exc):
         state.ceiling = self._prev
-
-
-def any_active() -> bool:
-    return bool(state.stack)
 
 
 def rule_layer():

@@ -108,10 +108,6 @@ def tree_map(fn, tree):
     return tree_unflatten([fn(x) for x in leaves], spec)
 
 
-def tree_map_only(cls, fn, tree):
-    return tree_map(lambda x: fn(x) if isinstance(x, cls) else x, tree)
-
-
 def broadcast_prefix(prefix, tree, what="in_dims"):
     """The leaves of ``prefix`` repeated over the leaves of ``tree``: a leaf of ``prefix``
     stands for the whole subtree at its place (vmap's ``in_dims=0`` for a dict of tensors).
