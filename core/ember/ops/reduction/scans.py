@@ -131,3 +131,23 @@ log_softmax = _make_softmax("log_softmax", log_softmax_op)
 for _op in (cumsum_op, cumprod_op, softmax_op, log_softmax_op):
     _op.def_batch_rule(_batching.along_dim(_op))
 cumsum_op.def_jvp(_tangents.linear(cumsum_op))
+
+
+def _softmax_jvp(ctx, tangents, self, dim, dtype):
+    t = tangents[0]
+    if t is None:
+        return None
+    y = ctx.result
+    return y * (t - _sums.sum_op(y * t, _dims_of(y._shape, dim), True, y.dtype))
+
+
+def _log_softmax_jvp(ctx, tangents, self, dim, dtype):
+    t = tangents[0]
+    if t is None:
+        return None
+    p = _ew.unary_api["exp"](ctx.result)
+    return t - _sums.sum_op(p * t, _dims_of(p._shape, dim), True, p.dtype)
+
+
+softmax_op.def_jvp(_softmax_jvp)
+log_softmax_op.def_jvp(_log_softmax_jvp)
