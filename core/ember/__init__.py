@@ -58,6 +58,7 @@ from . import return_types  # noqa: E402 - PyTorch's torch.return_types
 from . import testing  # noqa: E402
 from . import autograd  # noqa: E402
 from . import nn, utils  # noqa: E402
+from . import func  # noqa: E402 - ember.func: vmap, grad, jvp… (registers the Batched key)
 from . import optim  # noqa: E402
 from . import futures, distributed, jit, profiler  # noqa: E402
 from .jit._interop import get_num_interop_threads, set_num_interop_threads  # noqa: E402

@@ -11,6 +11,7 @@ from . import backends as backends
 from . import dispatch as dispatch
 from . import distributed as distributed
 from . import fft as fft
+from . import func as func
 from . import futures as futures
 from . import jit as jit
 from . import library as library

@@ -420,8 +420,15 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``."""
-    if is_grads_batched:
-        raise NotImplementedError("grad(is_grads_batched=True) needs ember.func.vmap")
+    if is_grads_batched:  # the first dim of each grad_output is a batch: one vmapped backward
+        from ..func import vmap
+        outs = _as_tuple(outputs)
+
+        def one(*gs):
+            return grad(outs, inputs, gs, retain_graph=retain_graph, create_graph=create_graph,
+                        only_inputs=only_inputs, allow_unused=allow_unused,
+                        materialize_grads=materialize_grads)
+        return vmap(one)(*_as_tuple(grad_outputs))
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads="
                          "True, but got: allow_unused=False.")

@@ -117,8 +117,13 @@ def _analytical(outputs, wrt, n_out_elems):
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
               nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
-              check_batched_grad=False, check_backward_ad=True, fast_mode=False, masked=None):
-    """Compare the gradients of ``func(*inputs)`` with finite differences."""
+              check_batched_grad=False, check_batched_forward_grad=False, check_forward_ad=False,
+              check_backward_ad=True, fast_mode=False, masked=None):
+    """Compare the gradients of ``func(*inputs)`` with finite differences: reverse mode
+    (``check_backward_ad``, one backward per output element), forward mode
+    (``check_forward_ad``, one jvp per input element), and their vmapped forms
+    (``check_batched_grad``: every vector-Jacobian product at once through ``ember.func.vmap``;
+    ``check_batched_forward_grad``: every Jacobian-vector product at once)."""
     inputs = _as_tuple(inputs)
     _check_inputs(inputs)
     wrt = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
@@ -140,11 +145,22 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         out = func(*inputs)
         outputs = _diff_outputs(out)
         floats = [o for o in _as_tuple(out) if _checked(o)]
+        if check_forward_ad:
+            forward = _forward_jacobian(func, inputs, wrt, n_out)
+            for m, (a, n) in enumerate(zip(forward, numerical)):
+                if not np.allclose(a, n, rtol=rtol, atol=atol):
+                    raise GradcheckError(_mismatch(m, a, n, floats, "forward mode "))
+        if check_batched_forward_grad:
+            _check_batched_forward(func, inputs, wrt, rtol, atol)
+        if not check_backward_ad:
+            return True
         analytical = _analytical(outputs, wrt, n_out) if len(outputs) == len(floats) else \
             _analytical_partial(outputs, floats, wrt, n_out)
         for m, (a, n) in enumerate(zip(analytical, numerical)):
             if not np.allclose(a, n, rtol=rtol, atol=atol):
                 raise GradcheckError(_mismatch(m, a, n, floats))
+        if check_batched_grad:
+            _check_batched_grad(outputs, wrt, rtol, atol)
         if nondet_tol == 0.0:
             again = _analytical(outputs, wrt, n_out) if len(outputs) == len(floats) else \
                 _analytical_partial(outputs, floats, wrt, n_out)
@@ -183,16 +199,98 @@ def _analytical_partial(outputs, floats, wrt, n_out):
     return jac
 
 
-def _mismatch(m, a, n, floats):
+def _mismatch(m, a, n, floats, mode=""):
     # report the first output whose block differs
+    what = f"Jacobian computed with {mode}mismatch" if mode else "Jacobian mismatch"
     row = 0
     for i, o in enumerate(floats):
         blk = slice(row, row + _width(o))
         if not np.allclose(a[blk], n[blk], rtol=1e-3, atol=1e-5):
-            return (f"Jacobian mismatch for output {i} with respect to input {m},\n"
+            return (f"{what} for output {i} with respect to input {m},\n"
                     f"numerical:{n[blk]!r}\nanalytical:{a[blk]!r}\n")
         row += _width(o)
-    return f"Jacobian mismatch with respect to input {m},\nnumerical:{n!r}\nanalytical:{a!r}\n"
+    return f"{what} with respect to input {m},\nnumerical:{n!r}\nanalytical:{a!r}\n"
+
+
+# -- forward mode and the batched (vmapped) checks ------------------------------------------------
+def _forward_jacobian(func, inputs, wrt, n_out):
+    """Columns of the Jacobian from forward-mode AD: one jvp per input element (the tangent is
+    that element's basis vector)."""
+    from . import forward_ad as fwAD
+    from ..ops.factories import zeros_like
+    jac = [np.zeros((n_out, t.numel())) for t in wrt]
+    for m, t in enumerate(wrt):
+        for j in range(t.numel()):
+            tangent = zeros_like(t.detach())
+            idx = np.unravel_index(j, t._shape) if t._shape else ()
+            with no_grad():
+                (tangent[tuple(int(i) for i in idx)] if t._shape else tangent).copy_(1.0)
+            with fwAD.dual_level():
+                dual = [fwAD.make_dual(x, tangent) if x is t else x for x in inputs]
+                outs = [o for o in _as_tuple(func(*dual)) if isinstance(o, Tensor) and
+                        o.is_floating_point()]
+                cols = []
+                for o in outs:
+                    tan = fwAD.unpack_dual(o).tangent
+                    cols.append(np.zeros(o.numel()) if tan is None else _host(tan))
+            jac[m][:, j] = np.concatenate(cols) if cols else np.zeros(0)
+    return jac
+
+
+def _check_batched_grad(outputs, wrt, rtol, atol):
+    """Every vector-Jacobian product at once (ember.func.vmap over the cotangents) equals the
+    products one by one."""
+    from ..func import vmap
+    from ..ops.factories import tensor
+    rng = np.random.default_rng(1)
+    for k, o in enumerate(outputs):
+        cts = tensor(rng.standard_normal((3,) + tuple(o._shape)), dtype=o.dtype, device=o.device)
+
+        def vjp(ct, o=o):
+            return engine.grad([o], list(wrt), [ct], retain_graph=True, allow_unused=True)
+        batched = vmap(vjp)(cts)
+        for b in range(3):
+            single = vjp(cts[b])
+            for m, (bg, sg) in enumerate(zip(batched, single)):
+                if (bg is None) != (sg is None):
+                    continue
+                if sg is not None and not np.allclose(_host(bg[b]), _host(sg), rtol=rtol,
+                                                      atol=atol):
+                    raise GradcheckError(f"While computing batched gradients, got: vmap of the "
+                                         f"backward of output {k} with respect to input {m} "
+                                         f"differs from computing it example by example")
+
+
+def _check_batched_forward(func, inputs, wrt, rtol, atol):
+    """Every Jacobian-vector product at once (vmap over the tangents) equals them one by one."""
+    from ..func import jvp, vmap
+    from ..ops.factories import tensor
+    rng = np.random.default_rng(2)
+    primals = tuple(t.detach() for t in wrt)
+    tangents = tuple(tensor(rng.standard_normal((3,) + tuple(t._shape)), dtype=t.dtype,
+                            device=t.device) for t in wrt)
+
+    def f(*xs):
+        it = iter(xs)
+        args = [next(it) if _match(x, wrt) is not None else x for x in inputs]
+        return tuple(o for o in _as_tuple(func(*args)) if isinstance(o, Tensor) and
+                     o.is_floating_point())
+
+    def push(*ts):
+        return jvp(f, primals, ts)[1]
+    batched = vmap(push)(*tangents)
+    for b in range(3):
+        single = push(*(t[b] for t in tangents))
+        for k, (bo, so) in enumerate(zip(batched, single)):
+            if not np.allclose(_host(bo[b]), _host(so), rtol=rtol, atol=atol):
+                raise GradcheckError(f"While computing batched gradients, got: vmap of the "
+                                     f"forward-mode derivative of output {k} differs from "
+                                     f"computing it tangent by tangent")
+
+
+def _match(x, wrt):
+    """``x`` itself if it is one of the differentiated inputs (identity, not equality)."""
+    return next((t for t in wrt if t is x), None)
 
 
 def _check_dtypes(outputs, wrt):
@@ -232,4 +330,5 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     return gradcheck(first_derivative, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception, nondet_tol=nondet_tol,
-                     check_grad_dtypes=check_grad_dtypes)
+                     check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                     check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev)

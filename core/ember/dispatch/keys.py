@@ -12,7 +12,7 @@ import threading
 
 PYTHON = 1 << 0      # Python modes: profiler, user TorchDispatchMode-like modes
 TRACER = 1 << 1      # ember.compile graph capture
-BATCHED = 1 << 2     # ember.func.vmap
+BATCHED = 1 << 2     # ember.func: vmap's BatchedTensors and forward-AD dual tensors
 AUTOCAST = 1 << 3    # ember.autocast: casts arguments per op, above autograd (PyTorch's
                      # AutocastCPU/CUDA), so the casts are recorded; on in the thread's include
                      # mask while an autocast region is enabled

@@ -14,6 +14,7 @@ from ..ops import elementwise as _ew
 from ..ops.elementwise import activation as _act
 from ..ops import linalg as _la
 from ..ops import reduction as _red
+from ..ops._util import every_example
 
 __all__ = ["linear", "bilinear", "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "gelu",
            "silu", "mish", "elu", "elu_", "selu", "selu_", "celu", "celu_", "hardtanh", "hardtanh_",
@@ -399,7 +400,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         padding_idx %= num
     flat = input.reshape(-1)
     if flat.numel():
-        lo, hi = int(flat.min()), int(flat.max())
+        every = every_example(flat)   # every example of a vmapped batch
+        lo, hi = int(every.min()), int(every.max())
         if lo < 0 or hi >= num:
             raise IndexError(f"index out of range in self (embedding of {num} rows got index "
                              f"{lo if lo < 0 else hi})")

@@ -13,7 +13,7 @@ from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
 from .. import _memory_format as _mf
-from . import _grad
+from . import _batching, _grad, _tangents
 from . import _meta
 from . import views as _views  # inside functions only: views import this module
 from ._util import tensor_method
@@ -294,3 +294,29 @@ def torch_device_surface() -> None:
             setattr(Tensor, prop, property(lambda self, n=name: self.device.type == n))
     if not hasattr(Tensor, "is_mkldnn"):
         Tensor.is_mkldnn = property(lambda self: False, doc="False: ember has no mkldnn layout.")
+
+
+# -- ember.func ---------------------------------------------------------------------------------
+def _copy_batch_rule(args, bdims):
+    self, src = args
+    _batching.inplace_check(copy_op, args, bdims)
+    if bdims[0] is None:
+        return copy_op(self, src), None
+    if bdims[1] is not None:
+        src = _batching.pad_logical(src, self.ndim - 1)
+    if src._shape != self._shape:
+        from .views import expand_op
+        src = expand_op(src, self._shape)
+    return copy_op(self, src), 0
+
+
+def _copy_jvp(ctx, tangents, self, src):
+    return tangents[1]   # the target now holds src's values (None: a zero tangent)
+
+
+to_copy_op.def_batch_rule(_batching.elementwise(to_copy_op))
+to_device_op.def_batch_rule(_batching.elementwise(to_device_op))
+copy_op.def_batch_rule(_copy_batch_rule)
+to_copy_op.def_jvp(_tangents.linear(to_copy_op))
+to_device_op.def_jvp(_tangents.linear(to_device_op))
+copy_op.def_jvp(_copy_jvp)

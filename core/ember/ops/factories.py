@@ -235,6 +235,10 @@ def in_layout(make, input, memory_format, op):
 def _like(fn):
     def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None,
              **kwargs):
+        if input.__class__ is not Tensor and hasattr(input, "_like_factory"):
+            # ember.func.vmap: the like of a batched tensor is batched (one per example)
+            return input._like_factory(like, *args, dtype=dtype, device=device,
+                                       requires_grad=requires_grad, **kwargs)
         t = in_layout(lambda shape: fn(shape, *args, dtype=input.dtype if dtype is None else dtype,
                                        device=input.device if device is None else device,
                                        **kwargs), input, memory_format, like.__name__)
@@ -250,6 +254,9 @@ ones_like = _like(ones)
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
               memory_format=None):
+    if input.__class__ is not Tensor and hasattr(input, "_like_factory"):
+        return input._like_factory(full_like, fill_value, dtype=dtype, device=device,
+                                   requires_grad=requires_grad)
     t = in_layout(lambda shape: full(shape, fill_value,
                                      dtype=input.dtype if dtype is None else dtype,
                                      device=input.device if device is None else device),

@@ -14,7 +14,7 @@ from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
-from . import _grad
+from . import _batching, _grad, _tangents
 from . import _meta
 from . import factories as _fac
 from . import reduction as _red
@@ -408,3 +408,32 @@ def diag(input, diagonal=0, *, out=None):
 
 Tensor.diag = diag
 __all__.append("diag")
+
+
+# -- ember.func: batching rules (dims shift past the batch); every op here is linear ----------
+def _cat_batch_rule(args, bdims):
+    tensors, dim, dtype = args
+    if all(d is None for d in bdims[0]):
+        return cat_op(tensors, dim, dtype), None
+    size = _batching.batch_size_of(args, bdims)
+    parts = [_batching.materialize(t, d, size) for t, d in zip(tensors, bdims[0])]
+    return cat_op(parts, dim + 1, dtype), 0
+
+
+def _tile_batch_rule(args, bdims):
+    x, reps = args
+    if bdims[0] is None:
+        return tile_op(x, reps), None
+    n = max(len(reps), x.ndim - 1)
+    reps = (1,) * (n - len(reps)) + tuple(reps)
+    return tile_op(_batching.pad_logical(x, n), (1,) + reps), 0
+
+
+cat_op.def_batch_rule(_cat_batch_rule)
+flip_op.def_batch_rule(_batching.shift_dims(flip_op, 1))
+roll_op.def_batch_rule(_batching.shift_dims(roll_op, 2))
+tile_op.def_batch_rule(_tile_batch_rule)
+tril_op.def_batch_rule(_batching.last_dims(tril_op))
+triu_op.def_batch_rule(_batching.last_dims(triu_op))
+for _op in (cat_op, flip_op, roll_op, tile_op, tril_op, triu_op):
+    _op.def_jvp(_tangents.linear(_op))

@@ -18,7 +18,7 @@ from ..._dtype import COMPLEX, FLOATING
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _grad, _tangents
 from .. import _meta
 from .. import conversion as _conv  # formulas and composites only
 from . import selection as _sel  # formulas only: selection imports this module
@@ -355,3 +355,7 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
     if not training:
         return leaky_relu_(input, (lower + upper) / 2)
     return input.mul_(_rrelu_noise(input, lower, upper))
+
+
+# -- ember.func: batching rules and jvps (from the backward formulas) ---------------------------
+_tangents.attach_elementwise(gelu_op, softplus_op, leaky_relu_op, elu_op, hardtanh_op)

@@ -14,7 +14,7 @@ from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _grad
+from .. import _grad, _tangents
 from .. import _meta
 from .._util import check_inplace, write_out
 from . import activation as _act  # formulas only (mish)
@@ -311,3 +311,8 @@ def _nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 
 Tensor.nan_to_num = nan_to_num
 Tensor.nan_to_num_ = _nan_to_num_
+
+
+# -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------
+_tangents.attach_elementwise(*(o for _, op, op_ in unary_ops.values() for o in (op, op_)),
+                             round_op, round_op_, nan_to_num_op, nan_to_num_op_)

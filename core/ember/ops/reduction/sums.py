@@ -10,7 +10,7 @@ from ..._dtype import FLOATING
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from ...runtime.registry import registry
-from .. import _grad
+from .. import _batching, _grad, _tangents
 from .. import conversion as _conv
 from .. import elementwise as _ew
 from .. import shape as _shape_ops
@@ -229,3 +229,11 @@ count_nonzero_op = define("count_nonzero(Tensor self, int[] dim) -> Tensor",
 def count_nonzero(input, dim=None):
     check_tensor(input, "count_nonzero")
     return count_nonzero_op(input, reduce_dims(input, dim, "count_nonzero"))
+
+
+# -- ember.func: reductions over int[] dims batch by shifting the dims; sum and mean are linear;
+# the others' jvps come from their backward formulas (transposed) or their composites ----------
+for _op in (sum_op, prod_op, nansum_op, mean_op, var_op):
+    _op.def_batch_rule(_batching.over_dims(_op))
+sum_op.def_jvp(_tangents.linear(sum_op))
+mean_op.def_jvp(_tangents.linear(mean_op))

@@ -7,7 +7,7 @@ from ... import _dtype
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _batching, _grad, _tangents
 from .._util import broadcast_shapes, contiguous_strides, tensor_method
 from .strided import as_strided_op
 
@@ -480,3 +480,25 @@ def unsqueeze(input, dim):
 
 
 Tensor.unsqueeze = unsqueeze
+
+
+# -- ember.func: the batch stays in front of each view; views are linear (the tangent's view) ---
+view_op.def_batch_rule(_batching.view_rule(view_op))
+
+
+def _dtype_view_batch_rule(op):
+    """view_as_real / view_as_complex act on the last dim only: the physical tensor (batch in
+    dim 0) is reinterpreted as it is, its trailing layout being each example's."""
+    def rule(args, bdims):
+        return op(args[0]), bdims[0]
+    return rule
+
+
+view_as_real_op.def_batch_rule(_dtype_view_batch_rule(view_as_real_op))
+view_as_complex_op.def_batch_rule(_dtype_view_batch_rule(view_as_complex_op))
+view_as_real_op.def_jvp(_tangents.linear(view_as_real_op))
+view_as_complex_op.def_jvp(_tangents.linear(view_as_complex_op))
+permute_op.def_batch_rule(_batching.permute_rule(permute_op))
+expand_op.def_batch_rule(_batching.expand_rule(expand_op))
+for _op in (view_op, permute_op, expand_op):
+    _op.def_jvp(_tangents.linear(_op))
