@@ -54,7 +54,8 @@ class CUDABackend(ArrayBackend):
         self._load_api = load_api if load_api is not None else cupy_api.load
         self._api = None
         self._reason = None
-        self._start_lock = threading.Lock()
+        # re-entrant: registering kernels publishes events whose subscribers may ask back
+        self._start_lock = threading.RLock()
         self._started = False
         self._programs = {}
         self._memories = {}
@@ -62,10 +63,10 @@ class CUDABackend(ArrayBackend):
 
     # -- start-up ---------------------------------------------------------------------------------
     def _start(self) -> None:
-        if self._started:
+        if self._started or self._api is not None:
             return
         with self._start_lock:
-            if self._started:
+            if self._started or self._api is not None:
                 return
             try:
                 api = self._load_api()

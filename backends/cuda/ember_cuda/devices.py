@@ -19,8 +19,8 @@ def check_index(backend, index) -> int:
         return backend.current_device()
     if not 0 <= index < count:
         from .discovery import visible_devices_text
-        raise RuntimeError(f"CUDA error: invalid device ordinal: cuda:{index} requested, but "
-                           f"{count} CUDA device(s) are visible (CUDA_VISIBLE_DEVICES "
+        raise RuntimeError(f"CUDA error: invalid device ordinal: {backend.name}:{index} requested, "
+                           f"but {count} CUDA device(s) are visible (CUDA_VISIBLE_DEVICES "
                            f"{visible_devices_text()})")
     return index
 
@@ -71,7 +71,7 @@ def takes_device(kernel) -> bool:
 def place_kernels(backend) -> None:
     """Wrap the backend's kernels as the module docstring says."""
     table = backend.kernels
-    several = backend.device_count() > 1
+    several = backend._api.device_count > 1
     for name in table.names():
         fn = table.get(name)
         if several:

@@ -44,7 +44,7 @@ def _host_values(src):
 def copy_into(be, dst, src, non_blocking=False):
     """``dst[...] = src`` (casting like ``Tensor.to``); ``src`` on any device."""
     api = be._api
-    if src.device.type != "cuda":
+    if src.device.type != be.name:
         host = _host_values(src)
         with api.on_device(dst.device.index):
             d = be.native(dst)
@@ -82,7 +82,7 @@ def to_device(be, x, device, non_blocking):
             else:
                 host = api.to_host(a)
         return ember.from_numpy(host)
-    if device.type == "cuda":
+    if device.type == be.name:
         target = be._concrete(device)
         out = be.empty(x._shape, x.dtype, target)
         api.copy_between_devices(be.native(out), be.native(x))
@@ -112,7 +112,7 @@ def from_dlpack(be, obj):
     devices.check_index(be, index)
     if any(s < 0 for s in arr.strides):
         raise BufferError("from_dlpack: negative strides are not supported; make a copy first")
-    return be.wrap(arr, ember.device("cuda", index))
+    return be.wrap(arr, ember.device(be.name, index))
 
 
 TABLE = {"_to_device": to_device}
