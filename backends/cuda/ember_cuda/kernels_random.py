@@ -113,7 +113,7 @@ extern "C" __global__ void rng_mn_race(const double* p, double* keys, long long*
     long long cnt = 0;
     for (long long j = 0; j < k; j++) {
       const double v = pr[j];
-      double key = INFINITY;
+      double key = ember_inf();
       if (v > 0) {
         const ember_u4 w = philox_rnd(seed, off + row * k + j);
         key = -log1p(-u01d(w.x, w.y)) / v;

@@ -45,6 +45,10 @@ __device__ __forceinline__ float u01f(unsigned int a, int bits) {
 __device__ __forceinline__ double u01d(unsigned int a, unsigned int b) {
   return ((double)(a >> 5) * 67108864.0 + (double)(b >> 6)) * (1.0 / 9007199254740992.0);
 }
+/* +inf without math headers (NVRTC has no INFINITY macro) */
+__device__ __forceinline__ double ember_inf() {
+  union { unsigned long long u; double d; } v; v.u = 0x7ff0000000000000ull; return v.d;
+}
 /* the grid-stride loop every kernel of the backend uses: any launch shape covers [0, n) */
 #define EMBER_LOOP(i, n) \
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
