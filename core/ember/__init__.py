@@ -118,7 +118,7 @@ def _announce_backend(name: str) -> None:
 
 
 # the backends shipped in this distribution: trusted kernels; the CPU is the reference
-_BUILTIN_BACKENDS = {"cpu": "ember_cpu", "opencl": "ember_opencl"}
+_BUILTIN_BACKENDS = {"cpu": "ember_cpu", "cuda": "ember_cuda", "opencl": "ember_opencl"}
 
 _registry.on_new_name(_announce_backend)
 _registry.discover(builtin=_BUILTIN_BACKENDS)

@@ -163,9 +163,25 @@ def from_numpy(array):
 
 
 def from_dlpack(ext):
-    """A tensor sharing memory with any object implementing ``__dlpack__`` (CPU memory)."""
+    """A tensor sharing memory with any object implementing ``__dlpack__``: host memory becomes
+    a CPU tensor; device memory goes to the backend that declares its DLPack device type
+    (``Backend.dlpack_device_types``, e.g. kDLCUDA for the CUDA backend)."""
     if isinstance(ext, Tensor):
         return ext
+    device_type = ext.__dlpack_device__()[0] if hasattr(ext, "__dlpack_device__") else 1
+    if device_type not in (1, 3):  # kDLCPU, kDLCUDAHost: numpy reads both
+        from ..runtime.registry import registry
+        reasons = []
+        for name in registry.names():
+            backend = registry.peek(name)
+            if device_type in getattr(type(backend), "dlpack_device_types", ()):
+                reason = registry.unavailable_reason(name)
+                if reason is None:
+                    return registry.get(name).from_dlpack(ext)
+                reasons.append(f"{name}: {reason}")
+        why = f" ({'; '.join(reasons)})" if reasons else ""
+        raise BufferError(f"from_dlpack: no available backend imports DLPack device type "
+                          f"{device_type}{why}")
     return from_numpy(np.from_dlpack(ext))
 
 

@@ -17,6 +17,9 @@ from .registry import registry
 
 
 class DeviceModule(types.ModuleType):
+    #: raised when a device allocation fails after the cache was emptied (torch.cuda's name)
+    from .allocator import OutOfMemoryError
+
     def __init__(self, name: str):
         super().__init__(f"ember.{name}", f"The {name} device module.")
         self._name = name
@@ -70,6 +73,26 @@ class DeviceModule(types.ModuleType):
     def synchronize(self, device=None) -> None:
         self._backend.synchronize(self._index(device))
 
+    def _optional(self, method):
+        """A backend method that only some backends have (device properties, driver memory
+        info): the bound method, or RuntimeError naming what is missing."""
+        fn = getattr(self._backend, method, None)
+        if fn is None:
+            raise RuntimeError(f"ember.{self._name}: this backend does not provide {method}()")
+        return fn
+
+    def get_device_properties(self, device=None):
+        """The device's properties (name, total_memory, major, minor, ...)."""
+        return self._optional("device_properties")(self._index(device))
+
+    def get_device_capability(self, device=None):
+        """(major, minor) compute capability."""
+        return self._optional("device_capability")(self._index(device))
+
+    def mem_get_info(self, device=None):
+        """(free, total) bytes of the device, as its driver reports them."""
+        return self._optional("mem_get_info")(self._index(device))
+
     @contextlib.contextmanager
     def device(self, device):
         prev = self.current_device()
@@ -96,6 +119,9 @@ class DeviceModule(types.ModuleType):
         return self._backend.current_stream(self._index(device))
 
     def default_stream(self, device=None):
+        default = getattr(self._backend, "default_stream", None)
+        if default is not None:
+            return default(self._index(device))
         return self.current_stream(device)
 
     def stream(self, stream):
@@ -129,6 +155,14 @@ class DeviceModule(types.ModuleType):
 
     def memory_stats(self, device=None) -> dict:
         return self._allocator(device).memory_stats()
+
+    def memory_summary(self, device=None, abbreviated=False) -> str:
+        """A printable table of the device's memory statistics."""
+        a = self._allocator(device)
+        summary = getattr(a, "memory_summary", None)
+        if summary is not None:
+            return summary()
+        return "\n".join(f"{k}: {v}" for k, v in a.memory_stats().items())
 
     def empty_cache(self) -> None:
         backend = self._backend
