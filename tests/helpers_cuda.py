@@ -144,6 +144,12 @@ def cupy_surface():
     return CupySurface(numpy, cupy, extra={"errstate": errstate})
 
 
+def fft_surface():
+    import cupyx.scipy.fft
+    import scipy.fft
+    return CupySurface(scipy.fft, cupyx.scipy.fft, "scipy.fft")
+
+
 def special_surface():
     import cupyx.scipy.special
     import scipy.special
@@ -303,7 +309,7 @@ class FakeCupyAPI:
         import scipy.special  # noqa: F401 (special_surface needs it loaded)
         self.xp = cupy_surface()
         self.special = special_surface()
-        self.fft = np.fft
+        self.fft_module = fft_surface()
         self.ndarray = np.ndarray
         self.device_count = device_count
         self.oom_errors = (MemoryError,)

@@ -14,24 +14,40 @@ from helpers_plugins import make_dist, run
 
 # -- device types PyTorch knows but nothing here provides ---------------------------------------
 @pytest.mark.parametrize("use", [
-    lambda: ember.zeros(2).to("cuda"), lambda: ember.zeros(2).to("cuda:0"),
-    lambda: ember.zeros(2).cuda(), lambda: ember.zeros(2, device="cuda"),
-    lambda: ember.zeros(2).to(ember.device("cuda", 1)), lambda: ember.cuda.synchronize(),
-    lambda: ember.cuda.current_device(), lambda: ember.cuda.get_device_name(0)])
-def test_using_cuda_names_the_extra(use):
-    with pytest.raises(DeviceNotInstalled, match=r'device type \'cuda\' is not installed.*'
-                                                 r'pip install "ember\[cuda\]"'):
+    lambda: ember.zeros(2).to("xpu"), lambda: ember.zeros(2).to("xpu:0"),
+    lambda: ember.zeros(2, device="xpu"), lambda: ember.zeros(2).to(ember.device("xpu", 1)),
+    lambda: ember.xpu.synchronize(), lambda: ember.xpu.current_device(),
+    lambda: ember.zeros(2).to("mps")])
+def test_using_a_device_nothing_provides_says_so(use):
+    with pytest.raises(DeviceNotInstalled, match=r"device type '(xpu|mps)' is not installed; "
+                                                 r"no ember package provides"):
         use()
 
 
 def test_not_installed_is_both_runtime_and_assertion_error():
     # PyTorch's CPU build raises AssertionError("Torch not compiled with CUDA enabled")
     with pytest.raises(AssertionError):
-        ember.ones(1).cuda()
+        ember.ones(1).to("xpu")
     with pytest.raises(RuntimeError):
         ember.ones(1).to("xpu")
     with pytest.raises(RuntimeError, match="'mps' is not installed; no ember package provides"):
         ember.ones(1).to("mps")
+
+
+# -- cuda: the built-in backend is installed; without a GPU it says why --------------------------
+@pytest.mark.skipif(ember.cuda.is_available(), reason="a CUDA device is present")
+@pytest.mark.parametrize("use", [
+    lambda: ember.zeros(2).to("cuda"), lambda: ember.zeros(2).to("cuda:0"),
+    lambda: ember.zeros(2).cuda(), lambda: ember.zeros(2, device="cuda"),
+    lambda: ember.zeros(2).to(ember.device("cuda", 1)), lambda: ember.cuda.synchronize(),
+    lambda: ember.cuda.current_device(), lambda: ember.cuda.get_device_name(0)])
+def test_using_cuda_without_a_gpu_names_the_reason(use):
+    # like a CUDA build of torch on a machine without a driver: a RuntimeError saying why
+    reason = ember.cuda.unavailable_reason()
+    assert reason
+    with pytest.raises(RuntimeError) as raised:
+        use()
+    assert "'cuda'" in str(raised.value) and reason in str(raised.value)
 
 
 def test_device_objects_of_known_types_exist_like_torch():
@@ -44,7 +60,7 @@ def test_device_objects_of_known_types_exist_like_torch():
 
 
 def test_missing_device_modules_probe_like_a_cpu_only_torch():
-    for name in ("cuda", "xpu", "mps", "mtia"):
+    for name in ("xpu", "mps", "mtia"):
         mod = getattr(ember, name)
         assert mod.is_available() is False
         assert f"'{name}' is not installed" in mod.unavailable_reason()
@@ -134,14 +150,14 @@ def test_no_accelerator_installed(tmp_path):
     assert errs[2] == "Accelerator expected" or "none is available" in errs[2]
 
 
-FAKE_CUDA = '''
+FAKE_XPU = '''
 from ember.kit import ArrayBackend
 from ember.kit.copy import register as register_copies
 from ember.kit.factories import register as register_factories
 from ember.runtime import hookimpl
 
-class FakeCuda(ArrayBackend):
-    name = "cuda"
+class FakeXpu(ArrayBackend):
+    name = "xpu"
     cpu_fallback = True
     special = None
 
@@ -152,25 +168,26 @@ class FakeCuda(ArrayBackend):
 
 @hookimpl
 def ember_register_backends(registry):
-    registry.add(FakeCuda())
+    registry.add(FakeXpu())
 '''
 
 
-def test_a_real_cuda_backend_replaces_the_missing_module(tmp_path):
-    """The CUDA backend registers 'cuda' through its entry point: then ember.cuda is its device
-    module and the not-installed fallback steps aside."""
-    make_dist(tmp_path, "ember_fakecuda", {"cuda": "fakecuda_mod"}, {"fakecuda_mod": FAKE_CUDA})
+def test_a_backend_plugin_replaces_the_missing_module(tmp_path):
+    """A plug-in that registers 'xpu' through its entry point: then ember.xpu is its device
+    module and the not-installed fallback steps aside (the built-in CUDA backend does the same
+    for 'cuda')."""
+    make_dist(tmp_path, "ember_fakexpu", {"xpu": "fakexpu_mod"}, {"fakexpu_mod": FAKE_XPU})
     out = run('''
         import json, ember
-        import ember.cuda
-        x = ember.arange(3.0).cuda()
-        print(json.dumps([type(ember.cuda).__name__, ember.cuda.is_available(),
-                          ember.cuda.device_count(), str(x.device), x.is_cuda,
+        import ember.xpu
+        x = ember.arange(3.0).xpu()
+        print(json.dumps([type(ember.xpu).__name__, ember.xpu.is_available(),
+                          ember.xpu.device_count(), str(x.device), x.is_xpu,
                           str(ember.accelerator.current_accelerator()),
                           ember.accelerator.is_available()]))
-    ''', tmp_path, EMBER_BACKENDS="cpu,cuda")
+    ''', tmp_path, EMBER_BACKENDS="cpu,xpu")
     assert out.returncode == 0, out.stderr
     kind, avail, count, dev, is_cuda, acc, acc_avail = json.loads(
         out.stdout.strip().splitlines()[-1])
-    assert (kind, avail, count, dev, is_cuda) == ("DeviceModule", True, 1, "cuda:0", True)
-    assert (acc, acc_avail) == ("cuda", True)
+    assert (kind, avail, count, dev, is_cuda) == ("DeviceModule", True, 1, "xpu:0", True)
+    assert (acc, acc_avail) == ("xpu", True)

@@ -198,7 +198,6 @@ class Tensor:
     def cosh_(self): ...  # ember.ops.elementwise.unary
     def count_nonzero(self, dim=...): ...  # ember.ops.reduction.sums
     def cpu(self): ...  # ember.ops.conversion
-    def cuda(self, device=..., non_blocking=...): ...  # ember.ops.conversion
     def cumprod(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     def cumprod_(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     def cumsum(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
@@ -296,8 +295,6 @@ class Tensor:
     def is_contiguous(self, memory_format=...): ...  # ember._tensor
     @property
     def is_cpu(self) -> Any: ...
-    @property
-    def is_cuda(self) -> Any: ...
     def is_floating_point(self): ...  # ember._tensor
     @property
     def is_ipu(self) -> Any: ...

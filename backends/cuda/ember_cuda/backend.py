@@ -4,8 +4,8 @@ Every kernel of the array-module kit runs as written (Chainer's one implementati
 adds what only a GPU needs -- devices, cupy's memory pool with statistics, streams and events,
 host transfers (pinned, non-blocking), DLPack -- and replaces the kit kernels whose numpy-shaped
 path is wrong or slow on cupy: random numbers (Philox kernels, the OpenCL backend's numbers)
-and accumulating index writes (deterministic, every dtype, multiply included). ``fft`` is
-``cupy.fft`` (cuFFT), for the ``ember.fft`` kernels to use as ``be.fft``.
+and accumulating index writes (deterministic, every dtype, multiply included). ``fft_module``
+is ``cupyx.scipy.fft`` (cuFFT), which the kit's ``ember.fft`` kernels call.
 
 Nothing imports cupy until the backend is asked whether it is available (the registry does that
 on first use of the device); the answer and its reason come from ``discovery``.
@@ -46,7 +46,8 @@ class CUDABackend(ArrayBackend):
     dlpack_device_types = (2,)
     xp = None        # the cupy namespace, set when the backend starts
     special = None   # cupyx.scipy.special
-    fft = None       # cupy.fft: cuFFT for ember.fft's kernels
+    fft_module = None   # cupyx.scipy.fft: cuFFT behind scipy.fft's signatures, for ember.fft
+    fft_workers = False  # cuFFT takes no host-thread count
 
     def __init__(self, load_api=None):
         # ArrayBackend.__init__ reads xp; cupy is imported only when the backend starts
@@ -82,7 +83,7 @@ class CUDABackend(ArrayBackend):
         self._api = api
         self.xp = api.xp
         self.special = api.special
-        self.fft = api.fft
+        self.fft_module = api.fft_module
         self._ndarray = api.ndarray
         self._np2dt = {d.np: d for d in D.ALL_DTYPES if d.np is not None}
         self._layouts = {}

@@ -34,12 +34,13 @@ class CupyAPI:
 
     def __init__(self, cupy, device_count: int):
         import cupyx
+        import cupyx.scipy.fft
         import cupyx.scipy.special
         self.cupy = cupy
         self.cupyx = cupyx
         self.xp = array_module(cupy)
         self.special = cupyx.scipy.special
-        self.fft = cupy.fft
+        self.fft_module = cupyx.scipy.fft   # scipy.fft's signatures on cuFFT
         self.ndarray = cupy.ndarray
         self.device_count = device_count
         self.oom_errors = (cupy.cuda.memory.OutOfMemoryError,)

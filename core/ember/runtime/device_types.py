@@ -46,7 +46,7 @@ def not_installed_reason(name: str) -> str:
         what, how = PROVIDERS[name]
         return f"device type '{name}' is not installed; it is provided by {what}: {how}"
     return (f"device type '{name}' is not installed; no ember package provides '{name}' "
-            f"devices yet (ember ships cpu and opencl; other devices come as backend plug-ins, "
+            f"devices yet (ember ships cpu, cuda and opencl; other devices come as backend plug-ins, "
             f"see docs/writing-a-backend.md)")
 
 
