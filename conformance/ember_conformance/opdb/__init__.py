@@ -89,7 +89,8 @@ def _laid_out(values, layout, device):
 
 
 _FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "linalg", "shape",
-             "indexing", "random", "nn", "nn_ops", "foreach"]
+             "indexing", "random", "nn", "nn_ops", "foreach", "attention", "rnn", "complex",
+             "fft"]
 
 
 def all_opinfos() -> list:

@@ -4,19 +4,20 @@
 * ``register_array_kernels(backend)`` — every op of the core's op set, written once against
   ``backend.xp``; the CPU backend is exactly this.
 * one module per op family (``copy``, ``elementwise``, ``factories``, ``reduction``,
-  ``linalg``, ``shape``, ``indexing``, ``sorting``, ``random``,
-  ``convolution``, ``pooling``, ``normalization``, ``foreach``): module-level kernels taking the
-  backend first, a ``TABLE`` of them, and ``register(backend)`` binding them (``binding``).
+  ``linalg``, ``shape``, ``indexing``, ``sorting``, ``random``, ``attention``, ``rnn``,
+  ``fft``, ``convolution``, ``pooling``, ``normalization``, ``foreach``, ``loss``,
+  ``activation_backward``): module-level kernels taking the backend first, a ``TABLE`` of them,
+  and ``register(backend)`` binding them (``binding``).
 """
-from . import (activation_backward, convolution, copy, elementwise, factories, foreach,
-               indexing, linalg, loss, normalization, pooling, random, reduction, shape,
-               sorting)
+from . import (activation_backward, attention, convolution, copy, elementwise, factories, fft,
+               foreach, indexing, linalg, loss, normalization, pooling, random, reduction, rnn,
+               shape, sorting)
 from .array_backend import ArrayBackend
 
 # one module per op family; each exposes register(backend)
 KERNEL_MODULES = (copy, elementwise, factories, reduction, linalg, shape, indexing, sorting,
-                  random, activation_backward, convolution, pooling, normalization,
-                  foreach, loss)
+                  random, attention, rnn, fft, activation_backward, convolution, pooling,
+                  normalization, foreach, loss)
 
 
 def register_array_kernels(backend) -> None:

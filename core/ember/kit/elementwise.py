@@ -41,7 +41,10 @@ def operand(be, x, dt):
         lo, hi = _bounds(be.xp, dt)
         if not lo <= x <= hi:
             return be.xp.asarray(x).astype(dt)
-    if dt.kind == "b":
+    if dt.kind == "b" or dt.kind == "V":
+        # bool, and bfloat16 (an extension dtype, kind "V"): numpy does not take a Python
+        # scalar weakly in it, so round it to the dtype here as PyTorch does (b == 1.001 holds
+        # for a bfloat16 1.0)
         return be.xp.asarray(x, dtype=dt)
     return x
 
@@ -93,6 +96,8 @@ def _frac(be, x):
 def _sign(be, x):
     if x.dtype.kind == "b":
         return x.copy()
+    if x.dtype.kind in "fV":  # (bfloat16's kind is V) (x > 0) - (x < 0): NaN, -0.0 give +0
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
     return be.xp.sign(x)
 
 
@@ -210,8 +215,9 @@ def unary(be, f, int_rule, predicate, real_out, x, compute):
     return result(be, r, dt, x.device)
 
 
-def unary_(be, f, int_identity, out_ok, x):
-    """The in-place form (``exp_``) of a ``UNARY`` op."""
+def unary_(be, f, int_identity, out_ok, x, compute):
+    """The in-place form (``exp_``) of a ``UNARY`` op (``compute`` is ``x``'s dtype: the op layer
+    refuses results that can't be written back)."""
     a = be.native(x)
     if int_identity and a.dtype.kind in "iub":
         return x
@@ -371,6 +377,7 @@ BINARY = {
     "fmax": xp_fn("fmax"), "fmin": xp_fn("fmin"), "remainder": helper(_remainder),
     "fmod": helper(_fmod), "floor_divide": helper(_floor_divide), "pow": helper(_pow),
     "atan2": xp_fn("arctan2"), "hypot": xp_fn("hypot"), "logaddexp": helper(_logaddexp),
+    "logaddexp2": xp_fn("logaddexp2"),
     "copysign": xp_fn("copysign"), "xlogy": helper(_xlogy),
     "eq": xp_fn("equal"), "ne": xp_fn("not_equal"), "lt": xp_fn("less"),
     "le": xp_fn("less_equal"), "gt": xp_fn("greater"), "ge": xp_fn("greater_equal"),
@@ -415,6 +422,7 @@ def _scaled(be, y, alpha, dt):
 def add_sub(be, ufunc, a, b, alpha, compute):
     """``a + alpha * b`` (``ufunc`` = add) or ``a - alpha * b`` (subtract)."""
     dt = compute.np
+    # inf - inf is nan without a warning, as in PyTorch (be.ieee)
     if a.__class__ is Tensor and b.__class__ is Tensor and alpha.__class__ is int and \
             alpha == 1:  # the per-op floor: two tensors already in the compute dtype
         x, y = a._native, b._native
@@ -423,15 +431,19 @@ def add_sub(be, ufunc, a, b, alpha, compute):
         if y is None:
             y = be.native(b)
         if x.dtype is dt and y.dtype is dt and x.size < parallel.MIN_PARALLEL:
-            return be.wrap(ufunc(x, y), a.device)
+            return be.wrap(be.ieee(ufunc, x, y), a.device)
     x, y = operand(be, a, dt), _scaled(be, operand(be, b, dt), alpha, dt)
     r = None
     if (x.__class__ is be._ndarray and x.size >= parallel.MIN_PARALLEL) or \
             (y.__class__ is be._ndarray and y.size >= parallel.MIN_PARALLEL):
         r = parallel.ufunc(be, ufunc, dt, x, y)
     if r is None:
-        r = ufunc(x, y)
+        r = be.ieee(ufunc, x, y)
     return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
+
+
+def _in_place(ufunc, x, y):
+    return ufunc(x, y, out=x)
 
 
 def add_sub_(be, ufunc, a, b, alpha, compute):
@@ -439,9 +451,9 @@ def add_sub_(be, ufunc, a, b, alpha, compute):
     x = be.native(a)
     y = _scaled(be, operand(be, b, dt), alpha, dt)
     if x.dtype == dt:
-        ufunc(x, y, out=x)
+        be.ieee(_in_place, ufunc, x, y)
         return a
-    return into(be, a, ufunc(x.astype(dt), y))
+    return into(be, a, be.ieee(ufunc, x.astype(dt), y))
 
 
 # -- division with rounding modes ------------------------------------------------------------------

@@ -20,7 +20,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..ops import nn as _nn_ops
 from ..ops._util import _dtype_title
-from ..ops.factories import full, tensor, zeros
+from ..ops.factories import tensor, zeros
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold"]
@@ -78,7 +78,7 @@ def pad(x: Tensor, pads, value=0) -> Tensor:
         shape[base + i] += lo + hi
         index.append(slice(lo, lo + x._shape[base + i]))
     # one copy into a filled buffer; autograd records it as CopySlices, whose backward is a view
-    out = full(tuple(shape), value, dtype=x.dtype, device=x.device)
+    out = x.new_full(tuple(shape), value)   # batched under vmap, like x
     out[tuple(index)] = x
     return out
 
