@@ -448,24 +448,6 @@ def test_installed_nn_and_serialization(venv):
     """)
 
 
-def test_uninstall_leaves_ember_working(venv):
-    r = subprocess.run(venv["pip"] + ["uninstall", "-y", "ember-openreg"], capture_output=True,
-                       text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    run(venv, """
-        import ember
-        from ember.runtime.registry import registry
-        assert "openreg" not in registry.names() and not hasattr(ember, "openreg")
-        assert (ember.ones(2) + 1).tolist() == [2.0, 2.0]
-        try:
-            ember.ones(1, device="openreg")
-        except RuntimeError as e:
-            assert "device type" in str(e), str(e)
-        else:
-            raise AssertionError("device='openreg' still works")
-    """)
-
-
 def test_installed_cnn_layers_run_through_the_cpu_fallback(venv):
     """Convolution, pooling, batch norm (its running statistics written back) and the fused
     optimizer ops on a plug-in without kernels for them: the CPU fallback and the composites
@@ -491,4 +473,22 @@ def test_installed_cnn_layers_run_through_the_cpu_fallback(venv):
             return [t.detach().cpu().numpy() for t in m.state_dict().values()]
         for a, b in zip(train("openreg"), train("cpu")):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    """)
+
+
+def test_uninstall_leaves_ember_working(venv):
+    r = subprocess.run(venv["pip"] + ["uninstall", "-y", "ember-openreg"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    run(venv, """
+        import ember
+        from ember.runtime.registry import registry
+        assert "openreg" not in registry.names() and not hasattr(ember, "openreg")
+        assert (ember.ones(2) + 1).tolist() == [2.0, 2.0]
+        try:
+            ember.ones(1, device="openreg")
+        except RuntimeError as e:
+            assert "device type" in str(e), str(e)
+        else:
+            raise AssertionError("device='openreg' still works")
     """)

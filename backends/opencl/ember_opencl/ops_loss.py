@@ -64,7 +64,7 @@ def nll_loss_forward(backend, self, target, weight, reduction, ignore_index):
         progs.launch(st, q, _kernels(st, dt)["nll_rows"], n, loss._storage.data,
                      wout._storage.data, x._storage.data, t._storage.data,
                      (w if w is not None else x)._storage.data, n, c, ignore_index,
-                     int(w is not None), deferred.buffer(st))
+                     int(w is not None), deferred.slot(st, "nll_loss_forward", self, target))
     total = get_op("sum")(wout, (0,), False, dt)
     if reduction == 0:
         return loss, total

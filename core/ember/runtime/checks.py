@@ -57,7 +57,16 @@ def checked_kernel(op, backend, device, kernel):
     target = (names.index("device") if "device" in names and getattr(schema, "tensor_positions",
                                                                       ()) else None)
 
+    returns_nothing = schema is not None and not schema.returns   # "-> ()": writes only
+
     def checked(*args, **kwargs):
+        if returns_nothing:
+            out = kernel(*args, **kwargs)
+            if out is not None:
+                raise KernelContractError(
+                    f"{backend.name} kernel for '{op.name}' ({label}) returned "
+                    f"{_describe(out)}; expected None (the op only writes its arguments)")
+            return out
         specs = specs_of(meta(*args, **kwargs)) if meta is not None else None
         out = kernel(*args, **kwargs)
         expected = device if target is None or target >= len(args) else args[target]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
+from .._util import every_example
 from . import _rules
 
 REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
@@ -44,6 +45,7 @@ def _picked_weights(self, target, weight, ignore_index):
 
 
 def _check_targets(target, n_classes, ignore_index):
+    target = every_example(target)   # under vmap: the check holds for the whole batch
     bad = target.ne(ignore_index).logical_and(target.lt(0).logical_or(target.ge(n_classes)))
     if target.numel() and bool(bad.any().item()):
         raise IndexError(f"Target {int(target[bad][0].item())} is out of bounds. (nll_loss: "
