@@ -57,7 +57,9 @@ def checked_kernel(op, backend, device, kernel):
     target = (names.index("device") if "device" in names and getattr(schema, "tensor_positions",
                                                                       ()) else None)
 
-    returns_nothing = schema is not None and not schema.returns   # "-> ()": writes only
+    # "-> ()" on an op that writes its arguments (foreach/fused optimizer ops)
+    returns_nothing = (schema is not None and not schema.returns
+                       and bool(getattr(op, "mutates", ())))
 
     def checked(*args, **kwargs):
         if returns_nothing:
