@@ -13,6 +13,7 @@ from ._dtype import (bfloat16, complex64, complex128, float16, float32, float64,
                      can_cast)
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
 from ._dtype import dtype
+from ._layout import layout, sparse_coo, strided
 from ._memory_format import (channels_last, channels_last_3d, contiguous_format, memory_format,
                              preserve_format)
 from ._tensor import Size, Tensor
@@ -22,6 +23,7 @@ from .ops import conversion as _conversion
 from .ops import elementwise as _elementwise
 from .ops import factories as _factories
 from .ops import views as _views
+from .ops.elementwise import (addcdiv, addcmul, lerp)
 from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, clip_, div,
                               divide, elu, gelu, hardtanh, leaky_relu, nan_to_num, round, softplus,
                               sub, subtract, true_divide, where)

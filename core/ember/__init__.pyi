@@ -32,6 +32,7 @@ from ._generator import initial_seed as initial_seed
 from ._generator import manual_seed as manual_seed
 from ._generator import seed as seed
 from ._generator import set_rng_state as set_rng_state
+from ._layout import layout as layout
 from ._memory_format import memory_format as memory_format
 from ._tensor_str import set_printoptions as set_printoptions
 from .autograd.grad_mode import enable_grad as enable_grad
@@ -58,6 +59,9 @@ from .ops.elementwise.selection import clamp_ as clip_
 from .ops.elementwise.selection import clamp_max as clamp_max
 from .ops.elementwise.selection import clamp_min as clamp_min
 from .ops.elementwise.selection import where as where
+from .ops.elementwise.ternary import addcdiv as addcdiv
+from .ops.elementwise.ternary import addcmul as addcmul
+from .ops.elementwise.ternary import lerp as lerp
 from .ops.elementwise.unary import conj as conj
 from .ops.elementwise.unary import nan_to_num as nan_to_num
 from .ops.elementwise.unary import round as round
@@ -217,6 +221,8 @@ int: dtype
 long: dtype
 preserve_format: Any
 short: dtype
+sparse_coo: Any
+strided: Any
 uint8: dtype
 
 def abs(input, *, out=...): ...  # ember.ops.elementwise.unary

@@ -108,6 +108,10 @@ class Tensor:
     def acosh_(self): ...  # ember.ops.elementwise.unary
     def add(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
     def add_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary
+    def addcdiv(self, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
+    def addcdiv_(self, tensor1, tensor2, *, value=...): ...  # ember.ops.elementwise.ternary
+    def addcmul(self, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
+    def addcmul_(self, tensor1, tensor2, *, value=...): ...  # ember.ops.elementwise.ternary
     def addmm(self, mat1, mat2, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmm_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmv(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
@@ -309,6 +313,8 @@ class Tensor:
     def kthvalue(self, k, dim=..., keepdim=...): ...  # ember.ops.sorting
     def le(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def le_(self, other): ...  # ember.ops.elementwise.binary
+    def lerp(self, end, weight, *, out=...): ...  # ember.ops.elementwise.ternary
+    def lerp_(self, end, weight): ...  # ember.ops.elementwise.ternary
     def less(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def less_(self, other): ...  # ember.ops.elementwise.binary
     def less_equal(self, other, *, out=...): ...  # ember.ops.elementwise.binary

@@ -89,7 +89,9 @@ def _laid_out(values, layout, device):
 
 
 _FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "linalg", "shape",
-             "indexing", "random", "nn", "attention"]
+             "indexing", "random", "nn", "attention",
+             # issue #25's families
+             "ternary"]
 
 
 def all_opinfos() -> list:

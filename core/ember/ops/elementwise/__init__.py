@@ -4,6 +4,7 @@ defined once.
 * ``unary``       one row per op (exp, sin, relu, isnan…) plus round and nan_to_num
 * ``binary``      one row per op (mul, pow, eq, bitwise_and…) plus add, sub, div
 * ``selection``   where, clamp
+* ``ternary``     addcmul, addcdiv, lerp
 * ``activation``  activations with parameters (gelu, softplus, leaky_relu, elu, hardtanh)
 * ``operators``   Tensor's Python operators
 * ``_rules``      dtype rules, operand checks and meta functions the family shares
@@ -13,6 +14,8 @@ comparisons return bool, the rest return ``compute``. The array-module kernels a
 ``ember.kit.elementwise``.
 """
 from . import unary, binary, selection, activation, operators  # noqa: F401 - order: see modules
+from . import ternary  # noqa: F401
+from .ternary import addcdiv, addcdiv_, addcmul, addcmul_, lerp, lerp_
 from .activation import elu, gelu, hardtanh, leaky_relu, softplus
 from .binary import (ALIASES_BINARY, BINARY, add, add_, add_op, binary_api, binary_ops, div,
                      div_, divide, sub, sub_, subtract, true_divide)
