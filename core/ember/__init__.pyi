@@ -172,6 +172,10 @@ from .ops.sorting import nanmedian as nanmedian
 from .ops.sorting import sort as sort
 from .ops.sorting import topk as topk
 from .ops.sorting import unique as unique
+from .ops.spatial import channel_shuffle as channel_shuffle
+from .ops.spatial import channel_shuffle as native_channel_shuffle
+from .ops.spatial import pixel_shuffle as pixel_shuffle
+from .ops.spatial import pixel_unshuffle as pixel_unshuffle
 from .ops.views.reshaping import broadcast_tensors as broadcast_tensors
 from .ops.views.reshaping import broadcast_to as broadcast_to
 from .ops.views.reshaping import flatten as flatten

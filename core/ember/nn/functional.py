@@ -509,3 +509,9 @@ from ._loss import __all__ as _loss_all  # noqa: E402
 from ._attention import __all__ as _attention_all  # noqa: E402
 
 __all__ = __all__ + list(_conv_all) + list(_loss_all) + list(_attention_all)
+
+# issue #25: functional forms whose ops live in ember/ops (re-exported) or in nn/_<topic>.py
+from ..ops.spatial import (channel_shuffle, fold, native_channel_shuffle,  # noqa: E402
+                           pixel_shuffle, pixel_unshuffle, unfold)
+__all__ += ["fold", "unfold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+            "native_channel_shuffle"]

@@ -12,3 +12,5 @@ from .pooling import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .multihead import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+from .fold import *  # noqa: F401,F403
+from .pixelshuffle import *  # noqa: F401,F403
