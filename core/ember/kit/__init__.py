@@ -9,12 +9,12 @@
 """
 from . import (attention, copy, elementwise, factories, indexing, linalg, random, reduction,
                shape, sorting)
-from . import spatial, ternary
+from . import resampling, spatial, ternary
 from .array_backend import ArrayBackend
 
 # one module per op family; each exposes register(backend)
 KERNEL_MODULES = (copy, elementwise, factories, reduction, linalg, shape, indexing, sorting,
-                  random, attention, ternary, spatial)
+                  random, attention, ternary, spatial, resampling)
 
 
 def register_array_kernels(backend) -> None:

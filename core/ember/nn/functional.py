@@ -515,3 +515,6 @@ from ..ops.spatial import (channel_shuffle, fold, native_channel_shuffle,  # noq
                            pixel_shuffle, pixel_unshuffle, unfold)
 __all__ += ["fold", "unfold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
             "native_channel_shuffle"]
+from ._sampling import *  # noqa: E402,F401,F403 - interpolate, grid_sample, affine_grid
+from ._sampling import __all__ as _sampling_all  # noqa: E402
+__all__ += list(_sampling_all)
