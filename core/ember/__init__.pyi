@@ -82,6 +82,8 @@ from .ops.factories import ones_like as ones_like
 from .ops.factories import tensor as tensor
 from .ops.factories import zeros as zeros
 from .ops.factories import zeros_like as zeros_like
+from .ops.grid_sampling import affine_grid_generator as affine_grid_generator
+from .ops.grid_sampling import grid_sampler as grid_sampler
 from .ops.indexing.advanced import argwhere as argwhere
 from .ops.indexing.advanced import index_put as index_put
 from .ops.indexing.advanced import nonzero as nonzero

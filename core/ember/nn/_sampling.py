@@ -1,7 +1,7 @@
 """Resampling in ``ember.nn.functional``: ``interpolate`` (and the deprecated ``upsample*``)
 over the ``upsample`` op, with PyTorch's argument rules (size vs scale_factor,
 recompute_scale_factor, align_corners only for interpolating modes, antialias for 4-D
-bilinear/bicubic), and ``grid_sample``/``affine_grid`` over the ``grid_sampler`` op."""
+bilinear/bicubic). ``grid_sample``/``affine_grid`` are in ``_grid.py``."""
 from __future__ import annotations
 
 import math

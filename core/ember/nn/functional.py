@@ -518,3 +518,5 @@ __all__ += ["fold", "unfold", "pixel_shuffle", "pixel_unshuffle", "channel_shuff
 from ._sampling import *  # noqa: E402,F401,F403 - interpolate, grid_sample, affine_grid
 from ._sampling import __all__ as _sampling_all  # noqa: E402
 __all__ += list(_sampling_all)
+from ._grid import *  # noqa: E402,F401,F403 - grid_sample, affine_grid
+__all__ += ["grid_sample", "affine_grid"]
