@@ -91,7 +91,7 @@ def _laid_out(values, layout, device):
 _FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "linalg", "shape",
              "indexing", "random", "nn", "attention",
              # issue #25's families
-             "ternary", "spatial", "resampling", "grid_sampling"]
+             "ternary", "spatial", "resampling", "grid_sampling", "embedding_bag"]
 
 
 def all_opinfos() -> list:

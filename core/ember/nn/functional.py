@@ -520,3 +520,5 @@ from ._sampling import __all__ as _sampling_all  # noqa: E402
 __all__ += list(_sampling_all)
 from ._grid import *  # noqa: E402,F401,F403 - grid_sample, affine_grid
 __all__ += ["grid_sample", "affine_grid"]
+from ._bags import embedding_bag  # noqa: E402,F401
+__all__ += ["embedding_bag"]

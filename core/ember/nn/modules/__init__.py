@@ -15,3 +15,4 @@ from .transformer import *  # noqa: F401,F403
 from .fold import *  # noqa: F401,F403
 from .pixelshuffle import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
+from .embedding_bag import *  # noqa: F401,F403
