@@ -43,6 +43,7 @@ from .ops.sorting import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
 from .ops.spatial import *  # noqa: F401,F403
 from .ops.grid_sampling import *  # noqa: F401,F403
+from .ops.distances import *  # noqa: F401,F403
 from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, seed,
                          set_rng_state)
 from .runtime.registry import registry as _registry

@@ -41,6 +41,9 @@ from .autograd.grad_mode import is_grad_enabled as is_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
 from .autograd.grad_mode import no_grad as no_grad
 from .autograd.grad_mode import set_grad_enabled as set_grad_enabled
+from .ops.distances import cdist as cdist
+from .ops.distances import dist as dist
+from .ops.distances import pdist as pdist
 from .ops.elementwise.activation import elu as elu
 from .ops.elementwise.activation import gelu as gelu
 from .ops.elementwise.activation import hardtanh as hardtanh

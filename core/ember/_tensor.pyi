@@ -216,6 +216,7 @@ class Tensor:
     def digamma(self, *, out=...): ...  # ember.ops.elementwise.unary
     def digamma_(self): ...  # ember.ops.elementwise.unary
     def dim(self): ...  # ember._tensor
+    def dist(self, other, p=...): ...  # ember.ops.distances
     def div(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
     def div_(self, other, *, rounding_mode=...): ...  # ember.ops.elementwise.binary
     def divide(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary

@@ -91,7 +91,8 @@ def _laid_out(values, layout, device):
 _FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "linalg", "shape",
              "indexing", "random", "nn", "attention",
              # issue #25's families
-             "ternary", "spatial", "resampling", "grid_sampling", "embedding_bag"]
+             "ternary", "spatial", "resampling", "grid_sampling", "embedding_bag",
+             "distances"]
 
 
 def all_opinfos() -> list:

@@ -522,3 +522,5 @@ from ._grid import *  # noqa: E402,F401,F403 - grid_sample, affine_grid
 __all__ += ["grid_sample", "affine_grid"]
 from ._bags import embedding_bag  # noqa: E402,F401
 __all__ += ["embedding_bag"]
+from ._distance import cosine_similarity, pairwise_distance, pdist  # noqa: E402,F401
+__all__ += ["cosine_similarity", "pairwise_distance", "pdist"]

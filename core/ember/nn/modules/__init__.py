@@ -16,3 +16,4 @@ from .fold import *  # noqa: F401,F403
 from .pixelshuffle import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 from .embedding_bag import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
