@@ -19,6 +19,8 @@ from .checks import Result, _autograd_available, _flatten, selected_samples
 GRADGRAD_UNSUPPORTED: dict[str, str] = {
     "lgamma": "its second derivative is trigamma, polygamma(1, x), and ember has no polygamma "
               "op (the first derivative, digamma, has no derivative either)",
+    "ctc_loss": "like PyTorch's, the CTC backward op (_ctc_loss_backward) has no derivative "
+                "of its own",
 }
 
 MAX_SAMPLES = 2

@@ -47,6 +47,7 @@ class OpenCLBackend(Backend):
         from . import ops_grid_sampling; ops_grid_sampling.register(self)  # noqa: E702
         from . import ops_embedding_bag; ops_embedding_bag.register(self)  # noqa: E702
         from . import ops_distances; ops_distances.register(self)  # noqa: E702
+        from . import ops_ctc; ops_ctc.register(self)  # noqa: E702
 
     # -- availability, devices, capabilities ----------------------------------------------------
     def is_available(self) -> bool:

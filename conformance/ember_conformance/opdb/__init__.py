@@ -92,7 +92,7 @@ _FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "li
              "indexing", "random", "nn", "attention",
              # issue #25's families
              "ternary", "spatial", "resampling", "grid_sampling", "embedding_bag",
-             "distances"]
+             "distances", "ctc", "losses_more"]
 
 
 def all_opinfos() -> list:

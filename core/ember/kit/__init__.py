@@ -9,13 +9,13 @@
 """
 from . import (attention, copy, elementwise, factories, indexing, linalg, random, reduction,
                shape, sorting)
-from . import distances, embedding_bag, grid_sampling, resampling, spatial, ternary
+from . import ctc, distances, embedding_bag, grid_sampling, resampling, spatial, ternary
 from .array_backend import ArrayBackend
 
 # one module per op family; each exposes register(backend)
 KERNEL_MODULES = (copy, elementwise, factories, reduction, linalg, shape, indexing, sorting,
                   random, attention, ternary, spatial, resampling,
-                  grid_sampling, embedding_bag, distances)
+                  grid_sampling, embedding_bag, distances, ctc)
 
 
 def register_array_kernels(backend) -> None:

@@ -524,3 +524,13 @@ from ._bags import embedding_bag  # noqa: E402,F401
 __all__ += ["embedding_bag"]
 from ._distance import cosine_similarity, pairwise_distance, pdist  # noqa: E402,F401
 __all__ += ["cosine_similarity", "pairwise_distance", "pdist"]
+from ..ops.ctc import ctc_loss  # noqa: E402,F401
+__all__ += ["ctc_loss"]
+from ._activations_more import gumbel_softmax, hardshrink, softshrink  # noqa: E402,F401
+__all__ += ["gumbel_softmax", "hardshrink", "softshrink"]
+from ._dropout import *  # noqa: E402,F401,F403 - channel and alpha dropout
+from ._dropout import __all__ as _dropout_all  # noqa: E402
+__all__ += list(_dropout_all)
+from ._losses_more import *  # noqa: E402,F401,F403 - margin, embedding, NLL-family losses
+from ._losses_more import __all__ as _losses_more_all  # noqa: E402
+__all__ += list(_losses_more_all)

@@ -17,3 +17,5 @@ from .pixelshuffle import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 from .embedding_bag import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
+from .activation_more import *  # noqa: F401,F403
+from .loss_more import *  # noqa: F401,F403

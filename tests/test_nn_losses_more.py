@@ -1,0 +1,172 @@
+"""The losses of ``nn/_losses_more.py``, the shrinks and gumbel-softmax, and the channel and
+alpha dropouts: values against numpy formulas (and torch when installed), module wrappers,
+dropout statistics and masks, errors."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+
+rng = np.random.default_rng(2525)
+DEVICES = ["cpu"] + (["opencl"] if ember.opencl.is_available() else [])
+
+
+def T(a, dev="cpu", **kw):
+    return ember.tensor(np.asarray(a), device=dev, **kw)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_margin_and_hinge_against_numpy(dev):
+    a, b = rng.standard_normal(6), rng.standard_normal(6)
+    y = np.array([1.0, -1, 1, -1, -1, 1])
+    got = F.margin_ranking_loss(T(a, dev), T(b, dev), T(y, dev), margin=0.2, reduction="none")
+    np.testing.assert_allclose(got.cpu().numpy(), np.maximum(0, -y * (a - b) + 0.2))
+    got = F.hinge_embedding_loss(T(a, dev), T(y, dev), margin=0.5, reduction="sum")
+    np.testing.assert_allclose(got.item(), np.where(y == 1, a, np.maximum(0, 0.5 - a)).sum())
+    got = F.soft_margin_loss(T(a, dev), T(y, dev))
+    np.testing.assert_allclose(got.item(), np.log1p(np.exp(-y * a)).mean())
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_multi_margin_and_multilabel_margin_against_numpy(dev):
+    x = rng.standard_normal((3, 5))
+    y = np.array([4, 0, 2])
+    w = rng.uniform(0.5, 2, 5)
+    got = F.multi_margin_loss(T(x, dev), T(y, dev), p=2, margin=0.7, weight=T(w, dev),
+                              reduction="none").cpu().numpy()
+    want = []
+    for i in range(3):
+        z = np.maximum(0, 0.7 - x[i, y[i]] + x[i]) ** 2 * w[y[i]]
+        z[y[i]] = 0
+        want.append(z.sum() / 5)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    tgt = np.array([[3, 0, -1, 1, 2], [1, -1, 3, 0, 0], [0, 1, 2, 3, 4]])
+    got = F.multilabel_margin_loss(T(x, dev), T(tgt, dev), reduction="none").cpu().numpy()
+    want = []
+    for i in range(3):
+        labels = []
+        for v in tgt[i]:
+            if v < 0:
+                break
+            labels.append(v)
+        others = [k for k in range(5) if k not in labels]
+        want.append(sum(max(0, 1 - (x[i, j] - x[i, k])) for j in labels for k in others) / 5)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_losses_against_torch():
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    x, z, v = rng.standard_normal((4, 3)), rng.standard_normal((4, 3)), rng.uniform(.1, 2, (4, 3))
+    n = rng.standard_normal((4, 3))
+    y = np.array([1.0, -1, -1, 1])
+    counts = rng.integers(0, 5, (4, 3)).astype(float)
+    probs = rng.uniform(0, 1, (4, 3))
+    cases = [
+        ("cosine_embedding_loss", (x, z, y), dict(margin=0.1)),
+        ("multilabel_soft_margin_loss", (x, probs), {}),
+        ("triplet_margin_loss", (x, z, n), dict(p=1.5, swap=True, margin=0.5)),
+        ("poisson_nll_loss", (x, counts), dict(full=True)),
+        ("poisson_nll_loss", (v, counts), dict(log_input=False, reduction="none")),
+        ("gaussian_nll_loss", (x, z, v), dict(full=True)),
+        ("gaussian_nll_loss", (x, z, v[:, 0]), dict(reduction="none")),
+        ("hardshrink", (x,), dict(lambd=0.6)),
+        ("softshrink", (x,), dict(lambd=0.6)),
+    ]
+    for name, args, kw in cases:
+        te = [T(a, requires_grad=a.dtype.kind == "f") for a in args]
+        tt = [torch.tensor(a, requires_grad=a.dtype.kind == "f") for a in args]
+        got, want = getattr(F, name)(*te, **kw), getattr(tf, name)(*tt, **kw)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-10,
+                                   err_msg=name)
+        got.sum().backward()
+        want.sum().backward()
+        for a, b in zip(te, tt):
+            if b.grad is not None:
+                np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-10,
+                                           atol=1e-12, err_msg=name)
+
+
+def test_loss_modules():
+    x, z, n = (T(rng.standard_normal((4, 3))) for _ in range(3))
+    y = T([1.0, -1, -1, 1])
+    assert nn.TripletMarginLoss(margin=0.5, p=1.0)(x, z, n).item() == pytest.approx(
+        F.triplet_margin_loss(x, z, n, margin=0.5, p=1.0).item())
+    assert nn.CosineEmbeddingLoss(reduction="sum")(x, z, y).item() == pytest.approx(
+        F.cosine_embedding_loss(x, z, y, reduction="sum").item())
+    assert nn.MultiMarginLoss(p=2)(x, T([0, 1, 2, 1])).shape == ()
+    assert nn.GaussianNLLLoss()(x, z, T(np.ones((4, 3)))).shape == ()
+    assert nn.PoissonNLLLoss(reduction="none")(x, z).shape == (4, 3)
+    assert repr(nn.Hardshrink(0.3)) == "Hardshrink(0.3)"
+    with pytest.raises(ValueError, match="only p == 1 and p == 2"):
+        nn.MultiMarginLoss(p=3)
+    with pytest.raises(ValueError, match="margin to be greater than 0"):
+        nn.TripletMarginWithDistanceLoss(margin=0)
+
+
+def test_loss_errors():
+    with pytest.raises(ValueError, match="var has negative"):
+        F.gaussian_nll_loss(T([1.0]), T([1.0]), T([-1.0]))
+    with pytest.raises(RuntimeError, match="same dimension"):
+        F.margin_ranking_loss(T([1.0, 2.0]), T([[1.0, 2.0]]), T([1.0, 1.0]))
+    with pytest.raises(RuntimeError, match="lambda must be greater or equal to 0"):
+        F.softshrink(T([1.0]), -1)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_channel_dropout_masks_whole_channels(dev):
+    ember.manual_seed(0)
+    x = ember.ones(8, 16, 5, 5, device=dev)
+    y = F.dropout2d(x, 0.5).cpu().numpy()
+    per_channel = y.reshape(8, 16, -1)
+    assert np.all((per_channel == 0).all(-1) | (per_channel == 2).all(-1))
+    assert 0.3 < (per_channel[..., 0] == 0).mean() < 0.7
+    assert F.dropout2d(x, 0.5, training=False) is x
+    y1 = F.dropout1d(ember.ones(4, 3, device=dev), 0.5).cpu().numpy()  # unbatched (C, L)
+    assert np.all((y1 == 0).all(-1) | (y1 == 2).all(-1))
+    y3 = F.dropout3d(ember.ones(6, 2, 2, 2, device=dev), 0.5).cpu().numpy()  # unbatched
+    assert np.all((y3.reshape(6, -1) == 0).all(-1) | (y3.reshape(6, -1) == 2).all(-1))
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input"):
+        F.dropout1d(x, 0.5)
+    with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
+        F.dropout2d(ember.ones(2, 3, 4), 0.5)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        nn.Dropout3d(1.5)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_alpha_dropout_keeps_mean_and_variance(dev):
+    ember.manual_seed(1)
+    x = ember.randn(200000, device=dev)
+    y = F.alpha_dropout(x, 0.3, training=True).cpu().numpy()
+    assert abs(y.mean()) < 0.02 and abs(y.std() - 1) < 0.02
+    assert F.alpha_dropout(x, 0.3) is x  # training defaults to False
+    assert np.all(F.alpha_dropout(x, 1.0, training=True).cpu().numpy() == 0)
+    f = nn.FeatureAlphaDropout(0.5).train()(ember.randn(4, 6, 3, 3, device=dev)).cpu().numpy()
+    assert f.shape == (4, 6, 3, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nn.AlphaDropout(0.2).eval()(x)
+
+
+def test_gumbel_softmax():
+    ember.manual_seed(3)
+    logits = ember.tensor(np.log([[0.7, 0.2, 0.1]] * 4000), requires_grad=True)
+    soft = F.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(soft.detach().numpy().sum(-1), 1.0, rtol=1e-12)
+    hard = F.gumbel_softmax(logits, tau=0.5, hard=True)
+    h = hard.detach().numpy()
+    assert set(np.unique(h)) <= {0.0, 1.0} and np.all(h.sum(-1) == 1)
+    np.testing.assert_allclose(h.mean(0), [0.7, 0.2, 0.1], atol=0.03)
+    hard.sum().backward()  # straight-through: the soft sample's gradient
+    assert logits.grad is not None
+
+
+def test_softmax2d():
+    x = T(rng.standard_normal((2, 3, 4, 4)))
+    np.testing.assert_allclose(nn.Softmax2d()(x).numpy().sum(1), 1.0, rtol=1e-12)
+    with pytest.raises(ValueError, match="expected input to be 3D or 4D"):
+        nn.Softmax2d()(T(np.ones(3)))
