@@ -37,10 +37,12 @@ class Body:
     writes no output: it only inspects its inputs (and may set ``*ERR``).
 
     ``kinds`` are the compute-dtype categories the code is valid for ("f"loat, "i"nt,
-    "b"ool). Bodies put in one ``group`` are compiled together: the first time one of them is
-    needed for a signature (dtypes, operand kinds, rank), its siblings valid for that compute
-    dtype are built in the same program, which costs about as much as building one (compiler
-    start-up dominates) and spares a build each when the program uses them later."""
+    "b"ool, "c"omplex: code for complex ``CT`` reads ``ctx.is_complex`` and uses the helpers of
+    ``COMPLEX_PRELUDE``). Bodies put in one ``group`` are compiled together: the first time
+    one of them is needed for a signature (dtypes, operand kinds, rank), its siblings valid
+    for that compute dtype are built in the same program, which costs about as much as
+    building one (compiler start-up dominates) and spares a build each when the program uses
+    them later."""
 
     __slots__ = ("name", "code", "prelude", "store", "kinds", "group", "any_output")
 
@@ -58,7 +60,7 @@ class Body:
         return _KIND_LETTER.get(ct.category, "") in self.kinds
 
 
-_KIND_LETTER = {D.BOOL: "b", D.INTEGRAL: "i", D.FLOATING: "f"}  # no complex bodies
+_KIND_LETTER = {D.BOOL: "b", D.INTEGRAL: "i", D.FLOATING: "f", D.COMPLEX: "c"}
 
 
 class KernelKey(NamedTuple):
@@ -93,6 +95,7 @@ class Ctx:
         self.wide = wide
         self.w = cltypes.CTYPE[wide]
         self.is_float = ct.category == D.FLOATING
+        self.is_complex = ct.category == D.COMPLEX
         self.is_bool = ct is D.bool_
         self.is_int = ct.category == D.INTEGRAL
         self.signed = ct.is_signed
@@ -156,12 +159,45 @@ def _ctx(state, ct):
     return Ctx(ct, D.float64 if state.fp64 else ct if ct.category == D.FLOATING else D.float32)
 
 
+# complex arithmetic on CT = float2/double2 (x: real part, y: imaginary part), RT its real type;
+# numpy's algorithms (Smith's division, hypot for |z|) so results match the CPU backend
+COMPLEX_PRELUDE = """
+CT c_mul(CT a, CT b) { return (CT)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+CT c_div(CT a, CT b) {
+  RT ar = fabs(b.x), ai = fabs(b.y);
+  if (ar >= ai) {
+    if (ar == 0 && ai == 0) return (CT)(a.x / ar, a.y / ar);
+    RT rat = b.y / b.x, scl = (RT)1 / (b.x + b.y * rat);
+    return (CT)((a.x + a.y * rat) * scl, (a.y - a.x * rat) * scl);
+  }
+  RT rat = b.x / b.y, scl = (RT)1 / (b.y + b.x * rat);
+  return (CT)((a.x * rat + a.y) * scl, (a.y * rat - a.x) * scl);
+}
+RT c_abs(CT a) { return hypot(a.x, a.y); }
+CT c_exp(CT a) {
+  if (a.y == 0) return (CT)(exp(a.x), a.y);
+  RT e = exp(a.x); return (CT)(e * cos(a.y), e * sin(a.y));
+}
+CT c_log(CT a) { return (CT)(log(hypot(a.x, a.y)), atan2(a.y, a.x)); }
+CT c_sqrt(CT a) {
+  if (a.x == 0 && a.y == 0) return (CT)((RT)0, a.y);
+  if (isinf(a.y)) return (CT)((RT)INFINITY, a.y);
+  RT t = sqrt((fabs(a.x) + hypot(a.x, a.y)) * (RT)0.5);
+  if (a.x >= 0) return (CT)(t, a.y / (2 * t));
+  return (CT)(fabs(a.y) / (2 * t), copysign(t, a.y));
+}
+"""
+
+
 def header(state, key) -> list:
     ctx = _ctx(state, key.compute)
     # no fused a*b+c: numpy rounds every operation, and so must we to match it
-    return ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
-            f"typedef {ctx.c} CT;", f"typedef {ctx.w} W;",
-            "#define ERR err" if key.check else "#define ERR ((__global int*)0)"]
+    lines = ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
+             f"typedef {ctx.c} CT;", f"typedef {ctx.w} W;",
+             "#define ERR err" if key.check else "#define ERR ((__global int*)0)"]
+    if ctx.is_complex:
+        lines += [f"typedef {cltypes.CTYPE[key.compute.to_real()]} RT;", COMPLEX_PRELUDE]
+    return lines
 
 
 def kernel_source(state, key, body, kname="ew") -> str:
@@ -253,10 +289,16 @@ def _compile(state, src):
 
 def _build(state, key, body):
     import pyopencl as cl
+    ct = key.compute
+    if not body.accepts(ct):  # e.g. a real-only body asked to compute in complex
+        raise TypeError(f"opencl: the '{body.name}' kernel does not compute in {ct}")
     jobs = [(key, body)]
-    for b in body.group:
+    # complex bodies whose result is real or bool (abs, isnan) are built alone: their siblings
+    # would assign a complex value to a real r
+    siblings = body.group if ct.category != D.COMPLEX or key.result is ct else ()
+    for b in siblings:
         k = key._replace(body=b.name)
-        if b is not body and b.accepts(key.compute) and k not in state.kernels:
+        if b is not body and b.accepts(ct) and k not in state.kernels:
             jobs.append((k, b))
     if body.any_output:
         for d in sorted(state.dtypes, key=lambda d: d.name):
@@ -269,7 +311,8 @@ def _build(state, key, body):
             prg = _compile(state, source(state, attempt))
             jobs = attempt
             break
-        except cl.RuntimeError as e:  # a sibling invalid here must not cost the op its kernel
+        except (cl.RuntimeError, RuntimeError) as e:  # a sibling invalid here must not cost
+            # the op its kernel
             err = e
     if prg is None:
         raise RuntimeError(f"opencl: building the kernel for '{key.body}' failed:\n{err}\n"

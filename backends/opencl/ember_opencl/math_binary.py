@@ -120,7 +120,8 @@ def _logaddexp2(ctx):
 
 def _build():
     ops = {
-        "mul": Body("mul", "r = x0 * x1;"),
+        "mul": Body("mul", lambda c: "r = c_mul(x0, x1);" if c.is_complex else "r = x0 * x1;",
+                    kinds="fibc"),
         "maximum": Body("maximum", lambda c: _maxmin(c, ">=", True)),
         "minimum": Body("minimum", lambda c: _maxmin(c, "<=", True)),
         "fmax": Body("fmax", lambda c: _maxmin(c, ">=", False)),
@@ -136,8 +137,10 @@ def _build():
         "logaddexp2": Body("logaddexp2", _logaddexp2),
         "copysign": Body("copysign", "r = copysign(x0, x1);"),
         "xlogy": Body("xlogy", "r = (x0 == 0 && !isnan(x1)) ? (CT)0 : x0 * log(x1);"),
-        "eq": Body("eq", "r = x0 == x1;"),
-        "ne": Body("ne", "r = x0 != x1;"),
+        "eq": Body("eq", lambda c: "r = x0.x == x1.x && x0.y == x1.y;" if c.is_complex else
+                   "r = x0 == x1;", kinds="fibc"),
+        "ne": Body("ne", lambda c: "r = x0.x != x1.x || x0.y != x1.y;" if c.is_complex else
+                   "r = x0 != x1;", kinds="fibc"),
         "lt": Body("lt", "r = x0 < x1;"),
         "le": Body("le", "r = x0 <= x1;"),
         "gt": Body("gt", "r = x0 > x1;"),
@@ -167,20 +170,22 @@ TO_BOOL = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "log
 CHECKED = {"remainder", "fmod", "floor_divide"}
 ANY_ZERO = Body("any_zero", f"r = 0; if (x0 == 0) *ERR = {ERR_ZERO_DIV};", store=False)
 
-ADD = Body("add", "r = x0 + x1;")
-ADD_ALPHA = Body("add_alpha", "r = x0 + x1 * p0;")
-SUB = Body("sub", "r = x0 - x1;")
-SUB_ALPHA = Body("sub_alpha", "r = x0 - x1 * p0;")
+ADD = Body("add", "r = x0 + x1;", kinds="fibc")
+ADD_ALPHA = Body("add_alpha", lambda c: "r = x0 + c_mul(x1, p0);" if c.is_complex else
+                 "r = x0 + x1 * p0;", kinds="fibc")
+SUB = Body("sub", "r = x0 - x1;", kinds="fibc")
+SUB_ALPHA = Body("sub_alpha", lambda c: "r = x0 - c_mul(x1, p0);" if c.is_complex else
+                 "r = x0 - x1 * p0;", kinds="fibc")
 DIV = {
-    None: Body("div", "r = x0 / x1;"),
+    None: Body("div", lambda c: "r = c_div(x0, x1);" if c.is_complex else "r = x0 / x1;"),
     "trunc": Body("div_trunc", "r = ew_tdiv(x0, x1, ERR);", _int_div_prelude),
     "floor": Body("div_floor", "r = ew_fdiv(x0, x1, ERR);", _int_div_prelude),
 }
-DIV[None].kinds = "f"
+DIV[None].kinds = "fc"
 group(*[b for n, b in BINARY.items() if n not in TO_BOOL], ADD, SUB, *DIV.values())
 group(*[b for n, b in BINARY.items() if n in TO_BOOL])
 group(ADD_ALPHA, SUB_ALPHA)
-WHERE = Body("where", "r = x0 ? x1 : x2;")
+WHERE = Body("where", "r = x0 ? x1 : x2;", kinds="fibc")
 
 
 # numpy's maximum then minimum: NaN anywhere gives NaN

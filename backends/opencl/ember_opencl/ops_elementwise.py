@@ -52,7 +52,7 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
     def make_unary(name, body, pred):
         def kernel(x, compute):
             st, q = sq(x.device)
-            rt = D.bool_ if pred else compute
+            rt = D.bool_ if pred else compute.to_real() if name == "abs" else compute
             out = new(st, x._shape, rt, x.device)
             return run(st, q, body, out, (x,), (compute,), compute, rt)
 

@@ -202,7 +202,10 @@ class ReductionKey(NamedTuple):
 def _kernel(state, key):
     knl = state.kernels.get(key)
     if knl is None:
-        family = next(f for f in FAMILIES if key.name in f)
+        # complex accumulators (sum, mean) are built alone: the family's other reductions
+        # are written for real values
+        family = (key.name,) if key.acc_dtype.category == D.COMPLEX else \
+            next(f for f in FAMILIES if key.name in f)
         siblings = (key._replace(name=n) for n in family if n != key.name)
         keys = [key] + [k for k in siblings if k not in state.kernels]
         prg = compile_program(state, source(state, keys), f"the {key.name} reductions")

@@ -89,7 +89,7 @@ def _laid_out(values, layout, device):
 
 
 _FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "linalg", "shape",
-             "indexing", "random", "nn", "attention",
+             "indexing", "random", "nn", "attention", "rnn", "complex", "fft",
              # issue #25's families
              "ternary", "spatial", "resampling", "grid_sampling", "embedding_bag",
              "distances", "ctc", "losses_more"]

@@ -372,8 +372,11 @@ def _inplace_handler(op):
 
 
 def _direct_inplace_handler(op, f):
-    """In-place ops that overwrite their target without reading it (copy_, fill_, uniform_):
-    the formula saves nothing that the op changes, so the node is recorded directly."""
+    """In-place ops with a formula of their own, recorded directly (PyTorch's in-place entries in
+    derivatives.yaml): those that overwrite their target without reading it (copy_, fill_,
+    uniform_), and those whose formula reads the target's value before the write (``self``: a
+    copy is saved, PyTorch's ``original_self``) or after it (``result``: the target itself, as
+    ``leaky_relu_`` and ``elu_`` do, so a later in-place write is caught at backward)."""
     spec = bind(op, f)
     slots = spec.slots
 
@@ -381,13 +384,21 @@ def _direct_inplace_handler(op, f):
         target = args[0]
         check_inplace_target(target)
         em = collect(spec, args, slots)
-        out = run_below(op, args, kwargs)
         if em is None:
-            return out
+            return run_below(op, args, kwargs)
+        rec_args = args
+        if spec.saves_self(args):
+            rec_args = (history_clone(target),) + tuple(args[1:])
+        out = run_below(op, args, kwargs)
         probe = alias(target)
-        record(spec, args, probe, slots, (True,), em)
-        if probe._ag is not None:
-            rebase(target, probe._ag.grad_fn)
+        record(spec, rec_args, probe, slots, (True,), em)
+        node = probe._ag.grad_fn if probe._ag is not None else None
+        if node is not None:
+            if spec.save_result:
+                # every in-place API function bumps the version once the op returns: the saved
+                # result is the target as it will be then
+                node._result = SavedTensor(probe, 0, version=target._storage.version + 1)
+            rebase(target, node)
         return out
 
     return handler

@@ -4,17 +4,18 @@
 * ``register_array_kernels(backend)`` — every op of the core's op set, written once against
   ``backend.xp``; the CPU backend is exactly this.
 * one module per op family (``copy``, ``elementwise``, ``factories``, ``reduction``,
-  ``linalg``, ``shape``, ``indexing``, ``sorting``, ``random``, ``attention``): module-level kernels taking the
-  backend first, a ``TABLE`` of them, and ``register(backend)`` binding them (``binding``).
+  ``linalg``, ``shape``, ``indexing``, ``sorting``, ``random``, ``attention``, ``rnn``,
+  ``fft``): module-level kernels taking the backend first, a ``TABLE`` of them, and
+  ``register(backend)`` binding them (``binding``).
 """
-from . import (attention, copy, elementwise, factories, indexing, linalg, random, reduction,
-               shape, sorting)
+from . import (attention, copy, elementwise, factories, fft, indexing, linalg, random, reduction,
+               rnn, shape, sorting)
 from . import ctc, distances, embedding_bag, grid_sampling, resampling, spatial, ternary
 from .array_backend import ArrayBackend
 
 # one module per op family; each exposes register(backend)
 KERNEL_MODULES = (copy, elementwise, factories, reduction, linalg, shape, indexing, sorting,
-                  random, attention, ternary, spatial, resampling,
+                  random, attention, rnn, fft, ternary, spatial, resampling,
                   grid_sampling, embedding_bag, distances, ctc)
 
 

@@ -60,9 +60,13 @@ def ieee_caller(xp):
 
 class ArrayBackend(Backend):
     """A Backend whose memory is arrays of ``xp``; set ``xp`` (and ``special``, a
-    scipy.special-like module, for the kit's special functions) in the subclass."""
+    scipy.special-like module, for the kit's special functions, and ``fft_module``, a
+    scipy.fft-like module, for its FFTs) in the subclass."""
 
     xp = np
+    fft_module = None
+    #: whether ``fft_module``'s functions take scipy.fft's ``workers`` (host threads) argument
+    fft_workers = True
 
     def __init__(self):
         super().__init__()

@@ -412,8 +412,13 @@ def _scaled(be, y, alpha, dt):
 def add_sub(be, ufunc, a, b, alpha, compute):
     """``a + alpha * b`` (``ufunc`` = add) or ``a - alpha * b`` (subtract)."""
     dt = compute.np
-    r = ufunc(operand(be, a, dt), _scaled(be, operand(be, b, dt), alpha, dt))
+    # inf - inf is nan without a warning, as in PyTorch
+    r = be.ieee(ufunc, operand(be, a, dt), _scaled(be, operand(be, b, dt), alpha, dt))
     return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
+
+
+def _in_place(ufunc, x, y):
+    return ufunc(x, y, out=x)
 
 
 def add_sub_(be, ufunc, a, b, alpha, compute):
@@ -421,9 +426,9 @@ def add_sub_(be, ufunc, a, b, alpha, compute):
     x = be.native(a)
     y = _scaled(be, operand(be, b, dt), alpha, dt)
     if x.dtype == dt:
-        ufunc(x, y, out=x)
+        be.ieee(_in_place, ufunc, x, y)
         return a
-    return into(be, a, ufunc(x.astype(dt), y))
+    return into(be, a, be.ieee(ufunc, x.astype(dt), y))
 
 
 # -- division with rounding modes ------------------------------------------------------------------

@@ -33,6 +33,15 @@ def sort(be, x, dim, descending, stable):
             be.wrap(xp.ascontiguousarray(idx.astype(xp.int64)), x.device))
 
 
+def _run_starts(xp, starts, n):
+    """For each position of each row, where its run of equal values starts: the start of the
+    k-th run of the whole array is the k-th True of ``starts`` (every row starts a run). A
+    running max of the start positions would do too, but cupy has no ``maximum.accumulate``."""
+    flat = starts.reshape(-1)
+    run = xp.cumsum(flat) - 1
+    return (xp.nonzero(flat)[0][run] % n).reshape(starts.shape)
+
+
 def mode(be, x, dim):
     xp = be.xp
     a = be.native(x)
@@ -49,8 +58,7 @@ def mode(be, x, dim):
     starts = xp.concatenate([true, differ], axis=1)
     ends = xp.concatenate([differ, true], axis=1)
     pos = xp.arange(n)
-    run_start = xp.maximum.accumulate(xp.where(starts, pos, 0), axis=1)
-    length = xp.where(ends, pos - run_start + 1, 0)
+    length = xp.where(ends, pos - _run_starts(xp, starts, n) + 1, 0)
     # PyTorch: the smallest most frequent value, at its last position in the input
     best = xp.argmax(length, axis=1)[:, None]
     values = xp.take_along_axis(s, best, axis=1).reshape(out_shape).astype(a.dtype)

@@ -105,3 +105,12 @@ def write_out(out, result, op: str):
                            f"desired output type {_dtype_title(out.dtype)}")
     out.copy_(result)
     return out
+
+
+def every_example(t):
+    """``t`` with any ``vmap`` batching undone: a plain tensor holding every example. For
+    argument checks that read values (index bounds), which hold or fail for the whole batch
+    (PyTorch checks these in its kernels, where the batch is physical)."""
+    while getattr(t, "_value", None) is not None:
+        t = t._value
+    return t

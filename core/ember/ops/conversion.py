@@ -4,6 +4,7 @@ Their derivatives pass the gradient through: the node casts and moves it back to
 dtype and device."""
 from __future__ import annotations
 
+import builtins
 import warnings
 
 from .. import _dtype
@@ -12,7 +13,7 @@ from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
 from .. import _memory_format as _mf
-from . import _grad
+from . import _batching, _grad, _tangents
 from . import _meta
 from . import views as _views  # inside functions only: views import this module
 from ._util import tensor_method
@@ -240,11 +241,22 @@ for _name, _d in [("float", _dtype.float32), ("double", _dtype.float64), ("half"
     setattr(Tensor, _name, _caster(_d))
 
 
+builtins_type = builtins.type
+
+
 @tensor_method()
-def type(self, dtype=None, non_blocking=False):
+def type(self, dtype=None, non_blocking=False, **kwargs):
+    """Without an argument, PyTorch's legacy type string (``"ember.FloatTensor"``); with a
+    dtype, a legacy class (``ember.DoubleTensor``) or a type string, this tensor in that
+    dtype."""
+    from .. import _legacy_tensors
     if dtype is None:
-        return f"ember.{self.dtype.name}"
-    return self.to(_dtype.as_dtype(dtype))
+        return _legacy_tensors.type_name(self)
+    d = _legacy_tensors.dtype_of_type(dtype)
+    if d is None:
+        raise TypeError(f"type(): argument 'dtype' must be a dtype, a tensor type or a type "
+                        f"string, not {builtins_type(dtype).__name__}")
+    return self.to(d, non_blocking=non_blocking)
 
 
 @tensor_method()
@@ -265,3 +277,46 @@ def device_tensor_methods(name: str) -> None:
     prop = f"is_{name}"
     if not hasattr(Tensor, prop):
         setattr(Tensor, prop, property(lambda self: self.device.type == name))
+
+
+# PyTorch's Tensor has these whatever it was built with: moving to a device type no backend
+# provides raises DeviceNotInstalled (naming the package), and the flags read False
+_TORCH_DEVICE_METHODS = ("cpu", "cuda", "xpu", "ipu", "mtia")
+_TORCH_DEVICE_FLAGS = ("cpu", "cuda", "xpu", "ipu", "mtia", "mps", "maia", "meta", "vulkan", "xla")
+
+
+def torch_device_surface() -> None:
+    for name in _TORCH_DEVICE_METHODS:
+        device_tensor_methods(name)
+    for name in _TORCH_DEVICE_FLAGS:
+        prop = f"is_{name}"
+        if not hasattr(Tensor, prop):
+            setattr(Tensor, prop, property(lambda self, n=name: self.device.type == n))
+    if not hasattr(Tensor, "is_mkldnn"):
+        Tensor.is_mkldnn = property(lambda self: False, doc="False: ember has no mkldnn layout.")
+
+
+# -- ember.func ---------------------------------------------------------------------------------
+def _copy_batch_rule(args, bdims):
+    self, src = args
+    _batching.inplace_check(copy_op, args, bdims)
+    if bdims[0] is None:
+        return copy_op(self, src), None
+    if bdims[1] is not None:
+        src = _batching.pad_logical(src, self.ndim - 1)
+    if src._shape != self._shape:
+        from .views import expand_op
+        src = expand_op(src, self._shape)
+    return copy_op(self, src), 0
+
+
+def _copy_jvp(ctx, tangents, self, src):
+    return tangents[1]   # the target now holds src's values (None: a zero tangent)
+
+
+to_copy_op.def_batch_rule(_batching.elementwise(to_copy_op))
+to_device_op.def_batch_rule(_batching.elementwise(to_device_op))
+copy_op.def_batch_rule(_copy_batch_rule)
+to_copy_op.def_jvp(_tangents.linear(to_copy_op))
+to_device_op.def_jvp(_tangents.linear(to_device_op))
+copy_op.def_jvp(_copy_jvp)

@@ -15,7 +15,7 @@ from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from . import _meta
 from ._util import as_shape
-
+from ..runtime import determinism as _determinism
 
 
 def _full_meta(size, fill_value, dtype, device):
@@ -163,9 +163,25 @@ def from_numpy(array):
 
 
 def from_dlpack(ext):
-    """A tensor sharing memory with any object implementing ``__dlpack__`` (CPU memory)."""
+    """A tensor sharing memory with any object implementing ``__dlpack__``: host memory becomes
+    a CPU tensor; device memory goes to the backend that declares its DLPack device type
+    (``Backend.dlpack_device_types``, e.g. kDLCUDA for the CUDA backend)."""
     if isinstance(ext, Tensor):
         return ext
+    device_type = ext.__dlpack_device__()[0] if hasattr(ext, "__dlpack_device__") else 1
+    if device_type not in (1, 3):  # kDLCPU, kDLCUDAHost: numpy reads both
+        from ..runtime.registry import registry
+        reasons = []
+        for name in registry.names():
+            backend = registry.peek(name)
+            if device_type in getattr(type(backend), "dlpack_device_types", ()):
+                reason = registry.unavailable_reason(name)
+                if reason is None:
+                    return registry.get(name).from_dlpack(ext)
+                reasons.append(f"{name}: {reason}")
+        why = f" ({'; '.join(reasons)})" if reasons else ""
+        raise BufferError(f"from_dlpack: no available backend imports DLPack device type "
+                          f"{device_type}{why}")
     return from_numpy(np.from_dlpack(ext))
 
 
@@ -216,7 +232,21 @@ def empty(*size_args, size=None, dtype=None, layout=None, device=None, requires_
         del t._view_base  # new storage: to the user (and autograd) it is no view
     else:
         t = empty_op.on(dev, shape, d, dev)
+    if _determinism.fill_uninitialized_memory():
+        fill_uninitialized(t)
     return _factory_out(t, out, "empty", requires_grad)
+
+
+def fill_uninitialized(t):
+    """What deterministic mode writes into uninitialized memory (PyTorch's rule): NaN for
+    floating and complex dtypes, the largest value for integers (True for bool)."""
+    if t.dtype.category >= _dtype.FLOATING:
+        value = float("nan")
+    elif t.dtype is _dtype.bool_:
+        value = True
+    else:
+        value = int(np.iinfo(t.dtype.np).max)
+    return t.fill_(value) if t.numel() else t
 
 
 def _fill_dtype(fill_value, dtype):
@@ -278,6 +308,10 @@ def in_layout(make, input, memory_format, op):
 def _like(fn):
     def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None,
              **kwargs):
+        if input.__class__ is not Tensor and hasattr(input, "_like_factory"):
+            # ember.func.vmap: the like of a batched tensor is batched (one per example)
+            return input._like_factory(like, *args, dtype=dtype, device=device,
+                                       requires_grad=requires_grad, **kwargs)
         t = in_layout(lambda shape: fn(shape, *args, dtype=input.dtype if dtype is None else dtype,
                                        device=input.device if device is None else device,
                                        **kwargs), input, memory_format, like.__name__)
@@ -293,6 +327,9 @@ ones_like = _like(ones)
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
               memory_format=None):
+    if input.__class__ is not Tensor and hasattr(input, "_like_factory"):
+        return input._like_factory(full_like, fill_value, dtype=dtype, device=device,
+                                   requires_grad=requires_grad)
     t = in_layout(lambda shape: full(shape, fill_value,
                                      dtype=input.dtype if dtype is None else dtype,
                                      device=input.device if device is None else device),
@@ -359,16 +396,6 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     d, dev = _resolve(dtype, device)
     return _finish(eye_op.on(dev, int(n), int(n if m is None else m), d, dev), requires_grad)
 
-
-def _tensor_constructor(cls, *args, **kwargs):
-    """``ember.Tensor(...)``: rare in modern PyTorch code (``ember.tensor`` is the API)."""
-    if args or kwargs:
-        t = tensor(*args, **kwargs)
-        return t if cls is Tensor else t.as_subclass(cls)
-    return empty(0) if cls is Tensor else empty(0).as_subclass(cls)
-
-
-Tensor.__new__ = _tensor_constructor
 
 # last: these families import this module (their functions are only called, never read here)
 from . import conversion as _conv  # noqa: E402

@@ -14,7 +14,7 @@ from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
-from . import _grad, _meta
+from . import _batching, _grad, _meta
 from ..return_types import _return_type
 from ._util import tensor_method
 
@@ -192,3 +192,19 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     out = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts
                                                                 else ())
     return out[0] if len(out) == 1 else out
+
+
+# -- ember.func: the dim shifts past the batch; sorted values carry their elements' tangents ----
+def _sort_jvp(ctx, tangents, self, dim, descending, stable):
+    t = tangents[0]
+    if t is None:
+        return None
+    if not self._shape:
+        return t, None
+    from .indexing import gather_op
+    return gather_op(t, dim, ctx.result[1]), None
+
+
+sort_op.def_batch_rule(_batching.along_dim(sort_op))
+mode_op.def_batch_rule(_batching.along_dim(mode_op))
+sort_op.def_jvp(_sort_jvp)

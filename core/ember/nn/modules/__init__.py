@@ -12,6 +12,7 @@ from .pooling import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .multihead import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
 from .fold import *  # noqa: F401,F403
 from .pixelshuffle import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403

@@ -6,14 +6,18 @@ defined once.
 * ``selection``   where, clamp
 * ``ternary``     addcmul, addcdiv, lerp
 * ``activation``  activations with parameters (gelu, softplus, leaky_relu, elu, hardtanh)
+* ``complex_numbers`` angle, sgn, complex, polar (composites with PyTorch's derivatives)
 * ``operators``   Tensor's Python operators
+* ``closeness``   isclose, allclose, equal (composites: no op, no kernel)
 * ``_rules``      dtype rules, operand checks and meta functions the family shares
 
 ``compute`` is the dtype the values are computed in (PyTorch's result type); predicates and
 comparisons return bool, the rest return ``compute``. The array-module kernels are in
 ``ember.kit.elementwise``.
 """
-from . import unary, binary, selection, activation, operators  # noqa: F401 - order: see modules
+from . import unary, binary, selection, activation, operators, closeness  # noqa: F401 - order
+from . import complex_numbers  # noqa: F401
+from .complex_numbers import angle, angle_op, complex, complex_op, polar, polar_op, sgn
 from . import ternary  # noqa: F401
 from .ternary import addcdiv, addcdiv_, addcmul, addcmul_, lerp, lerp_
 from .activation import elu, gelu, hardtanh, leaky_relu, softplus

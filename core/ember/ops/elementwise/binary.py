@@ -17,7 +17,7 @@ from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _grad
+from .. import _grad, _tangents
 from .._util import check_inplace, is_scalar, write_out
 from . import selection as _sel  # formulas only: selection imports this module
 from ._rules import (ARITH, CMP, FLOAT_BINARY, INT, LOGICAL, binary_dtype, binary_inplace_meta,
@@ -481,3 +481,8 @@ Tensor.div, Tensor.div_ = div, div_
 divide = true_divide = div
 Tensor.divide = Tensor.true_divide = div
 Tensor.divide_ = Tensor.true_divide_ = div_
+
+
+# -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------
+_tangents.attach_elementwise(*(o for _, op, op_ in binary_ops.values() for o in (op, op_)),
+                             add_op, add_op_, sub_op, sub_op_, div_op, div_op_)

@@ -14,10 +14,11 @@ from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _grad
+from .. import _grad, _tangents
 from .. import _meta
 from .._util import check_inplace, write_out
 from . import activation as _act  # formulas only (mish)
+from . import complex_numbers as _cplx  # formulas only (sgn)
 from ._rules import FLOAT, PRED, SAME, check_overlap, float_dtype, unary_meta
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -62,7 +63,8 @@ def _digamma_backward(ctx, g, x, compute):
 
 
 def _abs_backward(ctx, g, x, compute):
-    return (g * x.sign(),)
+    # PyTorch: grad * sgn(x), with sgn(z) = z / |z| (0 at 0) for complex values
+    return (g * (_cplx.sgn(x) if x.dtype.category == COMPLEX else x.sign()),)
 
 
 def _relu_backward(ctx, g, x, compute):
@@ -105,7 +107,7 @@ UNARY_ROWS = [
     ("deg2rad",    FLOAT, from_input(lambda x: math.pi / 180, name="Deg2RadBackward0")),
     ("rad2deg",    FLOAT, from_input(lambda x: 180 / math.pi, name="Rad2DegBackward0")),
     ("neg",        SAME,  linear(lambda g: -g, complex_ok=C)),
-    ("abs",        SAME,  Derivative(_abs_backward, save=("self",))),
+    ("abs",        SAME,  Derivative(_abs_backward, save=("self",), complex_ok=C)),
     ("sign",       SAME,  ZERO),
     ("floor",      SAME,  ZERO),
     ("ceil",       SAME,  ZERO),
@@ -309,3 +311,8 @@ def _nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 
 Tensor.nan_to_num = nan_to_num
 Tensor.nan_to_num_ = _nan_to_num_
+
+
+# -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------
+_tangents.attach_elementwise(*(o for _, op, op_ in unary_ops.values() for o in (op, op_)),
+                             round_op, round_op_, nan_to_num_op, nan_to_num_op_)

@@ -6,11 +6,11 @@ from ... import _dtype
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _batching, _grad, _tangents
 from .. import _meta
 from .. import elementwise as _ew
 from .. import factories as _fac
-from .._util import broadcast_shapes, tensor_method, write_out
+from .._util import broadcast_shapes, every_example, tensor_method, write_out
 from ..views import select_op
 from .advanced import index_put_op, nonzero_op
 from .gather_scatter import _assign
@@ -92,7 +92,8 @@ def one_hot(tensor, num_classes=-1):
     if not isinstance(tensor, Tensor) or tensor.dtype is not _dtype.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if tensor.numel():
-        lo, hi = int(tensor.min().item()), int(tensor.max().item())
+        every = every_example(tensor)
+        lo, hi = int(every.min().item()), int(every.max().item())
         if lo < 0:
             raise RuntimeError("Class values must be non-negative.")
         if num_classes == -1:
@@ -104,3 +105,25 @@ def one_hot(tensor, num_classes=-1):
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
     classes = _fac.arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
+
+
+# -- ember.func ---------------------------------------------------------------------------------
+def _masked_fill_batch_rule(args, bdims):
+    """A batched fill value (one per example) is a ``where``; otherwise elementwise."""
+    self, mask, value = args
+    if bdims[2] is None:
+        return _elementwise_masked_fill(args, bdims)
+    size = _batching.batch_size_of(args, bdims)
+    rank = max(t.ndim - (d is not None) for t, d in zip(args, bdims))
+    parts = [_batching.pad_logical(t, rank) if d is not None else t for t, d in zip(args, bdims)]
+    x, m, v = parts
+    out = _ew.where(m, v, x)
+    target = (size,) + broadcast_shapes(self._shape[1:] if bdims[0] is not None else self._shape,
+                                        mask._shape[1:] if bdims[1] is not None else mask._shape)
+    return (out if out._shape == target else out.expand(*target)), 0
+
+
+_elementwise_masked_fill = _batching.elementwise(masked_fill_op)
+masked_fill_op.def_batch_rule(_masked_fill_batch_rule)
+masked_fill_op.def_jvp(_tangents.linear(masked_fill_op, (0, 2)))
+masked_select_op.def_jvp(_tangents.linear(masked_select_op))

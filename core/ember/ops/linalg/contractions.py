@@ -298,3 +298,32 @@ def einsum(*args):
                                f"{_dtype_title(t.dtype)}")
     no_bool("einsum", operands[0])
     return einsum_op(equation, operands)
+
+
+# -- ember.func ---------------------------------------------------------------------------------
+def _einsum_batch_rule(args, bdims):
+    """A fresh subscript for the batch, on each batched operand and in front of the output."""
+    equation, operands = args
+    flags = bdims[1]
+    if all(d is None for d in flags):
+        return einsum_op(equation, operands), None
+    lhs, out = equation.split("->")
+    letter = next(c for c in string.ascii_letters if c not in equation)
+    terms = [(letter + t) if d is not None else t for t, d in zip(lhs.split(","), flags)]
+    return einsum_op(",".join(terms) + "->" + letter + out, operands), 0
+
+
+def _einsum_jvp(ctx, tangents, equation, operands):
+    """Multilinear: one einsum per operand with a tangent, that operand replaced by it."""
+    ts = tangents[1] or [None] * len(operands)
+    out = None
+    for i, t in enumerate(ts):
+        if t is not None:
+            ops = list(operands)
+            ops[i] = t
+            out = out + einsum_op(equation, ops) if out is not None else einsum_op(equation, ops)
+    return out
+
+
+einsum_op.def_batch_rule(_einsum_batch_rule)
+einsum_op.def_jvp(_einsum_jvp)

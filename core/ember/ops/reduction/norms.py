@@ -9,7 +9,7 @@ from ..._dtype import COMPLEX, FLOATING
 from ..._tensor import _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad, _meta
+from .. import _batching, _grad, _meta
 from .. import elementwise as _ew
 from .. import linalg as _linalg
 from .. import views as _views
@@ -144,3 +144,8 @@ def _matrix_dims(x, dim):
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
     return d0, d1
+
+
+# -- ember.func: batching rules (dims shift past the batch) ------------------------------------
+logsumexp_op.def_batch_rule(_batching.over_dims(logsumexp_op))
+vector_norm_op.def_batch_rule(_batching.over_dims(vector_norm_op, dim_pos=2))
