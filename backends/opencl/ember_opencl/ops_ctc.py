@@ -2,7 +2,8 @@
 the backward, the beta) recursion over time, its work-items sharing the extended-target
 positions and meeting at a barrier after each time step; the gradient is a kernel over
 (time, batch, class) that log-sums ``alpha + beta`` over the positions carrying the class.
-Operands are read through their strides; the recursions are kept (N, T, 2S+1)."""
+Operands are read through their offsets and strides; the recursions are kept (N, T, 2S+1),
+contiguous (a view of one, as ember.func.vmap's per-example loop passes, keeps its offset)."""
 from __future__ import annotations
 
 from functools import partial
@@ -104,7 +105,8 @@ __kernel void ctc_grad(__global T* out, __global const T* g, __global const T* l
                        const long N, const long C, const long S, const long blank,
                        const int zero_inf, const long lo, const long ls0, const long ls1,
                        const long ls2, const long to, const long ts0, const long ts1,
-                       const long go, const long gs0, const long no, const long ns0) {
+                       const long go, const long gs0, const long no, const long ns0,
+                       const long ao) {
   const long i = get_global_id(0);
   if (i >= TT * N * C) return;
   const long c = i % C, b = (i / C) % N, t = i / (C * N);
@@ -114,12 +116,12 @@ __kernel void ctc_grad(__global T* out, __global const T* g, __global const T* l
   AT m = NEG;
   for (long s = 0; s < Wb; s++)
     if (label(tg, to, ts0, ts1, b, s, blank) == c)
-      m = fmax(m, alpha[(b * TT + t) * W + s] + beta[(b * TT + t) * W + s]);
+      m = fmax(m, alpha[ao + (b * TT + t) * W + s] + beta[(b * TT + t) * W + s]);
   AT acc = 0;
   if (m != NEG)
     for (long s = 0; s < Wb; s++)
       if (label(tg, to, ts0, ts1, b, s, blank) == c)
-        acc += exp(alpha[(b * TT + t) * W + s] + beta[(b * TT + t) * W + s] - m);
+        acc += exp(alpha[ao + (b * TT + t) * W + s] + beta[(b * TT + t) * W + s] - m);
   const AT lcab = m == NEG ? NEG : m + log(acc);
   const AT l = LP(t, c);
   out[i] = (T)((exp(l) - exp(lcab + loss - l)) * (AT)g[go + b * gs0]);
@@ -127,7 +129,7 @@ __kernel void ctc_grad(__global T* out, __global const T* g, __global const T* l
 """
 _KERNELS = {"ctc_alpha": "bbbbbb" + "lll" + "l" * 7,
             "ctc_beta": "bbbbb" + "lll" + "l" * 7,
-            "ctc_grad": "bbbbbbbbb" + "lllll" + "i" + "l" * 11}
+            "ctc_grad": "bbbbbbbbb" + "lllll" + "i" + "l" * 12}
 
 
 def _group_launch(st, q, kernel, groups, *args):
@@ -186,7 +188,7 @@ def backward(backend, grad, log_probs, targets, input_lengths, target_lengths, n
                      log_probs._storage.data, tgt._storage.data, alpha._storage.data,
                      beta._storage.data, nll._storage.data, il._storage.data, tl._storage.data,
                      t_max, n, c, s, blank, int(zero_infinity), *lps, *tgs, grad._offset,
-                     grad._stride[0], nll._offset, nll._stride[0])
+                     grad._stride[0], nll._offset, nll._stride[0], alpha._offset)
     return out
 
 

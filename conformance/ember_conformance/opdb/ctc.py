@@ -34,3 +34,24 @@ OPS = [
                             ("const", [2, 1])], dict(blank=3, reduction="sum")),
           covers=_BOTH, tolerances={"float32": (1e-4, 1e-5)}),
 ]
+
+
+def _ctc_backward(x, targets, in_len, tg_len, grad, blank=0, zero_infinity=False):
+    """The backward op on its own, as autograd runs it, with a given gradient per sequence."""
+    from ember.ops.ctc import _ctc_loss_backward_op, _ctc_loss_op
+    lp = x.log_softmax(-1)
+    nll, alpha = _ctc_loss_op(lp, targets, tuple(in_len), tuple(tg_len), blank, zero_infinity)
+    return _ctc_loss_backward_op(grad, lp, targets, tuple(in_len), tuple(tg_len), nll, alpha,
+                                 blank, zero_infinity)
+
+
+OPS += [
+    entry("_ctc_loss_backward", _ctc_backward,
+          ("padded, empty target", [((6, 3, 4), "x"), _PADDED, ("const", [6, 5, 2]),
+                                    ("const", [3, 2, 0]), ((3,), "l")], {}),
+          ("impossible, zero_infinity", [((2, 3, 4), "x"), _PADDED, ("const", [2, 2, 2]),
+                                         ("const", [3, 2, 1]), ((3,), "x")],
+           dict(zero_infinity=True)),
+          covers=("_ctc_loss_backward",), differentiable=False,
+          tolerances={"float32": (1e-4, 1e-5)}),
+]

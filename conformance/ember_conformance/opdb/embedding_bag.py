@@ -40,3 +40,20 @@ OPS = [
     entry("embedding_bag 2-D input", lambda w, i: F.embedding_bag(i, w, mode="mean"),
           ("[2, 3] bags", [((6, 3), "x"), _idx([[1, 2, 3], [4, 4, 0]])], {}), covers=_BOTH),
 ]
+
+
+def _backward(w, i, o, g, mode, psw=None):
+    """The backward op on its own (as autograd runs it), with a given output gradient."""
+    from ember.ops import embedding_bag as eb
+    code = eb._MODES[mode]
+    _, offset2bag, bag_size, max_indices = eb.embedding_bag_op(w, i, o, code, psw, False, -1)
+    return eb.embedding_bag_backward_op(g, i, offset2bag, bag_size, max_indices, w.shape[0],
+                                        code, psw, -1)
+
+
+OPS += [
+    entry(f"embedding_bag_backward {mode}", lambda w, i, o, g, mode=mode: _backward(w, i, o, g,
+                                                                                   mode),
+          ("empty bag", [((6, 3), "x"), _I, _OFF, ((4, 3), "l")], {}),
+          covers=("embedding_bag_backward",))
+    for mode in ("sum", "mean", "max")]

@@ -153,8 +153,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         z = z * z
     if weight is not None:
         z = z * weight.index_select(0, y).unsqueeze(1)
-    from ..ops.indexing import one_hot
-    z = z * one_hot(y, c).logical_not()
+    from ..ops import factories as _fac
+    others = _fac.arange(c, device=x.device).unsqueeze(0).ne(y.unsqueeze(1))
+    z = z * others
     loss = z.sum(1) / c
     if input.ndim < 2:
         loss = loss.reshape(())
@@ -234,7 +235,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
     with no_grad():
-        if bool(var.lt(0).any()):
+        # a data-dependent check, which ember.func.vmap cannot run on a batched var
+        if type(var) is Tensor and bool(var.lt(0).any()):
             raise ValueError("var has negative entry/entries")
         shift = var.clamp_min(eps) - var
     var = var + shift

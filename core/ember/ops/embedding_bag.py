@@ -180,7 +180,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         padding_idx = -1
     input = input.to(_dtype.int64) if input.dtype is not _dtype.int64 else input
     offsets = offsets.to(_dtype.int64) if offsets.dtype is not _dtype.int64 else offsets
-    if input.device.type == "cpu":  # other devices check in their kernels, without a wait
+    # other devices check in their kernels, without a wait; under ember.func.vmap the indices
+    # are batched and cannot be read here (the per-example kernels run unchecked)
+    if input.device.type == "cpu" and type(input) is Tensor and type(offsets) is Tensor:
         _check_bags(input, offsets, weight.shape[0], include_last_offset)
     return embedding_bag_op(weight, input, offsets, _MODES[mode], per_sample_weights,
                             bool(include_last_offset), padding_idx)[0]
