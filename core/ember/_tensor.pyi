@@ -160,6 +160,7 @@ class Tensor:
     def bernoulli(self, p=..., *, generator=...): ...  # ember.ops.random
     def bernoulli_(self, p=..., *, generator=...): ...  # ember.ops.random
     def bfloat16(self, memory_format=...): ...  # ember.ops.conversion
+    def bincount(self, weights=..., minlength=...): ...  # ember.ops.structure
     def bitwise_and(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def bitwise_and_(self, other): ...  # ember.ops.elementwise.binary
     def bitwise_left_shift(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -196,12 +197,16 @@ class Tensor:
     def copy_(self, src, non_blocking=...): ...  # ember.ops.conversion
     def copysign(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def copysign_(self, other): ...  # ember.ops.elementwise.binary
+    def corrcoef(self): ...  # ember.ops.numeric_more
     def cos(self, *, out=...): ...  # ember.ops.elementwise.unary
     def cos_(self): ...  # ember.ops.elementwise.unary
     def cosh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def cosh_(self): ...  # ember.ops.elementwise.unary
     def count_nonzero(self, dim=...): ...  # ember.ops.reduction.sums
+    def cov(self, *, correction=..., fweights=..., aweights=...): ...  # ember.ops.numeric_more
     def cpu(self): ...  # ember.ops.conversion
+    def cummax(self, dim): ...  # ember.ops.numeric_more
+    def cummin(self, dim): ...  # ember.ops.numeric_more
     def cumprod(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     def cumprod_(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     def cumsum(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
@@ -215,7 +220,11 @@ class Tensor:
     def detach_(self): ...  # ember.autograd.tensor_api
     device: Any
     def diag(self, diagonal=..., *, out=...): ...  # ember.ops.shape
+    def diag_embed(self, offset=..., dim1=..., dim2=...): ...  # ember.ops.structure
+    def diagflat(self, offset=...): ...  # ember.ops.structure
     def diagonal(self, offset=..., dim1=..., dim2=...): ...  # ember.ops.views.slicing
+    def diagonal_scatter(self, src, offset=..., dim1=..., dim2=...): ...  # ember.ops.view_copies
+    def diff(self, n=..., dim=..., prepend=..., append=...): ...  # ember.ops.numeric_more
     def digamma(self, *, out=...): ...  # ember.ops.elementwise.unary
     def digamma_(self): ...  # ember.ops.elementwise.unary
     def dim(self): ...  # ember._tensor
@@ -226,6 +235,7 @@ class Tensor:
     def divide_(self, other, *, rounding_mode=...): ...  # ember.ops.elementwise.binary
     def dot(self, tensor): ...  # ember.ops.linalg.products
     def double(self, memory_format=...): ...  # ember.ops.conversion
+    def dsplit(self, indices_or_sections): ...  # ember.ops.view_copies
     dtype: Any
     def element_size(self): ...  # ember._tensor
     def eq(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -254,6 +264,8 @@ class Tensor:
     def fliplr(self): ...  # ember.ops.shape
     def flipud(self): ...  # ember.ops.shape
     def float(self, memory_format=...): ...  # ember.ops.conversion
+    def float_power(self, exponent): ...  # ember.ops.numeric_more
+    def float_power_(self, exponent): ...  # ember.ops.numeric_more
     def floor(self, *, out=...): ...  # ember.ops.elementwise.unary
     def floor_(self): ...  # ember.ops.elementwise.unary
     def floor_divide(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -267,6 +279,8 @@ class Tensor:
     def frac(self, *, out=...): ...  # ember.ops.elementwise.unary
     def frac_(self): ...  # ember.ops.elementwise.unary
     def gather(self, dim, index, *, sparse_grad=..., out=...): ...  # ember.ops.indexing.gather_scatter
+    def gcd(self, other): ...  # ember.ops.numeric_more
+    def gcd_(self, *args, **kwargs): ...  # ember.ops.numeric_more
     def ge(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def ge_(self, other): ...  # ember.ops.elementwise.binary
     def ger(self, vec2): ...  # ember.ops.linalg.products
@@ -282,6 +296,10 @@ class Tensor:
     def gt(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def gt_(self, other): ...  # ember.ops.elementwise.binary
     def half(self, memory_format=...): ...  # ember.ops.conversion
+    def heaviside(self, values): ...  # ember.ops.numeric_more
+    def heaviside_(self, *args, **kwargs): ...  # ember.ops.numeric_more
+    def histc(self, bins=..., min=..., max=..., *, out=...): ...  # ember.ops.structure
+    def hsplit(self, indices_or_sections): ...  # ember.ops.view_copies
     def hypot(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def hypot_(self, other): ...  # ember.ops.elementwise.binary
     @property
@@ -290,9 +308,12 @@ class Tensor:
     def index_add_(self, dim, index, source, *, alpha=...): ...  # ember.ops.indexing.gather_scatter
     def index_copy(self, dim, index, source): ...  # ember.ops.indexing.gather_scatter
     def index_copy_(self, dim, index, source): ...  # ember.ops.indexing.gather_scatter
+    def index_fill(self, dim, index, value): ...  # ember.ops.structure
+    def index_fill_(self, *args, **kwargs): ...  # ember.ops.structure
     def index_put(self, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
     def index_put_(self, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
     def index_select(self, dim, index, *, out=...): ...  # ember.ops.indexing.gather_scatter
+    def inner(self, other): ...  # ember.ops.numeric_more
     def int(self, memory_format=...): ...  # ember.ops.conversion
     def ipu(self, device=..., non_blocking=...): ...  # ember.ops.conversion
     def is_complex(self): ...  # ember._tensor
@@ -316,7 +337,9 @@ class Tensor:
     @property
     def is_mtia(self) -> Any: ...
     def is_neg(self): ...  # ember.ops.elementwise.unary
+    def is_nonzero(self): ...  # ember.ops.view_copies
     def is_pinned(self, device=...): ...  # ember._tensor
+    def is_same_size(self, other): ...  # ember.ops.view_copies
     def is_signed(self): ...  # ember._tensor
     @property
     def is_vulkan(self) -> Any: ...
@@ -330,11 +353,17 @@ class Tensor:
     def isnan(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isneginf(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isposinf(self, *, out=...): ...  # ember.ops.elementwise.unary
+    def isreal(self): ...  # ember.ops.view_copies
     def istft(self, n_fft, hop_length=..., win_length=..., window=..., center=..., normalized=..., onesided=..., length=..., return_complex=...): ...  # ember.fft._stft
     def item(self): ...  # ember._tensor
     @property
     def itemsize(self) -> Any: ...
+    def kron(self, other): ...  # ember.ops.numeric_more
     def kthvalue(self, k, dim=..., keepdim=...): ...  # ember.ops.sorting
+    def lcm(self, other): ...  # ember.ops.numeric_more
+    def lcm_(self, *args, **kwargs): ...  # ember.ops.numeric_more
+    def ldexp(self, other): ...  # ember.ops.numeric_more
+    def ldexp_(self, *args, **kwargs): ...  # ember.ops.numeric_more
     def le(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def le_(self, other): ...  # ember.ops.elementwise.binary
     def lerp(self, end, weight, *, out=...): ...  # ember.ops.elementwise.ternary
@@ -358,6 +387,7 @@ class Tensor:
     def logaddexp2(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logaddexp2_(self, other): ...  # ember.ops.elementwise.binary
     def logaddexp_(self, other): ...  # ember.ops.elementwise.binary
+    def logcumsumexp(self, dim): ...  # ember.ops.numeric_more
     def logical_and(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logical_and_(self, other): ...  # ember.ops.elementwise.binary
     def logical_not(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -378,6 +408,8 @@ class Tensor:
     def mT(self) -> Any: ...
     def masked_fill(self, mask, value): ...  # ember.ops.indexing.masked
     def masked_fill_(self, mask, value): ...  # ember.ops.indexing.masked
+    def masked_scatter(self, mask, source): ...  # ember.ops.structure
+    def masked_scatter_(self, *args, **kwargs): ...  # ember.ops.structure
     def masked_select(self, mask, *, out=...): ...  # ember.ops.indexing.masked
     def matmul(self, other): ...  # ember.ops.linalg.products
     def max(self, dim=..., keepdim=..., *, other=...): ...  # ember.ops.reduction.extremes
@@ -408,6 +440,7 @@ class Tensor:
     def nanmedian(self, dim=..., keepdim=...): ...  # ember.ops.sorting
     def nansum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def narrow(self, dim, start, length): ...  # ember.ops.views.slicing
+    def narrow_copy(self, dim, start, length): ...  # ember.ops.view_copies
     @property
     def nbytes(self) -> Any: ...
     @property
@@ -443,9 +476,12 @@ class Tensor:
     def pow(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def pow_(self, other): ...  # ember.ops.elementwise.binary
     def prod(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
+    def put(self, index, source, accumulate=...): ...  # ember.ops.structure
+    def put_(self, *args, **kwargs): ...  # ember.ops.structure
     def rad2deg(self, *, out=...): ...  # ember.ops.elementwise.unary
     def rad2deg_(self): ...  # ember.ops.elementwise.unary
     def random_(self, *args, generator=..., **kwargs): ...  # ember.ops.random
+    def ravel(self): ...  # ember.ops.view_copies
     @property
     def real(self) -> Any: ...
     def reciprocal(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -456,6 +492,8 @@ class Tensor:
     def relu_(self): ...  # ember.ops.elementwise.unary
     def remainder(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def remainder_(self, other): ...  # ember.ops.elementwise.binary
+    def renorm(self, p, dim, maxnorm): ...  # ember.ops.numeric_more
+    def renorm_(self, *args, **kwargs): ...  # ember.ops.numeric_more
     def repeat(self, *sizes): ...  # ember.ops.shape
     def repeat_interleave(self, repeats=..., dim=..., *, output_size=...): ...  # ember.ops.shape
     @property
@@ -469,6 +507,7 @@ class Tensor:
     @property
     def retains_grad(self) -> Any: ...
     def roll(self, shifts, dims=...): ...  # ember.ops.shape
+    def rot90(self, k=..., dims=...): ...  # ember.ops.numeric_more
     def round(self, *, decimals=..., out=...): ...  # ember.ops.elementwise.unary
     def round_(self, *, decimals=...): ...  # ember.ops.elementwise.unary
     def rsqrt(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -478,6 +517,7 @@ class Tensor:
     def scatter_add(self, dim, index, src): ...  # ember.ops.indexing.gather_scatter
     def scatter_add_(self, dim, index, src): ...  # ember.ops.indexing.gather_scatter
     def select(self, dim, index): ...  # ember.ops.views.slicing
+    def select_scatter(self, src, dim, index): ...  # ember.ops.view_copies
     def sgn(self, *, out=...): ...  # ember.ops.elementwise.complex_numbers
     @property
     def shape(self) -> Any: ...
@@ -491,14 +531,18 @@ class Tensor:
     def silu_(self): ...  # ember.ops.elementwise.unary
     def sin(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sin_(self): ...  # ember.ops.elementwise.unary
+    def sinc(self): ...  # ember.ops.numeric_more
+    def sinc_(self, *args, **kwargs): ...  # ember.ops.numeric_more
     def sinh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sinh_(self): ...  # ember.ops.elementwise.unary
     def size(self, dim=...): ...  # ember._tensor
+    def slice_scatter(self, src, dim=..., start=..., end=..., step=...): ...  # ember.ops.view_copies
     def softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def sort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
     def special_expit(self, *, out=...): ...  # ember.ops.elementwise.unary
     def special_expit_(self): ...  # ember.ops.elementwise.unary
     def split(self, split_size_or_sections, dim=...): ...  # ember.ops.views.slicing
+    def split_with_sizes(self, split_sizes, dim=...): ...  # ember.ops.view_copies
     def sqrt(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sqrt_(self): ...  # ember.ops.elementwise.unary
     def square(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -518,6 +562,7 @@ class Tensor:
     def swapdims(self, dim0, dim1): ...  # ember.ops.views.reshaping
     def t(self): ...  # ember.ops.views.reshaping
     def take(self, index): ...  # ember.ops.indexing.advanced
+    def take_along_dim(self, indices, dim=...): ...  # ember.ops.structure
     def tan(self, *, out=...): ...  # ember.ops.elementwise.unary
     def tan_(self): ...  # ember.ops.elementwise.unary
     def tanh(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -527,6 +572,7 @@ class Tensor:
     def to(self, *args, **kwargs): ...  # ember.ops.conversion
     def tolist(self): ...  # ember._tensor
     def topk(self, k, dim=..., largest=..., sorted=...): ...  # ember.ops.sorting
+    def trace(self): ...  # ember.ops.numeric_more
     def transpose(self, dim0, dim1): ...  # ember.ops.views.reshaping
     def tril(self, diagonal=..., *, out=...): ...  # ember.ops.shape
     def tril_(self, diagonal=...): ...  # ember.ops.shape
@@ -543,12 +589,16 @@ class Tensor:
     def unfold(self, dimension, size, step): ...  # ember.ops.views.slicing
     def uniform_(self, *args, generator=..., **kwargs): ...  # ember.ops.random
     def unique(self, sorted=..., return_inverse=..., return_counts=..., dim=...): ...  # ember.ops.sorting
+    def unsafe_chunk(self, chunks, dim=...): ...  # ember.ops.view_copies
+    def unsafe_split(self, split_size, dim=...): ...  # ember.ops.view_copies
+    def unsafe_split_with_sizes(self, split_sizes, dim=...): ...  # ember.ops.view_copies
     def unsqueeze(self, dim): ...  # ember.ops.views.reshaping
     def untyped_storage(self): ...  # ember._tensor
     def var(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
     def vdot(self, other): ...  # ember.ops.linalg.products
     def view(self, *shape): ...  # ember.ops.views.reshaping
     def view_as(self, other): ...  # ember.ops.views.reshaping
+    def vsplit(self, indices_or_sections): ...  # ember.ops.view_copies
     def where(self, condition, other): ...  # ember.ops.elementwise.selection
     def xlogy(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def xlogy_(self, other): ...  # ember.ops.elementwise.binary

@@ -92,7 +92,7 @@ _FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "li
              "indexing", "random", "nn", "attention", "rnn", "complex", "fft",
              # issue #25's families
              "ternary", "spatial", "resampling", "grid_sampling", "embedding_bag",
-             "distances", "ctc", "losses_more"]
+             "distances", "ctc", "losses_more", "surface"]
 
 
 def all_opinfos() -> list:
