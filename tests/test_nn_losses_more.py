@@ -170,3 +170,70 @@ def test_softmax2d():
     np.testing.assert_allclose(nn.Softmax2d()(x).numpy().sum(1), 1.0, rtol=1e-12)
     with pytest.raises(ValueError, match="expected input to be 3D or 4D"):
         nn.Softmax2d()(T(np.ones(3)))
+
+
+def test_linear_cross_entropy_and_module_against_torch():
+    torch = pytest.importorskip("torch")
+    x = rng.standard_normal((5, 4))
+    w = rng.standard_normal((3, 2, 4))
+    b = rng.standard_normal((3, 2))
+    y = rng.integers(0, 3, (5, 2))
+    got = F.linear_cross_entropy(T(x), T(w), T(y), linear_bias=T(b), label_smoothing=0.1)
+    want = torch.nn.functional.linear_cross_entropy(torch.tensor(x), torch.tensor(w),
+                                                    torch.tensor(y),
+                                                    linear_bias=torch.tensor(b),
+                                                    label_smoothing=0.1)
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-10)
+    me = nn.LinearCrossEntropyLoss(4, 3, out_features=(2,), bias=True)
+    mt = torch.nn.LinearCrossEntropyLoss(4, 3, out_features=(2,), bias=True).double()
+    with torch.no_grad():
+        mt.linear.weight.copy_(torch.tensor(me.linear.weight.detach().numpy()))
+        mt.linear.bias.copy_(torch.tensor(me.linear.bias.detach().numpy()))
+    np.testing.assert_allclose(me.double()(T(x), T(y)).item(),
+                               mt(torch.tensor(x), torch.tensor(y)).item(), rtol=1e-6)
+    assert repr(me) == repr(mt)
+    assert nn.NLLLoss2d()(T(np.log(np.full((2, 3, 2, 2), 1 / 3))),
+                          T(np.zeros((2, 2, 2), dtype=np.int64))).item() == pytest.approx(
+        np.log(3))
+
+
+def test_torch_level_forms_against_torch():
+    torch = pytest.importorskip("torch")
+    x, y, z = (rng.standard_normal((4, 3)) for _ in range(3))
+    s = np.array([1.0, -1, 1, -1])
+    E, Tt = T, torch.tensor
+    for red in (0, 1, 2):
+        pairs = [
+            (ember.cosine_embedding_loss(E(x), E(y), E(s), 0.1, red),
+             torch.cosine_embedding_loss(Tt(x), Tt(y), Tt(s), 0.1, red)),
+            (ember.margin_ranking_loss(E(x[:, 0]), E(y[:, 0]), E(s), 0.1, red),
+             torch.margin_ranking_loss(Tt(x[:, 0]), Tt(y[:, 0]), Tt(s), 0.1, red)),
+            (ember.hinge_embedding_loss(E(x[:, 0]), E(s), 0.4, red),
+             torch.hinge_embedding_loss(Tt(x[:, 0]), Tt(s), 0.4, red)),
+            (ember.triplet_margin_loss(E(x), E(y), E(z), 1.0, 2.0, 1e-6, True, red),
+             torch.triplet_margin_loss(Tt(x), Tt(y), Tt(z), 1.0, 2.0, 1e-6, True, red)),
+            (ember.poisson_nll_loss(E(x), E(np.abs(y)), True, True, 1e-8, red),
+             torch.poisson_nll_loss(Tt(x), Tt(np.abs(y)), True, True, 1e-8, red)),
+            (ember.binary_cross_entropy_with_logits(E(x), E(np.abs(y) % 1), None, None, red),
+             torch.binary_cross_entropy_with_logits(Tt(x), Tt(np.abs(y) % 1), None, None, red)),
+        ]
+        for a, b in pairs:
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10)
+    w, i, o = rng.standard_normal((7, 3)), np.array([1, 2, 4, 4, 0, 6]), np.array([0, 2, 2])
+    for mode in (0, 1, 2):
+        a = ember.embedding_bag(E(w), E(i), E(o), False, mode)
+        b = torch.embedding_bag(Tt(w), Tt(i), Tt(o), False, mode)
+        np.testing.assert_allclose(a[0].detach().numpy(), b[0].detach().numpy(), rtol=1e-12)
+        np.testing.assert_array_equal(a[1].numpy(), b[1].numpy())
+    np.testing.assert_allclose(ember.embedding(E(w), E(i), 2).numpy(),
+                               torch.embedding(Tt(w), Tt(i), 2).numpy())
+    xi = rng.standard_normal((2, 3, 5))
+    np.testing.assert_allclose(
+        ember.instance_norm(E(xi), E(np.full(3, 2.0)), None, E(np.zeros(3)), E(np.ones(3)),
+                            True, 0.1, 1e-5, False).numpy(),
+        torch.instance_norm(Tt(xi), Tt(np.full(3, 2.0)), None, Tt(np.zeros(3)),
+                            Tt(np.ones(3)), True, 0.1, 1e-5, False).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(ember.constant_pad_nd(E(x), (1, 2), 3.0).numpy(),
+                               torch.constant_pad_nd(Tt(x), (1, 2), 3.0).numpy())
+    with pytest.raises(ValueError, match="reduction must be 0"):
+        ember.margin_ranking_loss(E(x[:, 0]), E(y[:, 0]), E(s), 0.1, 5)

@@ -63,3 +63,21 @@ OPS = [
     entry("hardshrink", lambda x: F.hardshrink(x, 0.4), ("[3,5]", [((3, 5), "l")], {})),
     entry("softshrink", lambda x: F.softshrink(x, 0.4), ("[3,5]", [((3, 5), "x")], {})),
 ]
+
+
+def _cross_map_lrn2d(x, size):
+    from ember.nn._norm_more import cross_map_lrn2d
+    return cross_map_lrn2d(x, size, 0.3, 0.6, 1.5)
+
+
+OPS += [
+    entry("nn.instance_norm", lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+          ("affine [2,3,5]", [((2, 3, 5), "x"), ((3,), "x"), ((3,), "l")], {}),
+          ("[2,3,2,3]", [((2, 3, 2, 3), "l"), ("const", None), ("const", None)], {}),
+          tolerances={"float32": (1e-4, 1e-5)}),
+    entry("nn.local_response_norm", lambda x, n: F.local_response_norm(x, n, 0.3, 0.6, 1.5),
+          ("3-D size 3", [((2, 5, 4), "x"), ("const", 3)], {}),
+          ("4-D size 2", [((1, 4, 2, 3), "l"), ("const", 2)], {})),
+    entry("nn.cross_map_lrn2d", _cross_map_lrn2d,
+          ("size 5", [((1, 7, 2, 2), "x"), ("const", 5)], {})),
+]

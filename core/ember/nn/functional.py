@@ -555,3 +555,5 @@ __all__ += list(_dropout_all)
 from ._losses_more import *  # noqa: E402,F401,F403 - margin, embedding, NLL-family losses
 from ._losses_more import __all__ as _losses_more_all  # noqa: E402
 __all__ += list(_losses_more_all)
+from ._norm_more import instance_norm, local_response_norm  # noqa: E402,F401
+__all__ += ["instance_norm", "local_response_norm"]

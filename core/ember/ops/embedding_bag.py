@@ -129,6 +129,16 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                   scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
                   include_last_offset=False, padding_idx=None):
     """``F.embedding_bag``: the reductions of bags of embeddings (see the module docstring)."""
+    return embedding_bag_outputs(input, weight, offsets, max_norm, norm_type,
+                                 scale_grad_by_freq, mode, sparse, per_sample_weights,
+                                 include_last_offset, padding_idx)[0]
+
+
+def embedding_bag_outputs(input, weight, offsets=None, max_norm=None, norm_type=2,
+                          scale_grad_by_freq=False, mode="mean", sparse=False,
+                          per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """``embedding_bag`` with all four outputs of the op (output, offset2bag, bag_size,
+    max_indices), as ``torch.embedding_bag`` returns them."""
     from . import factories as _fac
     if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
         raise TypeError("embedding_bag(): input and weight must be Tensors")
@@ -185,7 +195,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     if input.device.type == "cpu" and type(input) is Tensor and type(offsets) is Tensor:
         _check_bags(input, offsets, weight.shape[0], include_last_offset)
     return embedding_bag_op(weight, input, offsets, _MODES[mode], per_sample_weights,
-                            bool(include_last_offset), padding_idx)[0]
+                            bool(include_last_offset), padding_idx)
 
 
 def _no_grad():

@@ -20,3 +20,5 @@ from .embedding_bag import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .activation_more import *  # noqa: F401,F403
 from .loss_more import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
+from .instancenorm import *  # noqa: F401,F403

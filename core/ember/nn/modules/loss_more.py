@@ -10,7 +10,7 @@ from .loss import _Loss, _WeightedLoss
 __all__ = ["CTCLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss",
            "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiLabelMarginLoss",
            "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
-           "PoissonNLLLoss", "GaussianNLLLoss"]
+           "PoissonNLLLoss", "GaussianNLLLoss", "NLLLoss2d", "LinearCrossEntropyLoss"]
 
 
 class CTCLoss(_Loss):
@@ -140,3 +140,61 @@ class GaussianNLLLoss(_Loss):
     def forward(self, input, target, var):
         return M.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
                                    reduction=self.reduction)
+
+
+class NLLLoss2d(_WeightedLoss):
+    """PyTorch's deprecated name of ``NLLLoss`` for (N, C, H, W) inputs."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        from .. import _loss as L
+        return L.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """``cross_entropy`` of the logits of a linear layer it owns (``self.linear``, its weight
+    read as (C, *out_features, in_features)): PyTorch's fused linear + cross-entropy, computed
+    in the reference form whatever ``options`` says."""
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None,
+                 dtype=None, reduction="mean", weight=None, ignore_index=None,
+                 label_smoothing=0.0, options=None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight, None, None, reduction)
+        from .linear import Linear
+        self.num_classes = num_classes
+        self.out_features = tuple(out_features)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        width = num_classes
+        for f in self.out_features:
+            width *= f
+        self.linear = Linear(in_features, width, bias=bias, device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        linear_weight = self.linear.weight.reshape(
+            (self.num_classes, *self.out_features, self.linear.in_features))
+        linear_bias = self.linear.bias.reshape((self.num_classes, *self.out_features)) \
+            if self.linear.bias is not None else None
+        return M.linear_cross_entropy(input, linear_weight, target, linear_bias=linear_bias,
+                                      weight=self.weight, reduction=self.reduction,
+                                      ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing,
+                                      options=self.options)
+
+    def extra_repr(self):
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
