@@ -72,7 +72,7 @@ API_READS_VALUES = {"take", "one_hot", "nn.embedding", "nn.embedding padding_idx
                     # PyTorch's too checks that no variance is negative, on the host
                     "gaussian_nll_loss",
                     # the output length / range comes from the values, as in PyTorch
-                    "bincount", "histc"}
+                    "bincount", "histc", "unravel_index"}
 
 
 @pytest.fixture(scope="module")

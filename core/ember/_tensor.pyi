@@ -19,6 +19,9 @@ class Tensor:
     __array_priority__: int
     def __bool__(self): ...  # ember._tensor
     def __complex__(self): ...  # ember._tensor
+    def __contains__(self, element): ...  # ember.ops.tensor_extras
+    def __deepcopy__(self, memo): ...  # ember.ops.tensor_extras
+    def __div__(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
     def __dlpack__(self, stream=..., **kwargs): ...  # ember._tensor
     def __dlpack_device__(self): ...  # ember._tensor
     def __eq__(self, other): ...  # ember.ops.elementwise.operators
@@ -31,6 +34,7 @@ class Tensor:
     def __hash__(self): ...  # ember.ops.elementwise.operators
     def __iadd__(self, other): ...  # ember.ops.elementwise.operators
     def __iand__(self, other): ...  # ember.ops.elementwise.operators
+    def __idiv__(self, other): ...  # ember.ops.elementwise.operators
     def __ifloordiv__(self, other): ...  # ember.ops.elementwise.operators
     def __ilshift__(self, other): ...  # ember.ops.elementwise.operators
     def __imod__(self, other): ...  # ember.ops.elementwise.operators
@@ -47,6 +51,7 @@ class Tensor:
     def __ixor__(self, other): ...  # ember.ops.elementwise.operators
     def __le__(self, other): ...  # ember.ops.elementwise.operators
     def __len__(self): ...  # ember._tensor
+    def __long__(self): ...  # ember.ops.tensor_extras
     def __lshift__(self, other): ...  # ember.ops.elementwise.operators
     def __lt__(self, other): ...  # ember.ops.elementwise.operators
     def __matmul__(self, other): ...  # ember.ops.linalg.products
@@ -55,12 +60,15 @@ class Tensor:
     def __ne__(self, other): ...  # ember.ops.elementwise.operators
     def __neg__(self): ...  # ember.ops.elementwise.operators
     def __new__(self, *args, **kwargs): ...  # ember._legacy_tensors
+    def __nonzero__(self): ...  # ember._tensor
     def __or__(self, other): ...  # ember.ops.elementwise.operators
     def __pos__(self): ...  # ember.ops.elementwise.operators
     def __pow__(self, other): ...  # ember.ops.elementwise.operators
     def __radd__(self, other): ...  # ember.ops.elementwise.operators
     def __rand__(self, other): ...  # ember.ops.elementwise.operators
+    def __rdiv__(self, other): ...  # ember.ops.elementwise.operators
     def __repr__(self, *, tensor_contents=...): ...  # ember._tensor
+    def __reversed__(self): ...  # ember.ops.tensor_extras
     def __rfloordiv__(self, other): ...  # ember.ops.elementwise.operators
     def __rlshift__(self, other): ...  # ember.ops.elementwise.operators
     def __rmatmul__(self, other): ...  # ember.ops.linalg.products
@@ -108,6 +116,8 @@ class Tensor:
     def acosh_(self): ...  # ember.ops.elementwise.unary
     def add(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
     def add_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary
+    def addbmm(self, batch1, batch2, *, beta=..., alpha=..., out=...): ...  # ember.ops.tensor_extras
+    def addbmm_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def addcdiv(self, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
     def addcdiv_(self, tensor1, tensor2, *, value=...): ...  # ember.ops.elementwise.ternary
     def addcmul(self, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
@@ -116,6 +126,9 @@ class Tensor:
     def addmm_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmv(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def addr(self, vec1, vec2, *, beta=..., alpha=..., out=...): ...  # ember.ops.tensor_extras
+    def addr_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
+    def adjoint(self): ...  # ember.ops.tensor_extras
     def all(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def allclose(self, other, rtol=..., atol=..., equal_nan=...): ...  # ember.ops.elementwise.closeness
     def amax(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
@@ -177,6 +190,7 @@ class Tensor:
     def bool(self, memory_format=...): ...  # ember.ops.conversion
     def broadcast_to(self, shape): ...  # ember.ops.views.reshaping
     def byte(self, memory_format=...): ...  # ember.ops.conversion
+    def cauchy_(self, median=..., sigma=..., *, generator=...): ...  # ember.ops.tensor_extras
     def cdouble(self, memory_format=...): ...  # ember.ops.conversion
     def ceil(self, *, out=...): ...  # ember.ops.elementwise.unary
     def ceil_(self): ...  # ember.ops.elementwise.unary
@@ -186,7 +200,9 @@ class Tensor:
     def clamp(self, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
     def clamp_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
     def clamp_max(self, max): ...  # ember.ops.elementwise.selection
+    def clamp_max_(self, max): ...  # ember.ops.tensor_extras
     def clamp_min(self, min): ...  # ember.ops.elementwise.selection
+    def clamp_min_(self, min): ...  # ember.ops.tensor_extras
     def clip(self, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
     def clip_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
     def clone(self, *, memory_format=...): ...  # ember.ops.conversion
@@ -257,6 +273,7 @@ class Tensor:
     def expm1_(self): ...  # ember.ops.elementwise.unary
     def exponential_(self, lambd=..., *, generator=...): ...  # ember.ops.random
     def fill_(self, value): ...  # ember.ops.random
+    def fill_diagonal_(self, fill_value, wrap=...): ...  # ember.ops.tensor_extras
     def fix(self, *, out=...): ...  # ember.ops.elementwise.unary
     def fix_(self): ...  # ember.ops.elementwise.unary
     def flatten(self, start_dim=..., end_dim=...): ...  # ember.ops.views.reshaping
@@ -278,11 +295,13 @@ class Tensor:
     def fmod_(self, other): ...  # ember.ops.elementwise.binary
     def frac(self, *, out=...): ...  # ember.ops.elementwise.unary
     def frac_(self): ...  # ember.ops.elementwise.unary
+    def frexp(self): ...  # ember.ops.tensor_extras
     def gather(self, dim, index, *, sparse_grad=..., out=...): ...  # ember.ops.indexing.gather_scatter
     def gcd(self, other): ...  # ember.ops.numeric_more
     def gcd_(self, *args, **kwargs): ...  # ember.ops.numeric_more
     def ge(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def ge_(self, other): ...  # ember.ops.elementwise.binary
+    def geometric_(self, p, *, generator=...): ...  # ember.ops.tensor_extras
     def ger(self, vec2): ...  # ember.ops.linalg.products
     def get_device(self): ...  # ember._tensor
     @property
@@ -296,9 +315,11 @@ class Tensor:
     def gt(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def gt_(self, other): ...  # ember.ops.elementwise.binary
     def half(self, memory_format=...): ...  # ember.ops.conversion
+    def hardshrink(self, lambd=...): ...  # ember.ops.tensor_extras
     def heaviside(self, values): ...  # ember.ops.numeric_more
     def heaviside_(self, *args, **kwargs): ...  # ember.ops.numeric_more
     def histc(self, bins=..., min=..., max=..., *, out=...): ...  # ember.ops.structure
+    def histogram(self, bins, *, range=..., weight=..., density=..., out=...): ...  # ember.ops.tensor_extras
     def hsplit(self, indices_or_sections): ...  # ember.ops.view_copies
     def hypot(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def hypot_(self, other): ...  # ember.ops.elementwise.binary
@@ -382,6 +403,7 @@ class Tensor:
     def log2(self, *, out=...): ...  # ember.ops.elementwise.unary
     def log2_(self): ...  # ember.ops.elementwise.unary
     def log_(self): ...  # ember.ops.elementwise.unary
+    def log_normal_(self, mean=..., std=..., *, generator=...): ...  # ember.ops.tensor_extras
     def log_softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def logaddexp(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logaddexp2(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -438,6 +460,7 @@ class Tensor:
     def nan_to_num_(self, nan=..., posinf=..., neginf=...): ...  # ember.ops.elementwise.unary
     def nanmean(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def nanmedian(self, dim=..., keepdim=...): ...  # ember.ops.sorting
+    def nanquantile(self, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.tensor_extras
     def nansum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def narrow(self, dim, start, length): ...  # ember.ops.views.slicing
     def narrow_copy(self, dim, start, length): ...  # ember.ops.view_copies
@@ -459,7 +482,10 @@ class Tensor:
     def new_ones(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_tensor(self, data, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_zeros(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
+    def nextafter(self, other): ...  # ember.ops.tensor_extras
+    def nextafter_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def nonzero(self, *, out=..., as_tuple=...): ...  # ember.ops.indexing.advanced
+    def nonzero_static(self, *, size, fill_value=...): ...  # ember.ops.tensor_extras
     def norm(self, p=..., dim=..., keepdim=..., out=..., dtype=...): ...  # ember.ops.reduction.norms
     def normal_(self, mean=..., std=..., *, generator=...): ...  # ember.ops.random
     def not_equal(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -475,9 +501,11 @@ class Tensor:
     def positive_(self): ...  # ember.ops.elementwise.unary
     def pow(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def pow_(self, other): ...  # ember.ops.elementwise.binary
+    def prelu(self, weight): ...  # ember.ops.tensor_extras
     def prod(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def put(self, index, source, accumulate=...): ...  # ember.ops.structure
     def put_(self, *args, **kwargs): ...  # ember.ops.structure
+    def quantile(self, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.tensor_extras
     def rad2deg(self, *, out=...): ...  # ember.ops.elementwise.unary
     def rad2deg_(self): ...  # ember.ops.elementwise.unary
     def random_(self, *args, generator=..., **kwargs): ...  # ember.ops.random
@@ -589,6 +617,7 @@ class Tensor:
     def unfold(self, dimension, size, step): ...  # ember.ops.views.slicing
     def uniform_(self, *args, generator=..., **kwargs): ...  # ember.ops.random
     def unique(self, sorted=..., return_inverse=..., return_counts=..., dim=...): ...  # ember.ops.sorting
+    def unique_consecutive(self, return_inverse=..., return_counts=..., dim=...): ...  # ember.ops.tensor_extras
     def unsafe_chunk(self, chunks, dim=...): ...  # ember.ops.view_copies
     def unsafe_split(self, split_size, dim=...): ...  # ember.ops.view_copies
     def unsafe_split_with_sizes(self, split_sizes, dim=...): ...  # ember.ops.view_copies

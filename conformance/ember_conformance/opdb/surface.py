@@ -165,3 +165,53 @@ _COPIES = [
 ]
 OPS += [entry(name, fn, ("[" + ",".join(map(str, shape)) + "]", [(shape, "l")], {}))
         for name, fn, shape in _COPIES]
+
+
+def _fill_diagonal(x, value, wrap=False):
+    y = x.clone()
+    return y.fill_diagonal_(value, wrap=wrap)
+
+
+OPS += [
+    entry("addbmm", lambda m, a, b, **kw: ember.addbmm(m, a, b, **kw),
+          ("beta, alpha", [((3, 4), "x"), ((2, 3, 5), "x"), ((2, 5, 4), "l")],
+           dict(beta=0.5, alpha=2.0)), tolerances=_LOOSE),
+    entry("addr", lambda m, a, b, **kw: ember.addr(m, a, b, **kw),
+          ("alpha 3", [((3, 4), "l"), ((3,), "x"), ((4,), "x")], dict(alpha=3.0))),
+    entry("adjoint", ember.adjoint, ("[2,3,4]", [((2, 3, 4), "x")], {})),
+    entry("nextafter", ember.nextafter,
+          ("toward", [((3, 4), "x"), ((3, 4), "l")], {}), differentiable=False),
+    entry("frexp", ember.frexp, ("[3,4]", [((3, 4), ("f", -50.0, 50.0))], {}),
+          differentiable=False),
+    entry("quantile", lambda x, q, **kw: ember.quantile(x, q, **kw),
+          ("dim 1, q tensor", [((3, 7), "x"), _sorted([0.1, 0.45, 0.9])], dict(dim=1)),
+          ("flat, nearest", [((4, 3), "l"), ("const", 0.3)], dict(interpolation="nearest")),
+          tolerances=_LOOSE),
+    entry("nanquantile", lambda x, q, **kw: ember.nanquantile(x, q, **kw),
+          ("dim 0", [((5, 3), "x"), ("const", 0.25)], dict(dim=0, keepdim=True)),
+          tolerances=_LOOSE),
+    entry("unique_consecutive", lambda x, **kw: ember.unique_consecutive(x, **kw),
+          ("runs", [_long([1, 1, 2, 2, 3, 1, 1, 2])], dict(return_inverse=True,
+                                                         return_counts=True)),
+          dtypes=("float64",), differentiable=False),
+    entry("nonzero_static", lambda x, **kw: ember.nonzero_static(x, **kw),
+          ("padded", [((3, 4), ("i", -1, 1))], dict(size=10)),
+          ("truncated", [((3, 4), ("i", -1, 1))], dict(size=2)),
+          dtypes=_INTS, differentiable=False),
+    entry("histogram", lambda x, **kw: ember.histogram(x, **kw),
+          ("range", [((20,), "x")], dict(bins=5, range=(-1.0, 1.0))),
+          ("edges, density", [((20,), "l")],
+           dict(bins=None, range=None, density=True)) if False else
+          ("weighted", [((20,), "l")], dict(bins=4, range=(-1.5, 1.5))),
+          differentiable=False),
+    entry("gradient", lambda x, **kw: ember.gradient(x, **kw),
+          ("spacing 0.5, edge 2", [((4, 5), "x")], dict(spacing=0.5, edge_order=2)),
+          ("coordinates dim 1", [((3, 4), "l")],
+           dict(dim=1, spacing=None)) if False else
+          ("dim 1", [((3, 4), "l")], dict(dim=1))),
+    entry("unravel_index", lambda i: ember.unravel_index(i, (2, 3, 4)),
+          ("flat", [_long([0, 5, 23, -1])], {}), dtypes=("float64",), differentiable=False),
+    entry("fill_diagonal_", _fill_diagonal,
+          ("wide", [((3, 5), "x"), ("const", 2.5)], {}),
+          ("tall wrap", [((7, 3), "l"), ("const", -1.0)], dict(wrap=True))),
+]
