@@ -242,6 +242,8 @@ from .ops.rnn import gru_cell as gru_cell
 from .ops.rnn import lstm_cell as lstm_cell
 from .ops.rnn import rnn_relu_cell as rnn_relu_cell
 from .ops.rnn import rnn_tanh_cell as rnn_tanh_cell
+from .ops.scatter_reduce import index_reduce as index_reduce
+from .ops.scatter_reduce import scatter_reduce as scatter_reduce
 from .ops.shape import atleast_1d as atleast_1d
 from .ops.shape import atleast_2d as atleast_2d
 from .ops.shape import atleast_3d as atleast_3d

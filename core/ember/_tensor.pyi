@@ -333,6 +333,8 @@ class Tensor:
     def index_fill_(self, *args, **kwargs): ...  # ember.ops.structure
     def index_put(self, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
     def index_put_(self, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
+    def index_reduce(self, dim, index, source, reduce, *, include_self=..., out=...): ...  # ember.ops.scatter_reduce
+    def index_reduce_(self, *args, **kwargs): ...  # ember.ops.scatter_reduce
     def index_select(self, dim, index, *, out=...): ...  # ember.ops.indexing.gather_scatter
     def inner(self, other): ...  # ember.ops.numeric_more
     def int(self, memory_format=...): ...  # ember.ops.conversion
@@ -544,6 +546,8 @@ class Tensor:
     def scatter_(self, dim, index, src=..., *, value=..., reduce=...): ...  # ember.ops.indexing.gather_scatter
     def scatter_add(self, dim, index, src): ...  # ember.ops.indexing.gather_scatter
     def scatter_add_(self, dim, index, src): ...  # ember.ops.indexing.gather_scatter
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=..., out=...): ...  # ember.ops.scatter_reduce
+    def scatter_reduce_(self, *args, **kwargs): ...  # ember.ops.scatter_reduce
     def select(self, dim, index): ...  # ember.ops.views.slicing
     def select_scatter(self, src, dim, index): ...  # ember.ops.view_copies
     def sgn(self, *, out=...): ...  # ember.ops.elementwise.complex_numbers

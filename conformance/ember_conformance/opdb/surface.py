@@ -215,3 +215,19 @@ OPS += [
           ("wide", [((3, 5), "x"), ("const", 2.5)], {}),
           ("tall wrap", [((7, 3), "l"), ("const", -1.0)], dict(wrap=True))),
 ]
+
+_SCATTER_INDEX = _long([[0, 4, 4, 1], [2, 2, 0, 3], [1, 1, 1, 1]])
+OPS += [
+    entry(f"scatter_reduce {reduce}",
+          lambda x, i, s, reduce=reduce, **kw: ember.scatter_reduce(x, 1, i, s, reduce, **kw),
+          ("include_self", [((4, 5), "x"), _SCATTER_INDEX, ((3, 4), "l")], {}),
+          ("exclude self", [((3, 5), "l"), _SCATTER_INDEX, ((3, 4), "x")],
+           dict(include_self=False)),
+          tolerances=_LOOSE)
+    for reduce in ("sum", "prod", "mean", "amax", "amin")]
+OPS += [
+    entry(f"index_reduce {reduce}",
+          lambda x, i, s, reduce=reduce, **kw: ember.index_reduce(x, 0, i, s, reduce, **kw),
+          ("include_self", [((5, 3), "x"), _long([0, 4, 0, 2]), ((4, 3), "l")], {}),
+          tolerances=_LOOSE)
+    for reduce in ("prod", "mean", "amax", "amin")]
