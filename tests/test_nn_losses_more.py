@@ -237,3 +237,34 @@ def test_torch_level_forms_against_torch():
                                torch.constant_pad_nd(Tt(x), (1, 2), 3.0).numpy())
     with pytest.raises(ValueError, match="reduction must be 0"):
         ember.margin_ranking_loss(E(x[:, 0]), E(y[:, 0]), E(s), 0.1, 5)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_adaptive_log_softmax_against_torch(dev):
+    torch = pytest.importorskip("torch")
+    me = nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 10, 15], div_value=2.0, head_bias=True,
+                                       dtype=ember.float64).to(dev)
+    mt = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 10, 15], div_value=2.0,
+                                             head_bias=True).double()
+    with torch.no_grad():
+        for (n1, p1), (n2, p2) in zip(me.named_parameters(), mt.named_parameters()):
+            assert n1 == n2
+            p2.copy_(torch.tensor(p1.detach().cpu().numpy()))
+    x = rng.standard_normal((6, 8))
+    y = np.array([0, 5, 19, 3, 12, 15])
+    xe = ember.tensor(x, device=dev, requires_grad=True)
+    xt = torch.tensor(x, requires_grad=True)
+    oe, ot = me(xe, ember.tensor(y, device=dev)), mt(xt, torch.tensor(y))
+    np.testing.assert_allclose(oe.output.detach().cpu().numpy(), ot.output.detach().numpy(),
+                               rtol=1e-10)
+    np.testing.assert_allclose(oe.loss.item(), ot.loss.item(), rtol=1e-10)
+    oe.loss.backward()
+    ot.loss.backward()
+    np.testing.assert_allclose(xe.grad.cpu().numpy(), xt.grad.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(me.log_prob(xe).detach().cpu().numpy(),
+                               mt.log_prob(xt).detach().numpy(), rtol=1e-10)
+    np.testing.assert_array_equal(me.predict(xe).cpu().numpy(), mt.predict(xt).numpy())
+    single = me(xe[0], ember.tensor(5, device=dev))
+    assert single.output.shape == ()
+    with pytest.raises(RuntimeError, match="Target values should be in"):
+        me(xe, ember.tensor(np.array([0, 1, 2, 3, 4, 20]), device=dev))

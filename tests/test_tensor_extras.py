@@ -140,3 +140,25 @@ def test_random_fills():
     assert abs(np.median(c) - 1.0) < 0.1
     g = ember.empty(40000).geometric_(0.25).numpy()
     assert g.min() >= 1 and abs(g.mean() - 4.0) < 0.1
+
+
+def test_inplace_view_methods():
+    base = ember.arange(12.0)
+    x = base.view(3, 1, 4)
+    assert x.squeeze_() is x and x.shape == (3, 4)
+    assert x.unsqueeze_(0).shape == (1, 3, 4)
+    x.squeeze_(0).t_()
+    assert x.shape == (4, 3) and x.stride() == (1, 4)
+    np.testing.assert_array_equal(x.numpy(), np.arange(12.0).reshape(3, 4).T)
+    x.transpose_(0, 1).swapaxes_(0, 1).swapdims_(1, 0)
+    assert x.shape == (3, 4)
+    x.as_strided_((2, 2), (1, 2), 1)
+    np.testing.assert_array_equal(x.numpy(), [[1.0, 3.0], [2.0, 4.0]])
+    x.add_(100)  # still the same storage
+    assert base[1].item() == 101.0
+    leaf = ember.ones(2, 1, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        leaf.squeeze_()
+    with ember.no_grad():
+        leaf.squeeze_()
+    assert leaf.shape == (2,)

@@ -155,6 +155,7 @@ class Tensor:
     def argsort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
     def argwhere(self): ...  # ember.ops.indexing.advanced
     def as_strided(self, size, stride, storage_offset=...): ...  # ember.ops.views.strided
+    def as_strided_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def as_strided_scatter(self, src, size, stride, storage_offset=...): ...  # ember.ops.views.strided
     def as_subclass(self, cls): ...  # ember._tensor
     def asin(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -580,6 +581,7 @@ class Tensor:
     def square(self, *, out=...): ...  # ember.ops.elementwise.unary
     def square_(self): ...  # ember.ops.elementwise.unary
     def squeeze(self, dim=...): ...  # ember.ops.views.reshaping
+    def squeeze_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def std(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
     def stft(self, n_fft, hop_length=..., win_length=..., window=..., center=..., pad_mode=..., normalized=..., onesided=..., return_complex=...): ...  # ember.fft._stft
     def storage_offset(self): ...  # ember._tensor
@@ -591,8 +593,11 @@ class Tensor:
     def sum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def sum_to_size(self, *size): ...  # ember.autograd.tensor_api
     def swapaxes(self, dim0, dim1): ...  # ember.ops.views.reshaping
+    def swapaxes_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def swapdims(self, dim0, dim1): ...  # ember.ops.views.reshaping
+    def swapdims_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def t(self): ...  # ember.ops.views.reshaping
+    def t_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def take(self, index): ...  # ember.ops.indexing.advanced
     def take_along_dim(self, indices, dim=...): ...  # ember.ops.structure
     def tan(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -606,6 +611,7 @@ class Tensor:
     def topk(self, k, dim=..., largest=..., sorted=...): ...  # ember.ops.sorting
     def trace(self): ...  # ember.ops.numeric_more
     def transpose(self, dim0, dim1): ...  # ember.ops.views.reshaping
+    def transpose_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def tril(self, diagonal=..., *, out=...): ...  # ember.ops.shape
     def tril_(self, diagonal=...): ...  # ember.ops.shape
     def triu(self, diagonal=..., *, out=...): ...  # ember.ops.shape
@@ -626,6 +632,7 @@ class Tensor:
     def unsafe_split(self, split_size, dim=...): ...  # ember.ops.view_copies
     def unsafe_split_with_sizes(self, split_sizes, dim=...): ...  # ember.ops.view_copies
     def unsqueeze(self, dim): ...  # ember.ops.views.reshaping
+    def unsqueeze_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def untyped_storage(self): ...  # ember._tensor
     def var(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
     def vdot(self, other): ...  # ember.ops.linalg.products

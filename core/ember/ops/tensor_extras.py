@@ -526,6 +526,27 @@ def _inplace(fn):
     return method
 
 
+def _inplace_view(name, view):
+    """``squeeze_`` and friends: the tensor itself takes the view's shape, strides and offset
+    (its storage stays). A leaf that requires grad refuses, as in PyTorch; a tensor inside an
+    autograd graph refuses too (ember does not rebase graphs on in-place view changes)."""
+    def method(self, *args, **kwargs):
+        from ..autograd.grad_mode import is_grad_enabled
+        if self.requires_grad and is_grad_enabled():
+            if self.is_leaf:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                                   "in-place operation.")
+            raise RuntimeError(f"{name}(): changing the shape in place of a tensor inside an "
+                               f"autograd graph is not supported by ember; use the "
+                               f"out-of-place {name[:-1]}()")
+        v = view(self, *args, **kwargs)
+        self._shape, self._stride, self._offset, self._native = (v._shape, v._stride, v._offset,
+                                                                 v._native)
+        return self
+    method.__name__ = name
+    return method
+
+
 def _attach():
     em = _ember()
     methods = {
@@ -542,6 +563,14 @@ def _attach():
         "nonzero_static": nonzero_static, "histogram": histogram,
         "addbmm_": _inplace(addbmm), "addr_": _inplace(addr), "nextafter_": _inplace(nextafter),
         "hardshrink": _hardshrink, "prelu": _prelu,
+        "squeeze_": _inplace_view("squeeze_", lambda t, *a: t.squeeze(*a)),
+        "unsqueeze_": _inplace_view("unsqueeze_", lambda t, d: t.unsqueeze(d)),
+        "t_": _inplace_view("t_", lambda t: t.t()),
+        "transpose_": _inplace_view("transpose_", lambda t, a, b: t.transpose(a, b)),
+        "swapaxes_": _inplace_view("swapaxes_", lambda t, a, b: t.transpose(a, b)),
+        "swapdims_": _inplace_view("swapdims_", lambda t, a, b: t.transpose(a, b)),
+        "as_strided_": _inplace_view("as_strided_", lambda t, size, stride, offset=None:
+                                     t.as_strided(size, stride, offset)),
     }
     for name, fn in methods.items():
         if name not in Tensor.__dict__:

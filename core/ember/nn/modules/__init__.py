@@ -23,3 +23,4 @@ from .loss_more import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
 from .instancenorm import *  # noqa: F401,F403
 from .lazy import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403
