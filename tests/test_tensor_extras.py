@@ -162,3 +162,25 @@ def test_inplace_view_methods():
     with ember.no_grad():
         leaf.squeeze_()
     assert leaf.shape == (2,)
+
+
+@pytest.mark.parametrize("dev", ["cpu"] + (["opencl"] if ember.opencl.is_available() else []))
+def test_resize(dev):
+    x, t = ember.arange(6.0, device=dev), torch.arange(6.0)
+    assert x.resize_(2, 2) is x
+    t.resize_(2, 2)
+    np.testing.assert_array_equal(x.cpu().numpy(), t.numpy())
+    t = torch.arange(6.0).clone()  # torch's arange storage is not resizable
+    t.resize_(2, 2)
+    x.resize_((3, 3)), t.resize_((3, 3))
+    np.testing.assert_array_equal(x.cpu().numpy().reshape(-1)[:6], t.numpy().reshape(-1)[:6])
+    y = ember.arange(6.0, device=dev)[1:]
+    y.resize_(2, 2)
+    np.testing.assert_array_equal(y.cpu().numpy(), [[1.0, 2.0], [3.0, 4.0]])
+    z = ember.zeros(2, 3, device=dev)
+    z.resize_as_(ember.ones(3, 2))
+    assert z.shape == (3, 2)
+    with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+        ember.ones(2, requires_grad=True).resize_(3)
+    with pytest.warns(UserWarning, match="deprecated"):
+        assert ember.ones(2, 3).resize(3, 2).shape == (3, 2)

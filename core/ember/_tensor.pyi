@@ -532,6 +532,10 @@ class Tensor:
     def requires_grad_(self, requires_grad=...): ...  # ember.autograd.tensor_api
     def reshape(self, *shape): ...  # ember.ops.views.reshaping
     def reshape_as(self, other): ...  # ember.ops.views.reshaping
+    def resize(self, *sizes): ...  # ember.ops.tensor_extras
+    def resize_(self, *sizes, memory_format=...): ...  # ember.ops.tensor_extras
+    def resize_as(self, other): ...  # ember.ops.tensor_extras
+    def resize_as_(self, other, *, memory_format=...): ...  # ember.ops.tensor_extras
     def resolve_conj(self): ...  # ember.ops.elementwise.unary
     def resolve_neg(self): ...  # ember.ops.elementwise.unary
     def retain_grad(self): ...  # ember.autograd.tensor_api

@@ -547,6 +547,65 @@ def _inplace_view(name, view):
     return method
 
 
+def _contiguous_strides(shape):
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _resize_(self, *sizes, memory_format=None):
+    """The tensor takes ``sizes`` (contiguous strides) in place, over its storage when that
+    holds enough elements after its offset, else over new storage that starts with the old
+    storage's elements (the rest uninitialized)."""
+    from .._tensor import Size
+    from . import factories as _fac
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else \
+        tuple(sizes)
+    if any(n < 0 for n in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
+    numel = 1
+    for n in shape:
+        numel *= n
+    capacity = self.untyped_storage().nbytes // self.element_size() - self._offset
+    if numel <= capacity:
+        src = _fac.empty(0, dtype=self.dtype, device=self.device)
+        flat = self.as_strided((numel,), (1,), self._offset) if numel else src
+        self._shape, self._stride, self._native = Size(shape), _contiguous_strides(shape), \
+            flat._native
+        if numel and self.device.type == "cpu":
+            self._native = self.as_strided(shape, _contiguous_strides(shape))._native
+        return self
+    grown = _fac.empty(numel, dtype=self.dtype, device=self.device)
+    keep = min(capacity, numel)   # the old storage's elements survive, as in PyTorch
+    if keep > 0:
+        with no_grad():
+            grown[:keep].copy_(self.as_strided((keep,), (1,), self._offset))
+    view = grown.view(shape)
+    self._storage, self._shape, self._stride, self._offset, self._native = (
+        view._storage, view._shape, view._stride, view._offset, view._native)
+    return self
+
+
+def _resize_as_(self, other, *, memory_format=None):
+    return _resize_(self, tuple(other.shape))
+
+
+def _resize(self, *sizes):
+    import warnings
+    warnings.warn("non-inplace resize is deprecated")
+    return self.reshape(*sizes)
+
+
+def _resize_as(self, other):
+    import warnings
+    warnings.warn("non-inplace resize_as is deprecated")
+    return self.reshape(other.shape)
+
+
 def _attach():
     em = _ember()
     methods = {
@@ -563,6 +622,8 @@ def _attach():
         "nonzero_static": nonzero_static, "histogram": histogram,
         "addbmm_": _inplace(addbmm), "addr_": _inplace(addr), "nextafter_": _inplace(nextafter),
         "hardshrink": _hardshrink, "prelu": _prelu,
+        "resize_": _resize_, "resize_as_": _resize_as_, "resize": _resize,
+        "resize_as": _resize_as,
         "squeeze_": _inplace_view("squeeze_", lambda t, *a: t.squeeze(*a)),
         "unsqueeze_": _inplace_view("unsqueeze_", lambda t, d: t.unsqueeze(d)),
         "t_": _inplace_view("t_", lambda t: t.t()),
