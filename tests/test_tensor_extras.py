@@ -184,3 +184,22 @@ def test_resize(dev):
         ember.ones(2, requires_grad=True).resize_(3)
     with pytest.warns(UserWarning, match="deprecated"):
         assert ember.ones(2, 3).resize(3, 2).shape == (3, 2)
+
+
+def test_histogramdd():
+    pts = rng.standard_normal((200, 3))
+    w = rng.random(200)
+    a = ember.histogramdd(E(pts), [3, 4, 2])
+    b = torch.histogramdd(T(pts), [3, 4, 2])
+    close(a.hist, b.hist, rtol=1e-12)
+    close(list(a.bin_edges), list(b.bin_edges), rtol=1e-12)
+    a = ember.histogramdd(E(pts[:, :2]), 3, range=[-1.0, 1.0, -2.0, 0.5], weight=E(w[:200]),
+                          density=True)
+    b = torch.histogramdd(T(pts[:, :2]), 3, range=[-1.0, 1.0, -2.0, 0.5], weight=T(w[:200]),
+                          density=True)
+    close(a.hist, b.hist, rtol=1e-12)
+    edges = [E(np.array([-3.0, 0.0, 3.0])), E(np.array([-1.0, 0.0, 0.5, 2.0]))]
+    a = ember.histogramdd(E(pts[:, :2]), edges)
+    b = torch.histogramdd(T(pts[:, :2]), [T(np.array([-3.0, 0.0, 3.0])),
+                                          T(np.array([-1.0, 0.0, 0.5, 2.0]))])
+    close(a.hist, b.hist)

@@ -302,6 +302,7 @@ from .ops.tensor_extras import detach as detach
 from .ops.tensor_extras import frexp as frexp
 from .ops.tensor_extras import gradient as gradient
 from .ops.tensor_extras import histogram as histogram
+from .ops.tensor_extras import histogramdd as histogramdd
 from .ops.tensor_extras import nanquantile as nanquantile
 from .ops.tensor_extras import nextafter as nextafter
 from .ops.tensor_extras import nonzero_static as nonzero_static

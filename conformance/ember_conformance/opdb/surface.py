@@ -231,3 +231,8 @@ OPS += [
           ("include_self", [((5, 3), "x"), _long([0, 4, 0, 2]), ((4, 3), "l")], {}),
           tolerances=_LOOSE)
     for reduce in ("prod", "mean", "amax", "amin")]
+OPS += [
+    entry("histogramdd", lambda x, **kw: ember.histogramdd(x, **kw),
+          ("3 x 2 bins", [((30, 2), "x")], dict(bins=[3, 2], range=[-1.5, 1.5, -1.0, 1.0])),
+          differentiable=False),
+]

@@ -15,7 +15,7 @@ from ..autograd.grad_mode import no_grad
 
 __all__ = ["addbmm", "addr", "adjoint", "clone", "detach", "nextafter", "frexp",
            "unravel_index", "quantile", "nanquantile", "unique_consecutive", "nonzero_static",
-           "histogram", "gradient"]
+           "histogram", "histogramdd", "gradient"]
 
 
 def _ember():
@@ -367,6 +367,74 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     return result
 
 
+def _bin_of(x, edges, nb):
+    """Bin index of each value among increasing ``edges`` (the last bin closed) and whether
+    it falls inside them."""
+    em = _ember()
+    pos = (edges.unsqueeze(0).le(x.unsqueeze(1))).to(_dtype.int64).sum(1) - 1
+    pos = em.where(x.eq(edges[-1]), em.full((), nb - 1, dtype=_dtype.int64, device=x.device),
+                   pos).clamp(0, nb - 1)
+    return pos, x.ge(edges[0]) & x.le(edges[-1])
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
+    """(hist, bin_edges) of the points in the rows of ``input`` (..., D): per dim ``bins[d]``
+    equal bins over its range (``range`` flat as [lo0, hi0, lo1, hi1, ...], else the data's)
+    or given edges."""
+    _tensor(input, "histogramdd")
+    em = _ember()
+    if input.ndim < 1:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension")
+    n_dims = input.shape[-1]
+    pts = input.detach().reshape(-1, n_dims)
+    if isinstance(bins, int):
+        bins = [bins] * n_dims
+    bins = list(bins)
+    if len(bins) != n_dims:
+        raise RuntimeError(f"torch.histogramdd: expected {n_dims} sequences of bin edges for "
+                           f"each of the {n_dims} input dimensions, but got {len(bins)}")
+    if range is not None and len(range) != 2 * n_dims:
+        raise RuntimeError(f"torch.histogramdd: for a {n_dims}-dimensional histogram, range "
+                           f"should have {2 * n_dims} elements, but got {len(range)}")
+    edges = []
+    for d, b in enumerate(bins):
+        if isinstance(b, Tensor):
+            edges.append(b.to(input.dtype))
+            continue
+        col = pts[:, d]
+        if range is not None:
+            lo, hi = float(range[2 * d]), float(range[2 * d + 1])
+        elif col.numel():
+            lo, hi = float(col.min().item()), float(col.max().item())
+        else:
+            lo, hi = 0.0, 0.0
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges.append(em.linspace(lo, hi, int(b) + 1, dtype=input.dtype, device=input.device))
+    counts = [e.numel() - 1 for e in edges]
+    flat = em.zeros(pts.shape[0], dtype=_dtype.int64, device=input.device)
+    inside = em.ones(pts.shape[0], dtype=_dtype.bool_, device=input.device)
+    for d, e in enumerate(edges):
+        pos, ok = _bin_of(pts[:, d], e, counts[d])
+        flat = flat * counts[d] + pos
+        inside = inside & ok
+    w = inside.to(input.dtype)
+    if weight is not None:
+        w = w * weight.detach().reshape(-1).to(input.dtype)
+    total = 1
+    for c in counts:
+        total *= c
+    hist = em.zeros(total, dtype=input.dtype, device=input.device).scatter_add(0, flat, w)
+    hist = hist.reshape(counts)
+    if density:
+        hist = hist / hist.sum()
+        for d, e in enumerate(edges):
+            shape = [1] * n_dims
+            shape[d] = -1
+            hist = hist / (e[1:] - e[:-1]).reshape(shape)
+    return namedtuple("histogramdd", ["hist", "bin_edges"])(hist, edges)
+
+
 def gradient(input, *, spacing=1, dim=None, edge_order=1):
     """Second-order accurate central differences inside, ``edge_order``-accurate one-sided
     differences at the ends, along each of ``dim`` (every dim when None); ``spacing`` a number,
@@ -526,12 +594,20 @@ def _inplace(fn):
     return method
 
 
+def _refuse_batched(t, name):
+    """Metadata changes in place cannot reach through ember.func.vmap's batched wrapper."""
+    if type(t) is not Tensor and hasattr(t, "_like_factory"):
+        raise RuntimeError(f"vmap: {name}() changes a tensor's shape in place, which is not "
+                           f"supported under vmap; use the out-of-place form")
+
+
 def _inplace_view(name, view):
     """``squeeze_`` and friends: the tensor itself takes the view's shape, strides and offset
     (its storage stays). A leaf that requires grad refuses, as in PyTorch; a tensor inside an
     autograd graph refuses too (ember does not rebase graphs on in-place view changes)."""
     def method(self, *args, **kwargs):
         from ..autograd.grad_mode import is_grad_enabled
+        _refuse_batched(self, name)
         if self.requires_grad and is_grad_enabled():
             if self.is_leaf:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an "
@@ -561,6 +637,7 @@ def _resize_(self, *sizes, memory_format=None):
     storage's elements (the rest uninitialized)."""
     from .._tensor import Size
     from . import factories as _fac
+    _refuse_batched(self, "resize_")
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else \
