@@ -1,6 +1,6 @@
 """Kernels for ``ember.ops.ctc`` on array-module backends: the alpha and beta recursions in log
 space, one vectorised step per time step over (batch, extended-target position); the gradient
-gathers ``alpha + beta`` per label with ``logaddexp.at``."""
+log-sums ``alpha + beta`` per label with ``maximum.at`` and ``add.at`` (methods cupy has too)."""
 from __future__ import annotations
 
 from .binding import bind
@@ -137,11 +137,17 @@ def ctc_loss_backward(be, grad, log_probs, targets, input_lengths, target_length
     with _quiet(xp):
         beta = _beta(xp, lp, ext, skip, in_len, tg_len)
         ab = alpha + beta                                    # (N, T, W)
-        lcab = xp.full((n, t_max, c), -xp.inf, dtype=lp.dtype)
         nn_ = xp.broadcast_to(xp.arange(n)[:, None, None], ab.shape)
         tt = xp.broadcast_to(xp.arange(t_max)[None, :, None], ab.shape)
         cc = xp.broadcast_to(ext[:, None, :], ab.shape)
-        xp.logaddexp.at(lcab, (nn_, tt, cc), ab)
+        # log-sum-exp per label without logaddexp.at (cupy lacks it): the maximum per
+        # (sequence, time, label), then the shifted exponentials summed into it
+        top = xp.full((n, t_max, c), -xp.inf, dtype=lp.dtype)
+        xp.maximum.at(top, (nn_, tt, cc), ab)
+        shift = xp.where(xp.isinf(top), 0, top)
+        total = xp.zeros((n, t_max, c), dtype=lp.dtype)
+        xp.add.at(total, (nn_, tt, cc), xp.exp(ab - shift[nn_, tt, cc]))
+        lcab = xp.where(total > 0, xp.log(total) + shift, -xp.inf)
         lpt = lp.transpose(1, 0, 2)                          # (N, T, C)
         out = xp.exp(lpt) - xp.exp(lcab + loss[:, None, None] - lpt)
         out = out * g[:, None, None]

@@ -1,6 +1,7 @@
 """Kernels for ``ember.ops.embedding_bag`` on array-module backends: bags are contiguous
-segments of the index list, so the reductions are ``reduceat`` over the gathered rows (empty
-bags masked to zero) and the backward is one ``add.at`` into the weight's gradient."""
+segments of the index list; the reductions are ``add.at``/``maximum.at``/``minimum.at`` of the
+gathered rows into their bags (the ufunc methods cupy has too; empty bags stay zero) and the
+backward is one ``add.at`` into the weight's gradient."""
 from __future__ import annotations
 
 from ..ops.embedding_bag import MAX, MEAN
@@ -36,9 +37,8 @@ def embedding_bag(be, weight, indices, offsets, mode, psw, include_last_offset, 
     rows = w[idx]
     bag_size = xp.zeros(b, dtype=xp.int64)
     nonempty = counts > 0
-    safe = xp.minimum(starts, max(m - 1, 0))
     if m:
-        bag_size = xp.where(nonempty, xp.add.reduceat(valid.astype(xp.int64), safe), 0)
+        xp.add.at(bag_size, offset2bag, valid.astype(xp.int64))
     max_indices = xp.zeros((b, d) if mode == MAX else (b,), dtype=xp.int64)
     if m == 0 or b == 0:
         return (be.wrap(xp.zeros((b, d), dtype=w.dtype), weight.device),
@@ -47,19 +47,22 @@ def embedding_bag(be, weight, indices, offsets, mode, psw, include_last_offset, 
     if mode == MAX:
         neg = xp.asarray(-xp.inf, dtype=w.dtype)
         vals = xp.where(valid[:, None], rows, neg)
-        out = xp.maximum.reduceat(vals, safe, axis=0)
+        out = xp.full((b, d), -xp.inf, dtype=w.dtype)
+        xp.maximum.at(out, offset2bag, vals)
         filled = (bag_size > 0)[:, None]
         # the first row of each bag holding the maximum, per feature
         pos = xp.where((vals == out[offset2bag]) & valid[:, None],
                        xp.arange(m, dtype=xp.int64)[:, None], m)
-        first = xp.minimum.reduceat(pos, safe, axis=0)
+        first = xp.full((b, d), m, dtype=xp.int64)
+        xp.minimum.at(first, offset2bag, pos)
         max_indices = xp.where(filled, idx[xp.minimum(first, m - 1)], 0)
         out = xp.where(filled, out, 0)
     else:
         if psw is not None:
             rows = rows * be.native(psw)[:, None]
         rows = xp.where(valid[:, None], rows, 0)
-        out = xp.add.reduceat(rows, safe, axis=0)
+        out = xp.zeros((b, d), dtype=rows.dtype)
+        xp.add.at(out, offset2bag, rows)
         out = xp.where(nonempty[:, None], out, 0)
         if mode == MEAN:
             out = xp.where((bag_size > 0)[:, None], out / xp.maximum(bag_size, 1)[:, None], 0)

@@ -12,7 +12,7 @@ def _windows(be, a, kernel_size, dilation, stride, oh, ow):
     n, c = a.shape[:2]
     s0, s1, s2, s3 = a.strides
     return be.xp.lib.stride_tricks.as_strided(
-        a, (n, c, kh, kw, oh, ow), (s0, s1, dh * s2, dw * s3, sh * s2, sw * s3), writeable=False)
+        a, (n, c, kh, kw, oh, ow), (s0, s1, dh * s2, dw * s3, sh * s2, sw * s3))
 
 
 def _out_blocks(shape, kernel_size, dilation, padding, stride):

@@ -81,8 +81,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                          "and requires a 4-D tensor as input")
     if mode not in _OP_MODE or input.ndim not in (3, 4, 5):
         raise NotImplementedError(
-            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
-            f"modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+            f"interpolate: Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+            f"{input.ndim}D) for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
             f"nearest-exact (got {mode})")
     need = _NEEDS.get(mode)
     if need is not None and input.ndim != need:

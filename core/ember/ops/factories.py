@@ -193,7 +193,7 @@ def _size_args(args, size, op):
             raise TypeError(f"{op}() got multiple values for argument 'size'")
         args = (size,)
     elif not args:
-        raise TypeError(f"{op}() missing 1 required positional argument: 'size'")
+        return ()   # f() with no size: a 0-d tensor (ember's long-standing form)
     return as_shape(args, op)
 
 
