@@ -156,6 +156,8 @@ from .ops.factories import zeros as zeros
 from .ops.factories import zeros_like as zeros_like
 from .ops.grid_sampling import affine_grid_generator as affine_grid_generator
 from .ops.grid_sampling import grid_sampler as grid_sampler
+from .ops.histograms import histogram as histogram
+from .ops.histograms import histogramdd as histogramdd
 from .ops.indexing.advanced import argwhere as argwhere
 from .ops.indexing.advanced import index_put as index_put
 from .ops.indexing.advanced import nonzero as nonzero
@@ -190,6 +192,7 @@ from .ops.numeric_more import cumulative_trapezoid as cumulative_trapezoid
 from .ops.numeric_more import diff as diff
 from .ops.numeric_more import float_power as float_power
 from .ops.numeric_more import gcd as gcd
+from .ops.numeric_more import gradient as gradient
 from .ops.numeric_more import heaviside as heaviside
 from .ops.numeric_more import inner as inner
 from .ops.numeric_more import kron as kron
@@ -300,9 +303,6 @@ from .ops.tensor_extras import adjoint as adjoint
 from .ops.tensor_extras import clone as clone
 from .ops.tensor_extras import detach as detach
 from .ops.tensor_extras import frexp as frexp
-from .ops.tensor_extras import gradient as gradient
-from .ops.tensor_extras import histogram as histogram
-from .ops.tensor_extras import histogramdd as histogramdd
 from .ops.tensor_extras import nanquantile as nanquantile
 from .ops.tensor_extras import nextafter as nextafter
 from .ops.tensor_extras import nonzero_static as nonzero_static

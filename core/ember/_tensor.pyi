@@ -320,7 +320,7 @@ class Tensor:
     def heaviside(self, values): ...  # ember.ops.numeric_more
     def heaviside_(self, *args, **kwargs): ...  # ember.ops.numeric_more
     def histc(self, bins=..., min=..., max=..., *, out=...): ...  # ember.ops.structure
-    def histogram(self, bins, *, range=..., weight=..., density=..., out=...): ...  # ember.ops.tensor_extras
+    def histogram(self, bins, *, range=..., weight=..., density=..., out=...): ...  # ember.ops.histograms
     def hsplit(self, indices_or_sections): ...  # ember.ops.view_copies
     def hypot(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def hypot_(self, other): ...  # ember.ops.elementwise.binary

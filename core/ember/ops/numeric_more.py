@@ -14,7 +14,7 @@ from .._tensor import Tensor
 
 __all__ = ["diff", "heaviside", "gcd", "lcm", "ldexp", "sinc", "float_power", "rsub", "trace",
            "kron", "inner", "rot90", "renorm", "trapezoid", "trapz", "cumulative_trapezoid",
-           "cov", "corrcoef", "logcumsumexp", "cummax", "cummin"]
+           "cov", "corrcoef", "logcumsumexp", "cummax", "cummin", "gradient"]
 
 _ValuesIndices = {}
 
@@ -185,6 +185,68 @@ def logcumsumexp(input, dim):
     upper = j.reshape(-1, 1).le(j.reshape(1, -1)).reshape(mask_shape)  # j <= i
     terms = em.where(upper, (x - m).exp(), em.zeros((), dtype=input.dtype, device=input.device))
     return terms.sum(dim).log() + shift
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Second-order accurate central differences inside, ``edge_order``-accurate one-sided
+    differences at the ends, along each of ``dim`` (every dim when None); ``spacing`` a number,
+    one per dim, or one coordinate tensor per dim."""
+    _tensor(input, "gradient")
+    em = _ember()
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2, got "
+                           f"{edge_order}")
+    dims = list(range(input.ndim)) if dim is None else \
+        ([dim] if isinstance(dim, int) else list(dim))
+    dims = [d % input.ndim for d in dims]
+    if isinstance(spacing, (int, float)):
+        spacing = [spacing] * len(dims)
+    spacing = list(spacing)
+    if len(spacing) == 1 and len(dims) > 1 and not isinstance(spacing[0], Tensor):
+        spacing = spacing * len(dims)
+    if len(spacing) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                           f"it's spacing and dim arguments to have the same length, but got a "
+                           f"spacing argument of length {len(spacing)} and a dim argument of "
+                           f"length {len(dims)}.")
+    x = input if input.is_floating_point() or input.is_complex() else \
+        input.to(_dtype.get_default_dtype())
+    outs = []
+    for d, h in zip(dims, spacing):
+        n = x.shape[d]
+        if n < edge_order + 1:
+            raise RuntimeError(f"torch.gradient expected each dimension size to be at least "
+                               f"edge_order+1")
+        f = lambda a, b: x.narrow(d, a, b - a)  # noqa: E731 - slices along d
+        shape = [1] * x.ndim
+        shape[d] = -1
+        if isinstance(h, Tensor):
+            coords = h.to(x.dtype)
+            dx = coords[1:] - coords[:-1]
+            a, b = dx[:-1].reshape(shape), dx[1:].reshape(shape)
+            interior = (a * a * f(2, n) - b * b * f(0, n - 2) + (b * b - a * a) * f(1, n - 1)) \
+                / (a * b * (a + b))
+            h0, hn = dx[0], dx[-1]
+            if edge_order == 1:
+                first = (f(1, 2) - f(0, 1)) / h0
+                last = (f(n - 1, n) - f(n - 2, n - 1)) / hn
+            else:
+                a0, b0 = dx[0], dx[1]
+                first = (-(2 * a0 + b0) / (a0 * (a0 + b0)) * f(0, 1) + (a0 + b0) / (a0 * b0) *
+                         f(1, 2) - a0 / (b0 * (a0 + b0)) * f(2, 3))
+                a1, b1 = dx[-2], dx[-1]
+                last = (b1 / (a1 * (a1 + b1)) * f(n - 3, n - 2) - (a1 + b1) / (a1 * b1) *
+                        f(n - 2, n - 1) + (a1 + 2 * b1) / (b1 * (a1 + b1)) * f(n - 1, n))
+        else:
+            interior = (f(2, n) - f(0, n - 2)) / (2.0 * h)
+            if edge_order == 1:
+                first = (f(1, 2) - f(0, 1)) / h
+                last = (f(n - 1, n) - f(n - 2, n - 1)) / h
+            else:
+                first = (-1.5 * f(0, 1) + 2 * f(1, 2) - 0.5 * f(2, 3)) / h
+                last = (0.5 * f(n - 3, n - 2) - 2 * f(n - 2, n - 1) + 1.5 * f(n - 1, n)) / h
+        outs.append(em.cat([first, interior, last], d))
+    return tuple(outs)
 
 
 # -- products -----------------------------------------------------------------------------------

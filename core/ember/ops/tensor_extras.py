@@ -3,7 +3,7 @@ Python protocol methods PyTorch keeps (``__contains__``, ``__reversed__``, the `
 family...), in-place forms (``clamp_min_``, ``fill_diagonal_``), ``addbmm``/``addr``/
 ``adjoint``, the remaining random fills (``log_normal_``, ``cauchy_``, ``geometric_``),
 ``nextafter``/``frexp``, ``unravel_index``, ``quantile``/``nanquantile``,
-``unique_consecutive``, ``nonzero_static``, ``histogram`` and ``gradient``."""
+``unique_consecutive`` and ``nonzero_static``, in-place view and resize methods."""
 from __future__ import annotations
 
 import math
@@ -14,8 +14,7 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 
 __all__ = ["addbmm", "addr", "adjoint", "clone", "detach", "nextafter", "frexp",
-           "unravel_index", "quantile", "nanquantile", "unique_consecutive", "nonzero_static",
-           "histogram", "histogramdd", "gradient"]
+           "unravel_index", "quantile", "nanquantile", "unique_consecutive", "nonzero_static"]
 
 
 def _ember():
@@ -318,185 +317,6 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return result[0] if len(result) == 1 else result
 
 
-# -- histograms and gradients -------------------------------------------------------------------
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
-    """(hist, bin_edges) of the flattened input: ``bins`` equal bins over ``range`` (the data's
-    when None) or the given increasing edges; the last bin is closed."""
-    _tensor(input, "histogram")
-    em = _ember()
-    if not input.is_floating_point():
-        raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the "
-                           f"same dtype, but got input {input.dtype}")
-    x = input.detach().reshape(-1)
-    if isinstance(bins, Tensor):
-        edges = bins.to(input.dtype)
-        if edges.ndim != 1 or edges.numel() < 2:
-            raise RuntimeError("torch.histogram(): bins tensor should have one dimension and at "
-                               "least 2 elements")
-    else:
-        if bins <= 0:
-            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins}")
-        if range is not None:
-            lo, hi = float(range[0]), float(range[1])
-        elif x.numel():
-            lo, hi = float(x.min().item()), float(x.max().item())
-        else:
-            lo, hi = 0.0, 0.0
-        if lo > hi:
-            raise ValueError(f"torch.histogram(): min should not exceed max, but got min {lo} "
-                             f"max {hi}")
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        edges = em.linspace(lo, hi, bins + 1, dtype=input.dtype, device=input.device)
-    nb = edges.numel() - 1
-    pos = (edges.unsqueeze(0).le(x.unsqueeze(1))).to(_dtype.int64).sum(1) - 1
-    inside = x.ge(edges[0]) & x.le(edges[-1])
-    pos = em.where(x.eq(edges[-1]), em.full((), nb - 1, dtype=_dtype.int64,
-                                            device=x.device), pos).clamp(0, nb - 1)
-    w = inside.to(input.dtype)
-    if weight is not None:
-        w = w * weight.detach().reshape(-1).to(input.dtype)
-    hist = em.zeros(nb, dtype=input.dtype, device=input.device).scatter_add(0, pos, w)
-    if density:
-        widths = edges[1:] - edges[:-1]
-        hist = hist / (hist.sum() * widths)
-    result = namedtuple("histogram", ["hist", "bin_edges"])(hist, edges)
-    if out is not None:
-        out[0].copy_(hist), out[1].copy_(edges)
-        return out
-    return result
-
-
-def _bin_of(x, edges, nb):
-    """Bin index of each value among increasing ``edges`` (the last bin closed) and whether
-    it falls inside them."""
-    em = _ember()
-    pos = (edges.unsqueeze(0).le(x.unsqueeze(1))).to(_dtype.int64).sum(1) - 1
-    pos = em.where(x.eq(edges[-1]), em.full((), nb - 1, dtype=_dtype.int64, device=x.device),
-                   pos).clamp(0, nb - 1)
-    return pos, x.ge(edges[0]) & x.le(edges[-1])
-
-
-def histogramdd(input, bins, *, range=None, weight=None, density=False):
-    """(hist, bin_edges) of the points in the rows of ``input`` (..., D): per dim ``bins[d]``
-    equal bins over its range (``range`` flat as [lo0, hi0, lo1, hi1, ...], else the data's)
-    or given edges."""
-    _tensor(input, "histogramdd")
-    em = _ember()
-    if input.ndim < 1:
-        raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension")
-    n_dims = input.shape[-1]
-    pts = input.detach().reshape(-1, n_dims)
-    if isinstance(bins, int):
-        bins = [bins] * n_dims
-    bins = list(bins)
-    if len(bins) != n_dims:
-        raise RuntimeError(f"torch.histogramdd: expected {n_dims} sequences of bin edges for "
-                           f"each of the {n_dims} input dimensions, but got {len(bins)}")
-    if range is not None and len(range) != 2 * n_dims:
-        raise RuntimeError(f"torch.histogramdd: for a {n_dims}-dimensional histogram, range "
-                           f"should have {2 * n_dims} elements, but got {len(range)}")
-    edges = []
-    for d, b in enumerate(bins):
-        if isinstance(b, Tensor):
-            edges.append(b.to(input.dtype))
-            continue
-        col = pts[:, d]
-        if range is not None:
-            lo, hi = float(range[2 * d]), float(range[2 * d + 1])
-        elif col.numel():
-            lo, hi = float(col.min().item()), float(col.max().item())
-        else:
-            lo, hi = 0.0, 0.0
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        edges.append(em.linspace(lo, hi, int(b) + 1, dtype=input.dtype, device=input.device))
-    counts = [e.numel() - 1 for e in edges]
-    flat = em.zeros(pts.shape[0], dtype=_dtype.int64, device=input.device)
-    inside = em.ones(pts.shape[0], dtype=_dtype.bool_, device=input.device)
-    for d, e in enumerate(edges):
-        pos, ok = _bin_of(pts[:, d], e, counts[d])
-        flat = flat * counts[d] + pos
-        inside = inside & ok
-    w = inside.to(input.dtype)
-    if weight is not None:
-        w = w * weight.detach().reshape(-1).to(input.dtype)
-    total = 1
-    for c in counts:
-        total *= c
-    hist = em.zeros(total, dtype=input.dtype, device=input.device).scatter_add(0, flat, w)
-    hist = hist.reshape(counts)
-    if density:
-        hist = hist / hist.sum()
-        for d, e in enumerate(edges):
-            shape = [1] * n_dims
-            shape[d] = -1
-            hist = hist / (e[1:] - e[:-1]).reshape(shape)
-    return namedtuple("histogramdd", ["hist", "bin_edges"])(hist, edges)
-
-
-def gradient(input, *, spacing=1, dim=None, edge_order=1):
-    """Second-order accurate central differences inside, ``edge_order``-accurate one-sided
-    differences at the ends, along each of ``dim`` (every dim when None); ``spacing`` a number,
-    one per dim, or one coordinate tensor per dim."""
-    _tensor(input, "gradient")
-    em = _ember()
-    if edge_order not in (1, 2):
-        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2, got "
-                           f"{edge_order}")
-    dims = list(range(input.ndim)) if dim is None else \
-        ([dim] if isinstance(dim, int) else list(dim))
-    dims = [d % input.ndim for d in dims]
-    if isinstance(spacing, (int, float)):
-        spacing = [spacing] * len(dims)
-    spacing = list(spacing)
-    if len(spacing) == 1 and len(dims) > 1 and not isinstance(spacing[0], Tensor):
-        spacing = spacing * len(dims)
-    if len(spacing) != len(dims):
-        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
-                           f"it's spacing and dim arguments to have the same length, but got a "
-                           f"spacing argument of length {len(spacing)} and a dim argument of "
-                           f"length {len(dims)}.")
-    x = input if input.is_floating_point() or input.is_complex() else \
-        input.to(_dtype.get_default_dtype())
-    outs = []
-    for d, h in zip(dims, spacing):
-        n = x.shape[d]
-        if n < edge_order + 1:
-            raise RuntimeError(f"torch.gradient expected each dimension size to be at least "
-                               f"edge_order+1")
-        f = lambda a, b: x.narrow(d, a, b - a)  # noqa: E731 - slices along d
-        shape = [1] * x.ndim
-        shape[d] = -1
-        if isinstance(h, Tensor):
-            coords = h.to(x.dtype)
-            dx = coords[1:] - coords[:-1]
-            a, b = dx[:-1].reshape(shape), dx[1:].reshape(shape)
-            interior = (a * a * f(2, n) - b * b * f(0, n - 2) + (b * b - a * a) * f(1, n - 1)) \
-                / (a * b * (a + b))
-            h0, hn = dx[0], dx[-1]
-            if edge_order == 1:
-                first = (f(1, 2) - f(0, 1)) / h0
-                last = (f(n - 1, n) - f(n - 2, n - 1)) / hn
-            else:
-                a0, b0 = dx[0], dx[1]
-                first = (-(2 * a0 + b0) / (a0 * (a0 + b0)) * f(0, 1) + (a0 + b0) / (a0 * b0) *
-                         f(1, 2) - a0 / (b0 * (a0 + b0)) * f(2, 3))
-                a1, b1 = dx[-2], dx[-1]
-                last = (b1 / (a1 * (a1 + b1)) * f(n - 3, n - 2) - (a1 + b1) / (a1 * b1) *
-                        f(n - 2, n - 1) + (a1 + 2 * b1) / (b1 * (a1 + b1)) * f(n - 1, n))
-        else:
-            interior = (f(2, n) - f(0, n - 2)) / (2.0 * h)
-            if edge_order == 1:
-                first = (f(1, 2) - f(0, 1)) / h
-                last = (f(n - 1, n) - f(n - 2, n - 1)) / h
-            else:
-                first = (-1.5 * f(0, 1) + 2 * f(1, 2) - 0.5 * f(2, 3)) / h
-                last = (0.5 * f(n - 3, n - 2) - 2 * f(n - 2, n - 1) + 1.5 * f(n - 1, n)) / h
-        outs.append(em.cat([first, interior, last], d))
-    return tuple(outs)
-
-
 # -- Tensor methods -----------------------------------------------------------------------------
 def _contains(self, element):
     if isinstance(element, (Tensor, int, float, bool, complex)):
@@ -696,7 +516,7 @@ def _attach():
         "geometric_": _geometric_, "addbmm": addbmm, "addr": addr, "adjoint": adjoint,
         "nextafter": nextafter, "frexp": frexp, "quantile": quantile,
         "nanquantile": nanquantile, "unique_consecutive": unique_consecutive,
-        "nonzero_static": nonzero_static, "histogram": histogram,
+        "nonzero_static": nonzero_static,
         "addbmm_": _inplace(addbmm), "addr_": _inplace(addr), "nextafter_": _inplace(nextafter),
         "hardshrink": _hardshrink, "prelu": _prelu,
         "resize_": _resize_, "resize_as_": _resize_as_, "resize": _resize,
