@@ -467,28 +467,38 @@ def _resize_(self, *sizes, memory_format=None):
     numel = 1
     for n in shape:
         numel *= n
+    strides = _format_strides(shape, memory_format)
     capacity = self.untyped_storage().nbytes // self.element_size() - self._offset
     if numel <= capacity:
-        src = _fac.empty(0, dtype=self.dtype, device=self.device)
-        flat = self.as_strided((numel,), (1,), self._offset) if numel else src
-        self._shape, self._stride, self._native = Size(shape), _contiguous_strides(shape), \
-            flat._native
-        if numel and self.device.type == "cpu":
-            self._native = self.as_strided(shape, _contiguous_strides(shape))._native
+        self._shape, self._stride = Size(shape), strides
+        self._native = self.as_strided(shape, strides, self._offset)._native
         return self
     grown = _fac.empty(numel, dtype=self.dtype, device=self.device)
     keep = min(capacity, numel)   # the old storage's elements survive, as in PyTorch
     if keep > 0:
         with no_grad():
             grown[:keep].copy_(self.as_strided((keep,), (1,), self._offset))
-    view = grown.view(shape)
+    view = grown.as_strided(shape, strides, 0)
     self._storage, self._shape, self._stride, self._offset, self._native = (
         view._storage, view._shape, view._stride, view._offset, view._native)
     return self
 
 
+def _format_strides(shape, memory_format):
+    """Contiguous strides of ``shape``, or channels-last ones under that memory format."""
+    from .. import _memory_format as _mf
+    if memory_format in (_mf.channels_last, _mf.channels_last_3d):
+        order = _mf.channels_last_order(len(shape), memory_format)
+        permuted = _contiguous_strides([shape[d] for d in order])
+        strides = [0] * len(shape)
+        for k, d in enumerate(order):
+            strides[d] = permuted[k]
+        return tuple(strides)
+    return _contiguous_strides(shape)
+
+
 def _resize_as_(self, other, *, memory_format=None):
-    return _resize_(self, tuple(other.shape))
+    return _resize_(self, tuple(other.shape), memory_format=memory_format)
 
 
 def _resize(self, *sizes):
