@@ -178,7 +178,10 @@ def copy_in_order(x, order, dtype):
     inverse = [order.index(d) for d in range(len(order))]
     out = _views.permute_op(to_copy_op(_views.permute_op(x, tuple(order)), dtype),
                             tuple(inverse))
-    del out._view_base  # its storage is new: to the user (and autograd) it is no view
+    # its storage is new: to the user (and autograd) it is no view (a tensor batched by
+    # ember.func.vmap keeps no view base to drop)
+    if getattr(out, "_view_base", None) is not None:
+        del out._view_base
     return out
 
 
