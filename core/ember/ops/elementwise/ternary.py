@@ -14,7 +14,7 @@ from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad, _meta
+from .. import _batching, _grad, _meta
 from .._util import check_inplace, write_out
 from ._rules import check_overlap, check_scalar
 
@@ -84,6 +84,11 @@ lerp_op = define(
 lerp_op_ = define(
     "lerp_(Tensor(a!) self, Tensor end, Tensor|float weight, dtype compute) -> Tensor(a!)",
     meta=_ternary_inplace_meta("lerp_"), functional=lerp_op)
+
+# ember.func.vmap: elementwise with broadcasting, like the binary ops
+for _op in (addcmul_op, addcmul_op_, addcdiv_op, addcdiv_op_, lerp_op, lerp_op_):
+    _op.def_batch_rule(_batching.elementwise(_op))
+del _op
 
 
 # -- API ----------------------------------------------------------------------------------------
