@@ -113,3 +113,21 @@ def test_dispatch_resolves_once_per_keyset():
     cached = dict(op._cache)
     x * x
     assert op._cache == cached and cached
+
+
+def test_an_op_called_with_keywords_records_like_a_positional_call():
+    # keywords are moved to their schema positions before any layer sees the call, so the
+    # derivative gets every argument (it used to get only the positional ones)
+    from ember.ops.resampling import upsample_backward_op
+    g = ember.randn(1, 2, 7, 3, dtype=ember.float64, requires_grad=True)
+    kw = dict(input_size=[4, 5], output_size=[7, 3], mode="linear", align_corners=True,
+              scales=[0.0, 0.0])
+    by_name = upsample_backward_op(g, **kw)
+    by_place = upsample_backward_op(g, *kw.values())
+    (ga,) = ember.autograd.grad(by_name.sum(), g)
+    (gb,) = ember.autograd.grad(by_place.sum(), g)
+    assert ember.equal(by_name, by_place) and ember.equal(ga, gb)
+    with pytest.raises(TypeError, match="upsample_backward.. got an unexpected keyword"):
+        upsample_backward_op(g, nosuch=1)
+    with pytest.raises(TypeError, match="multiple values for argument 'grad_output'"):
+        upsample_backward_op(g, grad_output=g)

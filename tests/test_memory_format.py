@@ -45,3 +45,23 @@ def test_dense_order():
     assert dense_order((4, 2, 3), (1, 12, 4)) == [1, 2, 0]
     assert dense_order((2, 3), (1, 3)) is None  # a gap
     assert dense_order((3,), (0,)) is None       # overlapping (expanded)
+
+
+def test_memory_format_everywhere_torch_takes_it():
+    """to/casts preserve a dense layout and take memory_format; randint_like, Module.to and
+    resize_ honour it (issue #25)."""
+    import ember.nn as nn
+    cl = ember.channels_last
+    nhwc = (60, 1, 15, 3)
+    x = ember.randn(2, 3, 4, 5)
+    xc = x.contiguous(memory_format=cl)
+    assert x.to(memory_format=cl).stride() == nhwc
+    assert xc.to(ember.float64).stride() == nhwc and xc.double().stride() == nhwc
+    assert x.float(memory_format=cl).stride() == nhwc
+    assert ember.randint_like(x, 5, memory_format=cl).stride() == nhwc
+    assert ember.randint_like(xc, 5).stride() == nhwc
+    m = nn.Conv2d(3, 4, 3).to(memory_format=cl)
+    assert m.weight.stride() == (27, 1, 9, 3) and m.bias.stride() == (1,)
+    assert ember.empty(2).resize_(2, 3, 4, 5, memory_format=cl).stride() == nhwc
+    assert x.to(memory_format=ember.contiguous_format) is x
+    assert xc.to(memory_format=ember.preserve_format) is xc

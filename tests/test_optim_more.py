@@ -336,7 +336,9 @@ def test_flags_are_accepted_and_change_nothing_but_maximize(name):
         flags.append({"capturable": True})
     for kw in flags:
         got, opt = _run(name, {**lr, **kw}, p0, grads)
-        np.testing.assert_array_equal(got.detach().numpy(), plain.detach().numpy())
+        # foreach/fused run multi-tensor kernels: the same update, up to rounding order
+        np.testing.assert_allclose(got.detach().numpy(), plain.detach().numpy(), rtol=1e-12,
+                                   atol=1e-15)
         assert all(opt.param_groups[0][k] == v for k, v in kw.items())
     # maximize ascends: the same as descending with negated gradients
     up, _ = _run(name, {**lr, "maximize": True}, p0, grads)

@@ -27,6 +27,8 @@ GRADGRAD_UNSUPPORTED: dict[str, str] = {
                                   "saved mean and rstd as constants, as PyTorch's "
                                   "batchnorm-style double backward does, so the third derivative "
                                   "misses their dependence on the input",
+    "ctc_loss": "like PyTorch's, the CTC backward op (_ctc_loss_backward) has no derivative "
+                "of its own",
 }
 
 MAX_SAMPLES = 2

@@ -13,6 +13,7 @@ from ._dtype import (bfloat16, complex64, complex128, float16, float32, float64,
                      can_cast)
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
 from ._dtype import dtype
+from ._layout import layout, sparse_coo, strided
 from ._memory_format import (channels_last, channels_last_3d, contiguous_format, memory_format,
                              preserve_format)
 from ._tensor import Size, Tensor
@@ -24,6 +25,7 @@ from .ops import conversion as _conversion
 from .ops import elementwise as _elementwise
 from .ops import factories as _factories
 from .ops import views as _views
+from .ops.elementwise import (addcdiv, addcmul, lerp)
 from .ops.elementwise import (angle, complex, polar, sgn)  # noqa: A004 - PyTorch's names
 from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, clip_, div,
                               divide, elu, gelu, hardtanh, leaky_relu, nan_to_num, round, softplus,
@@ -47,6 +49,16 @@ from .ops.sorting import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
 from .ops.nn import *  # noqa: F401,F403
 from .ops.foreach import *  # noqa: F401,F403
+from .ops.spatial import *  # noqa: F401,F403
+from .ops.grid_sampling import *  # noqa: F401,F403
+from .ops.distances import *  # noqa: F401,F403
+from .ops.view_copies import *  # noqa: F401,F403
+from .ops.numeric_more import *  # noqa: F401,F403
+from .ops.structure import *  # noqa: F401,F403
+from ._nn_aliases import *  # noqa: F401,F403
+from .ops.tensor_extras import *  # noqa: F401,F403
+from .ops.histograms import *  # noqa: F401,F403
+from .ops.scatter_reduce import *  # noqa: F401,F403
 from .ops.rnn import *  # noqa: F401,F403
 from .ops.fft import *  # noqa: F401,F403
 from ._threads import get_num_threads, set_num_threads

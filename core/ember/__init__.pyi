@@ -40,8 +40,31 @@ from ._generator import initial_seed as initial_seed
 from ._generator import manual_seed as manual_seed
 from ._generator import seed as seed
 from ._generator import set_rng_state as set_rng_state
+from ._layout import layout as layout
 from ._legacy_tensors import set_default_tensor_type as set_default_tensor_type
 from ._memory_format import memory_format as memory_format
+from ._nn_aliases import alpha_dropout as alpha_dropout
+from ._nn_aliases import bilinear as bilinear
+from ._nn_aliases import binary_cross_entropy_with_logits as binary_cross_entropy_with_logits
+from ._nn_aliases import constant_pad_nd as constant_pad_nd
+from ._nn_aliases import cosine_embedding_loss as cosine_embedding_loss
+from ._nn_aliases import cosine_similarity as cosine_similarity
+from ._nn_aliases import ctc_loss as ctc_loss
+from ._nn_aliases import dropout as dropout
+from ._nn_aliases import embedding as embedding
+from ._nn_aliases import embedding_bag as embedding_bag
+from ._nn_aliases import feature_alpha_dropout as feature_alpha_dropout
+from ._nn_aliases import feature_dropout as feature_dropout
+from ._nn_aliases import hardshrink as hardshrink
+from ._nn_aliases import hinge_embedding_loss as hinge_embedding_loss
+from ._nn_aliases import instance_norm as instance_norm
+from ._nn_aliases import kl_div as kl_div
+from ._nn_aliases import margin_ranking_loss as margin_ranking_loss
+from ._nn_aliases import pairwise_distance as pairwise_distance
+from ._nn_aliases import poisson_nll_loss as poisson_nll_loss
+from ._nn_aliases import prelu as prelu
+from ._nn_aliases import rms_norm as rms_norm
+from ._nn_aliases import triplet_margin_loss as triplet_margin_loss
 from ._tensor_str import set_printoptions as set_printoptions
 from ._threads import get_num_threads as get_num_threads
 from ._threads import set_num_threads as set_num_threads
@@ -73,6 +96,8 @@ from .fft._stft import istft as istft
 from .fft._stft import stft as stft
 from .jit._interop import get_num_interop_threads as get_num_interop_threads
 from .jit._interop import set_num_interop_threads as set_num_interop_threads
+from .ops.distances import cdist as cdist
+from .ops.distances import dist as dist
 from .ops.elementwise.activation import celu as celu
 from .ops.elementwise.activation import celu_ as celu_
 from .ops.elementwise.activation import elu as elu
@@ -106,6 +131,9 @@ from .ops.elementwise.selection import clamp_ as clip_
 from .ops.elementwise.selection import clamp_max as clamp_max
 from .ops.elementwise.selection import clamp_min as clamp_min
 from .ops.elementwise.selection import where as where
+from .ops.elementwise.ternary import addcdiv as addcdiv
+from .ops.elementwise.ternary import addcmul as addcmul
+from .ops.elementwise.ternary import lerp as lerp
 from .ops.elementwise.unary import conj as conj
 from .ops.elementwise.unary import nan_to_num as nan_to_num
 from .ops.elementwise.unary import round as round
@@ -126,6 +154,10 @@ from .ops.factories import ones_like as ones_like
 from .ops.factories import tensor as tensor
 from .ops.factories import zeros as zeros
 from .ops.factories import zeros_like as zeros_like
+from .ops.grid_sampling import affine_grid_generator as affine_grid_generator
+from .ops.grid_sampling import grid_sampler as grid_sampler
+from .ops.histograms import histogram as histogram
+from .ops.histograms import histogramdd as histogramdd
 from .ops.indexing.advanced import argwhere as argwhere
 from .ops.indexing.advanced import index_put as index_put
 from .ops.indexing.advanced import nonzero as nonzero
@@ -156,6 +188,28 @@ from .ops.nn.conv import convolution as convolution
 from .ops.nn.norm import native_batch_norm as native_batch_norm
 from .ops.nn.norm import native_group_norm as native_group_norm
 from .ops.nn.norm import native_layer_norm as native_layer_norm
+from .ops.numeric_more import corrcoef as corrcoef
+from .ops.numeric_more import cov as cov
+from .ops.numeric_more import cummax as cummax
+from .ops.numeric_more import cummin as cummin
+from .ops.numeric_more import cumulative_trapezoid as cumulative_trapezoid
+from .ops.numeric_more import diff as diff
+from .ops.numeric_more import float_power as float_power
+from .ops.numeric_more import gcd as gcd
+from .ops.numeric_more import gradient as gradient
+from .ops.numeric_more import heaviside as heaviside
+from .ops.numeric_more import inner as inner
+from .ops.numeric_more import kron as kron
+from .ops.numeric_more import lcm as lcm
+from .ops.numeric_more import ldexp as ldexp
+from .ops.numeric_more import logcumsumexp as logcumsumexp
+from .ops.numeric_more import renorm as renorm
+from .ops.numeric_more import rot90 as rot90
+from .ops.numeric_more import rsub as rsub
+from .ops.numeric_more import sinc as sinc
+from .ops.numeric_more import trace as trace
+from .ops.numeric_more import trapezoid as trapezoid
+from .ops.numeric_more import trapz as trapz
 from .ops.random import bernoulli as bernoulli
 from .ops.random import multinomial as multinomial
 from .ops.random import normal as normal
@@ -195,6 +249,8 @@ from .ops.rnn import gru_cell as gru_cell
 from .ops.rnn import lstm_cell as lstm_cell
 from .ops.rnn import rnn_relu_cell as rnn_relu_cell
 from .ops.rnn import rnn_tanh_cell as rnn_tanh_cell
+from .ops.scatter_reduce import index_reduce as index_reduce
+from .ops.scatter_reduce import scatter_reduce as scatter_reduce
 from .ops.shape import atleast_1d as atleast_1d
 from .ops.shape import atleast_2d as atleast_2d
 from .ops.shape import atleast_3d as atleast_3d
@@ -225,6 +281,72 @@ from .ops.sorting import nanmedian as nanmedian
 from .ops.sorting import sort as sort
 from .ops.sorting import topk as topk
 from .ops.sorting import unique as unique
+from .ops.spatial import channel_shuffle as channel_shuffle
+from .ops.spatial import channel_shuffle as native_channel_shuffle
+from .ops.spatial import pixel_shuffle as pixel_shuffle
+from .ops.spatial import pixel_unshuffle as pixel_unshuffle
+from .ops.structure import bincount as bincount
+from .ops.structure import block_diag as block_diag
+from .ops.structure import broadcast_shapes as broadcast_shapes
+from .ops.structure import bucketize as bucketize
+from .ops.structure import cartesian_prod as cartesian_prod
+from .ops.structure import combinations as combinations
+from .ops.structure import diag_embed as diag_embed
+from .ops.structure import diagflat as diagflat
+from .ops.structure import histc as histc
+from .ops.structure import index_fill as index_fill
+from .ops.structure import isin as isin
+from .ops.structure import masked_scatter as masked_scatter
+from .ops.structure import meshgrid as meshgrid
+from .ops.structure import put as put
+from .ops.structure import searchsorted as searchsorted
+from .ops.structure import take_along_dim as take_along_dim
+from .ops.tensor_extras import addbmm as addbmm
+from .ops.tensor_extras import addr as addr
+from .ops.tensor_extras import adjoint as adjoint
+from .ops.tensor_extras import clone as clone
+from .ops.tensor_extras import detach as detach
+from .ops.tensor_extras import frexp as frexp
+from .ops.tensor_extras import nanquantile as nanquantile
+from .ops.tensor_extras import nextafter as nextafter
+from .ops.tensor_extras import nonzero_static as nonzero_static
+from .ops.tensor_extras import quantile as quantile
+from .ops.tensor_extras import unique_consecutive as unique_consecutive
+from .ops.tensor_extras import unravel_index as unravel_index
+from .ops.view_copies import alias_copy as alias_copy
+from .ops.view_copies import as_strided_copy as as_strided_copy
+from .ops.view_copies import detach_copy as detach_copy
+from .ops.view_copies import diagonal_copy as diagonal_copy
+from .ops.view_copies import diagonal_scatter as diagonal_scatter
+from .ops.view_copies import dsplit as dsplit
+from .ops.view_copies import expand_copy as expand_copy
+from .ops.view_copies import get_device as get_device
+from .ops.view_copies import hsplit as hsplit
+from .ops.view_copies import is_nonzero as is_nonzero
+from .ops.view_copies import is_same_size as is_same_size
+from .ops.view_copies import is_signed as is_signed
+from .ops.view_copies import isreal as isreal
+from .ops.view_copies import narrow_copy as narrow_copy
+from .ops.view_copies import permute_copy as permute_copy
+from .ops.view_copies import ravel as ravel
+from .ops.view_copies import select_copy as select_copy
+from .ops.view_copies import select_scatter as select_scatter
+from .ops.view_copies import slice_copy as slice_copy
+from .ops.view_copies import slice_scatter as slice_scatter
+from .ops.view_copies import split_copy as split_copy
+from .ops.view_copies import split_with_sizes as split_with_sizes
+from .ops.view_copies import split_with_sizes_copy as split_with_sizes_copy
+from .ops.view_copies import squeeze_copy as squeeze_copy
+from .ops.view_copies import t_copy as t_copy
+from .ops.view_copies import transpose_copy as transpose_copy
+from .ops.view_copies import unbind_copy as unbind_copy
+from .ops.view_copies import unfold_copy as unfold_copy
+from .ops.view_copies import unsafe_chunk as unsafe_chunk
+from .ops.view_copies import unsafe_split as unsafe_split
+from .ops.view_copies import unsafe_split_with_sizes as unsafe_split_with_sizes
+from .ops.view_copies import unsqueeze_copy as unsqueeze_copy
+from .ops.view_copies import view_copy as view_copy
+from .ops.view_copies import vsplit as vsplit
 from .ops.views.reshaping import broadcast_tensors as broadcast_tensors
 from .ops.views.reshaping import broadcast_to as broadcast_to
 from .ops.views.reshaping import flatten as flatten
@@ -295,6 +417,8 @@ int: dtype
 long: dtype
 preserve_format: Any
 short: dtype
+sparse_coo: Any
+strided: Any
 uint8: dtype
 
 def abs(input, *, out=...): ...  # ember.ops.elementwise.unary
@@ -379,6 +503,7 @@ def neg(input, *, out=...): ...  # ember.ops.elementwise.unary
 def negative(input, *, out=...): ...  # ember.ops.elementwise.unary
 def not_equal(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def numel(t): ...  # ember
+def pdist(input, p=...): ...  # ember.ops.distances
 def positive(input, *, out=...): ...  # ember.ops.elementwise.unary
 def pow(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def rad2deg(input, *, out=...): ...  # ember.ops.elementwise.unary

@@ -19,6 +19,9 @@ class Tensor:
     __array_priority__: int
     def __bool__(self): ...  # ember._tensor
     def __complex__(self): ...  # ember._tensor
+    def __contains__(self, element): ...  # ember.ops.tensor_extras
+    def __deepcopy__(self, memo): ...  # ember.ops.tensor_extras
+    def __div__(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
     def __dlpack__(self, stream=..., **kwargs): ...  # ember._tensor
     def __dlpack_device__(self): ...  # ember._tensor
     def __eq__(self, other): ...  # ember.ops.elementwise.operators
@@ -31,6 +34,7 @@ class Tensor:
     def __hash__(self): ...  # ember.ops.elementwise.operators
     def __iadd__(self, other): ...  # ember.ops.elementwise.operators
     def __iand__(self, other): ...  # ember.ops.elementwise.operators
+    def __idiv__(self, other): ...  # ember.ops.elementwise.operators
     def __ifloordiv__(self, other): ...  # ember.ops.elementwise.operators
     def __ilshift__(self, other): ...  # ember.ops.elementwise.operators
     def __imod__(self, other): ...  # ember.ops.elementwise.operators
@@ -47,6 +51,7 @@ class Tensor:
     def __ixor__(self, other): ...  # ember.ops.elementwise.operators
     def __le__(self, other): ...  # ember.ops.elementwise.operators
     def __len__(self): ...  # ember._tensor
+    def __long__(self): ...  # ember.ops.tensor_extras
     def __lshift__(self, other): ...  # ember.ops.elementwise.operators
     def __lt__(self, other): ...  # ember.ops.elementwise.operators
     def __matmul__(self, other): ...  # ember.ops.linalg.products
@@ -55,12 +60,15 @@ class Tensor:
     def __ne__(self, other): ...  # ember.ops.elementwise.operators
     def __neg__(self): ...  # ember.ops.elementwise.operators
     def __new__(self, *args, **kwargs): ...  # ember._legacy_tensors
+    def __nonzero__(self): ...  # ember._tensor
     def __or__(self, other): ...  # ember.ops.elementwise.operators
     def __pos__(self): ...  # ember.ops.elementwise.operators
     def __pow__(self, other): ...  # ember.ops.elementwise.operators
     def __radd__(self, other): ...  # ember.ops.elementwise.operators
     def __rand__(self, other): ...  # ember.ops.elementwise.operators
+    def __rdiv__(self, other): ...  # ember.ops.elementwise.operators
     def __repr__(self, *, tensor_contents=...): ...  # ember._tensor
+    def __reversed__(self): ...  # ember.ops.tensor_extras
     def __rfloordiv__(self, other): ...  # ember.ops.elementwise.operators
     def __rlshift__(self, other): ...  # ember.ops.elementwise.operators
     def __rmatmul__(self, other): ...  # ember.ops.linalg.products
@@ -108,10 +116,19 @@ class Tensor:
     def acosh_(self): ...  # ember.ops.elementwise.unary
     def add(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
     def add_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary
+    def addbmm(self, batch1, batch2, *, beta=..., alpha=..., out=...): ...  # ember.ops.tensor_extras
+    def addbmm_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
+    def addcdiv(self, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
+    def addcdiv_(self, tensor1, tensor2, *, value=...): ...  # ember.ops.elementwise.ternary
+    def addcmul(self, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
+    def addcmul_(self, tensor1, tensor2, *, value=...): ...  # ember.ops.elementwise.ternary
     def addmm(self, mat1, mat2, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmm_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmv(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def addr(self, vec1, vec2, *, beta=..., alpha=..., out=...): ...  # ember.ops.tensor_extras
+    def addr_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
+    def adjoint(self): ...  # ember.ops.tensor_extras
     def all(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def allclose(self, other, rtol=..., atol=..., equal_nan=...): ...  # ember.ops.elementwise.closeness
     def amax(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
@@ -138,6 +155,7 @@ class Tensor:
     def argsort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
     def argwhere(self): ...  # ember.ops.indexing.advanced
     def as_strided(self, size, stride, storage_offset=...): ...  # ember.ops.views.strided
+    def as_strided_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def as_strided_scatter(self, src, size, stride, storage_offset=...): ...  # ember.ops.views.strided
     def as_subclass(self, cls): ...  # ember._tensor
     def asin(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -156,6 +174,7 @@ class Tensor:
     def bernoulli(self, p=..., *, generator=...): ...  # ember.ops.random
     def bernoulli_(self, p=..., *, generator=...): ...  # ember.ops.random
     def bfloat16(self, memory_format=...): ...  # ember.ops.conversion
+    def bincount(self, weights=..., minlength=...): ...  # ember.ops.structure
     def bitwise_and(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def bitwise_and_(self, other): ...  # ember.ops.elementwise.binary
     def bitwise_left_shift(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -172,6 +191,7 @@ class Tensor:
     def bool(self, memory_format=...): ...  # ember.ops.conversion
     def broadcast_to(self, shape): ...  # ember.ops.views.reshaping
     def byte(self, memory_format=...): ...  # ember.ops.conversion
+    def cauchy_(self, median=..., sigma=..., *, generator=...): ...  # ember.ops.tensor_extras
     def cdouble(self, memory_format=...): ...  # ember.ops.conversion
     def ceil(self, *, out=...): ...  # ember.ops.elementwise.unary
     def ceil_(self): ...  # ember.ops.elementwise.unary
@@ -181,7 +201,9 @@ class Tensor:
     def clamp(self, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
     def clamp_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
     def clamp_max(self, max): ...  # ember.ops.elementwise.selection
+    def clamp_max_(self, max): ...  # ember.ops.tensor_extras
     def clamp_min(self, min): ...  # ember.ops.elementwise.selection
+    def clamp_min_(self, min): ...  # ember.ops.tensor_extras
     def clip(self, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
     def clip_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
     def clone(self, *, memory_format=...): ...  # ember.ops.conversion
@@ -192,12 +214,16 @@ class Tensor:
     def copy_(self, src, non_blocking=...): ...  # ember.ops.conversion
     def copysign(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def copysign_(self, other): ...  # ember.ops.elementwise.binary
+    def corrcoef(self): ...  # ember.ops.numeric_more
     def cos(self, *, out=...): ...  # ember.ops.elementwise.unary
     def cos_(self): ...  # ember.ops.elementwise.unary
     def cosh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def cosh_(self): ...  # ember.ops.elementwise.unary
     def count_nonzero(self, dim=...): ...  # ember.ops.reduction.sums
+    def cov(self, *, correction=..., fweights=..., aweights=...): ...  # ember.ops.numeric_more
     def cpu(self): ...  # ember.ops.conversion
+    def cummax(self, dim): ...  # ember.ops.numeric_more
+    def cummin(self, dim): ...  # ember.ops.numeric_more
     def cumprod(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     def cumprod_(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     def cumsum(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
@@ -211,16 +237,22 @@ class Tensor:
     def detach_(self): ...  # ember.autograd.tensor_api
     device: Any
     def diag(self, diagonal=..., *, out=...): ...  # ember.ops.shape
+    def diag_embed(self, offset=..., dim1=..., dim2=...): ...  # ember.ops.structure
+    def diagflat(self, offset=...): ...  # ember.ops.structure
     def diagonal(self, offset=..., dim1=..., dim2=...): ...  # ember.ops.views.slicing
+    def diagonal_scatter(self, src, offset=..., dim1=..., dim2=...): ...  # ember.ops.view_copies
+    def diff(self, n=..., dim=..., prepend=..., append=...): ...  # ember.ops.numeric_more
     def digamma(self, *, out=...): ...  # ember.ops.elementwise.unary
     def digamma_(self): ...  # ember.ops.elementwise.unary
     def dim(self): ...  # ember._tensor
+    def dist(self, other, p=...): ...  # ember.ops.distances
     def div(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
     def div_(self, other, *, rounding_mode=...): ...  # ember.ops.elementwise.binary
     def divide(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
     def divide_(self, other, *, rounding_mode=...): ...  # ember.ops.elementwise.binary
     def dot(self, tensor): ...  # ember.ops.linalg.products
     def double(self, memory_format=...): ...  # ember.ops.conversion
+    def dsplit(self, indices_or_sections): ...  # ember.ops.view_copies
     dtype: Any
     def element_size(self): ...  # ember._tensor
     def eq(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -242,6 +274,7 @@ class Tensor:
     def expm1_(self): ...  # ember.ops.elementwise.unary
     def exponential_(self, lambd=..., *, generator=...): ...  # ember.ops.random
     def fill_(self, value): ...  # ember.ops.random
+    def fill_diagonal_(self, fill_value, wrap=...): ...  # ember.ops.tensor_extras
     def fix(self, *, out=...): ...  # ember.ops.elementwise.unary
     def fix_(self): ...  # ember.ops.elementwise.unary
     def flatten(self, start_dim=..., end_dim=...): ...  # ember.ops.views.reshaping
@@ -249,6 +282,8 @@ class Tensor:
     def fliplr(self): ...  # ember.ops.shape
     def flipud(self): ...  # ember.ops.shape
     def float(self, memory_format=...): ...  # ember.ops.conversion
+    def float_power(self, exponent): ...  # ember.ops.numeric_more
+    def float_power_(self, exponent): ...  # ember.ops.numeric_more
     def floor(self, *, out=...): ...  # ember.ops.elementwise.unary
     def floor_(self): ...  # ember.ops.elementwise.unary
     def floor_divide(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -261,9 +296,13 @@ class Tensor:
     def fmod_(self, other): ...  # ember.ops.elementwise.binary
     def frac(self, *, out=...): ...  # ember.ops.elementwise.unary
     def frac_(self): ...  # ember.ops.elementwise.unary
+    def frexp(self): ...  # ember.ops.tensor_extras
     def gather(self, dim, index, *, sparse_grad=..., out=...): ...  # ember.ops.indexing.gather_scatter
+    def gcd(self, other): ...  # ember.ops.numeric_more
+    def gcd_(self, *args, **kwargs): ...  # ember.ops.numeric_more
     def ge(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def ge_(self, other): ...  # ember.ops.elementwise.binary
+    def geometric_(self, p, *, generator=...): ...  # ember.ops.tensor_extras
     def ger(self, vec2): ...  # ember.ops.linalg.products
     def get_device(self): ...  # ember._tensor
     @property
@@ -277,6 +316,12 @@ class Tensor:
     def gt(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def gt_(self, other): ...  # ember.ops.elementwise.binary
     def half(self, memory_format=...): ...  # ember.ops.conversion
+    def hardshrink(self, lambd=...): ...  # ember.ops.tensor_extras
+    def heaviside(self, values): ...  # ember.ops.numeric_more
+    def heaviside_(self, *args, **kwargs): ...  # ember.ops.numeric_more
+    def histc(self, bins=..., min=..., max=..., *, out=...): ...  # ember.ops.structure
+    def histogram(self, bins, *, range=..., weight=..., density=..., out=...): ...  # ember.ops.histograms
+    def hsplit(self, indices_or_sections): ...  # ember.ops.view_copies
     def hypot(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def hypot_(self, other): ...  # ember.ops.elementwise.binary
     @property
@@ -285,9 +330,14 @@ class Tensor:
     def index_add_(self, dim, index, source, *, alpha=...): ...  # ember.ops.indexing.gather_scatter
     def index_copy(self, dim, index, source): ...  # ember.ops.indexing.gather_scatter
     def index_copy_(self, dim, index, source): ...  # ember.ops.indexing.gather_scatter
+    def index_fill(self, dim, index, value): ...  # ember.ops.structure
+    def index_fill_(self, *args, **kwargs): ...  # ember.ops.structure
     def index_put(self, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
     def index_put_(self, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
+    def index_reduce(self, dim, index, source, reduce, *, include_self=..., out=...): ...  # ember.ops.scatter_reduce
+    def index_reduce_(self, *args, **kwargs): ...  # ember.ops.scatter_reduce
     def index_select(self, dim, index, *, out=...): ...  # ember.ops.indexing.gather_scatter
+    def inner(self, other): ...  # ember.ops.numeric_more
     def int(self, memory_format=...): ...  # ember.ops.conversion
     def ipu(self, device=..., non_blocking=...): ...  # ember.ops.conversion
     def is_complex(self): ...  # ember._tensor
@@ -311,7 +361,9 @@ class Tensor:
     @property
     def is_mtia(self) -> Any: ...
     def is_neg(self): ...  # ember.ops.elementwise.unary
+    def is_nonzero(self): ...  # ember.ops.view_copies
     def is_pinned(self, device=...): ...  # ember._tensor
+    def is_same_size(self, other): ...  # ember.ops.view_copies
     def is_signed(self): ...  # ember._tensor
     @property
     def is_vulkan(self) -> Any: ...
@@ -325,13 +377,21 @@ class Tensor:
     def isnan(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isneginf(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isposinf(self, *, out=...): ...  # ember.ops.elementwise.unary
+    def isreal(self): ...  # ember.ops.view_copies
     def istft(self, n_fft, hop_length=..., win_length=..., window=..., center=..., normalized=..., onesided=..., length=..., return_complex=...): ...  # ember.fft._stft
     def item(self): ...  # ember._tensor
     @property
     def itemsize(self) -> Any: ...
+    def kron(self, other): ...  # ember.ops.numeric_more
     def kthvalue(self, k, dim=..., keepdim=...): ...  # ember.ops.sorting
+    def lcm(self, other): ...  # ember.ops.numeric_more
+    def lcm_(self, *args, **kwargs): ...  # ember.ops.numeric_more
+    def ldexp(self, other): ...  # ember.ops.numeric_more
+    def ldexp_(self, *args, **kwargs): ...  # ember.ops.numeric_more
     def le(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def le_(self, other): ...  # ember.ops.elementwise.binary
+    def lerp(self, end, weight, *, out=...): ...  # ember.ops.elementwise.ternary
+    def lerp_(self, end, weight): ...  # ember.ops.elementwise.ternary
     def less(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def less_(self, other): ...  # ember.ops.elementwise.binary
     def less_equal(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -346,11 +406,13 @@ class Tensor:
     def log2(self, *, out=...): ...  # ember.ops.elementwise.unary
     def log2_(self): ...  # ember.ops.elementwise.unary
     def log_(self): ...  # ember.ops.elementwise.unary
+    def log_normal_(self, mean=..., std=..., *, generator=...): ...  # ember.ops.tensor_extras
     def log_softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def logaddexp(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logaddexp2(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logaddexp2_(self, other): ...  # ember.ops.elementwise.binary
     def logaddexp_(self, other): ...  # ember.ops.elementwise.binary
+    def logcumsumexp(self, dim): ...  # ember.ops.numeric_more
     def logical_and(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logical_and_(self, other): ...  # ember.ops.elementwise.binary
     def logical_not(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -371,6 +433,8 @@ class Tensor:
     def mT(self) -> Any: ...
     def masked_fill(self, mask, value): ...  # ember.ops.indexing.masked
     def masked_fill_(self, mask, value): ...  # ember.ops.indexing.masked
+    def masked_scatter(self, mask, source): ...  # ember.ops.structure
+    def masked_scatter_(self, *args, **kwargs): ...  # ember.ops.structure
     def masked_select(self, mask, *, out=...): ...  # ember.ops.indexing.masked
     def matmul(self, other): ...  # ember.ops.linalg.products
     def max(self, dim=..., keepdim=..., *, other=...): ...  # ember.ops.reduction.extremes
@@ -399,8 +463,10 @@ class Tensor:
     def nan_to_num_(self, nan=..., posinf=..., neginf=...): ...  # ember.ops.elementwise.unary
     def nanmean(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def nanmedian(self, dim=..., keepdim=...): ...  # ember.ops.sorting
+    def nanquantile(self, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.tensor_extras
     def nansum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def narrow(self, dim, start, length): ...  # ember.ops.views.slicing
+    def narrow_copy(self, dim, start, length): ...  # ember.ops.view_copies
     @property
     def nbytes(self) -> Any: ...
     @property
@@ -419,7 +485,10 @@ class Tensor:
     def new_ones(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_tensor(self, data, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_zeros(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
+    def nextafter(self, other): ...  # ember.ops.tensor_extras
+    def nextafter_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def nonzero(self, *, out=..., as_tuple=...): ...  # ember.ops.indexing.advanced
+    def nonzero_static(self, *, size, fill_value=...): ...  # ember.ops.tensor_extras
     def norm(self, p=..., dim=..., keepdim=..., out=..., dtype=...): ...  # ember.ops.reduction.norms
     def normal_(self, mean=..., std=..., *, generator=...): ...  # ember.ops.random
     def not_equal(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -435,10 +504,15 @@ class Tensor:
     def positive_(self): ...  # ember.ops.elementwise.unary
     def pow(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def pow_(self, other): ...  # ember.ops.elementwise.binary
+    def prelu(self, weight): ...  # ember.ops.tensor_extras
     def prod(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
+    def put(self, index, source, accumulate=...): ...  # ember.ops.structure
+    def put_(self, *args, **kwargs): ...  # ember.ops.structure
+    def quantile(self, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.tensor_extras
     def rad2deg(self, *, out=...): ...  # ember.ops.elementwise.unary
     def rad2deg_(self): ...  # ember.ops.elementwise.unary
     def random_(self, *args, generator=..., **kwargs): ...  # ember.ops.random
+    def ravel(self): ...  # ember.ops.view_copies
     @property
     def real(self) -> Any: ...
     def reciprocal(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -449,6 +523,8 @@ class Tensor:
     def relu_(self): ...  # ember.ops.elementwise.unary
     def remainder(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def remainder_(self, other): ...  # ember.ops.elementwise.binary
+    def renorm(self, p, dim, maxnorm): ...  # ember.ops.numeric_more
+    def renorm_(self, *args, **kwargs): ...  # ember.ops.numeric_more
     def repeat(self, *sizes): ...  # ember.ops.shape
     def repeat_interleave(self, repeats=..., dim=..., *, output_size=...): ...  # ember.ops.shape
     @property
@@ -456,12 +532,17 @@ class Tensor:
     def requires_grad_(self, requires_grad=...): ...  # ember.autograd.tensor_api
     def reshape(self, *shape): ...  # ember.ops.views.reshaping
     def reshape_as(self, other): ...  # ember.ops.views.reshaping
+    def resize(self, *sizes): ...  # ember.ops.tensor_extras
+    def resize_(self, *sizes, memory_format=...): ...  # ember.ops.tensor_extras
+    def resize_as(self, other): ...  # ember.ops.tensor_extras
+    def resize_as_(self, other, *, memory_format=...): ...  # ember.ops.tensor_extras
     def resolve_conj(self): ...  # ember.ops.elementwise.unary
     def resolve_neg(self): ...  # ember.ops.elementwise.unary
     def retain_grad(self): ...  # ember.autograd.tensor_api
     @property
     def retains_grad(self) -> Any: ...
     def roll(self, shifts, dims=...): ...  # ember.ops.shape
+    def rot90(self, k=..., dims=...): ...  # ember.ops.numeric_more
     def round(self, *, decimals=..., out=...): ...  # ember.ops.elementwise.unary
     def round_(self, *, decimals=...): ...  # ember.ops.elementwise.unary
     def rsqrt(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -470,7 +551,10 @@ class Tensor:
     def scatter_(self, dim, index, src=..., *, value=..., reduce=...): ...  # ember.ops.indexing.gather_scatter
     def scatter_add(self, dim, index, src): ...  # ember.ops.indexing.gather_scatter
     def scatter_add_(self, dim, index, src): ...  # ember.ops.indexing.gather_scatter
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=..., out=...): ...  # ember.ops.scatter_reduce
+    def scatter_reduce_(self, *args, **kwargs): ...  # ember.ops.scatter_reduce
     def select(self, dim, index): ...  # ember.ops.views.slicing
+    def select_scatter(self, src, dim, index): ...  # ember.ops.view_copies
     def sgn(self, *, out=...): ...  # ember.ops.elementwise.complex_numbers
     @property
     def shape(self) -> Any: ...
@@ -484,19 +568,24 @@ class Tensor:
     def silu_(self): ...  # ember.ops.elementwise.unary
     def sin(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sin_(self): ...  # ember.ops.elementwise.unary
+    def sinc(self): ...  # ember.ops.numeric_more
+    def sinc_(self, *args, **kwargs): ...  # ember.ops.numeric_more
     def sinh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sinh_(self): ...  # ember.ops.elementwise.unary
     def size(self, dim=...): ...  # ember._tensor
+    def slice_scatter(self, src, dim=..., start=..., end=..., step=...): ...  # ember.ops.view_copies
     def softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def sort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
     def special_expit(self, *, out=...): ...  # ember.ops.elementwise.unary
     def special_expit_(self): ...  # ember.ops.elementwise.unary
     def split(self, split_size_or_sections, dim=...): ...  # ember.ops.views.slicing
+    def split_with_sizes(self, split_sizes, dim=...): ...  # ember.ops.view_copies
     def sqrt(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sqrt_(self): ...  # ember.ops.elementwise.unary
     def square(self, *, out=...): ...  # ember.ops.elementwise.unary
     def square_(self): ...  # ember.ops.elementwise.unary
     def squeeze(self, dim=...): ...  # ember.ops.views.reshaping
+    def squeeze_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def std(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
     def stft(self, n_fft, hop_length=..., win_length=..., window=..., center=..., pad_mode=..., normalized=..., onesided=..., return_complex=...): ...  # ember.fft._stft
     def storage_offset(self): ...  # ember._tensor
@@ -508,9 +597,13 @@ class Tensor:
     def sum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def sum_to_size(self, *size): ...  # ember.autograd.tensor_api
     def swapaxes(self, dim0, dim1): ...  # ember.ops.views.reshaping
+    def swapaxes_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def swapdims(self, dim0, dim1): ...  # ember.ops.views.reshaping
+    def swapdims_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def t(self): ...  # ember.ops.views.reshaping
+    def t_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def take(self, index): ...  # ember.ops.indexing.advanced
+    def take_along_dim(self, indices, dim=...): ...  # ember.ops.structure
     def tan(self, *, out=...): ...  # ember.ops.elementwise.unary
     def tan_(self): ...  # ember.ops.elementwise.unary
     def tanh(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -520,7 +613,9 @@ class Tensor:
     def to(self, *args, **kwargs): ...  # ember.ops.conversion
     def tolist(self): ...  # ember._tensor
     def topk(self, k, dim=..., largest=..., sorted=...): ...  # ember.ops.sorting
+    def trace(self): ...  # ember.ops.numeric_more
     def transpose(self, dim0, dim1): ...  # ember.ops.views.reshaping
+    def transpose_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def tril(self, diagonal=..., *, out=...): ...  # ember.ops.shape
     def tril_(self, diagonal=...): ...  # ember.ops.shape
     def triu(self, diagonal=..., *, out=...): ...  # ember.ops.shape
@@ -536,12 +631,18 @@ class Tensor:
     def unfold(self, dimension, size, step): ...  # ember.ops.views.slicing
     def uniform_(self, *args, generator=..., **kwargs): ...  # ember.ops.random
     def unique(self, sorted=..., return_inverse=..., return_counts=..., dim=...): ...  # ember.ops.sorting
+    def unique_consecutive(self, return_inverse=..., return_counts=..., dim=...): ...  # ember.ops.tensor_extras
+    def unsafe_chunk(self, chunks, dim=...): ...  # ember.ops.view_copies
+    def unsafe_split(self, split_size, dim=...): ...  # ember.ops.view_copies
+    def unsafe_split_with_sizes(self, split_sizes, dim=...): ...  # ember.ops.view_copies
     def unsqueeze(self, dim): ...  # ember.ops.views.reshaping
+    def unsqueeze_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def untyped_storage(self): ...  # ember._tensor
     def var(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
     def vdot(self, other): ...  # ember.ops.linalg.products
     def view(self, *shape): ...  # ember.ops.views.reshaping
     def view_as(self, other): ...  # ember.ops.views.reshaping
+    def vsplit(self, indices_or_sections): ...  # ember.ops.view_copies
     def where(self, condition, other): ...  # ember.ops.elementwise.selection
     def xlogy(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def xlogy_(self, other): ...  # ember.ops.elementwise.binary

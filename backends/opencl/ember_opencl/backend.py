@@ -57,6 +57,13 @@ class OpenCLBackend(Backend):
         from . import ops_scan; ops_scan.register(self)  # noqa: E702
         from . import ops_sort; ops_sort.register(self)  # noqa: E702
         from . import ops_attention; ops_attention.register(self)  # noqa: E702
+        from . import ops_ternary; ops_ternary.register(self)  # noqa: E702
+        from . import ops_spatial; ops_spatial.register(self)  # noqa: E702
+        from . import ops_resampling; ops_resampling.register(self)  # noqa: E702
+        from . import ops_grid_sampling; ops_grid_sampling.register(self)  # noqa: E702
+        from . import ops_embedding_bag; ops_embedding_bag.register(self)  # noqa: E702
+        from . import ops_distances; ops_distances.register(self)  # noqa: E702
+        from . import ops_ctc; ops_ctc.register(self)  # noqa: E702
         from . import ops_rnn; ops_rnn.register(self)  # noqa: E702
         from . import ops_fft; ops_fft.register(self)  # noqa: E702
         self._fft_plan_caches = {}

@@ -90,7 +90,10 @@ def _laid_out(values, layout, device):
 
 _FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "linalg", "shape",
              "indexing", "random", "nn", "nn_ops", "foreach", "attention", "rnn", "complex",
-             "fft"]
+             "fft",
+             # issue #25's families
+             "ternary", "spatial", "resampling", "grid_sampling", "embedding_bag",
+             "distances", "ctc", "losses_more", "surface"]
 
 
 def all_opinfos() -> list:

@@ -97,6 +97,8 @@ class Op:
         return fn
 
     def __call__(self, *args, **kwargs):
+        if kwargs:  # rare: ops are called positionally by ember's own API
+            args, kwargs = self.schema.positional(args, kwargs)
         ks = 0
         positions = self._tensor_pos
         if positions is not None:

@@ -71,6 +71,38 @@ class Schema:
         except ValueError:
             raise ValueError(f"{self.name}: no argument {arg_name!r} in {self.text}") from None
 
+    def positional(self, args: tuple, kwargs: dict):
+        """``(args, kwargs)`` with every keyword that names a positional argument moved to its
+        place (defaults fill the gaps), so the layers below (autograd, vmap, tracing) see the
+        call as the schema orders it; keyword-only arguments stay keywords."""
+        moved = {}
+        rest = {}
+        for name, value in kwargs.items():
+            try:
+                i = self.arg_names.index(name)
+            except ValueError:
+                raise TypeError(f"{self.name}() got an unexpected keyword argument '{name}'") \
+                    from None
+            if self.arguments[i].kwarg_only:
+                rest[name] = value
+            elif i < len(args):
+                raise TypeError(f"{self.name}() got multiple values for argument '{name}'")
+            else:
+                moved[i] = value
+        if not moved:
+            return args, kwargs
+        out = list(args)
+        for i in range(len(args), max(moved) + 1):
+            if i in moved:
+                out.append(moved[i])
+                continue
+            arg = self.arguments[i]
+            if arg.default is None:
+                raise TypeError(f"{self.name}() missing required argument '{arg.name}' "
+                                f"(pos {i + 1})")
+            out.append(_default_value(arg.default))
+        return tuple(out), rest
+
     @property
     def multi_output(self) -> bool:
         return len(self.returns) > 1
@@ -155,3 +187,16 @@ def _parse_returns(ret: str):
         if not typ:  # unnamed: "Tensor"
             typ, name = part, None
         yield Return(name=name, type=typ.strip(), mutated="!" in typ)
+
+
+def _default_value(text: str):
+    """A schema default's Python value: None, True/False, numbers, [] lists, strings."""
+    import ast
+    literal = {"None": None, "True": True, "False": False, "inf": float("inf"),
+               "-inf": float("-inf")}
+    if text in literal:
+        return literal[text]
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text

@@ -12,12 +12,14 @@
 from . import (activation_backward, attention, convolution, copy, elementwise, factories, fft,
                foreach, indexing, linalg, loss, normalization, pooling, random, reduction, rnn,
                shape, sorting)
+from . import ctc, distances, embedding_bag, grid_sampling, resampling, spatial, ternary
 from .array_backend import ArrayBackend
 
 # one module per op family; each exposes register(backend)
 KERNEL_MODULES = (copy, elementwise, factories, reduction, linalg, shape, indexing, sorting,
                   random, attention, rnn, fft, activation_backward, convolution, pooling,
-                  normalization, foreach, loss)
+                  normalization, foreach, loss, ternary, spatial, resampling, grid_sampling,
+                  embedding_bag, distances, ctc)
 
 
 def register_array_kernels(backend) -> None:

@@ -512,3 +512,30 @@ from ._loss import __all__ as _loss_all  # noqa: E402
 from ._attention import __all__ as _attention_all  # noqa: E402
 
 __all__ = __all__ + list(_conv_all) + list(_loss_all) + list(_attention_all)
+
+# issue #25: functional forms whose ops live in ember/ops (re-exported) or in nn/_<topic>.py
+from ..ops.spatial import (channel_shuffle, fold, native_channel_shuffle,  # noqa: E402
+                           pixel_shuffle, pixel_unshuffle, unfold)
+__all__ += ["fold", "unfold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+            "native_channel_shuffle"]
+from ._sampling import *  # noqa: E402,F401,F403 - interpolate, grid_sample, affine_grid
+from ._sampling import __all__ as _sampling_all  # noqa: E402
+__all__ += list(_sampling_all)
+from ._grid import *  # noqa: E402,F401,F403 - grid_sample, affine_grid
+__all__ += ["grid_sample", "affine_grid"]
+from ._bags import embedding_bag  # noqa: E402,F401
+__all__ += ["embedding_bag"]
+from ._distance import cosine_similarity, pairwise_distance, pdist  # noqa: E402,F401
+__all__ += ["cosine_similarity", "pairwise_distance", "pdist"]
+from ..ops.ctc import ctc_loss  # noqa: E402,F401
+__all__ += ["ctc_loss"]
+from ._activations_more import gumbel_softmax, hardshrink, softshrink  # noqa: E402,F401
+__all__ += ["gumbel_softmax", "hardshrink", "softshrink"]
+from ._dropout import *  # noqa: E402,F401,F403 - channel and alpha dropout
+from ._dropout import __all__ as _dropout_all  # noqa: E402
+__all__ += list(_dropout_all)
+from ._losses_more import *  # noqa: E402,F401,F403 - margin, embedding, NLL-family losses
+from ._losses_more import __all__ as _losses_more_all  # noqa: E402
+__all__ += list(_losses_more_all)
+from ._norm_more import instance_norm, local_response_norm  # noqa: E402,F401
+__all__ += ["instance_norm", "local_response_norm"]

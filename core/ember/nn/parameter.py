@@ -51,5 +51,37 @@ def _rebuild_parameter(array, device, requires_grad):
     return Parameter(from_numpy(array).to(device), requires_grad)
 
 
+class UninitializedParameter(Parameter):
+    """A parameter of a lazy module before its first forward: no elements yet, its shape
+    decided by ``materialize`` (which turns it into a plain ``Parameter`` in place, so
+    optimizers and references made earlier keep working)."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        from ..ops.factories import empty
+        return super().__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
+    def materialize(self, shape, device=None, dtype=None):
+        from ..autograd.grad_mode import no_grad
+        from ..ops.factories import empty
+        with no_grad():
+            self.data = empty(tuple(shape), device=device or self.device,
+                              dtype=dtype or self.dtype)
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self, *, tensor_contents=None):
+        return "<UninitializedParameter>"
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, protocol):
+        raise ValueError("Attempted to use an uninitialized parameter in pickle; run a forward "
+                         "pass through the lazy module first")
+
+
 def is_lazy(param) -> bool:
-    return False  # ember has no lazy (uninitialized) parameters
+    return isinstance(param, UninitializedParameter)

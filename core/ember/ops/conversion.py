@@ -133,9 +133,17 @@ def _parse_to(args, kwargs):
     return device, dtype, non_blocking, copy
 
 
+def _in_order(t, order):
+    return _mf.dense_order(t._shape, t._stride) == order or order == sorted(order)
+
+
 @tensor_method()
 def to(self, *args, **kwargs):
+    """Device, dtype and memory-format conversion: a copy made keeps the source's dense
+    layout (``preserve_format``, PyTorch's default) or takes ``memory_format``'s."""
+    memory_format = kwargs.get("memory_format")
     device, dtype, non_blocking, copy = _parse_to(args, dict(kwargs))
+    order = order_for(self, memory_format, "to")
     out = self
     if device is not None:
         device = as_device(device)
@@ -147,10 +155,13 @@ def to(self, *args, **kwargs):
         if dtype is not out.dtype:
             if out.dtype.category == _dtype.COMPLEX:
                 _warn_complex_to_real(out.dtype, dtype)
-            out = to_copy_op(out, dtype)
+            out = copy_in_order(out, order, dtype)
             copy = False
     if copy:
-        out = to_copy_op(out, out.dtype)
+        out = copy_in_order(out, order, out.dtype)
+    elif not _in_order(out, order) and (out is not self or memory_format is not None and
+                                        memory_format is not _mf.preserve_format):
+        out = copy_in_order(out, order, out.dtype)
     return out
 
 
@@ -167,7 +178,10 @@ def copy_in_order(x, order, dtype):
     inverse = [order.index(d) for d in range(len(order))]
     out = _views.permute_op(to_copy_op(_views.permute_op(x, tuple(order)), dtype),
                             tuple(inverse))
-    del out._view_base  # its storage is new: to the user (and autograd) it is no view
+    # its storage is new: to the user (and autograd) it is no view (a tensor batched by
+    # ember.func.vmap keeps no view base to drop)
+    if getattr(out, "_view_base", None) is not None:
+        del out._view_base
     return out
 
 
@@ -224,11 +238,15 @@ def _layout_strides(shape, order):
 
 def _caster(d):
     def cast(self, memory_format=None):
+        order = order_for(self, memory_format, d.name)
         if self.dtype is d:
-            return self
+            if memory_format is None or memory_format is _mf.preserve_format or \
+                    _in_order(self, order):
+                return self
+            return copy_in_order(self, order, d)
         if self.dtype.category == _dtype.COMPLEX:
             _warn_complex_to_real(self.dtype, d)
-        return to_copy_op(self, d)
+        return copy_in_order(self, order, d)
     cast.__name__ = d.name
     return cast
 

@@ -186,13 +186,55 @@ def from_dlpack(ext):
 
 
 # -- constants ----------------------------------------------------------------------------------
-def empty(*size, dtype=None, device=None, requires_grad=False, out=None, memory_format=None,
-          pin_memory=False):
+def _size_args(args, size, op):
+    """``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))`` (PyTorch's keyword) -> (2, 3)."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{op}() got multiple values for argument 'size'")
+        args = (size,)
+    elif not args:
+        return ()   # f() with no size: a 0-d tensor (ember's long-standing form)
+    return as_shape(args, op)
+
+
+def _check_layout(layout, op):
+    if layout is not None and layout is not _strided():
+        raise RuntimeError(f"{op}(): layout {layout} is not supported for dense factories; "
+                           f"make a strided tensor and call .to_sparse()")
+
+
+def _strided():
+    from .._layout import strided
+    return strided
+
+
+def _factory_out(t, out, op, requires_grad):
+    if out is not None:
+        from ._util import write_out
+        return write_out(out, t, op)
+    return _finish(t, requires_grad)
+
+
+def empty(*size_args, size=None, dtype=None, layout=None, device=None, requires_grad=False,
+          out=None, memory_format=None, pin_memory=False):
+    shape = _size_args(size_args, size, "empty")
+    _check_layout(layout, "empty")
+    if out is not None and dtype is None:
+        dtype = out.dtype
     d, dev = _resolve(dtype, device)
-    t = empty_op.on(dev, as_shape(size, "empty"), d, dev)
+    if memory_format is not None and memory_format is not _mf.contiguous_format:
+        if memory_format is _mf.preserve_format:
+            raise RuntimeError("empty(): preserve memory format is unsupported by the "
+                               "contiguous format; use empty_like")
+        order = _mf.channels_last_order(len(shape), memory_format)
+        t = empty_op.on(dev, tuple(shape[k] for k in order), d, dev)
+        t = _views.permute_op(t, tuple(order.index(k) for k in range(len(order))))
+        del t._view_base  # new storage: to the user (and autograd) it is no view
+    else:
+        t = empty_op.on(dev, shape, d, dev)
     if _determinism.fill_uninitialized_memory():
         fill_uninitialized(t)
-    return _finish(t, requires_grad)
+    return _factory_out(t, out, "empty", requires_grad)
 
 
 def fill_uninitialized(t):
@@ -218,22 +260,37 @@ def _fill_dtype(fill_value, dtype):
     return _dtype.scalar_dtype(fill_value)
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
+def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
+         out=None, pin_memory=False):
+    _check_layout(layout, "full")
+    if out is not None and dtype is None:
+        dtype = out.dtype
     d = _fill_dtype(fill_value, dtype)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dev = as_device(device)
-    return _finish(full_op.on(dev, as_shape((size,), "full"), fill_value, d, dev), requires_grad)
+    return _factory_out(full_op.on(dev, as_shape((size,), "full"), fill_value, d, dev), out,
+                        "full", requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
+def zeros(*size_args, size=None, dtype=None, layout=None, device=None, requires_grad=False,
+          out=None, pin_memory=False):
+    shape = _size_args(size_args, size, "zeros")
+    _check_layout(layout, "zeros")
+    if out is not None and dtype is None:
+        dtype = out.dtype
     d, dev = _resolve(dtype, device)
-    return _finish(full_op.on(dev, as_shape(size, "zeros"), 0, d, dev), requires_grad)
+    return _factory_out(full_op.on(dev, shape, 0, d, dev), out, "zeros", requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
+def ones(*size_args, size=None, dtype=None, layout=None, device=None, requires_grad=False,
+         out=None, pin_memory=False):
+    shape = _size_args(size_args, size, "ones")
+    _check_layout(layout, "ones")
+    if out is not None and dtype is None:
+        dtype = out.dtype
     d, dev = _resolve(dtype, device)
-    return _finish(full_op.on(dev, as_shape(size, "ones"), 1, d, dev), requires_grad)
+    return _factory_out(full_op.on(dev, shape, 1, d, dev), out, "ones", requires_grad)
 
 
 def in_layout(make, input, memory_format, op):
@@ -343,3 +400,4 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
 # last: these families import this module (their functions are only called, never read here)
 from . import conversion as _conv  # noqa: E402
 from . import views as _views  # noqa: E402
+from .. import _memory_format as _mf  # noqa: E402

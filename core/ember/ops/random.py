@@ -377,10 +377,12 @@ def randint_like(input, *args, low=None, high=None, dtype=None, layout=None, dev
             low = args[0]
     if high is None:
         raise TypeError("randint_like() missing required argument 'high'")
-    return randint(0 if low is None else low, high, input._shape,
-                   dtype=input.dtype if dtype is None else dtype,
-                   device=input.device if device is None else device, generator=generator,
-                   requires_grad=requires_grad)
+    from .factories import in_layout
+    return in_layout(lambda shape: randint(0 if low is None else low, high, shape,
+                                           dtype=input.dtype if dtype is None else dtype,
+                                           device=input.device if device is None else device,
+                                           generator=generator, requires_grad=requires_grad),
+                     input, memory_format, "randint_like")
 
 
 # -- in place -------------------------------------------------------------------------------------

@@ -411,18 +411,15 @@ def add_scalar(t, value, differentiable):
 
 
 def addcmul_(t, a, b, value):
-    """``t.addcmul_(a, b, value=value)``: t += value * a * b (ember has no fused addcmul op)."""
-    return t.add_(a * b, alpha=value)
+    """``t.addcmul_(a, b, value=value)``: t += value * a * b."""
+    return t.addcmul_(a, b, value=value)
 
 
 def addcdiv_(t, a, b, value):
-    """``t.addcdiv_(a, b, value=value)``: t += value * (a / b) (ember has no fused addcdiv)."""
-    return t.add_(a / b, alpha=value)
+    """``t.addcdiv_(a, b, value=value)``: t += value * a / b."""
+    return t.addcdiv_(a, b, value=value)
 
 
 def lerp_(t, end, weight):
-    """``t.lerp_(end, weight)`` with PyTorch's two-sided formula (exact at both ends)."""
-    if weight < 0.5:
-        return t.add_(end - t, alpha=weight)
-    # t = end - (end - t) * (1 - weight)
-    return t.sub_(end).mul_(1 - weight).add_(end)
+    """``t.lerp_(end, weight)`` (PyTorch's two-sided formula, exact at both ends)."""
+    return t.lerp_(end, weight)

@@ -13,3 +13,14 @@ from .loss import *  # noqa: F401,F403
 from .multihead import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
+from .fold import *  # noqa: F401,F403
+from .pixelshuffle import *  # noqa: F401,F403
+from .upsampling import *  # noqa: F401,F403
+from .embedding_bag import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
+from .activation_more import *  # noqa: F401,F403
+from .loss_more import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
+from .instancenorm import *  # noqa: F401,F403
+from .lazy import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403

@@ -401,12 +401,16 @@ class Module:
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, "
                                 f"but got desired dtype={dtype}")
 
+        memory_format = kwargs.get("memory_format")
+
         def convert(t):
             cast = dtype if dtype is not None and (t.is_floating_point() or t.is_complex()) \
                 else None
-            if device is None and cast is None:
+            # PyTorch applies memory_format to the 4-D and 5-D parameters only
+            layout = memory_format if memory_format is not None and t.ndim in (4, 5) else None
+            if device is None and cast is None and layout is None:
                 return t
-            return t.to(device, cast, non_blocking) if device is not None else t.to(cast)
+            return t.to(device, cast, non_blocking, memory_format=layout)
         return self._apply(convert)
 
     def cpu(self):

@@ -4,6 +4,7 @@ defined once.
 * ``unary``       one row per op (exp, sin, relu, isnan…) plus round and nan_to_num
 * ``binary``      one row per op (mul, pow, eq, bitwise_and…) plus add, sub, div
 * ``selection``   where, clamp
+* ``ternary``     addcmul, addcdiv, lerp
 * ``activation``  activations with parameters (gelu, softplus, leaky_relu, elu, hardtanh)
 * ``complex_numbers`` angle, sgn, complex, polar (composites with PyTorch's derivatives)
 * ``operators``   Tensor's Python operators
@@ -19,6 +20,8 @@ from . import (backward, unary, binary, selection, activation, operators,  # noq
                closeness)
 from . import complex_numbers  # noqa: F401
 from .complex_numbers import angle, angle_op, complex, complex_op, polar, polar_op, sgn
+from . import ternary  # noqa: F401
+from .ternary import addcdiv, addcdiv_, addcmul, addcmul_, lerp, lerp_
 from .activation import elu, gelu, hardtanh, leaky_relu, softplus
 from .binary import (ALIASES_BINARY, BINARY, add, add_, add_op, binary_api, binary_ops, div,
                      div_, divide, sub, sub_, subtract, true_divide)

@@ -1,0 +1,105 @@
+"""Kernels for ``ember.ops.embedding_bag`` on array-module backends: bags are contiguous
+segments of the index list; the reductions are ``add.at``/``maximum.at``/``minimum.at`` of the
+gathered rows into their bags (the ufunc methods cupy has too; empty bags stay zero) and the
+backward is one ``add.at`` into the weight's gradient."""
+from __future__ import annotations
+
+from ..ops.embedding_bag import MAX, MEAN
+from .binding import bind
+
+
+def _bounds(be, offsets, m, include_last_offset):
+    xp = be.xp
+    off = be.native(offsets).astype(xp.int64)
+    if include_last_offset:
+        starts, ends = off[:-1], off[1:]
+    else:
+        starts = off
+        ends = xp.concatenate([off[1:], xp.asarray([m], dtype=xp.int64)])
+    return xp.clip(starts, 0, m), xp.clip(ends, 0, m)
+
+
+def embedding_bag(be, weight, indices, offsets, mode, psw, include_last_offset, padding_idx):
+    xp = be.xp
+    w = be.native(weight)
+    idx = be.native(indices).astype(xp.int64)
+    m, d = idx.shape[0], w.shape[1]
+    starts, ends = _bounds(be, offsets, m, include_last_offset)
+    b = starts.shape[0]
+    counts = ends - starts
+    offset2bag = xp.repeat(xp.arange(b, dtype=xp.int64), counts)
+    if offset2bag.shape[0] < m:  # indices past the last bag belong to none: give them bag b-1
+        offset2bag = xp.concatenate([offset2bag, xp.full(m - offset2bag.shape[0], max(b - 1, 0),
+                                                          dtype=xp.int64)])
+    valid = idx != padding_idx if padding_idx >= 0 else xp.ones(m, dtype=bool)
+    if b:  # indices past the last bag's end (include_last_offset) take part in no bag
+        valid = valid & (xp.arange(m) < ends[-1])
+    rows = w[idx]
+    bag_size = xp.zeros(b, dtype=xp.int64)
+    nonempty = counts > 0
+    if m:
+        xp.add.at(bag_size, offset2bag, valid.astype(xp.int64))
+    max_indices = xp.zeros((b, d) if mode == MAX else (b,), dtype=xp.int64)
+    if m == 0 or b == 0:
+        return (be.wrap(xp.zeros((b, d), dtype=w.dtype), weight.device),
+                be.wrap(offset2bag, weight.device), be.wrap(bag_size, weight.device),
+                be.wrap(max_indices, weight.device))
+    if mode == MAX:
+        neg = xp.asarray(-xp.inf, dtype=w.dtype)
+        vals = xp.where(valid[:, None], rows, neg)
+        out = xp.full((b, d), -xp.inf, dtype=w.dtype)
+        xp.maximum.at(out, offset2bag, vals)
+        filled = (bag_size > 0)[:, None]
+        # the first row of each bag holding the maximum, per feature
+        pos = xp.where((vals == out[offset2bag]) & valid[:, None],
+                       xp.arange(m, dtype=xp.int64)[:, None], m)
+        first = xp.full((b, d), m, dtype=xp.int64)
+        xp.minimum.at(first, offset2bag, pos)
+        max_indices = xp.where(filled, idx[xp.minimum(first, m - 1)], 0)
+        out = xp.where(filled, out, 0)
+    else:
+        if psw is not None:
+            rows = rows * be.native(psw)[:, None]
+        rows = xp.where(valid[:, None], rows, 0)
+        out = xp.zeros((b, d), dtype=rows.dtype)
+        xp.add.at(out, offset2bag, rows)
+        out = xp.where(nonempty[:, None], out, 0)
+        if mode == MEAN:
+            out = xp.where((bag_size > 0)[:, None], out / xp.maximum(bag_size, 1)[:, None], 0)
+    return (be.wrap(xp.ascontiguousarray(out.astype(w.dtype, copy=False)), weight.device),
+            be.wrap(offset2bag, weight.device), be.wrap(bag_size, weight.device),
+            be.wrap(max_indices, weight.device))
+
+
+def embedding_bag_backward(be, grad, indices, offset2bag, bag_size, max_indices, num_weights,
+                           mode, psw, padding_idx):
+    xp = be.xp
+    g = be.native(grad)
+    d = g.shape[1]
+    gw = xp.zeros((num_weights, d), dtype=g.dtype)
+    if mode == MAX:
+        mi = be.native(max_indices)
+        filled = be.native(bag_size) > 0
+        rows = xp.broadcast_to(filled[:, None], mi.shape)
+        cols = xp.broadcast_to(xp.arange(d), mi.shape)
+        xp.add.at(gw, (mi[rows], cols[rows]), g[rows])
+        return be.wrap(gw, grad.device)
+    idx = be.native(indices).astype(xp.int64)
+    bags = be.native(offset2bag)
+    contrib = g[bags] if idx.shape[0] else xp.zeros((0, d), dtype=g.dtype)
+    if mode == MEAN:
+        contrib = contrib / xp.maximum(be.native(bag_size), 1)[bags][:, None]
+    elif psw is not None:
+        contrib = contrib * be.native(psw)[:, None]
+    if padding_idx >= 0:
+        keep = idx != padding_idx
+        idx, contrib = idx[keep], contrib[keep]
+    xp.add.at(gw, idx, contrib.astype(g.dtype, copy=False))
+    return be.wrap(gw, grad.device)
+
+
+TABLE = {"embedding_bag": embedding_bag, "embedding_bag_backward": embedding_bag_backward}
+
+
+def register(backend) -> None:
+    bind(backend, TABLE)

@@ -1,0 +1,117 @@
+"""Dropout variants of ``ember.nn.functional``: channel dropout (``dropout1d/2d/3d``: whole
+feature maps zeroed), ``alpha_dropout`` (keeps SELU's mean and variance) and
+``feature_alpha_dropout``. Masks come from the input device's generator."""
+from __future__ import annotations
+
+import math
+import warnings
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad
+
+__all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+_ALPHA_PRIME = -_SELU_ALPHA * _SELU_SCALE
+
+
+def _check(input, p, fn):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _feature_mask(input, p, batched):
+    """A Bernoulli(1 - p) mask over (N, C) broadcast across the feature maps."""
+    shape = list(input.shape[:2] if batched else input.shape[:1]) + \
+        [1] * (input.ndim - (2 if batched else 1))
+    with no_grad():
+        return input.new_empty(shape).bernoulli_(1.0 - p)
+
+
+def _channel_dropout(input, p, training, inplace, batched, fn):
+    _check(input, p, fn)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input.mul_(0) if inplace else input * 0
+    mask = _feature_mask(input, p, batched) / (1.0 - p)
+    return input.mul_(mask) if inplace else input * mask
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, L) or unbatched (C, L) inputs."""
+    _check(input, p, "dropout1d")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           f"input. Note that dropout1d exists to provide channel-wise dropout on "
+                           f"inputs with 1 spatial dimension, a channel dimension, and an optional "
+                           f"batch dimension (i.e. 2D or 3D inputs).")
+    return _channel_dropout(input, p, training, inplace, input.ndim == 3, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, H, W) inputs; like PyTorch, a 3-D input is read as
+    (N, C, L) (with a warning) and other ranks warn but run."""
+    _check(input, p, "dropout2d")
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      f"deprecated and will result in an error in a future release. To retain the "
+                      f"behavior and silence this warning, please use dropout instead. Note that "
+                      f"dropout2d exists to provide channel-wise dropout on inputs with 2 spatial "
+                      f"dimensions, a channel dimension, and an optional batch dimension (i.e. 3D "
+                      f"or 4D inputs).", stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+                      "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
+                      "where C is the channel dim. This behavior will change in a future release "
+                      "to interpret the input as one without a batch dimension, i.e. shape (C, H, "
+                      "W). To maintain the 1D channel-wise dropout behavior, please switch to "
+                      "using dropout1d instead.", stacklevel=2)
+    return _channel_dropout(input, p, training, inplace, input.ndim >= 2, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, D, H, W) or unbatched (C, D, H, W) inputs."""
+    _check(input, p, "dropout3d")
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is "
+                      f"deprecated and will result in an error in a future release. To retain the "
+                      f"behavior and silence this warning, please use dropout instead. Note that "
+                      f"dropout3d exists to provide channel-wise dropout on inputs with 3 spatial "
+                      f"dimensions, a channel dimension, and an optional batch dimension (i.e. 4D "
+                      f"or 5D inputs).", stacklevel=2)
+    return _channel_dropout(input, p, training, inplace, input.ndim != 4 and input.ndim >= 2,
+                            "dropout3d")
+
+
+def _alpha(input, p, training, inplace, feature, fn):
+    _check(input, p, fn)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        # every unit dropped: PyTorch returns zeros, not the dropped value's affine image
+        return input.mul_(0) if inplace else input * 0
+    keep = 1.0 - p
+    a = 1.0 / math.sqrt((_ALPHA_PRIME ** 2 * p + 1) * keep)
+    b = -a * _ALPHA_PRIME * p
+    if feature:
+        mask = _feature_mask(input, p, input.ndim >= 2)
+    else:
+        with no_grad():
+            mask = input.new_empty(input.shape).bernoulli_(keep)
+    out = (input * mask + (1 - mask) * _ALPHA_PRIME) * a + b
+    return input.copy_(out) if inplace else out
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU networks: dropped units take SELU's negative saturation, then an affine
+    map restores the mean and variance."""
+    return _alpha(input, p, training, inplace, False, "alpha_dropout")
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """``alpha_dropout`` that drops whole channels."""
+    return _alpha(input, p, training, inplace, True, "feature_alpha_dropout")
