@@ -16,10 +16,7 @@ from .checks import Result, _autograd_available, _flatten, selected_samples
 # Entries whose second derivative ember does not provide, each with why. The gradgradcheck row
 # of a listed entry reads "unsupported" with this reason; a listed entry that passes fails, so
 # the list cannot outlive its reason. Review each addition like an API change.
-GRADGRAD_UNSUPPORTED: dict[str, str] = {
-    "lgamma": "its second derivative is trigamma, polygamma(1, x), and ember has no polygamma "
-              "op (the first derivative, digamma, has no derivative either)",
-}
+GRADGRAD_UNSUPPORTED: dict[str, str] = {}
 
 MAX_SAMPLES = 2
 # gradgradcheck differences the first derivative: 2 × (elements of the inputs and the output

@@ -21,8 +21,8 @@ from .ops import elementwise as _elementwise
 from .ops import factories as _factories
 from .ops import views as _views
 from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, clip_, div,
-                              divide, elu, gelu, hardtanh, leaky_relu, nan_to_num, round, softplus,
-                              sub, subtract, true_divide, where)
+                              divide, elu, gelu, hardtanh, i0, leaky_relu, mvlgamma, nan_to_num,
+                              polygamma, round, sinc, softplus, sub, subtract, true_divide, where)
 from .ops.factories import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
                             from_numpy, full, full_like, linspace, logspace, ones, ones_like,
                             tensor, zeros, zeros_like)
@@ -47,6 +47,7 @@ from . import autograd  # noqa: E402
 from . import nn, utils  # noqa: E402
 from . import optim  # noqa: E402
 from . import futures, distributed  # noqa: E402
+from . import special  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)

@@ -88,8 +88,8 @@ def _laid_out(values, layout, device):
     return ember.tensor(values, device=device)
 
 
-_FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "linalg", "shape",
-             "indexing", "random", "nn"]
+_FAMILIES = ["elementwise", "special", "views", "conversion", "factories", "reduction", "linalg",
+             "shape", "indexing", "random", "nn"]
 
 
 def all_opinfos() -> list:

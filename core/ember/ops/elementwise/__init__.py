@@ -6,16 +6,19 @@ defined once.
 * ``selection``   where, clamp
 * ``activation``  activations with parameters (gelu, softplus, leaky_relu, elu, hardtanh)
 * ``operators``   Tensor's Python operators
+* ``special``     special functions (i0, sinc, erfcx, ndtri, zeta, polygamma, mvlgamma…)
 * ``_rules``      dtype rules, operand checks and meta functions the family shares
 
 ``compute`` is the dtype the values are computed in (PyTorch's result type); predicates and
 comparisons return bool, the rest return ``compute``. The array-module kernels are in
 ``ember.kit.elementwise``.
 """
-from . import unary, binary, selection, activation, operators  # noqa: F401 - order: see modules
+from . import unary, binary, selection, activation, operators, special  # noqa: F401 - order: see modules
 from .activation import elu, gelu, hardtanh, leaky_relu, softplus
 from .binary import (ALIASES_BINARY, BINARY, add, add_, add_op, binary_api, binary_ops, div,
                      div_, divide, sub, sub_, subtract, true_divide)
 from .selection import clamp, clamp_, clamp_max, clamp_min, clip, clip_, where
 from .unary import (ALIASES_UNARY, UNARY, conj, conj_physical_op, nan_to_num, round, unary_api,
                     unary_ops)
+from .special import (i0, mvlgamma, polygamma, polygamma_op, sinc, special_api,
+                      special_ops)
