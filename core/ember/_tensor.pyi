@@ -176,6 +176,9 @@ class Tensor:
     def ceil_(self): ...  # ember.ops.elementwise.unary
     def cfloat(self, memory_format=...): ...  # ember.ops.conversion
     def char(self, memory_format=...): ...  # ember.ops.conversion
+    def cholesky(self, upper=..., *, out=...): ...  # ember.ops.linalg.legacy
+    def cholesky_inverse(self, upper=..., *, out=...): ...  # ember.ops.linalg.legacy
+    def cholesky_solve(self, input2, upper=..., *, out=...): ...  # ember.ops.linalg.legacy
     def chunk(self, chunks, dim=...): ...  # ember.ops.views.slicing
     def clamp(self, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
     def clamp_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
@@ -197,6 +200,7 @@ class Tensor:
     def cosh_(self): ...  # ember.ops.elementwise.unary
     def count_nonzero(self, dim=...): ...  # ember.ops.reduction.sums
     def cpu(self): ...  # ember.ops.conversion
+    def cross(self, other, dim=..., *, out=...): ...  # ember.ops.linalg.legacy
     def cumprod(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     def cumprod_(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     def cumsum(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
@@ -206,6 +210,7 @@ class Tensor:
     def data_ptr(self): ...  # ember._tensor
     def deg2rad(self, *, out=...): ...  # ember.ops.elementwise.unary
     def deg2rad_(self): ...  # ember.ops.elementwise.unary
+    def det(self): ...  # ember.ops.linalg.legacy
     def detach(self): ...  # ember.autograd.tensor_api
     def detach_(self): ...  # ember.autograd.tensor_api
     device: Any
@@ -276,6 +281,8 @@ class Tensor:
     def half(self, memory_format=...): ...  # ember.ops.conversion
     def hypot(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def hypot_(self, other): ...  # ember.ops.elementwise.binary
+    def i0(self, *, out=...): ...  # ember.ops.elementwise.special
+    def i0_(self): ...  # ember.ops.elementwise.special
     @property
     def imag(self) -> Any: ...
     def index_add(self, dim, index, source, *, alpha=...): ...  # ember.ops.indexing.gather_scatter
@@ -286,6 +293,7 @@ class Tensor:
     def index_put_(self, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
     def index_select(self, dim, index, *, out=...): ...  # ember.ops.indexing.gather_scatter
     def int(self, memory_format=...): ...  # ember.ops.conversion
+    def inverse(self, *, out=...): ...  # ember.ops.linalg.legacy
     def is_complex(self): ...  # ember._tensor
     def is_conj(self): ...  # ember.ops.elementwise.unary
     def is_contiguous(self, memory_format=...): ...  # ember._tensor
@@ -327,6 +335,7 @@ class Tensor:
     def log_softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def logaddexp(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logaddexp_(self, other): ...  # ember.ops.elementwise.binary
+    def logdet(self): ...  # ember.ops.linalg.legacy
     def logical_and(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logical_and_(self, other): ...  # ember.ops.elementwise.binary
     def logical_not(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -349,6 +358,8 @@ class Tensor:
     def masked_fill_(self, mask, value): ...  # ember.ops.indexing.masked
     def masked_select(self, mask, *, out=...): ...  # ember.ops.indexing.masked
     def matmul(self, other): ...  # ember.ops.linalg.products
+    def matrix_exp(self): ...  # ember.ops.linalg.legacy
+    def matrix_power(self, n): ...  # ember.ops.linalg.legacy
     def max(self, dim=..., keepdim=..., *, other=...): ...  # ember.ops.reduction.extremes
     def maximum(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def maximum_(self, other): ...  # ember.ops.elementwise.binary
@@ -370,6 +381,8 @@ class Tensor:
     def multiply(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def multiply_(self, other): ...  # ember.ops.elementwise.binary
     def mv(self, vec): ...  # ember.ops.linalg.products
+    def mvlgamma(self, p): ...  # ember.ops.elementwise.special
+    def mvlgamma_(self, p): ...  # ember.ops.elementwise.special
     def nan_to_num(self, nan=..., posinf=..., neginf=..., *, out=...): ...  # ember.ops.elementwise.unary
     def nan_to_num_(self, nan=..., posinf=..., neginf=...): ...  # ember.ops.elementwise.unary
     def nanmean(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
@@ -405,11 +418,15 @@ class Tensor:
     def output_nr(self) -> Any: ...
     def permute(self, *dims): ...  # ember.ops.views.reshaping
     def pin_memory(self, device=...): ...  # ember._tensor
+    def pinverse(self, rcond=...): ...  # ember.ops.linalg.legacy
+    def polygamma(self, n): ...  # ember.ops.elementwise.special
+    def polygamma_(self, n): ...  # ember.ops.elementwise.special
     def positive(self, *, out=...): ...  # ember.ops.elementwise.unary
     def positive_(self): ...  # ember.ops.elementwise.unary
     def pow(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def pow_(self, other): ...  # ember.ops.elementwise.binary
     def prod(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
+    def qr(self, some=..., *, out=...): ...  # ember.ops.linalg.legacy
     def rad2deg(self, *, out=...): ...  # ember.ops.elementwise.unary
     def rad2deg_(self): ...  # ember.ops.elementwise.unary
     def random_(self, *args, generator=..., **kwargs): ...  # ember.ops.random
@@ -457,9 +474,12 @@ class Tensor:
     def silu_(self): ...  # ember.ops.elementwise.unary
     def sin(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sin_(self): ...  # ember.ops.elementwise.unary
+    def sinc(self, *, out=...): ...  # ember.ops.elementwise.special
+    def sinc_(self): ...  # ember.ops.elementwise.special
     def sinh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sinh_(self): ...  # ember.ops.elementwise.unary
     def size(self, dim=...): ...  # ember._tensor
+    def slogdet(self): ...  # ember.ops.linalg.legacy
     def softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def sort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
     def special_expit(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -479,6 +499,7 @@ class Tensor:
     def subtract_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary
     def sum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def sum_to_size(self, *size): ...  # ember.autograd.tensor_api
+    def svd(self, some=..., compute_uv=..., *, out=...): ...  # ember.ops.linalg.legacy
     def swapaxes(self, dim0, dim1): ...  # ember.ops.views.reshaping
     def swapdims(self, dim0, dim1): ...  # ember.ops.views.reshaping
     def t(self): ...  # ember.ops.views.reshaping

@@ -76,7 +76,9 @@ def addmm(be, self, mat1, mat2, beta, alpha):
     return be.wrap(r if r.dtype == dt else quiet(r.astype, dt), mat1.device)
 
 
-TABLE = {"matmul": matmul, "addmm": addmm, "einsum": einsum, "linalg_svdvals": svdvals}
+from .linalg_lapack import TABLE as _LAPACK  # noqa: E402 - the decompositions and solvers
+
+TABLE = {"matmul": matmul, "addmm": addmm, "einsum": einsum, "linalg_svdvals": svdvals, **_LAPACK}
 
 
 def register(backend) -> None:
