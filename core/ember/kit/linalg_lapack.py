@@ -38,11 +38,17 @@ def _info(be, batch, device, values=None):
     return be.wrap(np.asarray(info, dtype=np.int32, order="C"), device)
 
 
+def _nb(a, core=2):
+    """The number of matrices (vectors when ``core`` is 1) in ``a``'s batch."""
+    return int(np.prod(a.shape[:-core], dtype=np.int64))
+
+
 def _mats(a):
     """(batch shape, a as (B, m, n), B)."""
     batch = a.shape[:-2]
-    flat = a.reshape((-1,) + a.shape[-2:])
-    return batch, flat, flat.shape[0]
+    nb = int(np.prod(batch, dtype=np.int64))
+    flat = a.reshape((nb,) + a.shape[-2:])  # not -1: ambiguous for empty matrices
+    return batch, flat, nb
 
 
 def _converge_error(api, what):
@@ -93,7 +99,7 @@ def pivots_to_permutation(be, pivots, m):
     p = be.native(pivots)
     batch = p.shape[:-1]
     k = p.shape[-1]
-    V = p.reshape(-1, k).astype(np.int64) - 1
+    V = p.reshape(_nb(p, 1), k).astype(np.int64) - 1
     nb = V.shape[0]
     P = np.broadcast_to(np.arange(m, dtype=np.int64), (nb, m)).copy()
     rows = np.arange(nb)
@@ -108,8 +114,8 @@ def pivots_to_permutation(be, pivots, m):
 def lu_solve(be, LU, pivots, B, left, adjoint):
     lu, p, b = be.native(LU), be.native(pivots), be.native(B)
     batch, flu, nb = _mats(lu)
-    fb = b.reshape((-1,) + b.shape[-2:])
-    fp = p.reshape(-1, p.shape[-1]) - 1
+    fb = b.reshape((_nb(b),) + b.shape[-2:])
+    fp = p.reshape(_nb(p, 1), p.shape[-1]) - 1
     out = np.empty(fb.shape, dtype=b.dtype)
     if nb and b.size:
         getrs = _lapack("getrs", flu)
@@ -147,7 +153,7 @@ def solve_ex(be, A, B, left):
 
 def _gesv_each(a, b):
     _, fa, nb = _mats(a)
-    fb = b.reshape((-1,) + b.shape[-2:])
+    fb = b.reshape((_nb(b),) + b.shape[-2:])
     x = np.empty(fb.shape, dtype=b.dtype)
     info = np.zeros(nb, dtype=np.int32)
     gesv = _lapack("gesv", fa)
@@ -312,7 +318,7 @@ def svd(be, A, full_matrices):
 def solve_triangular(be, A, B, upper, left, unitriangular):
     a, b = be.native(A), be.native(B)
     _, fa, nb = _mats(a)
-    fb = b.reshape((-1,) + b.shape[-2:])
+    fb = b.reshape((_nb(b),) + b.shape[-2:])
     out = np.empty(fb.shape, dtype=b.dtype)
     if nb and b.size:
         # BLAS trsm, not LAPACK trtrs: a zero on the diagonal gives inf/nan as in PyTorch
@@ -328,7 +334,7 @@ def solve_triangular(be, A, B, upper, left, unitriangular):
 def householder_product(be, A, tau):
     a, t = be.native(A), be.native(tau)
     _, fa, nb = _mats(a)
-    ft = t.reshape(-1, t.shape[-1])
+    ft = t.reshape(_nb(t, 1), t.shape[-1])
     out = np.empty(fa.shape, dtype=a.dtype)
     m, n = a.shape[-2:]
     if nb and m and n:
@@ -395,8 +401,8 @@ def ldl_factor_ex(be, A, hermitian):
 def ldl_solve(be, LD, pivots, B, hermitian):
     ld, p, b = be.native(LD), be.native(pivots), be.native(B)
     _, fl, nb = _mats(ld)
-    fp = p.reshape(-1, p.shape[-1])
-    fb = b.reshape((-1,) + b.shape[-2:])
+    fp = p.reshape(_nb(p, 1), p.shape[-1])
+    fb = b.reshape((_nb(b),) + b.shape[-2:])
     out = np.empty(fb.shape, dtype=b.dtype)
     if nb and b.size:
         name = "hetrs" if hermitian and np.iscomplexobj(ld) else "sytrs"
