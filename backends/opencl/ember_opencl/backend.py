@@ -42,6 +42,7 @@ class OpenCLBackend(Backend):
         from . import ops_sort; ops_sort.register(self)  # noqa: E702
         from . import ops_special; ops_special.register(self)  # noqa: E702
         from . import ops_linalg_decomp; ops_linalg_decomp.register(self)  # noqa: E702
+        from . import ops_sampling; ops_sampling.register(self)  # noqa: E702
 
     # -- availability, devices, capabilities ----------------------------------------------------
     def is_available(self) -> bool:

@@ -89,7 +89,7 @@ def _laid_out(values, layout, device):
 
 
 _FAMILIES = ["elementwise", "special", "views", "conversion", "factories", "reduction", "linalg",
-             "decompositions", "shape", "indexing", "random", "nn"]
+             "decompositions", "shape", "indexing", "random", "sampling", "nn"]
 
 
 def all_opinfos() -> list:
