@@ -50,6 +50,7 @@ from . import optim  # noqa: E402
 from . import futures, distributed  # noqa: E402
 from . import special  # noqa: E402
 from . import linalg  # noqa: E402
+from . import distributions  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
