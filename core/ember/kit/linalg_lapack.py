@@ -196,12 +196,31 @@ def cholesky_ex(be, A, upper):
     info = np.zeros(batch, dtype=np.int32)
     if a.size == 0:
         r = np.zeros(a.shape, dtype=a.dtype)
-    else:
+    elif np.iscomplexobj(a):
         try:
             r = np.linalg.cholesky(a, upper=bool(upper))
         except np.linalg.LinAlgError:
             r, info = _potrf_each(a, upper)
+    else:
+        r, info = _potrf_real(a, upper)
     return _out(be, r, a.dtype, A.device), _info(be, batch, A.device, info)
+
+
+def _potrf_real(a, upper):
+    """potrf matrix by matrix on the transposed (Fortran-ordered) view: no copy in, and
+    faster than numpy's gufunc, whose threaded OpenBLAS calls cost more than the work for
+    small matrices. A's lower triangle is the upper one of A^T."""
+    _, fa, nb = _mats(a)
+    out = np.empty(fa.shape, dtype=a.dtype)
+    info = np.zeros(nb, dtype=np.int32)
+    potrf = _lapack("potrf", fa)
+    for i in range(nb):
+        c, info[i] = potrf(fa[i].T, lower=bool(upper), clean=True)
+        out[i] = c.T
+    if info.any():  # LAPACK stops at the failing minor: the rest of the factor is unspecified
+        for i in np.nonzero(info)[0]:
+            out[i] = np.triu(out[i]) if upper else np.tril(out[i])
+    return out.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
 def _potrf_each(a, upper):
@@ -229,12 +248,42 @@ def qr(be, A, mode):
             q = np.broadcast_to(np.eye(m, dtype=a.dtype), batch + (m, m))
         r = np.zeros(batch + ((m if mode == "complete" else k), n), dtype=a.dtype)
         return _out(be, q, a.dtype, A.device), _out(be, r, a.dtype, A.device)
-    if mode == "r":
-        r = np.linalg.qr(a, mode="r")
-        q = np.zeros((0,), dtype=a.dtype)
-    else:
-        q, r = np.linalg.qr(a, mode=mode)
-    return _out(be, q, a.dtype, A.device), _out(be, r, a.dtype, A.device)
+    _, fa, nb = _mats(a)
+    rows = m if mode == "complete" else k
+    qc = m if mode == "complete" else k
+    R = np.zeros((nb, rows, n), dtype=a.dtype)
+    Q = np.zeros((0,), dtype=a.dtype) if mode == "r" else np.empty((nb, m, qc), dtype=a.dtype)
+    geqrf = _lapack("geqrf", fa)
+    orgqr = _lapack("ungqr" if np.iscomplexobj(a) else "orgqr", fa)
+    for i in range(nb):  # geqrf + orgqr per matrix: numpy's gufunc is slower (see cholesky)
+        f, tau = geqrf(fa[i])[:2]
+        R[i, :min(rows, m)] = np.triu(f[:rows])
+        if mode != "r":
+            if qc > n:  # the complete Q of a tall matrix: orgqr over m columns
+                f = np.concatenate([f, np.zeros((m, qc - n), dtype=a.dtype)], axis=1)
+            Q[i] = orgqr(f[:, :qc], tau)[0]
+    if mode != "r":
+        Q = Q.reshape(batch + (m, qc))
+    return _out(be, Q, a.dtype, A.device), _out(be, R.reshape(batch + (rows, n)), a.dtype,
+                                                 A.device)
+
+
+def _syevd_real(a, UPLO, vecs):
+    """syevd matrix by matrix on the transposed view (A^T = A: its upper triangle is A's
+    lower one)."""
+    _, fa, nb = _mats(a)
+    n = a.shape[-1]
+    w = np.empty((nb, n), dtype=a.dtype)
+    v = np.empty(fa.shape, dtype=a.dtype) if vecs else None
+    syevd = _lapack("syevd", fa)
+    for i in range(nb):
+        r = syevd(fa[i].T, compute_v=int(vecs), lower=int(UPLO == "U"))
+        if r[-1] > 0:
+            raise _converge_error("linalg.eigh", "eigenvalues")
+        w[i] = r[0]
+        if vecs:
+            v[i] = r[1]
+    return w.reshape(a.shape[:-1]), (v.reshape(a.shape) if vecs else None)
 
 
 def eigh(be, A, UPLO):
@@ -243,6 +292,9 @@ def eigh(be, A, UPLO):
     if a.size == 0:
         return (be.wrap(np.zeros(a.shape[:-1], dtype=real), A.device),
                 _out(be, np.zeros(a.shape, dtype=a.dtype), a.dtype, A.device))
+    if not np.iscomplexobj(a):
+        w, v = _syevd_real(a, UPLO, True)
+        return _out(be, w, real, A.device), _out(be, v, a.dtype, A.device)
     try:
         w, v = np.linalg.eigh(a, UPLO=UPLO)
     except np.linalg.LinAlgError:
@@ -255,6 +307,8 @@ def eigvalsh(be, A, UPLO):
     real = a.real.dtype
     if a.size == 0:
         return be.wrap(np.zeros(a.shape[:-1], dtype=real), A.device)
+    if not np.iscomplexobj(a):
+        return _out(be, _syevd_real(a, UPLO, False)[0], real, A.device)
     try:
         w = np.linalg.eigvalsh(a, UPLO=UPLO)
     except np.linalg.LinAlgError:
@@ -306,12 +360,33 @@ def svd(be, A, full_matrices):
             vh = np.broadcast_to(np.eye(n, dtype=a.dtype), vh.shape)
         return (_out(be, u, a.dtype, A.device), be.wrap(np.zeros(batch + (k,), real), A.device),
                 _out(be, vh, a.dtype, A.device))
-    try:
-        u, s, vh = np.linalg.svd(a, full_matrices=bool(full_matrices))
-    except np.linalg.LinAlgError:
-        raise _converge_error("linalg.svd", "singular values") from None
+    if not np.iscomplexobj(a):
+        u, s, vh = _gesdd_real(a, full_matrices)
+    else:
+        try:
+            u, s, vh = np.linalg.svd(a, full_matrices=bool(full_matrices))
+        except np.linalg.LinAlgError:
+            raise _converge_error("linalg.svd", "singular values") from None
     return (_out(be, u, a.dtype, A.device), _out(be, s, real, A.device),
             _out(be, vh, a.dtype, A.device))
+
+
+def _gesdd_real(a, full_matrices):
+    """gesdd matrix by matrix on A^T's Fortran view (no copy in): A^T = V S U^T."""
+    batch, fa, nb = _mats(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    um, vn = (m, n) if full_matrices else (k, k)
+    U = np.empty((nb, m, um), dtype=a.dtype)
+    S = np.empty((nb, k), dtype=a.dtype)
+    Vh = np.empty((nb, vn, n), dtype=a.dtype)
+    gesdd = _lapack("gesdd", fa)
+    for i in range(nb):
+        u, s, vt, info = gesdd(fa[i].T, full_matrices=int(bool(full_matrices)))
+        if info > 0:
+            raise _converge_error("linalg.svd", "singular values")
+        U[i], S[i], Vh[i] = vt.T, s, u.T
+    return (U.reshape(batch + (m, um)), S.reshape(batch + (k,)), Vh.reshape(batch + (vn, n)))
 
 
 # -- triangular solve, Householder product, matrix exponential ------------------------------------
