@@ -7,6 +7,7 @@ from ._tensor import Tensor as Tensor
 from . import autograd as autograd
 from . import dispatch as dispatch
 from . import distributed as distributed
+from . import distributions as distributions
 from . import futures as futures
 from . import library as library
 from . import linalg as linalg
@@ -158,6 +159,8 @@ from .ops.reduction.sums import std_mean as std_mean
 from .ops.reduction.sums import sum as sum
 from .ops.reduction.sums import var as var
 from .ops.reduction.sums import var_mean as var_mean
+from .ops.sampling import binomial as binomial
+from .ops.sampling import poisson as poisson
 from .ops.shape import atleast_1d as atleast_1d
 from .ops.shape import atleast_2d as atleast_2d
 from .ops.shape import atleast_3d as atleast_3d
