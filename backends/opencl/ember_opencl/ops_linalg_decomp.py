@@ -3,8 +3,10 @@ medium matrices: one work-group per matrix, its work-items sharing each step of 
 algorithm (rows or columns each), barriers between steps. Operands are first copied into
 fresh C-contiguous buffers (the outputs), which the kernels then work on in place.
 
-* ``linalg_lu_factor_ex``: right-looking LU with partial pivoting (LAPACK getf2's choices: the
-  first largest |a| of the column, no scaling by a zero pivot, info = its 1-based column);
+* ``linalg_lu_factor_ex``: blocked right-looking LU with partial pivoting (getrf's structure:
+  16-column panels, the trailing matrix updated once per panel by L21 U12; getf2's
+  choices in the panel: the first largest |a| of the column, no scaling by a zero pivot,
+  info = its 1-based column);
 * ``_linalg_pivots_to_permutation``: the interchanges applied in order, a work-item per
   matrix;
 * ``linalg_lu_solve`` / ``linalg_solve_triangular``: substitution, a work-item per right-hand
@@ -43,7 +45,12 @@ SOURCE = r"""
 #define LS WGS
 inline long lmin(long a, long b) { return a < b ? a : b; }
 
-/* LU with partial pivoting, in place; a work-group per matrix */
+/* Blocked right-looking LU with partial pivoting, in place; a work-group per matrix. Each
+   block of NB columns: the panel factored column by column (getf2; rows swapped whole), the
+   block row of U solved with the panel's unit lower triangle, then the trailing matrix updated
+   by the product L21 U12 once per block, a row per work-item (a contiguous inner loop: what
+   vectorizes on CPU devices). */
+#define NB 16
 __kernel void lu_factor(__global T* A, __global int* piv, __global int* info, const long m,
                         const long n, const int pivot) {
   const long z = get_group_id(0);
@@ -53,43 +60,62 @@ __kernel void lu_factor(__global T* A, __global int* piv, __global int* info, co
   __local T rv[WGS];
   __local long ri[WGS];
   int inf = 0;
-  for (long j = 0; j < k; j++) {
-    long p = j;
-    {  /* the search runs without pivoting too: no barrier may sit in a branch */
-      T best = -1; long bi = m;
-      for (long i = j + lid; i < m; i += LS) {
-        const T v = fabs(a[i * n + j]);
-        if (v > best) { best = v; bi = i; }
-      }
-      rv[lid] = best; ri[lid] = bi;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      for (int s = LS / 2; s > 0; s >>= 1) {
-        if (lid < s) {
-          const T o = rv[lid + s]; const long oi = ri[lid + s];
-          if (o > rv[lid] || (o == rv[lid] && oi < ri[lid])) { rv[lid] = o; ri[lid] = oi; }
+  for (long j0 = 0; j0 < k; j0 += NB) {
+    const long je = lmin(j0 + NB, k), jb = je - j0;
+    for (long j = j0; j < je; j++) {
+      long p = j;
+      {  /* the search runs without pivoting too: no barrier may sit in a branch */
+        T best = -1; long bi = m;
+        for (long i = j + lid; i < m; i += LS) {
+          const T v = fabs(a[i * n + j]);
+          if (v > best) { best = v; bi = i; }
         }
+        rv[lid] = best; ri[lid] = bi;
         barrier(CLK_LOCAL_MEM_FENCE);
-      }
-      p = (pivot && ri[0] < m) ? ri[0] : j;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      if (p != j) {
-        for (long c = lid; c < n; c += LS) {
-          const T t = a[j * n + c]; a[j * n + c] = a[p * n + c]; a[p * n + c] = t;
+        for (int s = LS / 2; s > 0; s >>= 1) {
+          if (lid < s) {
+            const T o = rv[lid + s]; const long oi = ri[lid + s];
+            if (o > rv[lid] || (o == rv[lid] && oi < ri[lid])) { rv[lid] = o; ri[lid] = oi; }
+          }
+          barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        p = (pivot && ri[0] < m) ? ri[0] : j;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (p != j) {
+          for (long c = lid; c < n; c += LS) {
+            const T t = a[j * n + c]; a[j * n + c] = a[p * n + c]; a[p * n + c] = t;
+          }
         }
       }
+      if (lid == 0) piv[z * k + j] = (int)(p + 1);
+      barrier(CLK_GLOBAL_MEM_FENCE);
+      const T d = a[j * n + j];
+      if (d != 0) {
+        for (long i = j + 1 + lid; i < m; i += LS) a[i * n + j] /= d;
+      } else if (inf == 0) {
+        inf = (int)(j + 1);
+      }
+      barrier(CLK_GLOBAL_MEM_FENCE);
+      for (long i = j + 1 + lid; i < m; i += LS) {  /* the rest of the panel */
+        const T l = a[i * n + j];
+        if (l != 0) for (long c = j + 1; c < je; c++) a[i * n + c] -= l * a[j * n + c];
+      }
+      barrier(CLK_GLOBAL_MEM_FENCE);
     }
-    if (lid == 0) piv[z * k + j] = (int)(p + 1);
-    barrier(CLK_GLOBAL_MEM_FENCE);
-    const T d = a[j * n + j];
-    if (d != 0) {
-      for (long i = j + 1 + lid; i < m; i += LS) a[i * n + j] /= d;
-    } else if (inf == 0) {
-      inf = (int)(j + 1);
+    for (long c = je + lid; c < n; c += LS) {  /* U12 = L11^-1 A12 */
+      for (long r = j0 + 1; r < je; r++) {
+        T s = a[r * n + c];
+        for (long q = j0; q < r; q++) s -= a[r * n + q] * a[q * n + c];
+        a[r * n + c] = s;
+      }
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
-    for (long i = j + 1 + lid; i < m; i += LS) {
-      const T l = a[i * n + j];
-      if (l != 0) for (long c = j + 1; c < n; c++) a[i * n + c] -= l * a[j * n + c];
+    for (long i = je + lid; i < m; i += LS) {  /* A22 -= L21 U12, a row per work-item */
+      for (long q = 0; q < jb; q++) {
+        const T l = a[i * n + j0 + q];
+        __global const T* u = a + (j0 + q) * n;
+        if (l != 0) for (long c = je; c < n; c++) a[i * n + c] -= l * u[c];
+      }
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
