@@ -1,7 +1,7 @@
 """Linear algebra and distributions benchmark: ember vs torch (and numpy), in one run.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_linalg.py [--quick]
-        [--device cpu|opencl]
+        [--device cpu|opencl] [--threads N]
 
 Cases (issue #22), float32:
   * solve (with one right-hand side matrix of 8 columns), cholesky, qr, svd, eigh of a batch
@@ -132,11 +132,27 @@ def distribution_cases(device, min_time):
     return rows
 
 
+def _limit_threads(n):
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        sys.exit("--threads needs threadpoolctl")
+    import scipy.linalg  # noqa: F401  (load scipy's BLAS, so that its pool is limited too)
+    _limit_threads.ctl = threadpool_limits(limits=n)  # numpy's and scipy's OpenBLAS
+    if torch is not None:
+        torch.set_num_threads(n)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cpu")
     p.add_argument("--quick", action="store_true", help="short timing rounds")
+    p.add_argument("--threads", type=int, default=0,
+                   help="BLAS/LAPACK threads of every library (default: their own choice); "
+                        "1 compares the libraries' code on a machine others load")
     args = p.parse_args(argv)
+    if args.threads:
+        _limit_threads(args.threads)
     if os.environ.get("OPENBLAS_CORETYPE") or os.environ.get("OPENBLAS_L2_SIZE"):
         print("note: run with `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` for comparable "
               "BLAS timings", file=sys.stderr)

@@ -255,13 +255,16 @@ def qr(be, A, mode):
     Q = np.zeros((0,), dtype=a.dtype) if mode == "r" else np.empty((nb, m, qc), dtype=a.dtype)
     geqrf = _lapack("geqrf", fa)
     orgqr = _lapack("ungqr" if np.iscomplexobj(a) else "orgqr", fa)
+    # the wrappers' default workspaces are the minimum, which makes LAPACK run unblocked: give
+    # them room for blocks of 64 columns (2.4x faster at 512 x 512)
+    lw_f, lw_q = max(1, 64 * n), max(1, 64 * qc)
     for i in range(nb):  # geqrf + orgqr per matrix: numpy's gufunc is slower (see cholesky)
-        f, tau = geqrf(fa[i])[:2]
+        f, tau = geqrf(fa[i], lwork=lw_f)[:2]
         R[i, :min(rows, m)] = np.triu(f[:rows])
         if mode != "r":
             if qc > n:  # the complete Q of a tall matrix: orgqr over m columns
                 f = np.concatenate([f, np.zeros((m, qc - n), dtype=a.dtype)], axis=1)
-            Q[i] = orgqr(f[:, :qc], tau)[0]
+            Q[i] = orgqr(f[:, :qc], tau, lwork=lw_q)[0]
     if mode != "r":
         Q = Q.reshape(batch + (m, qc))
     return _out(be, Q, a.dtype, A.device), _out(be, R.reshape(batch + (rows, n)), a.dtype,
@@ -276,8 +279,10 @@ def _syevd_real(a, UPLO, vecs):
     w = np.empty((nb, n), dtype=a.dtype)
     v = np.empty(fa.shape, dtype=a.dtype) if vecs else None
     syevd = _lapack("syevd", fa)
+    # without vectors the default workspace (2n + 1) leaves the tridiagonal reduction unblocked
+    kw = {} if vecs else {"lwork": 2 * n + 1 + 64 * n}
     for i in range(nb):
-        r = syevd(fa[i].T, compute_v=int(vecs), lower=int(UPLO == "U"))
+        r = syevd(fa[i].T, compute_v=int(vecs), lower=int(UPLO == "U"), **kw)
         if r[-1] > 0:
             raise _converge_error("linalg.eigh", "eigenvalues")
         w[i] = r[0]
@@ -417,7 +422,7 @@ def householder_product(be, A, tau):
         k = t.shape[-1]
         for i in range(nb):
             if k:
-                out[i] = orgqr(fa[i], ft[i])[0]
+                out[i] = orgqr(fa[i], ft[i], lwork=64 * n)[0]
             else:
                 out[i] = np.eye(m, n, dtype=a.dtype)
     return _out(be, out.reshape(a.shape), a.dtype, A.device)
