@@ -58,6 +58,18 @@ def test_binary_polygamma_zeta_multigammaln(device):
                                          ember.tensor(q - 1.2, device=device)).cpu().numpy(),
                                sp.xlog1py(x - 1, q - 1.2), rtol=1e-12)
     np.testing.assert_allclose(S.xlogy(t, 2.5).cpu().numpy(), sp.xlogy(x, 2.5), rtol=1e-12)
+    # the incomplete gamma functions over both of their algorithms' regions and the edges
+    a = np.concatenate([np.linspace(0.05, 40, 60), [0, 0, 2, 3, np.inf, -1, 200, 1000]])
+    z = np.concatenate([np.linspace(0, 45, 60)[::-1], [0, 1, 0, np.inf, 1, 1, 210, 990]])
+    for fn in ("gammainc", "gammaincc"):
+        got = getattr(S, fn)(ember.tensor(a, device=device), ember.tensor(z, device=device))
+        np.testing.assert_allclose(got.cpu().numpy(), getattr(sp, fn)(a, z), rtol=1e-10,
+                                   atol=1e-14, err_msg=fn)
+        got = getattr(S, fn)(ember.tensor(a, dtype=ember.float32, device=device),
+                             ember.tensor(z, dtype=ember.float32, device=device))
+        np.testing.assert_allclose(got.cpu().numpy(),
+                                   getattr(sp, fn)(a.astype("f4"), z.astype("f4")), rtol=1e-5,
+                                   atol=1e-6, err_msg=fn)
     np.testing.assert_allclose(S.multigammaln(t + 2, 3).cpu().numpy(),
                                [sp.multigammaln(v + 2, 3) for v in x], rtol=1e-10)
     np.testing.assert_allclose(ember.mvlgamma(t + 2, 3).cpu().numpy(),
@@ -98,6 +110,10 @@ def test_derivatives_of_the_parameterized_functions():
     assert ember.autograd.gradgradcheck(lambda a: S.multigammaln(a + 2, 3), (x,))
     with pytest.raises(NotImplementedError, match="zeta"):
         S.zeta(x + 2, 2.0).sum().backward()
+    assert ember.autograd.gradgradcheck(lambda z: S.gammainc(2.5, z), (x,))
+    assert ember.autograd.gradcheck(lambda z: S.gammaincc(0.7, z), (x,))
+    with pytest.raises(NotImplementedError, match="igamma"):
+        S.gammainc(x, 2.0).sum().backward()
     p = ember.tensor([0.2, 0.6], dtype=ember.float64, requires_grad=True)
     assert ember.autograd.gradcheck(S.ndtri, (p,))
     # lgamma's second derivative is trigamma: digamma has a derivative now

@@ -277,6 +277,53 @@ W sp_zeta(W x, W q) {{
   }}
   return s;
 }}
+/* the regularized incomplete gamma functions (Cephes igam/igamc): the power series of P for
+   x < max(1, a), the continued fraction of Q otherwise; the other one as the complement */
+W sp_igam_series(W a, W x) {{
+  const W ax = a * log(x) - x - lgamma(a);
+  if (ax < {L(-7.09782712893383996843e2)}) return 0;
+  W r = a, c = 1, sum = 1;
+  for (int i = 0; i < 2000; i++) {{
+    r += 1; c *= x / r; sum += c;
+    if (c <= {L(eps)} * sum) break;
+  }}
+  return sum * exp(ax) / a;
+}}
+W sp_igamc_cf(W a, W x) {{
+  const W ax = a * log(x) - x - lgamma(a);
+  if (ax < {L(-7.09782712893383996843e2)}) return 0;
+  const W big = {L(4.503599627370496e15)}, biginv = {L(2.22044604925031308085e-16)};
+  W y = 1 - a, z = x + y + 1, c = 0;
+  W pkm2 = 1, qkm2 = x, pkm1 = x + 1, qkm1 = z * x;
+  W ans = pkm1 / qkm1, t = 1;
+  for (int i = 0; i < 2000 && t > {L(eps)}; i++) {{
+    c += 1; y += 1; z += 2;
+    const W yc = y * c;
+    const W pk = pkm1 * z - pkm2 * yc, qk = qkm1 * z - qkm2 * yc;
+    if (qk != 0) {{ const W q = pk / qk; t = fabs((ans - q) / q); ans = q; }} else t = 1;
+    pkm2 = pkm1; pkm1 = pk; qkm2 = qkm1; qkm1 = qk;
+    if (fabs(pk) > big) {{ pkm2 *= biginv; pkm1 *= biginv; qkm2 *= biginv; qkm1 *= biginv; }}
+  }}
+  return ans * exp(ax);
+}}
+W sp_gammainc(W a, W x) {{
+  if (isnan(a) || isnan(x) || x < 0 || a < 0) return NAN;
+  if (a == 0) return x > 0 ? 1 : NAN;
+  if (x == 0) return 0;
+  if (isinf(a)) return isinf(x) ? NAN : 0;
+  if (isinf(x)) return 1;
+  if (x > 1 && x > a) return 1 - sp_igamc_cf(a, x);
+  return sp_igam_series(a, x);
+}}
+W sp_gammaincc(W a, W x) {{
+  if (isnan(a) || isnan(x) || x < 0 || a < 0) return NAN;
+  if (a == 0) return x > 0 ? 0 : NAN;
+  if (x == 0) return 1;
+  if (isinf(a)) return isinf(x) ? NAN : 1;
+  if (isinf(x)) return 0;
+  if (x < 1 || x < a) return 1 - sp_igam_series(a, x);
+  return sp_igamc_cf(a, x);
+}}
 W sp_polygamma(int n, W x) {{
   if (n == 0) return ew_digamma(x);
   const W sign = (n % 2) ? 1 : -1;
@@ -304,6 +351,10 @@ BINARY = {
     "special_xlog1py": Body("xlog1py", "r = (x0 == 0 && !isnan(x1)) ? (CT)0 : x0 * log1p(x1);",
                             kinds="f"),
     "special_zeta": Body("zeta", "r = (CT)sp_zeta((W)x0, (W)x1);", _prelude, kinds="f"),
+    "special_gammainc": Body("gammainc", "r = (CT)sp_gammainc((W)x0, (W)x1);", _prelude,
+                             kinds="f"),
+    "special_gammaincc": Body("gammaincc", "r = (CT)sp_gammaincc((W)x0, (W)x1);", _prelude,
+                              kinds="f"),
 }
 # p0 = n
 POLYGAMMA = Body("polygamma", "r = (CT)sp_polygamma((int)p0, (W)x0);", _prelude, kinds="f")

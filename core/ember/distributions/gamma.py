@@ -64,6 +64,12 @@ class Gamma(ExponentialFamily):
                 ember.xlogy(self.concentration - 1, value) - self.rate * value -
                 self.concentration.lgamma())
 
+    def cdf(self, value):
+        import ember
+        if self._validate_args:
+            self._validate_sample(value)
+        return ember.special.gammainc(self.concentration, self.rate * value)
+
     def entropy(self):
         c = self.concentration
         return c - self.rate.log() + c.lgamma() + (1.0 - c) * c.digamma()

@@ -24,7 +24,9 @@ UNARY = {
     "special_bessel_j0": special_fn("j0"), "special_bessel_j1": special_fn("j1"),
 }
 INPLACE = ("i0", "sinc")
-BINARY = {"special_xlog1py": special_fn("xlog1py"), "special_zeta": special_fn("zeta")}
+BINARY = {"special_xlog1py": special_fn("xlog1py"), "special_zeta": special_fn("zeta"),
+          "special_gammainc": special_fn("gammainc"),
+          "special_gammaincc": special_fn("gammaincc")}
 
 
 def polygamma(be, n, x, compute):

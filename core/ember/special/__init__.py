@@ -12,10 +12,10 @@ from ..ops import elementwise as _ew
 from ..ops import reduction as _red
 from ..ops._util import write_out
 
-__all__ = ["bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv",
-           "exp2", "expit", "expm1", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr",
-           "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma",
-           "psi", "round", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]
+__all__ = ["bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2",
+           "expit", "expm1", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p",
+           "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
+           "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]
 
 _S = _ew.special_api
 _U = _ew.unary_api
@@ -34,6 +34,8 @@ ndtri = _S["special_ndtri"]
 sinc = _S["sinc"]
 xlog1py = _S["special_xlog1py"]
 zeta = _S["special_zeta"]
+gammainc = _S["special_gammainc"]
+gammaincc = _S["special_gammaincc"]
 polygamma = _ew.polygamma
 round = _ew.round  # noqa: A001 - torch.special.round
 

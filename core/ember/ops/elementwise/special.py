@@ -142,7 +142,7 @@ for _name, _derivative in UNARY_ROWS:
         setattr(Tensor, _name + "_", _fn_)
 
 
-# -- binary: xlog1py, zeta ----------------------------------------------------------------------
+# -- binary: xlog1py, zeta, gammainc/c --------------------------------------------------------------------
 def _xlog1py_backward(ctx, g, self, other, compute):
     gs = go = None
     if ctx.needs(0):
@@ -160,9 +160,32 @@ def _zeta_backward(ctx, g, self, other, compute):
     return None, g * -self * _api("special_zeta")(self + 1.0, other)
 
 
+def _igamma_density(a, x):
+    """d/dx P(a, x) = x^(a-1) e^-x / Gamma(a) (PyTorch's formula)."""
+    lg = math.lgamma(a) if isinstance(a, (int, float)) else a.lgamma()
+    return ((a - 1.0) * x.log() - x - lg).exp()
+
+
+def _gammainc_backward(ctx, g, self, other, compute):
+    if ctx.needs(0):
+        raise NotImplementedError("the derivative for 'igamma' with respect to 'self' (the "
+                                  "shape) is not implemented")
+    return None, g * _igamma_density(self, other)
+
+
+def _gammaincc_backward(ctx, g, self, other, compute):
+    if ctx.needs(0):
+        raise NotImplementedError("the derivative for 'igammac' with respect to 'self' (the "
+                                  "shape) is not implemented")
+    return None, -g * _igamma_density(self, other)
+
+
 BINARY_ROWS = [
     ("special_xlog1py", Derivative(_xlog1py_backward, save=("self", "other"))),
     ("special_zeta", Derivative(_zeta_backward, save=("self", "other"))),
+    # the regularized incomplete gamma functions P(a, x) and Q(a, x) (torch.igamma/igammac)
+    ("special_gammainc", Derivative(_gammainc_backward, save=("self", "other"))),
+    ("special_gammaincc", Derivative(_gammaincc_backward, save=("self", "other"))),
 ]
 BINARY = [name for name, _ in BINARY_ROWS]
 
