@@ -1,7 +1,11 @@
 """LAPACK kernels of the decompositions and solvers (``ember.ops.linalg``) for the numpy
-backend: numpy's batched ``linalg`` gufuncs where they exist (solve, inv, cholesky, qr, eigh,
-eig, svd, det, slogdet: one C loop over the batch), scipy's LAPACK wrappers matrix by matrix
-where numpy has nothing (getrf/getrs, trsm, orgqr, sytrf/sytrs), scipy's ``expm``.
+backend. scipy's LAPACK wrappers run matrix by matrix for the real dtypes (potrf, geqrf +
+orgqr, syevd, gesdd on the transposed, Fortran-ordered views where the algebra allows it, so
+nothing is copied in; gesv and getrf + getri from order 16 on): numpy's batched ``linalg``
+gufuncs copy every matrix in and out and lose to these loops from small sizes on. numpy's
+gufuncs remain for complex matrices, small solves/inverses, eig, det and slogdet; scipy has the
+rest (getrf/getrs, trsm, sytrf/sytrs, ``expm``). The wrappers get workspaces for blocked
+LAPACK (their default is the unblocked minimum).
 
 A numpy routine that fails on one matrix of a batch (singular, not positive-definite) fails
 the whole call without saying which: the kernel then redoes the batch matrix by matrix with
@@ -133,6 +137,12 @@ def lu_solve(be, LU, pivots, B, left, adjoint):
 
 
 # -- solve, inverse -------------------------------------------------------------------------------
+#: from this order on, solve and inv call gesv / getrf + getri matrix by matrix: numpy's gufuncs
+#: (copies in and out, an identity right-hand side for inv) take up to 2.5x longer there, and
+#: the loop's Python overhead is paid back
+_LOOP_FROM = 16
+
+
 def solve_ex(be, A, B, left):
     a, b = be.native(A), be.native(B)
     if not left:  # X A = B  <=>  A^T X^T = B^T
@@ -142,9 +152,13 @@ def solve_ex(be, A, B, left):
     if a.size == 0 or b.size == 0:
         x = np.zeros(b.shape, dtype=b.dtype)
     else:
-        try:
-            x = np.linalg.solve(a, b)
-        except np.linalg.LinAlgError:
+        x = None
+        if a.shape[-1] < _LOOP_FROM:
+            try:
+                x = np.linalg.solve(a, b)
+            except np.linalg.LinAlgError:
+                pass
+        if x is None:
             x, info = _gesv_each(a, b)
     if not left:
         x = np.swapaxes(x, -1, -2)
@@ -170,9 +184,13 @@ def inv_ex(be, A):
     if a.size == 0:
         r = np.zeros(a.shape, dtype=a.dtype)
     else:
-        try:
-            r = np.linalg.inv(a)
-        except np.linalg.LinAlgError:
+        r = None
+        if a.shape[-1] < _LOOP_FROM:
+            try:
+                r = np.linalg.inv(a)
+            except np.linalg.LinAlgError:
+                pass
+        if r is None:
             r, info = _inv_each(a)
     return _out(be, r, a.dtype, A.device), _info(be, batch, A.device, info)
 
@@ -182,10 +200,11 @@ def _inv_each(a):
     out = np.empty(fa.shape, dtype=a.dtype)
     info = np.zeros(nb, dtype=np.int32)
     getrf, getri = _lapack("getrf", fa), _lapack("getri", fa)
+    lw = max(1, 64 * a.shape[-1])  # room for the blocked getri
     with np.errstate(all="ignore"):
         for i in range(nb):
             lu, piv, info[i] = getrf(fa[i])
-            out[i] = getri(lu, piv)[0] if info[i] == 0 else lu
+            out[i] = getri(lu, piv, lwork=lw)[0] if info[i] == 0 else lu
     return out.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
@@ -251,7 +270,7 @@ def qr(be, A, mode):
     _, fa, nb = _mats(a)
     rows = m if mode == "complete" else k
     qc = m if mode == "complete" else k
-    R = np.zeros((nb, rows, n), dtype=a.dtype)
+    R = np.empty((nb, rows, n), dtype=a.dtype)
     Q = np.zeros((0,), dtype=a.dtype) if mode == "r" else np.empty((nb, m, qc), dtype=a.dtype)
     geqrf = _lapack("geqrf", fa)
     orgqr = _lapack("ungqr" if np.iscomplexobj(a) else "orgqr", fa)
@@ -260,11 +279,12 @@ def qr(be, A, mode):
     lw_f, lw_q = max(1, 64 * n), max(1, 64 * qc)
     for i in range(nb):  # geqrf + orgqr per matrix: numpy's gufunc is slower (see cholesky)
         f, tau = geqrf(fa[i], lwork=lw_f)[:2]
-        R[i, :min(rows, m)] = np.triu(f[:rows])
+        R[i, :min(rows, m)] = f[:rows]
         if mode != "r":
             if qc > n:  # the complete Q of a tall matrix: orgqr over m columns
                 f = np.concatenate([f, np.zeros((m, qc - n), dtype=a.dtype)], axis=1)
             Q[i] = orgqr(f[:, :qc], tau, lwork=lw_q)[0]
+    R = np.triu(R)  # once for the batch (a mask per matrix costs as much as a 64 x 64 QR)
     if mode != "r":
         Q = Q.reshape(batch + (m, qc))
     return _out(be, Q, a.dtype, A.device), _out(be, R.reshape(batch + (rows, n)), a.dtype,
