@@ -490,3 +490,23 @@ def test_invalid_parameters_raise_torchs_errors():
         E.Distribution.set_default_validate_args(True)
     with pytest.raises(ValueError):
         E.Distribution.set_default_validate_args("yes")
+
+
+@pytest.mark.parametrize("value_shape", [(3,), (4, 3), (1,), ()])
+def test_normal_log_prob_without_grad_matches_the_differentiable_path(value_shape):
+    # log_prob without autograd works in place on one temporary: it must broadcast either way,
+    # leave ``value`` untouched and agree with the differentiable formula and scipy
+    loc, scale = _real(3), _pos(3)
+    v = _real(*value_shape)
+    d = E.Normal(ember.tensor(loc), ember.tensor(scale))
+    value = ember.tensor(v)
+    got = d.log_prob(value)
+    np.testing.assert_array_equal(_np(value), v)
+    want = st.norm.logpdf(v, loc, scale)
+    np.testing.assert_allclose(_np(got), want, rtol=1e-12, atol=1e-12)
+    loc_g = ember.tensor(loc, requires_grad=True)
+    differentiable = E.Normal(loc_g, ember.tensor(scale)).log_prob(value)
+    np.testing.assert_allclose(_np(differentiable.detach()), _np(got), rtol=1e-12, atol=1e-12)
+    mixed = d.log_prob(value.float())  # float32 value, float64 parameters: promotes
+    assert mixed.dtype == ember.float64
+    np.testing.assert_allclose(_np(mixed), want, rtol=1e-6, atol=1e-6)
