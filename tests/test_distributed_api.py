@@ -122,8 +122,10 @@ def test_init_errors(world1, monkeypatch):
     with pytest.raises(ValueError, match="WORLD_SIZE=4 but MPI says world_size is 1.*ember-run"):
         dist.init_process_group("mpi")
     monkeypatch.delenv("WORLD_SIZE")
-    with pytest.raises(RuntimeError, match="doesn't have nccl built in.*CUDA backend"):
-        dist.init_process_group("nccl")
+    if not ember.cuda.is_available():  # the CUDA backend registers "nccl" and says why it can't
+        with pytest.raises(RuntimeError, match="the nccl backend needs CUDA, which is "
+                                               "unavailable here"):
+            dist.init_process_group("nccl")
     with pytest.raises(RuntimeError, match="gloo.*use backend='mpi'"):
         dist.init_process_group("gloo")
     with pytest.raises(ValueError, match="expected 'device:backend' pairs"):
@@ -153,7 +155,7 @@ def test_future_semantics():
     chained = f.then(lambda x: x.value() + 1)
     f.add_done_callback(lambda x: seen.append(x.value()))
     assert not f.done()
-    with pytest.raises(RuntimeError, match="before the future completed"):
+    with pytest.raises(RuntimeError, match="has not completed yet"):
         f.value()
     f.set_result(41)
     assert seen == [41] and chained.wait() == 42
@@ -162,8 +164,8 @@ def test_future_semantics():
     bad = Future()
     failing = bad.then(lambda x: x.value())
     bad.set_exception(ValueError("nope"))
-    with pytest.raises(ValueError, match="nope"):
-        failing.wait()
+    with pytest.raises(RuntimeError, match="running the callback: ValueError: nope"):
+        failing.wait()  # torch wraps a callback's error the same way
     a, b = Future(), Future()
     both = collect_all([a, b])
     a.set_result(1)

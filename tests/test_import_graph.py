@@ -148,11 +148,7 @@ def test_graph_sees_function_level_and_relative_imports():
     assert "ember.dispatch" in edges["ember.library"]                       # the package init
 
 
-@pytest.mark.parametrize("package", [
-    "runtime",
-    pytest.param("dispatch", marks=pytest.mark.xfail(
-        strict=False, reason="lead fixes dispatch-side cycles")),
-])
+@pytest.mark.parametrize("package", ["runtime", "dispatch"])
 def test_no_import_cycle_through(package):
     edges = graph()
     prefix = f"ember.{package}"

@@ -218,11 +218,16 @@ def test_setitem_matches_numpy(index, value, as_tensor):
 def test_setitem_casts_and_broadcasts():
     t = ember.zeros(2, 3, dtype=ember.int64)
     t[0] = 1.7
-    t[1, [0, 2]] = T([2.9, -3.5])
-    t[:, 1] = T(True)
+    t[1, [0, 2]] = T([2, -3])
+    t[:, 1] = T(True)  # basic indexing copies (and casts), as PyTorch does
     check(t, np.array([[1, 1, 1], [2, 1, -3]]))
+    # advanced indexing is index_put_: a tensor value of another dtype is refused (PyTorch)
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination "
+                                           "dtypes match, got Long for the destination and "
+                                           "Float for the source"):
+        t[1, [0, 2]] = T([2.9, -3.5])
     f = ember.zeros(2, 3)
-    f[f == 0] = T(2.5, ember.float64)
+    f[f == 0] = 2.5
     f[:, None, [0]] = T([[[-1.0]]])
     check(f, np.array([[-1, 2.5, 2.5], [-1, 2.5, 2.5]], np.float32))
     base = ember.zeros(4)

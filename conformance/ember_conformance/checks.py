@@ -98,7 +98,7 @@ def _call(info, device, sample, requires_grad=False):
     args, kwargs = sample.build(device)
     if requires_grad:
         for a in args:
-            if isinstance(a, ember.Tensor) and a.is_floating_point():
+            if isinstance(a, ember.Tensor) and (a.is_floating_point() or a.is_complex()):
                 a.requires_grad_(True)
     return args, info.fn(*args, **kwargs)
 

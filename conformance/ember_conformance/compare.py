@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from .selection import FD_SUITES, OP_SUITES
+from .selection import OP_SUITES, ROW_SUITES
 from .summary import cell_status
 
 
@@ -66,7 +66,7 @@ def units(data) -> dict:
     for r in rows:
         if r.suite in OP_SUITES:
             grouped.setdefault(f"{r.name} [{r.dtype}]", []).append(r)
-        elif r.suite in FD_SUITES:
+        elif r.suite in ROW_SUITES:
             out[(r.suite, r.name)] = (r.status, r.message, r.repro)
         else:
             out[("contract", f"{r.suite}.{r.name}")] = (r.status, r.message, r.repro)

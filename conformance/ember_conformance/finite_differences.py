@@ -35,7 +35,7 @@ def _candidates(info, only_sample):
     for index, sample in selected_samples(info, "float64", only_sample):
         args, kwargs = sample.build(cpu)
         tensors = [a for a in _spread(args)[0] if isinstance(a, ember.Tensor)]
-        if not any(a.numel() and a.is_floating_point() for a in tensors):
+        if not any(a.numel() and (a.is_floating_point() or a.is_complex()) for a in tensors):
             continue
         sized.append((sum(a.numel() for a in tensors), index, sample, args, kwargs))
     sized.sort(key=lambda x: x[:2])
@@ -50,7 +50,8 @@ def _candidates(info, only_sample):
             continue  # inputs the op rejects
         outs = [o for o in _flatten(out) if isinstance(o, ember.Tensor)]
         if not any(o.requires_grad for o in outs) or any(
-                o.is_floating_point() and o.dtype is not ember.float64 for o in outs):
+                (o.is_floating_point() or o.is_complex()) and
+                o.dtype not in (ember.float64, ember.complex128) for o in outs):
             continue  # a lower-precision result can't be differenced at float64's step
         yield index, sample, size, tuple(_leaf(a) for a in flat), call
 
@@ -81,7 +82,8 @@ def _spread(args):
 
 
 def _leaf(a):
-    if isinstance(a, ember.Tensor) and a.is_floating_point():
+    # complex inputs are differenced as pairs of reals (ember.autograd.gradcheck)
+    if isinstance(a, ember.Tensor) and (a.is_floating_point() or a.is_complex()):
         return a.detach().contiguous().clone().requires_grad_(True)
     return a
 

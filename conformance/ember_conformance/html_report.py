@@ -10,7 +10,7 @@ import html
 import json
 
 from .report import SYMBOLS, _failure_lines, _row
-from .selection import FD_SUITES, OP_SUITES
+from .selection import FD_SUITES, FUNC_SUITES, OP_SUITES, ROW_SUITES
 from .summary import (STATUS_ORDER, UNITS, cell_status, cells, error_text,
                       failed_units, failures, tally)
 
@@ -152,6 +152,11 @@ def _counts(summary) -> str:
             parts.append(f"<div><b>{suite}</b> (cpu, float64, finite differences): "
                          + "".join(_chip(s, n, "rows") for s, n in summary[suite].items())
                          + "</div>")
+    for suite in FUNC_SUITES:
+        if summary.get(suite):
+            parts.append(f"<div><b>{suite}</b> (ember.func): "
+                         + "".join(_chip(s, n, "rows") for s, n in summary[suite].items())
+                         + "</div>")
     parts.append("<div><b>contracts</b>: " + "".join(
         _chip(s, n, "cases") for s, n in summary["contracts"].items()) + "</div>")
     parts.append('<div class="muted">errors are stated as max abs error, max rel error, and the '
@@ -179,7 +184,7 @@ def _failures(results, backend) -> str:
 
 
 def _contracts(results) -> str:
-    rows = [r for r in results if r.suite not in OP_SUITES + FD_SUITES]
+    rows = [r for r in results if r.suite not in OP_SUITES + ROW_SUITES]
     if not rows:
         return ""
     body = "".join(f'<tr><td>{_e(r.suite)}</td><td>{_e(r.name)}</td><td class="{r.status}">'
@@ -190,9 +195,14 @@ def _contracts(results) -> str:
 
 
 def _fallback(output) -> str:
+    vmap_ops = getattr(output, "vmap_fallback_ops", None)
+    vmap = (f"<h2>{SYMBOLS['fallback']} vmap fallback ({len(vmap_ops)} registry ops)</h2><p>These "
+            f"ops have no batching rule: under <code>ember.func.vmap</code> they ran once per "
+            f"example (warning category <code>ember.func.VmapFallbackWarning</code>):</p><p "
+            f"class=\"mono\">{_e(', '.join(vmap_ops))}</p>") if vmap_ops else ""
     if not output.fallback_ops:
-        return ""
-    return (f"<h2>{SYMBOLS['fallback']} CPU fallback ({len(output.fallback_ops)} registry ops)"
+        return vmap
+    return vmap + (f"<h2>{SYMBOLS['fallback']} CPU fallback ({len(output.fallback_ops)} registry ops)"
             f"</h2><p>These ops ran on the CPU instead of the backend (their cells count as "
             f"'fallback'; the warning's category is <code>ember.runtime.CPUFallbackWarning</code>):"
             f"</p><p class=\"mono\">{_e(', '.join(output.fallback_ops))}</p>")
@@ -212,8 +222,8 @@ def _grid(results, backend) -> tuple:
     """The op × dtype table (plus the cpu-only finite-difference columns) and the per-cell data
     the details panel shows."""
     grouped = cells(results)
-    fd = {(r.suite, r.name): r for r in results if r.suite in FD_SUITES}
-    fd_cols = [s for s in FD_SUITES if any(k[0] == s for k in fd)]
+    fd = {(r.suite, r.name): r for r in results if r.suite in ROW_SUITES}
+    fd_cols = [s for s in ROW_SUITES if any(k[0] == s for k in fd)]
     dtypes, names = [], []
     for name, dtype in grouped:
         if dtype not in dtypes:

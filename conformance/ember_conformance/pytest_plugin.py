@@ -15,7 +15,7 @@ def pytest_addoption(parser):
 
 
 def pytest_generate_tests(metafunc):
-    if not {"op_case", "op_entry", "contract_case"} & set(metafunc.fixturenames):
+    if not {"op_case", "op_entry", "func_entry", "contract_case"} & set(metafunc.fixturenames):
         return
     from . import contracts
     from .opdb import all_opinfos
@@ -33,5 +33,7 @@ def pytest_generate_tests(metafunc):
         # finite-difference checks prove the CPU reference: other backends get no such tests
         entries = infos if metafunc.config.getoption("--backend").split(":")[0] == "cpu" else []
         metafunc.parametrize("op_entry", entries, ids=[i.name.replace(" ", "_") for i in entries])
+    if "func_entry" in metafunc.fixturenames:   # ember.func's vmap and jvp rows, every backend
+        metafunc.parametrize("func_entry", infos, ids=[i.name.replace(" ", "_") for i in infos])
     if "contract_case" in metafunc.fixturenames:
         metafunc.parametrize("contract_case", cases, ids=[f"{s}-{c.__name__}" for s, c in cases])

@@ -10,7 +10,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from .environment import device_line
-from .selection import FD_SUITES, OP_SUITES, repro_command
+from .selection import FD_SUITES, FUNC_SUITES, OP_SUITES, ROW_SUITES, repro_command
 from .summary import (UNITS, UNITS_LINE, cell_status, cells, counts_text, error_text, failed_units,
                       failures, tally)
 
@@ -58,7 +58,14 @@ def print_summary(output, env, console=None):
                       f"{escape(backend)} (their cells count as 'fallback'; filter the warning "
                       f"with ember.runtime.CPUFallbackWarning):")
         console.print("    " + escape(", ".join(output.fallback_ops)))
-    contract = [r for r in results if r.suite not in OP_SUITES + FD_SUITES]
+    vmap_fallback = getattr(output, "vmap_fallback_ops", None)
+    if vmap_fallback:
+        console.print(f"\n[yellow]{SYMBOLS['fallback']} vmap fallback[/yellow]: "
+                      f"{len(vmap_fallback)} registry ops have no batching rule and ran once per "
+                      f"example under ember.func.vmap (warning category "
+                      f"ember.func.VmapFallbackWarning):")
+        console.print("    " + escape(", ".join(vmap_fallback)))
+    contract = [r for r in results if r.suite not in OP_SUITES + ROW_SUITES]
     if contract:
         table = Table(title="contracts", title_justify="left")
         for col in ("suite", "case", "status", "message"):
@@ -82,6 +89,11 @@ def print_summary(output, env, console=None):
         if summary[suite]:
             console.print(f"{suite} (cpu, float64, against finite differences): "
                           f"{sum(summary[suite].values())} rows: {counts_text(summary[suite])}")
+    for suite, what in zip(FUNC_SUITES, ("against a loop over the batch",
+                                         "against finite differences / the cpu")):
+        if summary.get(suite):
+            console.print(f"{suite} (ember.func, {what}): {sum(summary[suite].values())} rows: "
+                          f"{counts_text(summary[suite])}")
     if summary["contracts"]:
         console.print(f"contracts: {sum(summary['contracts'].values())} cases: "
                       f"{counts_text(summary['contracts'])}")
@@ -106,6 +118,7 @@ def to_json(output, env) -> dict:
     return {"format": FORMAT, "backend": backend, "environment": env, "units": UNITS,
             "summary": tally(output.results), "seconds": round(output.seconds, 3),
             "fallback_ops": output.fallback_ops,
+            "vmap_fallback_ops": list(getattr(output, "vmap_fallback_ops", [])),
             "failures": [_row(r, backend) for r in failures(output.results)],
             "results": [_row(r, backend) for r in output.results]}
 
@@ -115,7 +128,8 @@ def write_json(output, env, path):
         json.dump(to_json(output, env), f, indent=1)
 
 
-_UNIT_OF = {"cells": "cell", "gradcheck": "row", "gradgradcheck": "row", "contracts": "case"}
+_UNIT_OF = {"cells": "cell", "gradcheck": "row", "gradgradcheck": "row", "vmap": "row",
+            "jvp": "row", "contracts": "case"}
 
 
 def write_junit(output, env, path):
@@ -126,10 +140,10 @@ def write_junit(output, env, path):
     root = ET.Element("testsuites", name=f"ember-conformance.{backend}")
     groups = {"cells": [(f"{name}[{dtype}]", cell_status(rows), rows)
                         for (name, dtype), rows in cells(results).items()]}
-    for suite in FD_SUITES:
+    for suite in ROW_SUITES:
         groups[suite] = [(r.name, r.status, [r]) for r in results if r.suite == suite]
     groups["contracts"] = [(f"{r.suite}.{r.name}", r.status, [r]) for r in results
-                           if r.suite not in OP_SUITES + FD_SUITES]
+                           if r.suite not in OP_SUITES + ROW_SUITES]
     for group, cases in groups.items():
         if not cases:
             continue

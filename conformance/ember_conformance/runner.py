@@ -8,10 +8,14 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 
+import ember
+from ember.func import VmapFallbackWarning
+from ember.func import _handler as _func_handler
 from ember.runtime.fallback_warning import CPUFallbackWarning
 
 from .checks import Result, check_forward, check_gradient
 from .finite_differences import check_gradcheck, check_gradgradcheck
+from .func_checks import check_jvp, check_vmap
 from .opdb import uncovered_ops
 from .selection import Selection, select
 
@@ -24,6 +28,7 @@ class RunOutput:
     results: list
     fallback_ops: list = field(default_factory=list)   # registry ops run on the CPU fallback
     seconds: float = 0.0
+    vmap_fallback_ops: list = field(default_factory=list)   # ops without a batching rule
 
 
 class FallbackRecorder:
@@ -32,23 +37,29 @@ class FallbackRecorder:
 
     def __init__(self):
         self.ops = set()
+        self.vmap_ops = set()
 
     def __enter__(self):
         self._saved = warnings.catch_warnings()
         self._saved.__enter__()
         warnings.simplefilter("always", CPUFallbackWarning)
+        warnings.simplefilter("always", VmapFallbackWarning)
         show = warnings.showwarning
 
         def record(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, VmapFallbackWarning):
+                return   # the handler reports these ops to vmap_ops (even once warned)
             if issubclass(category, CPUFallbackWarning):
                 found = _FALLBACK_OP.search(str(message))
                 self.ops.add(found.group(1) if found else str(message))
             else:
                 show(message, category, filename, lineno, file, line)
         warnings.showwarning = record
+        _func_handler.recorders.append(self.vmap_ops)
         return self
 
     def __exit__(self, *exc):
+        _func_handler.recorders.remove(self.vmap_ops)
         return self._saved.__exit__(*exc)
 
 
@@ -62,6 +73,8 @@ def execute(selection: Selection, progress=None) -> RunOutput:
     against finite differences (cpu only), the coverage check, then the contract cases."""
     advance = progress or (lambda n=1, desc="": None)
     device, suites, only = selection.device, selection.op_suites, selection.sample
+    from ember.runtime.registry import registry
+    device_dtypes = registry.get(device.type).dtypes
     results = []
     t0 = time.perf_counter()
     with FallbackRecorder() as fallbacks:
@@ -89,6 +102,17 @@ def execute(selection: Selection, progress=None) -> RunOutput:
                 results.append(Result("forward", info.name, "-", "fail", float("inf"),
                                       "every sample of every dtype raised on the CPU "
                                       "reference; first: " + forwards[0].message))
+            # vmap runs at the entry's first dtype the backend has
+            dtypes = [d for d in selection.entry_dtypes(info)
+                      if ember._dtype.as_dtype(d) in device_dtypes] or \
+                selection.entry_dtypes(info)
+            if "vmap" in suites and dtypes:
+                results.append(_guarded("vmap", info.name, dtypes[0],
+                                        lambda: check_vmap(info, dtypes[0], device, only)))
+            if "jvp" in suites and (selection.dtypes is None or device.type != "cpu" or
+                                    "float64" in selection.dtypes):
+                results.append(_guarded("jvp", info.name, "-",
+                                        lambda: check_jvp(info, device, only_sample=only)))
             if selection.runs_finite_differences:
                 if "gradcheck" in suites:
                     results.append(_guarded("gradcheck", info.name, "float64",
@@ -104,7 +128,8 @@ def execute(selection: Selection, progress=None) -> RunOutput:
     seen = set(fallbacks.ops)
     for r in results:
         seen.update(r.fallback_ops)
-    return RunOutput(selection, results, sorted(seen), time.perf_counter() - t0)
+    return RunOutput(selection, results, sorted(seen), time.perf_counter() - t0,
+                     sorted(fallbacks.vmap_ops))
 
 
 def _run_case(suite, case, device) -> Result:

@@ -15,6 +15,9 @@ from .opdb import all_opinfos
 # suites run per op entry; "gradcheck" and "gradgradcheck" check the CPU reference itself
 OP_SUITES = ("forward", "gradient")
 FD_SUITES = ("gradcheck", "gradgradcheck")
+# ember.func suites, one row per op entry: vmap against a loop, jvp against finite differences
+FUNC_SUITES = ("vmap", "jvp")
+ROW_SUITES = FD_SUITES + FUNC_SUITES
 COVERAGE = "coverage"
 
 SUITE_HELP = {
@@ -23,6 +26,10 @@ SUITE_HELP = {
     "gradcheck": "cpu only: first derivatives against finite differences (float64)",
     "gradgradcheck": "cpu only: second derivatives (double backward) against finite "
                      "differences (float64)",
+    "vmap": "each op entry under ember.func.vmap (in_dims 0, 1 and None mixes) against a loop "
+            "over the batch; lists the ops that ran on the vmap fallback",
+    "jvp": "forward-mode AD (ember.func.jvp): cpu against finite differences (float64), other "
+           "backends against the cpu",
     COVERAGE: "every registry op has a conformance entry",
     "device": "the ember.<backend> device module and device strings",
     "copies": "host <-> device and device <-> device copies, every dtype, non-contiguous",
@@ -39,7 +46,7 @@ class SelectionError(ValueError):
 
 
 def all_suites() -> list:
-    return list(OP_SUITES + FD_SUITES) + [COVERAGE] + list(contracts.SUITES)
+    return list(OP_SUITES + ROW_SUITES) + [COVERAGE] + list(contracts.SUITES)
 
 
 @dataclass
@@ -49,7 +56,7 @@ class Selection:
     infos: list                           # op entries
     dtypes: tuple | None = None           # None: each entry's own dtypes
     sample: int | None = None             # None: every sample
-    op_suites: tuple = OP_SUITES + FD_SUITES
+    op_suites: tuple = OP_SUITES + ROW_SUITES
     cases: list = field(default_factory=list)   # (suite, case function)
     coverage: bool = True
 
@@ -116,7 +123,7 @@ def select(backend: str, ops=None, dtypes=None, suites=None, sample=None,
         infos = match_entries(patterns, infos)
 
     known = all_suites()
-    op_suites, coverage = OP_SUITES + FD_SUITES, True
+    op_suites, coverage = OP_SUITES + ROW_SUITES, True
     cases = [(s, fn) for s, fns in contracts.SUITES.items() for fn in fns]
     if suites is not None:
         wanted = _split(suites)
@@ -129,7 +136,7 @@ def select(backend: str, ops=None, dtypes=None, suites=None, sample=None,
         if set(wanted) <= set(FD_SUITES) and device.type != "cpu":
             raise SelectionError(f"--suites {suites}: gradcheck and gradgradcheck check the CPU "
                                  f"reference's derivatives; run them with --backend cpu")
-        op_suites = tuple(s for s in OP_SUITES + FD_SUITES if s in wanted)
+        op_suites = tuple(s for s in OP_SUITES + ROW_SUITES if s in wanted)
         coverage = COVERAGE in wanted
         cases = _contract_cases(wanted)
     if no_contracts:
@@ -177,9 +184,9 @@ def _contract_cases(wanted) -> list:
 def repro_command(backend: str, result) -> str:
     """The one command line that runs exactly the check behind ``result`` again."""
     words = ["ember-conformance", "--backend", backend]
-    if result.suite in OP_SUITES + FD_SUITES:
+    if result.suite in OP_SUITES + ROW_SUITES:
         words += ["--ops", result.name]
-        if result.dtype != "-" and result.suite in OP_SUITES:
+        if result.dtype != "-" and result.suite in OP_SUITES + ("vmap",):
             words += ["--dtypes", result.dtype]
         if result.sample_index is not None:
             words += ["--sample", str(result.sample_index)]

@@ -5,14 +5,16 @@ Units:
   checks (fail > fallback > pass > unsupported > skip, a skipped gradient does not count);
 - a *check* is one sample compared: its outputs (or the error it raised) against the CPU's, its
   gradients against the CPU's, or its derivatives differenced (gradcheck, gradgradcheck);
-- a *row* of gradcheck/gradgradcheck is one op entry's float64 derivative check on the CPU;
+- a *row* of gradcheck/gradgradcheck is one op entry's float64 derivative check on the CPU; a
+  *row* of vmap/jvp is one op entry's ember.func check (vmap against a loop, jvp against finite
+  differences on the CPU or against the CPU elsewhere);
 - a *case* is one contract case (the coverage check counts as one).
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from .selection import FD_SUITES, OP_SUITES
+from .selection import OP_SUITES, ROW_SUITES
 
 STATUS_ORDER = ["fail", "fallback", "pass", "unsupported", "skip"]
 
@@ -58,19 +60,19 @@ def tally(results) -> dict:
     out = {
         "entries": len({name for name, _ in grouped}),
         "cells": _ordered(Counter(cell_status(rows) for rows in grouped.values())),
-        "checks": sum(r.checks for r in results if r.suite in OP_SUITES + FD_SUITES),
+        "checks": sum(r.checks for r in results if r.suite in OP_SUITES + ROW_SUITES),
     }
-    for suite in FD_SUITES:
+    for suite in ROW_SUITES:
         out[suite] = _ordered(Counter(r.status for r in results if r.suite == suite))
     out["contracts"] = _ordered(Counter(r.status for r in results
-                                        if r.suite not in OP_SUITES + FD_SUITES))
+                                        if r.suite not in OP_SUITES + ROW_SUITES))
     return out
 
 
 def failures(results) -> list:
     """Failing results, op checks first (forward, gradient, finite differences), then
     contracts."""
-    order = {s: i for i, s in enumerate(OP_SUITES + FD_SUITES)}
+    order = {s: i for i, s in enumerate(OP_SUITES + ROW_SUITES)}
     return sorted((r for r in results if r.status == "fail"),
                   key=lambda r: order.get(r.suite, len(order)))
 
@@ -81,6 +83,8 @@ def failed_units(summary) -> dict:
              ("gradcheck row", "gradcheck rows"): summary.get("gradcheck", {}).get("fail", 0),
              ("gradgradcheck row", "gradgradcheck rows"):
                  summary.get("gradgradcheck", {}).get("fail", 0),
+             ("vmap row", "vmap rows"): summary.get("vmap", {}).get("fail", 0),
+             ("jvp row", "jvp rows"): summary.get("jvp", {}).get("fail", 0),
              ("contract case", "contract cases"): summary["contracts"].get("fail", 0)}
     return {names[n != 1]: n for names, n in units.items() if n}
 

@@ -5,6 +5,7 @@ import ember
 
 from .checks import check_forward, check_gradient
 from .finite_differences import check_gradcheck, check_gradgradcheck
+from .func_checks import check_jvp, check_vmap
 from .opdb import uncovered_ops
 
 
@@ -43,6 +44,16 @@ def test_gradcheck(conformance_device, op_entry):
 def test_gradgradcheck(conformance_device, op_entry):
     """Second derivatives against finite differences (cpu backend only)."""
     _assert_ok(check_gradgradcheck(op_entry, conformance_device))
+
+
+def test_vmap(conformance_device, func_entry):
+    """ember.func.vmap of the entry against a loop over the batch (every backend)."""
+    _assert_ok(check_vmap(func_entry, func_entry.dtypes[0], conformance_device))
+
+
+def test_jvp(conformance_device, func_entry):
+    """Forward-mode AD: finite differences on the cpu, the cpu's jvp elsewhere."""
+    _assert_ok(check_jvp(func_entry, conformance_device))
 
 
 def test_contract(conformance_device, contract_case):

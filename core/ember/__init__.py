@@ -13,23 +13,31 @@ from ._dtype import (bfloat16, complex64, complex128, float16, float32, float64,
                      can_cast)
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
 from ._dtype import dtype
+from ._memory_format import (channels_last, channels_last_3d, contiguous_format, memory_format,
+                             preserve_format)
 from ._tensor import Size, Tensor
+from ._legacy_tensors import *  # noqa: F401,F403 - FloatTensor, LongTensor, ...
+from ._type_info import finfo, iinfo
 from ._tensor_str import set_printoptions
 from .dispatch import keys as _keys
 from .ops import conversion as _conversion
 from .ops import elementwise as _elementwise
 from .ops import factories as _factories
 from .ops import views as _views
+from .ops.elementwise import (angle, complex, polar, sgn)  # noqa: A004 - PyTorch's names
 from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, clip_, div,
                               divide, elu, gelu, hardtanh, i0, leaky_relu, mvlgamma, nan_to_num,
                               polygamma, round, sinc, softplus, sub, subtract, true_divide, where)
+from .ops.elementwise.closeness import allclose, equal, isclose
+from .ops.elementwise.activation import (celu, celu_, rrelu, rrelu_, selu, selu_, threshold,
+                                         threshold_)
 from .ops.factories import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
                             from_numpy, full, full_like, linspace, logspace, ones, ones_like,
                             tensor, zeros, zeros_like)
 from .ops.views import (as_strided, as_strided_scatter, broadcast_tensors, broadcast_to, chunk,
                         diagonal, flatten, movedim, moveaxis, narrow, permute, reshape, select,
                         split, squeeze, swapaxes, swapdims, t, tensor_split, transpose, unbind,
-                        unflatten, unsqueeze)
+                        unflatten, unsqueeze, real, imag, view_as_real, view_as_complex)
 # op families owned by their own modules; each defines __all__
 from .ops.reduction import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
@@ -38,19 +46,46 @@ from .ops.indexing import *  # noqa: F401,F403
 from .ops.sorting import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
 from .ops.sampling import *  # noqa: F401,F403
+from .ops.rnn import *  # noqa: F401,F403
+from .ops.fft import *  # noqa: F401,F403
+from ._threads import get_num_threads, set_num_threads
 from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, seed,
                          set_rng_state)
 from .runtime.registry import registry as _registry
+from .runtime import device_module as _device_module
+from .runtime import device_types as _device_types
 from . import library  # noqa: E402
 from . import return_types  # noqa: E402 - PyTorch's torch.return_types
 from . import testing  # noqa: E402
 from . import autograd  # noqa: E402
 from . import nn, utils  # noqa: E402
+from . import func  # noqa: E402 - ember.func: vmap, grad, jvp… (registers the Batched key)
 from . import optim  # noqa: E402
-from . import futures, distributed  # noqa: E402
+from . import futures, distributed, jit, profiler  # noqa: E402
 from . import special  # noqa: E402
 from . import linalg  # noqa: E402
 from . import distributions  # noqa: E402
+from .jit._interop import get_num_interop_threads, set_num_interop_threads  # noqa: E402
+from . import fft  # noqa: E402 - torch.fft
+from .fft._stft import istft, stft  # noqa: E402
+from . import accelerator  # noqa: E402
+from . import version  # noqa: E402
+from . import amp  # noqa: E402
+from .amp.autocast_mode import (autocast, autocast_decrement_nesting,  # noqa: E402
+                                autocast_increment_nesting, clear_autocast_cache,
+                                get_autocast_cpu_dtype, get_autocast_dtype,
+                                get_autocast_gpu_dtype, is_autocast_cache_enabled,
+                                is_autocast_cpu_enabled, is_autocast_enabled,
+                                set_autocast_cache_enabled, set_autocast_dtype,
+                                set_autocast_enabled)
+from . import backends  # noqa: E402
+from .backends._precision import (get_float32_matmul_precision,  # noqa: E402
+                                  set_float32_matmul_precision)
+from .runtime.determinism import (are_deterministic_algorithms_enabled,  # noqa: E402
+                                  get_deterministic_debug_mode,
+                                  is_deterministic_algorithms_warn_only_enabled,
+                                  set_deterministic_debug_mode, use_deterministic_algorithms)
+from .accelerator import get_device_module  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
@@ -83,22 +118,30 @@ def numel(t) -> int:
 
 def _announce_backend(name: str) -> None:
     _conversion.device_tensor_methods(name)
+    _device_module.device_module(name)  # ember.<name>, importable as a module too
 
 
 # the backends shipped in this distribution: trusted kernels; the CPU is the reference
-_BUILTIN_BACKENDS = {"cpu": "ember_cpu", "opencl": "ember_opencl"}
+_BUILTIN_BACKENDS = {"cpu": "ember_cpu", "cuda": "ember_cuda", "opencl": "ember_opencl"}
 
 _registry.on_new_name(_announce_backend)
 _registry.discover(builtin=_BUILTIN_BACKENDS)
+# torch.cuda, torch.xpu, torch.mps… exist on every PyTorch build: so do ember's, saying why
+# they are unavailable until a backend provides the device type
+for _name in _device_types.DEVICE_MODULE_TYPES:
+    _device_module.missing_device_module(_name)
+_conversion.torch_device_surface()
 
 
 def __getattr__(name):
-    # ember.<backend>: the device module of any installed backend, loaded or not
+    # ember.<backend>: the device module of any installed backend, loaded or not; for PyTorch's
+    # device modules that no backend provides, a module whose is_available() says why
     if _registry.is_known(name):
-        from .runtime.device_module import device_module
-        return device_module(name)
+        return _device_module.device_module(name)
+    if name in _device_types.DEVICE_MODULE_TYPES:
+        return _device_module.missing_device_module(name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 
-__version__ = "0.1.0"
+__version__ = version.__version__
 del annotations  # the __future__ import's name is not part of ember's API

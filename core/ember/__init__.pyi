@@ -4,22 +4,30 @@ from typing import Any
 
 from ._tensor import Size as Size
 from ._tensor import Tensor as Tensor
+from . import accelerator as accelerator
+from . import amp as amp
 from . import autograd as autograd
+from . import backends as backends
 from . import dispatch as dispatch
 from . import distributed as distributed
 from . import distributions as distributions
+from . import fft as fft
+from . import func as func
 from . import futures as futures
+from . import jit as jit
 from . import library as library
 from . import linalg as linalg
 from . import nn as nn
 from . import ops as ops
 from . import optim as optim
+from . import profiler as profiler
 from . import return_types as return_types
 from . import runtime as runtime
 from . import serialization as serialization
 from . import special as special
 from . import testing as testing
 from . import utils as utils
+from . import version as version
 from ._defaults import get_default_device as get_default_device
 from ._defaults import set_default_device as set_default_device
 from ._device import device as device
@@ -35,24 +43,65 @@ from ._generator import initial_seed as initial_seed
 from ._generator import manual_seed as manual_seed
 from ._generator import seed as seed
 from ._generator import set_rng_state as set_rng_state
+from ._legacy_tensors import set_default_tensor_type as set_default_tensor_type
+from ._memory_format import memory_format as memory_format
 from ._tensor_str import set_printoptions as set_printoptions
+from ._threads import get_num_threads as get_num_threads
+from ._threads import set_num_threads as set_num_threads
+from ._type_info import finfo as finfo
+from ._type_info import iinfo as iinfo
+from .accelerator import get_device_module as get_device_module
+from .amp.autocast_mode import autocast as autocast
+from .amp.autocast_mode import autocast_decrement_nesting as autocast_decrement_nesting
+from .amp.autocast_mode import autocast_increment_nesting as autocast_increment_nesting
+from .amp.autocast_mode import clear_autocast_cache as clear_autocast_cache
+from .amp.autocast_mode import get_autocast_cpu_dtype as get_autocast_cpu_dtype
+from .amp.autocast_mode import get_autocast_dtype as get_autocast_dtype
+from .amp.autocast_mode import get_autocast_gpu_dtype as get_autocast_gpu_dtype
+from .amp.autocast_mode import is_autocast_cache_enabled as is_autocast_cache_enabled
+from .amp.autocast_mode import is_autocast_cpu_enabled as is_autocast_cpu_enabled
+from .amp.autocast_mode import is_autocast_enabled as is_autocast_enabled
+from .amp.autocast_mode import set_autocast_cache_enabled as set_autocast_cache_enabled
+from .amp.autocast_mode import set_autocast_dtype as set_autocast_dtype
+from .amp.autocast_mode import set_autocast_enabled as set_autocast_enabled
 from .autograd.grad_mode import enable_grad as enable_grad
 from .autograd.grad_mode import inference_mode as inference_mode
 from .autograd.grad_mode import is_grad_enabled as is_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
 from .autograd.grad_mode import no_grad as no_grad
 from .autograd.grad_mode import set_grad_enabled as set_grad_enabled
+from .backends._precision import get_float32_matmul_precision as get_float32_matmul_precision
+from .backends._precision import set_float32_matmul_precision as set_float32_matmul_precision
+from .fft._stft import istft as istft
+from .fft._stft import stft as stft
+from .jit._interop import get_num_interop_threads as get_num_interop_threads
+from .jit._interop import set_num_interop_threads as set_num_interop_threads
+from .ops.elementwise.activation import celu as celu
+from .ops.elementwise.activation import celu_ as celu_
 from .ops.elementwise.activation import elu as elu
 from .ops.elementwise.activation import gelu as gelu
 from .ops.elementwise.activation import hardtanh as hardtanh
 from .ops.elementwise.activation import leaky_relu as leaky_relu
+from .ops.elementwise.activation import rrelu as rrelu
+from .ops.elementwise.activation import rrelu_ as rrelu_
+from .ops.elementwise.activation import selu as selu
+from .ops.elementwise.activation import selu_ as selu_
 from .ops.elementwise.activation import softplus as softplus
+from .ops.elementwise.activation import threshold as threshold
+from .ops.elementwise.activation import threshold_ as threshold_
 from .ops.elementwise.binary import add as add
 from .ops.elementwise.binary import div as div
 from .ops.elementwise.binary import div as divide
 from .ops.elementwise.binary import div as true_divide
 from .ops.elementwise.binary import sub as sub
 from .ops.elementwise.binary import sub as subtract
+from .ops.elementwise.closeness import allclose as allclose
+from .ops.elementwise.closeness import equal as equal
+from .ops.elementwise.closeness import isclose as isclose
+from .ops.elementwise.complex_numbers import angle as angle
+from .ops.elementwise.complex_numbers import complex as complex
+from .ops.elementwise.complex_numbers import polar as polar
+from .ops.elementwise.complex_numbers import sgn as sgn
 from .ops.elementwise.selection import clamp as clamp
 from .ops.elementwise.selection import clamp as clip
 from .ops.elementwise.selection import clamp_ as clamp_
@@ -159,6 +208,10 @@ from .ops.reduction.sums import std_mean as std_mean
 from .ops.reduction.sums import sum as sum
 from .ops.reduction.sums import var as var
 from .ops.reduction.sums import var_mean as var_mean
+from .ops.rnn import gru_cell as gru_cell
+from .ops.rnn import lstm_cell as lstm_cell
+from .ops.rnn import rnn_relu_cell as rnn_relu_cell
+from .ops.rnn import rnn_tanh_cell as rnn_tanh_cell
 from .ops.sampling import binomial as binomial
 from .ops.sampling import poisson as poisson
 from .ops.shape import atleast_1d as atleast_1d
@@ -168,6 +221,7 @@ from .ops.shape import cat as cat
 from .ops.shape import cat as concat
 from .ops.shape import cat as concatenate
 from .ops.shape import column_stack as column_stack
+from .ops.shape import diag as diag
 from .ops.shape import dstack as dstack
 from .ops.shape import flip as flip
 from .ops.shape import fliplr as fliplr
@@ -193,9 +247,11 @@ from .ops.sorting import unique as unique
 from .ops.views.reshaping import broadcast_tensors as broadcast_tensors
 from .ops.views.reshaping import broadcast_to as broadcast_to
 from .ops.views.reshaping import flatten as flatten
+from .ops.views.reshaping import imag as imag
 from .ops.views.reshaping import movedim as moveaxis
 from .ops.views.reshaping import movedim as movedim
 from .ops.views.reshaping import permute as permute
+from .ops.views.reshaping import real as real
 from .ops.views.reshaping import reshape as reshape
 from .ops.views.reshaping import squeeze as squeeze
 from .ops.views.reshaping import t as t
@@ -204,6 +260,8 @@ from .ops.views.reshaping import transpose as swapdims
 from .ops.views.reshaping import transpose as transpose
 from .ops.views.reshaping import unflatten as unflatten
 from .ops.views.reshaping import unsqueeze as unsqueeze
+from .ops.views.reshaping import view_as_complex as view_as_complex
+from .ops.views.reshaping import view_as_real as view_as_real
 from .ops.views.slicing import chunk as chunk
 from .ops.views.slicing import diagonal as diagonal
 from .ops.views.slicing import narrow as narrow
@@ -213,15 +271,35 @@ from .ops.views.slicing import tensor_split as tensor_split
 from .ops.views.slicing import unbind as unbind
 from .ops.views.strided import as_strided as as_strided
 from .ops.views.strided import as_strided_scatter as as_strided_scatter
+from .runtime.determinism import are_deterministic_algorithms_enabled as are_deterministic_algorithms_enabled
+from .runtime.determinism import get_deterministic_debug_mode as get_deterministic_debug_mode
+from .runtime.determinism import is_deterministic_algorithms_warn_only_enabled as is_deterministic_algorithms_warn_only_enabled
+from .runtime.determinism import set_deterministic_debug_mode as set_deterministic_debug_mode
+from .runtime.determinism import use_deterministic_algorithms as use_deterministic_algorithms
 from .serialization import load as load
 from .serialization import save as save
 
+BFloat16Tensor: Any
+BoolTensor: Any
+ByteTensor: Any
+CharTensor: Any
+ComplexDoubleTensor: Any
+ComplexFloatTensor: Any
+DoubleTensor: Any
+FloatTensor: Any
+HalfTensor: Any
+IntTensor: Any
+LongTensor: Any
+ShortTensor: Any
 bfloat16: dtype
 bool: dtype
 cdouble: dtype
 cfloat: dtype
+channels_last: Any
+channels_last_3d: Any
 complex128: dtype
 complex64: dtype
+contiguous_format: Any
 double: dtype
 float16: dtype
 float32: dtype
@@ -234,6 +312,7 @@ int64: dtype
 int8: dtype
 int: dtype
 long: dtype
+preserve_format: Any
 short: dtype
 uint8: dtype
 
@@ -302,6 +381,7 @@ def log10(input, *, out=...): ...  # ember.ops.elementwise.unary
 def log1p(input, *, out=...): ...  # ember.ops.elementwise.unary
 def log2(input, *, out=...): ...  # ember.ops.elementwise.unary
 def logaddexp(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def logaddexp2(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logical_and(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logical_not(input, *, out=...): ...  # ember.ops.elementwise.unary
 def logical_or(input, other, *, out=...): ...  # ember.ops.elementwise.binary

@@ -21,14 +21,8 @@ class Tensor:
     __slots__ = ("_storage", "_shape", "_stride", "_offset", "dtype", "device", "_ks",
                  "_native", "_ag", "_view_base", "__weakref__", "__dict__")
 
-    # ember.Tensor(...) as a constructor is rare in modern PyTorch code; ember.tensor is the API.
-    def __new__(cls, *args, **kwargs):
-        if args or kwargs:
-            from .ops.factories import tensor
-            t = tensor(*args, **kwargs)
-            return t if cls is Tensor else t.as_subclass(cls)
-        from .ops.factories import empty
-        return empty(0) if cls is Tensor else empty(0).as_subclass(cls)
+    # ``ember.Tensor(...)`` as a constructor is installed by ops/factories.py (it makes data
+    # through the factory ops, which this module must not import: they dispatch)
 
     @classmethod
     def _make(cls, storage, shape, stride, offset, dtype, device, native=None):
@@ -203,25 +197,33 @@ class Tensor:
         return self._backend().to_numpy(self)
 
     def is_pinned(self, device=None) -> bool:
-        """False: no ember backend allocates page-locked host memory."""
+        """True when the tensor is in page-locked host memory (``pin_memory()`` with a backend
+        that pins, such as CUDA)."""
+        if self.device.type != "cpu" or self._storage.data is None:
+            return False
+        for backend in _registry.loaded_backends():
+            check = getattr(backend, "is_pinned_host", None)
+            if check is not None and check(self._storage.data):
+                return True
         return False
 
     def pin_memory(self, device=None):
-        """A contiguous copy in host memory, as torch's ``pin_memory`` returns a copy.
-
-        ember's backends copy to devices from any host buffer, so there is no page-locked
-        memory to move to; a contiguous host buffer is what a device copy uses directly.
-        """
+        """A copy in page-locked host memory from the first available backend that pins host
+        memory (``device`` names one), so its ``non_blocking`` copies to that device are
+        asynchronous; without one, a contiguous copy (what a device copy reads directly)."""
         if self.device.type != "cpu":
             raise RuntimeError(f"cannot pin '{self.device}' tensor of dtype {self.dtype}: only "
                                f"dense CPU tensors can be pinned")
+        backend = _pinning_backend(device)
+        if backend is not None:
+            return backend.pin_host(self.detach())
         return self.clone().contiguous()
 
     def item(self):
         if self.device.type == "meta":  # PyTorch's message: there is no value to read
             raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         if self.numel() != 1:
-            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
+            raise RuntimeError(f"item(): a Tensor with {self.numel()} elements cannot be converted to "
                                f"Scalar")
         return self._host().reshape(()).item()
 
@@ -239,11 +241,20 @@ class Tensor:
 
     def __dlpack__(self, stream=None, **kwargs):
         if self.device.type != "cpu":
-            raise BufferError(f"__dlpack__: only cpu tensors export DLPack here; this tensor is "
-                              f"on {self.device}; call .cpu() first")
+            export = getattr(self._backend(), "to_dlpack", None)
+            if export is None:
+                raise BufferError(f"__dlpack__: {self.device.type} tensors do not export DLPack; "
+                                  f"call .cpu() first")
+            return export(self, stream, **kwargs)
         return self._backend().native(self).__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
+        if self.device.type != "cpu":
+            device = getattr(self._backend(), "dlpack_device", None)
+            if device is None:
+                raise BufferError(f"__dlpack_device__: {self.device.type} tensors do not export "
+                                  f"DLPack")
+            return device(self)
         return (1, 0)  # kDLCPU
 
     def __repr__(self, *, tensor_contents=None):
@@ -300,12 +311,31 @@ class Size(tuple):
         return Size(tuple(self) + tuple(other))
 
 
+def _pinning_backend(device=None):
+    """The backend that pins host memory for ``pin_memory``: ``device``'s, else the first
+    available backend with a ``pin_host`` method (None when there is none)."""
+    if device is not None:
+        name = str(device).split(":")[0]
+        backend = _registry.get(name)
+        if getattr(backend, "pin_host", None) is None:
+            raise RuntimeError(f"pin_memory: the {name} backend does not pin host memory")
+        return backend
+    for name in _registry.names():
+        if name in ("cpu", "meta"):
+            continue
+        backend = _registry.peek(name)
+        if getattr(type(backend), "pin_host", None) is not None and \
+                _registry.unavailable_reason(name) is None:
+            return backend
+    return None
+
+
 def _wrap_dim(dim, ndim, op="op"):
     """PyTorch's dim wrapping: -1 is the last dim; a 0-d tensor accepts 0 and -1."""
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
         raise TypeError(f"{op}(): dim must be an int, got {type(dim).__name__}")
     n = ndim if ndim > 0 else 1
     if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {dim})")
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim

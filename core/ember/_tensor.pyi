@@ -54,8 +54,7 @@ class Tensor:
     def __mul__(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def __ne__(self, other): ...  # ember.ops.elementwise.operators
     def __neg__(self): ...  # ember.ops.elementwise.operators
-    @staticmethod
-    def __new__(cls, *args, **kwargs): ...  # ember._tensor
+    def __new__(self, *args, **kwargs): ...  # ember._legacy_tensors
     def __or__(self, other): ...  # ember.ops.elementwise.operators
     def __pos__(self): ...  # ember.ops.elementwise.operators
     def __pow__(self, other): ...  # ember.ops.elementwise.operators
@@ -114,9 +113,11 @@ class Tensor:
     def addmv(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def all(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+    def allclose(self, other, rtol=..., atol=..., equal_nan=...): ...  # ember.ops.elementwise.closeness
     def amax(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def amin(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def aminmax(self, *, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+    def angle(self, *, out=...): ...  # ember.ops.elementwise.complex_numbers
     def any(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def arccos(self, *, out=...): ...  # ember.ops.elementwise.unary
     def arccos_(self): ...  # ember.ops.elementwise.unary
@@ -214,6 +215,7 @@ class Tensor:
     def detach(self): ...  # ember.autograd.tensor_api
     def detach_(self): ...  # ember.autograd.tensor_api
     device: Any
+    def diag(self, diagonal=..., *, out=...): ...  # ember.ops.shape
     def diagonal(self, offset=..., dim1=..., dim2=...): ...  # ember.ops.views.slicing
     def digamma(self, *, out=...): ...  # ember.ops.elementwise.unary
     def digamma_(self): ...  # ember.ops.elementwise.unary
@@ -228,6 +230,7 @@ class Tensor:
     def element_size(self): ...  # ember._tensor
     def eq(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def eq_(self, other): ...  # ember.ops.elementwise.binary
+    def equal(self, other): ...  # ember.ops.elementwise.closeness
     def erf(self, *, out=...): ...  # ember.ops.elementwise.unary
     def erf_(self): ...  # ember.ops.elementwise.unary
     def erfc(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -247,7 +250,7 @@ class Tensor:
     def fix(self, *, out=...): ...  # ember.ops.elementwise.unary
     def fix_(self): ...  # ember.ops.elementwise.unary
     def flatten(self, start_dim=..., end_dim=...): ...  # ember.ops.views.reshaping
-    def flip(self, *dims): ...  # ember.ops.shape
+    def flip(self, *dims_args, dims=...): ...  # ember.ops.shape
     def fliplr(self): ...  # ember.ops.shape
     def flipud(self): ...  # ember.ops.shape
     def float(self, memory_format=...): ...  # ember.ops.conversion
@@ -294,6 +297,7 @@ class Tensor:
     def index_select(self, dim, index, *, out=...): ...  # ember.ops.indexing.gather_scatter
     def int(self, memory_format=...): ...  # ember.ops.conversion
     def inverse(self, *, out=...): ...  # ember.ops.linalg.legacy
+    def ipu(self, device=..., non_blocking=...): ...  # ember.ops.conversion
     def is_complex(self): ...  # ember._tensor
     def is_conj(self): ...  # ember.ops.elementwise.unary
     def is_contiguous(self, memory_format=...): ...  # ember._tensor
@@ -301,17 +305,35 @@ class Tensor:
     def is_cpu(self) -> Any: ...
     def is_floating_point(self): ...  # ember._tensor
     @property
+    def is_ipu(self) -> Any: ...
+    @property
     def is_leaf(self) -> Any: ...
     @property
+    def is_maia(self) -> Any: ...
+    @property
     def is_meta(self) -> Any: ...
+    @property
+    def is_mkldnn(self) -> Any: ...
+    @property
+    def is_mps(self) -> Any: ...
+    @property
+    def is_mtia(self) -> Any: ...
     def is_neg(self): ...  # ember.ops.elementwise.unary
     def is_pinned(self, device=...): ...  # ember._tensor
     def is_signed(self): ...  # ember._tensor
+    @property
+    def is_vulkan(self) -> Any: ...
+    @property
+    def is_xla(self) -> Any: ...
+    @property
+    def is_xpu(self) -> Any: ...
+    def isclose(self, other, rtol=..., atol=..., equal_nan=...): ...  # ember.ops.elementwise.closeness
     def isfinite(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isinf(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isnan(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isneginf(self, *, out=...): ...  # ember.ops.elementwise.unary
     def isposinf(self, *, out=...): ...  # ember.ops.elementwise.unary
+    def istft(self, n_fft, hop_length=..., win_length=..., window=..., center=..., normalized=..., onesided=..., length=..., return_complex=...): ...  # ember.fft._stft
     def item(self): ...  # ember._tensor
     @property
     def itemsize(self) -> Any: ...
@@ -334,6 +356,8 @@ class Tensor:
     def log_(self): ...  # ember.ops.elementwise.unary
     def log_softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def logaddexp(self, other, *, out=...): ...  # ember.ops.elementwise.binary
+    def logaddexp2(self, other, *, out=...): ...  # ember.ops.elementwise.binary
+    def logaddexp2_(self, other): ...  # ember.ops.elementwise.binary
     def logaddexp_(self, other): ...  # ember.ops.elementwise.binary
     def logdet(self): ...  # ember.ops.linalg.legacy
     def logical_and(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -375,6 +399,7 @@ class Tensor:
     def moveaxis(self, source, destination): ...  # ember.ops.views.reshaping
     def movedim(self, source, destination): ...  # ember.ops.views.reshaping
     def msort(self): ...  # ember.ops.sorting
+    def mtia(self, device=..., non_blocking=...): ...  # ember.ops.conversion
     def mul(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def mul_(self, other): ...  # ember.ops.elementwise.binary
     def multinomial(self, num_samples, replacement=..., *, generator=...): ...  # ember.ops.random
@@ -401,6 +426,7 @@ class Tensor:
     def negative(self, *, out=...): ...  # ember.ops.elementwise.unary
     def negative_(self): ...  # ember.ops.elementwise.unary
     def nelement(self): ...  # ember._tensor
+    def new(self, *args, **kwargs): ...  # ember._legacy_tensors
     def new_empty(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_full(self, size, fill_value, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_ones(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
@@ -462,6 +488,7 @@ class Tensor:
     def scatter_add(self, dim, index, src): ...  # ember.ops.indexing.gather_scatter
     def scatter_add_(self, dim, index, src): ...  # ember.ops.indexing.gather_scatter
     def select(self, dim, index): ...  # ember.ops.views.slicing
+    def sgn(self, *, out=...): ...  # ember.ops.elementwise.complex_numbers
     @property
     def shape(self) -> Any: ...
     def short(self, memory_format=...): ...  # ember.ops.conversion
@@ -491,6 +518,7 @@ class Tensor:
     def square_(self): ...  # ember.ops.elementwise.unary
     def squeeze(self, dim=...): ...  # ember.ops.views.reshaping
     def std(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
+    def stft(self, n_fft, hop_length=..., win_length=..., window=..., center=..., pad_mode=..., normalized=..., onesided=..., return_complex=...): ...  # ember.fft._stft
     def storage_offset(self): ...  # ember._tensor
     def stride(self, dim=...): ...  # ember._tensor
     def sub(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
@@ -522,7 +550,7 @@ class Tensor:
     def true_divide_(self, other, *, rounding_mode=...): ...  # ember.ops.elementwise.binary
     def trunc(self, *, out=...): ...  # ember.ops.elementwise.unary
     def trunc_(self): ...  # ember.ops.elementwise.unary
-    def type(self, dtype=..., non_blocking=...): ...  # ember.ops.conversion
+    def type(self, dtype=..., non_blocking=..., **kwargs): ...  # ember.ops.conversion
     def type_as(self, other): ...  # ember.ops.conversion
     def unbind(self, dim=...): ...  # ember.ops.views.slicing
     def unflatten(self, dim, sizes): ...  # ember.ops.views.reshaping
@@ -538,4 +566,5 @@ class Tensor:
     def where(self, condition, other): ...  # ember.ops.elementwise.selection
     def xlogy(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def xlogy_(self, other): ...  # ember.ops.elementwise.binary
+    def xpu(self, device=..., non_blocking=...): ...  # ember.ops.conversion
     def zero_(self): ...  # ember.ops.random

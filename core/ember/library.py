@@ -115,6 +115,16 @@ class Library:
         return fn
 
 
+class _VmapInfo:
+    """What a registered vmap rule learns about the vmap it runs under."""
+
+    __slots__ = ("batch_size", "randomness")
+
+    def __init__(self, batch_size, randomness):
+        self.batch_size = batch_size
+        self.randomness = randomness
+
+
 class CustomOp:
     """What ``custom_op`` returns: call it like a function; register more behaviour on it."""
 
@@ -138,6 +148,20 @@ class CustomOp:
 
     def register_autograd(self, backward, *, setup_context=None):
         self._op.derivative = CustomDerivative(backward, setup_context)
+
+    def register_vmap(self, func=None):
+        """The op's rule under ``ember.func.vmap`` (``torch.library.register_vmap``):
+        ``func(info, in_dims, *args) -> (output, out_dims)``, where ``info.batch_size`` and
+        ``info.randomness`` describe the vmap and ``in_dims`` has the batch dim of each argument
+        (None if not batched). Without one the op runs once per example (the fallback)."""
+        def add(f):
+            def rule(args, bdims):
+                from .func._levels import rule_layer
+                layer = rule_layer()
+                return f(_VmapInfo(layer.batch_size, layer.randomness), tuple(bdims), *args)
+            self._op.def_batch_rule(rule)
+            return f
+        return add if func is None else add(func)
 
     @property
     def op(self):

@@ -12,9 +12,12 @@ import numpy as np
 from ember.kit import ArrayBackend, register_array_kernels
 from ember.runtime import hookimpl
 
+from .host_memory import keep_freed_memory
+
 
 class _LazyModule:
-    """scipy.special, imported on first use (it costs ~0.1 s; most programs never need it)."""
+    """scipy.special or scipy.fft, imported on first use (it costs ~0.1 s; most programs
+    never need it)."""
 
     def __init__(self, name):
         self._name = name
@@ -30,9 +33,11 @@ class CPUBackend(ArrayBackend):
     name = "cpu"
     xp = np
     special = _LazyModule("scipy.special")
+    fft_module = _LazyModule("scipy.fft")  # pocketfft, multi-threaded through ``workers``
 
     def __init__(self):
         super().__init__()
+        keep_freed_memory()
         register_array_kernels(self)
 
     def device_count(self) -> int:

@@ -17,18 +17,34 @@ from .device import Devices
 from .streams import Event, Stream
 
 
+# kernels that compute on complex64/complex128 natively: arithmetic, abs, conj, comparisons,
+# data movement, sums and the FFTs (angle, sgn, complex, polar and the part views are
+# composites of these); other ops take complex inputs through the CPU fallback
+COMPLEX_KERNELS = frozenset({
+    "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "neg_", "positive",
+    "abs", "conj_physical", "conj_physical_", "square", "square_", "reciprocal", "reciprocal_",
+    "exp", "exp_", "log", "log_", "sqrt", "sqrt_", "isnan", "isinf", "isfinite", "eq", "ne",
+    "where", "_to_copy", "copy_", "full", "fill_", "cat", "flip", "roll", "tile", "sum", "mean",
+    "_fft_c2c", "_fft_r2c", "_fft_c2r",
+})
+
+
 class OpenCLBackend(Backend):
     name = "opencl"
     # reductions, linalg, indexing, sorting and random run on the CPU until they have kernels
     cpu_fallback = True
     Stream = Stream
     Event = Event  # Backend.__init__ binds a subclass to this backend: ember.opencl.Event()
+    # bfloat16: stored as 16 bits, computed through float32 (no OpenCL device has the type)
+    storage_dtypes = cltypes.STORAGE_DTYPES
+    storage_native_ops = frozenset({"_to_copy", "copy_"})
 
     def __init__(self):
         super().__init__()
         self._devices = Devices(self)
         self._tls = threading.local()
         self._dtypes = None
+        self._real_dtypes = None
         self._new_tensor = tensor_constructor()  # every kernel output is made here: no checks
         from . import ops_copy, ops_elementwise, ops_factories, ops_linalg, ops_reduction
         for mod in (ops_copy, ops_elementwise, ops_factories, ops_reduction, ops_linalg):
@@ -43,6 +59,10 @@ class OpenCLBackend(Backend):
         from . import ops_special; ops_special.register(self)  # noqa: E702
         from . import ops_linalg_decomp; ops_linalg_decomp.register(self)  # noqa: E702
         from . import ops_sampling; ops_sampling.register(self)  # noqa: E702
+        from . import ops_attention; ops_attention.register(self)  # noqa: E702
+        from . import ops_rnn; ops_rnn.register(self)  # noqa: E702
+        from . import ops_fft; ops_fft.register(self)  # noqa: E702
+        self._fft_plan_caches = {}
 
     # -- availability, devices, capabilities ----------------------------------------------------
     def is_available(self) -> bool:
@@ -83,11 +103,22 @@ class OpenCLBackend(Backend):
             self._dtypes = common
         return self._dtypes
 
+    def kernel_dtypes(self, op_name):
+        """Every dtype for the kernels written for complex values too (``COMPLEX_KERNELS``);
+        the real dtypes for the rest, whose complex inputs run through the CPU fallback."""
+        if op_name in COMPLEX_KERNELS:
+            return self.dtypes
+        if self._real_dtypes is None:
+            self._real_dtypes = frozenset(d for d in self.dtypes if d.category != D.COMPLEX)
+        return self._real_dtypes
+
     def _check_dtype(self, dtype, device, op):
         if dtype not in self.dtypes:
             supported = ", ".join(x.name for x in D.all_dtypes if x in self.dtypes)
+            hint = ("; float64 and complex128 need the cl_khr_fp64 extension, which this "
+                    "device lacks" if dtype in (D.float64, D.complex128) else "")
             raise TypeError(f"{op}: dtype {dtype} is not supported on device '{device}' "
-                            f"(backend '{self.name}' supports {supported})")
+                            f"(backend '{self.name}' supports {supported}{hint})")
 
     # -- the hot path helpers used by every kernel ----------------------------------------------
     def _sq(self, device):
@@ -134,6 +165,31 @@ class OpenCLBackend(Backend):
         if device.index is None:
             return ember.device(self.name, self.current_device())
         return device
+
+    # -- profiling --------------------------------------------------------------------------------
+    def start_kernel_timing(self, owner):
+        """Time every command queued from now on (``ember.profiler``'s device activity);
+        ``owner()`` names the op that queues it."""
+        from . import timing
+        timing.start(self, owner)
+
+    def stop_kernel_timing(self) -> list:
+        from . import timing
+        return timing.stop(self)
+    # -- FFT plans ------------------------------------------------------------------------------
+    def fft_plan_cache(self, index=None):
+        """Device ``index``'s FFT plan cache (``size``, ``max_size``, ``clear()``: PyTorch's
+        ``cufft_plan_cache``); the current device when None."""
+        from .fft_plans import PlanCache
+        if index is None:
+            index = self.current_device()
+        if not 0 <= index < self.device_count():
+            raise RuntimeError(f"opencl: invalid device index {index} for the FFT plan cache "
+                               f"({self.device_count()} device(s))")
+        cache = self._fft_plan_caches.get(index)
+        if cache is None:
+            cache = self._fft_plan_caches.setdefault(index, PlanCache())
+        return cache
 
     # -- memory -----------------------------------------------------------------------------------
     def allocator(self, index: int):

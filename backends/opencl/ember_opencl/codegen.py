@@ -15,6 +15,7 @@ are cached per layout (shapes, strides, offsets) as well.
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,9 +27,7 @@ from . import cltypes
 _MAX_META = 4096
 UNIT = -1              # the "rank" of a layout whose operands are all contiguous and 1-D       # cached layouts per device before the cache is dropped and refilled
 ERR_ZERO_DIV = 1
-ERR_NEG_POW = 2
-ERRORS = {ERR_ZERO_DIV: "ZeroDivisionError",
-          ERR_NEG_POW: "Integers to negative integer powers are not allowed."}
+ERRORS = {ERR_ZERO_DIV: "ZeroDivisionError"}
 
 
 class Body:
@@ -38,10 +37,12 @@ class Body:
     writes no output: it only inspects its inputs (and may set ``*ERR``).
 
     ``kinds`` are the compute-dtype categories the code is valid for ("f"loat, "i"nt,
-    "b"ool). Bodies put in one ``group`` are compiled together: the first time one of them is
-    needed for a signature (dtypes, operand kinds, rank), its siblings valid for that compute
-    dtype are built in the same program, which costs about as much as building one (compiler
-    start-up dominates) and spares a build each when the program uses them later."""
+    "b"ool, "c"omplex: code for complex ``CT`` reads ``ctx.is_complex`` and uses the helpers of
+    ``COMPLEX_PRELUDE``). Bodies put in one ``group`` are compiled together: the first time
+    one of them is needed for a signature (dtypes, operand kinds, rank), its siblings valid
+    for that compute dtype are built in the same program, which costs about as much as
+    building one (compiler start-up dominates) and spares a build each when the program uses
+    them later."""
 
     __slots__ = ("name", "code", "prelude", "store", "kinds", "group", "any_output")
 
@@ -56,7 +57,23 @@ class Body:
         self.any_output = any_output
 
     def accepts(self, ct) -> bool:
-        return "bif"[ct.category] in self.kinds if ct.category < 3 else False
+        return _KIND_LETTER.get(ct.category, "") in self.kinds
+
+
+_KIND_LETTER = {D.BOOL: "b", D.INTEGRAL: "i", D.FLOATING: "f", D.COMPLEX: "c"}
+
+
+class KernelKey(NamedTuple):
+    """What a compiled elementwise kernel is specialised for (its cache key)."""
+    body: str            # the Body's name
+    out_dtype: object    # the output tensor's dtype
+    operands: tuple      # per input: its dtype, or None for a Python scalar
+    loads: tuple         # per input: the dtype it is converted to when read (x{j})
+    compute: object      # CT: the dtype the body computes in
+    result: object       # the dtype of r (converted to out_dtype when stored)
+    params: tuple        # dtypes of the extra arguments p{k}
+    rank: int            # collapsed rank, or UNIT for unit-stride contiguous operands
+    check: bool          # the body may flag a device-side error
 
 
 def group(*bodies):
@@ -78,6 +95,7 @@ class Ctx:
         self.wide = wide
         self.w = cltypes.CTYPE[wide]
         self.is_float = ct.category == D.FLOATING
+        self.is_complex = ct.category == D.COMPLEX
         self.is_bool = ct is D.bool_
         self.is_int = ct.category == D.INTEGRAL
         self.signed = ct.is_signed
@@ -141,18 +159,50 @@ def _ctx(state, ct):
     return Ctx(ct, D.float64 if state.fp64 else ct if ct.category == D.FLOATING else D.float32)
 
 
+# complex arithmetic on CT = float2/double2 (x: real part, y: imaginary part), RT its real type;
+# numpy's algorithms (Smith's division, hypot for |z|) so results match the CPU backend
+COMPLEX_PRELUDE = """
+CT c_mul(CT a, CT b) { return (CT)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+CT c_div(CT a, CT b) {
+  RT ar = fabs(b.x), ai = fabs(b.y);
+  if (ar >= ai) {
+    if (ar == 0 && ai == 0) return (CT)(a.x / ar, a.y / ar);
+    RT rat = b.y / b.x, scl = (RT)1 / (b.x + b.y * rat);
+    return (CT)((a.x + a.y * rat) * scl, (a.y - a.x * rat) * scl);
+  }
+  RT rat = b.x / b.y, scl = (RT)1 / (b.y + b.x * rat);
+  return (CT)((a.x * rat + a.y) * scl, (a.y * rat - a.x) * scl);
+}
+RT c_abs(CT a) { return hypot(a.x, a.y); }
+CT c_exp(CT a) {
+  if (a.y == 0) return (CT)(exp(a.x), a.y);
+  RT e = exp(a.x); return (CT)(e * cos(a.y), e * sin(a.y));
+}
+CT c_log(CT a) { return (CT)(log(hypot(a.x, a.y)), atan2(a.y, a.x)); }
+CT c_sqrt(CT a) {
+  if (a.x == 0 && a.y == 0) return (CT)((RT)0, a.y);
+  if (isinf(a.y)) return (CT)((RT)INFINITY, a.y);
+  RT t = sqrt((fabs(a.x) + hypot(a.x, a.y)) * (RT)0.5);
+  if (a.x >= 0) return (CT)(t, a.y / (2 * t));
+  return (CT)(fabs(a.y) / (2 * t), copysign(t, a.y));
+}
+"""
+
+
 def header(state, key) -> list:
-    ct, check = key[4], key[8]
-    ctx = _ctx(state, ct)
+    ctx = _ctx(state, key.compute)
     # no fused a*b+c: numpy rounds every operation, and so must we to match it
-    return ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
-            f"typedef {ctx.c} CT;", f"typedef {ctx.w} W;",
-            "#define ERR err" if check else "#define ERR ((__global int*)0)"]
+    lines = ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
+             f"typedef {ctx.c} CT;", f"typedef {ctx.w} W;",
+             "#define ERR err" if key.check else "#define ERR ((__global int*)0)"]
+    if ctx.is_complex:
+        lines += [f"typedef {cltypes.CTYPE[key.compute.to_real()]} RT;", COMPLEX_PRELUDE]
+    return lines
 
 
 def kernel_source(state, key, body, kname="ew") -> str:
     """The kernel ``kname`` for ``key`` (see ``run``); needs ``header`` and the prelude."""
-    name, odt, desc, loads, ct, rt, pdts, rank, check = key
+    _, odt, desc, loads, ct, rt, pdts, rank, check = key
     ctx = _ctx(state, ct)
     tensors = [j for j, d in enumerate(desc) if d is not None]
     scalars = [j for j, d in enumerate(desc) if d is None]
@@ -204,7 +254,7 @@ def source(state, jobs) -> str:
     """One program with a kernel ``k{i}`` per (key, body) job; the keys differ at most in the
     body name and the output dtype, so they share the header."""
     key0 = jobs[0][0]
-    ctx = _ctx(state, key0[4])
+    ctx = _ctx(state, key0.compute)
     lines = header(state, key0)
     preludes = []
     for _, b in jobs:
@@ -239,16 +289,21 @@ def _compile(state, src):
 
 def _build(state, key, body):
     import pyopencl as cl
-    ct = key[4]
+    ct = key.compute
+    if not body.accepts(ct):  # e.g. a real-only body asked to compute in complex
+        raise TypeError(f"opencl: the '{body.name}' kernel does not compute in {ct}")
     jobs = [(key, body)]
-    for b in body.group:
-        k = (b.name,) + key[1:]
+    # complex bodies whose result is real or bool (abs, isnan) are built alone: their siblings
+    # would assign a complex value to a real r
+    siblings = body.group if ct.category != D.COMPLEX or key.result is ct else ()
+    for b in siblings:
+        k = key._replace(body=b.name)
         if b is not body and b.accepts(ct) and k not in state.kernels:
             jobs.append((k, b))
     if body.any_output:
         for d in sorted(state.dtypes, key=lambda d: d.name):
-            k = key[:1] + (d,) + key[2:]
-            if d is not key[1] and k not in state.kernels:
+            k = key._replace(out_dtype=d)
+            if d is not key.out_dtype and k not in state.kernels:
                 jobs.append((k, body))
     prg = err = None
     for attempt in ([jobs, jobs[:1]] if len(jobs) > 1 else [jobs]):
@@ -256,12 +311,13 @@ def _build(state, key, body):
             prg = _compile(state, source(state, attempt))
             jobs = attempt
             break
-        except cl.RuntimeError as e:  # a sibling invalid here must not cost the op its kernel
+        except (cl.RuntimeError, RuntimeError) as e:  # a sibling invalid here must not cost
+            # the op its kernel
             err = e
     if prg is None:
-        raise RuntimeError(f"opencl: building the kernel for '{key[0]}' failed:\n{err}\n"
+        raise RuntimeError(f"opencl: building the kernel for '{key.body}' failed:\n{err}\n"
                            f"--- source ---\n{source(state, jobs[:1])}") from None
-    _, _, desc, loads, _, _, pdts, _, check = key
+    desc, loads, pdts, check = key.operands, key.loads, key.params, key.check
     ntens = 1 + sum(d is not None for d in desc)
     arg_types = [None] * ntens + [None, np.int64]
     arg_types += [cltypes.np_type(d) for d in pdts]
@@ -318,8 +374,8 @@ def run(state, queue, body, out, inputs=(), loads=(), ct=None, rt=None, params=(
     rank, mbuf = ent
     ct = ct if ct is not None else out.dtype
     rt = rt if rt is not None else ct
-    key = (body.name, out.dtype, tuple(desc), tuple(loads), ct, rt,
-           tuple([d for _, d in params]), rank, check)
+    key = KernelKey(body.name, out.dtype, tuple(desc), tuple(loads), ct, rt,
+                    tuple([d for _, d in params]), rank, check)
     knl = state.kernels.get(key)
     if knl is None:
         knl = _build(state, key, body)

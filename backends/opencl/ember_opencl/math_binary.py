@@ -1,13 +1,14 @@
 """C bodies of the binary ops (see ``codegen.Body``): ``r`` from ``x0`` and ``x1``.
 
-Integer division, remainder and power guard their inputs: x86 traps on ``n / 0`` and on
+Integer division and remainder guard their inputs: x86 traps on ``n / 0`` and on
 ``INT_MIN / -1``, which would kill the process (PoCL runs kernels in it). Raising like the CPU
-backend is done before the op by ``ANY_ZERO`` / ``ANY_NEGATIVE``, which set the error flag
-(``ERR``) that the launcher reads back; inside the op's kernel ``ERR`` is null.
+backend is done before the op by ``ANY_ZERO``, which sets the error flag (``ERR``) that the
+launcher reads back; inside the op's kernel ``ERR`` is null. Integer powers with a negative
+exponent tensor give 1, -1 or 0 as PyTorch's do (the op layer refuses a negative scalar one).
 """
 from __future__ import annotations
 
-from .codegen import ERR_NEG_POW, ERR_ZERO_DIV, Body, group
+from .codegen import ERR_ZERO_DIV, Body, group
 
 
 def _maxmin(ctx, ge, nan_first):
@@ -79,7 +80,10 @@ CT ew_cmod(CT a, CT b, __global int* err) { return fmod(a, b); }"""
 def _ipow_prelude(ctx):
     if ctx.is_float:
         return ""
-    neg = f"if (b < 0) {{ if (err) *err = {ERR_NEG_POW}; return 0; }}" if ctx.signed else ""
+    # a negative exponent tensor: 1 for a == 1, +-1 for a == -1 (by parity), else 0, as PyTorch
+    # and the CPU compute it (the op layer refuses negative *scalar* exponents)
+    neg = ("if (b < 0) return a == 1 ? (CT)1 : (a == -1 ? ((b & 1) ? (CT)-1 : (CT)1) : (CT)0);"
+           if ctx.signed else "")
     return f"""
 CT ew_ipow(CT a, CT b, __global int* err) {{
   {neg}
@@ -106,9 +110,18 @@ def _logaddexp(ctx):
             "r = t > 0 ? x0 + log1p(exp(-t)) : (t <= 0 ? x1 + log1p(exp(t)) : t); }")
 
 
+def _logaddexp2(ctx):
+    # numpy's npy_logaddexp2: log2(1 + 2^-|t|) as log1p(...) * log2(e)
+    log2e = "M_LOG2E" if ctx.ct.name == "float64" else "M_LOG2E_F"
+    return (f"if (x0 == x1) r = x0 + (CT)1; else {{ CT t = x0 - x1; "
+            f"r = t > 0 ? x0 + log1p(exp2(-t)) * {log2e} : "
+            f"(t <= 0 ? x1 + log1p(exp2(t)) * {log2e} : t); }}")
+
+
 def _build():
     ops = {
-        "mul": Body("mul", "r = x0 * x1;"),
+        "mul": Body("mul", lambda c: "r = c_mul(x0, x1);" if c.is_complex else "r = x0 * x1;",
+                    kinds="fibc"),
         "maximum": Body("maximum", lambda c: _maxmin(c, ">=", True)),
         "minimum": Body("minimum", lambda c: _maxmin(c, "<=", True)),
         "fmax": Body("fmax", lambda c: _maxmin(c, ">=", False)),
@@ -121,10 +134,13 @@ def _build():
         "atan2": Body("atan2", "r = atan2(x0, x1);"),
         "hypot": Body("hypot", "r = hypot(x0, x1);"),
         "logaddexp": Body("logaddexp", _logaddexp),
+        "logaddexp2": Body("logaddexp2", _logaddexp2),
         "copysign": Body("copysign", "r = copysign(x0, x1);"),
         "xlogy": Body("xlogy", "r = (x0 == 0 && !isnan(x1)) ? (CT)0 : x0 * log(x1);"),
-        "eq": Body("eq", "r = x0 == x1;"),
-        "ne": Body("ne", "r = x0 != x1;"),
+        "eq": Body("eq", lambda c: "r = x0.x == x1.x && x0.y == x1.y;" if c.is_complex else
+                   "r = x0 == x1;", kinds="fibc"),
+        "ne": Body("ne", lambda c: "r = x0.x != x1.x || x0.y != x1.y;" if c.is_complex else
+                   "r = x0 != x1;", kinds="fibc"),
         "lt": Body("lt", "r = x0 < x1;"),
         "le": Body("le", "r = x0 <= x1;"),
         "gt": Body("gt", "r = x0 > x1;"),
@@ -138,7 +154,7 @@ def _build():
         "bitwise_left_shift": Body("bitwise_left_shift", lambda c: _shift(c, True)),
         "bitwise_right_shift": Body("bitwise_right_shift", lambda c: _shift(c, False)),
     }
-    for name in ("atan2", "hypot", "logaddexp", "copysign", "xlogy"):
+    for name in ("atan2", "hypot", "logaddexp", "logaddexp2", "copysign", "xlogy"):
         ops[name].kinds = "f"
     for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         ops[name].kinds = "ib"
@@ -149,27 +165,27 @@ def _build():
 
 BINARY = _build()
 TO_BOOL = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"}
-# integer ops whose divisor (or exponent) is checked first, as the CPU kernel does: the whole
-# tensor, before anything is written
-CHECKED = {"remainder": "zero", "fmod": "zero", "floor_divide": "zero", "pow": "negative"}
+# integer ops whose divisor is checked first, as the CPU kernel does: the whole tensor, before
+# anything is written
+CHECKED = {"remainder", "fmod", "floor_divide"}
 ANY_ZERO = Body("any_zero", f"r = 0; if (x0 == 0) *ERR = {ERR_ZERO_DIV};", store=False)
-ANY_NEGATIVE = Body("any_negative", f"r = 0; if (x0 < 0) *ERR = {ERR_NEG_POW};", store=False)
-group(ANY_ZERO, ANY_NEGATIVE)
 
-ADD = Body("add", "r = x0 + x1;")
-ADD_ALPHA = Body("add_alpha", "r = x0 + x1 * p0;")
-SUB = Body("sub", "r = x0 - x1;")
-SUB_ALPHA = Body("sub_alpha", "r = x0 - x1 * p0;")
+ADD = Body("add", "r = x0 + x1;", kinds="fibc")
+ADD_ALPHA = Body("add_alpha", lambda c: "r = x0 + c_mul(x1, p0);" if c.is_complex else
+                 "r = x0 + x1 * p0;", kinds="fibc")
+SUB = Body("sub", "r = x0 - x1;", kinds="fibc")
+SUB_ALPHA = Body("sub_alpha", lambda c: "r = x0 - c_mul(x1, p0);" if c.is_complex else
+                 "r = x0 - x1 * p0;", kinds="fibc")
 DIV = {
-    None: Body("div", "r = x0 / x1;"),
+    None: Body("div", lambda c: "r = c_div(x0, x1);" if c.is_complex else "r = x0 / x1;"),
     "trunc": Body("div_trunc", "r = ew_tdiv(x0, x1, ERR);", _int_div_prelude),
     "floor": Body("div_floor", "r = ew_fdiv(x0, x1, ERR);", _int_div_prelude),
 }
-DIV[None].kinds = "f"
+DIV[None].kinds = "fc"
 group(*[b for n, b in BINARY.items() if n not in TO_BOOL], ADD, SUB, *DIV.values())
 group(*[b for n, b in BINARY.items() if n in TO_BOOL])
 group(ADD_ALPHA, SUB_ALPHA)
-WHERE = Body("where", "r = x0 ? x1 : x2;")
+WHERE = Body("where", "r = x0 ? x1 : x2;", kinds="fibc")
 
 
 # numpy's maximum then minimum: NaN anywhere gives NaN

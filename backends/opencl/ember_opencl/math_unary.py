@@ -114,6 +114,8 @@ def _deg(ctx, to_rad):
 
 
 def _abs(ctx):
+    if ctx.is_complex:
+        return "r = c_abs(x0);"  # the kernel's result dtype is the real one
     if ctx.is_float:
         return "r = fabs(x0);"
     return "r = x0 < 0 ? -x0 : x0;" if ctx.signed else "r = x0;"
@@ -121,7 +123,8 @@ def _abs(ctx):
 
 def _sign(ctx):
     if ctx.is_float:
-        return "r = x0 > 0 ? (CT)1 : (x0 < 0 ? (CT)-1 : x0);"  # keeps NaN and signed zeros
+        # PyTorch's (x > 0) - (x < 0): NaN and -0.0 give +0
+        return "r = x0 > 0 ? (CT)1 : (x0 < 0 ? (CT)-1 : (CT)0);"
     return "r = x0;" if ctx.is_bool else "r = (x0 > 0) - (x0 < 0);"
 
 
@@ -131,13 +134,21 @@ def _relu(ctx):
     return "r = x0;" if ctx.is_bool else "r = x0 > 0 ? x0 : (CT)0;"
 
 
-def _pred(float_expr, int_expr):
-    return lambda ctx: f"r = {float_expr if ctx.is_float else int_expr};"
+def _pred(float_expr, int_expr, complex_expr=None):
+    def code(ctx):
+        expr = complex_expr if ctx.is_complex else float_expr if ctx.is_float else int_expr
+        return f"r = {expr};"
+    return code
 
 
 PREDICATES = {"isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "logical_not"}
 _FLOAT_ONLY = _BUILTIN + ["erf", "erfc", "lgamma", "erfinv", "digamma", "logit", "rsqrt",
                           "reciprocal", "sigmoid", "silu", "mish", "deg2rad", "rad2deg", "frac"]
+
+
+_COMPLEX = {"exp": "c_exp(x0)", "log": "c_log(x0)", "sqrt": "c_sqrt(x0)",
+            "square": "c_mul(x0, x0)", "reciprocal": "c_div((CT)(1, 0), x0)",
+            "conj_physical": "(CT)(x0.x, -x0.y)"}
 
 
 def _build():
@@ -172,16 +183,25 @@ def _build():
     ops["bitwise_not"] = Body("bitwise_not", lambda ctx: "r = !x0;" if ctx.is_bool else
                               "r = ~x0;")
     # predicates: result dtype bool
-    ops["isnan"] = Body("isnan", _pred("isnan(x0)", "0"))
-    ops["isinf"] = Body("isinf", _pred("isinf(x0)", "0"))
-    ops["isfinite"] = Body("isfinite", _pred("isfinite(x0)", "1"))
+    ops["isnan"] = Body("isnan", _pred("isnan(x0)", "0", "isnan(x0.x) || isnan(x0.y)"))
+    ops["isinf"] = Body("isinf", _pred("isinf(x0)", "0", "isinf(x0.x) || isinf(x0.y)"))
+    ops["isfinite"] = Body("isfinite", _pred("isfinite(x0)", "1",
+                                             "isfinite(x0.x) && isfinite(x0.y)"))
     ops["isposinf"] = Body("isposinf", _pred("isinf(x0) && x0 > 0", "0"))
     ops["isneginf"] = Body("isneginf", _pred("isinf(x0) && x0 < 0", "0"))
     ops["signbit"] = Body("signbit", lambda ctx: "r = signbit(x0);" if ctx.is_float else
                           "r = 0;" if ctx.is_bool else "r = x0 < 0;")
     ops["logical_not"] = Body("logical_not", "r = x0 == 0;")
+    # complex forms (numpy's formulas, helpers from codegen.COMPLEX_PRELUDE)
+    for name, expr in _COMPLEX.items():
+        real_code = ops[name].code
+        ops[name].code = (lambda ctx, e=expr, rc=real_code:
+                          f"r = {e};" if ctx.is_complex else rc(ctx))
     for name in _FLOAT_ONLY:
-        ops[name].kinds = "f"
+        ops[name].kinds = "fc" if name in _COMPLEX else "f"
+    for name in ("neg", "abs", "square", "positive", "conj_physical", "isnan", "isinf",
+                 "isfinite"):
+        ops[name].kinds += "c"
     ops["bitwise_not"].kinds = "ib"
     group(*[b for n, b in ops.items() if n not in PREDICATES])
     group(*[b for n, b in ops.items() if n in PREDICATES])

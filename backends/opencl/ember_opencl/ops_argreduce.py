@@ -10,6 +10,7 @@ every number (the first NaN wins), else the larger (smaller) value, ties to the 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,8 +29,19 @@ def _better(dt, op):
     return f"(isnan(v) ? (!isnan(b) || i < bi) : (!isnan(b) && {plain}))"
 
 
+class ArgReduceKey(NamedTuple):
+    """What a compiled argmax/argmin kernel pair is specialised for (its cache key)."""
+    name: str          # argmax or argmin (both are built together)
+    dtype: object
+    kept_rank: int
+    reduced_rank: int
+    mode: str
+    local_size: int
+    first: bool
+
+
 def source(state, key):
-    dt, kr, rr, mode, ls, first = key[1:]
+    _, dt, kr, rr, mode, ls, first = key
     T = cltypes.CTYPE[dt]
     L = ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
          f"typedef {T} T;"]
@@ -67,7 +79,7 @@ def _kernel(state, key):
         for name in ("argmax", "argmin"):
             k = getattr(prg, name)
             k.set_scalar_arg_dtypes([None] * 5 + [np.int64] * 4)
-            state.kernels[(name,) + key[1:]] = k
+            state.kernels[key._replace(name=name)] = k
         knl = state.kernels[key]
     return knl
 
@@ -107,7 +119,7 @@ def arg_reduce(backend, name, x, dims, keepdim):
 
 
 def _launch(st, q, name, dt, kr, rr, mode, ls, first, vout, iout, x, xi, mbuf, M, R, G, chunk):
-    knl = _kernel(st, (name, dt, kr, rr, mode, ls, first))
+    knl = _kernel(st, ArgReduceKey(name, dt, kr, rr, mode, ls, first))
     if mode == "wg":
         gsize, lsize = (M * G * ls,), (ls,)
     else:

@@ -52,11 +52,11 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
     def make_unary(name, body, pred):
         def kernel(x, compute):
             st, q = sq(x.device)
-            rt = D.bool_ if pred else compute
+            rt = D.bool_ if pred else compute.to_real() if name == "abs" else compute
             out = new(st, x._shape, rt, x.device)
             return run(st, q, body, out, (x,), (compute,), compute, rt)
 
-        def kernel_(x):
+        def kernel_(x, compute):
             st, q = sq(x.device)
             if name in ("floor", "ceil", "trunc") and x.dtype.category in _INT_KINDS:
                 return x
@@ -123,21 +123,17 @@ def register(backend):  # noqa: C901 - one table, read top to bottom
 
     # -- binary ---------------------------------------------------------------------------------
     def check_divisor(name, b, compute):
-        """Raise like the CPU kernel for a zero divisor / negative integer exponent. A tensor
-        ``b`` is scanned on the device, which blocks until the scan is done: that read-back
-        is the one wait an op makes, and only integer division and power make it."""
-        kind = MB.CHECKED.get(name)
-        if kind is None or compute.category != D.INTEGRAL:
+        """Raise like the CPU kernel for a zero integer divisor. A tensor ``b`` is scanned on
+        the device, which blocks until the scan is done: that read-back is the one wait an op
+        makes, and only integer division makes it."""
+        if name not in MB.CHECKED or compute.category != D.INTEGRAL:
             return
         if not isinstance(b, Tensor):
-            if kind == "zero" and b == 0:
+            if b == 0:
                 raise RuntimeError("ZeroDivisionError")
             return
-        if kind == "negative" and not compute.is_signed:
-            return
         st, q = sq(b.device)
-        run(st, q, MB.ANY_ZERO if kind == "zero" else MB.ANY_NEGATIVE, b, (b,), (compute,),
-            compute, compute, check=True)
+        run(st, q, MB.ANY_ZERO, b, (b,), (compute,), compute, compute, check=True)
 
     def make_binary(name, body, to_bool):
         def kernel(a, b, compute):

@@ -15,7 +15,7 @@ from .codegen import Body, run
 
 # each computes in int64 or the widest float and converts on store, so one build serves every
 # output dtype (any_output)
-FULL = Body("full", "r = p0;", any_output=True)
+FULL = Body("full", "r = p0;", kinds="fibc", any_output=True)
 ARANGE_INT = Body("arange_int", "r = p0 + i * p1;", any_output=True)
 ARANGE_FLOAT = Body("arange_float", "r = (CT)i * p1 + p0;", any_output=True)
 # PyTorch's symmetric linspace: both endpoints exact
@@ -28,6 +28,8 @@ EYE = Body("eye", "r = (i / p0) == (i % p0);", any_output=True)
 def _fill(value, dtype, wide):
     """(value, dtype it is passed in): int64 for bool and integer dtypes, the widest float for
     floats; the store converts it exactly as numpy's ``full`` does."""
+    if dtype.category == D.COMPLEX:
+        return complex(value), wide.to_complex()
     if dtype.category == D.FLOATING:
         return float(value.real if isinstance(value, complex) else value), wide
     if isinstance(value, (bool, int)):

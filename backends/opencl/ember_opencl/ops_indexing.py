@@ -195,23 +195,36 @@ def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
     def clone(st, q, x):
         return transfer.copy_into(backend, st, q, new(st, x._shape, x.dtype, x.device), x)
 
-    def take(st, q, out, x, idx, space, code):
+    def take(st, q, out, x, idx, space, code, op):
         n = out.numel()
         if n == 0:
             return out
         buf, _, _ = space.build(st)
         progs.launch(st, q, _kernels(st, x.dtype)["take"], n, out._storage.data,
-                     x._storage.data, idx._storage.data, buf, n, code, deferred.buffer(st))
+                     x._storage.data, idx._storage.data, buf, n, code,
+                     deferred.slot(st, op, x, idx))
         return out
 
-    def put(st, q, dst, src, idx, space, mode, code, alpha=1):
+    def put(st, q, dst, src, idx, space, mode, code, op, alpha=1):
         buf, npar, nser = space.build(st)
         if npar * nser == 0:
             return dst
         progs.launch(st, q, _kernels(st, dst.dtype)["put"], npar, dst._storage.data,
                      src._storage.data, idx._storage.data, buf, npar, nser, mode,
-                     cltypes.pack_scalar(alpha, dst.dtype), code, deferred.buffer(st))
+                     cltypes.pack_scalar(alpha, dst.dtype), code,
+                     deferred.slot(st, op, dst, idx, src))
         return dst
+
+    def no_room(x, dims, index, code, op):
+        """Indices into a dim of size 0 are out of bounds whatever their values: raise now,
+        on the host, rather than after a kernel has run."""
+        if index is None or index.numel() == 0:
+            return
+        for d in dims:
+            if (x._shape[d] if x.ndim else 1) == 0:
+                exc, text = deferred.MESSAGES[code]
+                first = int(index.reshape(-1)[0].item())
+                raise exc(f"{op}: " + text.format(v=first, d=d, s=0))
 
     # -- advanced indexing ----------------------------------------------------------------------
     def advanced(st, q, x, indices, y=None, serial=False):
@@ -256,20 +269,26 @@ def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
         return space, idx, tuple(shape)
 
     def index(x, indices):
+        for d, t in enumerate(indices):
+            no_room(x, (d,), t, deferred.BOUNDS_INDEX, "index")
         st, q = sq(x.device)
         space, idx, shape = advanced(st, q, x, indices)
         out = new(st, shape, x.dtype, x.device)
-        return take(st, q, out, x, idx, space, deferred.BOUNDS_INDEX)
+        return take(st, q, out, x, idx, space, deferred.BOUNDS_INDEX, "index")
 
     def index_put_(x, indices, values, accumulate):
+        for d, t in enumerate(indices):
+            no_room(x, (d,), t, deferred.BOUNDS_INDEX, "index_put_")
         st, q = sq(x.device)
         if values._storage is x._storage:
             values = clone(st, q, values)  # the right-hand side is read before any write
         space, idx, _ = advanced(st, q, x, indices, values, serial=accumulate)
-        return put(st, q, x, values, idx, space, 1 if accumulate else 0, deferred.BOUNDS_INDEX)
+        return put(st, q, x, values, idx, space, 1 if accumulate else 0, deferred.BOUNDS_INDEX,
+                   "index_put_")
 
     # -- along one dim --------------------------------------------------------------------------
     def gather(x, dim, index):
+        no_room(x, (dim,), index, deferred.BOUNDS_RUNTIME, "gather")
         st, q = sq(x.device)
         index = long_index(st, q, index)
         out = new(st, index._shape, x.dtype, x.device)
@@ -283,16 +302,17 @@ def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
             for d, (n, s) in enumerate(zip(index._shape, index._stride)):
                 space.dim(n, 0 if d == dim else x._stride[d], 0, s)
             space.key(x._stride[dim], x._shape[dim], dim)
-        return take(st, q, out, x, index, space, deferred.BOUNDS_RUNTIME)
+        return take(st, q, out, x, index, space, deferred.BOUNDS_RUNTIME, "gather")
 
     def index_select(x, dim, index):
+        no_room(x, (dim,), index, deferred.BOUNDS_SELECT, "index_select")
         st, q = sq(x.device)
         index = long_index(st, q, index)
         if x.ndim == 0:
             space = Space(x._offset, 0, index._offset)
             space.key(0, 1, 0)
             return take(st, q, new(st, (), x.dtype, x.device), x, index, space,
-                        deferred.BOUNDS_SELECT)
+                        deferred.BOUNDS_SELECT, "index_select")
         n = index._shape[0]
         shape = x._shape[:dim] + (n,) + x._shape[dim + 1:]
         space = Space(x._offset, 0, index._offset)
@@ -303,9 +323,11 @@ def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
                 space.dim(size, x._stride[d])
         space.key(x._stride[dim], x._shape[dim], dim)
         return take(st, q, new(st, shape, x.dtype, x.device), x, index, space,
-                    deferred.BOUNDS_SELECT)
+                    deferred.BOUNDS_SELECT, "index_select")
 
     def scatter(x, dim, index, src, reduce):
+        no_room(x, (dim,), index, deferred.BOUNDS_RUNTIME,
+                {None: "scatter", "add": "scatter_add"}.get(reduce, "scatter"))
         st, q = sq(x.device)
         index = long_index(st, q, index)
         out = clone(st, q, x)
@@ -325,9 +347,11 @@ def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
                 ys = src._stride[d] if src.ndim else 0
                 space.dim(n, 0 if d == dim else out._stride[d], ys, s, serial and d == dim)
             space.key(out._stride[dim], out._shape[dim], dim)
-        return put(st, q, out, src, index, space, mode, deferred.BOUNDS_RUNTIME)
+        return put(st, q, out, src, index, space, mode, deferred.BOUNDS_RUNTIME,
+                   {None: "scatter", "add": "scatter_add"}.get(reduce, f"scatter(reduce={reduce!r})"))
 
     def index_add(x, dim, index, source, alpha):
+        no_room(x, (dim,), index, deferred.BOUNDS_RUNTIME, "index_add")
         st, q = sq(x.device)
         index = long_index(st, q, index)
         out = clone(st, q, x)
@@ -340,7 +364,8 @@ def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
             else:
                 space.dim(oshape[d], ostride[d], sstride[d])
         space.key(ostride[dim], oshape[dim], dim)
-        return put(st, q, out, source, index, space, 1, deferred.BOUNDS_RUNTIME, alpha)
+        return put(st, q, out, source, index, space, 1, deferred.BOUNDS_RUNTIME, "index_add",
+                   alpha)
 
     # -- masks ----------------------------------------------------------------------------------
     def masked_fill(x, mask, value):

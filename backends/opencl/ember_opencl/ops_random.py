@@ -195,7 +195,7 @@ def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
                    params=((seed, D.int64), (off, D.int64), (high - low, D.int64),
                            (low, D.int64)))
 
-    def check_values(st, q, x, lo, hi, mode, code):
+    def check_values(st, q, x, lo, hi, mode, code, op):
         n = x.numel()
         if n == 0:
             return
@@ -207,7 +207,7 @@ def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
                              ct.np.type, D.int32.np.type, D.int32.np.type, None]})
         rank, mbuf = progs.layout(st, x._shape, [x])
         progs.launch(st, q, kern["check_values"], n, x._storage.data, mbuf, rank, n, lo, hi,
-                     mode, code, deferred.buffer(st))
+                     mode, code, deferred.slot(st, op, x))
 
     # -- new tensors ----------------------------------------------------------------------------
     def rand(size, gen, dtype, device):
@@ -228,7 +228,7 @@ def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
         if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
             return fill(st, q, out, NORMAL, gen, std, mean)
         if isinstance(std, Tensor):
-            check_values(st, q, std, 0.0, 0.0, 0, deferred.NORMAL_STD)
+            check_values(st, q, std, 0.0, 0.0, 0, deferred.NORMAL_STD, "normal")
         n = out.numel()
         if n == 0:
             return out
@@ -267,7 +267,7 @@ def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
             "mn_race": [None, None, None, L, L, L, L, L, None]})
         if k == 0:  # no category: every row sums to 0, known without reading a value
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        rec = deferred.buffer(st)
+        rec = deferred.slot(st, "multinomial", p)
         if replacement:
             cdf = new(st, (rows, k), wide, p.device)
             progs.launch(st, q, kern["mn_cdf"], rows, p._storage.data, cdf._storage.data, rows,
@@ -303,7 +303,7 @@ def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
         st, q = sq(self.device)
         if not isinstance(p, Tensor):
             return fill(st, q, self, BERNOULLI, gen, p, 0.0)
-        check_values(st, q, p, 0.0, 1.0, 1, deferred.BERNOULLI_P)
+        check_values(st, q, p, 0.0, 1.0, 1, deferred.BERNOULLI_P, "bernoulli")
         n = self.numel()
         if n == 0:
             return self

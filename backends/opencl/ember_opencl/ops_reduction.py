@@ -20,6 +20,7 @@ means: its pass over the data subtracts them, so var is two reductions and no te
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -184,17 +185,34 @@ def kernel_source(key):
     return "\n".join(L)
 
 
+class ReductionKey(NamedTuple):
+    """What a compiled reduction kernel is specialised for (its cache key)."""
+    name: str          # the reduction (sum, prod, amax, …)
+    in_dtype: object
+    acc_dtype: object  # the accumulator's dtype
+    out_dtype: object
+    kept_rank: int     # collapsed rank of the kept dims
+    reduced_rank: int  # collapsed rank of the reduced dims
+    mode: str          # the schedule (see ``schedule_head``)
+    local_size: int
+    first: bool        # first pass of a two-pass reduction
+    last: bool         # last pass (applies the final step, e.g. mean's division)
+
+
 def _kernel(state, key):
     knl = state.kernels.get(key)
     if knl is None:
-        family = next(f for f in FAMILIES if key[0] in f)
-        keys = [key] + [(n,) + key[1:] for n in family
-                        if n != key[0] and (n,) + key[1:] not in state.kernels]
-        prg = compile_program(state, source(state, keys), f"the {key[0]} reductions")
+        # complex accumulators (sum, mean) are built alone: the family's other reductions
+        # are written for real values
+        family = (key.name,) if key.acc_dtype.category == D.COMPLEX else \
+            next(f for f in FAMILIES if key.name in f)
+        siblings = (key._replace(name=n) for n in family if n != key.name)
+        keys = [key] + [k for k in siblings if k not in state.kernels]
+        prg = compile_program(state, source(state, keys), f"the {key.name} reductions")
         for k in keys:
-            kk = getattr(prg, f"red_{k[0]}")
+            kk = getattr(prg, f"red_{k.name}")
             kk.set_scalar_arg_dtypes([None, None, None] + [np.int64] * 5
-                                     + [cltypes.np_type(k[2]), None])
+                                     + [cltypes.np_type(k.acc_dtype), None])
             state.kernels[k] = kk
         knl = state.kernels[key]
     return knl
@@ -260,7 +278,7 @@ def reduce(backend, name, x, dims, keepdim, out_dtype, acc_dtype, pf=0, aux=None
 
 def _launch(st, q, name, in_dt, at, out_dt, kr, rr, mode, ls, out, x, mbuf, M, R, G, chunk,
             first, last, count=None, ex=(0, None)):
-    key = (name, in_dt, at, out_dt, kr, rr, mode, ls, first, last)
+    key = ReductionKey(name, in_dt, at, out_dt, kr, rr, mode, ls, first, last)
     knl = _kernel(st, key)
     if mode == "wg":
         gsize, lsize = (M * G * ls,), (ls,)

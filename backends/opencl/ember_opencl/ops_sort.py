@@ -304,7 +304,10 @@ def unique(backend, x, dim):
         moved = x.movedim(dim, 0)
         rest = moved._shape[1:]
         N, W = moved._shape[0], math.prod(rest)
-        flat = moved.reshape(N, W).contiguous()
+        flat = moved.reshape(N, W)
+        flat = flat.contiguous()
+        if flat._offset:   # the row kernels read from element 0 (a contiguous clone starts there)
+            flat = flat.clone()
         values_shape, inv_shape = (lambda U: (U,) + rest), (N,)
     inverse = backend._new(st, inv_shape, D.int64, x.device)
     if N == 0:

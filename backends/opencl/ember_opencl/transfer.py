@@ -14,7 +14,7 @@ from ember.runtime import get_op, registry
 from . import deferred
 from .codegen import Body, run
 
-COPY = Body("copy", "r = x0;", any_output=True)
+COPY = Body("copy", "r = x0;", kinds="fibc", any_output=True)
 _INFLIGHT_MAX = 64
 
 

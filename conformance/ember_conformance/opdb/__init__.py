@@ -89,7 +89,8 @@ def _laid_out(values, layout, device):
 
 
 _FAMILIES = ["elementwise", "special", "views", "conversion", "factories", "reduction", "linalg",
-             "decompositions", "shape", "indexing", "random", "sampling", "nn"]
+             "decompositions", "shape", "indexing", "random", "sampling", "nn", "attention", "rnn",
+             "complex", "fft"]
 
 
 def all_opinfos() -> list:

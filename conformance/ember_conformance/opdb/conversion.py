@@ -22,7 +22,7 @@ OPS = [OpInfo(f"to {target}", lambda x, t=target: x.to(getattr(ember, t)), _samp
               covers=("_to_copy",), differentiable=target in ("float32", "float64"))
        for target in ("float32", "float64", "int64", "int32", "bool", "float16")]
 OPS += [
-    OpInfo("clone", lambda x: x.clone(), _samples, ALL_REAL, covers=("_to_copy",)),
+    OpInfo("clone", lambda x: x.clone(), _samples, ALL_REAL, covers=("clone", "_to_copy")),
     OpInfo("contiguous", lambda x: x.contiguous(), _samples, ALL_REAL, covers=("_to_copy",)),
     OpInfo("copy_", _copy_into, _samples, ALL_REAL, covers=("copy_",), differentiable=False),
 ]

@@ -158,6 +158,18 @@ def _build():
                      ("leaky_relu", lambda x: E.leaky_relu(x, 0.2)), ("elu", E.elu),
                      ("hardtanh", lambda x: E.hardtanh(x, -1.0, 0.5))):
         ops.append(OpInfo(name, fn, act, dtypes=FLOATS, covers=(name.split()[0],)))
+    from ember.ops.elementwise import activation as A
+    for name, fn in (("threshold", lambda x: A.threshold(x, 0.5, -2.0)),
+                     ("hardsigmoid", A.hardsigmoid), ("hardswish", A.hardswish),
+                     ("celu", lambda x: A.celu(x, 1.5)), ("selu", A.selu)):
+        ops.append(OpInfo(name, fn, act, dtypes=FLOATS,
+                          covers=("elu",) if name in ("celu", "selu") else (name,)))
+    for name, fn_ in (("leaky_relu_", lambda x: A.leaky_relu_(x, 0.2)), ("elu_", A.elu_),
+                      ("hardtanh_", lambda x: A.hardtanh_(x, -1.0, 0.5)),
+                      ("threshold_", lambda x: A.threshold_(x, 0.5, -2.0)),
+                      ("hardsigmoid_", A.hardsigmoid_), ("hardswish_", A.hardswish_)):
+        ops.append(OpInfo(name, _inplace(fn_), act, dtypes=FLOATS, covers=(name,),
+                          differentiable=False))
     return ops
 
 

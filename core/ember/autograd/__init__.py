@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import register_functionality as _register
-from . import graph, record, tensor_api
+from . import forward_ad, graph, record, tensor_api
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, \
     set_detect_anomaly
 from .engine import backward, grad
@@ -23,7 +23,9 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck",
-           "GradcheckError", "Node", "graph"]
+           "GradcheckError", "Node", "graph", "forward_ad"]
 
 tensor_api.attach_all()
 _register(_keys.AUTOGRAD, record.make_handler)
+
+from . import profiler  # noqa: E402 - ember.autograd.profiler, as torch.autograd.profiler

@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 import warnings
 
+from .._dtype import FLOATING
+
 _local = threading.local()
 
 
@@ -93,7 +95,7 @@ def checked_apply(node, grads):
         from ..ops.elementwise import unary_api
         isnan = unary_api["isnan"]
         for i, g in enumerate(outs):
-            if g is not None and g.dtype.category >= 2 and bool(isnan(g).any()):
+            if g is not None and g.dtype.category >= FLOATING and bool(isnan(g).any()):
                 _warn_trace(node)
                 raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
                                    f"output (the backward of the forward op "

@@ -14,6 +14,7 @@ import weakref
 import threading
 import warnings
 
+from .._dtype import COMPLEX
 from .._tensor import Tensor
 from ..dispatch import keys as K
 from . import anomaly
@@ -22,6 +23,9 @@ from .grad_mode import _restore, _save, _set_enabled
 
 _AG = K.AUTOGRAD
 _local = threading.local()
+# set by a running profiler: ``node_observer(node)`` is a context manager around each node's
+# backward (the engine's fast path is taken only while it is None)
+node_observer = None
 
 
 class _Run:
@@ -138,6 +142,7 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
     _local.run = run
     _set_enabled(st, create_graph)
     check = anomaly.enabled()
+    observe = node_observer
     pop, push = heapq.heappop, heapq.heappush
     try:
         while ready:
@@ -157,12 +162,12 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
             if buf is None or (buf[0] is None if len(buf) == 1 else
                                all(g is None for g in buf)):
                 outs = ()
-            elif x is None and not check:
+            elif x is None and not check and observe is None:
                 outs = n.apply(buf)
                 if not keep_graph:
                     n.release()
             else:
-                outs = _call(n, buf, keep_graph, check)
+                outs = _call(n, buf, keep_graph, check, observe)
             k = 0
             n_outs = len(outs)
             route = run.route
@@ -294,14 +299,18 @@ def _leaf_hooks(t, g, run):
     return g
 
 
-def _call(n, grads, keep_graph, check):
+def _call(n, grads, keep_graph, check, observe=None):
     x = n._x
     if x is not None and x.pre_hooks:
         for h in list(x.pre_hooks.values()):
             r = h(tuple(grads))
             if r is not None:
                 grads = list(r)
-    outs = anomaly.checked_apply(n, grads) if check else n.apply(grads)
+    if observe is not None:
+        with observe(n):
+            outs = anomaly.checked_apply(n, grads) if check else n.apply(grads)
+    else:
+        outs = anomaly.checked_apply(n, grads) if check else n.apply(grads)
     if not keep_graph:
         n.release()
     if x is not None and x.hooks:
@@ -341,7 +350,7 @@ def _make_grads(outputs, grad_outputs):
         if g._shape != out._shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                f"{g.shape} and output[{i}] has a shape of {out.shape}.")
-        if (g.dtype.category == 3) != (out.dtype.category == 3):
+        if (g.dtype.category == COMPLEX) != (out.dtype.category == COMPLEX):
             raise RuntimeError("For complex Tensors, both grad_output and output are required to "
                                "have the same dtype. Mismatch in dtype: grad_output[" + str(i) +
                                f"] has a dtype of {g.dtype} and output[{i}] has a dtype of "
@@ -411,8 +420,15 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``."""
-    if is_grads_batched:
-        raise NotImplementedError("grad(is_grads_batched=True) needs ember.func.vmap")
+    if is_grads_batched:  # the first dim of each grad_output is a batch: one vmapped backward
+        from ..func import vmap
+        outs = _as_tuple(outputs)
+
+        def one(*gs):
+            return grad(outs, inputs, gs, retain_graph=retain_graph, create_graph=create_graph,
+                        only_inputs=only_inputs, allow_unused=allow_unused,
+                        materialize_grads=materialize_grads)
+        return vmap(one)(*_as_tuple(grad_outputs))
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads="
                          "True, but got: allow_unused=False.")

@@ -41,7 +41,12 @@ class FunctionCtx(Node):
         self._to_save = tensors
 
     def save_for_forward(self, *tensors):
-        raise NotImplementedError("ember has no forward-mode AD yet")
+        """Tensors ``jvp`` reads as ``ctx.saved_tensors`` (forward-mode AD)."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_forward expects all arguments to be tensors; but got "
+                                f"an argument of type {type(t).__name__}")
+        self._fw_to_save = tensors
 
     def mark_dirty(self, *tensors):
         self._dirty = tensors
@@ -57,6 +62,8 @@ class FunctionCtx(Node):
         if self._released:
             from .graph import _FREED
             raise RuntimeError(_FREED)
+        if getattr(self, "_in_jvp", False):
+            return tuple(getattr(self, "_fw_to_save", None) or self._to_save)
         if self._saved is None:  # still inside forward/setup_context
             return tuple(self._to_save)
         return tuple(None if s is None else s.unpack(self) for s in self._saved)
@@ -204,30 +211,74 @@ class Function(metaclass=_FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
-        new_style = cls.setup_context is not Function.setup_context
-        st = K.state
-        recording = st.grad_enabled and any(isinstance(a, Tensor) and a.requires_grad
-                                            for a in args)
-        edges, metas, needs, is_tensor = _edges(args) if recording else ([], [], (), ())
-        ctx = cls._backward_cls(edges)
-        ctx._metas = metas
-        ctx._arg_tensor = is_tensor or tuple(isinstance(a, Tensor) for a in args)
-        ctx.needs_input_grad = needs or (False,) * len(args)
-        saved_mode = _save(st)
-        _set_enabled(st, False)
+        level = _tangent_level(args)
+        if level:
+            return _apply_forward_ad(cls, level, args, kwargs)
+        return _run(cls, args, kwargs)[0]
+
+
+def _run(cls, args, kwargs):
+    """Function.apply's body: (outputs, ctx)."""
+    new_style = cls.setup_context is not Function.setup_context
+    st = K.state
+    recording = st.grad_enabled and any(isinstance(a, Tensor) and a.requires_grad
+                                        for a in args)
+    edges, metas, needs, is_tensor = _edges(args) if recording else ([], [], (), ())
+    ctx = cls._backward_cls(edges)
+    ctx._metas = metas
+    ctx._arg_tensor = is_tensor or tuple(isinstance(a, Tensor) for a in args)
+    ctx.needs_input_grad = needs or (False,) * len(args)
+    saved_mode = _save(st)
+    _set_enabled(st, False)
+    try:
+        if new_style:
+            out = cls.forward(*args, **kwargs)
+            cls.setup_context(ctx, args, out)
+        else:
+            out = cls.forward(ctx, *args, **kwargs)
+    finally:
+        _restore(st, saved_mode)
+    if not recording:
+        return out, ctx
+    return _finish(ctx, args, out), ctx
+
+
+def _tangent_level(args) -> int:
+    """The highest visible forward-AD level among the tensor arguments (0: none)."""
+    if not any(getattr(a, "_fw", None) for a in args if isinstance(a, Tensor)):
+        return 0
+    from ..func import _dual, _levels
+    ceiling = _levels.state.ceiling
+    return max((_dual.visible_level(a, ceiling) for a in args if isinstance(a, Tensor)),
+               default=0)
+
+
+def _apply_forward_ad(cls, level, args, kwargs):
+    """A Function under forward AD: its forward one level down, then its ``jvp`` gives the
+    outputs' tangents (PyTorch's contract: without a ``jvp`` it raises)."""
+    from ..func import _dual, _levels
+    from ..func._forward import attach
+    from ..ops import _grad
+    if cls.jvp is Function.jvp:
+        Function.jvp(None)   # raises PyTorch's "You must implement the jvp function" error
+    with _levels.Ceiling(level - 1):
+        out, ctx = _run(cls, args, kwargs)
+        tangents = [(_dual.tangent_at(a, level) if _dual.tangent_at(a, level) is not None
+                     else _grad.zeros_like(a)) if isinstance(a, Tensor) else None for a in args]
+        ctx._in_jvp = True
         try:
-            if new_style:
-                out = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, out)
-            else:
-                out = cls.forward(ctx, *args, **kwargs)
+            t_out = cls.jvp(ctx, *tangents)
         finally:
-            _restore(st, saved_mode)
-        if not recording:
-            return out
-        return _finish(ctx, args, out)
+            ctx._in_jvp = False
+    attach(out, t_out, level)
+    return out
 
 
 def once_differentiable(fn):

@@ -50,6 +50,10 @@ def differentiable_dtype(d) -> bool:
 
 def alias(t: Tensor) -> Tensor:
     """A new tensor object over the same memory, outside autograd and not marked as a view."""
+    if t.__class__ is not Tensor:
+        wrapper_alias = getattr(type(t), "_alias", None)  # ember.func's BatchedTensor
+        if wrapper_alias is not None:
+            return wrapper_alias(t)
     return Tensor._make(t._storage, t._shape, t._stride, t._offset, t.dtype, t.device, t._native)
 
 
@@ -119,6 +123,10 @@ class SavedTensor:
         if self.output_nr is not None and K.state.grad_enabled:
             out = alias(d)
             attach(out, node, self.output_nr)
+            fw = getattr(d, "_fw", None)  # forward-AD tangents of the saved output
+            if fw:
+                out._fw = fw
+                out._ks |= K.BATCHED
             return out
         return d
 

@@ -2,6 +2,7 @@
 ``view_history.py``)."""
 from __future__ import annotations
 
+from .._dtype import COMPLEX
 from .._tensor import Tensor
 from ..ops._grad import cast, expandable, sum_to, zeros
 from .graph import Node, SavedTensor
@@ -247,7 +248,7 @@ def validate(g, meta, node, k):
                                f"{list(shape)}")
         g = sum_to(g, shape)
     if g.dtype is not dtype:
-        if g.dtype.category == 3 and dtype.category != 3:
+        if g.dtype.category == COMPLEX and dtype.category != COMPLEX:
             g = _real(g)
         g = cast(g, dtype)
     if g.device is not device:

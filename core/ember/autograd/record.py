@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import traceback
 
+from .._dtype import COMPLEX, FLOATING
 from .._tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch import keys as K
@@ -134,7 +135,7 @@ def _formula_handler(op, f):
                     metas.append((x._shape, x.dtype, x.device))
                     needs[i] = True
                     req = True
-                    if x.dtype.category == 3 and not complex_ok:
+                    if x.dtype.category == COMPLEX and not complex_ok:
                         _complex_error(spec)
                     continue
             edges.append(None)
@@ -177,7 +178,7 @@ def collect(spec, args, slots):
                 edges.append(gradient_edge(x))
                 metas.append((x._shape, x.dtype, x.device))
                 any_req = True
-                if x.dtype.category == 3:
+                if x.dtype.category == COMPLEX:
                     cplx = True
             else:
                 edges.append(None)
@@ -213,7 +214,7 @@ def _outputs(spec, node, args, out, diff_out):
     fixed = None
     is_view = f.is_view
     for k, o in enumerate(outs):
-        if diff_out[k] and isinstance(o, Tensor) and o.dtype.category >= 2:
+        if diff_out[k] and isinstance(o, Tensor) and o.dtype.category >= FLOATING:
             if o._ag is not None:  # the op handed back an input or a tensor already in a graph
                 o = alias(o)
                 fixed = fixed or list(outs)
@@ -325,24 +326,19 @@ def check_inplace_target(t, what="an in-place operation"):
 
 
 def _functional_twin(op):
+    """The out-of-place op an in-place op is recorded through: ``op.functional``, else the op
+    named without the trailing underscore; its arguments mirror the in-place op's."""
     twin = op.functional or dispatcher.find_op(op.name[:-1])
     if twin is None or (twin.derivative in (None, NOT_DIFFERENTIABLE) and twin.composite is None):
-        return None, None
-    n_in = len(bind_args(op))
-    n_tw = len(bind_args(twin))
-    if n_tw == n_in + 1:  # unary in-place ops leave out the compute dtype
-        return twin, lambda args: tuple(args) + (args[0].dtype,)
-    if n_tw == n_in:
-        return twin, tuple
-    return None, None
-
-
-def bind_args(op):
-    return op.schema.arguments
+        return None
+    if len(twin.schema.arguments) != len(op.schema.arguments):
+        raise RuntimeError(f"autograd: in-place op {op.schema} does not mirror its functional "
+                           f"twin {twin.schema}")
+    return twin
 
 
 def _inplace_handler(op):
-    twin, adapt = _functional_twin(op)
+    twin = _functional_twin(op)
     # an in-place comparison (eq_) writes values with no derivative: zero gradient
     twin_op = dispatcher.find_op(op.name[:-1])
     nondiff = twin_op is not None and twin_op.derivative is NOT_DIFFERENTIABLE
@@ -361,7 +357,7 @@ def _inplace_handler(op):
                 rebase(target, ZeroGradNode(op.name) if nondiff else
                        NotImplementedNode(edges, op.name, 1))
             return out
-        fargs = list(adapt(args))
+        fargs = list(args)
         # the twin must not save the target itself: its value is about to be overwritten (a
         # composite twin may save anything, so it always gets the copy)
         if twin_spec is None or twin_spec.saves_self(fargs):
@@ -376,8 +372,11 @@ def _inplace_handler(op):
 
 
 def _direct_inplace_handler(op, f):
-    """In-place ops that overwrite their target without reading it (copy_, fill_, uniform_):
-    the formula saves nothing that the op changes, so the node is recorded directly."""
+    """In-place ops with a formula of their own, recorded directly (PyTorch's in-place entries in
+    derivatives.yaml): those that overwrite their target without reading it (copy_, fill_,
+    uniform_), and those whose formula reads the target's value before the write (``self``: a
+    copy is saved, PyTorch's ``original_self``) or after it (``result``: the target itself, as
+    ``leaky_relu_`` and ``elu_`` do, so a later in-place write is caught at backward)."""
     spec = bind(op, f)
     slots = spec.slots
 
@@ -385,13 +384,21 @@ def _direct_inplace_handler(op, f):
         target = args[0]
         check_inplace_target(target)
         em = collect(spec, args, slots)
-        out = run_below(op, args, kwargs)
         if em is None:
-            return out
+            return run_below(op, args, kwargs)
+        rec_args = args
+        if spec.saves_self(args):
+            rec_args = (history_clone(target),) + tuple(args[1:])
+        out = run_below(op, args, kwargs)
         probe = alias(target)
-        record(spec, args, probe, slots, (True,), em)
-        if probe._ag is not None:
-            rebase(target, probe._ag.grad_fn)
+        record(spec, rec_args, probe, slots, (True,), em)
+        node = probe._ag.grad_fn if probe._ag is not None else None
+        if node is not None:
+            if spec.save_result:
+                # every in-place API function bumps the version once the op returns: the saved
+                # result is the target as it will be then
+                node._result = SavedTensor(probe, 0, version=target._storage.version + 1)
+            rebase(target, node)
         return out
 
     return handler

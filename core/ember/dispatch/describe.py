@@ -6,6 +6,7 @@ import functools
 import inspect
 import os
 
+from ..runtime.registry import registry
 from .dispatcher import get_op
 from .facets import NOT_DIFFERENTIABLE, CustomDerivative, Derivative
 
@@ -67,7 +68,6 @@ def _derivative_row(op):
 
 def describe(name: str) -> list:
     """Rows ``(facet, value, defined at)`` describing the op called ``name``."""
-    from ..runtime.registry import registry
     op = get_op(name)
     file, line = op.defined_at or ("", 0)
     rows = [("schema", str(op.schema), f"{_short(file)}:{line}" if file else "")]

@@ -8,12 +8,14 @@ handler, which accepts 0-d CPU tensors as scalars and raises PyTorch's error oth
 """
 from __future__ import annotations
 
-import warnings
-
 import sys
+import warnings
 
 from .. import _dtype
 from .._tensor import Tensor
+from ..runtime.devices import device
+from ..runtime.fallback_warning import CPUFallbackWarning
+from ..runtime.registry import registry
 from . import keys as K
 from .facets import Derivative
 from .schema import Schema
@@ -220,7 +222,6 @@ def _move_scalars(a, target):
 
 
 def _backend_handler(op: Op, dev):
-    from ..runtime.registry import registry
     backend = registry.get(dev.type)
     kernel = backend.kernels.get(op.name)
     if kernel is None and op.composite is not None:
@@ -233,41 +234,109 @@ def _backend_handler(op: Op, dev):
             f"CPU fallback")
     # plug-ins' kernels (and built-ins' in EMBER_CHECK_KERNELS mode) get their outputs checked
     kernel = _checks.checked_kernel(op, backend, dev, kernel)
-    if backend.dtypes != _ALL_DTYPES:
-        return _dtype_checked(op, backend, dev, kernel)
+    dtypes = backend.kernel_dtypes(op.name)
+    if dtypes != _ALL_DTYPES:
+        # dtypes the backend has but this kernel lacks go to the CPU (when it opts in)
+        fallback = _cpu_fallback(op, backend) if (
+            dtypes != backend.dtypes and backend.cpu_fallback and dev.type != "cpu" and
+            _cpu_has(op)) else None
+        return _dtype_checked(op, backend, dev, kernel, dtypes, fallback)
     return kernel
 
 
 _ALL_DTYPES = frozenset(_dtype.all_dtypes)
 
 
+def _arg_dtypes(args, kwargs):
+    for a in _iter_tensors(args):
+        yield a.dtype
+    for x in args:
+        if isinstance(x, _dtype.dtype):
+            yield x
+    for x in kwargs.values():
+        if isinstance(x, _dtype.dtype):
+            yield x
+
+
 def check_dtypes(op_name, backend, dev, args, kwargs):
-    for a in list(_iter_tensors(args)) + [x for x in list(args) + list(kwargs.values())
-                                          if isinstance(x, _dtype.dtype)]:
-        d = a if isinstance(a, _dtype.dtype) else a.dtype
+    for d in _arg_dtypes(args, kwargs):
         if d not in backend.dtypes:
             supported = ", ".join(x.name for x in _dtype.all_dtypes if x in backend.dtypes)
             raise TypeError(f"{op_name}: dtype {d} is not supported on device '{dev}' "
                             f"(backend '{backend.name}' supports {supported})")
 
 
-def _dtype_checked(op, backend, dev, kernel):
+def _dtype_checked(op, backend, dev, kernel, dtypes, fallback):
+    """``kernel`` behind a check of the call's dtypes: one the kernel lacks goes to the CPU
+    fallback (when the backend has the dtype and opts in) or raises naming the op and device;
+    a storage-only dtype (``backend.storage_dtypes``, e.g. bfloat16 on OpenCL) is computed in
+    its compute dtype (``_compute_wide``)."""
+    storage = backend.storage_dtypes
+    if op.name in backend.storage_native_ops:
+        storage = {}
+
     def checked(*args, **kwargs):
-        check_dtypes(op.name, backend, dev, args, kwargs)
+        wide = False
+        for d in _arg_dtypes(args, kwargs):
+            if d not in dtypes:
+                if fallback is not None and all(x in backend.dtypes
+                                                for x in _arg_dtypes(args, kwargs)):
+                    return fallback(*args, **kwargs)
+                check_dtypes(op.name, backend, dev, args, kwargs)
+                raise TypeError(f"{op.name}: backend '{backend.name}' has no kernel for dtype "
+                                f"{d} on device '{dev}'")
+            if d in storage:
+                wide = True
+        if wide:
+            return _compute_wide(op, backend, kernel, storage, args, kwargs)
         return kernel(*args, **kwargs)
     return checked
 
 
+def _compute_wide(op, backend, kernel, storage, args, kwargs):
+    """Run ``kernel`` on storage-only dtypes (``backend.storage_dtypes``): operands converted to
+    the compute dtype, in-place targets written back, results converted to the dtype the op's
+    meta function gives them."""
+    to_copy = backend.kernels.get("_to_copy")
+
+    def up(a):
+        if isinstance(a, Tensor):
+            return to_copy(a, storage[a.dtype]) if a.dtype in storage else a
+        if isinstance(a, _dtype.dtype):
+            return storage.get(a, a)
+        if isinstance(a, (list, tuple)):
+            return type(a)(up(x) for x in a)
+        return a
+
+    wide = tuple(up(a) for a in args)
+    out = kernel(*wide, **{k: up(v) for k, v in kwargs.items()})
+    if op.mutates:
+        copy = backend.kernels.get("copy_")
+        for i in op.mutates:
+            if wide[i] is not args[i]:
+                copy(args[i], wide[i])
+        first = op.mutates[0]
+        return args[first] if out is wide[first] else out
+    specs = _catalog.output_specs(op, *args, **kwargs)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    fixed = [to_copy(o, spec.dtype) if isinstance(o, Tensor) and o.dtype is not spec.dtype
+             else o for o, spec in zip(outs, specs)]
+    if not isinstance(out, (tuple, list)):
+        return fixed[0]
+    return type(out)(fixed) if type(out) in (tuple, list) else type(out)(*fixed)
+
+
+def _cpu_has(op: Op) -> bool:
+    return registry.get("cpu").kernels.get(op.name) is not None
+
+
 def _cpu_fallback(op: Op, backend):
-    from .._device import device
-    from ..runtime.registry import registry
     cpu = device("cpu")
     cpu_kernel = registry.get("cpu").kernels.get(op.name)
     if cpu_kernel is None:
         raise NotImplementedError(f"op '{op.name}' has no kernel for backend '{backend.name}' "
                                   f"and none on the CPU either")
 
-    from ..runtime.fallback_warning import CPUFallbackWarning
 
     def fallback(*args, **kwargs):
         key = (backend.name, op.name)

@@ -21,8 +21,12 @@ Facets (attributes of ``Op``):
                   :class:`CustomDerivative` (``ember.library``'s ``register_autograd``),
                   ``NOT_DIFFERENTIABLE`` (outputs never require grad), or None (a composite
                   decomposes; otherwise a backward through it raises, naming the op).
-``jvp``           forward-mode rule ``jvp(primals, tangents) -> tangent(s)`` (ember.func).
-``batch_rule``    vmap rule ``rule(args, batch_dims) -> (outputs, out_dims)`` (ember.func).
+``jvp``           forward-mode rule ``jvp(ctx, tangents, *args) -> tangent(s)`` (ember.func):
+                  ``tangents`` mirrors the arguments (None where there is none), ``ctx.result``
+                  is the primal output; None means a zero tangent. Helpers: ``ops/_tangents.py``.
+``batch_rule``    vmap rule ``rule(args, batch_dims) -> (outputs, out_dims)`` (ember.func):
+                  batched arguments arrive as physical tensors with their batch dim in
+                  ``batch_dims`` (None: not batched). Helpers: ``ops/_batching.py``.
 ``decomposition`` ``fn(*args)`` in simpler ops, for graph compilers (ember.compile).
 ``functional``    for an in-place op (``add_``), its functional twin (``add``) with the same
                   arguments, through which autograd records it.

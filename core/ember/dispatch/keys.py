@@ -12,12 +12,16 @@ import threading
 
 PYTHON = 1 << 0      # Python modes: profiler, user TorchDispatchMode-like modes
 TRACER = 1 << 1      # ember.compile graph capture
-BATCHED = 1 << 2     # ember.func.vmap
-AUTOGRAD = 1 << 3    # records the graph, then redispatches below itself
+BATCHED = 1 << 2     # ember.func: vmap's BatchedTensors and forward-AD dual tensors
+AUTOCAST = 1 << 3    # ember.autocast: casts arguments per op, above autograd (PyTorch's
+                     # AutocastCPU/CUDA), so the casts are recorded; on in the thread's include
+                     # mask while an autocast region is enabled
+AUTOGRAD = 1 << 4    # records the graph, then redispatches below itself
 FUNCTIONALITY_MASK = (1 << 8) - 1
 FIRST_DEVICE_BIT = 8
 
-NAMES = {PYTHON: "Python", TRACER: "Tracer", BATCHED: "Batched", AUTOGRAD: "Autograd"}
+NAMES = {PYTHON: "Python", TRACER: "Tracer", BATCHED: "Batched", AUTOCAST: "Autocast",
+         AUTOGRAD: "Autograd"}
 
 _device_by_bit: dict = {}
 _next_bit = [FIRST_DEVICE_BIT]

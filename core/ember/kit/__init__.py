@@ -4,16 +4,17 @@
 * ``register_array_kernels(backend)`` — every op of the core's op set, written once against
   ``backend.xp``; the CPU backend is exactly this.
 * one module per op family (``copy``, ``elementwise``, ``factories``, ``reduction``,
-  ``linalg``, ``shape``, ``indexing``, ``sorting``, ``random``, ``special``, ``sampling``): module-level kernels taking the
-  backend first, a ``TABLE`` of them, and ``register(backend)`` binding them (``binding``).
+  ``linalg``, ``shape``, ``indexing``, ``sorting``, ``random``, ``special``, ``sampling``,
+  ``attention``, ``rnn``, ``fft``): module-level kernels taking the backend first, a ``TABLE`` of
+  them, and ``register(backend)`` binding them (``binding``).
 """
-from . import (copy, elementwise, factories, indexing, linalg, random, reduction, sampling,
-               shape, sorting, special)
+from . import (attention, copy, elementwise, factories, fft, indexing, linalg, random, reduction,
+               rnn, sampling, shape, sorting, special)
 from .array_backend import ArrayBackend
 
 # one module per op family; each exposes register(backend)
 KERNEL_MODULES = (copy, elementwise, factories, reduction, linalg, shape, indexing, sorting,
-                  random, special, sampling)
+                  random, special, sampling, attention, rnn, fft)
 
 
 def register_array_kernels(backend) -> None:

@@ -7,12 +7,27 @@ arrays that ``wrap`` turns into tensors without a copy.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..runtime import dtypes
 from ..runtime.backend import Backend
 from ..runtime.storage import Storage
 from ..runtime.tensors import tensor_constructor
+
+
+def allocate(be, make, size, dt, op, *args):
+    """``make(size, *args, dtype=dt)``, with the host out of memory (or past numpy's size limit)
+    reported as PyTorch's CPU allocator reports it, naming the op and the request."""
+    try:
+        return make(size, *args, dtype=dt)
+    except (MemoryError, ValueError) as e:
+        if isinstance(e, ValueError) and "too big" not in str(e) and "exceeded" not in str(e):
+            raise
+        nbytes = math.prod(size) * dt.itemsize
+        raise RuntimeError(f"{op}: not enough memory: you tried to allocate {nbytes} bytes "
+                           f"({list(size)} of dtype {dt.name}) on {be.name}") from None
 
 
 def ieee_caller(xp):
@@ -45,9 +60,13 @@ def ieee_caller(xp):
 
 class ArrayBackend(Backend):
     """A Backend whose memory is arrays of ``xp``; set ``xp`` (and ``special``, a
-    scipy.special-like module, for the kit's special functions) in the subclass."""
+    scipy.special-like module, for the kit's special functions, and ``fft_module``, a
+    scipy.fft-like module, for its FFTs) in the subclass."""
 
     xp = np
+    fft_module = None
+    #: whether ``fft_module``'s functions take scipy.fft's ``workers`` (host threads) argument
+    fft_workers = True
 
     def __init__(self):
         super().__init__()
@@ -121,7 +140,7 @@ class ArrayBackend(Backend):
         return arr
 
     def empty(self, shape, dtype, device):
-        return self.wrap(self.xp.empty(shape, dtype=dtype.np), device)
+        return self.wrap(allocate(self, self.xp.empty, shape, dtype.np, "empty"), device)
 
     def from_numpy(self, array, device, non_blocking=False):
         return self.wrap(self._from_host(array), device)

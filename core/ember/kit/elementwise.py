@@ -40,7 +40,10 @@ def operand(be, x, dt):
         lo, hi = _bounds(be.xp, dt)
         if not lo <= x <= hi:
             return be.xp.asarray(x).astype(dt)
-    if dt.kind == "b":
+    if dt.kind == "b" or dt.kind == "V":
+        # bool, and bfloat16 (an extension dtype, kind "V"): numpy does not take a Python
+        # scalar weakly in it, so round it to the dtype here as PyTorch does (b == 1.001 holds
+        # for a bfloat16 1.0)
         return be.xp.asarray(x, dtype=dt)
     return x
 
@@ -92,6 +95,8 @@ def _frac(be, x):
 def _sign(be, x):
     if x.dtype.kind == "b":
         return x.copy()
+    if x.dtype.kind in "fV":  # (bfloat16's kind is V) (x > 0) - (x < 0): NaN, -0.0 give +0
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
     return be.xp.sign(x)
 
 
@@ -206,8 +211,9 @@ def unary(be, f, int_rule, predicate, real_out, x, compute):
     return result(be, r, dt, x.device)
 
 
-def unary_(be, f, int_identity, out_ok, x):
-    """The in-place form (``exp_``) of a ``UNARY`` op."""
+def unary_(be, f, int_identity, out_ok, x, compute):
+    """The in-place form (``exp_``) of a ``UNARY`` op (``compute`` is ``x``'s dtype: the op layer
+    refuses results that can't be written back)."""
     a = be.native(x)
     if int_identity and a.dtype.kind in "iub":
         return x
@@ -367,6 +373,7 @@ BINARY = {
     "fmax": xp_fn("fmax"), "fmin": xp_fn("fmin"), "remainder": helper(_remainder),
     "fmod": helper(_fmod), "floor_divide": helper(_floor_divide), "pow": helper(_pow),
     "atan2": xp_fn("arctan2"), "hypot": xp_fn("hypot"), "logaddexp": helper(_logaddexp),
+    "logaddexp2": xp_fn("logaddexp2"),
     "copysign": xp_fn("copysign"), "xlogy": helper(_xlogy),
     "eq": xp_fn("equal"), "ne": xp_fn("not_equal"), "lt": xp_fn("less"),
     "le": xp_fn("less_equal"), "gt": xp_fn("greater"), "ge": xp_fn("greater_equal"),
@@ -405,8 +412,13 @@ def _scaled(be, y, alpha, dt):
 def add_sub(be, ufunc, a, b, alpha, compute):
     """``a + alpha * b`` (``ufunc`` = add) or ``a - alpha * b`` (subtract)."""
     dt = compute.np
-    r = ufunc(operand(be, a, dt), _scaled(be, operand(be, b, dt), alpha, dt))
+    # inf - inf is nan without a warning, as in PyTorch
+    r = be.ieee(ufunc, operand(be, a, dt), _scaled(be, operand(be, b, dt), alpha, dt))
     return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
+
+
+def _in_place(ufunc, x, y):
+    return ufunc(x, y, out=x)
 
 
 def add_sub_(be, ufunc, a, b, alpha, compute):
@@ -414,9 +426,9 @@ def add_sub_(be, ufunc, a, b, alpha, compute):
     x = be.native(a)
     y = _scaled(be, operand(be, b, dt), alpha, dt)
     if x.dtype == dt:
-        ufunc(x, y, out=x)
+        be.ieee(_in_place, ufunc, x, y)
         return a
-    return into(be, a, ufunc(x.astype(dt), y))
+    return into(be, a, be.ieee(ufunc, x.astype(dt), y))
 
 
 # -- division with rounding modes ------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from ..runtime import dtypes
+from .array_backend import allocate
 from .binding import bind
 
 
@@ -14,7 +15,8 @@ def full(be, size, fill_value, dtype, device):
         fill = xp.asarray(fill_value).astype(dt)  # wraps like an integer cast
     else:
         fill = fill_value
-    return be.wrap(xp.full(size, fill, dtype=dt), device)
+    return be.wrap(allocate(be, xp.full, size, dt, "full", fill), device)
+
 
 
 def arange(be, start, end, step, dtype, device):

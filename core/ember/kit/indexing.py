@@ -19,14 +19,14 @@ def check_bounds(idx, size, dim, exc=IndexError, prefix="", negative=False):
                       f"dimension {dim} with size {size}")
 
 
-def _key(be, indices, a):
+def _key(be, indices, a, op):
     out = []
     for d, t in enumerate(indices):
         if t is None:
             out.append(slice(None))
         else:
             i = be.native(t)
-            check_bounds(i, a.shape[d], d, negative=True)
+            check_bounds(i, a.shape[d], d, prefix=f"{op}: ", negative=True)
             out.append(i)
     return tuple(out)
 
@@ -38,14 +38,14 @@ def _trim(a, shape, dim):
 
 def index(be, x, indices):
     a = be.native(x)
-    r = a[_key(be, indices, a)]
+    r = a[_key(be, indices, a, "index")]
     # advanced indexing copies; a key of slices only would be a view
     return be.wrap(r if any(t is not None for t in indices) else r.copy(), x.device)
 
 
 def index_put_(be, x, indices, values, accumulate):
     a = be.native(x)
-    k = _key(be, indices, a)
+    k = _key(be, indices, a, "index_put_")
     if accumulate:
         be.xp.add.at(a, k, be.native(values))
     else:
@@ -57,10 +57,10 @@ def gather(be, x, dim, index):
     xp = be.xp
     a, i = be.native(x), be.native(index)
     if a.ndim == 0 or i.ndim == 0:
-        check_bounds(i, a.shape[dim] if a.ndim else 1, dim, RuntimeError)
+        check_bounds(i, a.shape[dim] if a.ndim else 1, dim, RuntimeError, "gather: ")
         return be.wrap(xp.broadcast_to(a.reshape(-1)[i.reshape(-1)].reshape(i.shape),
                                        i.shape).copy(), x.device)
-    check_bounds(i, a.shape[dim], dim, RuntimeError)
+    check_bounds(i, a.shape[dim], dim, RuntimeError, "gather: ")
     return be.wrap(xp.take_along_axis(_trim(a, i.shape, dim), i, axis=dim), x.device)
 
 
@@ -68,13 +68,14 @@ def scatter(be, x, dim, index, src, reduce):
     xp = be.xp
     out = be.native(x).copy()
     i, s = be.native(index), be.native(src)
+    op = {None: "scatter: ", "add": "scatter_add: "}.get(reduce, "scatter: ")
     if out.ndim == 0 or i.ndim == 0:
         view = out.reshape(-1)
-        check_bounds(i, view.shape[0], dim, RuntimeError)
+        check_bounds(i, view.shape[0], dim, RuntimeError, op)
         i, s = i.reshape(-1), s.reshape(-1)[:i.size]
         k = (i,)
     else:
-        check_bounds(i, out.shape[dim], dim, RuntimeError)
+        check_bounds(i, out.shape[dim], dim, RuntimeError, op)
         view = out
         s = _trim(s, i.shape, -1) if s.ndim else xp.broadcast_to(s, i.shape)
         k = list(xp.indices(i.shape, sparse=True))
@@ -92,9 +93,9 @@ def scatter(be, x, dim, index, src, reduce):
 def index_select(be, x, dim, index):
     a, i = be.native(x), be.native(index)
     if a.ndim == 0:
-        check_bounds(i, 1, 0, prefix="index_select(): ")
+        check_bounds(i, 1, 0, prefix="index_select: ")
         return be.wrap(a.reshape(1)[i].reshape(()), x.device)
-    check_bounds(i, a.shape[dim], dim, prefix="index_select(): ")
+    check_bounds(i, a.shape[dim], dim, prefix="index_select: ")
     return be.wrap(be.xp.take(a, i, axis=dim), x.device)
 
 
@@ -102,7 +103,7 @@ def index_add(be, x, dim, index, source, alpha):
     out = be.native(x).copy()
     view = out.reshape(1) if out.ndim == 0 else out
     i, s = be.native(index), be.native(source)
-    check_bounds(i, view.shape[dim], dim, RuntimeError)
+    check_bounds(i, view.shape[dim], dim, RuntimeError, "index_add: ")
     s = s.reshape(view.shape[:dim] + (i.size,) + view.shape[dim + 1:])
     if alpha != 1:
         s = (s * alpha).astype(out.dtype, copy=False)

@@ -100,7 +100,7 @@ def multinomial(be, probs, num_samples, replacement, gen):
     rows = p.reshape(-1, p.shape[-1])
     if rows.size:
         if not bool(xp.all(xp.isfinite(rows) & (rows >= 0))):
-            raise RuntimeError("probability tensor contains either `inf`, `nan` or "
+            raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or "
                                "element < 0")
     if rows.shape[0] and bool(xp.any(rows.sum(axis=1) <= 0)):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
@@ -154,7 +154,7 @@ def bernoulli_(be, self, p, gen):
     if isinstance(p, Tensor):
         p = be.native(p)
         if p.size and not bool(xp.all((p >= 0) & (p <= 1))):
-            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+            raise RuntimeError("bernoulli: Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
         p = xp.broadcast_to(p, self._shape)
     return _into(be, self, gen.impl.random(self._shape) < p)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..ops._util import _dtype_title
-from ..ops.factories import full, tensor, zeros
+from ..ops.factories import tensor, zeros
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
 
@@ -74,7 +74,7 @@ def pad(x: Tensor, pads, value=0) -> Tensor:
         shape[base + i] += lo + hi
         index.append(slice(lo, lo + x._shape[base + i]))
     # one copy into a filled buffer; autograd records it as CopySlices, whose backward is a view
-    out = full(tuple(shape), value, dtype=x.dtype, device=x.device)
+    out = x.new_full(tuple(shape), value)   # batched under vmap, like x
     out[tuple(index)] = x
     return out
 

@@ -11,7 +11,7 @@ import warnings
 
 from .._tensor import Tensor
 from ..ops import elementwise as _ew
-from ..ops._util import _dtype_title
+from ..ops._util import _dtype_title, broadcast_shapes, every_example
 from ..ops.reduction import log_softmax
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
@@ -72,6 +72,11 @@ def _pointwise(op, input, target, reduction, weight, elementwise, weight_mean="w
     _tensors(op, input=input, target=target, weight=weight)
     _size_warning(input, target)
     _floating(op, input)
+    try:
+        broadcast_shapes(input._shape, target._shape)
+    except RuntimeError as e:
+        raise RuntimeError(f"{op}: {e} (input shape {list(input._shape)}, target shape "
+                           f"{list(target._shape)})") from None
     loss = elementwise(input - target)
     if weight is None:
         return _reduce(loss, reduction)
@@ -166,8 +171,9 @@ def _class_targets(op, input, target, ignore_index):
     c = input._shape[1]
     keep = target != ignore_index
     bad = keep & ((target < 0) | (target >= c))
-    if target.numel() and bool(bad.any().item()):
-        raise IndexError(f"Target {int(target[bad][0].item())} is out of bounds. ({op}: "
+    if target.numel() and bool(every_example(bad).any().item()):
+        first = every_example(target)[every_example(bad)][0]
+        raise IndexError(f"Target {int(first.item())} is out of bounds. ({op}: "
                          f"{c} classes, ignore_index={ignore_index})")
     safe = _ew.where(keep, target, 0)
     return safe, keep
@@ -265,7 +271,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          f"size ({input.shape}) is deprecated. Please ensure they have the same "
                          f"size.")
     _floating(op, input)
-    if input.numel() and bool(((input < 0) | (input > 1)).any().item()):
+    if input.numel() and bool(every_example((input < 0) | (input > 1)).any().item()):
         raise RuntimeError(f"all elements of input should be between 0 and 1 ({op}: input of "
                            f"size {list(input._shape)})")
     # PyTorch clamps the logs at -100 so that a confident wrong answer costs 100, not inf

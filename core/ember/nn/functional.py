@@ -11,13 +11,15 @@ from .. import _dtype
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..ops import elementwise as _ew
+from ..ops.elementwise import activation as _act
 from ..ops import linalg as _la
 from ..ops import reduction as _red
+from ..ops._util import every_example
 
 __all__ = ["linear", "bilinear", "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "gelu",
-           "silu", "mish", "elu", "elu_", "selu", "celu", "hardtanh", "hardtanh_", "hardsigmoid",
-           "hardswish", "softplus", "softsign", "sigmoid", "tanh", "logsigmoid", "tanhshrink",
-           "threshold", "glu", "prelu", "softmax", "softmin", "log_softmax", "dropout",
+           "silu", "mish", "elu", "elu_", "selu", "selu_", "celu", "celu_", "hardtanh", "hardtanh_",
+           "hardsigmoid", "hardswish", "rrelu", "rrelu_", "softplus", "softsign", "sigmoid", "tanh",
+           "logsigmoid", "tanhshrink", "threshold", "threshold_", "glu", "prelu", "softmax", "softmin", "log_softmax", "dropout",
            "layer_norm", "group_norm", "rms_norm", "batch_norm", "embedding", "normalize",
            "pad", "one_hot"]
 
@@ -28,10 +30,6 @@ _EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.19209289550
 def _tensor(x, fn, name="input"):
     if not isinstance(x, Tensor):
         raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(x).__name__}")
-
-
-def _inplace_result(input, out, inplace):
-    return input.copy_(out) if inplace else out
 
 
 # -- linear -------------------------------------------------------------------------------------
@@ -90,11 +88,13 @@ def relu6(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _inplace_result(input, _ew.leaky_relu(input, negative_slope), inplace)
+    if inplace:
+        return _act.leaky_relu_(input, negative_slope)
+    return _ew.leaky_relu(input, negative_slope)
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    return leaky_relu(input, negative_slope, True)
+    return _act.leaky_relu_(input, negative_slope)
 
 
 def gelu(input, approximate="none"):
@@ -112,45 +112,60 @@ def mish(input, inplace=False):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    return _inplace_result(input, _ew.elu(input, alpha), inplace)
+    return _act.elu_(input, alpha) if inplace else _ew.elu(input, alpha)
 
 
 def elu_(input, alpha=1.0):
-    return elu(input, alpha, True)
-
-
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
+    return _act.elu_(input, alpha)
 
 
 def selu(input, inplace=False):
     _tensor(input, "selu")
-    return _inplace_result(input, _ew.elu(input, _SELU_ALPHA) * _SELU_SCALE, inplace)
+    return _act.selu_(input) if inplace else _act.selu(input)
+
+
+def selu_(input):
+    return _act.selu_(input)
 
 
 def celu(input, alpha=1.0, inplace=False):
     _tensor(input, "celu")
-    if alpha == 0:
-        raise RuntimeError("ZeroDivisionError: celu: alpha must not be 0")
-    return _inplace_result(input, _ew.elu(input / alpha, 1.0) * alpha, inplace)
+    return _act.celu_(input, alpha) if inplace else _act.celu(input, alpha)
+
+
+def celu_(input, alpha=1.0):
+    return _act.celu_(input, alpha)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    return _inplace_result(input, _ew.hardtanh(input, min_val, max_val), inplace)
+    if inplace:
+        return _act.hardtanh_(input, min_val, max_val)
+    return _ew.hardtanh(input, min_val, max_val)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    return hardtanh(input, min_val, max_val, True)
+    return _act.hardtanh_(input, min_val, max_val)
 
 
 def hardsigmoid(input, inplace=False):
     _tensor(input, "hardsigmoid")
-    return _inplace_result(input, _ew.hardtanh(input / 6.0 + 0.5, 0.0, 1.0), inplace)
+    return _act.hardsigmoid_(input) if inplace else _act.hardsigmoid(input)
 
 
 def hardswish(input, inplace=False):
     _tensor(input, "hardswish")
-    return _inplace_result(input, input * _ew.hardtanh(input / 6.0 + 0.5, 0.0, 1.0), inplace)
+    return _act.hardswish_(input) if inplace else _act.hardswish(input)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    _tensor(input, "rrelu")
+    if inplace:
+        return _act.rrelu_(input, lower, upper, training)
+    return _act.rrelu(input, lower, upper, training)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return _act.rrelu_(input, lower, upper, training)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -184,8 +199,13 @@ def tanhshrink(input):
 
 def threshold(input, threshold, value, inplace=False):
     _tensor(input, "threshold")
-    out = _ew.where(input > threshold, input, value)
-    return _inplace_result(input, out, inplace)
+    if inplace:
+        return _act.threshold_(input, threshold, value)
+    return _act.threshold(input, threshold, value)
+
+
+def threshold_(input, threshold, value):
+    return _act.threshold_(input, threshold, value)
 
 
 def glu(input, dim=-1):
@@ -380,7 +400,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         padding_idx %= num
     flat = input.reshape(-1)
     if flat.numel():
-        lo, hi = int(flat.min()), int(flat.max())
+        every = every_example(flat)   # every example of a vmapped batch
+        lo, hi = int(every.min()), int(every.max())
         if lo < 0 or hi >= num:
             raise IndexError(f"index out of range in self (embedding of {num} rows got index "
                              f"{lo if lo < 0 else hi})")
@@ -448,7 +469,7 @@ def pad(input, pad, mode="constant", value=None):
     _tensor(input, "pad")
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
-        raise RuntimeError(f"Padding length must be divisible by 2, got {len(pad)}")
+        raise RuntimeError(f"pad: Padding length must be divisible by 2, got {len(pad)}")
     if len(pad) // 2 > input.ndim:
         raise RuntimeError(f"Padding length should be less than or equal to two times the input "
                            f"dimension but got padding length {len(pad)} and input of dimension "
@@ -502,7 +523,10 @@ from ._loss import *  # noqa: E402,F401,F403 - losses (nn/_loss.py)
 # convolution, pooling and losses live in their own modules (nn-B); one namespace, like torch
 from ._conv import *  # noqa: F401,F403,E402
 from ._loss import *  # noqa: F401,F403,E402
+from ._attention import *  # noqa: F401,F403,E402 - attention (nn/_attention.py)
+from ._attention import _canonical_mask, _none_or_dtype  # noqa: F401,E402 - torch's helpers
 from ._conv import __all__ as _conv_all  # noqa: E402
 from ._loss import __all__ as _loss_all  # noqa: E402
+from ._attention import __all__ as _attention_all  # noqa: E402
 
-__all__ = __all__ + list(_conv_all) + list(_loss_all)
+__all__ = __all__ + list(_conv_all) + list(_loss_all) + list(_attention_all)

@@ -57,7 +57,15 @@ def as_shape(args, op="op") -> tuple:
             raise RuntimeError(f"{op}(): trying to create tensor with negative dimension {s}: "
                                f"{list(args)}")
         out.append(s)
+    n = 1
+    for s in out:
+        n *= s
+    if n > _INT64_MAX:
+        raise RuntimeError(f"{op}(): Storage size calculation overflowed with sizes={out}")
     return tuple(out)
+
+
+_INT64_MAX = (1 << 63) - 1
 
 
 def check_inplace(op: str, self, result_dtype, result_shape) -> None:
@@ -97,3 +105,12 @@ def write_out(out, result, op: str):
                            f"desired output type {_dtype_title(out.dtype)}")
     out.copy_(result)
     return out
+
+
+def every_example(t):
+    """``t`` with any ``vmap`` batching undone: a plain tensor holding every example. For
+    argument checks that read values (index bounds), which hold or fail for the whole batch
+    (PyTorch checks these in its kernels, where the batch is physical)."""
+    while getattr(t, "_value", None) is not None:
+        t = t._value
+    return t

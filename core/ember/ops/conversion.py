@@ -4,6 +4,7 @@ Their derivatives pass the gradient through: the node casts and moves it back to
 dtype and device."""
 from __future__ import annotations
 
+import builtins
 import warnings
 
 from .. import _dtype
@@ -11,8 +12,10 @@ from .._device import as_device, device as _device_cls
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
-from . import _grad
+from .. import _memory_format as _mf
+from . import _batching, _grad, _tangents
 from . import _meta
+from . import views as _views  # inside functions only: views import this module
 from ._util import tensor_method
 
 
@@ -156,14 +159,67 @@ def cpu(self):
     return self.to("cpu")
 
 
+def copy_in_order(x, order, dtype):
+    """A copy of ``x`` whose memory holds the dims in ``order`` (outermost first), as a tensor
+    of ``x``'s shape: the strides of a contiguous tensor of the permuted shape."""
+    if order == sorted(order):
+        return to_copy_op(x, dtype)
+    inverse = [order.index(d) for d in range(len(order))]
+    out = _views.permute_op(to_copy_op(_views.permute_op(x, tuple(order)), dtype),
+                            tuple(inverse))
+    del out._view_base  # its storage is new: to the user (and autograd) it is no view
+    return out
+
+
+def _clone_preserving(self):
+    order = _mf.dense_order(self._shape, self._stride)
+    return copy_in_order(self, order if order is not None else list(range(self.ndim)),
+                         self.dtype)
+
+
+clone_op = define("clone(Tensor self) -> Tensor", meta=_meta.same("clone"),
+                  composite=_clone_preserving,
+                  derivative=Derivative(_pass_through, complex_ok=True, name="CloneBackward0"),
+                  doc="A copy keeping a non-overlapping, dense layout (preserve_format).")
+
+
+def order_for(t, memory_format, op):
+    """The dim order (outermost first) of a new tensor like ``t`` in ``memory_format``."""
+    if memory_format is None or memory_format is _mf.preserve_format:
+        order = _mf.dense_order(t._shape, t._stride)
+        return order if order is not None else list(range(t.ndim))
+    if memory_format is _mf.contiguous_format:
+        return list(range(t.ndim))
+    if memory_format in (_mf.channels_last, _mf.channels_last_3d):
+        return _mf.channels_last_order(t.ndim, memory_format)
+    raise TypeError(f"{op}(): argument 'memory_format' must be ember.memory_format, not "
+                    f"{type(memory_format).__name__}")
+
+
 @tensor_method()
 def clone(self, *, memory_format=None):
-    return to_copy_op(self, self.dtype)
+    if memory_format is None or memory_format is _mf.preserve_format:
+        return clone_op(self)
+    return copy_in_order(self, order_for(self, memory_format, "clone"), self.dtype)
 
 
 @tensor_method()
 def contiguous(self, memory_format=None):
-    return self if self.is_contiguous() else to_copy_op(self, self.dtype)
+    if memory_format is None or memory_format is _mf.contiguous_format:
+        return self if self.is_contiguous() else to_copy_op(self, self.dtype)
+    order = order_for(self, memory_format, "contiguous")
+    if tuple(self._stride) == tuple(_layout_strides(self._shape, order)):
+        return self
+    return copy_in_order(self, order, self.dtype)
+
+
+def _layout_strides(shape, order):
+    strides = [0] * len(shape)
+    acc = 1
+    for d in reversed(order):
+        strides[d] = acc
+        acc *= max(shape[d], 1)
+    return strides
 
 
 def _caster(d):
@@ -185,11 +241,22 @@ for _name, _d in [("float", _dtype.float32), ("double", _dtype.float64), ("half"
     setattr(Tensor, _name, _caster(_d))
 
 
+builtins_type = builtins.type
+
+
 @tensor_method()
-def type(self, dtype=None, non_blocking=False):
+def type(self, dtype=None, non_blocking=False, **kwargs):
+    """Without an argument, PyTorch's legacy type string (``"ember.FloatTensor"``); with a
+    dtype, a legacy class (``ember.DoubleTensor``) or a type string, this tensor in that
+    dtype."""
+    from .. import _legacy_tensors
     if dtype is None:
-        return f"ember.{self.dtype.name}"
-    return self.to(_dtype.as_dtype(dtype))
+        return _legacy_tensors.type_name(self)
+    d = _legacy_tensors.dtype_of_type(dtype)
+    if d is None:
+        raise TypeError(f"type(): argument 'dtype' must be a dtype, a tensor type or a type "
+                        f"string, not {builtins_type(dtype).__name__}")
+    return self.to(d, non_blocking=non_blocking)
 
 
 @tensor_method()
@@ -210,3 +277,46 @@ def device_tensor_methods(name: str) -> None:
     prop = f"is_{name}"
     if not hasattr(Tensor, prop):
         setattr(Tensor, prop, property(lambda self: self.device.type == name))
+
+
+# PyTorch's Tensor has these whatever it was built with: moving to a device type no backend
+# provides raises DeviceNotInstalled (naming the package), and the flags read False
+_TORCH_DEVICE_METHODS = ("cpu", "cuda", "xpu", "ipu", "mtia")
+_TORCH_DEVICE_FLAGS = ("cpu", "cuda", "xpu", "ipu", "mtia", "mps", "maia", "meta", "vulkan", "xla")
+
+
+def torch_device_surface() -> None:
+    for name in _TORCH_DEVICE_METHODS:
+        device_tensor_methods(name)
+    for name in _TORCH_DEVICE_FLAGS:
+        prop = f"is_{name}"
+        if not hasattr(Tensor, prop):
+            setattr(Tensor, prop, property(lambda self, n=name: self.device.type == n))
+    if not hasattr(Tensor, "is_mkldnn"):
+        Tensor.is_mkldnn = property(lambda self: False, doc="False: ember has no mkldnn layout.")
+
+
+# -- ember.func ---------------------------------------------------------------------------------
+def _copy_batch_rule(args, bdims):
+    self, src = args
+    _batching.inplace_check(copy_op, args, bdims)
+    if bdims[0] is None:
+        return copy_op(self, src), None
+    if bdims[1] is not None:
+        src = _batching.pad_logical(src, self.ndim - 1)
+    if src._shape != self._shape:
+        from .views import expand_op
+        src = expand_op(src, self._shape)
+    return copy_op(self, src), 0
+
+
+def _copy_jvp(ctx, tangents, self, src):
+    return tangents[1]   # the target now holds src's values (None: a zero tangent)
+
+
+to_copy_op.def_batch_rule(_batching.elementwise(to_copy_op))
+to_device_op.def_batch_rule(_batching.elementwise(to_device_op))
+copy_op.def_batch_rule(_copy_batch_rule)
+to_copy_op.def_jvp(_tangents.linear(to_copy_op))
+to_device_op.def_jvp(_tangents.linear(to_device_op))
+copy_op.def_jvp(_copy_jvp)

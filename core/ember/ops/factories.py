@@ -15,7 +15,7 @@ from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from . import _meta
 from ._util import as_shape
-
+from ..runtime import determinism as _determinism
 
 
 def _full_meta(size, fill_value, dtype, device):
@@ -163,9 +163,25 @@ def from_numpy(array):
 
 
 def from_dlpack(ext):
-    """A tensor sharing memory with any object implementing ``__dlpack__`` (CPU memory)."""
+    """A tensor sharing memory with any object implementing ``__dlpack__``: host memory becomes
+    a CPU tensor; device memory goes to the backend that declares its DLPack device type
+    (``Backend.dlpack_device_types``, e.g. kDLCUDA for the CUDA backend)."""
     if isinstance(ext, Tensor):
         return ext
+    device_type = ext.__dlpack_device__()[0] if hasattr(ext, "__dlpack_device__") else 1
+    if device_type not in (1, 3):  # kDLCPU, kDLCUDAHost: numpy reads both
+        from ..runtime.registry import registry
+        reasons = []
+        for name in registry.names():
+            backend = registry.peek(name)
+            if device_type in getattr(type(backend), "dlpack_device_types", ()):
+                reason = registry.unavailable_reason(name)
+                if reason is None:
+                    return registry.get(name).from_dlpack(ext)
+                reasons.append(f"{name}: {reason}")
+        why = f" ({'; '.join(reasons)})" if reasons else ""
+        raise BufferError(f"from_dlpack: no available backend imports DLPack device type "
+                          f"{device_type}{why}")
     return from_numpy(np.from_dlpack(ext))
 
 
@@ -173,10 +189,28 @@ def from_dlpack(ext):
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, memory_format=None,
           pin_memory=False):
     d, dev = _resolve(dtype, device)
-    return _finish(empty_op.on(dev, as_shape(size, "empty"), d, dev), requires_grad)
+    t = empty_op.on(dev, as_shape(size, "empty"), d, dev)
+    if _determinism.fill_uninitialized_memory():
+        fill_uninitialized(t)
+    return _finish(t, requires_grad)
+
+
+def fill_uninitialized(t):
+    """What deterministic mode writes into uninitialized memory (PyTorch's rule): NaN for
+    floating and complex dtypes, the largest value for integers (True for bool)."""
+    if t.dtype.category >= _dtype.FLOATING:
+        value = float("nan")
+    elif t.dtype is _dtype.bool_:
+        value = True
+    else:
+        value = int(np.iinfo(t.dtype.np).max)
+    return t.fill_(value) if t.numel() else t
 
 
 def _fill_dtype(fill_value, dtype):
+    if not isinstance(fill_value, (Tensor, int, float, complex, bool, np.generic)):
+        raise TypeError(f"full(): argument 'fill_value' must be a number, not "
+                        f"{type(fill_value).__name__}")
     if dtype is not None:
         return _dtype.as_dtype(dtype)
     if isinstance(fill_value, Tensor):
@@ -202,12 +236,29 @@ def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
     return _finish(full_op.on(dev, as_shape(size, "ones"), 1, d, dev), requires_grad)
 
 
+def in_layout(make, input, memory_format, op):
+    """``make(shape)`` laid out like ``input`` under ``memory_format`` (preserve_format keeps a
+    permuted dense layout, as PyTorch's *_like factories do)."""
+    order = _conv.order_for(input, memory_format, op)
+    if order == sorted(order):
+        return make(input._shape)
+    t = make(tuple(input._shape[d] for d in order))
+    out = _views.permute_op(t, tuple(order.index(d) for d in range(len(order))))
+    del out._view_base  # its storage is new: to the user (and autograd) it is no view
+    return out
+
+
 def _like(fn):
     def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None,
              **kwargs):
-        return fn(input._shape, *args, dtype=input.dtype if dtype is None else dtype,
-                  device=input.device if device is None else device,
-                  requires_grad=requires_grad, **kwargs)
+        if input.__class__ is not Tensor and hasattr(input, "_like_factory"):
+            # ember.func.vmap: the like of a batched tensor is batched (one per example)
+            return input._like_factory(like, *args, dtype=dtype, device=device,
+                                       requires_grad=requires_grad, **kwargs)
+        t = in_layout(lambda shape: fn(shape, *args, dtype=input.dtype if dtype is None else dtype,
+                                       device=input.device if device is None else device,
+                                       **kwargs), input, memory_format, like.__name__)
+        return _finish(t, requires_grad) if requires_grad else t
     like.__name__ = fn.__name__ + "_like"
     return like
 
@@ -219,8 +270,14 @@ ones_like = _like(ones)
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
               memory_format=None):
-    return full(input._shape, fill_value, dtype=input.dtype if dtype is None else dtype,
-                device=input.device if device is None else device, requires_grad=requires_grad)
+    if input.__class__ is not Tensor and hasattr(input, "_like_factory"):
+        return input._like_factory(full_like, fill_value, dtype=dtype, device=device,
+                                   requires_grad=requires_grad)
+    t = in_layout(lambda shape: full(shape, fill_value,
+                                     dtype=input.dtype if dtype is None else dtype,
+                                     device=input.device if device is None else device),
+                  input, memory_format, "full_like")
+    return _finish(t, requires_grad) if requires_grad else t
 
 
 Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: empty(
@@ -281,3 +338,8 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
     d, dev = _resolve(dtype, device)
     return _finish(eye_op.on(dev, int(n), int(n if m is None else m), d, dev), requires_grad)
+
+
+# last: these families import this module (their functions are only called, never read here)
+from . import conversion as _conv  # noqa: E402
+from . import views as _views  # noqa: E402

@@ -20,10 +20,11 @@ from .._generator import Generator
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from . import _grad
+from . import _batching, _grad, _tangents
 from . import _meta
 from ._util import _dtype_title, as_shape, broadcast_shapes, tensor_method, write_out
-from .factories import _finish, empty
+from . import factories as _fac
+from .factories import _finish, empty, empty_like
 
 __all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial",
            "rand_like", "randn_like", "randint_like"]
@@ -185,13 +186,13 @@ def _default_to(d) -> int:
     return _dtype_bounds(d)[1] + 1
 
 
-def _check_random_range(low, high, d):
+def _check_random_range(low, high, d, op):
     if d.category == _dtype.COMPLEX:
-        raise RuntimeError("random_: only integral, floating-point and boolean dtypes are "
+        raise RuntimeError(f"{op}: only integral, floating-point and boolean dtypes are "
                            f"supported, got {d.name}")
     if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
-                           f"to={high}")
+        raise RuntimeError(f"{op}: random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
     lo, hi = _dtype_bounds(d)
     if low < lo:
         raise RuntimeError(f"from is out of bounds for {d.name}")
@@ -262,7 +263,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
         raise TypeError("randint() takes at most 3 positional arguments")
     low, high = _int_arg(low, "low", "randint"), _int_arg(high, "high", "randint")
     d = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
-    _check_random_range(low, high, d)
+    _check_random_range(low, high, d, "randint")
     dev = as_device(device)
     t = randint_op.on(dev, low, high, as_shape((size,), "randint"),
                       _generator(generator, dev, "randint"), d, dev)
@@ -324,7 +325,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
                         f"{type(input).__name__}")
     if p is None and input.dtype.category != _dtype.FLOATING:
         raise _not_implemented("bernoulli", input.dtype)
-    t = bernoulli_(empty(input._shape, dtype=input.dtype, device=input.device),
+    t = bernoulli_(empty_like(input),
                    input if p is None else p, generator=generator)
     return t if out is None else write_out(out, t, "bernoulli")
 
@@ -349,9 +350,11 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 def _like_sampler(fn):
     def like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
              memory_format=None, generator=None):
-        return fn(input._shape, dtype=input.dtype if dtype is None else dtype,
-                  device=input.device if device is None else device, generator=generator,
-                  requires_grad=requires_grad)
+        t = _fac.in_layout(lambda shape: fn(shape, dtype=input.dtype if dtype is None else dtype,
+                                            device=input.device if device is None else device,
+                                            generator=generator), input, memory_format,
+                           like.__name__)
+        return _finish(t, requires_grad)
     like.__name__ = fn.__name__ + "_like"
     return like
 
@@ -423,7 +426,7 @@ def random_(self, *args, generator=None, **kwargs):
             raise _not_implemented("random_", d)
         high = _default_to(d)
     high = _int_arg(high, "to", "random_")
-    _check_random_range(low, high, d)
+    _check_random_range(low, high, d, "random_")
     return _inplace(self, random__op, low, high, _generator(generator, self.device, "random_"))
 
 
@@ -509,3 +512,127 @@ def fill_(self, value):
 @tensor_method()
 def zero_(self):
     return _inplace(self, fill__op, 0)
+
+
+# -- ember.func: random ops under vmap follow its ``randomness`` ---------------------------------
+_INPLACE_SAME_ERROR = ("vmap: Cannot ask for different inplace randomness on an unbatched tensor. "
+                       "This will appear like same randomness. If this is necessary for your "
+                       "usage, please file an issue with functorch.")
+
+
+def _random_rule(fn):
+    """Mark a batching rule as a random op's: inside vmap it runs (or raises) by randomness."""
+    def rule(args, bdims):
+        from ..func._handler import RANDOMNESS_ERROR
+        from ..func._levels import rule_layer
+        layer = rule_layer()
+        if layer.randomness == "error":
+            raise RuntimeError(RANDOMNESS_ERROR)
+        return fn(args, bdims, layer)
+    rule.is_random = True
+    return rule
+
+
+def _same_draws(op, args, bdims, layer, gen_pos):
+    """randomness='same' with batched inputs: every example draws from the same generator
+    state (the generator ends where one example's draws leave it)."""
+    from ..func._handler import per_example
+    gen = args[gen_pos]
+    if not (hasattr(gen, "state_bytes") and hasattr(gen, "load_state")):
+        raise RuntimeError(f"vmap: {op.name} with randomness='same' and batched inputs needs a "
+                           f"generator whose state can be saved and restored")
+    state = gen.state_bytes()
+    return per_example(op, args, bdims, layer.batch_size, lambda b: gen.load_state(state))
+
+
+def _factory_rule(op, size_pos):
+    """rand, randn, randint, normal(float, float): one draw of the batch's shape."""
+    def rule(args, bdims, layer):
+        new = list(args)
+        new[size_pos] = (layer.batch_size,) + tuple(args[size_pos])
+        return op.on(args[-1], *new), 0
+    return _random_rule(rule)
+
+
+def _randperm_rule(args, bdims, layer):
+    n, gen, d, dev = args
+    from .shape import cat_op
+    from .views import view_op
+    perms = [view_op(randperm_op.on(dev, *args), (1, n)) for _ in range(layer.batch_size)]
+    return cat_op(perms, 0, d), 0
+
+
+def _normal_rule(args, bdims, layer):
+    mean, std, size, gen, d, dev = args
+    batched = [i for i in (0, 1) if bdims[i] is not None]
+    if not batched and not isinstance(mean, Tensor) and not isinstance(std, Tensor):
+        if layer.randomness == "different":
+            return normal_op.on(dev, mean, std, (layer.batch_size,) + tuple(size), gen, d, dev), 0
+        return normal_op.on(dev, *args), None
+    if layer.randomness == "same" and batched:
+        return _same_draws(normal_op, args, bdims, layer, 3)
+    new = list(args)
+    for i in batched:
+        new[i] = _batching.pad_logical(args[i], len(size))
+    if layer.randomness == "same":
+        return normal_op(*args), None
+    new[2] = (layer.batch_size,) + tuple(size)
+    return normal_op(*new), 0
+
+
+def _multinomial_rule(args, bdims, layer):
+    self, n, replacement, gen = args
+    if layer.randomness == "same":
+        if bdims[0] is not None:
+            return _same_draws(multinomial_op, args, bdims, layer, 3)
+        return multinomial_op(*args), None
+    x = _batching.materialize(self, bdims[0], layer.batch_size)
+    rows = x.reshape(-1, x._shape[-1])
+    out = multinomial_op(rows, n, replacement, gen)
+    return out.reshape(*x._shape[:-1], out._shape[-1]), 0
+
+
+def _inplace_random_rule(op, tensor_args=()):
+    """uniform_, normal_, random_, exponential_, bernoulli_: 'different' fills each example
+    with its own draws; 'same' draws one example and copies it into all."""
+    def rule(args, bdims, layer):
+        if bdims[0] is None:
+            if any(bdims[i] is not None for i in tensor_args) or layer.randomness == "different":
+                raise RuntimeError(_INPLACE_SAME_ERROR if layer.randomness == "different" and
+                                   not any(bdims[i] is not None for i in tensor_args) else
+                                   _inplace_error(op))
+            return op(*args), None
+        self = args[0]
+        if layer.randomness == "different":
+            new = list(args)
+            for i in tensor_args:
+                if bdims[i] is not None:
+                    new[i] = _batching.pad_logical(args[i], self.ndim - 1)
+            return op(*new), 0
+        if any(bdims[i] is not None for i in tensor_args):
+            return _same_draws(op, args, bdims, layer, len(args) - 1)
+        one = empty(self._shape[1:], dtype=self.dtype, device=self.device)
+        op(one, *args[1:])
+        from .conversion import copy_op
+        return copy_op(self, one.expand(*self._shape)), 0
+    return _random_rule(rule)
+
+
+def _inplace_error(op):
+    from ..func._handler import inplace_error
+    return inplace_error(op.name)
+
+
+rand_op.def_batch_rule(_factory_rule(rand_op, 0))
+randn_op.def_batch_rule(_factory_rule(randn_op, 0))
+randint_op.def_batch_rule(_factory_rule(randint_op, 2))
+randperm_op.def_batch_rule(_random_rule(_randperm_rule))
+normal_op.def_batch_rule(_random_rule(_normal_rule))
+multinomial_op.def_batch_rule(_random_rule(_multinomial_rule))
+for _op in (uniform__op, normal__op, random__op, exponential__op):
+    _op.def_batch_rule(_inplace_random_rule(_op))
+bernoulli__op.def_batch_rule(_inplace_random_rule(bernoulli__op, tensor_args=(1,)))
+fill__op.def_batch_rule(_batching.elementwise(fill__op))
+for _op in (normal_op, uniform__op, normal__op, random__op, exponential__op, bernoulli__op,
+            fill__op):
+    _op.def_jvp(_tangents.zero)   # draws are not reparameterized; fills overwrite

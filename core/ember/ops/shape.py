@@ -14,7 +14,7 @@ from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
-from . import _grad
+from . import _batching, _grad, _tangents
 from . import _meta
 from . import factories as _fac
 from . import reduction as _red
@@ -235,12 +235,18 @@ def _dims(args):
 
 
 @tensor_method()
-def flip(input, *dims):
-    dims = _dims(dims)
-    ds = tuple(_wrap_dim(d, input.ndim, "flip") for d in dims)
+def flip(input, *dims_args, dims=None):
+    """``flip(x, dims)``, ``flip(x, dims=(0, 1))`` or, as a method, ``x.flip(0, 1)``."""
+    if dims is not None:
+        if dims_args:
+            raise TypeError("flip() got multiple values for argument 'dims'")
+        dims_args = (dims,)
+    if not dims_args:
+        raise TypeError("flip() missing 1 required positional argument: 'dims'")
+    ds = tuple(_wrap_dim(d, input.ndim, "flip") for d in _dims(dims_args))
     for i, d in enumerate(ds):
         if d in ds[:i]:
-            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+            raise RuntimeError(f"flip: dim {d} appears multiple times in the list of dims")
     return flip_op(input, ds if input.ndim else ())
 
 
@@ -285,7 +291,7 @@ def _tile(input, reps):
     shape = (1,) * (len(reps) - input.ndim) + input._shape
     target = [s * r for s, r in zip(shape, reps)]
     if any(r < 0 for r in reps):
-        raise RuntimeError(f"Trying to create tensor with negative dimension "
+        raise RuntimeError(f"tile: Trying to create tensor with negative dimension "
                            f"{min(target)}: {target}")
     return tile_op(input, reps)
 
@@ -373,3 +379,61 @@ def _tri(op, name):
 tril, tril_ = _tri(tril_op, "tril")
 triu, triu_ = _tri(triu_op, "triu")
 Tensor.tril, Tensor.tril_, Tensor.triu, Tensor.triu_ = tril, tril_, triu, triu_
+
+
+def diag(input, diagonal=0, *, out=None):
+    """A 1-D tensor placed on the ``diagonal``-th diagonal of a square matrix, or the
+    ``diagonal``-th diagonal of a matrix as a new 1-D tensor (composed of ``diagonal`` views and
+    a copy, so autograd and every backend get it)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"diag(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+        raise TypeError(f"diag(): argument 'diagonal' must be int, not "
+                        f"{type(diagonal).__name__}")
+    if input.ndim == 1:
+        n = input.shape[0] + abs(diagonal)
+        from .factories import zeros
+        r = zeros(n, n, dtype=input.dtype, device=input.device)
+        r.diagonal(diagonal).copy_(input)
+    elif input.ndim == 2:
+        r = input.diagonal(diagonal).clone()
+    else:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+    if out is None:
+        return r
+    from ._util import write_out
+    return write_out(out, r, "diag")
+
+
+Tensor.diag = diag
+__all__.append("diag")
+
+
+# -- ember.func: batching rules (dims shift past the batch); every op here is linear ----------
+def _cat_batch_rule(args, bdims):
+    tensors, dim, dtype = args
+    if all(d is None for d in bdims[0]):
+        return cat_op(tensors, dim, dtype), None
+    size = _batching.batch_size_of(args, bdims)
+    parts = [_batching.materialize(t, d, size) for t, d in zip(tensors, bdims[0])]
+    return cat_op(parts, dim + 1, dtype), 0
+
+
+def _tile_batch_rule(args, bdims):
+    x, reps = args
+    if bdims[0] is None:
+        return tile_op(x, reps), None
+    n = max(len(reps), x.ndim - 1)
+    reps = (1,) * (n - len(reps)) + tuple(reps)
+    return tile_op(_batching.pad_logical(x, n), (1,) + reps), 0
+
+
+cat_op.def_batch_rule(_cat_batch_rule)
+flip_op.def_batch_rule(_batching.shift_dims(flip_op, 1))
+roll_op.def_batch_rule(_batching.shift_dims(roll_op, 2))
+tile_op.def_batch_rule(_tile_batch_rule)
+tril_op.def_batch_rule(_batching.last_dims(tril_op))
+triu_op.def_batch_rule(_batching.last_dims(triu_op))
+for _op in (cat_op, flip_op, roll_op, tile_op, tril_op, triu_op):
+    _op.def_jvp(_tangents.linear(_op))

@@ -14,7 +14,7 @@ from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
-from . import _grad, _meta
+from . import _batching, _grad, _meta
 from ..return_types import _return_type
 from ._util import tensor_method
 
@@ -67,7 +67,8 @@ def _check(input, op):
 
 
 def _dim(input, dim, op):
-    return _wrap_dim(dim, input.ndim, op) if input.ndim else 0
+    d = _wrap_dim(dim, input.ndim, op)  # a 0-d tensor takes dim 0 or -1, as in PyTorch
+    return d if input.ndim else 0
 
 
 def _nonempty(input, d, op):
@@ -98,7 +99,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     d = _dim(input, dim, "topk")
     size = input._shape[d] if input.ndim else 1
     if not 0 <= k <= size:
-        raise RuntimeError("selected index k out of range")
+        raise RuntimeError(f"topk(): selected index k out of range (k={k}, dimension {d} has size "
+                           f"{size})")
     values, indices = sort_op(input, d, bool(largest), True)
     if input.ndim:
         values, indices = values.narrow(d, 0, k), indices.narrow(d, 0, k)
@@ -190,3 +192,19 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     out = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts
                                                                 else ())
     return out[0] if len(out) == 1 else out
+
+
+# -- ember.func: the dim shifts past the batch; sorted values carry their elements' tangents ----
+def _sort_jvp(ctx, tangents, self, dim, descending, stable):
+    t = tangents[0]
+    if t is None:
+        return None
+    if not self._shape:
+        return t, None
+    from .indexing import gather_op
+    return gather_op(t, dim, ctx.result[1]), None
+
+
+sort_op.def_batch_rule(_batching.along_dim(sort_op))
+mode_op.def_batch_rule(_batching.along_dim(mode_op))
+sort_op.def_jvp(_sort_jvp)

@@ -17,12 +17,16 @@ name below with its contract.
 * streams, events, RNG: ``StreamBase``, ``EventBase``, ``HostStream``, ``HostEvent``,
   ``HostGenerator``
 * ``events``: the publish/subscribe topics the layers above listen to
+* determinism: ``alert_not_deterministic(op_name)``, which a kernel with a nondeterministic path
+  calls (it raises in ``ember.use_deterministic_algorithms(True)`` mode),
+  ``are_deterministic_algorithms_enabled``
 """
 from . import dtypes, events
 from .allocator import CachingAllocator, OutOfMemoryError, format_bytes
 from .backend import Backend
 from .catalog import OutputSpec, all_ops, get_op, output_specs
 from .checks import KernelContractError, kernel_checks_enabled, set_kernel_checks
+from .determinism import alert_not_deterministic, are_deterministic_algorithms_enabled
 from .dtypes import from_numpy_dtype, to_numpy_dtype
 from .fallback_warning import CPUFallbackWarning
 from .hookspecs import hookimpl, hookspec
@@ -51,4 +55,6 @@ __all__ = [
     "StreamBase", "EventBase", "HostStream", "HostEvent", "HostGenerator",
     # what the runtime announces
     "events",
+    # deterministic mode
+    "alert_not_deterministic", "are_deterministic_algorithms_enabled",
 ]

@@ -27,6 +27,12 @@ class Backend:
     name: str = ""
     #: dtypes this backend computes in; an op on any other dtype fails before a kernel runs
     dtypes: frozenset = frozenset(_dtype.all_dtypes)
+    #: dtypes stored here but computed in a wider dtype, e.g. ``{bfloat16: float32}``: the
+    #: dispatcher hands kernels those operands converted up and converts results that should
+    #: have the stored dtype back (rounded); list them in ``dtypes`` too
+    storage_dtypes: dict = {}
+    #: kernels that move the storage dtypes themselves (``_to_copy``, ``copy_``): no conversion
+    storage_native_ops: frozenset = frozenset()
     #: run ops that have no kernel here on the CPU (copy in, compute, copy back, warn once per op)
     cpu_fallback: bool = False
     #: False for devices whose tensors hold no values (meta): tools that read results skip them
@@ -35,6 +41,13 @@ class Backend:
     Stream = HostStream
     #: the event class (an ``EventBase``); ``__init__`` binds a subclass to this backend
     Event = HostEvent
+
+    def kernel_dtypes(self, op_name: str) -> frozenset:
+        """The dtypes this backend's kernel of ``op_name`` handles (a subset of ``dtypes``).
+        Tensors of a dtype in ``dtypes`` but not here run that op through the CPU fallback
+        when ``cpu_fallback`` is on (an error otherwise): a backend can declare a dtype (the
+        OpenCL backend's complex64) before every kernel handles it."""
+        return self.dtypes
 
     def __init__(self):
         if not self.name:

@@ -11,11 +11,15 @@ import sys
 import threading
 import types
 
+from . import device_types
 from .devices import device as _device_cls
 from .registry import registry
 
 
 class DeviceModule(types.ModuleType):
+    #: raised when a device allocation fails after the cache was emptied (torch.cuda's name)
+    from .allocator import OutOfMemoryError
+
     def __init__(self, name: str):
         super().__init__(f"ember.{name}", f"The {name} device module.")
         self._name = name
@@ -46,6 +50,17 @@ class DeviceModule(types.ModuleType):
     def device_count(self) -> int:
         return self._backend.device_count() if self.is_available() else 0
 
+    def is_initialized(self) -> bool:
+        """True once the backend has been loaded and found available."""
+        backend = registry.loaded(self._name)
+        return backend is not None and registry.unavailable_reason(self._name) is None
+
+    def is_bf16_supported(self, including_emulation: bool = True) -> bool:
+        """True when the backend stores and computes bfloat16 tensors."""
+        if not self.is_available():
+            return False
+        return any(d.name == "bfloat16" for d in self._backend.dtypes)
+
     def current_device(self) -> int:
         return self._backend.current_device()
 
@@ -57,6 +72,26 @@ class DeviceModule(types.ModuleType):
 
     def synchronize(self, device=None) -> None:
         self._backend.synchronize(self._index(device))
+
+    def _optional(self, method):
+        """A backend method that only some backends have (device properties, driver memory
+        info): the bound method, or RuntimeError naming what is missing."""
+        fn = getattr(self._backend, method, None)
+        if fn is None:
+            raise RuntimeError(f"ember.{self._name}: this backend does not provide {method}()")
+        return fn
+
+    def get_device_properties(self, device=None):
+        """The device's properties (name, total_memory, major, minor, ...)."""
+        return self._optional("device_properties")(self._index(device))
+
+    def get_device_capability(self, device=None):
+        """(major, minor) compute capability."""
+        return self._optional("device_capability")(self._index(device))
+
+    def mem_get_info(self, device=None):
+        """(free, total) bytes of the device, as its driver reports them."""
+        return self._optional("mem_get_info")(self._index(device))
 
     @contextlib.contextmanager
     def device(self, device):
@@ -84,6 +119,9 @@ class DeviceModule(types.ModuleType):
         return self._backend.current_stream(self._index(device))
 
     def default_stream(self, device=None):
+        default = getattr(self._backend, "default_stream", None)
+        if default is not None:
+            return default(self._index(device))
         return self.current_stream(device)
 
     def stream(self, stream):
@@ -118,6 +156,14 @@ class DeviceModule(types.ModuleType):
     def memory_stats(self, device=None) -> dict:
         return self._allocator(device).memory_stats()
 
+    def memory_summary(self, device=None, abbreviated=False) -> str:
+        """A printable table of the device's memory statistics."""
+        a = self._allocator(device)
+        summary = getattr(a, "memory_summary", None)
+        if summary is not None:
+            return summary()
+        return "\n".join(f"{k}: {v}" for k, v in a.memory_stats().items())
+
     def empty_cache(self) -> None:
         backend = self._backend
         for i in range(backend.device_count()):
@@ -150,17 +196,120 @@ class DeviceModule(types.ModuleType):
         return f"<ember device module '{self._name}'>"
 
 
+class MissingDeviceModule(DeviceModule):
+    """``ember.cuda`` (``xpu``, ``mps``…) when no installed backend provides that device type.
+
+    Probing works as on a PyTorch build without the device: ``is_available()`` is False (with
+    ``unavailable_reason()``), ``device_count()`` is 0, ``is_initialized()`` is False, the
+    seeding functions do nothing (PyTorch seeds lazily, so scripts call them unconditionally),
+    ``empty_cache()`` does nothing and the memory counters read 0. Everything that needs a
+    device raises ``DeviceNotInstalled`` naming the package or extra that provides it.
+    """
+
+    def _missing(self):
+        return device_types.not_installed(self._name)
+
+    @property
+    def _backend(self):
+        raise self._missing()
+
+    def is_available(self) -> bool:
+        """False: no installed backend provides this device type."""
+        return False
+
+    def unavailable_reason(self):
+        return device_types.not_installed_reason(self._name)
+
+    def device_count(self) -> int:
+        return 0
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def is_bf16_supported(self, including_emulation: bool = True) -> bool:
+        return False
+
+    def manual_seed(self, seed) -> None:
+        """Does nothing: there is no device to seed (PyTorch's lazy seeding does the same)."""
+
+    def manual_seed_all(self, seed) -> None:
+        """Does nothing: there is no device to seed."""
+
+    def seed(self) -> None:
+        """Does nothing: there is no device to seed."""
+
+    def seed_all(self) -> None:
+        """Does nothing: there is no device to seed."""
+
+    def empty_cache(self) -> None:
+        """Does nothing: no memory is cached for a device that is not installed."""
+
+    def memory_allocated(self, device=None) -> int:
+        return 0
+
+    def max_memory_allocated(self, device=None) -> int:
+        return 0
+
+    def memory_reserved(self, device=None) -> int:
+        return 0
+
+    def max_memory_reserved(self, device=None) -> int:
+        return 0
+
+    def __repr__(self):
+        return f"<ember device module '{self._name}' (not installed)>"
+
+
 _modules: dict = {}
 _lock = threading.Lock()
+_extensions: dict = {}   # attribute -> factory(device type) -> module; installed from above
 
 
 def device_module(name: str) -> DeviceModule:
-    """``ember.<name>``, made once (and registered in ``sys.modules``)."""
+    """``ember.<name>``, made once (and registered in ``sys.modules``). A ``MissingDeviceModule``
+    made before a backend registered ``name`` is replaced by the real one."""
+    mod = _modules.get(name)
+    if mod is None or mod.__class__ is MissingDeviceModule:
+        with _lock:
+            mod = _modules.get(name)
+            if mod is None or mod.__class__ is MissingDeviceModule:
+                mod = _install(DeviceModule(name))
+    return mod
+
+
+def missing_device_module(name: str) -> DeviceModule:
+    """``ember.<name>`` for one of PyTorch's device-module names (``cuda``, ``xpu``, ``mps``…)
+    that no installed backend provides; the real module once one does."""
+    if registry.is_known(name):
+        return device_module(name)
     mod = _modules.get(name)
     if mod is None:
         with _lock:
             mod = _modules.get(name)
             if mod is None:
-                mod = _modules[name] = DeviceModule(name)
-                sys.modules[f"ember.{name}"] = mod
+                mod = _install(MissingDeviceModule(name))
     return mod
+
+
+def _install(mod):
+    _modules[mod._name] = mod
+    sys.modules[f"ember.{mod._name}"] = mod
+    for attr, factory in _extensions.items():
+        _add_extension(mod, attr, factory)
+    return mod
+
+
+def _add_extension(mod, attr, factory):
+    sub = factory(mod._name)
+    setattr(mod, attr, sub)
+    sys.modules[f"ember.{mod._name}.{attr}"] = sub
+
+
+def register_extension(attr: str, factory) -> None:
+    """Give every device module (made now or later) ``ember.<device>.<attr> = factory(device)``,
+    importable as ``ember.<device>.<attr>`` (PyTorch's ``torch.cuda.amp``). The layers above
+    install these; the runtime does not import them."""
+    with _lock:
+        _extensions[attr] = factory
+        for mod in list(_modules.values()):
+            _add_extension(mod, attr, factory)

@@ -31,7 +31,7 @@ import warnings
 
 import pluggy
 
-from . import events, hookspecs
+from . import device_types, events, hookspecs
 from .kernels import KernelTable
 
 GROUP = "ember.backends"
@@ -280,9 +280,13 @@ class BackendRegistry:
         return name in self._backends or name in self._entry_points or name in self._broken
 
     def check_device_type(self, name: str) -> None:
-        """RuntimeError (PyTorch's message) unless ``name`` is a known device type."""
-        if not self.is_known(name):
-            raise RuntimeError(f"Expected one of {', '.join(self.names())} device type at start "
+        """RuntimeError (PyTorch's message) unless ``name`` is a known device type: a backend's
+        name, or one of PyTorch's device types (``cuda``, ``mps``…), which may be named even
+        when no backend provides it (using it raises ``DeviceNotInstalled``)."""
+        if not self.is_known(name) and not device_types.is_torch_device_type(name):
+            expected = self.names() + [n for n in device_types.TORCH_DEVICE_TYPES
+                                       if n not in self.names()]
+            raise RuntimeError(f"Expected one of {', '.join(expected)} device type at start "
                                f"of device string: {name}")
 
     def peek(self, name: str):
@@ -321,6 +325,8 @@ class BackendRegistry:
                     if name in self._broken:
                         raise BackendUnavailable(f"backend '{name}' is unavailable: "
                                                  f"{self._broken[name]}")
+                    if device_types.is_torch_device_type(name):
+                        raise device_types.not_installed(name)
                     raise RuntimeError(f"unknown device type '{name}'; known: "
                                        f"{', '.join(self.names())}")
             reason = self._availability(name, backend)
@@ -337,6 +343,8 @@ class BackendRegistry:
                 return self._broken[name]
             backend = self.peek(name)
             if backend is None:
+                if name not in self._broken and device_types.is_torch_device_type(name):
+                    return device_types.not_installed_reason(name)
                 return self._broken.get(name, "not registered")
             return self._availability(name, backend)
 

@@ -1,10 +1,11 @@
-"""``ember.utils``: helpers with the names of ``torch.utils`` (``checkpoint``, ``data``, ``hooks``).
+"""``ember.utils``: helpers with the names of ``torch.utils`` (``checkpoint``, ``data``, ``hooks``,
+``deterministic``).
 
 Submodules load on first access, so low layers (autograd) can import ``ember.utils.hooks``
 without pulling in modules that depend on them."""
 import importlib
 
-_SUBMODULES = ("checkpoint", "data", "hooks")
+_SUBMODULES = ("checkpoint", "data", "deterministic", "hooks")
 
 
 def __getattr__(name):

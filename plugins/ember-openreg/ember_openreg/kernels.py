@@ -139,7 +139,7 @@ def _unary_body_(be, f, x):
         _into(a, f(a))
 
 
-def unary_(be, name, f, x):
+def unary_(be, name, f, x, compute):
     return _launch(be, x, name, _unary_body_, be, f, x)
 
 

@@ -9,7 +9,7 @@ from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU",
            "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softsign", "Sigmoid", "Tanh",
-           "LogSigmoid", "Tanhshrink", "Threshold", "GLU", "PReLU", "Softmax", "Softmin",
+           "LogSigmoid", "Tanhshrink", "Threshold", "RReLU", "GLU", "PReLU", "Softmax", "Softmin",
            "LogSoftmax"]
 
 
@@ -170,6 +170,21 @@ class Threshold(Module):
     def extra_repr(self):
         return f"threshold={self.threshold}, value={self.value}" + (
             ", inplace=True" if self.inplace else "")
+
+
+class RReLU(Module):
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace
+                                                            else "")
 
 
 class GLU(Module):

@@ -5,15 +5,20 @@ defined once.
 * ``binary``      one row per op (mul, pow, eq, bitwise_and…) plus add, sub, div
 * ``selection``   where, clamp
 * ``activation``  activations with parameters (gelu, softplus, leaky_relu, elu, hardtanh)
+* ``complex_numbers`` angle, sgn, complex, polar (composites with PyTorch's derivatives)
 * ``operators``   Tensor's Python operators
 * ``special``     special functions (i0, sinc, erfcx, ndtri, zeta, polygamma, mvlgamma…)
+* ``closeness``   isclose, allclose, equal (composites: no op, no kernel)
 * ``_rules``      dtype rules, operand checks and meta functions the family shares
 
 ``compute`` is the dtype the values are computed in (PyTorch's result type); predicates and
 comparisons return bool, the rest return ``compute``. The array-module kernels are in
 ``ember.kit.elementwise``.
 """
-from . import unary, binary, selection, activation, operators, special  # noqa: F401 - order: see modules
+from . import (unary, binary, selection, activation, operators, special,  # noqa: F401 - order
+               closeness)
+from . import complex_numbers  # noqa: F401
+from .complex_numbers import angle, angle_op, complex, complex_op, polar, polar_op, sgn
 from .activation import elu, gelu, hardtanh, leaky_relu, softplus
 from .binary import (ALIASES_BINARY, BINARY, add, add_, add_op, binary_api, binary_ops, div,
                      div_, divide, sub, sub_, subtract, true_divide)

@@ -78,10 +78,11 @@ def check_sub(a, b, op):
     """PyTorch refuses ``-`` with any bool operand (a bool tensor or a Python bool)."""
     ba, bb = is_bool(a), is_bool(b)
     if ba and bb:
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+        raise RuntimeError(f"{op}: Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     if ba or bb:
-        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+        raise RuntimeError(f"{op}: Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
 

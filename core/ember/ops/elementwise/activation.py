@@ -1,5 +1,14 @@
-"""Activations with parameters (gelu, softplus, leaky_relu, elu, hardtanh): each op with its
-meta and derivative. Parameter-free activations (relu, sigmoid, silu, mish) are unary rows."""
+"""Activations with parameters (gelu, softplus, leaky_relu, elu/celu/selu, hardtanh, threshold,
+hardsigmoid, hardswish, rrelu): each op with its meta and derivative. Parameter-free activations
+(relu, sigmoid, silu, mish) are unary rows.
+
+In-place variants save what PyTorch's save (``derivatives.yaml``), because that decides whether a
+later in-place write breaks the backward: ``leaky_relu_``, ``elu_`` (so ``celu_``, ``selu_``)
+read their *result* (the target after the write: a formula in terms of the output, so the slope
+must be >= 0, as PyTorch requires); ``hardtanh_``, ``threshold_``, ``hardsigmoid_``,
+``hardswish_`` save the input *before* the write (autograd saves a copy, PyTorch's
+``original_self``). Their kernels are composites: the functional op, then one copy back.
+"""
 from __future__ import annotations
 
 import math
@@ -9,10 +18,11 @@ from ..._dtype import COMPLEX, FLOATING
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _grad, _tangents
 from .. import _meta
+from .. import conversion as _conv  # formulas and composites only
 from . import selection as _sel  # formulas only: selection imports this module
-from ._rules import float_dtype
+from ._rules import check_overlap, float_dtype
 
 _K_ALPHA = 1.0 / math.sqrt(2.0)
 _K_PDF = 1.0 / math.sqrt(2.0 * math.pi)
@@ -50,6 +60,72 @@ def _hardtanh_backward(ctx, g, x, lo, hi):
     return (_grad.keep_where(g, x.gt(lo).logical_and(x.lt(hi))),)
 
 
+def _leaky_relu_result_backward(ctx, g, x, slope):
+    if slope < 0:
+        raise RuntimeError(
+            "In-place leakyReLu backward calculation is triggered with a negative slope which is "
+            "not supported. This is caused by calling in-place forward function with a negative "
+            "slope, please call out-of-place version instead. File an issue at "
+            "https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu "
+            "backward calculation with negative slope")
+    r = ctx.result
+    return (_sel.where(r.gt(0), g, g * slope),)
+
+
+def _elu_result_backward(ctx, g, x, alpha, scale, input_scale):
+    # out = scale*alpha*(exp(x*input_scale) - 1) for x <= 0, so d/dx = input_scale*(out + alpha*scale)
+    if alpha < 0:
+        raise RuntimeError(
+            "In-place elu backward calculation is triggered with a negative slope which is not "
+            "supported. This is caused by calling in-place forward function with a negative "
+            "slope, please call out-of-place version instead.")
+    r = ctx.result
+    return (_sel.where(r.le(0), g * ((r + alpha * scale) * input_scale), g * scale),)
+
+
+def _elu_name(suffix):
+    # celu is elu with input_scale = 1/alpha; PyTorch names its nodes CeluBackward*
+    def name(self, alpha, scale, input_scale):
+        return ("Celu" if input_scale != 1.0 else "Elu") + "Backward" + suffix
+    return name
+
+
+def _threshold_backward(ctx, g, x, threshold, value):
+    return (_grad.keep_where(g, x.gt(threshold)),)
+
+
+def _hardsigmoid_backward(ctx, g, x):
+    return (_grad.keep_where(g / 6.0, x.gt(-3.0).logical_and(x.lt(3.0))),)
+
+
+def _hardswish_backward(ctx, g, x):
+    mid = g * (x / 3.0 + 0.5)
+    return (_sel.where(x.lt(-3.0), 0.0, _sel.where(x.le(3.0), mid, g)),)
+
+
+def _threshold(self, threshold, value):
+    fill = _sel.where(self.gt(threshold), self, value)
+    return fill if fill.dtype is self.dtype else fill.to(self.dtype)
+
+
+def _hardsigmoid(self):
+    # PyTorch's order of rounding: min(max(x + 3, 0), 6) / 6
+    return hardtanh_op(self + 3.0, 0.0, 6.0) / 6.0
+
+
+def _hardswish(self):
+    return self * hardtanh_op(self + 3.0, 0.0, 6.0) / 6.0
+
+
+def _written_back(functional_op):
+    """The composite of an in-place activation: its functional op, then one copy into self."""
+    def composite(self, *args):
+        _conv.copy_op(self, functional_op(self, *args))
+        return self
+    composite.__name__ = functional_op.name + "_"
+    return composite
+
+
 gelu_op = define("gelu(Tensor self, str approximate, dtype compute) -> Tensor",
                  meta=_meta.with_compute("gelu"),
                  derivative=Derivative(_gelu_backward, save=("self",)))
@@ -60,12 +136,45 @@ leaky_relu_op = define("leaky_relu(Tensor self, float negative_slope) -> Tensor"
                        meta=_meta.same("leaky_relu"),
                        derivative=Derivative(_leaky_relu_backward, save=("self",),
                                              name="LeakyReluBackward0"))
+leaky_relu__op = define("leaky_relu_(Tensor(a!) self, float negative_slope) -> Tensor(a!)",
+                        meta=_meta.inplace("leaky_relu_"),
+                        composite=_written_back(leaky_relu_op), functional=leaky_relu_op,
+                        derivative=Derivative(_leaky_relu_result_backward, save=("result",),
+                                              name="LeakyReluBackward1"))
 elu_op = define("elu(Tensor self, float alpha, float scale, float input_scale) -> Tensor",
-                meta=_meta.same("elu"), derivative=Derivative(_elu_backward, save=("self",)))
+                meta=_meta.same("elu"),
+                derivative=Derivative(_elu_backward, save=("self",), name=_elu_name("0")))
+elu__op = define("elu_(Tensor(a!) self, float alpha, float scale, float input_scale) -> Tensor(a!)",
+                 meta=_meta.inplace("elu_"), composite=_written_back(elu_op), functional=elu_op,
+                 derivative=Derivative(_elu_result_backward, save=("result",),
+                                       name=_elu_name("1")))
 hardtanh_op = define("hardtanh(Tensor self, float min_val, float max_val) -> Tensor",
                      meta=_meta.same("hardtanh"),
                      derivative=Derivative(_hardtanh_backward, save=("self",)))
-
+hardtanh__op = define("hardtanh_(Tensor(a!) self, float min_val, float max_val) -> Tensor(a!)",
+                      meta=_meta.inplace("hardtanh_"), composite=_written_back(hardtanh_op),
+                      functional=hardtanh_op,
+                      derivative=Derivative(_hardtanh_backward, save=("self",)))
+threshold_op = define("threshold(Tensor self, float threshold, float value) -> Tensor",
+                      composite=_threshold,
+                      derivative=Derivative(_threshold_backward, save=("self",)))
+threshold__op = define("threshold_(Tensor(a!) self, float threshold, float value) -> Tensor(a!)",
+                       meta=_meta.inplace("threshold_"), composite=_written_back(threshold_op),
+                       functional=threshold_op,
+                       derivative=Derivative(_threshold_backward, save=("self",),
+                                             name="ThresholdBackward1"))
+hardsigmoid_op = define("hardsigmoid(Tensor self) -> Tensor", composite=_hardsigmoid,
+                        derivative=Derivative(_hardsigmoid_backward, save=("self",)))
+hardsigmoid__op = define("hardsigmoid_(Tensor(a!) self) -> Tensor(a!)",
+                         meta=_meta.inplace("hardsigmoid_"),
+                         composite=_written_back(hardsigmoid_op), functional=hardsigmoid_op,
+                         derivative=Derivative(_hardsigmoid_backward, save=("self",)))
+hardswish_op = define("hardswish(Tensor self) -> Tensor", composite=_hardswish,
+                      derivative=Derivative(_hardswish_backward, save=("self",)))
+hardswish__op = define("hardswish_(Tensor(a!) self) -> Tensor(a!)",
+                       meta=_meta.inplace("hardswish_"), composite=_written_back(hardswish_op),
+                       functional=hardswish_op,
+                       derivative=Derivative(_hardswish_backward, save=("self",)))
 
 
 def _real_activation(input, op):
@@ -103,12 +212,150 @@ def elu(input, alpha=1.0):
     return elu_op(input, float(alpha), 1.0, 1.0)
 
 
-def hardtanh(input, min_val=-1.0, max_val=1.0):
-    _real_activation(input, "hardtanh")
+def _check_hardtanh(input, min_val, max_val, name):
+    _real_activation(input, name)
     if min_val > max_val:
-        raise ValueError("hardtanh: min_val cannot be greater than max_val")
+        raise ValueError(f"{name}: min_val cannot be greater than max_val")
     if input.dtype is _dtype.bool_:
-        raise RuntimeError("Bool inputs not supported for hardtanh")
+        raise RuntimeError(f"Bool inputs not supported for {name.rstrip('_')}")
     if input.dtype is _dtype.uint8 and (int(min_val) < 0 or int(max_val) < 0):
-        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+        raise RuntimeError(f"cannot do {name.rstrip('_')} on an unsigned type with negative "
+                           f"limits")
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0):
+    _check_hardtanh(input, min_val, max_val, "hardtanh")
     return hardtanh_op(input, float(min_val), float(max_val))
+
+
+# -- in place and the rest of the family --------------------------------------------------------
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _write_in_place(op_, name, self, *args):
+    if 0 in self._stride:
+        check_overlap(self, name)
+    op_(self, *args)
+    self._storage.version += 1
+    return self
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    _require_float(input, "leaky_relu_")
+    return _write_in_place(leaky_relu__op, "leaky_relu_", input, float(negative_slope))
+
+
+def elu_(input, alpha=1.0):
+    _require_float(input, "elu_")
+    return _write_in_place(elu__op, "elu_", input, float(alpha), 1.0, 1.0)
+
+
+def _celu_alpha(input, alpha, name):
+    _require_float(input, name)
+    if alpha == 0:
+        raise RuntimeError(f"ZeroDivisionError: {name}: alpha must not be 0 (celu divides the "
+                           f"input by alpha)")
+    return float(alpha)
+
+
+def celu(input, alpha=1.0):
+    a = _celu_alpha(input, alpha, "celu")
+    return elu_op(input, a, 1.0, 1.0 / a)
+
+
+def celu_(input, alpha=1.0):
+    a = _celu_alpha(input, alpha, "celu_")
+    return _write_in_place(elu__op, "celu_", input, a, 1.0, 1.0 / a)
+
+
+def selu(input):
+    _require_float(input, "selu")
+    return elu_op(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
+
+
+def selu_(input):
+    _require_float(input, "selu_")
+    return _write_in_place(elu__op, "selu_", input, _SELU_ALPHA, _SELU_SCALE, 1.0)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    _check_hardtanh(input, min_val, max_val, "hardtanh_")
+    return _write_in_place(hardtanh__op, "hardtanh_", input, float(min_val), float(max_val))
+
+
+def _check_threshold(input, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input.dtype.category == COMPLEX or input.dtype is _dtype.bool_:
+        raise RuntimeError(f"{name}: expected a real non-bool tensor, got {input.dtype}")
+
+
+def threshold(input, threshold, value):
+    """``input`` where ``input > threshold``, else ``value``."""
+    _check_threshold(input, "threshold")
+    return threshold_op(input, float(threshold), float(value))
+
+
+def threshold_(input, threshold, value):
+    _check_threshold(input, "threshold_")
+    return _write_in_place(threshold__op, "threshold_", input, float(threshold), float(value))
+
+
+def hardsigmoid(input):
+    _require_float(input, "hardsigmoid")
+    return hardsigmoid_op(input)
+
+
+def hardsigmoid_(input):
+    _require_float(input, "hardsigmoid_")
+    return _write_in_place(hardsigmoid__op, "hardsigmoid_", input)
+
+
+def hardswish(input):
+    _require_float(input, "hardswish")
+    return hardswish_op(input)
+
+
+def hardswish_(input):
+    _require_float(input, "hardswish_")
+    return _write_in_place(hardswish__op, "hardswish_", input)
+
+
+def _rrelu_args(input, lower, upper, name):
+    _require_float(input, name)
+    lower, upper = float(lower), float(upper)
+    if lower > upper:
+        raise RuntimeError(f"{name}: Lower bound should be less than or equal to the upper "
+                           f"bound (got lower={lower}, upper={upper})")
+    return lower, upper
+
+
+def _rrelu_noise(input, lower, upper):
+    """Per element: 1 where ``input > 0``, else a slope drawn from U(lower, upper) with the
+    default generator of the input's device (PyTorch's ``noise``)."""
+    slopes = input.new_empty(input.shape).uniform_(lower, upper)
+    return _sel.where(input.gt(0), 1.0, slopes).to(input.dtype)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """Randomized leaky ReLU: in training each negative element is scaled by its own slope from
+    U(lower, upper); in evaluation by the fixed slope (lower + upper) / 2."""
+    lower, upper = _rrelu_args(input, lower, upper, "rrelu")
+    if not training:
+        return leaky_relu_op(input, (lower + upper) / 2)
+    return input * _rrelu_noise(input, lower, upper)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In place: the backward reads the noise (training) or the result (evaluation), never the
+    overwritten input."""
+    lower, upper = _rrelu_args(input, lower, upper, "rrelu_")
+    if not training:
+        return leaky_relu_(input, (lower + upper) / 2)
+    return input.mul_(_rrelu_noise(input, lower, upper))
+
+
+# -- ember.func: batching rules and jvps (from the backward formulas) ---------------------------
+_tangents.attach_elementwise(gelu_op, softplus_op, leaky_relu_op, elu_op, hardtanh_op)

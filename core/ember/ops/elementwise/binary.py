@@ -17,7 +17,7 @@ from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _grad
+from .. import _grad, _tangents
 from .._util import check_inplace, is_scalar, write_out
 from . import selection as _sel  # formulas only: selection imports this module
 from ._rules import (ARITH, CMP, FLOAT_BINARY, INT, LOGICAL, binary_dtype, binary_inplace_meta,
@@ -143,6 +143,12 @@ def _logaddexp_backward(ctx, g, self, other, compute):
                  lambda: g / ((self - other).exp() + 1))
 
 
+def _logaddexp2_backward(ctx, g, self, other, compute):
+    # d/da log2(2^a + 2^b) = 2^a / (2^a + 2^b) = 1 / (1 + 2^(b - a))
+    return _both(ctx, lambda: g / ((other - self).exp2() + 1),
+                 lambda: g / ((self - other).exp2() + 1))
+
+
 def _copysign_backward(ctx, g, self, other, compute):
     return _both(ctx, lambda: g * _sel.where(self.eq(0), 0.0, ctx.result / self),
                  lambda: _grad.zeros_like(g))
@@ -175,6 +181,7 @@ BINARY_ROWS = [
     ("atan2", FLOAT_BINARY, Derivative(_atan2_backward, save=_SAVE_BOTH)),
     ("hypot", FLOAT_BINARY, Derivative(_hypot_backward, save=("self", "other", "result"))),
     ("logaddexp", FLOAT_BINARY, Derivative(_logaddexp_backward, save=_SAVE_BOTH)),
+    ("logaddexp2", FLOAT_BINARY, Derivative(_logaddexp2_backward, save=_SAVE_BOTH)),
     ("copysign", FLOAT_BINARY, Derivative(_copysign_backward, save=("self", "result"))),
     ("xlogy", FLOAT_BINARY, Derivative(_xlogy_backward, save=_SAVE_BOTH)),
     ("eq", CMP, NOT_DIFFERENTIABLE),
@@ -474,3 +481,8 @@ Tensor.div, Tensor.div_ = div, div_
 divide = true_divide = div
 Tensor.divide = Tensor.true_divide = div
 Tensor.divide_ = Tensor.true_divide_ = div_
+
+
+# -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------
+_tangents.attach_elementwise(*(o for _, op, op_ in binary_ops.values() for o in (op, op_)),
+                             add_op, add_op_, sub_op, sub_op_, div_op, div_op_)

@@ -6,7 +6,7 @@ from ..._dtype import COMPLEX
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _grad, _tangents
 from .. import _meta
 from .._meta import broadcast
 from .._util import _broadcast_pair, _dtype_title, check_inplace, write_out
@@ -157,3 +157,7 @@ def clamp_max(input, max):
 
 
 Tensor.clamp_min, Tensor.clamp_max = clamp_min, clamp_max
+
+
+# -- ember.func: batching rules and jvps (from the backward formulas) ---------------------------
+_tangents.attach_elementwise(where_op, clamp_op, clamp_op_)

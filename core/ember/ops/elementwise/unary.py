@@ -1,7 +1,8 @@
 """Unary elementwise ops: one row per op — its kind (dtype rule) and its derivative.
 
 Kernel convention: ``name(Tensor self, dtype compute) -> Tensor``; in place
-``name_(Tensor(a!) self) -> Tensor(a!)``. For the holomorphic (complex-capable) ops the gradient
+``name_(Tensor(a!) self, dtype compute) -> Tensor(a!)`` (the functional twin's arguments; the
+op layer passes ``compute`` = ``self``'s dtype, refusing results that can't be written back). For the holomorphic (complex-capable) ops the gradient
 is ``grad * conj(f'(z))``, PyTorch's convention.
 """
 from __future__ import annotations
@@ -13,10 +14,11 @@ from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define, get_op
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _grad
+from .. import _grad, _tangents
 from .. import _meta
 from .._util import check_inplace, write_out
 from . import activation as _act  # formulas only (mish)
+from . import complex_numbers as _cplx  # formulas only (sgn)
 from ._rules import FLOAT, PRED, SAME, check_overlap, float_dtype, unary_meta
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -61,7 +63,8 @@ def _digamma_backward(ctx, g, x, compute):
 
 
 def _abs_backward(ctx, g, x, compute):
-    return (g * x.sign(),)
+    # PyTorch: grad * sgn(x), with sgn(z) = z / |z| (0 at 0) for complex values
+    return (g * (_cplx.sgn(x) if x.dtype.category == COMPLEX else x.sign()),)
 
 
 def _relu_backward(ctx, g, x, compute):
@@ -104,7 +107,7 @@ UNARY_ROWS = [
     ("deg2rad",    FLOAT, from_input(lambda x: math.pi / 180, name="Deg2RadBackward0")),
     ("rad2deg",    FLOAT, from_input(lambda x: 180 / math.pi, name="Rad2DegBackward0")),
     ("neg",        SAME,  linear(lambda g: -g, complex_ok=C)),
-    ("abs",        SAME,  Derivative(_abs_backward, save=("self",))),
+    ("abs",        SAME,  Derivative(_abs_backward, save=("self",), complex_ok=C)),
     ("sign",       SAME,  ZERO),
     ("floor",      SAME,  ZERO),
     ("ceil",       SAME,  ZERO),
@@ -144,7 +147,7 @@ def _unary_dtype(name, kind, x):
     if kind == SAME:
         if d is _dtype.bool_:
             if name == "neg":
-                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not "
+                raise RuntimeError("neg: Negation, the `-` operator, on a bool tensor is not "
                                    "supported. If you are trying to invert a mask, use the `~` "
                                    "or `logical_not()` operator instead.")
             if name == "positive":
@@ -183,7 +186,7 @@ def _make_unary(name, kind, op, op_):
         check_inplace(f"{name}_", self, d, self._shape)
         if 0 in self._stride:
             check_overlap(self, f"{name}_")
-        op_(self)
+        op_(self, d)
         self._storage.version += 1
         return self
 
@@ -196,7 +199,7 @@ unary_api = {}   # name -> the Python function (PyTorch's name), in-place ones a
 for _name, _kind, _derivative in UNARY_ROWS:
     _op = define(f"{_name}(Tensor self, dtype compute) -> Tensor", meta=unary_meta(_name, _kind),
                  derivative=_derivative)
-    _op_ = None if _kind == PRED else define(f"{_name}_(Tensor(a!) self) -> Tensor(a!)",
+    _op_ = None if _kind == PRED else define(f"{_name}_(Tensor(a!) self, dtype compute) -> Tensor(a!)",
                                              meta=_meta.inplace(_name + "_"), functional=_op)
     unary_ops[_name] = (_kind, _op, _op_)
     _fn, _fn_ = _make_unary(_name, _kind, _op, _op_)
@@ -308,3 +311,8 @@ def _nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 
 Tensor.nan_to_num = nan_to_num
 Tensor.nan_to_num_ = _nan_to_num_
+
+
+# -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------
+_tangents.attach_elementwise(*(o for _, op, op_ in unary_ops.values() for o in (op, op_)),
+                             round_op, round_op_, nan_to_num_op, nan_to_num_op_)

@@ -19,11 +19,12 @@ from ... import _dtype
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _grad
+from .. import _grad, _tangents
 from .. import _meta
 from .. import conversion as _conv
 from .. import factories as _fac
-from .._util import _broadcast_pair, _dtype_title, broadcast_shapes, tensor_method, write_out
+from .._util import (_broadcast_pair, _dtype_title, broadcast_shapes, every_example,
+                     tensor_method, write_out)
 from ..views import expand_op, select_op, slice_op, unsqueeze, view_op
 
 
@@ -256,9 +257,17 @@ def _setitem(self, index, value):
     if indices is None:
         view.copy_(_values(value, self, view._shape, strip=True, advanced=False))
         return
+    if isinstance(value, Tensor) and value.dtype is not self.dtype:
+        _dtype_mismatch(self, value)  # advanced indexing is index_put_: no implicit cast
     values = _values(value, self, _result_shape(view._shape, indices), strip=True)
     index_put__op(view, indices, values, False)
     self._storage.version += 1
+
+
+def _dtype_mismatch(self, values):
+    raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                       f"{_dtype_title(self.dtype)} for the destination and "
+                       f"{_dtype_title(values.dtype)} for the source.")
 
 
 def _values(value, self, target, strip, advanced=True):
@@ -299,9 +308,7 @@ def _index_put_args(self, indices, values):
         raise TypeError(f"index_put_(): argument 'values' must be Tensor, not "
                         f"{type(values).__name__}")
     if values.dtype is not self.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_dtype_title(self.dtype)} for the destination and "
-                           f"{_dtype_title(values.dtype)} for the source.")
+        _dtype_mismatch(self, values)
     n_used = sum(_dims_used(t) for t in indices)
     if n_used > self.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {n_used})")
@@ -353,8 +360,124 @@ def take(input, index):
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {got}")
     n = input.numel()
     if index.numel():
-        lo, hi = int(index.min().item()), int(index.max().item())
+        every = every_example(index)
+        lo, hi = int(every.min().item()), int(every.max().item())
         if hi >= n or lo < -n:
-            raise IndexError(f"out of range: tried to access index {hi if hi >= n else lo} on "
+            raise IndexError(f"take: out of range: tried to access index {hi if hi >= n else lo} on "
                              f"a tensor of {n} elements.")
     return index_op(input.reshape(-1), [index.reshape(-1)]).view(index._shape)
+
+
+# -- ember.func: batching rules --------------------------------------------------------------------
+def _batched_indices(self_batched, indices, idims, size):
+    """The physical index list: the batch gets an arange index of its own when ``self`` is
+    batched, batched index tensors line up after it; plus the permutation that puts the result
+    back in the example's order (advanced indices not at the front move ahead of the dims
+    before them once the batch index joins them)."""
+    positions = [d for d, t in enumerate(indices) if t is not None]
+    shapes = [t._shape[1:] if dd is not None else t._shape
+              for t, dd in zip(indices, idims) if t is not None]
+    rank = len(broadcast_shapes(*shapes)) if shapes else 0
+    phys = []
+    for t, dd in zip(indices, idims):
+        if t is None:
+            phys.append(None)
+        elif dd is not None:
+            from .. import _batching
+            phys.append(_batching.pad_logical(t, rank))
+        else:
+            phys.append(t)
+    if not self_batched:
+        return phys, None
+    ar = _fac.arange(size, dtype=_dtype.int64, device=next(
+        t for t in indices if t is not None).device)
+    phys = [view_op(ar, (size,) + (1,) * rank)] + phys
+    adjacent = positions == list(range(positions[0], positions[-1] + 1))
+    start = positions[0]
+    if not adjacent or start == 0:
+        return phys, None
+    # result: (batch, index dims..., dims before the block..., dims after it...)
+    order = [0] + list(range(1 + rank, 1 + rank + start)) + list(range(1, 1 + rank))
+    return phys, order
+
+
+def _index_batch_rule(args, bdims):
+    self, indices = args
+    ds, idims = bdims[0], bdims[1]
+    if ds is None and all(d is None for d in idims):
+        return index_op(self, indices), None
+    if any(t is not None and t.dtype in (_dtype.bool_, _dtype.uint8) for t in indices) or \
+            all(t is None for t in indices):
+        from .. import _batching
+        return _batching.loop(index_op, args, bdims)
+    size = next(t._shape[0] for t, d in zip([self] + list(indices), (ds,) + tuple(idims))
+                if d is not None)
+    phys, order = _batched_indices(ds is not None, list(indices), idims, size)
+    out = index_op(self, phys)
+    if ds is None:   # the batch sits where the index block lands in the example
+        positions = [d for d, t in enumerate(indices) if t is not None]
+        adjacent = positions == list(range(positions[0], positions[-1] + 1))
+        return out, (positions[0] if adjacent else 0)
+    if order is not None:
+        order = order + list(range(len(order), out.ndim))
+        out = out.permute(*order)
+    return out, 0
+
+
+def _index_put_physical(x, indices, idims, values, vdim, accumulate):
+    """index_put_ into ``x`` (batched physical, written in place)."""
+    size = x._shape[0]
+    example = tuple(x._shape[1:])
+    full = list(indices) + [None] * (len(example) - len(indices))
+    positions = [d for d, t in enumerate(full) if t is not None]
+    block = broadcast_shapes(*[t._shape[1:] if d is not None else t._shape
+                               for t, d in zip(indices, idims) if t is not None])
+    if positions == list(range(positions[0], positions[-1] + 1)):
+        target = example[:positions[0]] + tuple(block) + example[positions[-1] + 1:]
+    else:
+        target = tuple(block) + tuple(s for s, t in zip(example, full) if t is None)
+    phys, order = _batched_indices(True, list(indices), idims, size)
+    from .. import _batching
+    v = values
+    if vdim is not None:
+        v = _batching.pad_logical(v, len(target))
+    else:
+        v = _batching.unsqueeze_at(v, 0) if v.ndim else v
+    v = expand_op(v, (size,) + tuple(target)) if v.ndim else v
+    if order is not None and v.ndim:
+        inverse = [0] * len(order)
+        for i, o in enumerate(order):
+            inverse[o] = i
+        v = v.permute(*(inverse + list(range(len(inverse), v.ndim))))
+    index_put__op(x, phys, v, accumulate)
+    return x
+
+
+def _index_put__batch_rule(args, bdims):
+    self, indices, values, accumulate = args
+    from .. import _batching
+    _batching.inplace_check(index_put__op, args, bdims)
+    if bdims[0] is None:
+        return index_put__op(*args), None
+    if any(t is not None and t.dtype in (_dtype.bool_, _dtype.uint8) for t in indices):
+        return _batching.loop(index_put__op, args, bdims)
+    return _index_put_physical(self, indices, bdims[1], values, bdims[2], accumulate), 0
+
+
+def _index_put_batch_rule(args, bdims):
+    self, indices, values, accumulate = args
+    from .. import _batching
+    if all(d is None for d in (bdims[0], bdims[2])) and all(d is None for d in bdims[1]):
+        return index_put_op(*args), None
+    if any(t is not None and t.dtype in (_dtype.bool_, _dtype.uint8) for t in indices):
+        return _batching.loop(index_put_op, args, bdims)
+    size = _batching.batch_size_of(args, bdims)
+    x = _conv.to_copy_op(_batching.materialize(self, bdims[0], size), self.dtype)
+    return _index_put_physical(x, indices, bdims[1], values, bdims[2], accumulate), 0
+
+
+index_op.def_batch_rule(_index_batch_rule)
+index_put__op.def_batch_rule(_index_put__batch_rule)
+index_put_op.def_batch_rule(_index_put_batch_rule)
+index_op.def_jvp(_tangents.linear(index_op))
+index_put_op.def_jvp(_tangents.linear(index_put_op, (0, 2)))

@@ -7,11 +7,11 @@ from ... import _dtype
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _batching, _grad, _tangents
 from .. import _meta
 from .. import factories as _fac
 from .. import reduction as _red
-from .._util import _dtype_title, contiguous_strides, tensor_method, write_out
+from .._util import _dtype_title, contiguous_strides, every_example, tensor_method, write_out
 from ..views import view_scatter
 from .advanced import index_put__op
 
@@ -246,7 +246,8 @@ def index_copy_(self, dim, index, source):
     _check_source("index_copy_", self, d, index, source)
     size = self._shape[d] if self.ndim else 1
     if index.numel():
-        lo, hi = int(index.min().item()), int(index.max().item())
+        every = every_example(index)
+        lo, hi = int(every.min().item()), int(every.max().item())
         if lo < 0 or hi >= size:
             raise IndexError(f"index_copy_(): index {lo if lo < 0 else hi} is out of bounds for "
                              f"dimension {d} with size {size}")
@@ -262,3 +263,100 @@ def index_copy_(self, dim, index, source):
 @tensor_method()
 def index_copy(input, dim, index, source):
     return index_copy_(input.clone(), dim, index, source)
+
+
+# -- ember.func: batching rules (the batch is one more leading dim of every operand) -----------
+def _as_rows(x):
+    """A 0-d example as one element along a dim (the batch rules below index dim 1)."""
+    return _batching.unsqueeze_at(x, 1) if x.ndim == 1 else x
+
+
+def _unrow(out, was_0d):
+    return out.view(out._shape[:1]) if was_0d and out.ndim == 2 else out
+
+
+def _gather_batch_rule(args, bdims):
+    self, dim, index = args
+    if bdims[0] is None and bdims[2] is None:
+        return gather_op(*args), None
+    size = _batching.batch_size_of(args, bdims)
+    was_0d = self.ndim - (bdims[0] is not None) == 0
+    x = _as_rows(_batching.materialize(self, bdims[0], size))
+    i = _as_rows(_batching.materialize(index, bdims[2], size))
+    return _unrow(gather_op(x, dim + 1, i), was_0d), 0
+
+
+def _scatter_batch_rule(args, bdims):
+    self, dim, index, src, reduce = args
+    if all(d is None for d in bdims):
+        return scatter_op(*args), None
+    size = _batching.batch_size_of(args, bdims)
+    was_0d = self.ndim - (bdims[0] is not None) == 0
+    x = _as_rows(_batching.materialize(self, bdims[0], size))
+    i = _as_rows(_batching.materialize(index, bdims[2], size))
+    s = _as_rows(_batching.materialize(src, bdims[3], size)) if isinstance(src, Tensor) else src
+    return _unrow(scatter_op(x, dim + 1, i, s, reduce), was_0d), 0
+
+
+def _index_select_batch_rule(args, bdims):
+    self, dim, index = args
+    if bdims[0] is None and bdims[2] is None:
+        return index_select_op(*args), None
+    was_0d = self.ndim - (bdims[0] is not None) == 0
+    if bdims[2] is None:
+        return _unrow(index_select_op(_as_rows(self), dim + 1, index), was_0d), 0
+    # one index vector per example: gather along the dim with the index spread over the rest
+    size = _batching.batch_size_of(args, bdims)
+    x = _as_rows(_batching.materialize(self, bdims[0], size))
+    d = dim + 1
+    idx = index.reshape(size, -1)
+    k = idx._shape[1]
+    shape = [1] * x.ndim
+    shape[0], shape[d] = size, k
+    target = x._shape[:d] + (k,) + x._shape[d + 1:]
+    spread = idx.reshape(tuple(shape)).expand(*target)
+    return _unrow(gather_op(x, d, spread), was_0d), 0
+
+
+def _index_add_batch_rule(args, bdims):
+    self, dim, index, source, alpha = args
+    if all(d is None for d in bdims):
+        return index_add_op(*args), None
+    if self.ndim - (bdims[0] is not None) in (0, ) or \
+            source.ndim - (bdims[3] is not None) != self.ndim - (bdims[0] is not None):
+        return _batching.loop(index_add_op, args, bdims)
+    size = _batching.batch_size_of(args, bdims)
+    x = _batching.materialize(self, bdims[0], size)
+    src = _batching.materialize(source, bdims[3], size)
+    d = dim + 1
+    if bdims[2] is None:
+        return index_add_op(x, d, index, src, alpha), 0
+    # per-example indices: fold the batch into the indexed dim (example b owns rows b*n...)
+    from ..views import movedim
+    n = x._shape[d]
+    xm = movedim(x, d, 1)
+    rest = xm._shape[2:]
+    idx = index.reshape(size, -1)
+    offsets = _fac.arange(size, dtype=idx.dtype, device=idx.device).reshape(size, 1) * n
+    flat_i = (idx + offsets).reshape(-1)
+    flat_s = movedim(src, d, 1).reshape(flat_i._shape[0], *rest)
+    out = index_add_op(xm.reshape(size * n, *rest), 0, flat_i, flat_s, alpha)
+    return movedim(out.reshape(size, n, *rest), 1, d), 0
+
+
+def _scatter_jvp(ctx, tangents, self, dim, index, src, reduce):
+    if reduce not in (None, "add"):
+        from ...func._forward import transposed_jvp
+        return transposed_jvp(scatter_op, scatter_op.derivative, (self, dim, index, src, reduce),
+                              ctx.result, tangents)
+    return _tangents.linear(scatter_op, (0, 3))(ctx, tangents, self, dim, index, src, reduce)
+
+
+gather_op.def_batch_rule(_gather_batch_rule)
+scatter_op.def_batch_rule(_scatter_batch_rule)
+index_select_op.def_batch_rule(_index_select_batch_rule)
+index_add_op.def_batch_rule(_index_add_batch_rule)
+gather_op.def_jvp(_tangents.linear(gather_op))
+index_select_op.def_jvp(_tangents.linear(index_select_op))
+index_add_op.def_jvp(_tangents.linear(index_add_op, (0, 3)))
+scatter_op.def_jvp(_scatter_jvp)

@@ -6,11 +6,11 @@ from ... import _dtype
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _batching, _grad, _tangents
 from .. import _meta
 from .. import elementwise as _ew
 from .. import factories as _fac
-from .._util import broadcast_shapes, tensor_method, write_out
+from .._util import broadcast_shapes, every_example, tensor_method, write_out
 from ..views import select_op
 from .advanced import index_put_op, nonzero_op
 from .gather_scatter import _assign
@@ -57,15 +57,24 @@ def masked_fill(input, mask, value):
         value = value.to(device=input.device, dtype=input.dtype)
     else:
         value = _fac.tensor(value, dtype=input.dtype, device=input.device)
-    broadcast_shapes(input._shape, mask._shape)
+    _broadcastable("masked_fill", input, mask)
     return masked_fill_op(input, mask, value)
+
+
+def _broadcastable(op, input, mask):
+    try:
+        broadcast_shapes(input._shape, mask._shape)
+    except RuntimeError as e:
+        raise RuntimeError(f"{op}: {e} (input shape {list(input._shape)}, mask shape "
+                           f"{list(mask._shape)})") from None
 
 
 @tensor_method()
 def masked_fill_(self, mask, value):
     r = masked_fill(self, mask, value)
     if r._shape != self._shape:
-        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast "
+        raise RuntimeError(f"masked_fill_: output with shape {list(self._shape)} doesn't match "
+                           f"the broadcast "
                            f"shape {list(r._shape)}")
     return _assign(self, r)
 
@@ -74,7 +83,7 @@ def masked_fill_(self, mask, value):
 def masked_select(input, mask, *, out=None):
     if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    broadcast_shapes(input._shape, mask._shape)
+    _broadcastable("masked_select", input, mask)
     r = masked_select_op(input, mask)
     return r if out is None else write_out(out, r, "masked_select")
 
@@ -83,14 +92,38 @@ def one_hot(tensor, num_classes=-1):
     if not isinstance(tensor, Tensor) or tensor.dtype is not _dtype.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if tensor.numel():
-        lo, hi = int(tensor.min().item()), int(tensor.max().item())
+        every = every_example(tensor)
+        lo, hi = int(every.min().item()), int(every.max().item())
         if lo < 0:
             raise RuntimeError("Class values must be non-negative.")
         if num_classes == -1:
             num_classes = hi + 1
         elif hi >= num_classes:
-            raise RuntimeError("Class values must be smaller than num_classes.")
+            raise RuntimeError(f"one_hot: Class values must be smaller than num_classes ({num_classes}), "
+                               f"got {hi}.")
     elif num_classes <= 0:
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
     classes = _fac.arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
+
+
+# -- ember.func ---------------------------------------------------------------------------------
+def _masked_fill_batch_rule(args, bdims):
+    """A batched fill value (one per example) is a ``where``; otherwise elementwise."""
+    self, mask, value = args
+    if bdims[2] is None:
+        return _elementwise_masked_fill(args, bdims)
+    size = _batching.batch_size_of(args, bdims)
+    rank = max(t.ndim - (d is not None) for t, d in zip(args, bdims))
+    parts = [_batching.pad_logical(t, rank) if d is not None else t for t, d in zip(args, bdims)]
+    x, m, v = parts
+    out = _ew.where(m, v, x)
+    target = (size,) + broadcast_shapes(self._shape[1:] if bdims[0] is not None else self._shape,
+                                        mask._shape[1:] if bdims[1] is not None else mask._shape)
+    return (out if out._shape == target else out.expand(*target)), 0
+
+
+_elementwise_masked_fill = _batching.elementwise(masked_fill_op)
+masked_fill_op.def_batch_rule(_masked_fill_batch_rule)
+masked_fill_op.def_jvp(_tangents.linear(masked_fill_op, (0, 2)))
+masked_select_op.def_jvp(_tangents.linear(masked_select_op))

@@ -37,18 +37,18 @@ def no_bool(op, t):
 def inner_product_check(op, a, b):
     """The checks ``dot``/``vdot`` (and 1-D @ 1-D) make, with PyTorch's messages."""
     if a.ndim != 1 or b.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+        raise RuntimeError(f"{op}: 1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
     if a.dtype is not b.dtype:
         raise RuntimeError(f"{op} : expected both vectors to have same dtype, but found "
                            f"{_dtype_title(a.dtype)} and {_dtype_title(b.dtype)}")
     n, m = a._shape[0], b._shape[0]
     if n != m:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have "
-                           f"the same number of elements, but got {n} and {m} elements "
+        raise RuntimeError(f"{op}: inconsistent tensor size, expected tensor [{n}] and src [{m}] "
+                           f"to have the same number of elements, but got {n} and {m} elements "
                            f"respectively")
 
 
-def mv_check(mat, vec, bias_dtype=None):
+def mv_check(mat, vec, bias_dtype=None, op="mv"):
     if mat.dtype is not vec.dtype or bias_dtype not in (None, mat.dtype):
         names = [_dtype_title(d) for d in (bias_dtype or vec.dtype, mat.dtype, vec.dtype)]
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {names[0]}, "
@@ -56,7 +56,7 @@ def mv_check(mat, vec, bias_dtype=None):
     k = mat._shape[-1]
     if k != vec._shape[0]:
         rows = math.prod(mat._shape[:-1])
-        raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{k}), vec "
+        raise RuntimeError(f"{op}: size mismatch, got input ({rows}), mat ({rows}x{k}), vec "
                            f"({vec._shape[0]})")
 
 
@@ -66,7 +66,7 @@ def same_dtype(a, b):
                            f"{cpp_dtype_name(a.dtype)} != {cpp_dtype_name(b.dtype)}")
 
 
-def matmul_check(a, b):
+def matmul_check(a, b, op="matmul"):
     na, nb = a.ndim, b.ndim
     if not na or not nb:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {na}D "
@@ -74,39 +74,39 @@ def matmul_check(a, b):
     if na == 1 and nb == 1:
         inner_product_check("dot", a, b)
     elif nb == 1:
-        mv_check(a, b)
+        mv_check(a, b, op=op)
     else:
         same_dtype(a, b)
         ka, kb = a._shape[-1], b._shape[-2]
         if nb == 2:
             # PyTorch folds the batch dims of ``a`` into rows and reports the folded shapes
             if ka != kb:
-                raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
+                raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied "
                                    f"({math.prod(a._shape[:-1])}x{ka} and {kb}x{b._shape[-1]})")
         else:
             batch = math.prod(_broadcast_pair(a._shape[:-2], b._shape[:-2]))
             if ka != kb:
-                raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to "
+                raise RuntimeError(f"{op}: Expected size for first two dimensions of batch2 tensor to "
                                    f"be: [{batch}, {ka}] but got: [{batch}, {kb}].")
     no_bool("matmul", a)
 
 
-def mm_check(a, b, names=("self", "mat2")):
+def mm_check(a, b, names=("self", "mat2"), op="mm"):
     if a.ndim != 2:
-        raise RuntimeError(f"{names[0]} must be a matrix")
+        raise RuntimeError(f"{op}: {names[0]} must be a matrix, got a {a.ndim}-D tensor")
     if b.ndim != 2:
-        raise RuntimeError(f"{names[1]} must be a matrix")
+        raise RuntimeError(f"{op}: {names[1]} must be a matrix, got a {b.ndim}-D tensor")
     same_dtype(a, b)
     if a._shape[1] != b._shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._shape[0]}x"
+        raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({a._shape[0]}x"
                            f"{a._shape[1]} and {b._shape[0]}x{b._shape[1]})")
 
 
-def bmm_check(a, b):
+def bmm_check(a, b, op="bmm"):
     if a.ndim != 3:
-        raise RuntimeError("batch1 must be a 3D tensor")
+        raise RuntimeError(f"{op}: batch1 must be a 3D tensor, got a {a.ndim}-D tensor")
     if b.ndim != 3:
-        raise RuntimeError("batch2 must be a 3D tensor")
+        raise RuntimeError(f"{op}: batch2 must be a 3D tensor, got a {b.ndim}-D tensor")
     if a.dtype is not b.dtype:
         raise RuntimeError(f"expected scalar type {_dtype_title(a.dtype)} but found "
                            f"{_dtype_title(b.dtype)}")

@@ -70,7 +70,8 @@ def tensordot(a, b, dims=2, out=None):
     given_a, dims_a = _dim_list(given_a, a.ndim)
     given_b, dims_b = _dim_list(given_b, b.ndim)
     if len(dims_a) != len(dims_b):
-        raise RuntimeError("both dimension lists should have same length")
+        raise RuntimeError(f"tensordot: both dimension lists should have same length, got "
+                           f"{len(dims_a)} and {len(dims_b)}")
     if a.dtype is not b.dtype:
         raise RuntimeError("both inputs should have same dtype")
     for ga, gb, x, y in zip(given_a, given_b, dims_a, dims_b):
@@ -297,3 +298,32 @@ def einsum(*args):
                                f"{_dtype_title(t.dtype)}")
     no_bool("einsum", operands[0])
     return einsum_op(equation, operands)
+
+
+# -- ember.func ---------------------------------------------------------------------------------
+def _einsum_batch_rule(args, bdims):
+    """A fresh subscript for the batch, on each batched operand and in front of the output."""
+    equation, operands = args
+    flags = bdims[1]
+    if all(d is None for d in flags):
+        return einsum_op(equation, operands), None
+    lhs, out = equation.split("->")
+    letter = next(c for c in string.ascii_letters if c not in equation)
+    terms = [(letter + t) if d is not None else t for t, d in zip(lhs.split(","), flags)]
+    return einsum_op(",".join(terms) + "->" + letter + out, operands), 0
+
+
+def _einsum_jvp(ctx, tangents, equation, operands):
+    """Multilinear: one einsum per operand with a tangent, that operand replaced by it."""
+    ts = tangents[1] or [None] * len(operands)
+    out = None
+    for i, t in enumerate(ts):
+        if t is not None:
+            ops = list(operands)
+            ops[i] = t
+            out = out + einsum_op(equation, ops) if out is not None else einsum_op(equation, ops)
+    return out
+
+
+einsum_op.def_batch_rule(_einsum_batch_rule)
+einsum_op.def_jvp(_einsum_jvp)

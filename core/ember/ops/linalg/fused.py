@@ -15,7 +15,7 @@ from ... import _dtype
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _batching, _grad, _tangents
 from .. import conversion as _conv
 from .. import elementwise as _ew
 from .. import views as _views
@@ -131,7 +131,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     check_tensors("addmm", input=input, mat1=mat1, mat2=mat2)
     if mat1.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor")
-    mm_check(mat1, mat2, ("mat1", "mat2"))
+    mm_check(mat1, mat2, ("mat1", "mat2"), op="addmm")
     if input.dtype is not mat2.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "
                            f"{_dtype_title(input.dtype)} and {_dtype_title(mat2.dtype)}")
@@ -145,7 +145,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 @tensor_method()
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     check_tensors("baddbmm", input=input, batch1=batch1, batch2=batch2)
-    bmm_check(batch1, batch2)
+    bmm_check(batch1, batch2, op="baddbmm")
     if input.dtype is not batch1.dtype:
         raise RuntimeError(f"Input dtypes must be the same, got: input "
                            f"{cpp_dtype_name(input.dtype)}, batch1: "
@@ -163,7 +163,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
     mv_shape_check(mat, vec, input.ndim)
     mv_check(mat, vec, input.dtype)
     if input.ndim > 1 or input.ndim == 1 and input._shape[0] not in (1, mat._shape[0]):
-        raise RuntimeError(f"size mismatch, got input ({input._shape[0]}), mat "
+        raise RuntimeError(f"addmv: size mismatch, got input ({input._shape[0]}), mat "
                            f"({mat._shape[0]}x{mat._shape[1]}), vec ({vec._shape[0]})")
     no_bool("addmv", input)
     return addmv_op(_expanded(input, (mat._shape[0],)), mat, vec,
@@ -188,3 +188,45 @@ def _make_inplace(fn):
 addmm_ = _make_inplace(addmm)
 baddbmm_ = _make_inplace(baddbmm)
 addmv_ = _make_inplace(addmv)
+
+
+# -- ember.func ---------------------------------------------------------------------------------
+def _addmm_batch_rule(args, bdims):
+    """Batched rows with a plain weight (nn.Linear under vmap) stay one addmm; otherwise the
+    composite runs on the batched operands (batched matmuls and a broadcast add)."""
+    self, mat1, mat2, beta, alpha = args
+    ds, d1, d2 = bdims[:3]
+    if ds is None and d1 is None and d2 is None:
+        return addmm_op(*args), None
+    if ds is None and d2 is None and (self.ndim < 2 or self._shape[0] == 1):
+        size, m, k = mat1._shape
+        out = addmm_op(self, _views.reshape(mat1, (size * m, k)), mat2, beta, alpha)
+        return _views.view_op(out, (size, m, mat2._shape[1])), 0
+    if ds is not None:
+        self = _batching.pad_logical(self, 2)
+    if d1 is None:
+        mat1 = _batching.unsqueeze_at(mat1, 0)
+    if d2 is None:
+        mat2 = _batching.unsqueeze_at(mat2, 0)
+    out = _add_product(self, mat1, mat2, beta, alpha)
+    size = _batching.batch_size_of(args, bdims)
+    if out._shape[0] != size:   # beta == 0 with only self batched: the product is the same
+        out = _views.expand_op(out, (size,) + out._shape[1:])
+    return out, 0
+
+
+def _addmm_jvp(ctx, tangents, self, mat1, mat2, beta, alpha):
+    ts, t1, t2 = tangents[:3]
+    matmul = _products.matmul_op
+    out = None
+    if ts is not None:
+        out = ts if beta == 1 else ts * beta
+    prod = _tangents.add(None if t1 is None else matmul(t1, mat2),
+                         None if t2 is None else matmul(mat1, t2))
+    if prod is not None:
+        out = _tangents.add(out, prod if alpha == 1 else prod * alpha)
+    return out
+
+
+addmm_op.def_batch_rule(_addmm_batch_rule)
+addmm_op.def_jvp(_addmm_jvp)

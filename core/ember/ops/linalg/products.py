@@ -6,7 +6,7 @@ from ... import _dtype
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad, _meta
+from .. import _batching, _grad, _meta, _tangents
 from .. import elementwise as _ew
 from .. import views as _views
 from .._util import tensor_method
@@ -176,3 +176,52 @@ def _svdvals_meta(A):
 # no derivative yet: a backward through it raises, naming the op (the nuclear norm's gradient)
 svdvals_op = define("linalg_svdvals(Tensor A) -> Tensor", meta=_svdvals_meta,
                     doc="Singular values of the matrices in the last two dims, descending.")
+
+
+# -- ember.func ---------------------------------------------------------------------------------
+def _matmul_batch_rule(args, bdims):
+    """The product of each example's operands, as few matmuls as possible: one batched side
+    times a plain matrix folds the batch into the rows (one GEMM)."""
+    a, b = args
+    da, db = bdims
+    if da is None and db is None:
+        return matmul_op(a, b), None
+    na, nb = a.ndim - (da is not None), b.ndim - (db is not None)
+    if db is None and nb <= 2 and na >= 1:
+        if na == 1 or nb == 1:   # (B, k) @ (k, n) | (B, ..., m, k) @ (k,)
+            return matmul_op(a, b), 0
+        rows = _views.reshape(a, (-1, a._shape[-1]))
+        return _views.reshape(matmul_op(rows, b), a._shape[:-1] + b._shape[-1:]), 0
+    if da is None and na <= 2 and nb == 1:   # a @ one vector per example: (B, k) @ a.mT
+        return matmul_op(b, mT(a) if na == 2 else a), 0
+    # general: vectors become matrices, the examples' batch dims line up after the batch
+    a2 = _batching.unsqueeze_at(a, a.ndim - 1) if na == 1 else a
+    b2 = _batching.unsqueeze_at(b, b.ndim) if nb == 1 else b
+    rank = max(a2.ndim - (da is not None), b2.ndim - (db is not None))
+    if da is not None:
+        a2 = _batching.pad_logical(a2, rank)
+    if db is not None:
+        b2 = _batching.pad_logical(b2, rank)
+    if a2._shape[-1] == 1 and a2.dtype.category != _dtype.COMPLEX:
+        # one outer product per example (per-example weight gradients): a broadcast multiply
+        # writes the result once, where stacked matmuls of inner size 1 crawl (numpy)
+        out = _ew.binary_api["mul"](a2, b2)
+    else:
+        out = matmul_op(a2, b2)
+    shape = out._shape
+    if nb == 1:
+        shape = shape[:-1]
+    if na == 1:
+        shape = shape[:-2] + shape[-1:] if nb != 1 else shape[:-1]
+    return (_views.view_op(out, shape) if shape != out._shape else out), 0
+
+
+def _matmul_jvp(ctx, tangents, self, other):
+    ta, tb = tangents
+    return _tangents.add(None if ta is None else matmul_op(ta, other),
+                         None if tb is None else matmul_op(self, tb))
+
+
+matmul_op.def_batch_rule(_matmul_batch_rule)
+matmul_op.def_jvp(_matmul_jvp)
+svdvals_op.def_batch_rule(_batching.last_dims(svdvals_op))

@@ -6,7 +6,7 @@ from ... import _dtype, return_types
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _grad, _meta
+from .. import _batching, _grad, _meta
 from .. import elementwise as _ew
 from .._util import tensor_method
 from . import sums as _sums
@@ -200,3 +200,12 @@ def _make_logical(name, op):
 
 all = _make_logical("all", all_op)
 any = _make_logical("any", any_op)
+
+
+# -- ember.func: batching rules (dims shift past the batch) ------------------------------------
+for _op in (amax_op, amin_op, all_op, any_op):
+    _op.def_batch_rule(_batching.over_dims(_op))
+for _op in (max_dim_op, min_dim_op):
+    _op.def_batch_rule(_batching.along_dim(_op))
+for _op in (argmax_op, argmin_op):
+    _op.def_batch_rule(_batching.along_dim(_op, optional=True))

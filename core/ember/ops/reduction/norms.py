@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 from ... import _dtype
-from ..._dtype import FLOATING
+from ..._dtype import COMPLEX, FLOATING
 from ..._tensor import _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad, _meta
+from .. import _batching, _grad, _meta
 from .. import elementwise as _ew
 from .. import linalg as _linalg
 from .. import views as _views
@@ -24,7 +24,8 @@ def _logsumexp(x, dim, keepdim):
     exp, log, sum_op = _ew.unary_api["exp"], _ew.unary_api["log"], _sums.sum_op
     if not x.numel():  # sum over nothing is 0: log gives -inf, as PyTorch does
         return log(sum_op(exp(x), dim, keepdim, x.dtype))
-    m = _extremes.amax_op(x, dim, True)
+    # shift by the largest (real part): exp never overflows; a complex x keeps its phases
+    m = _extremes.amax_op(x.real if x.dtype.category == COMPLEX else x, dim, True)
     m = _ew.where(_ew.unary_api["isinf"](m), 0.0, m)  # keeps inf - inf out of the shift
     r = _ew.add(log(sum_op(exp(_ew.sub(x, m)), dim, True, x.dtype)), m)
     return r if keepdim else _views.reshape(r, without(x._shape, dim))
@@ -33,19 +34,20 @@ def _logsumexp(x, dim, keepdim):
 def _logsumexp_backward(ctx, g, self, dim, keepdim):
     shape = self._shape
     r = _grad.unsqueeze_dims(ctx.result, shape, dim, keepdim)
-    return (restore(g, shape, dim, keepdim) * _ew.unary_api["exp"](self - r),)
+    # holomorphic: grad * conj(softmax), PyTorch's convention for complex inputs
+    return (restore(g, shape, dim, keepdim) * _grad.conj(_ew.unary_api["exp"](self - r)),)
 
 
 logsumexp_op = define("logsumexp(Tensor self, int[] dim, bool keepdim) -> Tensor",
                       composite=_logsumexp,
-                      derivative=Derivative(_logsumexp_backward, save=("self", "result")))
+                      derivative=Derivative(_logsumexp_backward, save=("self", "result"),
+                                            complex_ok=True))
 
 
 @tensor_method()
 def logsumexp(input, dim, keepdim=False):
     check_tensor(input, "logsumexp")
-    no_complex(input, "logsumexp")
-    x = input if input.dtype.category == FLOATING else input.to(_dtype.get_default_dtype())
+    x = input if input.dtype.category >= FLOATING else input.to(_dtype.get_default_dtype())
     return logsumexp_op(x, reduce_dims(x, dim, "logsumexp"), bool(keepdim))
 
 
@@ -142,3 +144,8 @@ def _matrix_dims(x, dim):
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
     return d0, d1
+
+
+# -- ember.func: batching rules (dims shift past the batch) ------------------------------------
+logsumexp_op.def_batch_rule(_batching.over_dims(logsumexp_op))
+vector_norm_op.def_batch_rule(_batching.over_dims(vector_norm_op, dim_pos=2))

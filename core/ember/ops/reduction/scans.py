@@ -7,12 +7,12 @@ from ..._dtype import FLOATING
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _batching, _grad, _tangents
 from .. import elementwise as _ew
 from .. import factories as _fac
 from .. import linalg as _linalg
 from .. import shape as _shape_ops
-from .._util import _dtype_title, tensor_method
+from .._util import _dtype_title, every_example, tensor_method
 from . import sums as _sums
 from ._rules import accumulate_dtype, along_dim_meta, check_tensor, no_complex
 
@@ -32,7 +32,8 @@ def _cumsum_backward(ctx, g, self, dim, dtype):
 def _cumprod_backward(ctx, g, self, dim, dtype):
     if not self._shape or self._shape[dim] == 0:
         return (g,)
-    if not bool(_ew.binary_api["eq"](self, 0).any()):
+    # (under vmap: any zero in any example takes the exact path for all of them)
+    if not bool(every_example(_ew.binary_api["eq"](self, 0)).any()):
         return (_reverse_cumsum(g * ctx.result, dim) / self,)
     # zeros: d out_i / d x_k = prod_{j<=i, j!=k} x_j (i >= k), built for every k at once from
     # copies of x with x_k set to 1; O(n^2) in the scanned length
@@ -124,3 +125,29 @@ def _make_softmax(name, op):
 
 softmax = _make_softmax("softmax", softmax_op)
 log_softmax = _make_softmax("log_softmax", log_softmax_op)
+
+
+# -- ember.func: batching rules (the dim shifts past the batch); cumsum is linear --------------
+for _op in (cumsum_op, cumprod_op, softmax_op, log_softmax_op):
+    _op.def_batch_rule(_batching.along_dim(_op))
+cumsum_op.def_jvp(_tangents.linear(cumsum_op))
+
+
+def _softmax_jvp(ctx, tangents, self, dim, dtype):
+    t = tangents[0]
+    if t is None:
+        return None
+    y = ctx.result
+    return y * (t - _sums.sum_op(y * t, _dims_of(y._shape, dim), True, y.dtype))
+
+
+def _log_softmax_jvp(ctx, tangents, self, dim, dtype):
+    t = tangents[0]
+    if t is None:
+        return None
+    p = _ew.unary_api["exp"](ctx.result)
+    return t - _sums.sum_op(p * t, _dims_of(p._shape, dim), True, p.dtype)
+
+
+softmax_op.def_jvp(_softmax_jvp)
+log_softmax_op.def_jvp(_log_softmax_jvp)

@@ -9,7 +9,9 @@ from ... import _dtype
 from ..._dtype import FLOATING
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from ...runtime.registry import registry
+from .. import _batching, _grad, _tangents
+from .. import conversion as _conv
 from .. import elementwise as _ew
 from .. import shape as _shape_ops
 from .._util import _dtype_title, tensor_method
@@ -147,15 +149,35 @@ def _sqrt(x):
     return _ew.unary_api["sqrt"](x)
 
 
+_NARROW_FLOATS = (_dtype.float16, _dtype.bfloat16, _dtype.float32)
+
+
+def _std(x, dim, correction, keepdim):
+    """sqrt(var), with the variance of a narrow float computed in float64 where the device
+    has it, as PyTorch does: the squared deviations may overflow the input's dtype (the std of
+    [0, 1e30] in float32 is 7.07e29, not inf) while their square root fits."""
+    if x.dtype in _NARROW_FLOATS and _dtype.float64 in registry.get(x.device.type).dtypes:
+        wide = _conv.to_copy_op(x, _dtype.float64)
+        return _conv.to_copy_op(_sqrt(var_op(wide, dim, correction, keepdim)), x.dtype)
+    return _sqrt(var_op(x, dim, correction, keepdim))
+
+
+def _std_backward(ctx, g, self, dim, correction, keepdim):
+    # d std = d var / (2 std): PyTorch's StdBackward0 (NaN where std is 0, as there)
+    r = restore(ctx.result, self._shape, dim, keepdim)
+    return (_var_backward(ctx, g, self, dim, correction, keepdim)[0] / (r * 2),)
+
+
 std_op = define("std(Tensor self, int[] dim, float correction, bool keepdim) -> Tensor",
-                composite=lambda x, dim, c, keepdim: _sqrt(var_op(x, dim, c, keepdim)))
+                meta=reduction_meta("std", "real"), composite=_std,
+                derivative=Derivative(_std_backward, save=("self", "result")))
 var_mean_op = define("var_mean(Tensor self, int[] dim, float correction, bool keepdim) -> "
                      "(Tensor, Tensor)",
                      composite=lambda x, dim, c, keepdim: (var_op(x, dim, c, keepdim),
                                                            mean_op(x, dim, keepdim, x.dtype)))
 std_mean_op = define("std_mean(Tensor self, int[] dim, float correction, bool keepdim) -> "
                      "(Tensor, Tensor)",
-                     composite=lambda x, dim, c, keepdim: (_sqrt(var_op(x, dim, c, keepdim)),
+                     composite=lambda x, dim, c, keepdim: (_std(x, dim, c, keepdim),
                                                            mean_op(x, dim, keepdim, x.dtype)))
 
 
@@ -207,3 +229,11 @@ count_nonzero_op = define("count_nonzero(Tensor self, int[] dim) -> Tensor",
 def count_nonzero(input, dim=None):
     check_tensor(input, "count_nonzero")
     return count_nonzero_op(input, reduce_dims(input, dim, "count_nonzero"))
+
+
+# -- ember.func: reductions over int[] dims batch by shifting the dims; sum and mean are linear;
+# the others' jvps come from their backward formulas (transposed) or their composites ----------
+for _op in (sum_op, prod_op, nansum_op, mean_op, var_op):
+    _op.def_batch_rule(_batching.over_dims(_op))
+sum_op.def_jvp(_tangents.linear(sum_op))
+mean_op.def_jvp(_tangents.linear(mean_op))

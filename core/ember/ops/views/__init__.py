@@ -15,7 +15,8 @@ from . import strided, reshaping, slicing  # noqa: F401 - order: each imports th
 from .reshaping import (broadcast_tensors, broadcast_to, expand, expand_as, expand_op, flatten,
                         imag, moveaxis, movedim, permute, permute_op, real, reshape, reshape_as,
                         squeeze, swapaxes, swapdims, t, transpose, unflatten, unsqueeze, view,
-                        view_as, view_op)
+                        view_as, view_as_complex, view_as_complex_op, view_as_real,
+                        view_as_real_op, view_op)
 from .slicing import (chunk, diagonal, diagonal_op, narrow, select, select_op, slice_op, split,
                       tensor_split, unbind, unfold, unfold_op)
 from .strided import (as_strided, as_strided_op, as_strided_scatter, as_strided_scatter_op,

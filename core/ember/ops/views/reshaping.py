@@ -7,7 +7,7 @@ from ... import _dtype
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _batching, _grad, _tangents
 from .._util import broadcast_shapes, contiguous_strides, tensor_method
 from .strided import as_strided_op
 
@@ -26,10 +26,10 @@ def _infer_size(shape, numel, op):
             known *= s
     if neg:
         if known == 0 or numel % known:
-            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+            raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel}")
         shape[neg[0]] = numel // known
     elif known != numel:
-        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel}")
     return tuple(shape)
 
 
@@ -133,13 +133,77 @@ def _view_dtype(self, dtype):
     return Tensor._make(self._storage, tuple(shape), tuple(stride), offset, dt, self.device)
 
 
+# -- complex-part views ---------------------------------------------------------------------------
+def _view_as_real(self):
+    if self.dtype.category != _dtype.COMPLEX:
+        raise RuntimeError(f"view_as_real is only supported for complex tensors, got a tensor of "
+                           f"dtype {self.dtype} and shape {list(self._shape)}")
+    t = Tensor._make(self._storage, self._shape + (2,), tuple(s * 2 for s in self._stride) + (1,),
+                     self._offset * 2, self.dtype.to_real(), self.device)
+    t._view_base = self
+    return t
+
+
+def _view_as_complex(self):
+    d = self.dtype
+    if d not in (_dtype.float32, _dtype.float64):
+        raise RuntimeError(f"view_as_complex is only supported for float and double tensors, "
+                           f"but got a tensor of scalar type: {d} (shape {list(self._shape)})")
+    if self.ndim == 0:
+        raise RuntimeError("view_as_complex: Input tensor must have one or more dimensions")
+    if self._shape[-1] != 2:
+        raise RuntimeError(f"view_as_complex: Tensor must have a last dimension of size 2, got "
+                           f"shape {list(self._shape)}")
+    if self._stride[-1] != 1:
+        raise RuntimeError(f"view_as_complex: Tensor must have a last dimension with stride 1, "
+                           f"got strides {list(self._stride)}")
+    if any(s % 2 for s in self._stride[:-1]):
+        raise RuntimeError(f"view_as_complex: Tensor must have a stride divisible by 2 for all "
+                           f"but last dimension, got strides {list(self._stride)}")
+    if self._offset % 2:
+        raise RuntimeError(f"view_as_complex: Tensor must have a storage_offset divisible by 2, "
+                           f"got {self._offset}")
+    t = Tensor._make(self._storage, self._shape[:-1], tuple(s // 2 for s in self._stride[:-1]),
+                     self._offset // 2, d.to_complex(), self.device)
+    t._view_base = self
+    return t
+
+
+def _view_as_real_backward(ctx, g, self):
+    return (view_as_complex_op(g.contiguous()),)
+
+
+def _view_as_complex_backward(ctx, g, self):
+    return (view_as_real_op(g.contiguous()),)
+
+
+# dtype-changing views: autograd treats their outputs as new tensors (an in-place op through
+# one is not replayed onto the base's history)
+view_as_real_op = define("view_as_real(Tensor self) -> Tensor", composite=_view_as_real,
+                         derivative=Derivative(_view_as_real_backward, complex_ok=True,
+                                               name="ViewAsRealBackward0"))
+view_as_complex_op = define("view_as_complex(Tensor self) -> Tensor", composite=_view_as_complex,
+                            derivative=Derivative(_view_as_complex_backward, complex_ok=True,
+                                                  name="ViewAsComplexBackward0"))
+
+
+def view_as_real(input):
+    """A real view of a complex tensor with a trailing dimension of 2 (real, imaginary)."""
+    return view_as_real_op(input)
+
+
+def view_as_complex(input):
+    """A complex view of a float tensor whose last dimension (size 2, stride 1) holds pairs."""
+    return view_as_complex_op(input)
+
+
 def _complex_part(self, part):
     if self.dtype.category != _dtype.COMPLEX:
         if part == 0:
             return self
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return Tensor._make(self._storage, self._shape, tuple(s * 2 for s in self._stride),
-                        self._offset * 2 + part, self.dtype.to_real(), self.device)
+    # PyTorch's composite: differentiable through view_as_real and select
+    return view_as_real_op(self).select(-1, part)
 
 
 Tensor.real = property(lambda self: _complex_part(self, 0))
@@ -370,7 +434,10 @@ def expand_as(self, other):
 
 
 def broadcast_to(input, shape):
-    return expand_op(input, tuple(shape))
+    try:
+        return expand_op(input, tuple(shape))
+    except RuntimeError as e:
+        raise RuntimeError(f"broadcast_to: {e}") from None
 
 
 Tensor.broadcast_to = broadcast_to
@@ -413,3 +480,25 @@ def unsqueeze(input, dim):
 
 
 Tensor.unsqueeze = unsqueeze
+
+
+# -- ember.func: the batch stays in front of each view; views are linear (the tangent's view) ---
+view_op.def_batch_rule(_batching.view_rule(view_op))
+
+
+def _dtype_view_batch_rule(op):
+    """view_as_real / view_as_complex act on the last dim only: the physical tensor (batch in
+    dim 0) is reinterpreted as it is, its trailing layout being each example's."""
+    def rule(args, bdims):
+        return op(args[0]), bdims[0]
+    return rule
+
+
+view_as_real_op.def_batch_rule(_dtype_view_batch_rule(view_as_real_op))
+view_as_complex_op.def_batch_rule(_dtype_view_batch_rule(view_as_complex_op))
+view_as_real_op.def_jvp(_tangents.linear(view_as_real_op))
+view_as_complex_op.def_jvp(_tangents.linear(view_as_complex_op))
+permute_op.def_batch_rule(_batching.permute_rule(permute_op))
+expand_op.def_batch_rule(_batching.expand_rule(expand_op))
+for _op in (view_op, permute_op, expand_op):
+    _op.def_jvp(_tangents.linear(_op))

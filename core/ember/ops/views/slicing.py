@@ -10,7 +10,7 @@ from ... import _dtype
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _batching, _grad, _tangents
 from .. import factories as _fac
 from .._util import tensor_method
 from .strided import logical_geometry, view_scatter
@@ -90,7 +90,8 @@ def narrow(input, dim, start, length):
     if start < 0:
         start += size
     if not 0 <= start <= size or length < 0 or start + length > size:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
     return slice_op(input, d, start, start + length, 1)
 
 
@@ -261,3 +262,12 @@ def unbind(input, dim=0):
 
 
 Tensor.unbind = unbind
+
+
+# -- ember.func: dims shift past the batch; views are linear (the tangent's view) --------------
+slice_op.def_batch_rule(_batching.shift_dims(slice_op, 1))
+select_op.def_batch_rule(_batching.shift_dims(select_op, 1))
+unfold_op.def_batch_rule(_batching.shift_dims(unfold_op, 1))
+diagonal_op.def_batch_rule(_batching.shift_dims(diagonal_op, 2, 3))
+for _op in (slice_op, select_op, unfold_op, diagonal_op):
+    _op.def_jvp(_tangents.linear(_op))

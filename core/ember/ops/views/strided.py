@@ -14,7 +14,7 @@ import math
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad
+from .. import _batching, _grad, _tangents
 from .. import conversion as _conv
 from .._util import contiguous_strides, tensor_method
 
@@ -197,3 +197,26 @@ def view_scatter(g: Tensor, in_shape, size, stride, offset) -> Tensor:
     n = math.prod(in_shape)
     buf = as_strided_scatter_op(_grad.zeros((n,), g), g, tuple(size), tuple(stride), offset)
     return buf.view(tuple(in_shape))
+
+
+# -- ember.func ---------------------------------------------------------------------------------
+def _as_strided_jvp(ctx, tangents, self, size, stride, storage_offset):
+    """A tangent laid out like its primal takes the same view of its own memory; otherwise the
+    geometry is followed through the backward formula (transposed)."""
+    t = tangents[0]
+    if t is None:
+        return None
+    if t._shape == self._shape and t._stride == self._stride:
+        return as_strided_op(t, size, stride, t._offset + storage_offset - self._offset)
+    from ...func._forward import transposed_jvp
+    return transposed_jvp(as_strided_op, as_strided_op.derivative, (self, size, stride,
+                                                                    storage_offset),
+                          ctx.result, tangents)
+
+
+as_strided_op.def_batch_rule(_batching.as_strided_rule(as_strided_op))
+# the scatter's positions count in each example's own storage (see the API): run per example
+as_strided_scatter_op.def_batch_rule(
+    lambda args, bdims: _batching.loop(as_strided_scatter_op, args, bdims))
+as_strided_op.def_jvp(_as_strided_jvp)
+as_strided_scatter_op.def_jvp(_tangents.linear(as_strided_scatter_op, (0, 1)))

@@ -1,0 +1,241 @@
+"""``CUDABackend``: the core's ``ArrayBackend`` with ``xp = cupy``.
+
+Every kernel of the array-module kit runs as written (Chainer's one implementation); the backend
+adds what only a GPU needs -- devices, cupy's memory pool with statistics, streams and events,
+host transfers (pinned, non-blocking), DLPack -- and replaces the kit kernels whose numpy-shaped
+path is wrong or slow on cupy: random numbers (Philox kernels, the OpenCL backend's numbers)
+and accumulating index writes (deterministic, every dtype, multiply included). ``fft_module``
+is ``cupyx.scipy.fft`` (cuFFT), which the kit's ``ember.fft`` kernels call.
+
+Nothing imports cupy until the backend is asked whether it is available (the registry does that
+on first use of the device); the answer and its reason come from ``discovery``.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from ember.kit import ArrayBackend, register_array_kernels
+from ember.kit.binding import bind
+from ember.runtime import Backend, Storage, tensor_constructor
+from ember.runtime import dtypes as D
+
+from . import cupy_api, devices, discovery, kernels_indexing, kernels_random, philox, transfer
+from .launch import Program
+from .memory import PoolAllocator
+from .streams import Event, Stream
+
+#: cupy has no bfloat16; the dispatcher refuses it on this device with a clear error
+CUDA_DTYPES = frozenset(d for d in D.ALL_DTYPES if d is not D.bfloat16)
+
+
+def _ieee(f, *args):
+    return f(*args)  # cupy never warns on IEEE special values
+
+
+class CUDABackend(ArrayBackend):
+    name = "cuda"
+    # ops that third-party libraries define with only a CPU kernel still run (with a warning)
+    cpu_fallback = True
+    dtypes = CUDA_DTYPES
+    Stream = Stream
+    Event = Event  # Backend.__init__ binds a subclass to this backend: ember.cuda.Event()
+    #: DLPack device types this backend imports (kDLCUDA)
+    dlpack_device_types = (2,)
+    xp = None        # the cupy namespace, set when the backend starts
+    special = None   # cupyx.scipy.special
+    fft_module = None   # cupyx.scipy.fft: cuFFT behind scipy.fft's signatures, for ember.fft
+    fft_workers = False  # cuFFT takes no host-thread count
+
+    def __init__(self, load_api=None):
+        # ArrayBackend.__init__ reads xp; cupy is imported only when the backend starts
+        Backend.__init__(self)
+        self._load_api = load_api if load_api is not None else cupy_api.load
+        self._api = None
+        self._reason = None
+        # re-entrant: registering kernels publishes events whose subscribers may ask back
+        self._start_lock = threading.RLock()
+        self._started = False
+        self._programs = {}
+        self._memories = {}
+        self._streams = weakref.WeakValueDictionary()   # (device, cudaStream_t) -> Stream
+
+    # -- start-up ---------------------------------------------------------------------------------
+    def _start(self) -> None:
+        if self._started or self._api is not None:
+            return
+        with self._start_lock:
+            if self._started or self._api is not None:
+                return
+            try:
+                api = self._load_api()
+            except discovery.Unavailable as e:
+                self._reason = str(e)
+                self._started = True
+                return
+            self._use(api)
+            self._started = True
+
+    def _use(self, api) -> None:
+        """Adopt ``api`` (a ``CupyAPI`` or a test's stand-in): array module, allocator, kernels."""
+        self._api = api
+        self.xp = api.xp
+        self.special = api.special
+        self.fft_module = api.fft_module
+        self._ndarray = api.ndarray
+        self._np2dt = {d.np: d for d in D.ALL_DTYPES if d.np is not None}
+        self._layouts = {}
+        self._new_tensor = tensor_constructor()
+        self.ieee = _ieee
+        self._allocator = PoolAllocator(api)
+        api.install_allocator(self._allocator.malloc)
+        register_array_kernels(self)
+        for table in (kernels_random.TABLE, kernels_indexing.TABLE, transfer.TABLE):
+            bind(self, table)
+        devices.place_kernels(self)
+
+    def is_available(self) -> bool:
+        self._start()
+        return self._api is not None
+
+    def unavailable_reason(self):
+        self._start()
+        return self._reason
+
+    # -- devices ------------------------------------------------------------------------------------
+    def device_count(self) -> int:
+        self._start()
+        return self._api.device_count if self._api is not None else 0
+
+    def current_device(self) -> int:
+        return self._api.get_device() if self._api is not None else 0
+
+    def set_device(self, index: int) -> None:
+        self._api.set_device(devices.check_index(self, index))
+
+    def device_name(self, index: int) -> str:
+        return self.device_properties(index).name
+
+    def device_properties(self, index: int):
+        return devices.DeviceProperties(
+            self._api.device_properties(devices.check_index(self, index)))
+
+    def device_capability(self, index: int):
+        p = self.device_properties(index)
+        return p.major, p.minor
+
+    def mem_get_info(self, index: int):
+        return self._api.mem_get_info(devices.check_index(self, index))
+
+    def device_details(self, index: int) -> dict:
+        """Name, compute capability, memory and versions of device ``index``, for reports."""
+        p = self.device_properties(index)
+        v = self._api.versions()
+        return {"name": p.name, "capability": f"{p.major}.{p.minor}",
+                "memory": f"{p.total_memory // (1 << 20)} MiB", "cupy": v["cupy"],
+                "cuda runtime": str(v["runtime"]), "driver": str(v["driver"])}
+
+    def _concrete(self, device):
+        if device.index is None:
+            import ember
+            return ember.device(self.name, self.current_device())
+        devices.check_index(self, device.index)
+        return device
+
+    # -- the array-module specifics ---------------------------------------------------------------
+    def _flat_bytes(self, arr):
+        return self._api.flat_bytes(arr)
+
+    def _view(self, flat, shape, np_dtype, offset_bytes, strides_bytes):
+        return self._api.view(flat, shape, np_dtype, offset_bytes, strides_bytes)
+
+    def program(self, key, source_fn) -> Program:
+        """The compiled program ``key`` (``source_fn()`` is its CUDA C), built once."""
+        prog = self._programs.get(key)
+        if prog is None:
+            prog = self._programs[key] = Program(self._api.compile(source_fn(), philox.OPTIONS))
+        return prog
+
+    # -- storage and data movement ----------------------------------------------------------------
+    def _check_dtype(self, dtype, device, op):
+        if dtype not in self.dtypes:
+            supported = ", ".join(x.name for x in D.ALL_DTYPES if x in self.dtypes)
+            raise TypeError(f"{op}: dtype {dtype} is not supported on device '{device}' "
+                            f"(backend 'cuda' computes in {supported}; cupy has no bfloat16)")
+
+    def empty(self, shape, dtype, device):
+        device = self._concrete(device)
+        self._check_dtype(dtype, device, "empty")
+        with self._api.on_device(device.index):
+            return self.wrap(self.xp.empty(shape, dtype=dtype.np), device)
+
+    def from_numpy(self, array, device, non_blocking=False):
+        device = self._concrete(device)
+        self._check_dtype(D.from_numpy_dtype(array.dtype), device, "to")
+        return transfer.upload(self, array, device, non_blocking)
+
+    def to_numpy(self, tensor):
+        return transfer.download(self, tensor)
+
+    def copy_(self, dst, src, non_blocking=False):
+        return transfer.copy_into(self, dst, src, non_blocking)
+
+    def storage_nbytes(self, data) -> int:
+        return data.nbytes
+
+    # -- pinned host memory and DLPack ------------------------------------------------------------
+    def pin_host(self, tensor):
+        """A CPU tensor holding ``tensor``'s values in page-locked memory (``pin_memory``)."""
+        return transfer.pinned_copy(self, tensor)
+
+    def is_pinned_host(self, array) -> bool:
+        return self._api.is_pinned(array)
+
+    def to_dlpack(self, tensor, stream=None, **kwargs):
+        return transfer.to_dlpack(self, tensor, stream, **kwargs)
+
+    def dlpack_device(self, tensor):
+        return (2, tensor.device.index)
+
+    def from_dlpack(self, obj):
+        return transfer.from_dlpack(self, obj)
+
+    # -- memory -------------------------------------------------------------------------------------
+    def allocator(self, index: int):
+        mem = self._memories.get(index)
+        if mem is None:
+            mem = self._memories[index] = self._allocator.device(devices.check_index(self, index))
+        return mem
+
+    # -- streams ------------------------------------------------------------------------------------
+    def _wrap_stream(self, index, cupy_stream):
+        key = (index, cupy_stream.ptr)
+        s = self._streams.get(key)
+        if s is None or s._stream is not cupy_stream:
+            s = Stream(self, index, 0, _cupy_stream=cupy_stream)
+            self._streams[key] = s
+            if cupy_stream.ptr == 0:  # keep the default streams' wrappers
+                self.__dict__.setdefault("_default_streams", {})[index] = s
+        return s
+
+    def current_stream(self, index: int):
+        api = self._api
+        with api.on_device(index):
+            return self._wrap_stream(index, api.current_stream())
+
+    def default_stream(self, index: int):
+        return self._wrap_stream(index, self._api.null_stream())
+
+    def set_stream(self, stream) -> None:
+        with self._api.on_device(stream.device_index):
+            stream._stream.use()
+
+    def synchronize(self, index=None) -> None:
+        self._api.synchronize(self.current_device() if index is None
+                              else devices.check_index(self, index))
+
+    # -- random numbers -----------------------------------------------------------------------------
+    def create_generator(self, index: int, seed: int):
+        return philox.PhiloxGenerator(seed)

@@ -1,0 +1,171 @@
+"""Every call the backend makes into cupy, behind one object (``CupyAPI``).
+
+The backend's own logic (devices, memory statistics, streams, copies, kernel wiring) talks to
+CUDA only through this object, so the tests can hand it a numpy-backed stand-in and run that
+logic -- and the whole conformance suite -- without a GPU. Only this module names cupy APIs.
+"""
+from __future__ import annotations
+
+import contextlib
+import types
+
+import numpy as np
+
+
+def array_module(cupy):
+    """cupy as the kit's ``xp``: cupy itself plus ``errstate``, which numpy-shaped kernels use to
+    silence IEEE warnings; cupy never warns on them, so it is a null context here."""
+    xp = types.ModuleType("ember_cuda.xp", "cupy, as the array-module kit's xp")
+    xp.__dict__.update({k: v for k, v in vars(cupy).items() if not k.startswith("__")})
+    xp.errstate = _quiet
+    return xp
+
+
+@contextlib.contextmanager
+def _quiet(**kwargs):
+    yield
+
+
+class CupyAPI:
+    """cupy for a backend: arrays (``xp``), devices, memory, streams, events, NVRTC programs,
+    host transfers and DLPack. ``device_count`` is fixed at construction (discovery)."""
+
+    is_fake = False
+
+    def __init__(self, cupy, device_count: int):
+        import cupyx
+        import cupyx.scipy.fft
+        import cupyx.scipy.special
+        self.cupy = cupy
+        self.cupyx = cupyx
+        self.xp = array_module(cupy)
+        self.special = cupyx.scipy.special
+        self.fft_module = cupyx.scipy.fft   # scipy.fft's signatures on cuFFT
+        self.ndarray = cupy.ndarray
+        self.device_count = device_count
+        self.oom_errors = (cupy.cuda.memory.OutOfMemoryError,)
+        self._runtime = cupy.cuda.runtime
+
+    # -- devices ----------------------------------------------------------------------------------
+    def get_device(self) -> int:
+        return self._runtime.getDevice()
+
+    def set_device(self, index: int) -> None:
+        self._runtime.setDevice(index)
+
+    def on_device(self, index: int):
+        """A context in which ``index`` is the current device."""
+        return self.cupy.cuda.Device(index)
+
+    def device_properties(self, index: int) -> dict:
+        return self._runtime.getDeviceProperties(index)
+
+    def mem_get_info(self, index: int):
+        """(free, total) bytes of device ``index``, as the driver reports them."""
+        with self.cupy.cuda.Device(index):
+            return self._runtime.memGetInfo()
+
+    def synchronize(self, index: int) -> None:
+        with self.cupy.cuda.Device(index):
+            self._runtime.deviceSynchronize()
+
+    def versions(self) -> dict:
+        rt = self._runtime
+        return {"cupy": self.cupy.__version__, "runtime": rt.runtimeGetVersion(),
+                "driver": rt.driverGetVersion()}
+
+    # -- arrays over device memory ----------------------------------------------------------------
+    def flat_bytes(self, arr):
+        """A 1-D uint8 array over all the memory ``arr`` spans (strides >= 0)."""
+        cp = self.cupy
+        if arr.size == 0:
+            return cp.empty(0, dtype=np.uint8)
+        extent = arr.itemsize + sum((n - 1) * s for n, s in zip(arr.shape, arr.strides))
+        return cp.ndarray((extent,), dtype=np.uint8, memptr=arr.data)
+
+    def view(self, flat, shape, np_dtype, offset_bytes, strides_bytes):
+        return self.cupy.ndarray(shape, np_dtype, memptr=flat.data + offset_bytes,
+                                 strides=strides_bytes)
+
+    def to_host(self, arr, out=None, stream=None, blocking=True):
+        """Copy ``arr`` into the host array ``out`` (a new one when None) on ``stream`` (the
+        current one when None); ``blocking=False`` queues the copy and returns at once (``out``
+        must then be pinned, and is valid after the stream synchronizes)."""
+        return arr.get(stream=stream, out=out, blocking=blocking)
+
+    def from_host(self, host, stream=None):
+        """A new contiguous device array holding ``host`` (copied; queued on ``stream``)."""
+        arr = self.cupy.empty(host.shape, dtype=host.dtype)
+        if host.size:
+            arr.set(np.ascontiguousarray(host), stream=stream)
+        return arr
+
+    def pinned_empty(self, shape, np_dtype):
+        """A numpy array in page-locked host memory (cupy's pinned memory pool)."""
+        return self.cupyx.empty_pinned(shape, dtype=np_dtype)
+
+    def is_pinned(self, host) -> bool:
+        if host.size == 0:
+            return False
+        return bool(self.cupy.cuda.pinned_memory.is_memory_pinned(host.ctypes.data))
+
+    def device_of(self, arr) -> int:
+        return arr.device.id
+
+    def copy_between_devices(self, dst, src) -> None:
+        """``dst[...] = src`` for arrays on two devices (peer copy, else staged by the driver)."""
+        src_c = self.cupy.ascontiguousarray(src) if not src.flags.c_contiguous else src
+        if dst.flags.c_contiguous:
+            dst.data.copy_from_device(src_c.data, src_c.nbytes)
+        else:
+            with self.cupy.cuda.Device(self.device_of(dst)):
+                tmp = self.cupy.empty(src_c.shape, dtype=src_c.dtype)
+                tmp.data.copy_from_device(src_c.data, src_c.nbytes)
+                dst[...] = tmp
+
+    # -- memory -------------------------------------------------------------------------------------
+    def memory_pool(self):
+        return self.cupy.cuda.MemoryPool()
+
+    def install_allocator(self, malloc) -> None:
+        """Make ``malloc(nbytes) -> MemoryPointer`` cupy's allocator for every array."""
+        self.cupy.cuda.set_allocator(malloc)
+
+    def tracked_pointer(self, pooled, owner):
+        """A MemoryPointer to ``pooled``'s memory that keeps ``owner`` alive while it lives."""
+        cuda = self.cupy.cuda
+        mem = cuda.UnownedMemory(pooled.ptr, pooled.mem.size, owner, pooled.device_id)
+        return cuda.MemoryPointer(mem, 0)
+
+    # -- streams and events -------------------------------------------------------------------------
+    def null_stream(self):
+        return self.cupy.cuda.Stream.null
+
+    def new_stream(self, priority=0):
+        return self.cupy.cuda.Stream(non_blocking=False, priority=priority)
+
+    def current_stream(self):
+        return self.cupy.cuda.get_current_stream()
+
+    def new_event(self, enable_timing, blocking, interprocess):
+        return self.cupy.cuda.Event(block=blocking, disable_timing=not enable_timing,
+                                    interprocess=interprocess)
+
+    def elapsed_ms(self, start, end) -> float:
+        return self.cupy.cuda.get_elapsed_time(start, end)
+
+    # -- programs and DLPack ------------------------------------------------------------------------
+    def compile(self, source: str, options):
+        """An NVRTC-compiled module (compiled on first use per device, cached by cupy)."""
+        return self.cupy.RawModule(code=source, options=tuple(options))
+
+    def from_dlpack(self, obj):
+        return self.cupy.from_dlpack(obj)
+
+
+def load():
+    """``CupyAPI`` for this machine, or ``discovery.Unavailable`` with the reason."""
+    from . import discovery
+    count = discovery.probe()
+    import cupy
+    return CupyAPI(cupy, count)

@@ -1,0 +1,243 @@
+"""Accumulating writes (``index_put_(accumulate=True)``, ``scatter`` with a reduction,
+``index_add``): one deterministic kernel instead of cupy's atomics.
+
+cupy's ``add.at`` adds with atomics (the order of the additions, and so the rounding, changes
+from run to run; bool, int8/16 and complex are not covered) and it has no ``multiply.at`` at all.
+Here every write is a (target offset, value) pair; the pairs are sorted stably by offset, and one
+thread per distinct offset applies its values in their original order -- the order numpy's
+``ufunc.at`` uses, so results match the CPU backend bit for bit (float16 included: each step is
+rounded to half precision as numpy does). Offsets are computed from the target view's strides,
+so the target is written in place whatever its layout.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.kit.indexing import check_bounds
+
+from . import philox
+from .launch import launch
+
+# dtype char -> (C storage type, add, multiply); ints wrap through unsigned arithmetic
+_INT = "(%(t)s)((%(u)s)a %(op)s (%(u)s)b)"
+TYPES = {
+    "b1": ("unsigned char", "(unsigned char)((a | b) != 0)", "(unsigned char)(a && b)"),
+    "u1": ("unsigned char", _INT % {"t": "unsigned char", "u": "unsigned int", "op": "+"},
+           _INT % {"t": "unsigned char", "u": "unsigned int", "op": "*"}),
+    "i1": ("signed char", _INT % {"t": "signed char", "u": "unsigned int", "op": "+"},
+           _INT % {"t": "signed char", "u": "unsigned int", "op": "*"}),
+    "i2": ("short", _INT % {"t": "short", "u": "unsigned int", "op": "+"},
+           _INT % {"t": "short", "u": "unsigned int", "op": "*"}),
+    "i4": ("int", _INT % {"t": "int", "u": "unsigned int", "op": "+"},
+           _INT % {"t": "int", "u": "unsigned int", "op": "*"}),
+    "i8": ("long long", _INT % {"t": "long long", "u": "unsigned long long", "op": "+"},
+           _INT % {"t": "long long", "u": "unsigned long long", "op": "*"}),
+    "f2": ("unsigned short", "ember_f2h(ember_h2f(a) + ember_h2f(b))",
+           "ember_f2h(ember_h2f(a) * ember_h2f(b))"),
+    "f4": ("float", "a + b", "a * b"),
+    "f8": ("double", "a + b", "a * b"),
+    "c8": ("ember_c64", "ember_c64_add(a, b)", "ember_c64_mul(a, b)"),
+    "c16": ("ember_c128", "ember_c128_add(a, b)", "ember_c128_mul(a, b)"),
+}
+
+# IEEE half <-> float by bits (numpy's npy_half conversions: round to nearest even, NaN payload)
+C_HALF = r"""
+__device__ __forceinline__ float ember_bits_f(unsigned int u) {
+  union { unsigned int u; float f; } v; v.u = u; return v.f;
+}
+__device__ __forceinline__ unsigned int ember_f_bits(float f) {
+  union { unsigned int u; float f; } v; v.f = f; return v.u;
+}
+__device__ __forceinline__ float ember_h2f(unsigned short h) {
+  unsigned int sign = (unsigned int)(h >> 15) << 31, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0) {
+    if (m == 0) return ember_bits_f(sign);
+    int s = -1;
+    do { s++; m <<= 1; } while ((m & 0x400u) == 0);
+    return ember_bits_f(sign | ((unsigned int)(112 - s) << 23) | ((m & 0x3ffu) << 13));
+  }
+  if (e == 31) return ember_bits_f(sign | 0x7f800000u | (m << 13));
+  return ember_bits_f(sign | ((e + 112u) << 23) | (m << 13));
+}
+__device__ __forceinline__ unsigned short ember_f2h(float x) {
+  const unsigned int f = ember_f_bits(x);
+  const unsigned int sign = (f >> 16) & 0x8000u, e = (f >> 23) & 0xffu, m = f & 0x7fffffu;
+  if (e == 0xffu) {
+    if (m == 0) return (unsigned short)(sign | 0x7c00u);
+    unsigned int r = 0x7c00u + (m >> 13);
+    if (r == 0x7c00u) r++;
+    return (unsigned short)(sign | r);
+  }
+  const int ue = (int)e - 127;
+  if (ue > 15) return (unsigned short)(sign | 0x7c00u);
+  if (ue >= -14) {
+    const unsigned int hm = m >> 13, rest = m & 0x1fffu;
+    unsigned int h = sign | ((unsigned int)(ue + 15) << 10) | hm;
+    if (rest > 0x1000u || (rest == 0x1000u && (hm & 1u))) h++;  /* a carry rounds up the exponent */
+    return (unsigned short)h;
+  }
+  if (ue < -25) return (unsigned short)sign;
+  const unsigned int full = m | 0x800000u;
+  const int shift = -ue - 1;
+  unsigned int hm = full >> shift;
+  const unsigned int rest = full & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (hm & 1u))) hm++;
+  return (unsigned short)(sign | hm);
+}
+"""
+
+C_COMPLEX = r"""
+struct ember_c64 { float re, im; };
+struct ember_c128 { double re, im; };
+#define EMBER_COMPLEX_OPS(T) \
+__device__ __forceinline__ T T##_add(T a, T b) { T r; r.re = a.re + b.re; r.im = a.im + b.im; return r; } \
+__device__ __forceinline__ T T##_mul(T a, T b) { \
+  T r; r.re = a.re * b.re - a.im * b.im; r.im = a.re * b.im + a.im * b.re; return r; }
+EMBER_COMPLEX_OPS(ember_c64)
+EMBER_COMPLEX_OPS(ember_c128)
+"""
+
+
+def _kernels(code: str) -> str:
+    t, add, mul = TYPES[code]
+    out = []
+    for op, expr in (("add", add), ("mul", mul)):
+        out.append(f"""
+__device__ __forceinline__ {t} ember_{op}_{code}({t} a, {t} b) {{ return {expr}; }}
+/* segment s = positions [starts[s], starts[s + 1]) of `order`, all writing offset offs[order[.]] */
+extern "C" __global__ void ordered_{op}_{code}({t}* target, const long long* offs,
+    const {t}* vals, const long long* order, const long long* starts, long long nseg,
+    long long total) {{
+  EMBER_LOOP(s, nseg) {{
+    const long long begin = starts[s], end = s + 1 < nseg ? starts[s + 1] : total;
+    const long long o = offs[order[begin]];
+    {t} acc = target[o];
+    for (long long j = begin; j < end; j++) acc = ember_{op}_{code}(acc, vals[order[j]]);
+    target[o] = acc;
+  }}
+}}""")
+    return "\n".join(out)
+
+
+def source() -> str:
+    """One program with the add and multiply kernels of every dtype."""
+    return "\n".join([philox.C_PHILOX, C_HALF, C_COMPLEX] + [_kernels(c) for c in TYPES])
+
+
+def _code(np_dtype) -> str:
+    if np_dtype.kind == "b":
+        return "b1"
+    return f"{np_dtype.kind}{np_dtype.itemsize}"
+
+
+def _element_offsets(xp, a, key):
+    """Element offsets (from ``a``'s first element) of ``a[key]``, shaped like ``a[key]``;
+    the sum over dims of each coordinate times its stride, indexed with ``key`` (views of
+    stride-0 broadcasts: nothing target-sized is allocated)."""
+    isz = a.itemsize
+    nd = a.ndim
+    total = None
+    for d in range(nd):
+        coord = xp.arange(a.shape[d], dtype=np.int64) * (a.strides[d] // isz)
+        coord = xp.broadcast_to(coord.reshape((1,) * d + (-1,) + (1,) * (nd - d - 1)), a.shape)
+        part = coord[key]
+        total = part if total is None else total + part
+    return total
+
+
+def accumulate(be, a, key, values, op):
+    """``a[key] op= values`` with repeated positions applied in order (numpy's ``ufunc.at``),
+    in place in the array ``a`` (a view of device memory); ``op`` is "add" or "mul"."""
+    xp = be.xp
+    if a.ndim == 0:
+        a = a.reshape(1)
+    grid = _element_offsets(xp, a, key)
+    offs = grid.reshape(-1)
+    total = offs.shape[0]
+    if total == 0:
+        return
+    vals = xp.ascontiguousarray(
+        xp.broadcast_to(xp.asarray(values).astype(a.dtype, copy=False), grid.shape)).reshape(-1)
+    order = xp.argsort(offs, kind="stable")
+    ordered = offs[order]
+    first = xp.ones(1, dtype=bool)
+    starts = xp.nonzero(xp.concatenate([first, ordered[1:] != ordered[:-1]]))[0]
+    starts = starts.astype(np.int64, copy=False)
+    code = _code(a.dtype)
+    launch(be, be.program("ordered", source), f"ordered_{op}_{code}", starts.shape[0],
+           (a, offs, vals, order.astype(np.int64, copy=False), starts,
+            np.int64(starts.shape[0]), np.int64(total)))
+
+
+# -- the kernels that write through accumulate ----------------------------------------------------
+def _key(be, indices, a):
+    out = []
+    for d, t in enumerate(indices):
+        if t is None:
+            out.append(slice(None))
+        else:
+            i = be.native(t)
+            check_bounds(i, a.shape[d], d, negative=True)
+            out.append(i)
+    return tuple(out)
+
+
+def index_put_(be, x, indices, values, accumulate_):
+    a = be.native(x)
+    k = _key(be, indices, a)
+    if accumulate_:
+        accumulate(be, a, k, be.native(values), "add")
+    else:
+        a[k] = be.native(values)
+    return x
+
+
+def _scatter_key(xp, shape, dim, i):
+    """The key addressing ``out[..., i[j], ...]`` at every position ``j`` of the index."""
+    key = []
+    for d, n in enumerate(shape):
+        if d == dim:
+            key.append(i)
+        else:
+            key.append(xp.arange(n, dtype=np.int64).reshape((1,) * d + (-1,) +
+                                                            (1,) * (len(shape) - d - 1)))
+    return tuple(key)
+
+
+def scatter(be, x, dim, index, src, reduce):
+    xp = be.xp
+    out = be.native(x).copy()
+    i, s = be.native(index), be.native(src)
+    if out.ndim == 0 or i.ndim == 0:
+        view = out.reshape(-1)
+        check_bounds(i, view.shape[0], dim, RuntimeError)
+        i, s = i.reshape(-1), s.reshape(-1)[:i.size]
+        k = (i,)
+    else:
+        check_bounds(i, out.shape[dim], dim, RuntimeError)
+        view = out
+        if s.ndim:
+            s = s[tuple(slice(0, n) for n in i.shape)]
+        else:
+            s = xp.broadcast_to(s, i.shape)
+        k = _scatter_key(xp, i.shape, dim, i)
+    if reduce in ("add", "multiply"):
+        accumulate(be, view, k, s, "add" if reduce == "add" else "mul")
+    else:
+        view[k] = s
+    return be.wrap(out, x.device)
+
+
+def index_add(be, x, dim, index, source, alpha):
+    out = be.native(x).copy()
+    view = out.reshape(1) if out.ndim == 0 else out
+    i, s = be.native(index), be.native(source)
+    check_bounds(i, view.shape[dim], dim, RuntimeError)
+    s = s.reshape(view.shape[:dim] + (i.size,) + view.shape[dim + 1:])
+    if alpha != 1:
+        s = (s * alpha).astype(out.dtype, copy=False)
+    accumulate(be, view, (slice(None),) * dim + (i.reshape(-1),), s, "add")
+    return be.wrap(out, x.device)
+
+
+TABLE = {"index_put_": index_put_, "scatter": scatter, "index_add": index_add}

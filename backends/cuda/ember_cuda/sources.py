@@ -1,0 +1,13 @@
+"""Every hand-written CUDA C program of the backend, by name: what the NVRTC test compiles
+(``tests/test_cuda_nvrtc.py``) and the host emulation runs."""
+from __future__ import annotations
+
+from . import kernels_indexing, kernels_random, philox
+
+
+def programs() -> dict:
+    """name -> CUDA C source (each built with ``philox.OPTIONS``)."""
+    return {"random": kernels_random.source(), "ordered": kernels_indexing.source()}
+
+
+OPTIONS = philox.OPTIONS

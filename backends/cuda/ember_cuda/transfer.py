@@ -1,0 +1,118 @@
+"""Host <-> device and device <-> device copies, pinned host memory, DLPack.
+
+* upload (``from_numpy``): a copy on the current stream; synchronous for pageable host memory
+  (the caller may reuse its array at once), queued and returning at once with
+  ``non_blocking=True`` from pinned memory (``Tensor.pin_memory()``), as in PyTorch;
+* download (``to_numpy``, ``.cpu()``): waits for the current stream, except
+  ``.to("cpu", non_blocking=True)``, which queues the copy into pinned memory and returns a CPU
+  tensor whose values are valid once the stream is synchronized (PyTorch's contract);
+* between two GPUs: a device-to-device copy (peer access where the driver has it);
+* DLPack both ways without copies (``ember.from_dlpack(cupy_array or torch_cuda_tensor)``,
+  ``cupy.from_dlpack(tensor)``, ``torch.from_dlpack(tensor)``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+from ember.kit import ArrayBackend
+from ember.runtime import registry
+
+from . import devices
+
+
+def upload(be, array, device, non_blocking=False):
+    api = be._api
+    with api.on_device(device.index):
+        if non_blocking and array.flags.c_contiguous and api.is_pinned(array):
+            arr = api.from_host(array, stream=api.current_stream())
+        else:
+            arr = api.from_host(array)
+        return be.wrap(arr, device)
+
+
+def download(be, tensor):
+    api = be._api
+    with api.on_device(tensor.device.index):
+        return api.to_host(be.native(tensor))
+
+
+def _host_values(src):
+    return registry.get(src.device.type).to_numpy(src)
+
+
+def copy_into(be, dst, src, non_blocking=False):
+    """``dst[...] = src`` (casting like ``Tensor.to``); ``src`` on any device."""
+    api = be._api
+    if src.device.type != be.name:
+        host = _host_values(src)
+        with api.on_device(dst.device.index):
+            d = be.native(dst)
+            if host.dtype.kind == "c" and d.dtype.kind != "c":
+                host = host.real
+            if d.flags.c_contiguous and host.dtype == d.dtype and host.flags.c_contiguous:
+                if host.size:
+                    d.set(host)
+            else:
+                d[...] = api.from_host(np.ascontiguousarray(host))
+        return dst
+    if src.device.index != dst.device.index:
+        s = be.native(src)
+        with api.on_device(dst.device.index):
+            d = be.native(dst)
+            if s.dtype != d.dtype:
+                with api.on_device(src.device.index):
+                    s = s.astype(d.dtype)
+            api.copy_between_devices(d, s)
+        return dst
+    with api.on_device(dst.device.index):
+        return ArrayBackend.copy_(be, dst, src, non_blocking)
+
+
+def to_device(be, x, device, non_blocking):
+    """The ``_to_device`` kernel for a CUDA tensor: to the CPU (pinned and queued when
+    ``non_blocking``), to another GPU, or through the host to any other backend."""
+    api = be._api
+    if device.type == "cpu":
+        a = be.native(x)
+        with api.on_device(x.device.index):
+            if non_blocking:
+                host = api.pinned_empty(a.shape, a.dtype)
+                api.to_host(a, out=host, stream=api.current_stream(), blocking=False)
+            else:
+                host = api.to_host(a)
+        return ember.from_numpy(host)
+    if device.type == be.name:
+        target = be._concrete(device)
+        out = be.empty(x._shape, x.dtype, target)
+        api.copy_between_devices(be.native(out), be.native(x))
+        return out
+    return registry.get(device.type).from_numpy(download(be, x), device, non_blocking)
+
+
+def pinned_copy(be, tensor):
+    if tensor.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{tensor.device}' tensor of dtype {tensor.dtype}: only "
+                           f"dense CPU tensors can be pinned")
+    values = _host_values(tensor)
+    host = be._api.pinned_empty(values.shape, values.dtype)
+    host[...] = values
+    return ember.from_numpy(host)
+
+
+def to_dlpack(be, tensor, stream=None, **kwargs):
+    api = be._api
+    with api.on_device(tensor.device.index):
+        return be.native(tensor).__dlpack__(stream=stream, **kwargs)
+
+
+def from_dlpack(be, obj):
+    arr = be._api.from_dlpack(obj)
+    index = be._api.device_of(arr)
+    devices.check_index(be, index)
+    if any(s < 0 for s in arr.strides):
+        raise BufferError("from_dlpack: negative strides are not supported; make a copy first")
+    return be.wrap(arr, ember.device(be.name, index))
+
+
+TABLE = {"_to_device": to_device}

@@ -1,0 +1,126 @@
+"""The recurrent layers' time loop: layers, directions, packed batches, dropout between layers.
+
+Every layer works on 2-D data (N, features): a padded (T, B, *) input is N = T * B rows taken
+B at a time, a packed one is its ``data`` taken ``batch_sizes[t]`` rows at a time. Per layer
+and direction:
+
+* the input projection for all time steps is one matmul. LSTM and RNN steps add both biases
+  inside the fused step (``b_ih + b_hh`` is made once per layer): a bias pass over the whole
+  projection would cost as much as a quarter of the forward. GRU adds ``b_ih`` in the
+  projection (``addmm``): its ``b_hn`` sits inside ``r * (h W_hn^T + b_hn)``;
+* ``_Steps`` splits the projected rows into one (B_t, G) view per step; it is one autograd
+  node whose backward concatenates the steps' gradients once (per-step ``select`` views would
+  each scatter into a zero tensor of the whole sequence: quadratic in T);
+* each time step is one fused op (``lstm_step``, ``gru_step``, ``rnn_step``);
+* the outputs are concatenated once.
+
+With a packed batch the batch shrinks as sequences end (longest first): the forward direction
+narrows its state when ``batch_sizes`` drops and keeps the finished rows as their final
+state; the reverse direction starts with the shortest batch and grows it with the initial
+states of sequences that start later. A padded batch never changes size, so its loop makes one
+dispatch per step.
+"""
+from __future__ import annotations
+
+from ..autograd.function import Function
+from ..ops import rnn as _rnn
+from ..ops import shape as _shape
+from . import functional as F
+
+GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+class _Steps(Function):
+    """The projected rows split into per-time-step views; backward is one concatenation."""
+
+    @staticmethod
+    def forward(ctx, rows, sizes):
+        return tuple(rows.split(sizes, 0))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return _shape.cat(list(grads), 0), None
+
+
+def _project(mode, x, w_ih, b_ih, b_hh):
+    """(projected inputs for every step, the bias the step op adds)."""
+    if mode == "GRU":
+        return _rnn.project(x, w_ih, b_ih), b_hh
+    return _rnn.project_with_bias(x, w_ih, b_ih, b_hh)
+
+
+def _stepper(mode, w_hh, b_hh, w_hr):
+    """``step(gates_x, state) -> state``; the state is (h,) or (h, c)."""
+    if mode == "LSTM":
+        def step(gx, state):
+            hy, cy, _ = _rnn.lstm_step_op(gx, state[0], state[1], w_hh, b_hh, w_hr)
+            return hy, cy
+    elif mode == "GRU":
+        def step(gx, state):
+            return (_rnn.gru_step_op(gx, state[0], w_hh, b_hh)[0],)
+    else:
+        nonlinearity = "tanh" if mode == "RNN_TANH" else "relu"
+
+        def step(gx, state):
+            return (_rnn.rnn_step_op(gx, state[0], w_hh, b_hh, nonlinearity),)
+    return step
+
+
+def _forward_direction(step, steps, sizes, state):
+    outs = []
+    finished = []   # final states of sequences that ended early (the highest rows first)
+    for gx, bs in zip(steps, sizes):
+        if bs != state[0]._shape[0]:
+            finished.append(tuple(s.narrow(0, bs, s._shape[0] - bs) for s in state))
+            state = tuple(s.narrow(0, 0, bs) for s in state)
+        state = step(gx, state)
+        outs.append(state[0])
+    if finished:
+        state = tuple(_shape.cat([s] + [f[k] for f in reversed(finished)], 0)
+                      for k, s in enumerate(state))
+    return outs, state
+
+
+def _reverse_direction(step, steps, sizes, initial):
+    outs = [None] * len(sizes)
+    last = sizes[-1]
+    state = initial if last == initial[0]._shape[0] else \
+        tuple(s.narrow(0, 0, last) for s in initial)
+    for t in range(len(sizes) - 1, -1, -1):
+        bs = sizes[t]
+        have = state[0]._shape[0]
+        if bs != have:  # sequences that start here (shorter ones run at the end) join
+            state = tuple(_shape.cat([s, s0.narrow(0, have, bs - have)], 0)
+                          for s, s0 in zip(state, initial))
+        state = step(steps[t], state)
+        outs[t] = state[0]
+    return outs, state
+
+
+def run(mode, data, sizes, hx, weights, num_layers, dropout, training, bidirectional):
+    """The layers over 2-D ``data`` with per-step batch ``sizes`` (a list of ints).
+
+    ``hx``: (h0,) or (h0, c0), each (layers * directions, B, features); ``weights``: per layer
+    and direction ``(w_ih, w_hh, b_ih, b_hh, w_hr)`` (None where absent). Returns the last
+    layer's output rows and the final states, each (layers * directions, B, features).
+    """
+    directions = 2 if bidirectional else 1
+    finals = [[] for _ in hx]
+    layer_input = data
+    for layer in range(num_layers):
+        outputs = []
+        for d in range(directions):
+            k = layer * directions + d
+            w_ih, w_hh, b_ih, b_hh, w_hr = weights[k]
+            gates_x, bias = _project(mode, layer_input, w_ih, b_ih, b_hh)
+            steps = _Steps.apply(gates_x, sizes)
+            initial = tuple(h.select(0, k) for h in hx)
+            run_direction = _reverse_direction if d == 1 else _forward_direction
+            outs, state = run_direction(_stepper(mode, w_hh, bias, w_hr), steps, sizes, initial)
+            outputs.append(_shape.cat(outs, 0))
+            for acc, s in zip(finals, state):
+                acc.append(s)
+        layer_input = outputs[0] if directions == 1 else _shape.cat(outputs, 1)
+        if dropout and training and layer < num_layers - 1:
+            layer_input = F.dropout(layer_input, dropout, True)
+    return layer_input, tuple(_shape.stack(acc, 0) for acc in finals)

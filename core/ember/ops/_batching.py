@@ -1,0 +1,274 @@
+"""Batching rules (``ember.func.vmap``) every op family shares, made from an op's schema.
+
+A rule is ``rule(args, bdims) -> (outputs, out_dims)``: ``args`` are the op's arguments with each
+batched tensor replaced by its physical tensor (the batch in dim ``bdims[i]``, always 0 here;
+``None`` for arguments that are not batched; a tuple per element for a ``Tensor[]``). Rules call
+ops on the physical tensors, so they work on every backend and under every other transform.
+
+Family modules attach them beside their defines (``op.def_batch_rule(_batching.elementwise(op))``
+in a loop over a table's rows); the makers here cover the shapes of ops ember has: elementwise
+with broadcasting, reductions over ``int[] dim``, ops along one ``int dim``, and views.
+"""
+from __future__ import annotations
+
+from .._tensor import Tensor
+
+
+_VIEWS = []
+
+
+def _views():
+    """ember.ops.views (imported on first use: it imports this module's users)."""
+    if not _VIEWS:
+        from . import views
+        _VIEWS.append(views)
+    return _VIEWS[0]
+
+
+# -- physical tensors ---------------------------------------------------------------------------
+def logical_ndim(x, bdim) -> int:
+    return x.ndim - (bdim is not None)
+
+
+def unsqueeze_at(x, pos, n=1):
+    """``x`` with ``n`` size-1 dims inserted at physical position ``pos`` (a view)."""
+    if n <= 0:
+        return x
+    return _views().view_op(x, x._shape[:pos] + (1,) * n + x._shape[pos:])
+
+
+def pad_logical(x, rank):
+    """Physical ``x`` (batch in dim 0) with size-1 dims after the batch so its example has
+    ``rank`` dims (how broadcasting lines up an example of lower rank)."""
+    return unsqueeze_at(x, 1, rank - (x.ndim - 1))
+
+
+def materialize(x, bdim, size):
+    """``x`` with the batch in dim 0: an unbatched tensor is expanded (a view, no copy)."""
+    if bdim is not None:
+        return x
+    return _views().expand_op(unsqueeze_at(x, 0), (size,) + x._shape)
+
+
+def batch_size_of(args, bdims) -> int:
+    for a, d in zip(args, bdims):
+        if isinstance(d, tuple):
+            for x, dx in zip(a, d):
+                if dx is not None:
+                    return x._shape[dx]
+        elif d is not None:
+            return a._shape[d]
+    from ..func._levels import rule_layer
+    return rule_layer().batch_size
+
+
+def inplace_check(op, args, bdims):
+    """An in-place op writes into its target: a batched value can't go into an unbatched one."""
+    for i in op.mutates:
+        if i < len(bdims) and bdims[i] is None:
+            others = [d for j, d in enumerate(bdims) if j != i and
+                      (d is not None if not isinstance(d, tuple) else any(
+                          x is not None for x in d))]
+            if others:
+                from ..func._handler import inplace_error
+                raise inplace_error(op.name, op.schema.arg_names[i])
+
+
+def _multi(op, out):
+    return out, (0,) * len(out) if isinstance(out, (tuple, list)) else 0
+
+
+def unbatched(op, args):
+    out = op(*args)
+    return out, ((None,) * len(out) if isinstance(out, (tuple, list)) else None)
+
+
+# -- elementwise --------------------------------------------------------------------------------
+def elementwise(op):
+    """Tensors that broadcast together, output(s) of the broadcast shape: each batched operand
+    gets size-1 dims after its batch so examples of lower rank broadcast as they would alone."""
+    positions = op.schema.tensor_positions
+    inplace = bool(op.mutates)
+
+    def rule(args, bdims):
+        rank = 0
+        any_batched = False
+        for i in positions:
+            if i < len(args):
+                a = args[i]
+                if isinstance(a, Tensor):
+                    b = bdims[i] is not None
+                    any_batched |= b
+                    r = a.ndim - b
+                    if r > rank:
+                        rank = r
+        if not any_batched:
+            return unbatched(op, args)
+        if inplace:
+            inplace_check(op, args, bdims)
+        new = list(args)
+        for i in positions:
+            if i < len(args) and bdims[i] is not None:
+                new[i] = pad_logical(args[i], rank)
+        return _multi(op, op(*new))
+    rule.family = "elementwise"
+    return rule
+
+
+# -- reductions and ops along dims ----------------------------------------------------------------
+def over_dims(op, dim_pos=1):
+    """``op(self, int[] dim, ...)`` with the dims already wrapped: dims shift past the batch."""
+    def rule(args, bdims):
+        if bdims[0] is None:
+            return unbatched(op, args)
+        new = list(args)
+        new[dim_pos] = tuple(d + 1 for d in args[dim_pos])
+        return _multi(op, op(*new))
+    rule.family = "reduction"
+    return rule
+
+
+def along_dim(op, dim_pos=1, optional=False):
+    """``op(self, int dim, ...)``: the dim shifts past the batch. A 0-d example (whose only
+    valid dim is 0) gets a size-1 dim first and loses it afterwards; an optional dim that is
+    None (argmax over everything) reduces the flattened example."""
+    def rule(args, bdims):
+        x = args[0]
+        if bdims[0] is None:
+            return unbatched(op, args)
+        new = list(args)
+        dim = args[dim_pos]
+        views = _views()
+        if dim is None and optional:
+            size = x._shape[0]
+            flat = views.reshape(x, (size, -1))
+            new[0], new[dim_pos] = flat, 1
+            out = op(*new)
+            return _restore_keepdim(out, x, args), 0
+        if x.ndim == 1:  # a 0-d example
+            new[0] = unsqueeze_at(x, 1)
+            new[dim_pos] = 1
+            out = op(*new)
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            fixed = [views.view_op(o, (o._shape[0],)) if isinstance(o, Tensor) and o.ndim == 2
+                     else o for o in outs]
+            out = type(out)(fixed) if isinstance(out, (tuple, list)) else fixed[0]
+            return _multi(op, out)
+        new[dim_pos] = dim + 1
+        return _multi(op, op(*new))
+    rule.family = "along_dim"
+    return rule
+
+
+def _restore_keepdim(out, x, args):
+    keepdim = any(a is True for a in args[2:])
+    if keepdim:
+        return _views().view_op(out, (x._shape[0],) + (1,) * (x.ndim - 1))
+    return out
+
+
+# -- views ----------------------------------------------------------------------------------------
+def view_rule(op):
+    """view(self, size): the example's view with the batch in front. When the batch's stride does
+    not allow a view (a batch taken from an inner dim), the example is copied first."""
+    def rule(args, bdims):
+        x, size = args[0], tuple(args[1])
+        if bdims[0] is None:
+            return unbatched(op, args)
+        target = (x._shape[0],) + size
+        try:
+            return op(x, target), 0
+        except RuntimeError:
+            from .conversion import to_copy_op
+            return op(to_copy_op(x, x.dtype), target), 0
+    rule.family = "view"
+    return rule
+
+
+def permute_rule(op):
+    def rule(args, bdims):
+        if bdims[0] is None:
+            return unbatched(op, args)
+        return op(args[0], (0,) + tuple(d + 1 for d in args[1])), 0
+    rule.family = "view"
+    return rule
+
+
+def expand_rule(op):
+    def rule(args, bdims):
+        x, size = args[0], tuple(args[1])
+        if bdims[0] is None:
+            return unbatched(op, args)
+        x = pad_logical(x, len(size))
+        return op(x, (x._shape[0],) + size), 0
+    rule.family = "view"
+    return rule
+
+
+def shift_dims(op, *positions):
+    """A view or shape op whose int (or int[]) arguments at ``positions`` are dims."""
+    def rule(args, bdims):
+        if bdims[0] is None:
+            return unbatched(op, args)
+        new = list(args)
+        for p in positions:
+            d = args[p]
+            new[p] = tuple(x + 1 for x in d) if isinstance(d, (list, tuple)) else d + 1
+        return _multi(op, op(*new))
+    rule.family = "view"
+    return rule
+
+
+def as_strided_rule(op):
+    """as_strided(self, size, stride, offset): each example's geometry, stepped by the batch's
+    stride (the offset given is the first example's, which is the batched tensor's own)."""
+    def rule(args, bdims):
+        x, size, stride, offset = args
+        if bdims[0] is None:
+            return unbatched(op, args)
+        return op(x, (x._shape[0],) + tuple(size), (x._stride[0],) + tuple(stride), offset), 0
+    rule.family = "view"
+    return rule
+
+
+def last_dims(op):
+    """Ops on the trailing dims of their one tensor (tril, triu, svdvals): the batch is one
+    more leading dim."""
+    def rule(args, bdims):
+        if bdims[0] is None:
+            return unbatched(op, args)
+        return _multi(op, op(*args))
+    rule.family = "trailing"
+    return rule
+
+
+def loop(op, args, bdims):
+    """Run ``op`` once per example and stack (the fallback), for the rare cases a rule does not
+    cover; it warns once per op like any fallback."""
+    from ..func._handler import fallback
+    from ..func._levels import rule_layer
+    return fallback(op, tuple(args), tuple(bdims), rule_layer())
+
+
+def fold_into_leading(op, tensor_positions=(0,)):
+    """Ops whose tensors at ``tensor_positions`` carry a leading batch dim of their own (N in
+    conv/pool/norm's (N, C, ...)) and whose other tensors (weights) are not batched: vmap's
+    batch folds into N, one call for the whole batch. Batched weights take the fallback."""
+    def rule(args, bdims):
+        if all(bdims[i] is None for i in range(len(args)) if i not in tensor_positions):
+            if all(bdims[i] is None for i in tensor_positions):
+                return unbatched(op, args)
+            size = batch_size_of(args, bdims)
+            new = list(args)
+            for i in tensor_positions:
+                x = materialize(args[i], bdims[i], size)
+                new[i] = _views().reshape(x, (size * x._shape[1],) + x._shape[2:])
+            out = op(*new)
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            folded = [_views().reshape(o, (size, o._shape[0] // size) + o._shape[1:])
+                      if isinstance(o, Tensor) and o.ndim else o for o in outs]
+            out = type(out)(folded) if isinstance(out, (tuple, list)) else folded[0]
+            return _multi(op, out)
+        return loop(op, args, bdims)
+    rule.family = "leading"
+    return rule

@@ -1,0 +1,407 @@
+"""Recurrent cell steps: one fused op per time step per cell type, with its derivative.
+
+A recurrent layer projects the whole input sequence once (``x @ W_ih^T + b_ih``, one matmul up
+front, as PyTorch does); what is left per time step is the hidden-to-hidden product and the gate
+math. Each cell type does that as *one* dispatched op, so a step costs one dispatch instead of
+the dozen a composition of ember ops would (matmul, adds, chunk, sigmoids, tanhs, products):
+
+``lstm_step(gates_x, hx, cx, w_hh, b_hh, w_hr) -> (hy, cy, workspace)``
+    gates = gates_x + hx @ w_hh^T + b_hh, split (i, f, g, o); c' = f*c + i*g;
+    h' = o * tanh(c') (then @ w_hr^T with a projection, LSTM's proj_size). ``workspace`` holds
+    the activated gates and tanh(c') (B, 5H) for the backward op; it has no gradient.
+``gru_step(gates_x, hx, w_hh, b_hh) -> (hy, workspace)``
+    PyTorch's GRU: r, z = sigmoid(x_rz + h_rz); n = tanh(x_n + r * h_n), with h = hx @ w_hh^T +
+    b_hh; h' = n + z * (hx - n). ``workspace`` is (r, z, n, h_n), (B, 4H).
+``rnn_step(gates_x, hx, w_hh, b_hh, nonlinearity) -> hy``
+    h' = tanh or relu(gates_x + hx @ w_hh^T + b_hh).
+
+Their derivatives call a fused backward op per step (``*_step_backward``: the gate gradients
+and the gradient of ``hx`` in one dispatch); the weight gradients are one matmul each. Every op
+has a composite in ember ops, so a backend without kernels (a plug-in, the meta device) runs
+them, and autograd differentiates the backward ops' composites for double backward. There,
+the LSTM/GRU formulas recompute the workspace from the inputs with ember ops (the saved one is
+a value without history).
+
+The public functions are PyTorch's cell functions (``lstm_cell``, ``gru_cell``,
+``rnn_tanh_cell``, ``rnn_relu_cell``: input projection + one step). The layers are in
+``ember.nn.modules.rnn``; the kernels in ``ember.kit.rnn`` (array modules) and the OpenCL
+backend's ``ops_rnn``.
+"""
+from __future__ import annotations
+
+from .. import _dtype
+from .._tensor import Tensor
+from ..dispatch import keys as _keys
+from ..dispatch.dispatcher import define
+from ..dispatch.facets import Derivative
+from . import _grad
+from . import linalg as _la
+from . import shape as _shape
+
+__all__ = ["lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
+
+
+# -- shape rules (meta) -----------------------------------------------------------------------
+def _dims(op, name, t, ndim):
+    if t.ndim != ndim:
+        raise RuntimeError(f"{op}: expected {name} to be {ndim}-D, got shape {list(t.shape)}")
+    return t._shape
+
+
+def _same_dtype(op, *named):
+    ref_name, ref = named[0]
+    for name, t in named[1:]:
+        if t is not None and t.dtype is not ref.dtype:
+            raise RuntimeError(f"{op}: expected {name} to have dtype {ref.dtype} like "
+                               f"{ref_name}, got {t.dtype}")
+    if ref.dtype.category != _dtype.FLOATING:
+        raise RuntimeError(f"{op}: expected floating-point tensors, got {ref.dtype}")
+
+
+def _check_step(op, gates_x, hx, w_hh, b_hh, gates):
+    """(batch, hidden size, hx features) of a step's arguments; errors name the op."""
+    b, g = _dims(op, "gates_x", gates_x, 2)
+    hb, p = _dims(op, "hx", hx, 2)
+    if g % gates:
+        raise RuntimeError(f"{op}: gates_x has {g} columns, expected {gates} * hidden_size")
+    if hb != b:
+        raise RuntimeError(f"{op}: hx has batch size {hb}, gates_x has {b}")
+    if _dims(op, "w_hh", w_hh, 2) != (g, p):
+        raise RuntimeError(f"{op}: w_hh has shape {list(w_hh.shape)}, expected {[g, p]} for "
+                           f"gates_x {list(gates_x.shape)} and hx {list(hx.shape)}")
+    if b_hh is not None and b_hh._shape != (g,):
+        raise RuntimeError(f"{op}: b_hh has shape {list(b_hh.shape)}, expected {[g]}")
+    return b, g // gates, p
+
+
+def _lstm_step_meta(gates_x, hx, cx, w_hh, b_hh, w_hr):
+    op = "lstm_step"
+    _same_dtype(op, ("gates_x", gates_x), ("hx", hx), ("cx", cx), ("w_hh", w_hh),
+                ("b_hh", b_hh), ("w_hr", w_hr))
+    b, h, p = _check_step(op, gates_x, hx, w_hh, b_hh, 4)
+    if _dims(op, "cx", cx, 2) != (b, h):
+        raise RuntimeError(f"{op}: cx has shape {list(cx.shape)}, expected {[b, h]}")
+    if w_hr is None and p != h:
+        raise RuntimeError(f"{op}: hx has {p} features, expected hidden_size {h} (no w_hr)")
+    if w_hr is not None and _dims(op, "w_hr", w_hr, 2) != (p, h):
+        raise RuntimeError(f"{op}: w_hr has shape {list(w_hr.shape)}, expected {[p, h]}")
+    d = gates_x.dtype
+    return ((b, p), d), ((b, h), d), ((b, 5 * h), d)
+
+
+def _lstm_step_backward_meta(grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
+    op = "lstm_step_backward"
+    _same_dtype(op, ("cx", cx), ("grad_hy", grad_hy), ("grad_cy", grad_cy),
+                ("workspace", workspace), ("w_hh", w_hh), ("w_hr", w_hr))
+    b, h = _dims(op, "cx", cx, 2)
+    p = h if w_hr is None else _dims(op, "w_hr", w_hr, 2)[0]
+    for name, t, shape in (("grad_hy", grad_hy, (b, p)), ("grad_cy", grad_cy, (b, h)),
+                           ("workspace", workspace, (b, 5 * h)), ("w_hh", w_hh, (4 * h, p))):
+        if t._shape != shape:
+            raise RuntimeError(f"{op}: {name} has shape {list(t.shape)}, expected {list(shape)}")
+    d = cx.dtype
+    return ((b, 4 * h), d), ((b, p), d), ((b, h), d)
+
+
+def _gru_step_meta(gates_x, hx, w_hh, b_hh):
+    op = "gru_step"
+    _same_dtype(op, ("gates_x", gates_x), ("hx", hx), ("w_hh", w_hh), ("b_hh", b_hh))
+    b, h, p = _check_step(op, gates_x, hx, w_hh, b_hh, 3)
+    if p != h:
+        raise RuntimeError(f"{op}: hx has {p} features, expected hidden_size {h}")
+    return ((b, h), gates_x.dtype), ((b, 4 * h), gates_x.dtype)
+
+
+def _gru_step_backward_meta(grad_hy, hx, workspace, w_hh):
+    op = "gru_step_backward"
+    _same_dtype(op, ("hx", hx), ("grad_hy", grad_hy), ("workspace", workspace), ("w_hh", w_hh))
+    b, h = _dims(op, "hx", hx, 2)
+    for name, t, shape in (("grad_hy", grad_hy, (b, h)), ("workspace", workspace, (b, 4 * h)),
+                           ("w_hh", w_hh, (3 * h, h))):
+        if t._shape != shape:
+            raise RuntimeError(f"{op}: {name} has shape {list(t.shape)}, expected {list(shape)}")
+    d = hx.dtype
+    return ((b, 3 * h), d), ((b, 3 * h), d), ((b, h), d)
+
+
+_NONLINEARITIES = ("tanh", "relu")
+
+
+def _check_nonlinearity(op, nonlinearity):
+    if nonlinearity not in _NONLINEARITIES:
+        raise RuntimeError(f"{op}: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+
+
+def _rnn_step_meta(gates_x, hx, w_hh, b_hh, nonlinearity):
+    op = "rnn_step"
+    _check_nonlinearity(op, nonlinearity)
+    _same_dtype(op, ("gates_x", gates_x), ("hx", hx), ("w_hh", w_hh), ("b_hh", b_hh))
+    b, h, p = _check_step(op, gates_x, hx, w_hh, b_hh, 1)
+    if p != h:
+        raise RuntimeError(f"{op}: hx has {p} features, expected hidden_size {h}")
+    return (b, h), gates_x.dtype
+
+
+def _rnn_step_backward_meta(grad_hy, hy, w_hh, nonlinearity):
+    op = "rnn_step_backward"
+    _check_nonlinearity(op, nonlinearity)
+    _same_dtype(op, ("hy", hy), ("grad_hy", grad_hy), ("w_hh", w_hh))
+    b, h = _dims(op, "hy", hy, 2)
+    for name, t, shape in (("grad_hy", grad_hy, (b, h)), ("w_hh", w_hh, (h, h))):
+        if t._shape != shape:
+            raise RuntimeError(f"{op}: {name} has shape {list(t.shape)}, expected {list(shape)}")
+    return ((b, h), hy.dtype), ((b, h), hy.dtype)
+
+
+# -- composites: the same maths in ember ops ---------------------------------------------------
+def _hidden(hx, w_hh, b_hh):
+    """hx @ w_hh^T + b_hh (PyTorch adds this to the projected input as one term)."""
+    h = hx.matmul(w_hh.t())
+    return h if b_hh is None else h + b_hh
+
+
+def _hidden_gates(gates_x, hx, w_hh, b_hh):
+    return gates_x + _hidden(hx, w_hh, b_hh)
+
+
+def _lstm_workspace(gates_x, hx, cx, w_hh, b_hh):
+    """(activated gates and tanh(c') as one (B, 5H) tensor, c')."""
+    i, f, g, o = _hidden_gates(gates_x, hx, w_hh, b_hh).chunk(4, 1)
+    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+    cy = f * cx + i * g
+    tc = cy.tanh()
+    return _shape.cat([i, f, g, o, tc], 1), cy
+
+
+def _lstm_step(gates_x, hx, cx, w_hh, b_hh, w_hr):
+    ws, cy = _lstm_workspace(gates_x, hx, cx, w_hh, b_hh)
+    h = cx._shape[1]
+    hy = ws.narrow(1, 3 * h, h) * ws.narrow(1, 4 * h, h)
+    if w_hr is not None:
+        hy = hy.matmul(w_hr.t())
+    return hy, cy, ws
+
+
+def _lstm_step_backward(grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
+    i, f, g, o, tc = workspace.chunk(5, 1)
+    gh = grad_hy if w_hr is None else grad_hy.matmul(w_hr)
+    gc = grad_cy + gh * o * (1 - tc * tc)
+    d = _shape.cat([gc * g * i * (1 - i), gc * cx * f * (1 - f), gc * i * (1 - g * g),
+                    gh * tc * o * (1 - o)], 1)
+    return d, d.matmul(w_hh), gc * f
+
+
+def _gru_workspace(gates_x, hx, w_hh, b_hh):
+    xr, xz, xn = gates_x.chunk(3, 1)
+    hr, hz, hn = _hidden(hx, w_hh, b_hh).chunk(3, 1)
+    r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    return _shape.cat([r, z, n, hn], 1)
+
+
+def _gru_step(gates_x, hx, w_hh, b_hh):
+    ws = _gru_workspace(gates_x, hx, w_hh, b_hh)
+    _, z, n, _ = ws.chunk(4, 1)
+    return n + z * (hx - n), ws
+
+
+def _gru_step_backward(grad_hy, hx, workspace, w_hh):
+    r, z, n, hn = workspace.chunk(4, 1)
+    dn = grad_hy * (1 - z) * (1 - n * n)
+    dr = dn * hn * r * (1 - r)
+    dz = grad_hy * (hx - n) * z * (1 - z)
+    d_h = _shape.cat([dr, dz, dn * r], 1)
+    return _shape.cat([dr, dz, dn], 1), d_h, grad_hy * z + d_h.matmul(w_hh)
+
+
+def _rnn_step(gates_x, hx, w_hh, b_hh, nonlinearity):
+    pre = _hidden_gates(gates_x, hx, w_hh, b_hh)
+    return pre.tanh() if nonlinearity == "tanh" else pre.relu()
+
+
+def _rnn_step_backward(grad_hy, hy, w_hh, nonlinearity):
+    if nonlinearity == "tanh":
+        d = grad_hy * (1 - hy * hy)
+    else:
+        d = _grad.keep_where(grad_hy, hy.gt(0))
+    return d, d.matmul(w_hh)
+
+
+# -- derivatives ------------------------------------------------------------------------------
+def _weight_grads(ctx, d_hidden, hx, positions):
+    """Gradients of w_hh and b_hh from the gradient of the hidden gates (B, G)."""
+    w_pos, b_pos = positions
+    gw = d_hidden.t().matmul(hx) if ctx.needs(w_pos) else None
+    gb = d_hidden.sum(0) if ctx.needs(b_pos) else None
+    return gw, gb
+
+
+def _recording_backward() -> bool:
+    """Is this backward itself being recorded (create_graph)? Then the gates are recomputed
+    with ember ops: the saved workspace is a value without history."""
+    return _keys.state.grad_enabled
+
+
+def _lstm_step_derivative(ctx, grads, gates_x, hx, cx, w_hh, b_hh, w_hr):
+    g_hy, g_cy = grads[0], grads[1]
+    if _recording_backward():
+        ws, _ = _lstm_workspace(gates_x, hx, cx, w_hh, b_hh)
+    else:
+        ws = ctx.result[2]
+    d, g_hx, g_cx = lstm_step_backward_op(g_hy, g_cy, cx, ws, w_hh, w_hr)
+    gw, gb = _weight_grads(ctx, d, hx, (3, 4))
+    g_hr = None
+    if w_hr is not None and ctx.needs(5):
+        h = cx._shape[1]
+        g_hr = g_hy.t().matmul(ws.narrow(1, 3 * h, h) * ws.narrow(1, 4 * h, h))
+    return d, g_hx, g_cx, gw, gb, g_hr
+
+
+def _gru_step_derivative(ctx, grads, gates_x, hx, w_hh, b_hh):
+    if _recording_backward():
+        ws = _gru_workspace(gates_x, hx, w_hh, b_hh)
+    else:
+        ws = ctx.result[1]
+    d_x, d_h, g_hx = gru_step_backward_op(grads[0], hx, ws, w_hh)
+    gw, gb = _weight_grads(ctx, d_h, hx, (2, 3))
+    return d_x, g_hx, gw, gb
+
+
+def _rnn_step_derivative(ctx, g, gates_x, hx, w_hh, b_hh, nonlinearity):
+    d, g_hx = rnn_step_backward_op(g, ctx.result, w_hh, nonlinearity)
+    gw, gb = _weight_grads(ctx, d, hx, (2, 3))
+    return d, g_hx, gw, gb
+
+
+_ALL_STEP_INPUTS = ("gates_x", "hx", "w_hh", "b_hh")
+
+lstm_step_op = define(
+    "lstm_step(Tensor gates_x, Tensor hx, Tensor cx, Tensor w_hh, Tensor? b_hh, Tensor? w_hr) "
+    "-> (Tensor hy, Tensor cy, Tensor workspace)",
+    meta=_lstm_step_meta, composite=_lstm_step,
+    derivative=Derivative(_lstm_step_derivative, save=_ALL_STEP_INPUTS + ("cx", "w_hr", "result"),
+                          outputs=(True, True, False)),
+    doc="One LSTM time step from the projected input gates (B, 4H): (h', c', workspace).")
+lstm_step_backward_op = define(
+    "lstm_step_backward(Tensor grad_hy, Tensor grad_cy, Tensor cx, Tensor workspace, "
+    "Tensor w_hh, Tensor? w_hr) -> (Tensor grad_gates, Tensor grad_hx, Tensor grad_cx)",
+    meta=_lstm_step_backward_meta, composite=_lstm_step_backward,
+    doc="The gradients of an LSTM step's pre-activation gates, hx and cx.")
+gru_step_op = define(
+    "gru_step(Tensor gates_x, Tensor hx, Tensor w_hh, Tensor? b_hh) -> (Tensor hy, "
+    "Tensor workspace)",
+    meta=_gru_step_meta, composite=_gru_step,
+    derivative=Derivative(_gru_step_derivative, save=_ALL_STEP_INPUTS + ("result",),
+                          outputs=(True, False)),
+    doc="One GRU time step from the projected input gates (B, 3H): (h', workspace).")
+gru_step_backward_op = define(
+    "gru_step_backward(Tensor grad_hy, Tensor hx, Tensor workspace, Tensor w_hh) -> "
+    "(Tensor grad_gates_x, Tensor grad_gates_h, Tensor grad_hx)",
+    meta=_gru_step_backward_meta, composite=_gru_step_backward,
+    doc="The gradients of a GRU step's input gates, hidden gates and hx.")
+rnn_step_op = define(
+    "rnn_step(Tensor gates_x, Tensor hx, Tensor w_hh, Tensor? b_hh, str nonlinearity) -> Tensor",
+    meta=_rnn_step_meta, composite=_rnn_step,
+    derivative=Derivative(_rnn_step_derivative, save=("hx", "w_hh", "result")),
+    doc="One Elman RNN time step (tanh or relu) from the projected input (B, H).")
+rnn_step_backward_op = define(
+    "rnn_step_backward(Tensor grad_hy, Tensor hy, Tensor w_hh, str nonlinearity) -> "
+    "(Tensor grad_pre, Tensor grad_hx)",
+    meta=_rnn_step_backward_meta, composite=_rnn_step_backward,
+    doc="The gradients of an RNN step's pre-activation and hx, from its output.")
+
+
+# -- PyTorch's cell functions: the input projection, then one step ----------------------------
+def _cell_args(fn, input, hx, w_ih, w_hh, b_ih, b_hh, hidden_size=None):
+    for name, t in (("input", input), ("w_ih", w_ih), ("w_hh", w_hh)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    for name, t in (("b_ih", b_ih), ("b_hh", b_hh)):
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if input.ndim != 2 or w_ih.ndim != 2:
+        raise RuntimeError(f"{fn}(): expected 2-D input and w_ih, got input "
+                           f"{list(input.shape)} and w_ih {list(w_ih.shape)}")
+    if input._shape[1] != w_ih._shape[1]:
+        raise RuntimeError(f"input has inconsistent input_size: got {input._shape[1]} expected "
+                           f"{w_ih._shape[1]}")
+    for name, t in (("hx", hx[0]),) + ((("cx", hx[1]),) if len(hx) > 1 else ()):
+        if not isinstance(t, Tensor) or t.ndim != 2:
+            raise RuntimeError(f"{fn}(): expected {name} to be a 2-D Tensor, got "
+                               f"{list(t.shape) if isinstance(t, Tensor) else type(t).__name__}")
+        if t._shape[0] != input._shape[0]:
+            raise RuntimeError(f"Input batch size {input._shape[0]} doesn't match hidden0 batch "
+                               f"size {t._shape[0]}")
+    for t in (hx[0], w_ih, w_hh, b_ih, b_hh) + tuple(hx[1:]):
+        if t is not None and t.dtype is not input.dtype:
+            raise RuntimeError(f"{fn}(): expected all tensors to have dtype {input.dtype} like "
+                               f"the input, got {t.dtype}")
+    if input.dtype.category != _dtype.FLOATING:
+        raise RuntimeError(f"{fn}(): expected a floating-point input, got {input.dtype}")
+
+
+def project(input, w_ih, b_ih):
+    """input @ w_ih^T + b_ih (the input gates of every step at once)."""
+    if b_ih is None:
+        return _la.matmul(input, w_ih.t())
+    return _la.addmm(b_ih, input, w_ih.t())
+
+
+def project_with_bias(input, w_ih, b_ih, b_hh):
+    """(input @ w_ih^T, b_ih + b_hh): for LSTM and RNN steps both biases are one term, added
+    inside the fused step."""
+    if b_ih is None or b_hh is None:
+        return project(input, w_ih, b_ih), b_hh
+    return _la.matmul(input, w_ih.t()), b_ih + b_hh
+
+
+def _check_gates(fn, w_ih, w_hh, b_ih, b_hh, gates, hidden, proj):
+    g = gates * hidden
+    if w_ih._shape[0] != g or w_hh._shape != (g, proj):
+        raise RuntimeError(f"{fn}(): w_ih {list(w_ih.shape)} and w_hh {list(w_hh.shape)} do not "
+                           f"fit hidden_size {hidden} (expected [{g}, *] and [{g}, {proj}])")
+    for name, b in (("b_ih", b_ih), ("b_hh", b_hh)):
+        if b is not None and b._shape != (g,):
+            raise RuntimeError(f"{fn}(): {name} has shape {list(b.shape)}, expected [{g}]")
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One LSTM step on a batch: ``hx = (h, c)``; returns ``(h', c')`` (PyTorch's
+    ``torch.lstm_cell``)."""
+    if not isinstance(hx, (list, tuple)) or len(hx) != 2:
+        raise RuntimeError("lstm_cell(): hx must be a list or tuple of two Tensors (h, c)")
+    _cell_args("lstm_cell", input, hx, w_ih, w_hh, b_ih, b_hh)
+    hidden = hx[1]._shape[1]
+    _check_gates("lstm_cell", w_ih, w_hh, b_ih, b_hh, 4, hidden, hidden)
+    if hx[0]._shape[1] != hidden:
+        raise RuntimeError(f"hidden0 has inconsistent hidden_size: got {hx[0]._shape[1]}, "
+                           f"expected {hidden}")
+    gates_x, bias = project_with_bias(input, w_ih, b_ih, b_hh)
+    hy, cy, _ = lstm_step_op(gates_x, hx[0], hx[1], w_hh, bias, None)
+    return hy, cy
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One GRU step on a batch (PyTorch's ``torch.gru_cell``)."""
+    _cell_args("gru_cell", input, (hx,), w_ih, w_hh, b_ih, b_hh)
+    hidden = hx._shape[1]
+    _check_gates("gru_cell", w_ih, w_hh, b_ih, b_hh, 3, hidden, hidden)
+    return gru_step_op(project(input, w_ih, b_ih), hx, w_hh, b_hh)[0]
+
+
+def _rnn_cell(fn, nonlinearity, input, hx, w_ih, w_hh, b_ih, b_hh):
+    _cell_args(fn, input, (hx,), w_ih, w_hh, b_ih, b_hh)
+    hidden = hx._shape[1]
+    _check_gates(fn, w_ih, w_hh, b_ih, b_hh, 1, hidden, hidden)
+    gates_x, bias = project_with_bias(input, w_ih, b_ih, b_hh)
+    return rnn_step_op(gates_x, hx, w_hh, bias, nonlinearity)
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman RNN step with tanh (PyTorch's ``torch.rnn_tanh_cell``)."""
+    return _rnn_cell("rnn_tanh_cell", "tanh", input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman RNN step with relu (PyTorch's ``torch.rnn_relu_cell``)."""
+    return _rnn_cell("rnn_relu_cell", "relu", input, hx, w_ih, w_hh, b_ih, b_hh)
