@@ -18,8 +18,8 @@ from ..._dtype import COMPLEX
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad, _meta
-from .._util import check_inplace, write_out
+from .. import _grad, _meta, _tangents
+from .._util import check_inplace, every_example, write_out
 from . import unary as _unary
 from ._rules import (FLOAT, FLOAT_BINARY, binary_dtype, binary_meta, check_bcast, check_overlap,
                      check_scalar, float_dtype, unary_meta)
@@ -113,10 +113,11 @@ def _make_unary(name, op, op_):
 
     def fn_(self):
         _check_real(public + "_", self)
-        check_inplace(f"{public}_", self, float_dtype(self.dtype), self._shape)
+        d = float_dtype(self.dtype)
+        check_inplace(f"{public}_", self, d, self._shape)
         if 0 in self._stride:
             check_overlap(self, public + "_")
-        op_(self)
+        op_(self, d)
         self._storage.version += 1
         return self
 
@@ -131,7 +132,7 @@ for _name, _derivative in UNARY_ROWS:
                  derivative=_derivative)
     _op_ = None
     if _name in TENSOR_METHODS:
-        _op_ = define(f"{_name}_(Tensor(a!) self) -> Tensor(a!)",
+        _op_ = define(f"{_name}_(Tensor(a!) self, dtype compute) -> Tensor(a!)",
                       meta=_meta.inplace(_name + "_"), functional=_op)
     special_ops[_name] = (FLOAT, _op, _op_)
     _fn, _fn_ = _make_unary(_name, _op, _op_)
@@ -306,7 +307,7 @@ def mvlgamma(input, p, *, out=None):
     _check_real("mvlgamma", input)
     x = input if input.dtype.category >= _dtype.FLOATING else \
         input.to(_dtype.get_default_dtype())
-    if x.numel() and not bool((x > 0.5 * (p - 1)).all()):
+    if x.numel() and not bool(every_example(x > 0.5 * (p - 1)).all()):
         raise RuntimeError(f"All elements must be greater than (p-1)/2 = {0.5 * (p - 1)}")
     r = mvlgamma_op(x, p)
     return r if out is None else write_out(out, r, "mvlgamma")
@@ -324,3 +325,8 @@ special_api["mvlgamma"] = mvlgamma
 
 i0, sinc = special_api["i0"], special_api["sinc"]
 __all__ = ["i0", "sinc", "polygamma", "mvlgamma"]
+
+
+# -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------
+_tangents.attach_elementwise(*(o for _, op, op_ in special_ops.values() for o in (op, op_)),
+                             polygamma_op)

@@ -8,7 +8,7 @@ from ... import _dtype
 from ..._tensor import Tensor
 from .. import _grad
 from .. import views as _views
-from .._util import _broadcast_pair, _dtype_title
+from .._util import _broadcast_pair, _dtype_title, every_example
 
 # PyTorch names dtypes by their C++ scalar type in a few messages ("float != double")
 _CPP = {"float32": "float", "float64": "double", "float16": "c10::Half",
@@ -213,6 +213,9 @@ def check_errors(info, api):
     (one device synchronization) only when some element failed."""
     if info.numel() == 0 or info.device.type == "meta":
         return  # a meta tensor has no values to check (PyTorch skips the check there too)
+    # under vmap the check holds or fails for the whole batch, whose element it names (the
+    # batch is physical in PyTorch's kernels too)
+    info = every_example(info)
     failed = info.ne(0)
     if not bool(failed.any()):
         return
@@ -261,9 +264,11 @@ def quiet_div(num, den):
     """``num / den`` that stays 0 where ``num`` is exactly 0: a gradient an output never
     received arrives as zeros, and must not turn into 0/0 at repeated eigen/singular values."""
     from .. import elementwise as _ew
-    zero = num.eq(0)
-    # the denominator is replaced where the numerator is 0, so no inf/nan appears even in the
-    # branch ``where`` discards (its derivative would turn 0 * inf into nan)
+    # only 0/0 is masked: elsewhere this stays a plain division, linear in ``num`` around 0
+    # (forward AD differentiates a backward formula at a zero output gradient); the denominator
+    # is replaced there so no nan appears even in the branch ``where`` discards (its derivative
+    # would turn 0 * inf into nan)
+    zero = num.eq(0).logical_and(den.eq(0))
     return _ew.where(zero, 0.0, num / _ew.where(zero, 1.0, den))
 
 
@@ -278,3 +283,24 @@ _EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.19209289550
 def eps_of(d):
     """The machine epsilon of a real floating dtype."""
     return _EPS[d.name]
+
+
+def same_batch_rule(op):
+    """vmap rule of the decompositions and solvers: their tensors share the leading (batch) dims
+    and the kernels loop over them, so vmap's batch is one more leading dim; an unbatched operand
+    is expanded and copied (the kernels take one layout per batch)."""
+    from .. import _batching
+    positions = [i for i in op.schema.tensor_positions]
+
+    def rule(args, bdims):
+        if all(i >= len(args) or bdims[i] is None for i in positions):
+            return _batching.unbatched(op, args)
+        size = _batching.batch_size_of(args, bdims)
+        new = list(args)
+        for i in positions:
+            if i < len(args) and isinstance(args[i], Tensor) and bdims[i] is None:
+                new[i] = _batching.materialize(args[i], None, size).contiguous()
+        out = op(*new)
+        return out, (0,) * len(out) if isinstance(out, (tuple, list)) else 0
+    rule.family = "trailing"
+    return rule

@@ -28,7 +28,8 @@ from .._util import write_out
 from . import products as _products
 from . import solvers as _solvers
 from ._rules import (batch_of, check_at_least_2d, check_errors, check_float, check_square,
-                     diag, diag_embed, eye_like, mH, quiet_div, real_part)
+                     diag, diag_embed, eye_like, mH, quiet_div, real_part,
+                     same_batch_rule)
 
 _INT32 = _dtype.int32
 
@@ -616,3 +617,9 @@ for _name, _fields in (("linalg_lu_factor_ex", ["LU", "pivots", "info"]),
                        ("linalg_ldl_factor_ex", ["LD", "pivots", "info"]),
                        ("linalg_ldl_factor", ["LD", "pivots"])):
     setattr(_rt, _name, _rt._return_type(_name, _fields))
+
+
+# -- ember.func: vmap's batch is one more leading dim (the jvps come from the backward formulas)
+for _op in (lu_factor_ex_op, pivots_to_permutation_op, cholesky_ex_op, qr_op, eigh_op,
+            eigvalsh_op, eig_op, eigvals_op, svd_op, ldl_factor_ex_op):
+    _op.def_batch_rule(same_batch_rule(_op))

@@ -16,7 +16,7 @@ from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _meta
-from .._util import _broadcast_pair, _dtype_title, write_out
+from .._util import _broadcast_pair, _dtype_title, every_example, write_out
 from . import decompositions as _dec
 from . import products as _products
 from . import solvers as _solvers
@@ -63,7 +63,7 @@ def _det_backward(ctx, g, A):
     if A.numel() == 0:
         return (A.new_zeros(A._shape),)
     eps = eps_of(_meta.real_of(A.dtype))
-    if not bool(det.abs().lt(100 * eps).any()):
+    if not bool(every_example(det.abs().lt(100 * eps)).any()):
         d = (g * det.conj()).unsqueeze(-1).unsqueeze(-1) * eye_like(n, A)
         return (_solvers.solve_op(mH(A), d.expand(*A._shape), True)[0],)
     U, S, Vh = _dec.svd_op(A, False)
@@ -156,7 +156,7 @@ def _matrix_exp_composite(A):
     if n == 1:
         return A.exp()
     # (a meta tensor has no norm to read: its shapes come out the same with any scaling)
-    norm = 0.0 if A.is_meta else float(A.abs().sum(-2).amax())
+    norm = 0.0 if A.is_meta else float(every_example(A.abs().sum(-2)).amax())
     s = max(0, math.ceil(math.log2(norm / _THETA13))) if norm > _THETA13 else 0
     X = A / (2.0 ** s) if s else A
     b = _PADE13

@@ -21,10 +21,10 @@ from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _meta
-from .._util import _broadcast_pair, write_out
+from .._util import _broadcast_pair, every_example, write_out
 from . import decompositions as _dec
 from ._rules import (batch_of, check_at_least_2d, check_errors, check_float, check_same_device,
-                     check_same_dtype, check_square, eps_of, eye_like, mH)
+                     check_same_dtype, check_square, eps_of, eye_like, mH, same_batch_rule)
 
 
 def _expand_batch(t, batch):
@@ -408,7 +408,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     empty = _fac.empty((0,), dtype=real, device=A.device)
     residuals = empty
     if m > n and driver != "gelsy":  # as LAPACK's gels/gelsd/gelss report them
-        if n == 0 or bool(rank.eq(n).all()):
+        if n == 0 or bool(every_example(rank.eq(n)).all()):
             R = A_ @ X - B_
             residuals = (R * R.conj()).real.sum(-2) if R.dtype.category == _dtype.COMPLEX \
                 else (R * R).sum(-2)
@@ -426,3 +426,8 @@ for _name, _fields in (("linalg_solve_ex", ["result", "info"]),
                        ("linalg_inv_ex", ["inverse", "info"]),
                        ("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])):
     setattr(_rt, _name, _rt._return_type(_name, _fields))
+
+
+# -- ember.func: vmap's batch is one more leading dim (the jvps come from the backward formulas)
+for _op in (lu_solve_op, solve_op, solve_triangular_op, ldl_solve_op):
+    _op.def_batch_rule(same_batch_rule(_op))
