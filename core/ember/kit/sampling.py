@@ -1,12 +1,14 @@
 """Kernels of the distribution samplers (``ember.ops.sampling``) for array-module backends:
-numpy's Generator (the backend's generator state, ``gen.impl``) draws gamma, Poisson and
-binomial variates; ``_standard_gamma_grad`` is PyTorch's approximation written with
+numpy's Generator (the backend's generator state, ``gen.impl``, or a stream of a device's
+counter-based generator: ``host.numpy_generator``) draws gamma, Poisson and binomial variates, on
+the host for backends whose arrays live on a device; ``_standard_gamma_grad`` is PyTorch's approximation written with
 ``xp``/``be.special`` (its three regimes computed everywhere, then selected)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .binding import bind
+from .host import for_numpy_kernels, numpy_generator
 
 
 def _draw_dtype(dt):
@@ -18,7 +20,7 @@ def standard_gamma(be, self, gen):
     dt = a.dtype
     tiny = np.finfo(dt).tiny
     alpha = np.maximum(a.astype(np.float64), 0.0)
-    r = gen.impl.standard_gamma(alpha) if a.size else np.zeros(a.shape)
+    r = numpy_generator(gen).standard_gamma(alpha) if a.size else np.zeros(a.shape)
     return be.wrap(np.maximum(np.asarray(r, dtype=dt), tiny), self.device)
 
 
@@ -84,7 +86,7 @@ def poisson(be, self, gen):
     lam = be.native(self)
     if lam.size and not bool(np.all(lam >= 0)):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    r = gen.impl.poisson(lam.astype(np.float64)) if lam.size else np.zeros(lam.shape)
+    r = numpy_generator(gen).poisson(lam.astype(np.float64)) if lam.size else np.zeros(lam.shape)
     return be.wrap(np.asarray(r, dtype=lam.dtype), self.device)
 
 
@@ -94,7 +96,7 @@ def binomial(be, count, prob, gen):
     if n.size:
         nn = np.floor(np.maximum(np.nan_to_num(n.astype(np.float64)), 0)).astype(np.int64)
         pp = np.clip(np.nan_to_num(p.astype(np.float64)), 0.0, 1.0)
-        out[...] = gen.impl.binomial(nn, pp)
+        out[...] = numpy_generator(gen).binomial(nn, pp)
         out[np.isnan(p)] = np.nan
     return be.wrap(out, count.device)
 
@@ -104,4 +106,4 @@ TABLE = {"_standard_gamma": standard_gamma, "_standard_gamma_grad": standard_gam
 
 
 def register(backend) -> None:
-    bind(backend, TABLE)
+    bind(for_numpy_kernels(backend), TABLE)  # numpy's samplers: on the host for cupy

@@ -72,7 +72,11 @@ def _det_backward(ctx, g, A):
     return ((U * D.unsqueeze(-2)) @ Vh,)
 
 
-det_op = define("linalg_det(Tensor A) -> Tensor", meta=_square_meta("linalg.det"),
+def _det_meta(A):
+    return _dec._meta_square("linalg.det", A)[:-2], A.dtype
+
+
+det_op = define("linalg_det(Tensor A) -> Tensor", meta=_det_meta,
                 composite=_det_composite,
                 derivative=Derivative(_det_backward, save=("A", "result"), complex_ok=True),
                 doc="The determinant (through the LU factorization).")
