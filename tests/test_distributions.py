@@ -510,3 +510,13 @@ def test_normal_log_prob_without_grad_matches_the_differentiable_path(value_shap
     mixed = d.log_prob(value.float())  # float32 value, float64 parameters: promotes
     assert mixed.dtype == ember.float64
     np.testing.assert_allclose(_np(mixed), want, rtol=1e-6, atol=1e-6)
+
+
+def test_normal_log_prob_under_vmap_with_an_unbatched_value():
+    # the in-place path must not run on transformed tensors: an unbatched temporary can't take
+    # a batched scale in place
+    from ember.func import vmap
+    loc, scale, v = _real(3), _pos(4, 3), _real(3)
+    got = vmap(lambda s: E.Normal(ember.tensor(loc), s, validate_args=False).log_prob(
+        ember.tensor(v)))(ember.tensor(scale))
+    np.testing.assert_allclose(_np(got), st.norm.logpdf(v, loc, scale), rtol=1e-12)

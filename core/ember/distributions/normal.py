@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from numbers import Number
 
-from .. import Size
+from .. import Size, Tensor
 from . import constraints
 from .exp_family import ExponentialFamily
 from .utils import _standard_normal, broadcast_all
@@ -12,9 +12,13 @@ from .utils import _standard_normal, broadcast_all
 __all__ = ["Normal"]
 
 
-def _needs_grad(*args):
+def _plain_values(*args):
+    """True when no argument is differentiated or transformed (autograd, ember.func's vmap or
+    jvp), so a result may be computed in place on a fresh temporary."""
     import ember
-    return ember.is_grad_enabled() and any(getattr(a, "requires_grad", False) for a in args)
+    if ember.is_grad_enabled() and any(getattr(a, "requires_grad", False) for a in args):
+        return False
+    return all(type(a) is Tensor and not getattr(a, "_fw", None) for a in args)
 
 
 _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
@@ -72,7 +76,7 @@ class Normal(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         log_scale = math.log(self.scale) if isinstance(self.scale, Number) else self.scale.log()
-        z = None if _needs_grad(value, self.loc, self.scale) else value - self.loc
+        z = value - self.loc if _plain_values(value, self.loc, self.scale) else None
         # (loc and scale share one shape, so z already has the result's shape)
         if z is not None and z.dtype == self.scale.dtype:
             # the same value, in place on one fresh temporary: each fresh 4 MB result costs more
