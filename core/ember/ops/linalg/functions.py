@@ -266,10 +266,17 @@ def cross(input, other, *, dim=-1, out=None):
 
 
 def cross_legacy(input, other, dim=None, *, out=None):
-    """``torch.cross``: ``dim=None`` takes the first dim of size 3."""
+    """``torch.cross``: ``dim=None`` (deprecated, as in PyTorch) takes the input's first dim of
+    size 3."""
     if dim is None:
-        dim = next((i for i, (p, q) in enumerate(zip(input._shape, other._shape))
-                    if p == 3 and q == 3), -1)
+        import warnings
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
+                      "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
+                      "default value of dim will change to agree with that of linalg.cross in a "
+                      "future release.", UserWarning, stacklevel=3)
+        dim = next((i for i, p in enumerate(input._shape) if p == 3), None)
+        if dim is None:
+            raise RuntimeError("cross: no dimension of size 3 in input")
     return cross(input, other, dim=dim, out=out)
 
 
