@@ -14,13 +14,16 @@ Ratios are ember / torch: below 1 means ember is faster.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
+from pathlib import Path
 import time
 
 import numpy as np
 
 import ember
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _timing import interleaved  # noqa: E402
 
 try:
     import torch
@@ -28,26 +31,10 @@ except ImportError:  # torch is optional: the comparison column is left empty
     torch = None
 
 
-def timeit(fn, *, min_time=0.2, repeat=5):
-    """Median seconds per call over ``repeat`` rounds of at least ``min_time`` each."""
-    fn()
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt >= min_time / 4:
-            break
-        n *= 4
-    n = max(1, int(n * (min_time / max(dt, 1e-9)) / 4))
-    rounds = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        rounds.append((time.perf_counter() - t0) / n)
-    return statistics.median(rounds)
+def timeit(fn, *, min_time=0.2, repeat=15):
+    """Seconds per call: the minimum over ``repeat`` interleavable rounds (``_timing.py``;
+    the machines are shared, the minimum is the code's own time)."""
+    return interleaved({"fn": fn}, rounds=repeat, round_time=min_time / 4)["fn"][0]
 
 
 def graph20(x, y):

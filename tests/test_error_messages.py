@@ -8,7 +8,8 @@ import pytest
 import ember as E
 
 # the op names a message may use for an alias or a composite
-ALSO = {"to": ("device string", "dtype name"), "linear": ("matmul",), "swapaxes": ("transpose",)}
+ALSO = {"to": ("device string", "dtype name"), "linear": ("matmul",), "swapaxes": ("transpose",),
+        "cross_entropy": ("nll_loss",)}  # torch raises from nll_loss, the op it runs
 
 
 def _calls():

@@ -126,7 +126,9 @@ def test_meta_shapes_and_dtypes_match_the_cpu(conformance_run):
 def test_every_meta_kernel_is_exercised_by_the_comparison(conformance_run):
     ran = conformance_run[3]
     backend = registry.get("meta")
-    generated = {n for n in backend.kernels.names() if n not in ember_meta.DATA_DEPENDENT}
+    # (library ops, "ns::name", belong to other test modules: the opdb covers built-in ops)
+    generated = {n for n in backend.kernels.names()
+                 if n not in ember_meta.DATA_DEPENDENT and "::" not in n}
     # the opdb's nan_to_num_ entry returns log(x)'s copy, not the tensor it was given, so it
     # fails on every device; test_in_place_ops_return_self_and_check_shapes covers it
     assert generated - ran <= {"nan_to_num_"}

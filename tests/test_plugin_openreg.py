@@ -448,6 +448,34 @@ def test_installed_nn_and_serialization(venv):
     """)
 
 
+def test_installed_cnn_layers_run_through_the_cpu_fallback(venv):
+    """Convolution, pooling, batch norm (its running statistics written back) and the fused
+    optimizer ops on a plug-in without kernels for them: the CPU fallback and the composites
+    give the CPU's results (issue #20)."""
+    run(venv, """
+        import warnings, numpy as np, ember
+        warnings.simplefilter("ignore")
+        rng = np.random.default_rng(0)
+        x_np = rng.standard_normal((4, 2, 8, 8)).astype(np.float32)
+        def train(device):
+            ember.manual_seed(0)
+            n = ember.nn
+            m = n.Sequential(n.Conv2d(2, 3, 3, padding=1), n.BatchNorm2d(3), n.ReLU(),
+                             n.MaxPool2d(2), n.Flatten(), n.Linear(48, 5)).to(device)
+            opt = ember.optim.Adam(m.parameters(), lr=0.01, fused=True)
+            x = ember.tensor(x_np, device=device)
+            y = ember.tensor([0, 1, 2, 3], device=device)
+            for _ in range(2):
+                opt.zero_grad()
+                loss = n.functional.cross_entropy(m(x), y)
+                loss.backward()
+                opt.step()
+            return [t.detach().cpu().numpy() for t in m.state_dict().values()]
+        for a, b in zip(train("openreg"), train("cpu")):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    """)
+
+
 def test_uninstall_leaves_ember_working(venv):
     r = subprocess.run(venv["pip"] + ["uninstall", "-y", "ember-openreg"], capture_output=True,
                        text=True)

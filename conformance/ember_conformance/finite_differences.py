@@ -16,7 +16,16 @@ from .checks import Result, _autograd_available, _flatten, selected_samples
 # Entries whose second derivative ember does not provide, each with why. The gradgradcheck row
 # of a listed entry reads "unsupported" with this reason; a listed entry that passes fails, so
 # the list cannot outlive its reason. Review each addition like an API change.
-GRADGRAD_UNSUPPORTED: dict[str, str] = {}
+GRADGRAD_UNSUPPORTED: dict[str, str] = {
+    "native_layer_norm_backward": "its derivative (layer norm's double backward) reads the "
+                                  "saved mean and rstd as constants, as PyTorch's "
+                                  "layer_norm_double_backward does, so the third derivative "
+                                  "misses their dependence on the input",
+    "native_group_norm_backward": "its derivative (group norm's double backward) reads the "
+                                  "saved mean and rstd as constants, as PyTorch's "
+                                  "batchnorm-style double backward does, so the third derivative "
+                                  "misses their dependence on the input",
+}
 
 MAX_SAMPLES = 2
 # gradgradcheck differences the first derivative: 2 × (elements of the inputs and the output

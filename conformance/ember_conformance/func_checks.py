@@ -28,6 +28,16 @@ VMAP_INPLACE_ERROR: dict[str, str] = {
     "nn.batch_norm": "training mode updates the running statistics it made, in place (use "
                      "ember.func.replace_all_batch_norm_modules_ under vmap)",
     "nn.batch_norm running stats": "returns running statistics updated in place",
+    "native_batch_norm": "training mode updates the running statistics it made, in place",
+    "native_batch_norm statistics": "training mode updates the running statistics it made, "
+                                    "in place",
+    "native_batch_norm_backward": "runs native_batch_norm in training mode first (running "
+                                  "statistics it made, updated in place)",
+    "_foreach_lerp_ weight > 0.5": "writes its first list, which a pattern leaves unbatched",
+    "_fused_sgd_": "updates the momentum buffers it made (unbatched) from batched parameters",
+    "_fused_adam_": "updates the moment buffers it made (unbatched) from batched parameters",
+    "_fused_adam_ amsgrad": "updates the moment buffers it made (unbatched) from batched "
+                            "parameters",
 }
 INPLACE_MESSAGE = "is not possible because there exists a Tensor `other`"
 # as_strided reads memory positions, which depend on the layout: an example taken from dim 1 of

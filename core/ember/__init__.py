@@ -46,6 +46,8 @@ from .ops.indexing import *  # noqa: F401,F403
 from .ops.sorting import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
 from .ops.sampling import *  # noqa: F401,F403
+from .ops.nn import *  # noqa: F401,F403
+from .ops.foreach import *  # noqa: F401,F403
 from .ops.rnn import *  # noqa: F401,F403
 from .ops.fft import *  # noqa: F401,F403
 from ._threads import get_num_threads, set_num_threads

@@ -173,6 +173,10 @@ from .ops.linalg.products import mv as mv
 from .ops.linalg.products import outer as ger
 from .ops.linalg.products import outer as outer
 from .ops.linalg.products import vdot as vdot
+from .ops.nn.conv import convolution as convolution
+from .ops.nn.norm import native_batch_norm as native_batch_norm
+from .ops.nn.norm import native_group_norm as native_group_norm
+from .ops.nn.norm import native_layer_norm as native_layer_norm
 from .ops.random import bernoulli as bernoulli
 from .ops.random import multinomial as multinomial
 from .ops.random import normal as normal

@@ -39,6 +39,8 @@ class CPUBackend(ArrayBackend):
         super().__init__()
         keep_freed_memory()
         register_array_kernels(self)
+        from .memory import tune_malloc
+        tune_malloc()  # freed temporaries stay in the heap: no page faults per op (memory.py)
 
     def device_count(self) -> int:
         return 1

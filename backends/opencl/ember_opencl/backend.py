@@ -63,6 +63,9 @@ class OpenCLBackend(Backend):
         from . import ops_rnn; ops_rnn.register(self)  # noqa: E702
         from . import ops_fft; ops_fft.register(self)  # noqa: E702
         self._fft_plan_caches = {}
+        from . import ops_conv, ops_foreach, ops_loss, ops_norm, ops_pool
+        for mod in (ops_conv, ops_pool, ops_norm, ops_foreach, ops_loss):
+            mod.register(self)
 
     # -- availability, devices, capabilities ----------------------------------------------------
     def is_available(self) -> bool:

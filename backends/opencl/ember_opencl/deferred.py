@@ -29,6 +29,7 @@ BERNOULLI_P = 4
 NORMAL_STD = 5
 MULTINOMIAL_VALUES = 6
 MULTINOMIAL_SUM = 7
+NLL_TARGET = 8           # IndexError: a class target outside [0, C) (nll_loss)
 
 _BOUNDS = "index {v} is out of bounds for dimension {d} with size {s}"
 MESSAGES = {
@@ -41,6 +42,8 @@ MESSAGES = {
                                        "element < 0"),
     MULTINOMIAL_SUM: (RuntimeError, "invalid multinomial distribution (sum of probabilities "
                                     "<= 0)"),
+    NLL_TARGET: (IndexError, "Target {v} is out of bounds. (nll_loss: {s} classes, "
+                             "ignore_index={d})"),
 }
 
 # the code word is claimed with a 32-bit compare-and-swap (core OpenCL); the winner then

@@ -89,8 +89,8 @@ def _laid_out(values, layout, device):
 
 
 _FAMILIES = ["elementwise", "special", "views", "conversion", "factories", "reduction", "linalg",
-             "decompositions", "shape", "indexing", "random", "sampling", "nn", "attention", "rnn",
-             "complex", "fft"]
+             "decompositions", "shape", "indexing", "random", "sampling", "nn", "nn_ops", "foreach",
+             "attention", "rnn", "complex", "fft"]
 
 
 def all_opinfos() -> list:

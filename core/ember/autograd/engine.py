@@ -101,9 +101,12 @@ def accumulate(t: Tensor, g) -> None:
             h(t)
 
 
+_LEAF_FIRST = -(1 << 62)
+
+
 def _key(n):
     # leaf accumulators run as soon as they are ready (PyTorch gives them the highest priority)
-    return -(1 << 62) if n.__class__ is AccumulateGrad else -n.seq
+    return _LEAF_FIRST if n.__class__ is AccumulateGrad else -n.seq
 
 
 def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=None,
@@ -185,9 +188,9 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
                             _add(buffers, m, nr, g, run)
                     left = deps[m] - 1
                     deps[m] = left
-                    if left == 0 and m not in pushed:
-                        pushed.add(m)
-                        push(ready, (_key(m), id(m), m))
+                    if left == 0:  # once per node: only edges from nodes that ran count down
+                        push(ready, (_LEAF_FIRST if m.__class__ is AccumulateGrad else -m.seq,
+                                     id(m), m))
                 k += 1
         callbacks = run.callbacks
         while callbacks:  # a callback may queue another one

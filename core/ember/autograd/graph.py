@@ -99,8 +99,9 @@ class SavedTensor:
         if output_nr is None:
             self.data = t
             ag = t._ag
+            # the node itself: its name is only needed for an error message
             self.origin = None if ag is None or ag.grad_fn is None else \
-                (ag.grad_fn.name(), ag.output_nr)
+                (ag.grad_fn, ag.output_nr)
         else:
             self.data = alias(t)
             self.origin = None
@@ -113,7 +114,9 @@ class SavedTensor:
             origin = self.origin
             if self.output_nr is not None:
                 origin = (node.name(), self.output_nr)
-            where = "" if origin is None else f", which is output {origin[1]} of {origin[0]},"
+            name = origin[0] if origin is None or isinstance(origin[0], str) else \
+                origin[0].name()
+            where = "" if origin is None else f", which is output {origin[1]} of {name},"
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {tensor_desc(d)}{where} is at version "

@@ -36,7 +36,9 @@ def make_handler(op, bit):
         from .function import custom_op_handler
         return custom_op_handler(op)
     f = d if d.__class__ is Derivative else None
-    if op.mutates:
+    # an op with a formula that writes only buffers autograd does not track (batch norm's
+    # running statistics, never argument 0) records like any formula op
+    if op.mutates and (f is None or 0 in op.mutates):
         return _inplace_handler(op) if f is None else _direct_inplace_handler(op, f)
     if f is not None:
         return _formula_handler(op, f)
@@ -112,6 +114,10 @@ def _formula_handler(op, f):
     save_pos = tuple(spec.save_pos)
     complex_ok = f.complex_ok
     cls = None if callable(f.name) else node_class(spec, None)
+    # one tensor output, no setup, no saved result, not a view: attached right here
+    simple = spec.n_out == 1 and f.setup is None and not spec.save_result and not f.is_view \
+        and diff_out[0]
+    anomaly_on = anomaly.enabled
 
     def handler(*args, **kwargs):
         st = _state
@@ -131,11 +137,16 @@ def _formula_handler(op, f):
             if x.__class__ is Tensor or isinstance(x, Tensor):
                 ag = x._ag
                 if ag is not None and ag.requires_grad:
-                    edges.append(gradient_edge(x))
-                    metas.append((x._shape, x.dtype, x.device))
+                    fn = ag.grad_fn
+                    if fn is not None and ag.view_version is None:
+                        edges.append((fn, ag.output_nr))
+                    else:
+                        edges.append(gradient_edge(x))
+                    d = x.dtype
+                    metas.append((x._shape, d, x.device))
                     needs[i] = True
                     req = True
-                    if x.dtype.category == COMPLEX and not complex_ok:
+                    if d.category == COMPLEX and not complex_ok:
                         _complex_error(spec)
                     continue
             edges.append(None)
@@ -144,16 +155,26 @@ def _formula_handler(op, f):
             return out
         saved = list(args)
         for i in slot_idx:
-            if i < na and isinstance(saved[i], Tensor):
+            if i < na and saved[i].__class__ is Tensor:
                 saved[i] = None
         for i, c in save_pos:
-            if i < na and (c is None or needs[c]) and isinstance(args[i], Tensor):
-                saved[i] = SavedTensor(args[i])
+            if i < na and (c is None or needs[c]):
+                a = args[i]
+                if a.__class__ is Tensor or isinstance(a, Tensor):
+                    saved[i] = SavedTensor(a)
         node = (cls or node_class(spec, args))(edges)
         node._metas = metas
         node._spec = spec
         node._needs = needs
         node._args = saved
+        if simple and out.__class__ is Tensor and out._ag is None and \
+                out.dtype.category >= 2 and not anomaly_on():
+            if getattr(out, "_view_base", None) is not None:
+                del out._view_base  # a view of a temporary inside the op: a new tensor here
+            out._ag = AutogradMeta(True, node, 0)
+            out._ks |= _AG
+            node._info = None
+            return out
         return _outputs(spec, node, args, out, diff_out)
 
     handler.__name__ = f"autograd_{op.name}"

@@ -352,7 +352,8 @@ def _cpu_fallback(op: Op, backend):
         cpu_args = tuple(cpu if a.__class__ is device else _to_device(a, cpu) for a in args)
         out = cpu_kernel(*cpu_args, **kwargs)
         for i in op.mutates:
-            backend.copy_(args[i], cpu_args[i])
+            if args[i] is not None:  # an optional buffer left out (batch norm's running stats)
+                backend.copy_(args[i], cpu_args[i])
         if op.mutates and out is cpu_args[op.mutates[0]]:
             return args[op.mutates[0]]
         return _to_device(out, target)

@@ -134,7 +134,8 @@ def _parse_arguments(inner: str, text: str):
         typ, name = typ.strip(), name.strip()
         if not name.isidentifier():
             raise ValueError(f"bad op schema {text!r}: bad argument {part!r}")
-        base = typ.split("(", 1)[0]
+        # the type without its alias annotation: "Tensor(a!)[]" is a list, "Tensor(a!)?" optional
+        base = typ.split("(", 1)[0] + typ.split(")", 1)[1] if "(" in typ else typ
         is_list = base.endswith("[]") and base.startswith("Tensor")
         is_tensor = not is_list and base.startswith("Tensor")
         yield Argument(name=name, type=typ, is_tensor=is_tensor or (not typ),

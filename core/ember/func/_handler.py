@@ -322,10 +322,13 @@ def per_example(op, args, bdims, size, before_each=None):
         if before_each is not None:
             before_each(b)
         results.append(op(*lane))
-    if op.mutates and all(d is None for d in bdims):
+    # an in-place op returns its target (Tensor(a!)); an op that also writes an argument on
+    # the side (batch norm's running statistics) returns fresh outputs, stacked like any op's
+    returns_target = bool(op.mutates) and any(r.mutated for r in op.schema.returns)
+    if returns_target and all(d is None for d in bdims):
         return results[0], None
     first = results[0]
-    if op.mutates:
+    if returns_target:
         i = op.mutates[0]
         return args[i], bdims[i]
     if isinstance(first, (tuple, list)):

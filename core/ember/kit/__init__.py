@@ -5,16 +5,19 @@
   ``backend.xp``; the CPU backend is exactly this.
 * one module per op family (``copy``, ``elementwise``, ``factories``, ``reduction``,
   ``linalg``, ``shape``, ``indexing``, ``sorting``, ``random``, ``special``, ``sampling``,
-  ``attention``, ``rnn``, ``fft``): module-level kernels taking the backend first, a ``TABLE`` of
-  them, and ``register(backend)`` binding them (``binding``).
+  ``attention``, ``rnn``, ``fft``, ``convolution``, ``pooling``, ``normalization``, ``foreach``,
+  ``loss``, ``activation_backward``): module-level kernels taking the backend first, a ``TABLE``
+  of them, and ``register(backend)`` binding them (``binding``).
 """
-from . import (attention, copy, elementwise, factories, fft, indexing, linalg, random, reduction,
-               rnn, sampling, shape, sorting, special)
+from . import (activation_backward, attention, convolution, copy, elementwise, factories, fft,
+               foreach, indexing, linalg, loss, normalization, pooling, random, reduction, rnn,
+               sampling, shape, sorting, special)
 from .array_backend import ArrayBackend
 
 # one module per op family; each exposes register(backend)
 KERNEL_MODULES = (copy, elementwise, factories, reduction, linalg, shape, indexing, sorting,
-                  random, special, sampling, attention, rnn, fft)
+                  random, special, sampling, attention, rnn, fft, activation_backward,
+                  convolution, pooling, normalization, foreach, loss)
 
 
 def register_array_kernels(backend) -> None:

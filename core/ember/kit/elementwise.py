@@ -13,6 +13,7 @@ import math
 from functools import partial
 
 from .._tensor import Tensor
+from . import parallel
 from .binding import bind, bind_with
 
 _SCALARS = (int, float, bool, complex)
@@ -203,7 +204,10 @@ def unary(be, f, int_rule, predicate, real_out, x, compute):
         r = (a.copy() if int_rule == _COPY else xp.zeros(a.shape, dtype=bool)
              if int_rule == _ALL_FALSE else xp.ones(a.shape, dtype=bool))
     else:
-        r = be.ieee(f, a)
+        r = parallel.ufunc(be, f, bool if predicate else dt, a) \
+            if a.size >= parallel.MIN_PARALLEL else None
+        if r is None:
+            r = be.ieee(f, a)
     if predicate:
         return be.wrap(be.xp.asarray(r, dtype=bool), x.device)
     if real_out and dt.kind == "c":  # |complex| is real
@@ -390,7 +394,13 @@ TO_BOOL = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical
 def binary(be, f, out_dtype, a, b, compute):
     """``f(a, b)`` in ``compute`` (bool results for comparisons): every ``BINARY`` op."""
     dt = compute.np
-    r = be.ieee(f, operand(be, a, dt), operand(be, b, dt))
+    x, y = operand(be, a, dt), operand(be, b, dt)
+    r = None
+    if (x.__class__ is be._ndarray and x.size >= parallel.MIN_PARALLEL) or \
+            (y.__class__ is be._ndarray and y.size >= parallel.MIN_PARALLEL):
+        r = parallel.ufunc(be, f, out_dtype or dt, x, y)
+    if r is None:
+        r = be.ieee(f, x, y)
     return result(be, r, out_dtype or dt, a.device if isinstance(a, Tensor) else b.device)
 
 
@@ -412,8 +422,23 @@ def _scaled(be, y, alpha, dt):
 def add_sub(be, ufunc, a, b, alpha, compute):
     """``a + alpha * b`` (``ufunc`` = add) or ``a - alpha * b`` (subtract)."""
     dt = compute.np
-    # inf - inf is nan without a warning, as in PyTorch
-    r = be.ieee(ufunc, operand(be, a, dt), _scaled(be, operand(be, b, dt), alpha, dt))
+    # inf - inf is nan without a warning, as in PyTorch (be.ieee)
+    if a.__class__ is Tensor and b.__class__ is Tensor and alpha.__class__ is int and \
+            alpha == 1:  # the per-op floor: two tensors already in the compute dtype
+        x, y = a._native, b._native
+        if x is None:
+            x = be.native(a)
+        if y is None:
+            y = be.native(b)
+        if x.dtype is dt and y.dtype is dt and x.size < parallel.MIN_PARALLEL:
+            return be.wrap(be.ieee(ufunc, x, y), a.device)
+    x, y = operand(be, a, dt), _scaled(be, operand(be, b, dt), alpha, dt)
+    r = None
+    if (x.__class__ is be._ndarray and x.size >= parallel.MIN_PARALLEL) or \
+            (y.__class__ is be._ndarray and y.size >= parallel.MIN_PARALLEL):
+        r = parallel.ufunc(be, ufunc, dt, x, y)
+    if r is None:
+        r = be.ieee(ufunc, x, y)
     return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
 
 

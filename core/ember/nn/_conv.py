@@ -1,10 +1,12 @@
-"""Convolutions and im2col / col2im (``F.unfold`` / ``F.fold``), written in ember ops.
+"""Convolutions (1-3 spatial dims, transposed too) and im2col / col2im (``F.unfold`` /
+``F.fold``).
 
-No kernels: a convolution pads the input, takes its sliding windows as a strided view
-(``Tensor.unfold`` per spatial dim, then a step slice for dilation: metadata only), and does one
-batched matmul over all groups. The reshape of that view is the only im2col copy. Transposed
-convolution is the adjoint: one matmul makes the columns, col2im sums them into place with one
-``index_add``. Autograd, ``create_graph`` and every backend come from the ops used.
+conv*d / conv_transpose*d check their arguments with PyTorch's messages, add the batch dim of
+an unbatched input, pad asymmetric 'same' padding's extra high-side zeros, and call the
+``convolution`` op (``ember.ops.nn.conv``: native kernels per backend, ``ConvolutionBackward0``
+whose backward op is differentiable again). ``unfold``/``fold`` are written in ember ops: the
+sliding windows as a strided view (``Tensor.unfold`` per spatial dim) and col2im through one
+``index_add``.
 
 Pooling lives in ``_pool.py`` and is re-exported here so ``from ._conv import *`` gets it all.
 """
@@ -16,10 +18,12 @@ from functools import lru_cache
 import numpy as np
 
 from .._tensor import Tensor
+from ..ops import nn as _nn_ops
 from ..ops._util import _dtype_title
 from ..ops.factories import tensor, zeros
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "unfold", "fold"]
 
 
 # -- argument helpers (shared with _pool.py) ----------------------------------------------------
@@ -201,17 +205,12 @@ def _conv(op, nsp, input, weight, bias, stride, padding, dilation, groups):
         raise RuntimeError(f"Calculated padded input size per channel: ({fmt_sizes(padded)}). "
                            f"Kernel size: ({fmt_sizes(eff)}). Kernel size can't be greater than "
                            f"actual input size")
-    cols = windows(pad(x, pads, 0), kernel, stride, dilation)      # (N, C, *O, *K)
-    out_sp = cols._shape[2:2 + nsp]
-    g, kp = groups, math.prod(kernel)
-    cols = cols.reshape((n, g, c // g) + cols._shape[2:])
-    # (N, G, Cg, *K, *O): the weight's (Cg, *K) order, so its reshape is free
-    perm = (0, 1, 2) + tuple(range(3 + nsp, 3 + 2 * nsp)) + tuple(range(3, 3 + nsp))
-    cols = cols.permute(perm).reshape(n, g, (c // g) * kp, math.prod(out_sp))
-    out = weight.reshape(g, oc // g, (c // g) * kp).matmul(cols)    # (N, G, OCg, L)
-    out = out.reshape((n, oc) + tuple(out_sp))
-    if bias is not None:
-        out = out + bias.reshape((oc,) + (1,) * nsp)
+    if any(hi != lo for lo, hi in pads):
+        # asymmetric ('same' with an even effective kernel): the extra high-side zeros first,
+        # as PyTorch does, then a symmetric convolution
+        x = pad(x, [(0, hi - lo) for lo, hi in pads], 0)
+    out = _nn_ops.convolution_op(x, weight, bias, stride, tuple(lo for lo, _ in pads), dilation,
+                                 False, (0,) * nsp, groups)
     return out.squeeze(0) if added else out
 
 
@@ -221,6 +220,10 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
 # -- transposed convolution ---------------------------------------------------------------------
@@ -268,14 +271,8 @@ def _conv_transpose(op, nsp, input, weight, bias, stride, padding, output_paddin
         raise RuntimeError(f"Given input size per channel: ({fmt_sizes(in_sp)}). Calculated "
                            f"output size per channel: ({fmt_sizes(out_sp)}). Output size is too "
                            f"small")
-    kp, cg = math.prod(kernel), c // g
-    wt = weight.reshape(g, cg, ocg * kp).transpose(1, 2)                # (G, OCg*K, Cg)
-    cols = wt.matmul(x.reshape(n, g, cg, math.prod(in_sp)))            # (N, G, OCg*K, L)
-    out = col2im(cols.reshape((n, oc) + tuple(kernel) + tuple(in_sp)), full_sp, kernel, stride,
-                 dilation)
-    out = pad(out, [(-p, o - p) for p, o in zip(padding, output_padding)], 0)
-    if bias is not None:
-        out = out + bias.reshape((oc,) + (1,) * nsp)
+    out = _nn_ops.convolution_op(x, weight, bias, stride, padding, dilation, True,
+                                 output_padding, groups)
     return out.squeeze(0) if added else out
 
 
@@ -288,6 +285,12 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
                            output_padding, groups, dilation)
 
 

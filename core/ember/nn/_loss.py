@@ -11,6 +11,7 @@ import warnings
 
 from .._tensor import Tensor
 from ..ops import elementwise as _ew
+from ..ops.nn import loss as _nn_loss
 from ..ops._util import _dtype_title, broadcast_shapes, every_example
 from ..ops.reduction import log_softmax
 
@@ -179,6 +180,17 @@ def _class_targets(op, input, target, ignore_index):
     return safe, keep
 
 
+def _nll_op(op, logp, target, weight, ignore_index, reduction):
+    """nll_loss of (N, C) log-probabilities as one op each way (``ember.ops.nn.loss``)."""
+    if target.dtype.name not in ("int64", "uint8"):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{_dtype_title(target.dtype)} ({op})")
+    if weight is not None and weight.dtype is not logp.dtype:
+        weight = weight.to(logp.dtype)
+    return _nn_loss.nll_loss_forward_op(logp, target.long(), weight,
+                                        _nn_loss.REDUCTIONS[reduction], int(ignore_index))[0]
+
+
 def _nll(op, logp, target, weight, ignore_index, reduction):
     """nll_loss on batched (N, C, ...) log-probabilities and checked (N, ...) targets."""
     safe, keep = _class_targets(op, logp, target, ignore_index)
@@ -201,7 +213,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     unbatched = input.ndim == 1
     x, t = _class_shapes("nll_loss", input, target)
     weight = _class_weight("nll_loss", x, weight)
-    loss = _nll("nll_loss", x, t, weight, ignore_index, reduction)[0]
+    if x.ndim == 2 and (weight is None or not weight.requires_grad):
+        loss = _nll_op("nll_loss", x, t, weight, ignore_index, reduction)
+    else:
+        loss = _nll("nll_loss", x, t, weight, ignore_index, reduction)[0]
     return loss.squeeze(0) if unbatched and reduction == "none" else loss
 
 
@@ -220,6 +235,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     x, t = _class_shapes(op, input, target)
     weight = _class_weight(op, x, weight)
     logp = log_softmax(x, 1)
+    # (class weights that require grad keep the composition: PyTorch refuses them, ember
+    # differentiates them)
+    if x.ndim == 2 and label_smoothing == 0 and (weight is None or not weight.requires_grad):
+        nll = _nll_op(op, logp, t, weight, ignore_index, reduction)
+        return nll.squeeze(0) if unbatched and reduction == "none" else nll
     nll, w, keep = _nll(op, logp, t, weight, ignore_index, reduction)
     if label_smoothing > 0:
         c = x._shape[1]

@@ -1,7 +1,10 @@
-"""``ember.nn.functional``: the functional forms of the layers, written in ember ops.
+"""``ember.nn.functional``: the functional forms of the layers.
 
-Nothing here has a kernel of its own: every function composes existing ops, so autograd records
-it through those ops and every backend (CPU, OpenCL, plug-ins) runs it unchanged.
+Activations, dropout, embedding, padding and the rest compose existing ops, so autograd records
+them through those ops and every backend runs them unchanged. Convolution, pooling and
+batch/layer/group norm are ops of their own (``ember.ops.nn``: one op forward and one backward,
+native kernels per backend); the functions here check arguments with PyTorch's messages and
+call them.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from ..autograd.grad_mode import no_grad
 from ..ops import elementwise as _ew
 from ..ops.elementwise import activation as _act
 from ..ops import linalg as _la
+from ..ops import nn as _nn_ops
 from ..ops import reduction as _red
 from ..ops._util import every_example
 
@@ -295,15 +299,12 @@ def _check_affine(t, shape, fn, name):
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """One ``native_layer_norm`` op (NativeLayerNormBackward0)."""
     _tensor(input, "layer_norm")
     shape, dims = _norm_dims(input, normalized_shape, "layer_norm")
     _check_affine(weight, shape, "layer_norm", "weight")
     _check_affine(bias, shape, "layer_norm", "bias")
-    var, mean = _red.var_mean(input, dims, correction=0, keepdim=True)
-    out = (input - mean) * _ew.unary_api["rsqrt"](var + eps)
-    if weight is not None:
-        out = out * weight
-    return out if bias is None else out + bias
+    return _nn_ops.norm.native_layer_norm_op(input, list(shape), weight, bias, float(eps))[0]
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -317,6 +318,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """One ``native_group_norm`` op (NativeGroupNormBackward0)."""
     _tensor(input, "group_norm")
     if input.ndim < 2:
         raise RuntimeError(f"group_norm: expected at least 2 dimensions for input tensor but "
@@ -328,19 +330,16 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                            f"num_groups={num_groups}")
     _check_affine(weight, (c,), "group_norm", "weight")
     _check_affine(bias, (c,), "group_norm", "bias")
-    g = input.reshape(n, num_groups, -1)
-    var, mean = _red.var_mean(g, -1, correction=0, keepdim=True)
-    out = ((g - mean) * _ew.unary_api["rsqrt"](var + eps)).reshape(input._shape)
-    bshape = (c,) + (1,) * (input.ndim - 2)
-    if weight is not None:
-        out = out * weight.reshape(bshape)
-    return out if bias is None else out + bias.reshape(bshape)
+    hxw = input.numel() // (n * c) if n * c else 0
+    return _nn_ops.norm.native_group_norm_op(input, weight, bias, n, c, hxw, int(num_groups),
+                                             float(eps))[0]
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
-    """Normalize over every dim but the channel dim (1). In training the batch statistics are
-    used and the running ones updated in place (unbiased variance, PyTorch's momentum rule)."""
+    """Normalize over every dim but the channel dim (1): one ``native_batch_norm`` op
+    (NativeBatchNormBackward0). In training the batch statistics are used and the op updates the
+    running ones in place (unbiased variance, PyTorch's momentum rule)."""
     _tensor(input, "batch_norm")
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected at least 2D input (got {input.ndim}D input)")
@@ -348,33 +347,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
         _check_affine(t, (c,), "batch_norm", name)
-    dims = (0,) + tuple(range(2, input.ndim))
-    bshape = (c,) + (1,) * (input.ndim - 2)
     if training:
         count = input.numel() // max(c, 1)
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {input.shape}")
-        var, mean = _red.var_mean(input, dims, correction=0)
-        if running_mean is not None or running_var is not None:
-            with no_grad():
-                if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean.detach(), alpha=momentum)
-                if running_var is not None:
-                    unbiased = var.detach() * (count / (count - 1))
-                    running_var.mul_(1 - momentum).add_(unbiased, alpha=momentum)
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
-                               "evaluation mode")
-        mean, var = running_mean, running_var
-    scale = _ew.unary_api["rsqrt"](var + eps)
-    if weight is not None:
-        scale = scale * weight
-    shift = -mean * scale
-    if bias is not None:
-        shift = shift + bias
-    return input * scale.reshape(bshape) + shift.reshape(bshape)
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
+                           "evaluation mode")
+    return _nn_ops.native_batch_norm(input, weight, bias, running_mean, running_var,
+                                     bool(training), momentum, eps)[0]
 
 
 # -- embedding ----------------------------------------------------------------------------------

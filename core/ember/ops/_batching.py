@@ -64,8 +64,8 @@ def batch_size_of(args, bdims) -> int:
 
 def inplace_check(op, args, bdims):
     """An in-place op writes into its target: a batched value can't go into an unbatched one."""
-    for i in op.mutates:
-        if i < len(bdims) and bdims[i] is None:
+    for i in op.mutates:   # an optional target left out (None) receives nothing
+        if i < len(bdims) and bdims[i] is None and args[i] is not None:
             others = [d for j, d in enumerate(bdims) if j != i and
                       (d is not None if not isinstance(d, tuple) else any(
                           x is not None for x in d))]

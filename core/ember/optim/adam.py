@@ -1,11 +1,16 @@
 """``Adam`` and ``AdamW`` (decoupled weight decay), following PyTorch's update: bias-corrected
 first and second moments, optional AMSGrad and maximize. Complex parameters are updated as pairs
-of reals, like PyTorch. ``foreach``/``fused`` are accepted; the single-tensor path runs."""
+of reals, like PyTorch. ``fused=True`` runs one ``_fused_adam_``/``_fused_adamw_`` op per group
+(and step count), the default a few ``_foreach_*`` ops per group, ``foreach=False`` or
+``differentiable=True`` the single-tensor loop (``optimizer.implementation``)."""
 from __future__ import annotations
 
+from collections import defaultdict
+
+from ..ops import foreach as _fe
 from .optimizer import (Optimizer, addcmul_, as_real, bump, check_betas, check_hparams,
-                        check_impl_flags, grads_of, impl_defaults, lerp_, step_counter,
-                        zeros_state)
+                        check_impl_flags, grads_of, impl_defaults, implementation, lerp_,
+                        step_counter, zeros_state)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -48,35 +53,91 @@ class Adam(Optimizer):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
-            beta1, beta2 = group["betas"]
-            amsgrad, decoupled = group["amsgrad"], group["decoupled_weight_decay"]
-            for p, grad in grads_of(group, type(self).__name__):
-                state = self._state_of(p, amsgrad)
-                if group["maximize"]:
-                    grad = -grad
-                step = bump(state["step"])
-                if wd != 0:
-                    if decoupled:
-                        p.mul_(1 - lr * wd)
-                    else:
-                        grad = grad.add(p, alpha=wd)
-                param, grad = as_real(p), as_real(grad)
-                exp_avg, exp_avg_sq = as_real(state["exp_avg"]), as_real(state["exp_avg_sq"])
-                lerp_(exp_avg, grad, 1 - beta1)
-                addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-                if amsgrad:
-                    max_sq = as_real(state["max_exp_avg_sq"])
-                    # (differentiable: maximum must not save the tensor copy_ overwrites)
-                    prev_max = max_sq.clone() if group["differentiable"] else max_sq
-                    max_sq.copy_(prev_max.maximum(exp_avg_sq))
-                    denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                else:
-                    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                param.add_(exp_avg / denom, alpha=-(lr / bias_correction1))
+            pairs = grads_of(group, type(self).__name__)
+            impl = implementation(group)
+            if impl == "single":
+                self._single(group, pairs)
+            elif pairs:
+                self._multi(group, pairs, fused=impl == "fused")
         return loss
+
+    def _single(self, group, pairs):
+        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        beta1, beta2 = group["betas"]
+        amsgrad, decoupled = group["amsgrad"], group["decoupled_weight_decay"]
+        for p, grad in pairs:
+            state = self._state_of(p, amsgrad)
+            if group["maximize"]:
+                grad = -grad
+            step = bump(state["step"])
+            if wd != 0:
+                if decoupled:
+                    p.mul_(1 - lr * wd)
+                else:
+                    grad = grad.add(p, alpha=wd)
+            param, grad = as_real(p), as_real(grad)
+            exp_avg, exp_avg_sq = as_real(state["exp_avg"]), as_real(state["exp_avg_sq"])
+            lerp_(exp_avg, grad, 1 - beta1)
+            addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+            if amsgrad:
+                max_sq = as_real(state["max_exp_avg_sq"])
+                # (differentiable: maximum must not save the tensor copy_ overwrites)
+                prev_max = max_sq.clone() if group["differentiable"] else max_sq
+                max_sq.copy_(prev_max.maximum(exp_avg_sq))
+                denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            else:
+                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            param.add_(exp_avg / denom, alpha=-(lr / bias_correction1))
+
+    def _multi(self, group, pairs, fused):
+        """The group's update in multi-tensor ops; parameters are grouped by step count (the
+        bias corrections depend on it: usually one group)."""
+        amsgrad = group["amsgrad"]
+        by_step = defaultdict(list)
+        for p, g in pairs:
+            state = self._state_of(p, amsgrad)
+            step = bump(state["step"])
+            by_step[step].append((as_real(p), as_real(g), as_real(state["exp_avg"]),
+                                  as_real(state["exp_avg_sq"]),
+                                  as_real(state["max_exp_avg_sq"]) if amsgrad else None))
+        for step, items in by_step.items():
+            params, grads, exp_avgs, exp_avg_sqs, max_sqs = (list(x) for x in zip(*items))
+            if fused:
+                op = _fe._fused_adamw_ if group["decoupled_weight_decay"] else _fe._fused_adam_
+                beta1, beta2 = group["betas"]
+                op(params, grads, exp_avgs, exp_avg_sqs, max_sqs if amsgrad else [],
+                   [step] * len(params), lr=group["lr"], beta1=beta1, beta2=beta2,
+                   weight_decay=group["weight_decay"], eps=group["eps"], amsgrad=amsgrad,
+                   maximize=group["maximize"])
+            else:
+                self._foreach(group, step, params, grads, exp_avgs, exp_avg_sqs, max_sqs)
+
+    @staticmethod
+    def _foreach(group, step, params, grads, exp_avgs, exp_avg_sqs, max_sqs):
+        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        beta1, beta2 = group["betas"]
+        if group["maximize"]:
+            grads = _fe._foreach_mul(grads, -1)
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                _fe._foreach_mul_(params, 1 - lr * wd)
+            else:
+                grads = _fe._foreach_add(grads, params, alpha=wd)
+        _fe._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+        _fe._foreach_mul_(exp_avg_sqs, beta2)
+        _fe._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        if group["amsgrad"]:
+            _fe._foreach_maximum_(max_sqs, exp_avg_sqs)
+            denom = _fe._foreach_sqrt(max_sqs)
+        else:
+            denom = _fe._foreach_sqrt(exp_avg_sqs)
+        _fe._foreach_div_(denom, bias_correction2_sqrt)
+        _fe._foreach_add_(denom, eps)
+        _fe._foreach_addcdiv_(params, exp_avgs, denom, -(lr / bias_correction1))
 
 
 class AdamW(Adam):

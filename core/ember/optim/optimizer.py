@@ -10,10 +10,11 @@ around it.
 Implementation flags, as PyTorch's optimizers take them: ``maximize`` is honoured everywhere;
 ``differentiable=True`` runs the step with autograd recording (non-leaf parameters allowed), so
 a loss computed from the updated parameters differentiates through the update; ``foreach`` and
-``fused`` are accepted and checked like PyTorch's (not both, ``fused`` not with
-``differentiable``, ``fused`` only for floating-point parameters) but every optimizer runs its
-single-tensor update; ``capturable`` is accepted and changes nothing (ember has no graph capture,
-so step counters stay host values).
+``fused`` are checked like PyTorch's (not both, ``fused`` not with ``differentiable``, ``fused``
+only for floating-point parameters). SGD, Adam and AdamW run multi-tensor updates
+(``implementation``: ``_foreach_*`` ops by default, ``_fused_*`` ops with ``fused=True``); the
+other optimizers run their single-tensor update whatever the flags; ``capturable`` is accepted
+and changes nothing (ember has no graph capture, so step counters stay host values).
 """
 from __future__ import annotations
 
@@ -307,6 +308,20 @@ def check_impl_flags(foreach=None, fused=None, differentiable=False):
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
     if fused and differentiable:
         raise RuntimeError("`fused` does not support `differentiable`")
+
+
+def implementation(group) -> str:
+    """Which update a param group runs: "fused" (``fused=True``: one fused op per group),
+    "single" (``foreach=False`` or ``differentiable=True``: one parameter at a time, every op
+    recorded when differentiable) or "foreach" (the default: a few multi-tensor ops per group).
+    PyTorch defaults to foreach on accelerators only; ember's multi-tensor ops are faster on
+    every backend, CPU included, and give the same results, so foreach is ember's default
+    everywhere."""
+    if group.get("fused"):
+        return "fused"
+    if group.get("foreach") is False or group.get("differentiable"):
+        return "single"
+    return "foreach"
 
 
 def check_betas(betas):

@@ -69,9 +69,11 @@ def output_specs(op, *args, **kwargs) -> tuple:
 
 def specs_of(result) -> tuple:
     """A meta function's result as ``OutputSpec``s: it returns ``(shape, dtype)``, a tuple of
-    such pairs, or the mutated argument (a Tensor)."""
+    such pairs (None for an output left undefined), or the mutated argument (a Tensor)."""
     if is_tensor(result):
         return (OutputSpec(tuple(result.shape), result.dtype, result),)
     if len(result) == 2 and isinstance(result[1], _dtype_cls):
         return (OutputSpec(tuple(result[0]), result[1]),)
-    return tuple(OutputSpec(tuple(s), d) for s, d in result)
+    # None: an output the op leaves undefined for these arguments (a backward op's output that
+    # its output_mask does not ask for, as PyTorch's undefined tensors)
+    return tuple(None if r is None else OutputSpec(tuple(r[0]), r[1]) for r in result)

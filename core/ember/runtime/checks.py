@@ -57,7 +57,18 @@ def checked_kernel(op, backend, device, kernel):
     target = (names.index("device") if "device" in names and getattr(schema, "tensor_positions",
                                                                       ()) else None)
 
+    # "-> ()" on an op that writes its arguments (foreach/fused optimizer ops)
+    returns_nothing = (schema is not None and not schema.returns
+                       and bool(getattr(op, "mutates", ())))
+
     def checked(*args, **kwargs):
+        if returns_nothing:
+            out = kernel(*args, **kwargs)
+            if out is not None:
+                raise KernelContractError(
+                    f"{backend.name} kernel for '{op.name}' ({label}) returned "
+                    f"{_describe(out)}; expected None (the op only writes its arguments)")
+            return out
         specs = specs_of(meta(*args, **kwargs)) if meta is not None else None
         out = kernel(*args, **kwargs)
         expected = device if target is None or target >= len(args) else args[target]
@@ -88,6 +99,11 @@ def check_outputs(op_name, backend_name, label, device, out, specs) -> None:
     for i, o in enumerate(outs):
         spec = specs[i] if specs is not None else None
         what = f"{where}: output {i} is" if len(outs) > 1 else f"{where} returned"
+        if specs is not None and spec is None:  # the meta function says: left undefined
+            if o is not None:
+                raise KernelContractError(f"{what} {_describe(o)}; expected None (an output "
+                                          f"these arguments leave undefined)")
+            continue
         if not is_tensor(o):
             raise KernelContractError(f"{what} {_describe(o)}, not an ember Tensor; expected "
                                       f"{_expect((spec,), device) if spec else 'a Tensor'} "

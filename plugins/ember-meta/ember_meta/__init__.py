@@ -60,10 +60,12 @@ def meta_kernel(op):
 
     def kernel(*args, **kwargs):
         specs = output_specs(op, *args, **kwargs)
-        if specs[0].alias is not None:  # an in-place op: the mutated argument is the result
-            return specs[0].alias
+        if specs and specs[0] is not None and specs[0].alias is not None:
+            return specs[0].alias  # an in-place op: the mutated argument is the result
         dev = _device_of(args)
-        outs = tuple(_empty(spec.shape, spec.dtype, dev) for spec in specs)
+        # None where the op leaves an output undefined (a backward op's masked output)
+        outs = tuple(None if spec is None else _empty(spec.shape, spec.dtype, dev)
+                     for spec in specs)
         return outs if multi or len(outs) > 1 else outs[0]
 
     kernel.__name__ = f"meta_{op.name.replace('::', '_')}"
@@ -85,7 +87,7 @@ def _kernel_on_demand(name):
         op = get_op(name)
     except KeyError:
         return None
-    if op.meta is not None and op.composite is None:
+    if op.meta is not None:
         return meta_kernel(op)
     return None
 
@@ -100,8 +102,11 @@ class MetaBackend(Backend):
         self.kernels = KernelTable(self.name, on_missing=_kernel_on_demand)
         for name, op in all_ops().items():
             # composites (views, std, addmm…) run their decomposition over these kernels;
-            # views in particular must share their base's storage, not get a new one
-            if op.meta is not None and op.composite is None:
+            # views in particular must share their base's storage, not get a new one. An op
+            # with both a meta function and a composite (the composite a fallback for backends
+            # without a kernel, which may read values, as nll_loss's bounds check) gets the
+            # meta kernel
+            if op.meta is not None:
                 self.kernels.register(name, meta_kernel(op))
         for name, reason in DATA_DEPENDENT.items():
             self.kernels.register(name, data_dependent_kernel(name, reason))

@@ -1,5 +1,5 @@
-"""Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d with PyTorch's arguments, initialization
-and repr. The maths is in ``nn/_conv.py``; non-zero padding modes are applied here first."""
+"""Conv1d/2d/3d and ConvTranspose1d/2d/3d with PyTorch's arguments, initialization and
+repr. The maths is in ``nn/_conv.py``; non-zero padding modes are applied here first."""
 from __future__ import annotations
 
 import math
@@ -12,7 +12,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -166,6 +166,12 @@ class Conv2d(_Conv):
     _fn = staticmethod(C.conv2d)
 
 
+class Conv3d(_Conv):
+    """3-D convolution over an input of shape (N, C_in, D, H, W) or (C_in, D, H, W)."""
+    _nsp = 3
+    _fn = staticmethod(C.conv3d)
+
+
 class _ConvTransposeNd(_ConvNd):
     _fn = None
 
@@ -219,3 +225,9 @@ class ConvTranspose2d(_ConvTransposeNd):
     """Transposed 2-D convolution (the gradient of Conv2d with respect to its input)."""
     _nsp = 2
     _fn = staticmethod(C.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-D convolution (the gradient of Conv3d with respect to its input)."""
+    _nsp = 3
+    _fn = staticmethod(C.conv_transpose3d)

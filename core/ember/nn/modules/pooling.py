@@ -5,8 +5,9 @@ from __future__ import annotations
 from .. import _pool as P
 from .module import Module
 
-__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -43,6 +44,11 @@ class MaxPool2d(_MaxPoolNd):
     _fn = staticmethod(P.max_pool2d)
 
 
+class MaxPool3d(_MaxPoolNd):
+    """3-D max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    _fn = staticmethod(P.max_pool3d)
+
+
 class AvgPool1d(Module):
     """1-D average pooling over (N, C, L) or (C, L)."""
     __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"]
@@ -68,6 +74,7 @@ class AvgPool1d(Module):
 
 class AvgPool2d(Module):
     """2-D average pooling over (N, C, H, W) or (C, H, W)."""
+    _fn = staticmethod(P.avg_pool2d)
     __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
                      "divisor_override"]
 
@@ -82,11 +89,16 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, input):
-        return P.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return type(self)._fn(input, self.kernel_size, self.stride, self.padding,
+                              self.ceil_mode, self.count_include_pad, self.divisor_override)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool3d(AvgPool2d):
+    """3-D average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    _fn = staticmethod(P.avg_pool3d)
 
 
 class _AdaptivePool(Module):
@@ -118,6 +130,17 @@ class AdaptiveAvgPool2d(_AdaptivePool):
         return P.adaptive_avg_pool2d(input, self.output_size)
 
 
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """Average pooling to a fixed 3-D output size (None keeps that input dim)."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return P.adaptive_avg_pool3d(input, self.output_size)
+
+
 class AdaptiveMaxPool1d(_AdaptivePool):
     """Max pooling to a fixed output length, whatever the input length."""
 
@@ -140,3 +163,15 @@ class AdaptiveMaxPool2d(_AdaptivePool):
 
     def forward(self, input):
         return P.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(_AdaptivePool):
+    """Max pooling to a fixed 3-D output size (None keeps that input dim)."""
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return P.adaptive_max_pool3d(input, self.output_size, self.return_indices)

@@ -8,6 +8,7 @@ defined once.
 * ``complex_numbers`` angle, sgn, complex, polar (composites with PyTorch's derivatives)
 * ``operators``   Tensor's Python operators
 * ``special``     special functions (i0, sinc, erfcx, ndtri, zeta, polygamma, mvlgamma…)
+* ``backward``    fused backward ops: threshold_backward, tanh_backward, sigmoid_backward
 * ``closeness``   isclose, allclose, equal (composites: no op, no kernel)
 * ``_rules``      dtype rules, operand checks and meta functions the family shares
 
@@ -15,8 +16,8 @@ defined once.
 comparisons return bool, the rest return ``compute``. The array-module kernels are in
 ``ember.kit.elementwise``.
 """
-from . import (unary, binary, selection, activation, operators, special,  # noqa: F401 - order
-               closeness)
+from . import (backward, unary, binary, selection, activation, operators,  # noqa: F401 - order
+               special, closeness)
 from . import complex_numbers  # noqa: F401
 from .complex_numbers import angle, angle_op, complex, complex_op, polar, polar_op, sgn
 from .activation import elu, gelu, hardtanh, leaky_relu, softplus

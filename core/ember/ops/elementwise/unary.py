@@ -18,6 +18,7 @@ from .. import _grad, _tangents
 from .. import _meta
 from .._util import check_inplace, write_out
 from . import activation as _act  # formulas only (mish)
+from . import backward as _bw  # fused backward ops (relu, tanh, sigmoid)
 from . import complex_numbers as _cplx  # formulas only (sgn)
 from ._rules import FLOAT, PRED, SAME, check_overlap, float_dtype, unary_meta
 
@@ -68,7 +69,21 @@ def _abs_backward(ctx, g, x, compute):
 
 
 def _relu_backward(ctx, g, x, compute):
-    return (_grad.keep_where(g, ctx.result.gt(0)),)
+    r = ctx.result
+    if g.dtype is r.dtype and g._shape == r._shape and r.dtype.category == FLOATING:
+        return (_bw.threshold_backward_op(g, r, 0),)
+    return (_grad.keep_where(g, r.gt(0)),)
+
+
+def _fused_or(fused_op, fprime):
+    """A saved-result formula that runs ``fused_op(grad, result)`` for real floating dtypes
+    (one kernel) and ``grad * conj(fprime(result))`` otherwise."""
+    def backward(ctx, g, x, compute):
+        r = ctx.result
+        if g.dtype is r.dtype and g._shape == r._shape and r.dtype.category == FLOATING:
+            return (getattr(_bw, fused_op)(g, r),)
+        return (g * _grad.conj(fprime(r)),)
+    return Derivative(backward, save=("result",), complex_ok=C)
 
 
 # name, kind, derivative, complex inputs ok (None: PyTorch refuses complex inputs)
@@ -90,11 +105,11 @@ UNARY_ROWS = [
     ("atan",       FLOAT, from_input(lambda x: (x * x + 1).reciprocal(), complex_ok=C)),
     ("sinh",       FLOAT, from_input(lambda x: x.cosh(), complex_ok=C)),
     ("cosh",       FLOAT, from_input(lambda x: x.sinh(), complex_ok=C)),
-    ("tanh",       FLOAT, from_result(lambda r: 1 - r * r, complex_ok=C)),
+    ("tanh",       FLOAT, _fused_or("tanh_backward_op", lambda r: 1 - r * r)),
     ("asinh",      FLOAT, from_input(lambda x: (x * x + 1).rsqrt(), complex_ok=C)),
     ("acosh",      FLOAT, from_input(lambda x: (x * x - 1).rsqrt(), complex_ok=C)),
     ("atanh",      FLOAT, from_input(lambda x: (1 - x * x).reciprocal(), complex_ok=C)),
-    ("sigmoid",    FLOAT, from_result(lambda r: r * (1 - r), complex_ok=C)),
+    ("sigmoid",    FLOAT, _fused_or("sigmoid_backward_op", lambda r: r * (1 - r))),
     ("erf",        FLOAT, from_input(lambda x: (-(x * x)).exp() * _TWO_OVER_SQRT_PI)),
     ("erfc",       FLOAT, from_input(lambda x: (-(x * x)).exp() * -_TWO_OVER_SQRT_PI)),
     ("erfinv",     FLOAT, from_result(lambda r: (r * r).exp() * (math.sqrt(math.pi) / 2))),

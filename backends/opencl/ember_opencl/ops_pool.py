@@ -1,0 +1,424 @@
+"""Pooling kernels and col2im: one work-item per output element (forward) or per input element
+(backward), for 1-3 spatial dims (fewer dims are padded to three of size 1).
+
+Backward kernels *gather*: each input element walks the windows that contain it and sums
+their gradients, so no two work-items write one element (deterministic, no atomics) and a
+backward is one launch. Window geometry (sizes, kernel, stride, padding, dilation) travels in
+a small int64 buffer cached per geometry. Max pooling keeps the first maximum of each window
+and lets NaN win, as the CPU does; integer average pooling truncates its division.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.runtime import dtypes as D
+
+from . import cltypes
+from . import progs
+
+# G: geometry buffer: Z Y X (input), OZ OY OX (output), kz ky kx, sz sy sx, pz py px, dz dy dx,
+# then the divisor override (0 if none) and count_include_pad
+GEOM = r"""
+#define Z G[0]
+#define Y G[1]
+#define X G[2]
+#define OZ G[3]
+#define OY G[4]
+#define OX G[5]
+#define KZ G[6]
+#define KY G[7]
+#define KX G[8]
+#define SZ G[9]
+#define SY G[10]
+#define SX G[11]
+#define PZ G[12]
+#define PY G[13]
+#define PX G[14]
+#define DZ G[15]
+#define DY G[16]
+#define DX G[17]
+#define ISNAN(v) ((v) != (v))
+inline long adaptive_start(long o, long L, long O) { return (o * L) / O; }
+inline long adaptive_end(long o, long L, long O) { return ((o + 1) * L + O - 1) / O; }
+"""
+
+SRC = r"""
+__kernel void max_pool(__global T* out, __global long* ind, __global const T* x,
+                       __global const long* G, const long total) {
+  const long i = get_global_id(0);
+  if (i >= total) return;
+  long t = i;
+  const long ox = t % OX; t /= OX; const long oy = t % OY; t /= OY;
+  const long oz = t % OZ; const long nc = t / OZ;
+  __global const T* xp = x + nc * Z * Y * X;
+  const long z0 = oz * SZ - PZ, y0 = oy * SY - PY, x0 = ox * SX - PX;
+  T best = 0; long bi = -1;
+  for (long a = 0; a < KZ; ++a) { const long z = z0 + a * DZ; if (z < 0 || z >= Z) continue;
+    for (long b = 0; b < KY; ++b) { const long y = y0 + b * DY; if (y < 0 || y >= Y) continue;
+      for (long c = 0; c < KX; ++c) { const long xx = x0 + c * DX; if (xx < 0 || xx >= X) continue;
+        const long idx = (z * Y + y) * X + xx;
+        const T v = xp[idx];
+        if (bi < 0 || (!ISNAN(best) && (v > best || ISNAN(v)))) { best = v; bi = idx; }
+      } } }
+  out[i] = best; ind[i] = bi;
+}
+
+/* gradient of max pooling: each input element sums the windows whose index names it */
+__kernel void max_pool_backward(__global T* gi, __global const T* go, __global const long* ind,
+                                __global const long* G, const long total) {
+  const long i = get_global_id(0);
+  if (i >= total) return;
+  const long idx = i % (Z * Y * X), nc = i / (Z * Y * X);
+  const long xx = idx % X, y = (idx / X) % Y, z = idx / (X * Y);
+  const long base = nc * OZ * OY * OX;
+  AT acc = 0;
+  for (long a = 0; a < KZ; ++a) { const long qz = z + PZ - a * DZ;
+    if (qz < 0 || qz % SZ) continue; const long oz = qz / SZ; if (oz >= OZ) continue;
+    for (long b = 0; b < KY; ++b) { const long qy = y + PY - b * DY;
+      if (qy < 0 || qy % SY) continue; const long oy = qy / SY; if (oy >= OY) continue;
+      for (long c = 0; c < KX; ++c) { const long qx = xx + PX - c * DX;
+        if (qx < 0 || qx % SX) continue; const long ox = qx / SX; if (ox >= OX) continue;
+        const long o = base + (oz * OY + oy) * OX + ox;
+        if (ind[o] == idx) acc += (AT)go[o];
+      } } }
+  gi[i] = (T)acc;
+}
+
+inline long avg_divisor(__global const long* G, long oz, long oy, long ox) {
+  if (G[18]) return G[18];
+  const long z0 = oz * SZ - PZ, y0 = oy * SY - PY, x0 = ox * SX - PX;
+  const long z1 = min(z0 + KZ, Z + PZ), y1 = min(y0 + KY, Y + PY), x1 = min(x0 + KX, X + PX);
+  if (G[19]) return (z1 - z0) * (y1 - y0) * (x1 - x0);
+  return (min(z1, Z) - max(z0, 0L)) * (min(y1, Y) - max(y0, 0L)) * (min(x1, X) - max(x0, 0L));
+}
+
+__kernel void avg_pool(__global T* out, __global const T* x, __global const long* G,
+                       const long total) {
+  const long i = get_global_id(0);
+  if (i >= total) return;
+  long t = i;
+  const long ox = t % OX; t /= OX; const long oy = t % OY; t /= OY;
+  const long oz = t % OZ; const long nc = t / OZ;
+  __global const T* xp = x + nc * Z * Y * X;
+  const long z0 = oz * SZ - PZ, y0 = oy * SY - PY, x0 = ox * SX - PX;
+  AT acc = 0;
+  for (long z = max(z0, 0L); z < min(z0 + KZ, Z); ++z)
+    for (long y = max(y0, 0L); y < min(y0 + KY, Y); ++y)
+      for (long xx = max(x0, 0L); xx < min(x0 + KX, X); ++xx)
+        acc += (AT)xp[(z * Y + y) * X + xx];
+  out[i] = (T)(acc / (AT)avg_divisor(G, oz, oy, ox));
+}
+
+__kernel void avg_pool_backward(__global T* gi, __global const T* go, __global const long* G,
+                                const long total) {
+  const long i = get_global_id(0);
+  if (i >= total) return;
+  const long idx = i % (Z * Y * X), nc = i / (Z * Y * X);
+  const long xx = idx % X, y = (idx / X) % Y, z = idx / (X * Y);
+  const long base = nc * OZ * OY * OX;
+  AT acc = 0;
+  for (long oz = 0; oz < OZ; ++oz) { const long z0 = oz * SZ - PZ;
+    if (z < z0 || z >= z0 + KZ) continue;
+    for (long oy = 0; oy < OY; ++oy) { const long y0 = oy * SY - PY;
+      if (y < y0 || y >= y0 + KY) continue;
+      for (long ox = 0; ox < OX; ++ox) { const long x0 = ox * SX - PX;
+        if (xx < x0 || xx >= x0 + KX) continue;
+        acc += (AT)go[base + (oz * OY + oy) * OX + ox] / (AT)avg_divisor(G, oz, oy, ox);
+      } } }
+  gi[i] = (T)acc;
+}
+
+__kernel void adaptive_avg(__global T* out, __global const T* x, __global const long* G,
+                           const long total) {
+  const long i = get_global_id(0);
+  if (i >= total) return;
+  long t = i;
+  const long ox = t % OX; t /= OX; const long oy = t % OY; t /= OY;
+  const long oz = t % OZ; const long nc = t / OZ;
+  __global const T* xp = x + nc * Z * Y * X;
+  const long z0 = adaptive_start(oz, Z, OZ), z1 = adaptive_end(oz, Z, OZ);
+  const long y0 = adaptive_start(oy, Y, OY), y1 = adaptive_end(oy, Y, OY);
+  const long x0 = adaptive_start(ox, X, OX), x1 = adaptive_end(ox, X, OX);
+  AT acc = 0;
+  for (long z = z0; z < z1; ++z) for (long y = y0; y < y1; ++y) for (long xx = x0; xx < x1; ++xx)
+    acc += (AT)xp[(z * Y + y) * X + xx];
+  out[i] = (T)(acc / (AT)((z1 - z0) * (y1 - y0) * (x1 - x0)));
+}
+
+__kernel void adaptive_avg_backward(__global T* gi, __global const T* go,
+                                    __global const long* G, const long total) {
+  const long i = get_global_id(0);
+  if (i >= total) return;
+  const long idx = i % (Z * Y * X), nc = i / (Z * Y * X);
+  const long xx = idx % X, y = (idx / X) % Y, z = idx / (X * Y);
+  const long base = nc * OZ * OY * OX;
+  AT acc = 0;
+  for (long oz = (z * OZ) / Z; oz < OZ && adaptive_start(oz, Z, OZ) <= z; ++oz) {
+    const long z0 = adaptive_start(oz, Z, OZ), z1 = adaptive_end(oz, Z, OZ);
+    if (z >= z1) continue;
+    for (long oy = (y * OY) / Y; oy < OY && adaptive_start(oy, Y, OY) <= y; ++oy) {
+      const long y0 = adaptive_start(oy, Y, OY), y1 = adaptive_end(oy, Y, OY);
+      if (y >= y1) continue;
+      for (long ox = (xx * OX) / X; ox < OX && adaptive_start(ox, X, OX) <= xx; ++ox) {
+        const long x0 = adaptive_start(ox, X, OX), x1 = adaptive_end(ox, X, OX);
+        if (xx >= x1) continue;
+        acc += (AT)go[base + (oz * OY + oy) * OX + ox] / (AT)((z1 - z0) * (y1 - y0) * (x1 - x0));
+      } } }
+  gi[i] = (T)acc;
+}
+
+__kernel void adaptive_max(__global T* out, __global long* ind, __global const T* x,
+                           __global const long* G, const long total) {
+  const long i = get_global_id(0);
+  if (i >= total) return;
+  long t = i;
+  const long ox = t % OX; t /= OX; const long oy = t % OY; t /= OY;
+  const long oz = t % OZ; const long nc = t / OZ;
+  __global const T* xp = x + nc * Z * Y * X;
+  T best = 0; long bi = -1;
+  for (long z = adaptive_start(oz, Z, OZ); z < adaptive_end(oz, Z, OZ); ++z)
+    for (long y = adaptive_start(oy, Y, OY); y < adaptive_end(oy, Y, OY); ++y)
+      for (long xx = adaptive_start(ox, X, OX); xx < adaptive_end(ox, X, OX); ++xx) {
+        const long idx = (z * Y + y) * X + xx;
+        const T v = xp[idx];
+        if (bi < 0 || (!ISNAN(best) && (v > best || ISNAN(v)))) { best = v; bi = idx; }
+      }
+  out[i] = best; ind[i] = bi;
+}
+
+__kernel void adaptive_max_backward(__global T* gi, __global const T* go,
+                                    __global const long* ind, __global const long* G,
+                                    const long total) {
+  const long i = get_global_id(0);
+  if (i >= total) return;
+  const long idx = i % (Z * Y * X), nc = i / (Z * Y * X);
+  const long xx = idx % X, y = (idx / X) % Y, z = idx / (X * Y);
+  const long base = nc * OZ * OY * OX;
+  AT acc = 0;
+  for (long oz = (z * OZ) / Z; oz < OZ && adaptive_start(oz, Z, OZ) <= z; ++oz)
+    for (long oy = (y * OY) / Y; oy < OY && adaptive_start(oy, Y, OY) <= y; ++oy)
+      for (long ox = (xx * OX) / X; ox < OX && adaptive_start(ox, X, OX) <= xx; ++ox) {
+        const long o = base + (oz * OY + oy) * OX + ox;
+        if (ind[o] == idx) acc += (AT)go[o];
+      }
+  gi[i] = (T)acc;
+}
+
+/* col2im: columns (N*C, KZ*KY*KX, OZ*OY*OX) of a convolution summed back into its input
+   (N*C, Z*Y*X): the input gradient of a convolution, the output of a transposed one */
+__kernel void col2im(__global T* im, __global const T* cols, __global const long* G,
+                     const long total) {
+  const long i = get_global_id(0);
+  if (i >= total) return;
+  const long idx = i % (Z * Y * X), nc = i / (Z * Y * X);
+  const long xx = idx % X, y = (idx / X) % Y, z = idx / (X * Y);
+  const long ol = OZ * OY * OX;
+  __global const T* cp = cols + nc * KZ * KY * KX * ol;
+  AT acc = 0;
+  for (long a = 0; a < KZ; ++a) { const long qz = z + PZ - a * DZ;
+    if (qz < 0 || qz % SZ) continue; const long oz = qz / SZ; if (oz >= OZ) continue;
+    for (long b = 0; b < KY; ++b) { const long qy = y + PY - b * DY;
+      if (qy < 0 || qy % SY) continue; const long oy = qy / SY; if (oy >= OY) continue;
+      for (long c = 0; c < KX; ++c) { const long qx = xx + PX - c * DX;
+        if (qx < 0 || qx % SX) continue; const long ox = qx / SX; if (ox >= OX) continue;
+        acc += (AT)cp[((a * KY + b) * KX + c) * ol + (oz * OY + oy) * OX + ox];
+      } } }
+  im[i] = (T)acc;
+}
+"""
+
+_ARGS = {
+    "max_pool": [None, None, None, None, np.int64],
+    "max_pool_backward": [None, None, None, None, np.int64],
+    "avg_pool": [None, None, None, np.int64],
+    "avg_pool_backward": [None, None, None, np.int64],
+    "adaptive_avg": [None, None, None, np.int64],
+    "adaptive_avg_backward": [None, None, None, np.int64],
+    "adaptive_max": [None, None, None, None, np.int64],
+    "adaptive_max_backward": [None, None, None, None, np.int64],
+    "col2im": [None, None, None, np.int64],
+}
+
+
+def kernels(st, dt):
+    at = D.float32 if dt is D.float16 else D.int64 if dt.category < D.FLOATING else dt
+    key = ("pool", dt)
+    return progs.program(st, key, lambda: "\n".join([
+        progs.header(st), f"typedef {cltypes.CTYPE[dt]} T;", f"typedef {cltypes.CTYPE[at]} AT;",
+        GEOM, SRC]), _ARGS)
+
+
+def _three(v, fill):
+    v = tuple(v)
+    return (fill,) * (3 - len(v)) + v
+
+
+def geometry(st, sp, out, k=(), s=(), p=(), d=(), divisor=None, include_pad=True):
+    """The int64 geometry buffer (cached per geometry)."""
+    vals = (_three(sp, 1) + _three(out, 1) + _three(k, 1) + _three(s, 1) + _three(p, 0) +
+            _three(d, 1) + (int(divisor or 0), int(bool(include_pad))))
+    key = ("pool-geometry",) + vals
+    buf = st.meta.get(key)
+    if buf is None:
+        buf = st.meta[key] = progs.buffer_of(st, vals)
+    return buf
+
+
+def contiguous(backend, t):
+    if t.is_contiguous():
+        return t
+    st, _ = backend._sq(t.device)
+    c = backend._new(st, t._shape, t.dtype, t.device)
+    backend.copy_(c, t)
+    return c
+
+
+def _run(backend, name, outs, ins, geom, total):
+    st, q = backend._sq(outs[0].device)
+    if total == 0:
+        return
+    knl = kernels(st, ins[0].dtype if name != "col2im" else outs[0].dtype)[name]
+    progs.launch(st, q, knl, total, *[t._storage.data for t in outs],
+                 *[t._storage.data for t in ins], geom, total)
+
+
+def _offsets_ok(*ts):
+    return all(t._offset == 0 for t in ts)
+
+
+def _new(backend, shape, dtype, like):
+    st, _ = backend._sq(like.device)
+    return backend._new(st, shape, dtype, like.device)
+
+
+def _plain(backend, t):
+    """A contiguous tensor starting at its storage's first element (what kernels index)."""
+    t = contiguous(backend, t)
+    if t._offset:
+        c = _new(backend, t._shape, t.dtype, t)
+        backend.copy_(c, t)
+        return c
+    return t
+
+
+def _window_out(sp, k, s, p, d, ceil_mode):
+    out = []
+    for L, kk, ss, pp, dd in zip(sp, k, s, p, d):
+        num = L + 2 * pp - dd * (kk - 1) - 1 + (ss - 1 if ceil_mode else 0)
+        o = num // ss + 1
+        if ceil_mode and (o - 1) * ss >= L + pp:
+            o -= 1
+        out.append(o)
+    return tuple(out)
+
+
+def max_pool(backend, self, kernel_size, stride, padding, dilation, ceil_mode):
+    x = _plain(backend, self)
+    sp = x._shape[2:]
+    out_sp = _window_out(sp, kernel_size, stride, padding, dilation, ceil_mode)
+    shape = x._shape[:2] + out_sp
+    st, _ = backend._sq(x.device)
+    values = _new(backend, shape, x.dtype, x)
+    indices = _new(backend, shape, D.int64, x)
+    _run(backend, "max_pool", (values, indices), (x,),
+         geometry(st, sp, out_sp, kernel_size, stride, padding, dilation), values.numel())
+    return values, indices
+
+
+def max_pool_backward(backend, grad_output, self, kernel_size, stride, padding, dilation,
+                      ceil_mode, indices):
+    g, ind = _plain(backend, grad_output), _plain(backend, indices)
+    st, _ = backend._sq(g.device)
+    gi = _new(backend, self._shape, g.dtype, g)
+    _run(backend, "max_pool_backward", (gi,), (g, ind),
+         geometry(st, self._shape[2:], g._shape[2:], kernel_size, stride, padding, dilation),
+         gi.numel())
+    return gi
+
+
+def avg_pool(backend, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+             divisor_override):
+    x = _plain(backend, self)
+    sp = x._shape[2:]
+    nsp = len(sp)
+    out_sp = _window_out(sp, kernel_size, stride, padding, (1,) * nsp, ceil_mode)
+    st, _ = backend._sq(x.device)
+    out = _new(backend, x._shape[:2] + out_sp, x.dtype, x)
+    _run(backend, "avg_pool", (out,), (x,),
+         geometry(st, sp, out_sp, kernel_size, stride, padding, (1,) * nsp, divisor_override,
+                  count_include_pad), out.numel())
+    return out
+
+
+def avg_pool_backward(backend, grad_output, self, kernel_size, stride, padding, ceil_mode,
+                      count_include_pad, divisor_override):
+    g = _plain(backend, grad_output)
+    st, _ = backend._sq(g.device)
+    nsp = g.ndim - 2
+    gi = _new(backend, self._shape, g.dtype, g)
+    _run(backend, "avg_pool_backward", (gi,), (g,),
+         geometry(st, self._shape[2:], g._shape[2:], kernel_size, stride, padding, (1,) * nsp,
+                  divisor_override, count_include_pad), gi.numel())
+    return gi
+
+
+def adaptive_avg(backend, self, output_size):
+    x = _plain(backend, self)
+    st, _ = backend._sq(x.device)
+    out = _new(backend, x._shape[:2] + tuple(output_size), x.dtype, x)
+    _run(backend, "adaptive_avg", (out,), (x,), geometry(st, x._shape[2:], output_size),
+         out.numel())
+    return out
+
+
+def adaptive_avg_backward(backend, grad_output, self):
+    g = _plain(backend, grad_output)
+    st, _ = backend._sq(g.device)
+    gi = _new(backend, self._shape, g.dtype, g)
+    _run(backend, "adaptive_avg_backward", (gi,), (g,),
+         geometry(st, self._shape[2:], g._shape[2:]), gi.numel())
+    return gi
+
+
+def adaptive_max(backend, self, output_size):
+    x = _plain(backend, self)
+    st, _ = backend._sq(x.device)
+    shape = x._shape[:2] + tuple(output_size)
+    values = _new(backend, shape, x.dtype, x)
+    indices = _new(backend, shape, D.int64, x)
+    _run(backend, "adaptive_max", (values, indices), (x,),
+         geometry(st, x._shape[2:], output_size), values.numel())
+    return values, indices
+
+
+def adaptive_max_backward(backend, grad_output, self, indices):
+    g, ind = _plain(backend, grad_output), _plain(backend, indices)
+    st, _ = backend._sq(g.device)
+    gi = _new(backend, self._shape, g.dtype, g)
+    _run(backend, "adaptive_max_backward", (gi,), (g, ind),
+         geometry(st, self._shape[2:], g._shape[2:]), gi.numel())
+    return gi
+
+
+def col2im(backend, cols, shape, kernel, stride, padding, dilation, out_sp):
+    """(N, C, *in_sp) from contiguous columns (N, C, *kernel, *out_sp)."""
+    cols = _plain(backend, cols)
+    st, _ = backend._sq(cols.device)
+    im = _new(backend, tuple(shape), cols.dtype, cols)
+    _run(backend, "col2im", (im,), (cols,),
+         geometry(st, shape[2:], out_sp, kernel, stride, padding, dilation), im.numel())
+    return im
+
+
+def register(backend):
+    from functools import partial
+    K = backend.kernels.register
+    for n in (2, 3):
+        K(f"max_pool{n}d_with_indices", partial(max_pool, backend))
+        K(f"max_pool{n}d_with_indices_backward", partial(max_pool_backward, backend))
+        K(f"avg_pool{n}d", partial(avg_pool, backend))
+        K(f"avg_pool{n}d_backward", partial(avg_pool_backward, backend))
+        K(f"_adaptive_avg_pool{n}d", partial(adaptive_avg, backend))
+        K(f"_adaptive_avg_pool{n}d_backward", partial(adaptive_avg_backward, backend))
+        K(f"adaptive_max_pool{n}d", partial(adaptive_max, backend))
+        K(f"adaptive_max_pool{n}d_backward", partial(adaptive_max_backward, backend))

@@ -1,0 +1,153 @@
+"""Convolution kernels for array-module backends: im2col + one batched GEMM.
+
+Every direction reduces to three primitives over a *regular* convolution ``y = C(z, W)``
+(z: (N, C_in, *Z), W: (C_out, C_in/G, *k), y: (N, C_out, *Y)):
+
+* ``_forward(z, W)``: the windows of the padded ``z`` as a strided view (N, G, C_in/G, *k, *Y)
+  (no copy), one reshape to columns (the only im2col copy), then ``W @ columns`` batched over N
+  and the groups — measured fastest of im2col + GEMM (one GEMM over all of N, with the output
+  transposed back), tensordot/einsum on the window view and per-offset shifted GEMMs;
+* ``_input_grad(g, W)``: ``W^T @ g`` gives the columns, col2im adds them back with one strided
+  add per kernel offset (prod(k) adds, each over the whole batch);
+* ``_weight_grad(g, z)``: ``g @ columns^T`` batched over N, summed over N.
+
+A transposed convolution is the adjoint of the regular one with the same weight, so its forward
+is ``_input_grad``, its input gradient ``_forward`` and its weight gradient ``_weight_grad`` with
+the roles of input and output exchanged. Half precision is computed in float32 and rounded
+once.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+from .binding import bind
+from .linalg import HALF
+
+
+def _work(xp, a):
+    return a.astype(xp.float32) if a.dtype in HALF else a
+
+
+def _padded(xp, z, padding, extra=None):
+    """``z`` with ``padding`` zeros each side of every spatial dim (``extra`` more on the high
+    side); ``z`` itself when nothing is added."""
+    extra = extra or (0,) * len(padding)
+    if not any(padding) and not any(extra):
+        return z
+    shape = z.shape[:2] + tuple(s + 2 * p + e for s, p, e in zip(z.shape[2:], padding, extra))
+    out = xp.zeros(shape, dtype=z.dtype)
+    out[(Ellipsis,) + tuple(slice(p, p + s) for p, s in zip(padding, z.shape[2:]))] = z
+    return out
+
+
+def _columns(xp, zp, groups, kernel, stride, dilation, out_sp):
+    """(N, G, C/G * prod(k), prod(out)): the im2col matrix of padded ``zp``, one copy."""
+    n, c = zp.shape[:2]
+    st = zp.strides
+    nsp = len(kernel)
+    shape = (n, groups, c // groups) + tuple(kernel) + tuple(out_sp)
+    strides = (st[0], st[1] * (c // groups), st[1]) + \
+        tuple(st[2 + i] * dilation[i] for i in range(nsp)) + \
+        tuple(st[2 + i] * stride[i] for i in range(nsp))
+    win = xp.lib.stride_tricks.as_strided(zp, shape, strides)
+    return win.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(out_sp))
+
+
+def _forward(xp, z, w, stride, padding, dilation, groups):
+    """Regular convolution of batched ``z`` by ``w``: (N, C_out, *out)."""
+    kernel = w.shape[2:]
+    out_sp = tuple((s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in
+                   zip(z.shape[2:], kernel, stride, padding, dilation))
+    n, oc = z.shape[0], w.shape[0]
+    cols = _columns(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp)
+    wm = w.reshape(groups, oc // groups, -1)
+    return xp.matmul(wm, cols).reshape((n, oc) + out_sp)
+
+
+def _input_grad(xp, g, w, in_sp, stride, padding, dilation, groups):
+    """The adjoint of ``_forward`` in its input: (N, C_in, *in_sp) from g (N, C_out, *out)."""
+    n, oc = g.shape[:2]
+    out_sp = g.shape[2:]
+    kernel = w.shape[2:]
+    cg = w.shape[1]
+    kp = math.prod(kernel)
+    wm = w.reshape(groups, oc // groups, cg * kp)
+    cols = xp.matmul(wm.transpose(0, 2, 1), g.reshape(n, groups, oc // groups, -1))
+    cols = cols.reshape((n, groups * cg) + tuple(kernel) + tuple(out_sp))
+    # the padded input must hold every window, including ones the output padding adds
+    full = tuple(max(i + 2 * p, (o - 1) * s + d * (k - 1) + 1) for i, p, o, s, d, k in
+                 zip(in_sp, padding, out_sp, stride, dilation, kernel))
+    acc = xp.zeros((n, groups * cg) + full, dtype=cols.dtype)
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        region = tuple(slice(o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in
+                       zip(offset, dilation, out_sp, stride))
+        acc[(Ellipsis,) + region] += cols[(slice(None), slice(None)) + offset]
+    crop = tuple(slice(p, p + i) for p, i in zip(padding, in_sp))
+    r = acc[(Ellipsis,) + crop]
+    return r if r.flags.c_contiguous else xp.ascontiguousarray(r)
+
+
+def _weight_grad(xp, g, z, kernel, stride, padding, dilation, groups):
+    """The adjoint of ``_forward`` in its weight: (C_out, C_in/G, *k)."""
+    n, oc = g.shape[:2]
+    out_sp = g.shape[2:]
+    cols = _columns(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp)
+    gm = g.reshape(n, groups, oc // groups, -1)
+    r = xp.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(axis=0)       # (G, OC/G, C/G * k)
+    return r.reshape((oc, z.shape[1] // groups) + tuple(kernel))
+
+
+def _result(be, r, dtype, device):
+    if r.dtype != dtype:
+        r = r.astype(dtype)
+    return be.wrap(r if r.flags.c_contiguous else be.xp.ascontiguousarray(r), device)
+
+
+def convolution(be, input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                groups):
+    xp = be.xp
+    x, w = be.native(input), be.native(weight)
+    dt = x.dtype
+    x, w = _work(xp, x), _work(xp, w)
+    if transposed:
+        in_sp = tuple((i - 1) * s - 2 * p + d * (k - 1) + 1 + o for i, s, p, d, k, o in
+                      zip(x.shape[2:], stride, padding, dilation, w.shape[2:], output_padding))
+        r = _input_grad(xp, x, w, in_sp, stride, padding, dilation, groups)
+    else:
+        r = _forward(xp, x, w, stride, padding, dilation, groups)
+    if bias is not None:
+        b = _work(xp, be.native(bias))
+        r += b.reshape((b.shape[0],) + (1,) * (r.ndim - 2))
+    return _result(be, r, dt, input.device)
+
+
+def convolution_backward(be, grad_output, input, weight, bias_sizes, stride, padding, dilation,
+                         transposed, output_padding, groups, output_mask):
+    xp = be.xp
+    g, x, w = (_work(xp, be.native(t)) for t in (grad_output, input, weight))
+    dt = be.native(input).dtype
+    dev = input.device
+    gi = gw = gb = None
+    if output_mask[0]:
+        if transposed:
+            r = _forward(xp, g, w, stride, padding, dilation, groups)
+        else:
+            r = _input_grad(xp, g, w, x.shape[2:], stride, padding, dilation, groups)
+        gi = _result(be, r, dt, dev)
+    if output_mask[1]:
+        if transposed:  # roles exchanged: x plays the output gradient, g the input
+            r = _weight_grad(xp, x, g, w.shape[2:], stride, padding, dilation, groups)
+        else:
+            r = _weight_grad(xp, g, x, w.shape[2:], stride, padding, dilation, groups)
+        gw = _result(be, r, dt, dev)
+    if output_mask[2]:
+        gb = _result(be, g.sum(axis=(0,) + tuple(range(2, g.ndim))), dt, dev)
+    return gi, gw, gb
+
+
+TABLE = {"convolution": convolution, "convolution_backward": convolution_backward}
+
+
+def register(backend) -> None:
+    bind(backend, TABLE)

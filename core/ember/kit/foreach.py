@@ -1,0 +1,162 @@
+"""Multi-tensor kernels for array-module backends: ``_foreach_*`` and the fused optimizer steps.
+
+One kernel call walks the whole list in numpy, in place through each tensor's native view, so
+an optimizer step over N parameters costs a few Python-level loops instead of N dispatched ops
+per elementwise step. The fused steps do each parameter's whole update with ``out=`` ufuncs on
+one scratch buffer. Arithmetic follows ``ember.ops.foreach``'s composites (PyTorch's
+single-tensor order), so results match them to rounding.
+"""
+from __future__ import annotations
+
+from .binding import bind
+
+
+def _nat(be, ts):
+    return [be.native(t) for t in ts]
+
+
+def _scalar_for(a, v):
+    return v.real if a.dtype.kind != "c" and isinstance(v, complex) else v
+
+
+def add_(be, selfs, others, alpha):
+    xp = be.xp
+    for a, b in zip(_nat(be, selfs), _nat(be, others)):
+        if alpha == 1:
+            xp.add(a, b, out=a, casting="unsafe")
+        else:
+            xp.add(a, xp.multiply(b, _scalar_for(b, alpha)), out=a, casting="unsafe")
+
+
+def add_scalar_(be, selfs, scalar):
+    xp = be.xp
+    for a in _nat(be, selfs):
+        xp.add(a, _scalar_for(a, scalar), out=a, casting="unsafe")
+
+
+def mul_(be, selfs, scalar):
+    xp = be.xp
+    for a in _nat(be, selfs):
+        xp.multiply(a, _scalar_for(a, scalar), out=a, casting="unsafe")
+
+
+def div_(be, selfs, scalar):
+    xp = be.xp
+    for a in _nat(be, selfs):
+        be.ieee(xp.true_divide, a, _scalar_for(a, scalar), a)
+
+
+def _lerp_into(xp, a, b, w, tmp=None):
+    """a = lerp(a, b, w) with PyTorch's two-sided formula."""
+    if w < 0.5:
+        d = xp.subtract(b, a, out=tmp)
+        d *= w
+        a += d
+    else:
+        xp.subtract(a, b, out=a)
+        a *= 1 - w
+        a += b
+
+
+def lerp_(be, selfs, ends, weight):
+    xp = be.xp
+    for a, b in zip(_nat(be, selfs), _nat(be, ends)):
+        _lerp_into(xp, a, b, weight)
+
+
+def addcmul_(be, selfs, t1, t2, value):
+    xp = be.xp
+    for a, b, c in zip(_nat(be, selfs), _nat(be, t1), _nat(be, t2)):
+        p = xp.multiply(b, c)
+        if value != 1:
+            p *= value
+        xp.add(a, p, out=a, casting="unsafe")
+
+
+def addcdiv_(be, selfs, t1, t2, value):
+    xp = be.xp
+    for a, b, c in zip(_nat(be, selfs), _nat(be, t1), _nat(be, t2)):
+        q = be.ieee(xp.true_divide, b, c)
+        if value != 1:
+            q *= value
+        xp.add(a, q, out=a, casting="unsafe")
+
+
+def maximum_(be, selfs, others):
+    xp = be.xp
+    for a, b in zip(_nat(be, selfs), _nat(be, others)):
+        xp.maximum(a, b, out=a)
+
+
+def sqrt(be, selfs):
+    xp = be.xp
+    return [be.wrap(be.ieee(xp.sqrt, a), t.device) for a, t in zip(_nat(be, selfs), selfs)]
+
+
+def fused_sgd_(be, params, grads, bufs, weight_decay, momentum, lr, dampening, nesterov,
+               maximize, is_first_step):
+    xp = be.xp
+    ps, gs = _nat(be, params), _nat(be, grads)
+    bs = _nat(be, bufs) if bufs else [None] * len(ps)
+    for p, g, buf in zip(ps, gs, bs):
+        d = xp.negative(g) if maximize else g
+        if weight_decay != 0:
+            d = xp.add(d, xp.multiply(p, weight_decay))
+        if momentum != 0:
+            if is_first_step:
+                buf[...] = d
+            else:
+                buf *= momentum
+                buf += d if dampening == 0 else d * (1 - dampening)
+            d = d + buf * momentum if nesterov else buf
+        if lr == 1:
+            p -= d
+        else:
+            p += d * -lr
+
+
+def _fused_adam(decoupled):
+    def kernel(be, params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, beta1, beta2,
+               weight_decay, eps, amsgrad, maximize):
+        xp = be.xp
+        ms = _nat(be, max_sqs) if amsgrad else [None] * len(params)
+        for p, g, m, v, mx, step in zip(_nat(be, params), _nat(be, grads), _nat(be, exp_avgs),
+                                        _nat(be, exp_avg_sqs), ms, steps):
+            d = xp.negative(g) if maximize else g
+            if weight_decay != 0:
+                if decoupled:
+                    p *= 1 - lr * weight_decay
+                else:
+                    d = xp.add(d, xp.multiply(p, weight_decay))
+            tmp = xp.empty_like(m)
+            _lerp_into(xp, m, d, 1 - beta1, tmp)
+            v *= beta2
+            xp.multiply(d, d, out=tmp)
+            tmp *= 1 - beta2
+            v += tmp
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+            if amsgrad:
+                xp.maximum(mx, v, out=mx)
+                xp.sqrt(mx, out=tmp)
+            else:
+                xp.sqrt(v, out=tmp)
+            tmp /= bias_correction2_sqrt
+            tmp += eps
+            xp.divide(m, tmp, out=tmp)
+            tmp *= -(lr / bias_correction1)
+            p += tmp
+    return kernel
+
+
+TABLE = {
+    "_foreach_add_": add_, "_foreach_add_scalar_": add_scalar_, "_foreach_mul_": mul_,
+    "_foreach_div_": div_, "_foreach_lerp_": lerp_, "_foreach_addcmul_": addcmul_,
+    "_foreach_addcdiv_": addcdiv_, "_foreach_maximum_": maximum_, "_foreach_sqrt": sqrt,
+    "_fused_sgd_": fused_sgd_, "_fused_adam_": _fused_adam(False),
+    "_fused_adamw_": _fused_adam(True),
+}
+
+
+def register(backend) -> None:
+    bind(backend, TABLE)

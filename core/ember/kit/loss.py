@@ -1,0 +1,60 @@
+"""Kernels of ``nll_loss_forward`` / ``nll_loss_backward`` for array-module backends: one
+fancy-index read (or write) of the target column of each row, the class-range check on the
+host as PyTorch's CPU kernel does."""
+from __future__ import annotations
+
+from .binding import bind
+
+
+def _weights(be, self, target, weight, ignore_index):
+    """(row indices, safe targets, per-row weights) after the bounds check."""
+    xp = be.xp
+    t = be.native(target)
+    c = self.shape[1]
+    keep = t != ignore_index
+    bad = keep & ((t < 0) | (t >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad][0])} is out of bounds. (nll_loss: {c} classes, "
+                         f"ignore_index={ignore_index})")
+    safe = xp.where(keep, t, 0)
+    dt = be.native(self).dtype
+    w = keep.astype(dt)
+    if weight is not None:
+        w *= be.native(weight)[safe]
+    return xp.arange(t.shape[0]), safe, w
+
+
+def nll_loss_forward(be, self, target, weight, reduction, ignore_index):
+    xp = be.xp
+    x = be.native(self)
+    rows, safe, w = _weights(be, self, target, weight, ignore_index)
+    loss = -(x[rows, safe] * w)
+    total = w.sum(dtype=x.dtype)
+    if reduction == 1:
+        loss = be.ieee(xp.true_divide, loss.sum(dtype=x.dtype), total)
+    elif reduction == 2:
+        loss = loss.sum(dtype=x.dtype)
+    dev = self.device
+    return (be.wrap(xp.asarray(loss, dtype=x.dtype), dev),
+            be.wrap(xp.asarray(total, dtype=x.dtype), dev))
+
+
+def nll_loss_backward(be, grad_output, self, target, weight, reduction, ignore_index,
+                      total_weight):
+    xp = be.xp
+    g = be.native(grad_output)
+    dt = be.native(self).dtype
+    rows, safe, w = _weights(be, self, target, weight, ignore_index)
+    val = -w * g
+    if reduction == 1:
+        val = be.ieee(xp.true_divide, val, be.native(total_weight))
+    out = xp.zeros(self.shape, dtype=dt)
+    out[rows, safe] = val
+    return be.wrap(out, self.device)
+
+
+TABLE = {"nll_loss_forward": nll_loss_forward, "nll_loss_backward": nll_loss_backward}
+
+
+def register(backend) -> None:
+    bind(backend, TABLE)
