@@ -349,11 +349,12 @@ def test_every_differentiable_op_has_a_formula_or_decomposes():
         if op.mutates and twin is not None:
             continue
         missing.append(name)
-    # ops with no tensor input never reach autograd; svdvals (no full SVD op), unique and the
-    # CTC backward (as in PyTorch) have no derivative: backward through them raises, naming
-    # the op
+    # ops with no tensor input never reach autograd; unique, the LDL factorization and solve
+    # and the CTC backward (as in PyTorch) have no derivative: backward through them raises,
+    # naming the op
     allowed = {"full", "arange", "linspace", "eye", "empty", "rand", "randn", "randint",
-               "randperm", "linalg_svdvals", "unique", "_ctc_loss_backward"}
+               "randperm", "unique", "linalg_ldl_factor_ex", "linalg_ldl_solve",
+               "_ctc_loss_backward"}
     left = sorted(set(missing) - allowed)
     assert not left, (f"ops without a derivative: {left}; attach a backward "
                       f"formula beside the op's define (or mark it NOT_DIFFERENTIABLE)")

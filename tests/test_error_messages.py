@@ -65,7 +65,7 @@ def _calls():
      ("batch_norm", lambda: E.nn.functional.batch_norm(t, E.randn(5), E.randn(5))), ("grid_sample", lambda: E.nn.functional.grid_sample(t, t)),
      ("leaky_relu", lambda: E.nn.functional.leaky_relu(i)), ("elu", lambda: E.nn.functional.elu(i)),
      ("swapaxes", lambda: t.swapaxes(0, 4)), ("diag", lambda: E.diag(E.randn(2,2,2))),
-     ("trace", lambda: E.trace(E.randn(3))), ("cross", lambda: E.cross(t, t)), ("histc", lambda: E.histc(t, bins=-1)),
+     ("trace", lambda: E.trace(E.randn(3))), ("cross", lambda: E.cross(t, E.randn(2, 4))), ("histc", lambda: E.histc(t, bins=-1)),
     ]
     return calls
 

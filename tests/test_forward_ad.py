@@ -78,9 +78,11 @@ def test_errors():
         with pytest.raises(RuntimeError, match="same dtype"):
             fwAD.make_dual(x, x.float())
         with pytest.raises(NotImplementedError, match="Trying to use forward AD with "
-                                                      "linalg_svdvals"):
-            from ember.ops.linalg import svdvals_op   # no derivative of either kind yet
-            svdvals_op(fwAD.make_dual(_randn(3, 3), _randn(3, 3, seed=1)))
+                                                      "linalg_ldl_factor_ex"):
+            # no derivative of either kind (PyTorch has none for it either)
+            from ember.ops.linalg.decompositions import ldl_factor_ex_op
+            a = _randn(3, 3)
+            ldl_factor_ex_op(fwAD.make_dual(a + a.mT, _randn(3, 3, seed=1)), True)
 
 
 def test_gradcheck_forward_mode_and_batched_checks():

@@ -67,8 +67,10 @@ def _specs(out):
 # ops (OpInfo names) whose API reads values before the op runs (bounds / class count checks
 # with .item()), so they can't run on meta in ember; PyTorch's one_hot can't either
 # Python APIs that check index values on the host (bounds, class indices) before calling ops
+# (mvlgamma checks x > (p - 1) / 2, lstsq whether every matrix has full rank for residuals)
 API_READS_VALUES = {"take", "one_hot", "nn.embedding", "nn.embedding padding_idx",
-                    "nn.cross_entropy", "nn.nll_loss",
+                    "nn.cross_entropy", "nn.nll_loss", "mvlgamma", "special multigammaln",
+                    "linalg.lstsq",
                     # PyTorch's too checks that no variance is negative, on the host
                     "gaussian_nll_loss",
                     # the output length / range comes from the values, as in PyTorch

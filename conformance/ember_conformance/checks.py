@@ -224,6 +224,11 @@ def check_gradient(info, dtype: str, device, only_sample=None) -> Result:
             continue
         try:
             got = _grads(info, sample, device)
+        except TypeError as e:
+            if _names_unsupported_dtype(e, backend):  # as the forward check: e.g. complex results
+                return Result("gradient", info.name, dtype, "unsupported", 0.0, str(e), visited,
+                              checks=checks)
+            return fail(f"{type(e).__name__}: {e}")
         except Exception as e:
             return fail(f"{type(e).__name__}: {e}")
         for position, (r, g) in enumerate(zip(ref, got)):

@@ -17,8 +17,6 @@ from .checks import Result, _autograd_available, _flatten, selected_samples
 # of a listed entry reads "unsupported" with this reason; a listed entry that passes fails, so
 # the list cannot outlive its reason. Review each addition like an API change.
 GRADGRAD_UNSUPPORTED: dict[str, str] = {
-    "lgamma": "its second derivative is trigamma, polygamma(1, x), and ember has no polygamma "
-              "op (the first derivative, digamma, has no derivative either)",
     "native_layer_norm_backward": "its derivative (layer norm's double backward) reads the "
                                   "saved mean and rstd as constants, as PyTorch's "
                                   "layer_norm_double_backward does, so the third derivative "

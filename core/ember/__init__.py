@@ -28,8 +28,8 @@ from .ops import views as _views
 from .ops.elementwise import (addcdiv, addcmul, lerp)
 from .ops.elementwise import (angle, complex, polar, sgn)  # noqa: A004 - PyTorch's names
 from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, clip_, div,
-                              divide, elu, gelu, hardtanh, leaky_relu, nan_to_num, round, softplus,
-                              sub, subtract, true_divide, where)
+                              divide, elu, gelu, hardtanh, i0, leaky_relu, mvlgamma, nan_to_num,
+                              polygamma, round, sinc, softplus, sub, subtract, true_divide, where)
 from .ops.elementwise.closeness import allclose, equal, isclose
 from .ops.elementwise.activation import (celu, celu_, rrelu, rrelu_, selu, selu_, threshold,
                                          threshold_)
@@ -47,6 +47,7 @@ from .ops.shape import *  # noqa: F401,F403
 from .ops.indexing import *  # noqa: F401,F403
 from .ops.sorting import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
+from .ops.sampling import *  # noqa: F401,F403
 from .ops.nn import *  # noqa: F401,F403
 from .ops.foreach import *  # noqa: F401,F403
 from .ops.spatial import *  # noqa: F401,F403
@@ -75,6 +76,9 @@ from . import nn, utils  # noqa: E402
 from . import func  # noqa: E402 - ember.func: vmap, grad, jvp… (registers the Batched key)
 from . import optim  # noqa: E402
 from . import futures, distributed, jit, profiler  # noqa: E402
+from . import special  # noqa: E402
+from . import linalg  # noqa: E402
+from . import distributions  # noqa: E402
 from .jit._interop import get_num_interop_threads, set_num_interop_threads  # noqa: E402
 from . import fft  # noqa: E402 - torch.fft
 from .fft._stft import istft, stft  # noqa: E402

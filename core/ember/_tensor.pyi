@@ -197,6 +197,9 @@ class Tensor:
     def ceil_(self): ...  # ember.ops.elementwise.unary
     def cfloat(self, memory_format=...): ...  # ember.ops.conversion
     def char(self, memory_format=...): ...  # ember.ops.conversion
+    def cholesky(self, upper=..., *, out=...): ...  # ember.ops.linalg.legacy
+    def cholesky_inverse(self, upper=..., *, out=...): ...  # ember.ops.linalg.legacy
+    def cholesky_solve(self, input2, upper=..., *, out=...): ...  # ember.ops.linalg.legacy
     def chunk(self, chunks, dim=...): ...  # ember.ops.views.slicing
     def clamp(self, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
     def clamp_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
@@ -222,6 +225,7 @@ class Tensor:
     def count_nonzero(self, dim=...): ...  # ember.ops.reduction.sums
     def cov(self, *, correction=..., fweights=..., aweights=...): ...  # ember.ops.numeric_more
     def cpu(self): ...  # ember.ops.conversion
+    def cross(self, other, dim=..., *, out=...): ...  # ember.ops.linalg.legacy
     def cummax(self, dim): ...  # ember.ops.numeric_more
     def cummin(self, dim): ...  # ember.ops.numeric_more
     def cumprod(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
@@ -233,6 +237,7 @@ class Tensor:
     def data_ptr(self): ...  # ember._tensor
     def deg2rad(self, *, out=...): ...  # ember.ops.elementwise.unary
     def deg2rad_(self): ...  # ember.ops.elementwise.unary
+    def det(self): ...  # ember.ops.linalg.legacy
     def detach(self): ...  # ember.autograd.tensor_api
     def detach_(self): ...  # ember.autograd.tensor_api
     device: Any
@@ -324,6 +329,8 @@ class Tensor:
     def hsplit(self, indices_or_sections): ...  # ember.ops.view_copies
     def hypot(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def hypot_(self, other): ...  # ember.ops.elementwise.binary
+    def i0(self, *, out=...): ...  # ember.ops.elementwise.special
+    def i0_(self): ...  # ember.ops.elementwise.special
     @property
     def imag(self) -> Any: ...
     def index_add(self, dim, index, source, *, alpha=...): ...  # ember.ops.indexing.gather_scatter
@@ -339,6 +346,7 @@ class Tensor:
     def index_select(self, dim, index, *, out=...): ...  # ember.ops.indexing.gather_scatter
     def inner(self, other): ...  # ember.ops.numeric_more
     def int(self, memory_format=...): ...  # ember.ops.conversion
+    def inverse(self, *, out=...): ...  # ember.ops.linalg.legacy
     def ipu(self, device=..., non_blocking=...): ...  # ember.ops.conversion
     def is_complex(self): ...  # ember._tensor
     def is_conj(self): ...  # ember.ops.elementwise.unary
@@ -413,6 +421,7 @@ class Tensor:
     def logaddexp2_(self, other): ...  # ember.ops.elementwise.binary
     def logaddexp_(self, other): ...  # ember.ops.elementwise.binary
     def logcumsumexp(self, dim): ...  # ember.ops.numeric_more
+    def logdet(self): ...  # ember.ops.linalg.legacy
     def logical_and(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logical_and_(self, other): ...  # ember.ops.elementwise.binary
     def logical_not(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -437,6 +446,8 @@ class Tensor:
     def masked_scatter_(self, *args, **kwargs): ...  # ember.ops.structure
     def masked_select(self, mask, *, out=...): ...  # ember.ops.indexing.masked
     def matmul(self, other): ...  # ember.ops.linalg.products
+    def matrix_exp(self): ...  # ember.ops.linalg.legacy
+    def matrix_power(self, n): ...  # ember.ops.linalg.legacy
     def max(self, dim=..., keepdim=..., *, other=...): ...  # ember.ops.reduction.extremes
     def maximum(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def maximum_(self, other): ...  # ember.ops.elementwise.binary
@@ -459,6 +470,8 @@ class Tensor:
     def multiply(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def multiply_(self, other): ...  # ember.ops.elementwise.binary
     def mv(self, vec): ...  # ember.ops.linalg.products
+    def mvlgamma(self, p): ...  # ember.ops.elementwise.special
+    def mvlgamma_(self, p): ...  # ember.ops.elementwise.special
     def nan_to_num(self, nan=..., posinf=..., neginf=..., *, out=...): ...  # ember.ops.elementwise.unary
     def nan_to_num_(self, nan=..., posinf=..., neginf=...): ...  # ember.ops.elementwise.unary
     def nanmean(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
@@ -500,6 +513,9 @@ class Tensor:
     def output_nr(self) -> Any: ...
     def permute(self, *dims): ...  # ember.ops.views.reshaping
     def pin_memory(self, device=...): ...  # ember._tensor
+    def pinverse(self, rcond=...): ...  # ember.ops.linalg.legacy
+    def polygamma(self, n): ...  # ember.ops.elementwise.special
+    def polygamma_(self, n): ...  # ember.ops.elementwise.special
     def positive(self, *, out=...): ...  # ember.ops.elementwise.unary
     def positive_(self): ...  # ember.ops.elementwise.unary
     def pow(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -508,6 +524,7 @@ class Tensor:
     def prod(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def put(self, index, source, accumulate=...): ...  # ember.ops.structure
     def put_(self, *args, **kwargs): ...  # ember.ops.structure
+    def qr(self, some=..., *, out=...): ...  # ember.ops.linalg.legacy
     def quantile(self, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.tensor_extras
     def rad2deg(self, *, out=...): ...  # ember.ops.elementwise.unary
     def rad2deg_(self): ...  # ember.ops.elementwise.unary
@@ -568,12 +585,13 @@ class Tensor:
     def silu_(self): ...  # ember.ops.elementwise.unary
     def sin(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sin_(self): ...  # ember.ops.elementwise.unary
-    def sinc(self): ...  # ember.ops.numeric_more
-    def sinc_(self, *args, **kwargs): ...  # ember.ops.numeric_more
+    def sinc(self, *, out=...): ...  # ember.ops.elementwise.special
+    def sinc_(self): ...  # ember.ops.elementwise.special
     def sinh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sinh_(self): ...  # ember.ops.elementwise.unary
     def size(self, dim=...): ...  # ember._tensor
     def slice_scatter(self, src, dim=..., start=..., end=..., step=...): ...  # ember.ops.view_copies
+    def slogdet(self): ...  # ember.ops.linalg.legacy
     def softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def sort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
     def special_expit(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -596,6 +614,7 @@ class Tensor:
     def subtract_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary
     def sum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def sum_to_size(self, *size): ...  # ember.autograd.tensor_api
+    def svd(self, some=..., compute_uv=..., *, out=...): ...  # ember.ops.linalg.legacy
     def swapaxes(self, dim0, dim1): ...  # ember.ops.views.reshaping
     def swapaxes_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def swapdims(self, dim0, dim1): ...  # ember.ops.views.reshaping

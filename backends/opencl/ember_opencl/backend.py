@@ -56,6 +56,9 @@ class OpenCLBackend(Backend):
         from . import ops_softmax; ops_softmax.register(self)  # noqa: E702
         from . import ops_scan; ops_scan.register(self)  # noqa: E702
         from . import ops_sort; ops_sort.register(self)  # noqa: E702
+        from . import ops_special; ops_special.register(self)  # noqa: E702
+        from . import ops_linalg_decomp; ops_linalg_decomp.register(self)  # noqa: E702
+        from . import ops_sampling; ops_sampling.register(self)  # noqa: E702
         from . import ops_attention; ops_attention.register(self)  # noqa: E702
         from . import ops_ternary; ops_ternary.register(self)  # noqa: E702
         from . import ops_spatial; ops_spatial.register(self)  # noqa: E702

@@ -88,9 +88,9 @@ def _laid_out(values, layout, device):
     return ember.tensor(values, device=device)
 
 
-_FAMILIES = ["elementwise", "views", "conversion", "factories", "reduction", "linalg", "shape",
-             "indexing", "random", "nn", "nn_ops", "foreach", "attention", "rnn", "complex",
-             "fft",
+_FAMILIES = ["elementwise", "special", "views", "conversion", "factories", "reduction", "linalg",
+             "decompositions", "shape", "indexing", "random", "sampling", "nn", "nn_ops", "foreach",
+             "attention", "rnn", "complex", "fft",
              # issue #25's families
              "ternary", "spatial", "resampling", "grid_sampling", "embedding_bag",
              "distances", "ctc", "losses_more", "surface"]

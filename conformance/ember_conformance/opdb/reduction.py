@@ -220,7 +220,10 @@ OPS = [
            samples([C((3, 4), dim=1), C((2, 3, 4), "transposed", dim=(0, 2))]), FLOATS,
            covers=("logsumexp",)),
     OpInfo("norm", ember.norm, S, FLOATS, covers=("vector_norm",)),
-    OpInfo("norm nuc", _with("norm", p="nuc"), samples(MATRIX_CASES), FLOATS,
+    # an expanded matrix is rank-deficient: the nuclear norm has no gradient there (the singular
+    # vectors of the zero singular values, and so U V^H, are LAPACK's choice)
+    OpInfo("norm nuc", _with("norm", p="nuc"), samples(MATRIX_CASES[:3] + MATRIX_CASES[4:]),
+           FLOATS,
            covers=("nuclear_norm", "linalg_svdvals"), tolerances=LOOSE32),
     OpInfo("norm fro", _with("norm", p="fro"), samples(MATRIX_CASES), FLOATS,
            covers=("vector_norm",)),

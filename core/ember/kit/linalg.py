@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..runtime import dtypes
 from .binding import bind
+from .host import for_numpy_kernels
 
 HALF = frozenset(d.np for d in (dtypes.float16, dtypes.bfloat16) if d.np is not None)
 
@@ -76,8 +77,12 @@ def addmm(be, self, mat1, mat2, beta, alpha):
     return be.wrap(r if r.dtype == dt else quiet(r.astype, dt), mat1.device)
 
 
+from .linalg_lapack import TABLE as _LAPACK  # noqa: E402 - the decompositions and solvers
+
 TABLE = {"matmul": matmul, "addmm": addmm, "einsum": einsum, "linalg_svdvals": svdvals}
 
 
 def register(backend) -> None:
     bind(backend, TABLE)
+    # scipy's LAPACK takes numpy arrays: a device backend (cupy) runs these on the host
+    bind(for_numpy_kernels(backend), _LAPACK)

@@ -12,7 +12,7 @@ from collections import namedtuple
 from .. import _dtype
 from .._tensor import Tensor
 
-__all__ = ["diff", "heaviside", "gcd", "lcm", "ldexp", "sinc", "float_power", "rsub", "trace",
+__all__ = ["diff", "heaviside", "gcd", "lcm", "ldexp", "float_power", "rsub", "trace",
            "kron", "inner", "rot90", "renorm", "trapezoid", "trapz", "cumulative_trapezoid",
            "cov", "corrcoef", "logcumsumexp", "cummax", "cummin", "gradient"]
 
@@ -462,22 +462,6 @@ def ldexp(input, other):
                                         _dtype.get_default_dtype()))
 
 
-def sinc(input):
-    """``sin(pi x) / (pi x)``; near 0 its Taylor series, whose derivatives of every order are
-    the limit's (a ``where`` on 0 alone would give a wrong second derivative there)."""
-    _tensor(input, "sinc")
-    em = _ember()
-    x = input if input.is_floating_point() or input.is_complex() else \
-        input.to(_dtype.get_default_dtype())
-    y = x * math.pi
-    near = y.abs() < 1e-3
-    one = em.ones((), dtype=x.dtype, device=x.device)
-    safe = em.where(near, one, y)
-    y2 = y * y
-    series = 1 - y2 / 6 + y2 * y2 / 120
-    return em.where(near, series, safe.sin() / safe)
-
-
 def float_power(input, exponent):
     """``pow`` in double precision (complex128 when either operand is complex)."""
     em = _ember()
@@ -515,12 +499,12 @@ def _inplace(fn):
     return method
 
 
-for _name in ("diff", "heaviside", "gcd", "lcm", "ldexp", "sinc", "float_power", "trace",
+for _name in ("diff", "heaviside", "gcd", "lcm", "ldexp", "float_power", "trace",
               "kron", "inner", "rot90", "renorm", "cov", "corrcoef", "logcumsumexp", "cummax",
               "cummin"):
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, globals()[_name])
-for _name in ("heaviside", "gcd", "lcm", "ldexp", "sinc", "renorm"):
+for _name in ("heaviside", "gcd", "lcm", "ldexp", "renorm"):
     if not hasattr(Tensor, _name + "_"):
         setattr(Tensor, _name + "_", _inplace(globals()[_name]))
 if not hasattr(Tensor, "float_power_"):

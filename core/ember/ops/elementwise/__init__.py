@@ -8,6 +8,7 @@ defined once.
 * ``activation``  activations with parameters (gelu, softplus, leaky_relu, elu, hardtanh)
 * ``complex_numbers`` angle, sgn, complex, polar (composites with PyTorch's derivatives)
 * ``operators``   Tensor's Python operators
+* ``special``     special functions (i0, sinc, erfcx, ndtri, zeta, polygamma, mvlgamma…)
 * ``backward``    fused backward ops: threshold_backward, tanh_backward, sigmoid_backward
 * ``closeness``   isclose, allclose, equal (composites: no op, no kernel)
 * ``_rules``      dtype rules, operand checks and meta functions the family shares
@@ -17,7 +18,7 @@ comparisons return bool, the rest return ``compute``. The array-module kernels a
 ``ember.kit.elementwise``.
 """
 from . import (backward, unary, binary, selection, activation, operators,  # noqa: F401 - order
-               closeness)
+               special, closeness)
 from . import complex_numbers  # noqa: F401
 from .complex_numbers import angle, angle_op, complex, complex_op, polar, polar_op, sgn
 from . import ternary  # noqa: F401
@@ -28,3 +29,5 @@ from .binary import (ALIASES_BINARY, BINARY, add, add_, add_op, binary_api, bina
 from .selection import clamp, clamp_, clamp_max, clamp_min, clip, clip_, where
 from .unary import (ALIASES_UNARY, UNARY, conj, conj_physical_op, nan_to_num, round, unary_api,
                     unary_ops)
+from .special import (i0, mvlgamma, polygamma, polygamma_op, sinc, special_api,
+                      special_ops)

@@ -12,7 +12,7 @@ import math
 from ... import _dtype
 from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
-from ...dispatch.dispatcher import define
+from ...dispatch.dispatcher import define, get_op
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from .. import _grad, _tangents
 from .. import _meta
@@ -59,8 +59,8 @@ def _mish_d(x):
 
 
 def _digamma_backward(ctx, g, x, compute):
-    raise NotImplementedError("the derivative for 'digamma' is not implemented (it needs "
-                              "polygamma(1, x), which ember has no op for)")
+    # trigamma: polygamma(1, x), defined with the special functions (``special.py``)
+    return (g * get_op("polygamma")(1, x, compute),)
 
 
 def _abs_backward(ctx, g, x, compute):

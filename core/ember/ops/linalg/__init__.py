@@ -4,7 +4,10 @@
                     vdot, outer), ``linalg_svdvals``
 * ``fused``         fused multiply-adds: addmm (its own op and derivative), baddbmm, addmv
 * ``contractions``  tensordot, einsum
-* ``_rules``        argument checks and formula helpers the family shares
+* ``decompositions`` LU, Cholesky, QR, eigh/eig, SVD, LDL, Householder product
+* ``solvers``       LU solve, solve, triangular solve, inverse, LDL solve, pinv, lstsq
+* ``functions``     det, slogdet, matrix_exp and the compositions (norms, cond, cross, ...)
+* ``_rules``        argument checks, LinAlgError and formula helpers the family shares
 
 Kernel convention (see ``ember.kit.linalg``):
 
@@ -19,11 +22,13 @@ Kernel convention (see ``ember.kit.linalg``):
 * ``einsum(str equation, Tensor[] operands)``: an explicit equation of letters only (ellipses
   already spelled out as letters), operands of one dtype; size-1 dims broadcast.
 * ``linalg_svdvals(Tensor A)``: singular values of the trailing matrices, real dtype.
+* the decompositions and solvers: see those modules; ``ember.linalg`` is the public namespace.
 
 ``baddbmm``, ``addmv``, ``outer``, ``vdot`` and ``tensordot`` are composites: a backend gets them
 from ``matmul`` and the elementwise ops, and may register fused kernels.
 """
 from . import products, fused, contractions  # noqa: F401
+from . import solvers, decompositions, functions  # noqa: F401 - solvers first: see imports
 from ._rules import cpp_dtype_name, inner_product_check
 from .contractions import einsum, einsum_op, tensordot, tensordot_op
 from .fused import (addmm, addmm_, addmm_op, addmv, addmv_, addmv_op, baddbmm, baddbmm_,
@@ -31,5 +36,11 @@ from .fused import (addmm, addmm_, addmm_op, addmv, addmv_, addmv_op, baddbmm, b
 from .products import (bmm, dot, ger, matmul, matmul_op, mm, mv, outer, outer_op, svdvals_op,
                        vdot, vdot_op)
 
+from ._rules import LinAlgError
+from .legacy import (cholesky, cholesky_inverse, cholesky_solve, cross, det, inverse, logdet,
+                     lu_unpack, matrix_exp, matrix_power, pinverse, qr, slogdet, svd)
+
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm",
-           "addmv", "einsum", "tensordot"]
+           "addmv", "einsum", "tensordot", "det", "logdet", "slogdet", "inverse", "pinverse",
+           "matrix_exp", "matrix_power", "cholesky", "cholesky_solve", "cholesky_inverse", "svd",
+           "qr", "lu_unpack", "cross"]

@@ -6,8 +6,9 @@ import math
 
 from ... import _dtype
 from ..._tensor import Tensor
+from .. import _grad
 from .. import views as _views
-from .._util import _broadcast_pair, _dtype_title
+from .._util import _broadcast_pair, _dtype_title, every_example
 
 # PyTorch names dtypes by their C++ scalar type in a few messages ("float != double")
 _CPP = {"float32": "float", "float64": "double", "float16": "c10::Half",
@@ -134,3 +135,172 @@ def col_major(t):
     its gradient is made as ``(g^T a)^T`` so it arrives at ``W`` contiguous and the engine need
     not copy it."""
     return t.ndim == 2 and t._stride[0] == 1 and t._stride[1] != 1 and t._shape[1] > 1
+
+
+# -- decompositions and solvers: errors, checks, helpers ------------------------------------------
+class LinAlgError(RuntimeError):
+    """A linear algebra routine failed on the values it was given (a singular matrix, one that
+    is not positive-definite, no convergence): PyTorch's ``torch.linalg.LinAlgError``."""
+
+
+LinAlgError.__module__ = "ember.linalg"
+_LOW_PRECISION = ("float16", "bfloat16")
+
+
+def check_at_least_2d(api, A, name="A"):
+    if not isinstance(A, Tensor):
+        raise TypeError(f"{api}(): argument '{name}' must be Tensor, not {type(A).__name__}")
+    if A.ndim < 2:
+        raise RuntimeError(f"{api}: The input tensor {name} must have at least 2 dimensions.")
+
+
+def check_square(api, A, name="A"):
+    check_at_least_2d(api, A, name)
+    m, n = A._shape[-2:]
+    if m != n:
+        raise RuntimeError(f"{api}: {name} must be batches of square matrices, but they are {m} "
+                           f"by {n} matrices")
+
+
+def check_float(api, A, allow_low=False):
+    d = A.dtype
+    if d.category < _dtype.FLOATING:
+        raise RuntimeError(f"{api}: Expected a floating point or complex tensor as input. Got "
+                           f"{_dtype_title(d)}")
+    if not allow_low and d.name in _LOW_PRECISION:
+        raise RuntimeError(f"{api}: Low precision dtypes not supported. Got {_dtype_title(d)}")
+
+
+def check_same_dtype(api, A, B, names=("A", "B")):
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"{api}: Expected {names[0]} and {names[1]} to have the same dtype, "
+                           f"but found {names[0]} of type {_dtype_title(A.dtype)} and "
+                           f"{names[1]} of type {_dtype_title(B.dtype)} instead.")
+
+
+def check_same_device(api, A, B, names=("A", "B")):
+    if A.device is not B.device:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
+                           f"two devices, {A.device} and {B.device}! ({api}: {names[0]} and "
+                           f"{names[1]})")
+
+
+def _failure(api, info):
+    if "linalg.inv" in api:
+        return (f"The diagonal element {info} is zero, the inversion could not be completed "
+                f"because the input matrix is singular.")
+    if "solve" in api:
+        return "The solver failed because the input matrix is singular."
+    if "cholesky" in api:
+        return (f"The factorization could not be completed because the input is not "
+                f"positive-definite (the leading minor of order {info} is not "
+                f"positive-definite).")
+    if "svd" in api:
+        return (f"The algorithm failed to converge because the input matrix is ill-conditioned "
+                f"or has too many repeated singular values (error code: {info}).")
+    if "eig" in api:
+        return (f"The algorithm failed to converge because the input matrix is ill-conditioned "
+                f"or has too many repeated eigenvalues (error code: {info}).")
+    if "ldl" in api:
+        return (f"The factorization could not be completed because the input has a zero "
+                f"diagonal block D[{info - 1}] (error code: {info}).")
+    return f"The algorithm failed (error code: {info})."
+
+
+def check_errors(info, api):
+    """PyTorch's ``_linalg_check_errors``: raise for the first nonzero ``info`` (a LAPACK-style
+    status per matrix), naming the batch element when the input was batched. Reads ``info``
+    (one device synchronization) only when some element failed."""
+    if info.numel() == 0 or info.device.type == "meta":
+        return  # a meta tensor has no values to check (PyTorch skips the check there too)
+    # under vmap the check holds or fails for the whole batch, whose element it names (the
+    # batch is physical in PyTorch's kernels too)
+    info = every_example(info)
+    failed = info.ne(0)
+    if not bool(failed.any()):
+        return
+    flat = info.reshape(-1).tolist()
+    i = next(k for k, v in enumerate(flat) if v != 0)
+    code = flat[i]
+    batch = f": (Batch element {i})" if info.ndim else ""
+    if code < 0:
+        raise RuntimeError(f"{api}{batch}: Argument {-code} has illegal value. Most certainly "
+                           f"there is a bug in the implementation calling the backend library.")
+    if "lu_factor" in api:
+        raise RuntimeError(f"{api}{batch}: U[{code},{code}] is zero and using it on lu_solve "
+                           f"would result in a division by zero. If you still want to perform "
+                           f"the factorization, consider calling linalg.lu(A, pivot) or "
+                           f"linalg.lu_factor_ex(A, pivot)")
+    raise LinAlgError(f"{api}{batch}: {_failure(api, code)}")
+
+
+def mH(t):
+    """The conjugate transpose of the last two dims."""
+    r = mT(t)
+    return _grad.conj(r) if t.dtype.category == _dtype.COMPLEX else r
+
+
+def batch_of(A):
+    return A._shape[:-2]
+
+
+def eye_like(n, like, dtype=None, m=None):
+    """The identity (n x m) on ``like``'s device, in ``like``'s dtype unless given."""
+    from .. import factories as _fac
+    return _fac.eye_op.on(like.device, n, n if m is None else m, dtype or like.dtype,
+                          like.device)
+
+
+def diag_embed(v):
+    """(..., k) -> (..., k, k) with ``v`` on the diagonal (differentiable: a product with I)."""
+    return v.unsqueeze(-1) * eye_like(v._shape[-1], v)
+
+
+def diag(t):
+    return t.diagonal(0, -2, -1)
+
+
+def quiet_div(num, den):
+    """``num / den`` that stays 0 where ``num`` is exactly 0: a gradient an output never
+    received arrives as zeros, and must not turn into 0/0 at repeated eigen/singular values."""
+    from .. import elementwise as _ew
+    # only 0/0 is masked: elsewhere this stays a plain division, linear in ``num`` around 0
+    # (forward AD differentiates a backward formula at a zero output gradient); the denominator
+    # is replaced there so no nan appears even in the branch ``where`` discards (its derivative
+    # would turn 0 * inf into nan)
+    zero = num.eq(0).logical_and(den.eq(0))
+    return _ew.where(zero, 0.0, num / _ew.where(zero, 1.0, den))
+
+
+def real_part(t):
+    return t.real if t.dtype.category == _dtype.COMPLEX else t
+
+
+_EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
+        "float64": 2.220446049250313e-16}
+
+
+def eps_of(d):
+    """The machine epsilon of a real floating dtype."""
+    return _EPS[d.name]
+
+
+def same_batch_rule(op):
+    """vmap rule of the decompositions and solvers: their tensors share the leading (batch) dims
+    and the kernels loop over them, so vmap's batch is one more leading dim; an unbatched operand
+    is expanded and copied (the kernels take one layout per batch)."""
+    from .. import _batching
+    positions = [i for i in op.schema.tensor_positions]
+
+    def rule(args, bdims):
+        if all(i >= len(args) or bdims[i] is None for i in positions):
+            return _batching.unbatched(op, args)
+        size = _batching.batch_size_of(args, bdims)
+        new = list(args)
+        for i in positions:
+            if i < len(args) and isinstance(args[i], Tensor) and bdims[i] is None:
+                new[i] = _batching.materialize(args[i], None, size).contiguous()
+        out = op(*new)
+        return out, (0,) * len(out) if isinstance(out, (tuple, list)) else 0
+    rule.family = "trailing"
+    return rule

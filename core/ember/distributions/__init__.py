@@ -1,0 +1,52 @@
+"""``ember.distributions``: ``torch.distributions``' API — ``Distribution`` (batch/event
+shapes, sample/rsample, log_prob, cdf/icdf, entropy, moments, expand, support, argument
+validation), constraints and transforms (``biject_to``/``transform_to``), the distributions
+below, and ``kl_divergence`` with its registered pairs.
+
+Everything is written in ember ops, so it runs and differentiates on every backend; samples
+come from the tensors' own device generators (``ember.manual_seed`` reproduces them).
+Reparameterized gamma, beta and Dirichlet samples differentiate through
+``ember._standard_gamma``'s implicit gradient.
+"""
+from . import constraints, transforms  # noqa: F401
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
+from .categorical import Categorical
+from .cauchy import Cauchy
+from .chi2 import Chi2
+from .constraint_registry import biject_to, transform_to
+from .dirichlet import Dirichlet
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .exponential import Exponential
+from .gamma import Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .log_normal import LogNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
+from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial
+from .multivariate_normal import MultivariateNormal
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .poisson import Poisson
+from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
+from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
+from .studentT import StudentT
+from .transformed_distribution import TransformedDistribution
+from .transforms import *  # noqa: F401,F403
+from .uniform import Uniform
+
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
+           "Distribution", "ExpRelaxedCategorical", "ExponentialFamily", "Exponential",
+           "Gamma", "Geometric", "Gumbel", "Independent", "Laplace", "LogNormal",
+           "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "MixtureSameFamily",
+           "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical",
+           "OneHotCategoricalStraightThrough", "Poisson", "RelaxedBernoulli",
+           "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform",
+           "biject_to", "kl_divergence", "register_kl", "transform_to"]
+__all__.extend(transforms.__all__)

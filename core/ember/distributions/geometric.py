@@ -1,0 +1,87 @@
+"""The geometric distribution: failures before the first success."""
+from __future__ import annotations
+
+from numbers import Number
+
+from .. import Size
+from . import constraints
+from .distribution import Distribution
+from .utils import _bce_with_logits, broadcast_all, finfo, lazy_property, logits_to_probs, \
+    probs_to_logits
+
+__all__ = ["Geometric"]
+
+
+class Geometric(Distribution):
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            (self.probs,) = broadcast_all(probs)
+        else:
+            (self.logits,) = broadcast_all(logits)
+        given = probs if probs is not None else logits
+        batch_shape = Size() if isinstance(given, Number) else given.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+        if self._validate_args and probs is not None:
+            value = self.probs
+            valid = value > 0
+            if not bool(valid.all()):
+                raise ValueError(f"Expected parameter probs ({type(value).__name__} of shape "
+                                 f"{tuple(value.shape)}) of distribution {self!r} to be "
+                                 f"positive but found invalid values:\n{value[~valid]}")
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Geometric, _instance)
+        batch_shape = Size(batch_shape)
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(batch_shape)
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(batch_shape)
+        super(Geometric, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return 1.0 / self.probs - 1.0
+
+    @property
+    def mode(self):
+        import ember
+        return ember.zeros_like(self.probs)
+
+    @property
+    def variance(self):
+        return (1.0 / self.probs - 1.0) / self.probs
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    def sample(self, sample_shape=Size()):
+        import ember
+        shape = tuple(self._extended_shape(sample_shape))
+        tiny = finfo(self.probs.dtype).tiny
+        with ember.no_grad():
+            u = ember.empty(shape, dtype=self.probs.dtype, device=self.probs.device)
+            u = u.uniform_(tiny, 1)
+            return (u.log() / (-self.probs).log1p()).floor()
+
+    def log_prob(self, value):
+        import ember
+        if self._validate_args:
+            self._validate_sample(value)
+        value, probs = broadcast_all(value, self.probs)
+        probs = ember.where(probs.eq(1) & value.eq(0), 0.0, probs)
+        return value * (-probs).log1p() + self.probs.log()
+
+    def entropy(self):
+        return _bce_with_logits(self.logits, self.probs) / self.probs

@@ -1,0 +1,96 @@
+"""The categorical distribution with one-hot vectors as samples."""
+from __future__ import annotations
+
+from .. import Size
+from . import constraints
+from .categorical import Categorical
+from .distribution import Distribution
+
+__all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
+
+
+def _one_hot(indices, n, like):
+    import ember
+    return ember.nn.functional.one_hot(indices, n).to(like.dtype)
+
+
+class OneHotCategorical(Distribution):
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.one_hot
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits)
+        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(OneHotCategorical, _instance)
+        batch_shape = Size(batch_shape)
+        new._categorical = self._categorical.expand(batch_shape)
+        super(OneHotCategorical, new).__init__(batch_shape, self.event_shape,
+                                               validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def _param(self):
+        return self._categorical._param
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def mean(self):
+        return self._categorical.probs
+
+    @property
+    def mode(self):
+        probs = self._categorical.probs
+        return _one_hot(probs.argmax(-1), probs.shape[-1], probs)
+
+    @property
+    def variance(self):
+        p = self._categorical.probs
+        return p * (1 - p)
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    def sample(self, sample_shape=Size()):
+        indices = self._categorical.sample(Size(sample_shape))
+        return _one_hot(indices, self._categorical._num_events, self._categorical.probs)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return self._categorical.log_prob(value.argmax(-1))
+
+    def entropy(self):
+        return self._categorical.entropy()
+
+    def enumerate_support(self, expand=True):
+        import ember
+        n = self.event_shape[0]
+        values = ember.eye(n, dtype=self._param.dtype, device=self._param.device)
+        values = values.view((n,) + (1,) * len(self.batch_shape) + (n,))
+        if expand:
+            values = values.expand(n, *self.batch_shape, n)
+        return values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """Samples with the straight-through gradient estimator (Bengio et al. 2013)."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=Size()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())

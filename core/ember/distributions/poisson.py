@@ -1,0 +1,60 @@
+"""The Poisson distribution with rate ``rate``."""
+from __future__ import annotations
+
+from numbers import Number
+
+from .. import Size
+from . import constraints
+from .exp_family import ExponentialFamily
+from .utils import broadcast_all
+
+__all__ = ["Poisson"]
+
+
+class Poisson(ExponentialFamily):
+    arg_constraints = {"rate": constraints.nonnegative}
+    support = constraints.nonnegative_integer
+
+    @property
+    def mean(self):
+        return self.rate
+
+    @property
+    def mode(self):
+        return self.rate.floor()
+
+    @property
+    def variance(self):
+        return self.rate
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        super().__init__(Size() if isinstance(rate, Number) else self.rate.size(),
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Poisson, _instance)
+        batch_shape = Size(batch_shape)
+        new.rate = self.rate.expand(batch_shape)
+        super(Poisson, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def sample(self, sample_shape=Size()):
+        import ember
+        shape = tuple(self._extended_shape(sample_shape))
+        with ember.no_grad():
+            return ember.poisson(self.rate.expand(*shape))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        rate, value = broadcast_all(self.rate, value)
+        return value.xlogy(rate) - rate - (value + 1).lgamma()
+
+    @property
+    def _natural_params(self):
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x):
+        return x.exp()

@@ -1,0 +1,94 @@
+"""The relaxed one-hot categorical (Concrete / Gumbel-softmax) distribution on the simplex,
+and its log (ExpRelaxedCategorical)."""
+from __future__ import annotations
+
+from .. import Size
+from . import constraints
+from .categorical import Categorical
+from .distribution import Distribution
+from .transformed_distribution import TransformedDistribution
+from .transforms import ExpTransform
+from .utils import broadcast_all, clamp_probs
+
+__all__ = ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
+
+
+class ExpRelaxedCategorical(Distribution):
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.real_vector  # the true support is a submanifold of it
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits)
+        self.temperature = temperature
+        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
+        batch_shape = Size(batch_shape)
+        new.temperature = self.temperature
+        new._categorical = self._categorical.expand(batch_shape)
+        super(ExpRelaxedCategorical, new).__init__(batch_shape, self.event_shape,
+                                                   validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    def rsample(self, sample_shape=Size()):
+        import ember
+        shape = tuple(self._extended_shape(sample_shape))
+        u = clamp_probs(ember.rand(shape, dtype=self.logits.dtype, device=self.logits.device))
+        gumbels = -((-(u.log())).log())
+        scores = (self.logits + gumbels) / self.temperature
+        return scores - scores.logsumexp(-1, keepdim=True)
+
+    def log_prob(self, value):
+        import ember
+        if self._validate_args:
+            self._validate_sample(value)
+        K = self._categorical._num_events
+        logits, value = broadcast_all(self.logits, value)
+        t = self.temperature if isinstance(self.temperature, ember.Tensor) else \
+            ember.tensor(float(self.temperature), dtype=logits.dtype, device=logits.device)
+        log_scale = ember.full_like(t, float(K)).lgamma() - t.log() * (-(K - 1))
+        score = logits - value * t
+        score = (score - score.logsumexp(-1, keepdim=True)).sum(-1)
+        return score + log_scale
+
+
+class RelaxedOneHotCategorical(TransformedDistribution):
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        base = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
+        super().__init__(base, ExpTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs

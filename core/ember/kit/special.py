@@ -1,0 +1,54 @@
+"""Special-function kernels for array-module backends (``ember.ops.elementwise.special``):
+``be.special`` (scipy.special for numpy) evaluates them; the unary and binary rows share the
+elementwise kit's kernels, so they are one row each here."""
+from __future__ import annotations
+
+from .binding import bind, bind_with
+from .elementwise import binary, helper, special_fn, unary, unary_
+
+
+def _sinc(be, x):
+    return be.xp.sinc(x)
+
+
+def _entr(be, x):
+    return be.special.entr(x)
+
+
+#: op name -> the function it applies (resolved per backend by ``register``)
+UNARY = {
+    "i0": special_fn("i0"), "special_i0e": special_fn("i0e"), "special_i1": special_fn("i1"),
+    "special_i1e": special_fn("i1e"), "special_ndtr": special_fn("ndtr"),
+    "special_ndtri": special_fn("ndtri"), "special_log_ndtr": special_fn("log_ndtr"),
+    "sinc": helper(_sinc), "special_entr": helper(_entr), "special_erfcx": special_fn("erfcx"),
+    "special_bessel_j0": special_fn("j0"), "special_bessel_j1": special_fn("j1"),
+}
+INPLACE = ("i0", "sinc")
+BINARY = {"special_xlog1py": special_fn("xlog1py"), "special_zeta": special_fn("zeta"),
+          "special_gammainc": special_fn("gammainc"),
+          "special_gammaincc": special_fn("gammaincc")}
+
+
+def polygamma(be, n, x, compute):
+    """scipy's polygamma is digamma for n = 0 and ``(-1)^(n+1) n! zeta(n+1, x)`` above."""
+    a = be.native(x)
+    dt = compute.np
+    if a.dtype != dt:
+        a = a.astype(dt)
+    sp = be.special
+    r = be.ieee(sp.digamma, a) if n == 0 else be.ieee(sp.polygamma, n, a)
+    return be.wrap(be.xp.asarray(r, dtype=dt), x.device)
+
+
+TABLE = {"polygamma": polygamma}
+
+
+def register(backend) -> None:
+    for name, resolve in UNARY.items():
+        f = resolve(backend)
+        bind_with(backend, name, unary, f, 0, False, False)
+        if name in INPLACE:
+            bind_with(backend, name + "_", unary_, f, False, True)
+    for name, resolve in BINARY.items():
+        bind_with(backend, name, binary, resolve(backend), None)
+    bind(backend, TABLE)

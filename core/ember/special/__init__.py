@@ -1,0 +1,72 @@
+"""``ember.special``: ``torch.special``'s functions under their names.
+
+The ops are the elementwise family's (``ember.ops.elementwise``: ``special.py`` holds the ones
+only this namespace has, with their derivatives); every backend has kernels for them. Names
+that are other ops under another name (``expit`` is ``sigmoid``, ``gammaln`` is ``lgamma``,
+``psi`` is ``digamma``) call those ops.
+"""
+from __future__ import annotations
+
+from .._tensor import Tensor
+from ..ops import elementwise as _ew
+from ..ops import reduction as _red
+from ..ops._util import write_out
+
+__all__ = ["bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2",
+           "expit", "expm1", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p",
+           "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
+           "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]
+
+_S = _ew.special_api
+_U = _ew.unary_api
+
+bessel_j0 = _S["special_bessel_j0"]
+bessel_j1 = _S["special_bessel_j1"]
+entr = _S["special_entr"]
+erfcx = _S["special_erfcx"]
+i0 = _S["i0"]
+i0e = _S["special_i0e"]
+i1 = _S["special_i1"]
+i1e = _S["special_i1e"]
+log_ndtr = _S["special_log_ndtr"]
+ndtr = _S["special_ndtr"]
+ndtri = _S["special_ndtri"]
+sinc = _S["sinc"]
+xlog1py = _S["special_xlog1py"]
+zeta = _S["special_zeta"]
+gammainc = _S["special_gammainc"]
+gammaincc = _S["special_gammaincc"]
+polygamma = _ew.polygamma
+round = _ew.round  # noqa: A001 - torch.special.round
+
+erf, erfc, erfinv = _U["erf"], _U["erfc"], _U["erfinv"]
+exp2, expm1, log1p = _U["exp2"], _U["expm1"], _U["log1p"]
+expit = _U["sigmoid"]
+gammaln = _U["lgamma"]
+digamma = psi = _U["digamma"]
+xlogy = _ew.binary_api["xlogy"]
+logsumexp = _red.logsumexp
+
+
+def logit(input, eps=None, *, out=None):
+    """``log(p / (1 - p))``; with ``eps``, ``input`` is first clamped to [eps, 1 - eps] (the
+    gradient is zero where it was clamped)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"logit(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    x = input if eps is None else _ew.clamp(input, float(eps), 1.0 - float(eps))
+    r = _U["logit"](x)
+    return r if out is None else write_out(out, r, "logit")
+
+
+def multigammaln(input, p, *, out=None):
+    """The multivariate log-gamma function (``torch.mvlgamma``)."""
+    return _ew.mvlgamma(input, p, out=out)
+
+
+def softmax(input, dim, *, dtype=None):
+    return _red.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    return _red.log_softmax(input, dim, dtype=dtype)
