@@ -9,7 +9,11 @@ __all__ = ["alpha_dropout", "feature_alpha_dropout", "dropout", "feature_dropout
            "binary_cross_entropy_with_logits", "constant_pad_nd", "cosine_embedding_loss",
            "cosine_similarity", "ctc_loss", "embedding", "embedding_bag", "hardshrink",
            "hinge_embedding_loss", "instance_norm", "kl_div", "margin_ranking_loss",
-           "pairwise_distance", "poisson_nll_loss", "prelu", "rms_norm", "triplet_margin_loss"]
+           "pairwise_distance", "poisson_nll_loss", "prelu", "rms_norm", "triplet_margin_loss",
+           "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "batch_norm", "group_norm", "layer_norm", "adaptive_avg_pool1d",
+           "adaptive_max_pool1d", "avg_pool1d", "max_pool1d", "max_pool1d_with_indices",
+           "max_pool2d", "max_pool3d"]
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -140,3 +144,88 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
                         reduction=1):
     return _F().triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
                                     reduction=_reduction(reduction, "triplet_margin_loss"))
+
+
+# -- convolution, normalisation and pooling in their native argument order ---------------------
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _F().conv1d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _F().conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _F().conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _F().conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _F().conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _F().conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation)
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
+               cudnn_enabled=True):
+    """``torch.batch_norm``: the weight and bias come before the running statistics."""
+    return _F().batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+                           eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    return _F().group_norm(input, num_groups, weight, bias, eps)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    return _F().layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _F().adaptive_avg_pool1d(input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size):
+    """``torch.adaptive_max_pool1d`` returns (values, indices)."""
+    return _F().adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
+def _stride(stride):
+    # the native forms default stride to () — the kernel size
+    return None if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
+        else stride
+
+
+def avg_pool1d(input, kernel_size, stride=(), padding=0, ceil_mode=False,
+               count_include_pad=True):
+    return _F().avg_pool1d(input, kernel_size, _stride(stride), padding, ceil_mode,
+                           count_include_pad)
+
+
+def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return _F().max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1,
+                            ceil_mode=False):
+    return _F().max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode,
+                           return_indices=True)
+
+
+def max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return _F().max_pool2d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return _F().max_pool3d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)

@@ -331,6 +331,10 @@ class Tensor:
     def hypot_(self, other): ...  # ember.ops.elementwise.binary
     def i0(self, *, out=...): ...  # ember.ops.elementwise.special
     def i0_(self): ...  # ember.ops.elementwise.special
+    def igamma(self, other, *, out=...): ...  # ember._legacy_aliases
+    def igamma_(self, other): ...  # ember._legacy_aliases
+    def igammac(self, other, *, out=...): ...  # ember._legacy_aliases
+    def igammac_(self, other): ...  # ember._legacy_aliases
     @property
     def imag(self) -> Any: ...
     def index_add(self, dim, index, source, *, alpha=...): ...  # ember.ops.indexing.gather_scatter
@@ -436,6 +440,8 @@ class Tensor:
     def long(self, memory_format=...): ...  # ember.ops.conversion
     def lt(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def lt_(self, other): ...  # ember.ops.elementwise.binary
+    def lu(self, pivot=..., get_infos=..., out=...): ...  # ember._legacy_aliases
+    def lu_solve(self, LU_data, LU_pivots, *, out=...): ...  # ember._legacy_aliases
     @property
     def mH(self) -> Any: ...
     @property
@@ -508,6 +514,7 @@ class Tensor:
     def not_equal_(self, other): ...  # ember.ops.elementwise.binary
     def numel(self): ...  # ember._tensor
     def numpy(self, *, force=...): ...  # ember._tensor
+    def orgqr(self, tau, *, out=...): ...  # ember._legacy_aliases
     def outer(self, vec2): ...  # ember.ops.linalg.products
     @property
     def output_nr(self) -> Any: ...
@@ -573,6 +580,7 @@ class Tensor:
     def select(self, dim, index): ...  # ember.ops.views.slicing
     def select_scatter(self, src, dim, index): ...  # ember.ops.view_copies
     def sgn(self, *, out=...): ...  # ember.ops.elementwise.complex_numbers
+    def sgn_(self): ...  # ember._legacy_aliases
     @property
     def shape(self) -> Any: ...
     def short(self, memory_format=...): ...  # ember.ops.conversion
@@ -635,6 +643,7 @@ class Tensor:
     def trace(self): ...  # ember.ops.numeric_more
     def transpose(self, dim0, dim1): ...  # ember.ops.views.reshaping
     def transpose_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
+    def triangular_solve(self, A, upper=..., transpose=..., unitriangular=..., *, out=...): ...  # ember._legacy_aliases
     def tril(self, diagonal=..., *, out=...): ...  # ember.ops.shape
     def tril_(self, diagonal=...): ...  # ember.ops.shape
     def triu(self, diagonal=..., *, out=...): ...  # ember.ops.shape

@@ -236,3 +236,27 @@ OPS += [
           ("3 x 2 bins", [((30, 2), "x")], dict(bins=[3, 2], range=[-1.5, 1.5, -1.0, 1.0])),
           differentiable=False),
 ]
+
+# torch.* native forms, pre-linalg names and the pooling extras (ember/_legacy_aliases.py,
+# nn/_pool_extras.py): compositions of registry ops, so every backend runs them natively
+def _unpool(x):
+    from ember.nn import functional as F
+    values, indices = F.max_pool2d(x, 2, return_indices=True)
+    return F.max_unpool2d(values, indices, 2, output_size=x.shape[-2:])
+
+
+def _triangular(b, a):
+    n = a.shape[-1]
+    tri = a.triu() + 4 * ember.eye(n, dtype=a.dtype, device=a.device)
+    return ember.triangular_solve(b, tri, True, True)[0]
+
+
+OPS += [
+    entry("lp_pool2d", lambda x, **kw: ember.nn.functional.lp_pool2d(x, 2.0, 2, **kw),
+          ("p 2 window 2", [((2, 3, 6, 5), "x")], {}),
+          ("stride 1 ceil_mode", [((1, 2, 5, 5), "l")], dict(stride=1, ceil_mode=True)),
+          tolerances=_LOOSE),
+    entry("max_unpool2d", _unpool, ("[2,3,6,7]", [((2, 3, 6, 7), "x")], {})),
+    entry("triangular_solve", _triangular,
+          ("transposed upper", [((4, 2), "x"), ((4, 4), "x")], {}), tolerances=_LOOSE),
+]

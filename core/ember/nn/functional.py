@@ -500,6 +500,7 @@ def pad(input, pad, mode="constant", value=None):
 
 from ._conv import *  # noqa: E402,F401,F403 - convolution and pooling (nn/_conv.py, nn/_pool.py)
 from ._loss import *  # noqa: E402,F401,F403 - losses (nn/_loss.py)
+from ._pool_extras import *  # noqa: E402,F401,F403 - lp_pool, max_unpool
 
 
 # convolution, pooling and losses live in their own modules (nn-B); one namespace, like torch

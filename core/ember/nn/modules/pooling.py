@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from .. import _pool as P
+from .. import _pool_extras as PX
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
-           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d"]
+           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d",
+           "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -175,3 +177,72 @@ class AdaptiveMaxPool3d(_AdaptivePool):
 
     def forward(self, input):
         return P.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class _LPPoolNd(Module):
+    """Power-average pooling: ``(sum over the window of x ** norm_type) ** (1 / norm_type)``."""
+    __constants__ = ["norm_type", "kernel_size", "stride", "ceil_mode"]
+    _fn = None
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride,
+                              self.ceil_mode)
+
+    def extra_repr(self):
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    _fn = staticmethod(PX.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    _fn = staticmethod(PX.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    _fn = staticmethod(PX.lp_pool3d)
+
+
+class _MaxUnpoolNd(Module):
+    """The partial inverse of max pooling: ``forward(input, indices, output_size=None)``."""
+    __constants__ = ["kernel_size", "stride", "padding"]
+    _fn = None
+    _n = 1
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        one = (lambda v: tuple(v) if isinstance(v, (list, tuple)) else (v,) * type(self)._n)
+        self.kernel_size = one(kernel_size)
+        self.stride = one(stride if stride is not None else kernel_size)
+        self.padding = one(padding)
+
+    def forward(self, input, indices, output_size=None):
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _fn = staticmethod(PX.max_unpool1d)
+    _n = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _fn = staticmethod(PX.max_unpool2d)
+    _n = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _fn = staticmethod(PX.max_unpool3d)
+    _n = 3
