@@ -324,7 +324,8 @@ def per_example(op, args, bdims, size, before_each=None):
         results.append(op(*lane))
     # an in-place op returns its target (Tensor(a!)); an op that also writes an argument on
     # the side (batch norm's running statistics) returns fresh outputs, stacked like any op's
-    returns_target = bool(op.mutates) and any(r.mutated for r in op.schema.returns)
+    returns_target = bool(op.mutates) and (not op.schema.returns or
+                                           any(r.mutated for r in op.schema.returns))
     if returns_target and all(d is None for d in bdims):
         return results[0], None
     first = results[0]
