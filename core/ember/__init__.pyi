@@ -8,6 +8,7 @@ from . import accelerator as accelerator
 from . import amp as amp
 from . import autograd as autograd
 from . import backends as backends
+from . import compiler as compiler
 from . import dispatch as dispatch
 from . import distributed as distributed
 from . import distributions as distributions
@@ -126,6 +127,7 @@ from .autograd.grad_mode import no_grad as no_grad
 from .autograd.grad_mode import set_grad_enabled as set_grad_enabled
 from .backends._precision import get_float32_matmul_precision as get_float32_matmul_precision
 from .backends._precision import set_float32_matmul_precision as set_float32_matmul_precision
+from .compiler import compile as compile
 from .fft._stft import istft as istft
 from .fft._stft import stft as stft
 from .jit._interop import get_num_interop_threads as get_num_interop_threads

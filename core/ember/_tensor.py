@@ -15,6 +15,11 @@ from .runtime import tensors as _runtime_tensors
 from .runtime.registry import registry as _registry
 
 
+# called with a reason when Python reads a tensor's values or runs work an op graph cannot hold
+# (ember.compile's capture notes a graph break there); empty, it costs one truth test
+_capture_hooks: list = []
+
+
 class Tensor:
     # _view_base: the tensor a view was made from; set only on views (unset slots cost nothing
     # at creation), so autograd can rewrite a base's history after an in-place op on a view
@@ -190,10 +195,17 @@ class Tensor:
         if self.device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self.device.type} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
+        if _capture_hooks:
+            for hook in _capture_hooks:
+                hook("Tensor.numpy() reads a tensor's values on the host")
         return self._backend().to_numpy(self)
 
     def _host(self):
         """Values as a numpy array, from any device (may copy)."""
+        if _capture_hooks:
+            for hook in _capture_hooks:
+                hook("Tensor.item()/tolist()/bool() reads a tensor's value on the host "
+                     "(data-dependent Python)")
         return self._backend().to_numpy(self)
 
     def is_pinned(self, device=None) -> bool:

@@ -14,6 +14,7 @@ import weakref
 import threading
 import warnings
 
+from .. import _tensor
 from .._dtype import COMPLEX
 from .._tensor import Tensor
 from ..dispatch import keys as K
@@ -114,6 +115,10 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
     """Run the graph. ``capture_edges``: edges whose incoming gradient is returned (grad()).
     ``accumulate_into``: with captures, the leaves' accumulators that still run (backward with
     inputs=). Returns the captured gradients (None where nothing arrived)."""
+    if _tensor._capture_hooks:
+        for hook in _tensor._capture_hooks:
+            hook("autograd's backward runs inside the function (ember.compile does not "
+                 "capture backward passes yet)")
     run = _Run()
     for g in root_grads:
         if g is not None:

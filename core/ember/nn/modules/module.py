@@ -362,6 +362,12 @@ class Module:
     def zero_grad(self, set_to_none=True):
         zero_grads(self.parameters(), set_to_none)
 
+    def compile(self, *args, **kwargs):
+        """Compile this module's forward with ``ember.compile`` in place (``torch``'s
+        ``Module.compile``)."""
+        from ...compiler import _module_compile
+        _module_compile(self, *args, **kwargs)
+
     def apply(self, fn):
         for m in self.children():
             m.apply(fn)

@@ -1,0 +1,158 @@
+"""Capture: the dispatcher's TRACER functionality key records every top-level op call.
+
+While a capture runs, the thread's include mask carries ``TRACER``; the handler records the
+call, then runs it below itself with ``TRACER`` out of the thread's masks, so the ops a
+composite or a derivative runs inside are not recorded (the graph holds what the function
+called). The capture run is a real eager run: its results are the call's results.
+
+Reading a value on the host (``item()``, ``bool()``, ``tolist()``, ``numpy()``) makes the
+program depend on data: the capture notes a *graph break* with its reason and the user's line,
+and the function keeps running eagerly, so results stay correct. The compiled function then
+runs that case eagerly (see ``compiler/__init__.py``)."""
+from __future__ import annotations
+
+import threading
+import traceback
+
+from .. import _tensor
+from .._device import device as _device_cls
+from .._tensor import Tensor
+from ..dispatch import dispatcher as _dispatcher
+from ..dispatch import keys as K
+from .graph import Graph, Node, Ref
+
+TRACER = K.TRACER
+_local = threading.local()
+
+
+class GraphBreak(RuntimeError):
+    """A capture with ``fullgraph=True`` met data-dependent Python (the message says where)."""
+
+
+def _user_line():
+    """``file:line`` of the innermost frame outside ember (where the user's code read it)."""
+    for frame in reversed(traceback.extract_stack()[:-3]):
+        if "/ember/" not in frame.filename.replace("\\", "/") or "/tests/" in frame.filename:
+            return f"{frame.filename}:{frame.lineno} ({frame.line})"
+    return "<unknown>"
+
+
+class Capture:
+    def __init__(self, inputs, fullgraph=False):
+        self.graph = Graph(n_inputs=len(inputs))
+        self.refs = {}
+        self.alive = []           # keeps every seen tensor alive, so ids stay unique
+        self.breaks = []
+        self.fullgraph = fullgraph
+        for i, t in enumerate(inputs):
+            self._bind(t, Ref("input", i))
+
+    def _bind(self, t, ref):
+        self.refs[id(t)] = ref
+        self.alive.append(t)
+
+    def ref(self, t):
+        r = self.refs.get(id(t))
+        if r is None:            # a tensor the function closed over: a parameter, a buffer
+            r = Ref("const", len(self.graph.constants))
+            self.graph.constants.append(t)
+            self._bind(t, r)
+        return r
+
+    def encode(self, value):
+        if isinstance(value, Tensor):
+            return self.ref(value)
+        if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
+            return type(value)(self.encode(v) for v in value)
+        return value
+
+    def record(self, op, args, kwargs, out):
+        index = len(self.graph.nodes)
+        self.graph.nodes.append(Node(op, tuple(self.encode(a) for a in args),
+                                     {k: self.encode(v) for k, v in kwargs.items()}))
+        if isinstance(out, Tensor):
+            self._bind(out, Ref("node", index))
+        elif isinstance(out, (list, tuple)):
+            for k, o in enumerate(out):
+                if isinstance(o, Tensor):
+                    self._bind(o, Ref("node", index, k))
+
+    def value_read(self, reason):
+        where = _user_line()
+        self.breaks.append((reason, where))
+        if self.fullgraph:
+            raise GraphBreak(f"ember.compile(fullgraph=True): graph break at {where}: {reason}")
+
+    # -- running --------------------------------------------------------------------------------
+    def __enter__(self):
+        if getattr(_local, "capture", None) is not None:
+            raise RuntimeError("ember.compile: a capture is already running on this thread")
+        _install()
+        _local.capture = self
+        st = K.state
+        self._masks = st.masks
+        st.masks = (st.masks[0] | TRACER, st.masks[1] | TRACER)
+        _tensor._capture_hooks.append(self.value_read)
+        return self
+
+    def __exit__(self, *exc):
+        K.state.masks = self._masks
+        _tensor._capture_hooks.remove(self.value_read)
+        _local.capture = None
+        return False
+
+
+def _keys_below(args):
+    include, keep = K.state.masks
+    ks = 0
+    for a in args:
+        if isinstance(a, Tensor):
+            ks |= a._ks
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                if isinstance(x, Tensor):
+                    ks |= x._ks
+    if not ks & ~K.FUNCTIONALITY_MASK:   # a factory: its device is an argument
+        for a in args:
+            if isinstance(a, _device_cls):
+                ks |= a._key or K.device_key(a)
+                break
+    return (ks | include) & keep
+
+
+def _flat(args):
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            yield from a
+        else:
+            yield a
+
+
+def _make_handler(op, bit):
+    def handler(*args, **kwargs):
+        st = K.state
+        prev = st.masks
+        st.masks = (prev[0] & ~TRACER, prev[1] & ~TRACER)
+        try:
+            ks = _keys_below(args)
+            below = op._cache.get(ks) or op._resolve(ks)
+            out = below(*args, **kwargs)
+        finally:
+            st.masks = prev
+        capture = getattr(_local, "capture", None)
+        if capture is not None:
+            if any(isinstance(t, Tensor) and t._ks & K.BATCHED for t in _flat(args)):
+                capture.value_read("an ember.func transform (vmap/jvp) runs inside the "
+                                   "function; its wrapped tensors are not graph values")
+            capture.record(op, args, kwargs, out)
+        return out
+    return handler
+
+
+_installed = [False]
+
+
+def _install():
+    if not _installed[0]:
+        _dispatcher.register_functionality(TRACER, _make_handler)
+        _installed[0] = True
