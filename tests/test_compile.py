@@ -152,3 +152,11 @@ def test_backward_and_vmap_inside_are_graph_breaks_not_wrong_replays():
     for _ in range(2):
         _close(f(xs), xs.sin() * 2)
         xs = ember.randn(4, 3)
+
+
+def test_the_same_tensor_twice_is_a_guarded_case():
+    opt = ember.compile(lambda a, b: a * 2 + b)
+    x, y = ember.ones(3), ember.full((3,), 5.0)
+    _close(opt(x, x), ember.full((3,), 3.0))
+    _close(opt(x, y), ember.full((3,), 7.0))    # not the graph captured for (x, x)
+    assert len(opt.cache) == 2

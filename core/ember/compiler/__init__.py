@@ -100,7 +100,10 @@ class CompiledFunction:
         # constants of the captured graph
         shapes = tuple((tuple(t.shape), t.dtype, str(t.device), t.requires_grad)
                        for t in tensors)
-        key = (shapes, _structure((args, kwargs)), _grad_mode.is_grad_enabled())
+        # which arguments are the same tensor: the graph reads one input for both
+        first = {}
+        aliases = tuple(first.setdefault(id(t), i) for i, t in enumerate(tensors))
+        key = (shapes, aliases, _structure((args, kwargs)), _grad_mode.is_grad_enabled())
         if self.module is not None:
             m = self.module
             key += (m.training,
