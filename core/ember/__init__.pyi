@@ -58,8 +58,6 @@ from ._legacy_aliases import orgqr as orgqr
 from ._legacy_aliases import resolve_conj as resolve_conj
 from ._legacy_aliases import resolve_neg as resolve_neg
 from ._legacy_aliases import triangular_solve as triangular_solve
-from ._legacy_aliases import view_as_complex_copy as view_as_complex_copy
-from ._legacy_aliases import view_as_real_copy as view_as_real_copy
 from ._legacy_tensors import set_default_tensor_type as set_default_tensor_type
 from ._memory_format import memory_format as memory_format
 from ._nn_aliases import adaptive_avg_pool1d as adaptive_avg_pool1d
@@ -400,6 +398,8 @@ from .ops.view_copies import unsafe_chunk as unsafe_chunk
 from .ops.view_copies import unsafe_split as unsafe_split
 from .ops.view_copies import unsafe_split_with_sizes as unsafe_split_with_sizes
 from .ops.view_copies import unsqueeze_copy as unsqueeze_copy
+from .ops.view_copies import view_as_complex_copy as view_as_complex_copy
+from .ops.view_copies import view_as_real_copy as view_as_real_copy
 from .ops.view_copies import view_copy as view_copy
 from .ops.view_copies import vsplit as vsplit
 from .ops.views.reshaping import broadcast_tensors as broadcast_tensors

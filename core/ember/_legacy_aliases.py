@@ -13,7 +13,7 @@ from ._tensor import Tensor
 
 __all__ = ["chain_matmul", "frobenius_norm", "nuclear_norm", "igamma", "igammac",
            "triangular_solve", "lu", "lu_solve", "orgqr", "is_conj", "is_neg", "resolve_conj",
-           "resolve_neg", "view_as_real_copy", "view_as_complex_copy"]
+           "resolve_neg"]
 
 triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
 
@@ -114,18 +114,6 @@ def resolve_conj(input):
 
 def resolve_neg(input):
     return input.resolve_neg()
-
-
-def view_as_real_copy(input, *, out=None):
-    from .ops.views import view_as_real
-    result = view_as_real(input).clone()
-    return result if out is None else out.copy_(result)
-
-
-def view_as_complex_copy(input, *, out=None):
-    from .ops.views import view_as_complex
-    result = view_as_complex(input).clone()
-    return result if out is None else out.copy_(result)
 
 
 def _igamma_(self, other):

@@ -15,7 +15,6 @@ import threading
 import traceback
 
 from .. import _tensor
-from .._device import device as _device_cls
 from .._tensor import Tensor
 from ..dispatch import dispatcher as _dispatcher
 from ..dispatch import keys as K
@@ -102,24 +101,6 @@ class Capture:
         return False
 
 
-def _keys_below(args):
-    include, keep = K.state.masks
-    ks = 0
-    for a in args:
-        if isinstance(a, Tensor):
-            ks |= a._ks
-        elif isinstance(a, (list, tuple)):
-            for x in a:
-                if isinstance(x, Tensor):
-                    ks |= x._ks
-    if not ks & ~K.FUNCTIONALITY_MASK:   # a factory: its device is an argument
-        for a in args:
-            if isinstance(a, _device_cls):
-                ks |= a._key or K.device_key(a)
-                break
-    return (ks | include) & keep
-
-
 def _flat(args):
     for a in args:
         if isinstance(a, (list, tuple)):
@@ -134,7 +115,8 @@ def _make_handler(op, bit):
         prev = st.masks
         st.masks = (prev[0] & ~TRACER, prev[1] & ~TRACER)
         try:
-            ks = _keys_below(args)
+            include, keep = st.masks
+            ks = (_dispatcher.key_set(op, args) | include) & keep
             below = op._cache.get(ks) or op._resolve(ks)
             out = below(*args, **kwargs)
         finally:

@@ -413,6 +413,38 @@ def invalidate(name: str | None = None) -> None:
         op._cache.clear()
 
 
+def key_set(op, args) -> int:
+    """The key bits of ``args`` as ``Op.__call__`` sees them (the schema's tensor slots; a
+    factory's device argument), before the thread's masks: for layers that redispatch below
+    themselves (profiler, compile capture)."""
+    ks = 0
+    schema = op.schema
+    n = len(args)
+    if schema.typed:
+        for i in schema.tensor_positions:
+            if i < n and isinstance(args[i], Tensor):
+                ks |= args[i]._ks
+        for i in schema.list_positions:
+            if i < n:
+                for x in args[i]:
+                    if isinstance(x, Tensor):
+                        ks |= x._ks
+    else:
+        for a in args:
+            if isinstance(a, Tensor):
+                ks |= a._ks
+            elif isinstance(a, (list, tuple)):
+                for x in a:
+                    if isinstance(x, Tensor):
+                        ks |= x._ks
+    if not ks & ~K.FUNCTIONALITY_MASK:  # a factory called with op.on(device, ...)
+        for a in args:
+            if a.__class__ is device:
+                ks |= a._key or K.device_key(a)
+                break
+    return ks
+
+
 def register_functionality(bit: int, make_handler) -> None:
     """``make_handler(op, bit) -> callable(*args, **kwargs)`` handles ``bit`` for every op."""
     _functionality_handlers[bit] = make_handler

@@ -13,18 +13,10 @@ __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d"
            "max_unpool3d"]
 
 
-def _tuple(value, n, name, fn):
-    if isinstance(value, (list, tuple)):
-        if len(value) != n:
-            raise ValueError(f"{fn}: {name} must be an int or a tuple of {n} ints, got {value}")
-        return tuple(int(v) for v in value)
-    return (int(value),) * n
-
-
 def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, n, avg, fn):
     if not isinstance(input, Tensor):
         raise TypeError(f"{fn}(): argument 'input' must be Tensor, not {type(input).__name__}")
-    kernel = _tuple(kernel_size, n, "kernel_size", fn)
+    kernel = P._pool_tuple(fn, "kernel_size", kernel_size, n)
     if stride is not None:
         out = avg(input.pow(norm_type), kernel, stride, 0, ceil_mode)
     else:
@@ -80,9 +72,9 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n, fn
     if input.ndim not in (n + 1, n + 2):
         raise RuntimeError(f"{fn}: expected a {n + 1}-D or {n + 2}-D input, got "
                            f"{input.ndim}-D")
-    kernel = _tuple(kernel_size, n, "kernel_size", fn)
-    stride = kernel if stride is None else _tuple(stride, n, "stride", fn)
-    padding = _tuple(padding, n, "padding", fn)
+    kernel = P._pool_tuple(fn, "kernel_size", kernel_size, n)
+    stride = P._pool_tuple(fn, "stride", stride, n, default=kernel)
+    padding = P._pool_tuple(fn, "padding", padding, n)
     size = _unpool_size(input, kernel, stride, padding, output_size, n, fn)
     lead = tuple(input.shape[:-n])
     plane = math.prod(size)

@@ -13,7 +13,7 @@ __all__ = ["alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "exp
            "unsqueeze_copy", "view_copy", "narrow_copy", "split_with_sizes", "unsafe_split",
            "unsafe_split_with_sizes", "unsafe_chunk", "ravel", "hsplit", "vsplit", "dsplit",
            "select_scatter", "slice_scatter", "diagonal_scatter", "is_same_size", "is_nonzero",
-           "is_signed", "isreal", "get_device"]
+           "is_signed", "isreal", "get_device", "view_as_real_copy", "view_as_complex_copy"]
 
 
 def _tensor(x, fn, name="input"):
@@ -52,6 +52,18 @@ def expand_copy(input, size, *, implicit=False):
 
 def permute_copy(input, dims):
     return _fresh(input.permute(*dims))
+
+
+def view_as_real_copy(input, *, out=None):
+    from .views import view_as_real
+    result = _fresh(view_as_real(input))
+    return result if out is None else out.copy_(result)
+
+
+def view_as_complex_copy(input, *, out=None):
+    from .views import view_as_complex
+    result = _fresh(view_as_complex(input))
+    return result if out is None else out.copy_(result)
 
 
 def select_copy(input, dim, index):

@@ -226,39 +226,9 @@ def _python_stack(limit=64):
 
 
 # -- the dispatch handler -----------------------------------------------------------------------
-def _tensor_keys(op, args):
-    """The key bits the dispatcher sees for ``args`` (tensor slots only, as it does)."""
-    ks = 0
-    schema = op.schema
-    n = len(args)
-    if schema.typed:
-        for i in schema.tensor_positions:
-            if i < n and isinstance(args[i], Tensor):
-                ks |= args[i]._ks
-        for i in schema.list_positions:
-            if i < n:
-                for x in args[i]:
-                    if isinstance(x, Tensor):
-                        ks |= x._ks
-    else:
-        for a in args:
-            if isinstance(a, Tensor):
-                ks |= a._ks
-            elif isinstance(a, (list, tuple)):
-                for x in a:
-                    if isinstance(x, Tensor):
-                        ks |= x._ks
-    if not ks & ~K.FUNCTIONALITY_MASK:  # a factory called with op.on(device, ...)
-        for a in args:
-            if a.__class__ is _device_cls:
-                ks |= a._key or K.device_key(a)
-                break
-    return ks
-
-
 def _below(op, args):
     include, keep = K.state.masks
-    ks = ((_tensor_keys(op, args) | include) & keep) & ~PYTHON
+    ks = ((_dispatcher.key_set(op, args) | include) & keep) & ~PYTHON
     handler = op._cache.get(ks)
     return handler if handler is not None else op._resolve(ks)
 
