@@ -20,7 +20,9 @@ except ImportError:
     torch = None
 
 
-def _best(fn, rounds=7, number=5):
+def _best(fn, rounds=15, number=10):
+    for _ in range(number * 2):     # warm up: OpenMP threads, page faults of fresh outputs
+        fn()
     best = float("inf")
     for _ in range(rounds):
         t0 = time.perf_counter()

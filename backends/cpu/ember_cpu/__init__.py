@@ -45,6 +45,10 @@ class CPUBackend(ArrayBackend):
     def device_count(self) -> int:
         return 1
 
+    def compile_pointwise(self, kernel):
+        from .fusion import compile_pointwise
+        return compile_pointwise(self, kernel)
+
     def device_name(self, index: int) -> str:
         import platform
         return platform.processor() or platform.machine() or "cpu"

@@ -31,6 +31,7 @@ import warnings
 from .. import _tensor
 from .._tensor import Tensor
 from ..autograd import grad_mode as _grad_mode
+from . import fusion
 from .capture import Capture, GraphBreak
 from .graph import Graph, Node, Ref
 
@@ -143,8 +144,32 @@ class CompiledFunction:
         if callable(self.backend):       # torch's contract: backend(graph, example_inputs)
             self.cache[key] = _Entry(graph, runner=self.backend(graph, list(tensors)))
             return out
+        if self.backend in ("ember", "inductor") and not _records_autograd(graph, tensors):
+            graph = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
         self.cache[key] = _Entry(graph)
         return out
+
+
+def _meta(t):
+    return (tuple(t.shape), t.dtype, t.device)
+
+
+def _records_autograd(graph, tensors):
+    """Whether replaying ``graph`` must record autograd (then its ops stay separate)."""
+    return _grad_mode.is_grad_enabled() and any(
+        t.requires_grad for t in list(tensors) + list(graph.constants))
+
+
+_runners = {}
+
+
+def _lower(device, kernel):
+    """The device backend's runner for a fused kernel (None: the backend has no lowering)."""
+    key = (device.type, kernel.key)
+    if key not in _runners:
+        from ..runtime.registry import registry
+        _runners[key] = registry.get(device.type).compile_pointwise(kernel)
+    return _runners[key]
 
 
 def _encode_output(cap, out):

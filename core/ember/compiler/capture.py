@@ -68,7 +68,8 @@ class Capture:
     def record(self, op, args, kwargs, out):
         index = len(self.graph.nodes)
         self.graph.nodes.append(Node(op, tuple(self.encode(a) for a in args),
-                                     {k: self.encode(v) for k, v in kwargs.items()}))
+                                     {k: self.encode(v) for k, v in kwargs.items()},
+                                     _meta(out)))
         if isinstance(out, Tensor):
             self._bind(out, Ref("node", index))
         elif isinstance(out, (list, tuple)):
@@ -99,6 +100,15 @@ class Capture:
         _tensor._capture_hooks.remove(self.value_read)
         _local.capture = None
         return False
+
+
+def _meta(out):
+    if isinstance(out, Tensor):
+        return (tuple(out.shape), out.dtype, out.device)
+    if isinstance(out, (list, tuple)):
+        return [(tuple(o.shape), o.dtype, o.device) if isinstance(o, Tensor) else None
+                for o in out]
+    return None
 
 
 def _flat(args):

@@ -27,6 +27,9 @@ class Node:
     op: object                 # the dispatcher's Op
     args: tuple                # Refs where tensors were, Python values elsewhere (lists kept)
     kwargs: dict
+    #: what the capture saw it make: (shape, dtype, device) for a tensor, a list of those for
+    #: several outputs, None otherwise
+    meta: object = None
 
     def __str__(self):
         def show(a):

@@ -157,5 +157,16 @@ class Backend:
                     g = self._generators[index] = Generator._for_device(self, index)
         return g
 
+    # -- ember.compile ----------------------------------------------------------------------------
+    def compile_pointwise(self, kernel):
+        """Optional: a runner for a fused pointwise group of ``ember.compile``, or None.
+
+        ``kernel`` is an ``ember.compiler.fusion.PointwiseKernel``: input dtypes, statements
+        (``kernel.render(dialect_for, var)`` writes them as C-family code) and which
+        statements are outputs. The runner is called with the input tensors (on this device,
+        broadcastable to one shape) and returns the output tensors, freshly allocated in that
+        shape. The default, None, keeps the group's ops as separate calls."""
+        return None
+
     def __repr__(self):
         return f"<{type(self).__name__} '{self.name}'>"

@@ -1,0 +1,289 @@
+"""Fusion: chains of pointwise nodes become one generated loop per backend.
+
+``fuse(graph)`` walks the captured nodes in order and grows *groups*: a pointwise node (a row of
+``pointwise.RULES`` whose operands have the types a loop handles) joins the open groups of its
+operands that have its output shape and device. A group closes when anything outside it reads
+one of its values, or when any node writes a tensor in place — so a fused loop, placed where its
+last member was, reads only values made before it and never runs across a mutation.
+
+Each group of two or more nodes becomes a ``PointwiseKernel`` (inputs, statements, outputs),
+handed to the device's backend: ``Backend.compile_pointwise(kernel)`` returns a callable, or
+None when the backend has no lowering (then the nodes stay as they were and replay op by op).
+The CPU backend compiles C with the system C compiler (``ember_cpu/fusion.py``); the OpenCL
+backend builds an OpenCL C kernel (``ember_opencl/fusion.py``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import _dtype
+from .graph import Graph, Node, Ref
+from .pointwise import C_TYPES, COMPARISONS, RULES, Dialect
+
+
+@dataclass(frozen=True)
+class Local:
+    """An operand inside a fused loop: ``("in", k)`` the k-th input, ``("t", j)`` statement j."""
+    kind: str
+    index: int
+
+
+@dataclass(frozen=True)
+class Statement:
+    op: str                  # the op whose rule computes it
+    args: tuple              # Locals where tensors were, Python values elsewhere
+    compute: object          # the dtype its literals and arithmetic use
+    dtype: object            # the dtype of the value it makes
+
+
+@dataclass(frozen=True)
+class PointwiseKernel:
+    """One fused loop: read ``input_dtypes`` tensors broadcast to the output shape, compute
+    ``statements`` element by element, write the statements listed in ``outputs``."""
+    input_dtypes: tuple
+    statements: tuple
+    outputs: tuple           # statement indices
+    ops: tuple               # the fused op names, for printing
+
+    @property
+    def output_dtypes(self):
+        return tuple(self.statements[j].dtype for j in self.outputs)
+
+    def render(self, dialect_for, var):
+        """The loop body as C-family statements: ``dialect_for(dtype)`` gives the backend's
+        ``Dialect`` for a compute dtype; ``var(local)`` names an operand."""
+        lines = []
+        for j, st in enumerate(self.statements):
+            d = dialect_for(st.compute)
+            d._var = var
+            expr = RULES[st.op](d, *st.args)
+            lines.append(f"{C_TYPES[st.dtype]} t{j} = ({C_TYPES[st.dtype]})({expr});")
+        return lines
+
+    @property
+    def key(self):
+        return (self.input_dtypes, self.statements, self.outputs)
+
+
+class FusedOp:
+    """The graph node that runs a group: called with the group's inputs, returns its outputs
+    (a tuple when there are several)."""
+
+    def __init__(self, kernel, runner):
+        self.kernel = kernel
+        self.runner = runner
+        self.name = "fused[" + ",".join(kernel.ops) + "]"
+
+    def __call__(self, *inputs):
+        outs = self.runner(inputs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+class _Group:
+    __slots__ = ("members", "shape", "device", "open")
+
+    def __init__(self, member, shape, device):
+        self.members = [member]
+        self.shape, self.device, self.open = shape, device, True
+
+
+def _tensor_args(node):
+    return [a for a in node.args if isinstance(a, Ref)]
+
+
+def _pointwise(node, meta_of):
+    """Whether ``node`` can be a statement of a fused loop."""
+    rule = RULES.get(node.op.name) if hasattr(node.op, "schema") else None
+    if rule is None or node.kwargs or not isinstance(node.meta, tuple):
+        return False
+    shape, dtype, device = node.meta
+    if dtype not in C_TYPES:
+        return False
+    if any(isinstance(a, (list, tuple)) for a in node.args):
+        return False
+    compute = node.args[-1] if isinstance(node.args[-1], _dtype.dtype) else dtype
+    name = node.op.name
+    for pos, a in enumerate(node.args):
+        if not isinstance(a, Ref):
+            continue
+        m = meta_of(a)
+        if m is None or m[2] != device:
+            return False
+        want = _dtype.bool_ if (name == "where" and pos == 0) else compute
+        if name == "_to_copy":
+            if m[1] not in C_TYPES or dtype is _dtype.bool_:
+                return False
+        elif m[1] is not want:
+            return False
+    if name in COMPARISONS:
+        if dtype is not _dtype.bool_ or compute not in (_dtype.float32, _dtype.float64):
+            return False
+    elif name != "_to_copy" and compute is not dtype:
+        return False
+    probe = Dialect(compute if compute in (_dtype.float32, _dtype.float64) else dtype,
+                    lambda x: "x")
+    try:
+        return rule(probe, *node.args) is not None
+    except (TypeError, ValueError):
+        return False
+
+
+def fuse(graph: Graph, input_meta, lower) -> Graph:
+    """A graph whose pointwise chains are ``FusedOp`` nodes. ``input_meta``: (shape, dtype,
+    device) of each graph input; ``lower(device, kernel)`` returns the backend's runner or
+    None."""
+    nodes = graph.nodes
+
+    def meta_of(ref):
+        if ref.kind == "input":
+            return input_meta[ref.index]
+        if ref.kind == "const":
+            c = graph.constants[ref.index]
+            return (tuple(c.shape), c.dtype, c.device)
+        m = nodes[ref.index].meta
+        if ref.item is not None:
+            return m[ref.item] if isinstance(m, list) else None
+        return m if isinstance(m, tuple) else None
+
+    group_of = {}
+    groups = []
+    for i, node in enumerate(nodes):
+        reads = [a for a in _flat_refs(node.args) if a.kind == "node"]
+        if getattr(node.op, "schema", None) is not None and node.op.schema.mutated_positions:
+            for g in groups:
+                g.open = False
+        if _pointwise(node, meta_of):
+            shape, _, device = node.meta
+            joined = None
+            for r in reads:
+                g = group_of.get(r.index)
+                if g is None or g is joined:
+                    continue
+                if g.open and g.shape == shape and g.device == device:
+                    if joined is None:
+                        joined = g
+                    else:                      # two open groups meet: one loop
+                        joined.members.extend(g.members)
+                        for m in g.members:
+                            group_of[m] = joined
+                        g.members = []
+                else:
+                    g.open = False
+            if joined is None:
+                joined = _Group(i, shape, device)
+                groups.append(joined)
+            else:
+                joined.members.append(i)
+            group_of[i] = joined
+        else:
+            for r in reads:
+                g = group_of.get(r.index)
+                if g is not None:
+                    g.open = False
+    fusible = [g for g in groups if len(g.members) >= 2]
+    if not fusible:
+        return graph
+    return _rewrite(graph, fusible, meta_of, lower)
+
+
+def _flat_refs(x):
+    if isinstance(x, Ref):
+        yield x
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            yield from _flat_refs(v)
+    elif isinstance(x, dict):
+        for v in x.values():
+            yield from _flat_refs(v)
+
+
+def _kernel_for(graph, group, meta_of, used_outside):
+    members = sorted(group.members)
+    index_in_group = {m: j for j, m in enumerate(members)}
+    inputs, input_pos = [], {}
+    statements = []
+    for m in members:
+        node = graph.nodes[m]
+        args = []
+        for a in node.args:
+            if isinstance(a, Ref):
+                if a.kind == "node" and a.item is None and a.index in index_in_group:
+                    args.append(Local("t", index_in_group[a.index]))
+                else:
+                    if a not in input_pos:
+                        input_pos[a] = len(inputs)
+                        inputs.append(a)
+                    args.append(Local("in", input_pos[a]))
+            else:
+                args.append(a)
+        dtype = node.meta[1]
+        compute = node.args[-1] if isinstance(node.args[-1], _dtype.dtype) else dtype
+        if node.op.name == "_to_copy":
+            compute = dtype
+        statements.append(Statement(node.op.name, tuple(args), compute, dtype))
+    outputs = tuple(j for j, m in enumerate(members) if m in used_outside)
+    kernel = PointwiseKernel(tuple(meta_of(r)[1] for r in inputs), tuple(statements), outputs,
+                             tuple(graph.nodes[m].op.name for m in members))
+    return kernel, inputs, [members[j] for j in outputs]
+
+
+def _rewrite(graph, groups, meta_of, lower):
+    member_of = {m: g for g in groups for m in g.members}
+    used_outside = set()
+    for i, node in enumerate(graph.nodes):
+        g = member_of.get(i)
+        for r in _flat_refs([node.args, node.kwargs]):
+            if r.kind == "node" and r.index in member_of and member_of[r.index] is not g:
+                used_outside.add(r.index)
+    for r in _flat_refs(graph.output):
+        if r.kind == "node":
+            used_outside.add(r.index)
+
+    placed = {}     # group id -> (kernel, inputs, produced node ids) at its last member
+    for g in groups:
+        kernel, inputs, produced = _kernel_for(graph, g, meta_of, used_outside)
+        runner = lower(g.device, kernel) if produced else None
+        if runner is not None:
+            placed[max(g.members)] = (kernel, inputs, produced, runner)
+        else:
+            for m in g.members:       # no lowering on this device: the nodes stay
+                member_of.pop(m, None)
+
+    new = Graph(constants=list(graph.constants), n_inputs=graph.n_inputs)
+    remap = {}      # old node index -> Ref in the new graph
+
+    def move(x):
+        if isinstance(x, Ref):
+            if x.kind != "node":
+                return x
+            r = remap[x.index]
+            if x.item is None:
+                return r
+            return Ref("node", r.index, x.item)
+        if isinstance(x, (list, tuple)):
+            return type(x)(move(v) for v in x)
+        if isinstance(x, dict):
+            return {k: move(v) for k, v in x.items()}
+        return x
+
+    for i, node in enumerate(graph.nodes):
+        if i in placed:
+            kernel, inputs, produced, runner = placed[i]
+            index = len(new.nodes)
+            fused = Node(FusedOp(kernel, runner), tuple(move(r) for r in inputs), {})
+            fused.meta = [graph.nodes[p].meta for p in produced]
+            new.nodes.append(fused)
+            single = len(produced) == 1
+            for k, p in enumerate(produced):
+                remap[p] = Ref("node", index, None if single else k)
+            if single:
+                fused.meta = fused.meta[0]
+            continue
+        if i in member_of:
+            continue
+        index = len(new.nodes)
+        moved = Node(node.op, move(node.args), move(node.kwargs))
+        moved.meta = node.meta
+        new.nodes.append(moved)
+        remap[i] = Ref("node", index)
+    new.output = move(graph.output)
+    return new
