@@ -70,10 +70,13 @@ def _structure(args):
 
 
 class _Entry:
-    __slots__ = ("graph", "breaks", "runner", "calls")
+    """One guarded case: ``graph`` as captured (what ``explain`` shows), ``lowered`` what runs
+    (fused loops in place of pointwise chains), or ``runner`` from a callable backend."""
+    __slots__ = ("graph", "lowered", "breaks", "runner", "calls")
 
-    def __init__(self, graph, breaks=(), runner=None):
+    def __init__(self, graph, breaks=(), runner=None, lowered=None):
         self.graph, self.breaks, self.runner = graph, list(breaks), runner
+        self.lowered = lowered if lowered is not None else graph
         self.calls = 0
 
 
@@ -144,9 +147,10 @@ class CompiledFunction:
         if callable(self.backend):       # torch's contract: backend(graph, example_inputs)
             self.cache[key] = _Entry(graph, runner=self.backend(graph, list(tensors)))
             return out
+        lowered = graph
         if self.backend in ("ember", "inductor") and not _records_autograd(graph, tensors):
-            graph = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
-        self.cache[key] = _Entry(graph)
+            lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
+        self.cache[key] = _Entry(graph, lowered=lowered)
         return out
 
 
@@ -212,7 +216,7 @@ def run_graph(graph, inputs):
 def _replay(entry, inputs):
     if entry.runner is not None:
         return entry.runner(*inputs)
-    return run_graph(entry.graph, inputs)
+    return run_graph(entry.lowered, inputs)
 
 
 def _call(node, load):
