@@ -117,8 +117,9 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
     inputs=). Returns the captured gradients (None where nothing arrived)."""
     if _tensor._capture_hooks:
         for hook in _tensor._capture_hooks:
-            hook("autograd's backward runs inside the function (ember.compile does not "
-                 "capture backward passes yet)")
+            hook("autograd's backward runs inside the function (ember.compile captures "
+                 "backward passes only through its compiled forward, or whole training steps "
+                 "with mode='reduce-overhead')", "backward")
     run = _Run()
     for g in root_grads:
         if g is not None:

@@ -31,7 +31,7 @@ import warnings
 from .. import _tensor
 from .._tensor import Tensor
 from ..autograd import grad_mode as _grad_mode
-from . import fusion
+from . import aot, fusion
 from .capture import Capture, GraphBreak
 from .graph import Graph, Node, Ref
 
@@ -72,12 +72,14 @@ def _structure(args):
 class _Entry:
     """One guarded case: ``graph`` as captured (what ``explain`` shows), ``lowered`` what runs
     (fused loops in place of pointwise chains), or ``runner`` from a callable backend."""
-    __slots__ = ("graph", "lowered", "breaks", "runner", "calls")
+    __slots__ = ("graph", "lowered", "breaks", "runner", "calls", "joint", "eager_autograd")
 
     def __init__(self, graph, breaks=(), runner=None, lowered=None):
         self.graph, self.breaks, self.runner = graph, list(breaks), runner
         self.lowered = lowered if lowered is not None else graph
         self.calls = 0
+        self.joint = None            # aot.JointGraph when the backward is compiled too
+        self.eager_autograd = None   # why replay records autograd per op, when it does
 
 
 class CompiledFunction:
@@ -137,20 +139,37 @@ class CompiledFunction:
     def _capture(self, key, tensors, args, kwargs):
         if self.cache:
             self.recompiles += 1
+        joint = None
         with Capture(tensors, self.fullgraph) as cap:
             out = self.fn(*args, **kwargs)
+            if not cap.breaks:
+                cap.graph.output = _encode_output(cap, out)
+            if not cap.breaks and not callable(self.backend) and self.backend != "eager" \
+                    and _records_autograd(cap.graph, tensors):
+                joint = aot.capture_joint(cap, out, tensors)
         if cap.breaks:
             self.cache[key] = _Entry(None, cap.breaks)
             return out
         graph = cap.graph
-        graph.output = _encode_output(cap, out)
         if callable(self.backend):       # torch's contract: backend(graph, example_inputs)
             self.cache[key] = _Entry(graph, runner=self.backend(graph, list(tensors)))
             return out
+        fusing = self.backend in ("ember", "inductor")
+        if isinstance(joint, aot.JointGraph):
+            if fusing:
+                joint.forward_run = fusion.fuse(joint.forward, joint.forward.input_meta, _lower)
+                joint.backward_run = fusion.fuse(joint.backward, joint.backward.input_meta,
+                                                 _lower)
+            entry = _Entry(graph)
+            entry.joint = joint
+            self.cache[key] = entry
+            return out
         lowered = graph
-        if self.backend in ("ember", "inductor") and not _records_autograd(graph, tensors):
+        if fusing and not _records_autograd(graph, tensors):
             lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
-        self.cache[key] = _Entry(graph, lowered=lowered)
+        entry = _Entry(graph, lowered=lowered)
+        entry.eager_autograd = joint     # why the backward isn't compiled (or None)
+        self.cache[key] = entry
         return out
 
 
@@ -216,6 +235,8 @@ def run_graph(graph, inputs):
 def _replay(entry, inputs):
     if entry.runner is not None:
         return entry.runner(*inputs)
+    if entry.joint is not None:
+        return aot.run(entry.joint, inputs, entry.graph.constants)
     return run_graph(entry.lowered, inputs)
 
 

@@ -40,19 +40,38 @@ class Capture:
     def __init__(self, inputs, fullgraph=False):
         self.graph = Graph(n_inputs=len(inputs))
         self.refs = {}
+        self.same_memory = {}     # (storage, layout, dtype) -> Ref: aliases map to their value
         self.alive = []           # keeps every seen tensor alive, so ids stay unique
         self.breaks = []
         self.fullgraph = fullgraph
+        #: "forward", or "backward" while ``aot.capture_joint`` differentiates the forward
+        self.phase = "forward"
+        #: why the captured backward can't be replayed (it read a value made inside an op)
+        self.opaque = None
         for i, t in enumerate(inputs):
             self._bind(t, Ref("input", i))
 
     def _bind(self, t, ref):
         self.refs[id(t)] = ref
         self.alive.append(t)
+        self.same_memory.setdefault(_memory_key(t), ref)
 
     def ref(self, t):
         r = self.refs.get(id(t))
+        if r is None:
+            # autograd keeps an op's output as a new tensor object over the same memory
+            r = self.same_memory.get(_memory_key(t))
+            if r is not None:
+                self.refs[id(t)] = r
+                self.alive.append(t)
+                return r
         if r is None:            # a tensor the function closed over: a parameter, a buffer
+            if self.phase == "backward" and self.opaque is None:
+                # a derivative read a tensor no recorded op made: an intermediate inside an
+                # op's implementation (a composite's, a random mask). Replaying would read the
+                # capture run's stale value, so this backward can't be compiled.
+                self.opaque = (f"the backward reads a {list(t.shape)} {t.dtype} tensor made "
+                               f"inside an op's implementation, not by a captured op")
             r = Ref("const", len(self.graph.constants))
             self.graph.constants.append(t)
             self._bind(t, r)
@@ -77,11 +96,17 @@ class Capture:
                 if isinstance(o, Tensor):
                     self._bind(o, Ref("node", index, k))
 
-    def value_read(self, reason):
+    def value_read(self, reason, kind="value"):
+        if kind == "backward" and self.phase == "backward":
+            return               # the backward compile's own autograd.grad call
         where = _user_line()
         self.breaks.append((reason, where))
         if self.fullgraph:
             raise GraphBreak(f"ember.compile(fullgraph=True): graph break at {where}: {reason}")
+
+    def paused(self):
+        """A context in which ops run without being recorded (the capture's own tensors)."""
+        return _Paused()
 
     # -- running --------------------------------------------------------------------------------
     def __enter__(self):
@@ -99,6 +124,21 @@ class Capture:
         K.state.masks = self._masks
         _tensor._capture_hooks.remove(self.value_read)
         _local.capture = None
+        return False
+
+
+def _memory_key(t):
+    return (id(t._storage), t._shape, t._stride, t._offset, t.dtype)
+
+
+class _Paused:
+    def __enter__(self):
+        st = K.state
+        self._masks = st.masks
+        st.masks = (st.masks[0] & ~TRACER, st.masks[1] & ~TRACER)
+
+    def __exit__(self, *exc):
+        K.state.masks = self._masks
         return False
 
 
