@@ -18,6 +18,9 @@ from .runtime.registry import registry as _registry
 # called with a reason when Python reads a tensor's values or runs work an op graph cannot hold
 # (ember.compile's capture notes a graph break there); empty, it costs one truth test
 _capture_hooks: list = []
+# ember.compile capturing a whole training step: the recorder that writes ``.grad`` itself
+# (autograd's accumulation and ``p.grad = ...`` become graph nodes); empty otherwise
+_grad_recorders: list = []
 
 
 class Tensor:

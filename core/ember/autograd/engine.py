@@ -87,6 +87,16 @@ def accumulate(t: Tensor, g) -> None:
                     run.pinned.add(id(g))
     if g is None:
         return
+    if _tensor._grad_recorders:      # ember.compile records the accumulation as a step node
+        _tensor._grad_recorders[-1].accumulate(t, g)
+    else:
+        _accumulate(ag, g, run)
+    if ag.post_acc_hooks:
+        for h in list(ag.post_acc_hooks.values()):
+            h(t)
+
+
+def _accumulate(ag, g, run):
     with leaf_lock:  # backward passes on other threads may accumulate into the same leaf
         old = ag.grad
         if old is None:
@@ -97,9 +107,6 @@ def accumulate(t: Tensor, g) -> None:
             from .grad_mode import no_grad
             with no_grad():
                 old.add_(g)
-    if ag.post_acc_hooks:
-        for h in list(ag.post_acc_hooks.values()):
-            h(t)
 
 
 _LEAF_FIRST = -(1 << 62)

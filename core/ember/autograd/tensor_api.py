@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import weakref
 
+from .. import _tensor
 from .._tensor import Tensor
 from ..dispatch import keys as K
 from . import engine
@@ -66,6 +67,8 @@ def _set_grad(self, value):
             raise RuntimeError("assigned grad has data located on a different device")
         if value._shape != self._shape:
             raise RuntimeError("assigned grad has data of a different size")
+    if _tensor._grad_recorders:      # ember.compile records the write as a step node
+        _tensor._grad_recorders[-1].set_grad(self, value)
     ag = self._ag
     if ag is None:
         if value is None:

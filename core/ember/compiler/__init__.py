@@ -31,7 +31,7 @@ import warnings
 from .. import _tensor
 from .._tensor import Tensor
 from ..autograd import grad_mode as _grad_mode
-from . import aot, fusion
+from . import aot, fusion, step
 from .capture import Capture, GraphBreak
 from .graph import Graph, Node, Ref
 
@@ -72,7 +72,8 @@ def _structure(args):
 class _Entry:
     """One guarded case: ``graph`` as captured (what ``explain`` shows), ``lowered`` what runs
     (fused loops in place of pointwise chains), or ``runner`` from a callable backend."""
-    __slots__ = ("graph", "lowered", "breaks", "runner", "calls", "joint", "eager_autograd")
+    __slots__ = ("graph", "lowered", "breaks", "runner", "calls", "joint", "eager_autograd",
+                 "warming", "pending", "step")
 
     def __init__(self, graph, breaks=(), runner=None, lowered=None):
         self.graph, self.breaks, self.runner = graph, list(breaks), runner
@@ -80,6 +81,9 @@ class _Entry:
         self.calls = 0
         self.joint = None            # aot.JointGraph when the backward is compiled too
         self.eager_autograd = None   # why replay records autograd per op, when it does
+        self.warming = False         # reduce-overhead: not captured (or confirmed) yet
+        self.pending = None          # reduce-overhead: the first capture of a training step
+        self.step = False            # a whole training step: replayed without autograd
 
 
 class CompiledFunction:
@@ -130,27 +134,39 @@ class CompiledFunction:
                                   f"shapes/dtypes run eagerly from now on", UserWarning,
                                   stacklevel=2)
                 return self.fn(*args, **kwargs)
+            if self.cache:
+                self.recompiles += 1
+            if self.mode == "reduce-overhead":
+                # warm-up: the first call runs eagerly (optimizers create their state)
+                self.cache[key] = entry = _Entry(None)
+                entry.warming = True
+                return self.fn(*args, **kwargs)
             return self._capture(key, tensors, args, kwargs)
         entry.calls += 1
+        if entry.warming:
+            return self._capture(key, tensors, args, kwargs, previous=entry)
         if entry.graph is None:          # a graph break: this case runs eagerly
             return self.fn(*args, **kwargs)
         return _replay(entry, tensors)
 
-    def _capture(self, key, tensors, args, kwargs):
-        if self.cache:
-            self.recompiles += 1
+    def _capture(self, key, tensors, args, kwargs, previous=None):
         joint = None
-        with Capture(tensors, self.fullgraph) as cap:
+        steps = self.mode == "reduce-overhead"
+        with Capture(tensors, self.fullgraph, allow_backward=steps) as cap, \
+                step.StepRecorder(cap) if steps else _nothing() as recorder:
             out = self.fn(*args, **kwargs)
             if not cap.breaks:
                 cap.graph.output = _encode_output(cap, out)
-            if not cap.breaks and not callable(self.backend) and self.backend != "eager" \
-                    and _records_autograd(cap.graph, tensors):
+            is_step = recorder is not None and recorder.saw_backward
+            if not cap.breaks and not is_step and not callable(self.backend) and \
+                    self.backend != "eager" and _records_autograd(cap.graph, tensors):
                 joint = aot.capture_joint(cap, out, tensors)
         if cap.breaks:
             self.cache[key] = _Entry(None, cap.breaks)
             return out
         graph = cap.graph
+        if is_step:
+            return self._step_captured(key, graph, tensors, out, previous)
         if callable(self.backend):       # torch's contract: backend(graph, example_inputs)
             self.cache[key] = _Entry(graph, runner=self.backend(graph, list(tensors)))
             return out
@@ -171,6 +187,37 @@ class CompiledFunction:
         entry.eager_autograd = joint     # why the backward isn't compiled (or None)
         self.cache[key] = entry
         return out
+
+    def _step_captured(self, key, graph, tensors, out, previous):
+        """A captured training step: compiled once two captures agree (step.py)."""
+        first = previous.pending if previous is not None else None
+        if first is None:
+            entry = _Entry(None)
+            entry.warming = True
+            entry.pending = graph
+            self.cache[key] = entry
+            return out
+        why = step.difference(first, graph)
+        if why is not None:
+            self.cache[key] = _Entry(None, [(f"the training step is not the same program "
+                                             f"each time: {why}", "<step>")])
+            return out
+        step.mark_owned(graph)
+        lowered = graph
+        if self.backend in ("ember", "inductor"):
+            lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
+        entry = _Entry(graph, lowered=lowered)
+        entry.step = True
+        self.cache[key] = entry
+        return out
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
 
 
 def _meta(t):
@@ -237,6 +284,9 @@ def _replay(entry, inputs):
         return entry.runner(*inputs)
     if entry.joint is not None:
         return aot.run(entry.joint, inputs, entry.graph.constants)
+    if entry.step:
+        with _grad_mode.no_grad():
+            return run_graph(entry.lowered, inputs)
     return run_graph(entry.lowered, inputs)
 
 

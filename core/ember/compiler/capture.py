@@ -37,13 +37,14 @@ def _user_line():
 
 
 class Capture:
-    def __init__(self, inputs, fullgraph=False):
+    def __init__(self, inputs, fullgraph=False, allow_backward=False):
         self.graph = Graph(n_inputs=len(inputs))
         self.refs = {}
         self.same_memory = {}     # (storage, layout, dtype) -> Ref: aliases map to their value
         self.alive = []           # keeps every seen tensor alive, so ids stay unique
         self.breaks = []
         self.fullgraph = fullgraph
+        self.allow_backward = allow_backward   # a whole training step is being captured
         #: "forward", or "backward" while ``aot.capture_joint`` differentiates the forward
         self.phase = "forward"
         #: why the captured backward can't be replayed (it read a value made inside an op)
@@ -97,7 +98,7 @@ class Capture:
                     self._bind(o, Ref("node", index, k))
 
     def value_read(self, reason, kind="value"):
-        if kind == "backward" and self.phase == "backward":
+        if kind == "backward" and (self.phase == "backward" or self.allow_backward):
             return               # the backward compile's own autograd.grad call
         where = _user_line()
         self.breaks.append((reason, where))

@@ -148,7 +148,9 @@ def fuse(graph: Graph, input_meta, lower) -> Graph:
     groups = []
     for i, node in enumerate(nodes):
         reads = [a for a in _flat_refs(node.args) if a.kind == "node"]
-        if getattr(node.op, "schema", None) is not None and node.op.schema.mutated_positions:
+        schema = getattr(node.op, "schema", None)
+        if getattr(node.op, "mutates", False) or (schema is not None and
+                                                  schema.mutated_positions):
             for g in groups:
                 g.open = False
         if _pointwise(node, meta_of):
