@@ -1,0 +1,266 @@
+"""ember.compile's lowering: pointwise fusion (the generated C loop against eager and numpy),
+the compiled backward (AOT graphs against eager autograd), whole training steps under
+mode="reduce-overhead" (parameters against an eager twin), and their fallbacks."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+from ember.compiler import explain
+
+pytestmark = pytest.mark.skipif(
+    __import__("ember_cpu.fusion", fromlist=["compiler"]).compiler() is None,
+    reason="no C compiler: the CPU backend runs graphs op by op")
+
+
+def _entry(compiled):
+    (entry,) = compiled.cache.values()
+    return entry
+
+
+def _fused_names(graph):
+    return [n.op.name for n in graph.nodes if n.op.name.startswith("fused[")]
+
+
+def chain(x, y):
+    v = x * 1.5 + 0.5
+    v = ember.tanh(v) * v - y
+    v = ember.exp(-v.abs()) + ember.sigmoid(v)
+    return ember.relu(v) / (1.0 + x * x)
+
+
+def chain_np(x, y):
+    v = x * np.float32(1.5) + np.float32(0.5)
+    v = np.tanh(v) * v - y
+    v = np.exp(-np.abs(v)) + 1 / (1 + np.exp(-v))
+    return np.maximum(v, 0) / (1 + x * x)
+
+
+@pytest.mark.parametrize("shapes", [((257, 33), (257, 33)), ((64, 10), (10,)),
+                                    ((3, 1, 5), (1, 4, 1)), ((), ()), ((0, 3), (3,))])
+def test_fused_chain_matches_numpy_under_broadcasting(shapes):
+    rng = np.random.default_rng(0)
+    xs, ys = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    compiled = ember.compile(chain)
+    x, y = ember.tensor(xs), ember.tensor(ys)
+    compiled(x, y)
+    got = compiled(x, y)
+    assert got.shape == np.broadcast_shapes(*shapes)
+    np.testing.assert_allclose(got.numpy(), chain_np(xs, ys), rtol=2e-6, atol=2e-6)
+    assert _fused_names(_entry(compiled).lowered), "the chain should run as one fused loop"
+    assert _entry(compiled).graph.op_names()[0] == "mul"   # explain's graph stays as captured
+
+
+def test_fused_loop_reads_strided_and_transposed_inputs():
+    compiled = ember.compile(lambda a, b: ember.sin(a) * b + ember.cos(b))
+    a = ember.randn(40, 30).t()            # column-major
+    b = ember.randn(30, 80)[:, ::2]        # every other column
+    compiled(a, b)
+    got = compiled(a, b)
+    want = ember.sin(a) * b + ember.cos(b)
+    assert (got - want).abs().max().item() < 1e-6
+
+
+def test_float32_sin_cos_within_two_ulp_of_float64_and_exact_past_the_fast_range():
+    compiled = ember.compile(lambda x: ember.sin(x) + ember.cos(x) * 0)
+    for scale in (1.0, 1e3, 1e7, 1e12, 1e30):
+        xs = (np.random.default_rng(1).standard_normal(4096) * scale).astype(np.float32)
+        x = ember.tensor(xs)
+        compiled(x)
+        got = compiled(x).numpy()
+        ref = np.sin(xs.astype(np.float64))
+        ulp = np.abs(got - ref) / np.spacing(np.abs(ref).astype(np.float32))
+        assert ulp.max() <= 2.0, (scale, ulp.max())
+
+
+def test_nan_and_inf_behave_as_in_eager():
+    def f(x):
+        return ember.relu(x) + ember.clamp(x, -1, 1) + ember.maximum(x, x * 0) + ember.sin(x)
+    compiled = ember.compile(f)
+    x = ember.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -2.0, 3.0])
+    compiled(x)
+    np.testing.assert_array_equal(compiled(x).numpy(), f(x).numpy())
+
+
+def test_comparisons_where_and_casts_fuse_with_bool_intermediates():
+    def f(x, y):
+        mask = x > y
+        return ember.where(mask, x * 2, y - 1).double() * 3
+    compiled = ember.compile(f)
+    x, y = ember.randn(50), ember.randn(50)
+    compiled(x, y)
+    got = compiled(x, y)
+    assert got.dtype == ember.float64
+    assert (got - f(x, y)).abs().max().item() < 1e-6
+
+
+def test_a_mutation_splits_fusion_so_reads_see_the_old_value():
+    def f(x):
+        a = x * 2
+        x.add_(1)           # a must be computed from the old x
+        return a + x
+    compiled = ember.compile(f)
+    x0 = ember.randn(10)
+    x1, x2 = x0.clone(), x0.clone()
+    compiled(x1)
+    got = compiled(x1)
+    f(x2)
+    want = f(x2)
+    assert (got - want).abs().max().item() < 1e-6
+    assert (x1 - x2).abs().max().item() == 0
+
+
+def test_compiled_backward_is_its_own_graph_and_matches_eager_gradients():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(12, 16), nn.Tanh(), nn.Linear(16, 3))
+    x = ember.randn(5, 12, requires_grad=True)
+
+    def loss(inp):
+        return (model(inp).sigmoid() * 2 + 1).pow(2).mean()
+    compiled = ember.compile(loss)
+    for _ in range(3):
+        for p in model.parameters():
+            p.grad = None
+        x.grad = None
+        compiled(x).backward()
+        got = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+        for p in model.parameters():
+            p.grad = None
+        x.grad = None
+        loss(x).backward()
+        want = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+        for g, w in zip(got, want):
+            assert (g - w).abs().max().item() < 1e-6
+    entry = _entry(compiled)
+    assert entry.joint is not None
+    assert "sigmoid_backward" in str(entry.joint.backward)
+    out = compiled(x)
+    assert type(out.grad_fn).__name__ == "CompiledAutogradBackward"
+    with pytest.raises(RuntimeError, match="double backward"):
+        ember.autograd.grad(out, x, create_graph=True)
+
+
+def test_cnn_and_lstm_backward_compile_too():
+    ember.manual_seed(0)
+    cnn = nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Flatten(), nn.Linear(3 * 4 * 4, 4))
+    lstm = nn.LSTM(4, 6, batch_first=True)
+    target = ember.tensor([0, 1])
+    cases = [(cnn, lambda m, x: nn.functional.cross_entropy(m(x), target), (2, 1, 10, 10)),
+             (lstm, lambda m, x: m(x)[0].tanh().sum(), (2, 5, 4))]
+    for model, loss, shape in cases:
+        x = ember.randn(*shape)
+        compiled = ember.compile(lambda inp: loss(model, inp))
+        for _ in range(2):
+            model.zero_grad()
+            compiled(x).backward()
+            got = [p.grad.clone() for p in model.parameters()]
+            model.zero_grad()
+            loss(model, x).backward()
+            for g, p in zip(got, model.parameters()):
+                assert (g - p.grad).abs().max().item() < 1e-5
+        assert _entry(compiled).joint is not None
+
+
+def test_backward_reading_an_ops_hidden_value_replays_with_eager_autograd():
+    # attention's fused kernel keeps its log-sum-exp inside: the backward can't be replayed
+    ember.manual_seed(0)
+    block = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    x = ember.randn(2, 3, 8)
+    compiled = ember.compile(lambda inp: block(inp).pow(2).mean())
+    for _ in range(2):
+        block.zero_grad()
+        compiled(x).backward()
+        got = [p.grad.clone() for p in block.parameters()]
+        block.zero_grad()
+        block(x).pow(2).mean().backward()
+        for g, p in zip(got, block.parameters()):
+            assert (g - p.grad).abs().max().item() < 1e-5
+    entry = _entry(compiled)
+    if entry.joint is None:
+        assert "inside an op's implementation" in entry.eager_autograd
+
+
+def _mlp_step(seed, optimizer="sgd"):
+    ember.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 4))
+    opt = ember.optim.SGD(model.parameters(), lr=0.05, momentum=0.9) if optimizer == "sgd" \
+        else ember.optim.Adam(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step(x, y):
+        loss = loss_fn(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+    return model, step
+
+
+def test_reduce_overhead_training_step_matches_eager_step_by_step():
+    x, y = ember.randn(16, 20), ember.randint(0, 4, (16,))
+    eager_model, eager_step = _mlp_step(0)
+    model, step = _mlp_step(0)
+    compiled = ember.compile(step, mode="reduce-overhead")
+    for _ in range(6):
+        a, b = eager_step(x, y), compiled(x, y)
+        assert abs(a.item() - b.item()) < 1e-6
+        for p, q in zip(eager_model.parameters(), model.parameters()):
+            assert (p - q).abs().max().item() < 1e-6
+            assert (p.grad - q.grad).abs().max().item() < 1e-6
+    entry = _entry(compiled)
+    assert entry.step and "accumulate_grad" in str(entry.graph)
+    assert "set_grad" in str(entry.graph) and "_foreach_add_" in str(entry.graph)
+
+
+def test_a_step_whose_python_numbers_change_each_time_runs_eagerly_and_says_why():
+    x, y = ember.randn(16, 20), ember.randint(0, 4, (16,))
+    eager_model, eager_step = _mlp_step(0, "adam")
+    model, step = _mlp_step(0, "adam")
+    compiled = ember.compile(step, mode="reduce-overhead")
+    for _ in range(5):
+        eager_step(x, y)
+        compiled(x, y)
+    for p, q in zip(eager_model.parameters(), model.parameters()):
+        assert (p - q).abs().max().item() < 1e-6
+    entry = _entry(compiled)
+    # Adam reads its step count on the host for the bias correction: a graph break, so the
+    # step runs eagerly — and stays right
+    assert not entry.step and entry.graph is None and entry.breaks
+
+
+def test_a_python_number_that_changes_between_steps_is_caught_by_the_second_capture():
+    model, _ = _mlp_step(0)
+    x, y = ember.randn(16, 20), ember.randint(0, 4, (16,))
+    calls = [0]
+
+    def step(inp, target):
+        calls[0] += 1
+        loss = nn.functional.cross_entropy(model(inp), target) * (1.0 / calls[0])
+        model.zero_grad()
+        loss.backward()
+        with ember.no_grad():
+            for p in model.parameters():
+                p.sub_(p.grad * 0.1)
+        return loss
+    compiled = ember.compile(step, mode="reduce-overhead")
+    for _ in range(4):
+        compiled(x, y)
+    entry = _entry(compiled)
+    assert not entry.step and "not the same program" in entry.breaks[0][0]
+    assert calls[0] == 4
+
+
+def test_explain_counts_fused_graphs_and_breaks():
+    def f(x):
+        y = ember.sin(x) * 2
+        if y.sum() > 0:
+            return y
+        return -y
+    report = explain(f)(ember.ones(4))
+    assert report.graph_break_count == 1 and "item()" in str(report) or "bool()" in str(report)
+    assert math.isfinite(report.op_count)
