@@ -12,6 +12,7 @@ from . import compiler as compiler
 from . import dispatch as dispatch
 from . import distributed as distributed
 from . import distributions as distributions
+from . import export as export
 from . import fft as fft
 from . import func as func
 from . import futures as futures
@@ -19,6 +20,7 @@ from . import jit as jit
 from . import library as library
 from . import linalg as linalg
 from . import nn as nn
+from . import onnx as onnx
 from . import ops as ops
 from . import optim as optim
 from . import profiler as profiler

@@ -90,6 +90,7 @@ class Capture:
         self.graph.nodes.append(Node(op, tuple(self.encode(a) for a in args),
                                      {k: self.encode(v) for k, v in kwargs.items()},
                                      _meta(out)))
+        self.graph.nodes[-1].layout = _layout(out)
         if isinstance(out, Tensor):
             self._bind(out, Ref("node", index))
         elif isinstance(out, (list, tuple)):
@@ -141,6 +142,16 @@ class _Paused:
     def __exit__(self, *exc):
         K.state.masks = self._masks
         return False
+
+
+def _layout(out):
+    """(strides, storage offset) of each output, for exporters that must tell a reshape from a
+    general ``as_strided``."""
+    if isinstance(out, Tensor):
+        return (out._stride, out._offset)
+    if isinstance(out, (list, tuple)):
+        return [(o._stride, o._offset) if isinstance(o, Tensor) else None for o in out]
+    return None
 
 
 def _meta(out):

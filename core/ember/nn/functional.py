@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 
 from .. import _dtype
+from .. import _tensor as _tensor_mod
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..ops import elementwise as _ew
@@ -381,7 +382,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= num
     flat = input.reshape(-1)
-    if flat.numel():
+    # under ember.compile/export the range check is index_select's own (it raises on every
+    # backend): a host read here would break the graph on every embedding
+    if flat.numel() and not _tensor_mod._capture_hooks:
         every = every_example(flat)   # every example of a vmapped batch
         lo, hi = int(every.min()), int(every.max())
         if lo < 0 or hi >= num:

@@ -1,0 +1,207 @@
+"""``ember.onnx.export``: a model's captured graph written as an ONNX model (through the
+``onnx`` package, imported only here).
+
+The program is captured by ``ember.export`` (whole graph, no graph breaks), then each node is
+translated by its row in ``symbolics.py`` (one function per ember op, emitting ONNX nodes).
+Parameters and buffers become initializers named by their module paths; with
+``do_constant_folding`` a node whose inputs are all initializers (a weight's transpose, a bias
+sum) is computed once and stored. ``dynamic_axes`` marks input/output dimensions symbolic;
+reshapes that baked a dynamic size keep it symbolic where ONNX can (``0`` = copy the input's
+dimension, ``-1`` = infer), which covers the flatten/head-split patterns of common models.
+An op without a translation raises ``errors.UnsupportedOperatorError`` naming it."""
+from __future__ import annotations
+
+import io
+import os
+import warnings
+
+import numpy as np
+
+from . import errors
+from .errors import OnnxExporterError, UnsupportedOperatorError
+
+__all__ = ["export", "errors", "OnnxExporterError", "UnsupportedOperatorError"]
+
+DEFAULT_OPSET = 17
+
+
+class Builder:
+    """Collects ONNX nodes and initializers while the graph is translated."""
+
+    def __init__(self, opset, fold):
+        import onnx
+        self.onnx = onnx
+        self.helper = onnx.helper
+        self.opset = opset
+        self.fold = fold
+        self.nodes = []
+        self.initializers = {}       # name -> numpy array
+        self._count = 0
+
+    def fresh(self, hint="t"):
+        self._count += 1
+        return f"{hint}_{self._count}"
+
+    def op(self, op_type, inputs, n_out=1, name_hint=None, **attrs):
+        outs = [self.fresh(name_hint or op_type) for _ in range(n_out)]
+        self.nodes.append(self.helper.make_node(op_type, [i or "" for i in inputs], outs,
+                                                name=self.fresh(op_type), **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def const(self, array, hint="const"):
+        name = self.fresh(hint)
+        self.initializers[name] = np.asarray(array)
+        return name
+
+    def ints(self, values):
+        return self.const(np.asarray(list(values), dtype=np.int64), "shape")
+
+
+def export(model, args, f, export_params=True, verbose=False, training=None,
+           input_names=None, output_names=None, operator_export_type=None,
+           opset_version=None, do_constant_folding=True, dynamic_axes=None,
+           keep_initializers_as_inputs=None, custom_opsets=None,
+           export_modules_as_functions=False, **unused):
+    """``torch.onnx.export``'s signature: trace ``model(*args)`` and write the ONNX model to
+    ``f`` (a path or a binary file object). Returns None, as torch's does."""
+    from ..export import export as capture
+    from ..nn.modules.module import Module
+    from .symbolics import translate
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
+    if opset < 13:
+        raise OnnxExporterError(f"ember.onnx.export supports opset 13 and newer, got {opset}")
+    if not isinstance(args, tuple):
+        args = (args,)
+    was_training = isinstance(model, Module) and model.training
+    if isinstance(model, Module) and training is not True:
+        model.eval()               # torch exports in eval mode (TrainingMode.EVAL) by default
+    try:
+        program = capture(model, args)
+    finally:
+        if was_training:
+            model.train()
+    graph = program.graph
+    inputs = list(program.example_inputs)
+    input_names = list(input_names or [])
+    input_names += [f"input_{i}" for i in range(len(input_names), len(inputs))]
+    dynamic_axes = _normalise_axes(dynamic_axes or {})
+
+    b = Builder(opset, do_constant_folding)
+    values = {}
+    dyn_sizes = {}          # an example size of a dynamic axis -> (input name, axis)
+    for i, (name, t) in enumerate(zip(input_names, inputs)):
+        values[("input", i, None)] = name
+        for d in dynamic_axes.get(name, {}):
+            size = int(t.shape[d])
+            if size in dyn_sizes and dyn_sizes[size][0] != name:
+                continue
+            dyn_sizes.setdefault(size, (name, d))
+            others = [s for j, s in enumerate(t.shape) if j != d and s == size]
+            if others or size == 1:
+                warnings.warn(f"ember.onnx.export: dynamic axis {d} of {name!r} has the example "
+                              f"size {size}, which another dimension also has (or is 1); "
+                              f"shapes computed from it may be misread — export with an "
+                              f"example size that differs from the other dimensions",
+                              UserWarning, stacklevel=2)
+    const_arrays = {}
+    graph_inputs_extra = []
+    for i, (c, cname) in enumerate(zip(graph.constants, program.constant_names)):
+        arr = c.detach().cpu().numpy()
+        values[("const", i, None)] = cname
+        const_arrays[cname] = arr
+        if export_params:
+            b.initializers[cname] = arr
+        else:
+            graph_inputs_extra.append((cname, arr))
+
+    translate(b, graph, values, inputs, dyn_sizes, const_arrays if export_params else {})
+
+    out_refs = _flat_refs(graph.output)
+    output_names = list(output_names or [])
+    output_names += [f"output_{i}" for i in range(len(output_names), len(out_refs))]
+    final_outputs = []
+    for name, ref in zip(output_names, out_refs):
+        src = values[(ref.kind, ref.index, ref.item)]
+        b.nodes.append(helper.make_node("Identity", [src], [name], name=b.fresh("Identity")))
+        meta = _ref_meta(graph, ref, inputs)
+        final_outputs.append(_value_info(helper, TensorProto, name, meta,
+                                         dynamic_axes.get(name, {})))
+    graph_inputs = [_value_info(helper, TensorProto, name, (tuple(t.shape), t.dtype),
+                                dynamic_axes.get(name, {}))
+                    for name, t in zip(input_names, inputs)]
+    for cname, arr in graph_inputs_extra:
+        graph_inputs.append(helper.make_tensor_value_info(
+            cname, helper.np_dtype_to_tensor_dtype(arr.dtype), list(arr.shape)))
+    used = {i for n in b.nodes for i in n.input}
+    initializers = [numpy_helper.from_array(np.ascontiguousarray(a), name)
+                    for name, a in b.initializers.items() if name in used]
+    onnx_graph = helper.make_graph(b.nodes, "ember_graph", graph_inputs, final_outputs,
+                                   initializer=initializers)
+    proto = helper.make_model(onnx_graph, producer_name="ember",
+                              opset_imports=[helper.make_opsetid("", opset)])
+    proto.ir_version = min(proto.ir_version, 8)
+    onnx.checker.check_model(proto)
+    if verbose:
+        print(helper.printable_graph(proto.graph))
+    data = proto.SerializeToString()
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as fh:
+            fh.write(data)
+    elif isinstance(f, io.IOBase) or hasattr(f, "write"):
+        f.write(data)
+    else:
+        raise TypeError(f"ember.onnx.export: f must be a path or a binary file object, got "
+                        f"{type(f).__name__}")
+    return None
+
+
+def _normalise_axes(dynamic_axes):
+    out = {}
+    for name, axes in dynamic_axes.items():
+        if isinstance(axes, dict):
+            out[name] = {int(k): str(v) for k, v in axes.items()}
+        else:
+            out[name] = {int(k): f"{name}_dynamic_axes_{k + 1}" for k in axes}
+    return out
+
+
+def _flat_refs(x):
+    from ..compiler.graph import Ref
+    if isinstance(x, Ref):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [r for v in x for r in _flat_refs(v)]
+    if isinstance(x, dict):
+        return [r for v in x.values() for r in _flat_refs(v)]
+    return []
+
+
+def _ref_meta(graph, ref, inputs):
+    if ref.kind == "input":
+        t = inputs[ref.index]
+        return tuple(t.shape), t.dtype
+    if ref.kind == "const":
+        c = graph.constants[ref.index]
+        return tuple(c.shape), c.dtype
+    m = graph.nodes[ref.index].meta
+    m = m[ref.item] if ref.item is not None else m
+    return m[0], m[1]
+
+
+def _value_info(helper, TensorProto, name, meta, dyn):
+    shape, dtype = meta
+    dims = [dyn.get(i, s) for i, s in enumerate(shape)]
+    return helper.make_tensor_value_info(name, onnx_dtype(dtype), dims)
+
+
+def onnx_dtype(dtype):
+    from onnx import helper
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype.np)) if dtype.np is not None else \
+        _unsupported_dtype(dtype)
+
+
+def _unsupported_dtype(dtype):
+    raise OnnxExporterError(f"ember.onnx.export: dtype {dtype} has no ONNX equivalent here")
