@@ -264,3 +264,43 @@ def test_explain_counts_fused_graphs_and_breaks():
     report = explain(f)(ember.ones(4))
     assert report.graph_break_count == 1 and "item()" in str(report) or "bool()" in str(report)
     assert math.isfinite(report.op_count)
+
+
+def _opencl():
+    try:
+        return ember.opencl.is_available()
+    except Exception:  # noqa: BLE001 - the plug-in missing is the same answer
+        return False
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device")
+@pytest.mark.parametrize("shapes", [((257, 33), (257, 33)), ((64, 10), (10,)), ((), ()),
+                                    ((0, 3), (3,))])
+def test_opencl_fused_kernel_matches_the_cpu_reference(shapes):
+    compiled = ember.compile(lambda x, y: (chain(x, y), ember.where(x > y, x, y * 2)))
+    xc, yc = (ember.tensor(np.random.default_rng(2).standard_normal(s).astype(np.float32))
+              for s in shapes)
+    x, y = xc.to("opencl"), yc.to("opencl")
+    compiled(x, y)
+    got = compiled(x, y)
+    want = (chain(xc, yc), ember.where(xc > yc, xc, yc * 2))
+    for g, w in zip(got, want):
+        assert g.device.type == "opencl" and g.shape == w.shape
+        np.testing.assert_allclose(g.cpu().numpy(), w.numpy(), rtol=2e-6, atol=2e-6)
+    assert _fused_names(_entry(compiled).lowered)
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device")
+def test_opencl_training_step_under_reduce_overhead():
+    x, y = ember.randn(16, 20), ember.randint(0, 4, (16,))
+    eager_model, eager_step = _mlp_step(0)
+    model, step = _mlp_step(0)
+    model.to("opencl")
+    compiled = ember.compile(step, mode="reduce-overhead")
+    xo, yo = x.to("opencl"), y.to("opencl")
+    for _ in range(4):
+        eager_step(x, y)
+        compiled(xo, yo)
+    for p, q in zip(eager_model.parameters(), model.parameters()):
+        assert (p - q.cpu()).abs().max().item() < 1e-5
+    assert _entry(compiled).step

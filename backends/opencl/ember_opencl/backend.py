@@ -131,6 +131,10 @@ class OpenCLBackend(Backend):
                             f"(backend '{self.name}' supports {supported}{hint})")
 
     # -- the hot path helpers used by every kernel ----------------------------------------------
+    def compile_pointwise(self, kernel):
+        from .fusion import compile_pointwise
+        return compile_pointwise(self, kernel)
+
     def _sq(self, device):
         """(device state, queue of the current stream) for ``device``."""
         idx = device.index
