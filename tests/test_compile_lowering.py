@@ -304,3 +304,36 @@ def test_opencl_training_step_under_reduce_overhead():
     for p, q in zip(eager_model.parameters(), model.parameters()):
         assert (p - q.cpu()).abs().max().item() < 1e-5
     assert _entry(compiled).step
+
+
+def test_a_changed_batch_size_generalizes_once_then_never_recompiles():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 5))
+    model.eval()
+    compiled = ember.compile(model)
+    with ember.no_grad():
+        for batch in (2, 3, 5, 8, 13):
+            x = ember.randn(batch, 1, 8, 8)
+            assert (compiled(x) - model(x)).abs().max().item() < 1e-5
+    inner = compiled._compiled
+    assert inner.recompiles == 1 and len(inner.cache) == 2
+    (general,) = [e for entries in inner.dynamic_entries.values() for e in entries]
+    assert "view(v1, [s0_0, 144])" in str(general.graph) and general.calls == 3
+    with ember.no_grad():       # another spatial size is a different graph: guarded, recaptured
+        x = ember.randn(3, 1, 9, 9)
+        with pytest.raises(RuntimeError):
+            model(x)            # (the Linear's input size no longer fits: the same in eager)
+
+
+def test_dynamic_false_specializes_every_shape_and_symbols_need_equal_dims():
+    f = ember.compile(lambda x: x.reshape(x.shape[0] * 2, -1) + 1, dynamic=False)
+    for n in (2, 4, 6):
+        f(ember.randn(n, 4))
+    assert len(f.cache) == 3 and not f.dynamic_entries
+    g = ember.compile(lambda x, y: (x + y).sum(0))
+    for n in (2, 4, 6):
+        a, b = ember.randn(n, 3), ember.randn(n, 3)
+        assert (g(a, b) - (a + b).sum(0)).abs().max().item() < 1e-5
+    assert g.recompiles == 1
+    with pytest.raises(RuntimeError):   # x and y no longer share the symbol: a new capture
+        g(ember.randn(5, 3), ember.randn(7, 3))

@@ -31,7 +31,8 @@ import warnings
 from .. import _tensor
 from .._tensor import Tensor
 from ..autograd import grad_mode as _grad_mode
-from . import aot, fusion, step
+from . import aot, dynamic, fusion, step
+from .dynamic import SymInt
 from .capture import Capture, GraphBreak
 from .graph import Graph, Node, Ref
 
@@ -73,7 +74,7 @@ class _Entry:
     """One guarded case: ``graph`` as captured (what ``explain`` shows), ``lowered`` what runs
     (fused loops in place of pointwise chains), or ``runner`` from a callable backend."""
     __slots__ = ("graph", "lowered", "breaks", "runner", "calls", "joint", "eager_autograd",
-                 "warming", "pending", "step")
+                 "warming", "pending", "step", "shapes", "guard")
 
     def __init__(self, graph, breaks=(), runner=None, lowered=None):
         self.graph, self.breaks, self.runner = graph, list(breaks), runner
@@ -84,6 +85,8 @@ class _Entry:
         self.warming = False         # reduce-overhead: not captured (or confirmed) yet
         self.pending = None          # reduce-overhead: the first capture of a training step
         self.step = False            # a whole training step: replayed without autograd
+        self.shapes = None           # the input shapes it was captured for (plain graphs)
+        self.guard = None            # dynamic.ShapeGuard of a graph generalized over sizes
 
 
 class CompiledFunction:
@@ -93,21 +96,55 @@ class CompiledFunction:
                  options=None, module=None):
         self.fn = fn
         self.fullgraph = fullgraph
-        self.dynamic = bool(dynamic)
         self.backend = backend
         self.mode = mode
         self.options = dict(options or {})
         self.module = module
         self.cache = {}
+        self.dynamic_entries = {}    # family key -> entries valid for many shapes
         self.recompiles = 0
         self._warned_limit = False
         functools.update_wrapper(self, fn)
+        # dynamic=None: torch's automatic dynamic (generalize after a size changes);
+        # dynamic=True: the same here, since a graph needs two captures to see which ints
+        # follow a size; dynamic=False: every shape is its own graph
+        self.dynamic = dynamic
+
+    # -- dynamic shapes (dynamic.py) ------------------------------------------------------------
+    @staticmethod
+    def _family(key):
+        shapes = tuple((dynamic.family_key([s[0]])[0],) + s[1:] for s in key[0])
+        return (shapes,) + key[1:]
+
+    def _same_family(self, family, key):
+        """A plain graph captured for another shape of this family, if any."""
+        for k, entry in self.cache.items():
+            if k != key and entry.graph is not None and entry.joint is None and \
+                    not entry.step and entry.runner is None and self._family(k) == family:
+                return entry
+        return None
+
+    def _generalize(self, family, previous, entry, tensors):
+        if entry is None or entry.graph is None or entry.joint is not None or entry.step or \
+                entry.runner is not None or entry.shapes is None:
+            return
+        result = dynamic.generalize(previous.graph, entry.graph, previous.shapes, entry.shapes)
+        if result is None:
+            return
+        graph, guard = result
+        general = _Entry(graph)
+        general.guard = guard
+        general.shapes = None
+        lowered = graph
+        if self.backend in ("ember", "inductor") and not _records_autograd(graph, tensors):
+            lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
+        general.lowered = lowered
+        self.dynamic_entries.setdefault(family, []).append(general)
 
     # -- guards ---------------------------------------------------------------------------------
     def _guards(self, args, kwargs):
         tensors = _tensors_in([args, kwargs])
-        # shapes stay in the guard even with dynamic=True: Python ints read from shapes are
-        # constants of the captured graph
+        # exact shapes key the cache; a dynamic family (dynamic.py) shares everything else
         shapes = tuple((tuple(t.shape), t.dtype, str(t.device), t.requires_grad)
                        for t in tensors)
         # which arguments are the same tensor: the graph reads one input for both
@@ -125,6 +162,19 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         key, tensors = self._guards(args, kwargs)
         entry = self.cache.get(key)
+        if entry is None and self.dynamic is not False:
+            family = self._family(key)
+            shapes = [t._shape for t in tensors]
+            for general in self.dynamic_entries.get(family, ()):
+                if general.guard.holds(shapes):
+                    general.calls += 1
+                    return run_graph(general.lowered, tensors)
+            previous = self._same_family(family, key)
+            if previous is not None and len(self.cache) < RECOMPILE_LIMIT:
+                self.recompiles += 1
+                out = self._capture(key, tensors, args, kwargs)
+                self._generalize(family, previous, self.cache.get(key), tensors)
+                return out
         if entry is None:
             if len(self.cache) >= RECOMPILE_LIMIT:
                 if not self._warned_limit:
@@ -185,6 +235,7 @@ class CompiledFunction:
             lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
         entry = _Entry(graph, lowered=lowered)
         entry.eager_autograd = joint     # why the backward isn't compiled (or None)
+        entry.shapes = [t._shape for t in tensors]
         self.cache[key] = entry
         return out
 
@@ -258,6 +309,8 @@ def run_graph(graph, inputs):
     env = {}
 
     def load(a):
+        if isinstance(a, SymInt):
+            return a.value(inputs)
         if isinstance(a, Ref):
             if a.kind == "input":
                 return inputs[a.index]

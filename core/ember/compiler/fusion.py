@@ -98,7 +98,7 @@ def _pointwise(node, meta_of):
     shape, dtype, device = node.meta
     if dtype not in C_TYPES:
         return False
-    if any(isinstance(a, (list, tuple)) for a in node.args):
+    if any(isinstance(a, (list, tuple)) or type(a).__name__ == "SymInt" for a in node.args):
         return False
     compute = node.args[-1] if isinstance(node.args[-1], _dtype.dtype) else dtype
     name = node.op.name
