@@ -1,18 +1,28 @@
 """ember.compile against eager ember and torch (eager, and torch.compile when it runs here).
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_compile.py
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_compile.py [--threads 2]
 
-Cases (issue #19): sin(x) + cos(x) on 1M float32 elements, a 10-op elementwise chain on 1M,
-and the compile (capture) time of each. Times are the minimum of interleaved rounds. ember's
-compiler replays the captured ops without fusing them yet, so "compiled" measures the replay's
-own cost beside eager."""
+Cases (issue #19):
+  * sin(x) + cos(x) and a 10-op elementwise chain on 1M float32 elements: ember's fused C loop
+    against torch.compile (inductor) and torch eager; on OpenCL, compiled vs eager;
+  * an MLP 784-256-256-10 training step, batch 64, SGD(momentum=0.9), compiled with
+    mode="reduce-overhead" (forward, backward and optimizer captured as one graph), against
+    torch eager, with ember eager beside it;
+  * compile time of each: the first call (capture + C compile) with an empty kernel cache.
+Times are the minimum of interleaved rounds after a warm-up."""
 from __future__ import annotations
 
+import argparse
+import os
+import tempfile
 import time
 
 import numpy as np
 
-import ember
+# an empty kernel cache, so "compile ms" includes the C compiler
+os.environ.setdefault("EMBER_CACHE_DIR", tempfile.mkdtemp(prefix="ember-bench-"))
+
+import ember  # noqa: E402
 
 try:
     import torch
@@ -43,32 +53,98 @@ def chain10(lib, x):
     return lib.relu(y) / (1.0 + x * x)
 
 
-def main():
+def _first_call_ms(fn, *args):
+    t0 = time.perf_counter()
+    fn(*args)
+    return (time.perf_counter() - t0) * 1e3
+
+
+def elementwise(devices):
     data = np.random.default_rng(0).standard_normal(1 << 20).astype(np.float32)
-    x = ember.tensor(data)
     tx = torch.tensor(data) if torch is not None else None
-    print(f"{'case':<22}{'ember eager':>12}{'compiled':>10}{'torch':>9}{'torch.compile':>15}"
-          f"{'compiled/torch':>16}{'capture ms':>12}")
+    print(f"{'case':<24}{'device':<8}{'ember eager':>12}{'compiled':>10}{'torch':>9}"
+          f"{'torch.compile':>15}{'compiled/best torch':>21}{'compile ms':>12}")
     for name, fn in (("sin+cos 1M", sin_cos), ("10-op chain 1M", chain10)):
-        compiled = ember.compile(lambda t, fn=fn: fn(ember, t))
-        t0 = time.perf_counter()
-        compiled(x)
-        capture = (time.perf_counter() - t0) * 1e3
-        eager = _best(lambda: fn(ember, x))
-        fast = _best(lambda: compiled(x))
-        ref = _best(lambda: fn(torch, tx)) if torch is not None else float("nan")
-        tc = float("nan")
+        tc = ref = float("nan")
         if torch is not None:
+            ref = _best(lambda: fn(torch, tx))
             try:
                 tcomp = torch.compile(lambda t, fn=fn: fn(torch, t))
                 tcomp(tx)
                 tc = _best(lambda: tcomp(tx))
             except Exception:  # noqa: BLE001 - no C compiler / inductor here: leave it empty
                 tc = float("nan")
-        best_torch = np.nanmin([ref, tc])
-        print(f"{name:<22}{eager:>12.3f}{fast:>10.3f}{ref:>9.3f}{tc:>15.3f}"
-              f"{fast / best_torch:>16.2f}{capture:>12.1f}")
+        for dev in devices:
+            x = ember.tensor(data, device=dev)
+            sync = (lambda: ember.opencl.synchronize()) if dev == "opencl" else (lambda: None)
+            compiled = ember.compile(lambda t, fn=fn: fn(ember, t))
+            compile_ms = _first_call_ms(compiled, x) + _first_call_ms(compiled, x)
+            eager = _best(lambda: (fn(ember, x), sync()))
+            fast = _best(lambda: (compiled(x), sync()))
+            ratio = fast / np.nanmin([ref, tc]) if dev == "cpu" and torch is not None \
+                else float("nan")
+            print(f"{name:<24}{dev:<8}{eager:>12.3f}{fast:>10.3f}{ref:>9.3f}{tc:>15.3f}"
+                  f"{ratio:>21.2f}{compile_ms:>12.1f}")
+
+
+def mlp_step():
+    from bench_train import mlp, step_fn   # the same model and step as bench_train.py
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((64, 784)).astype(np.float32)
+    ys = rng.integers(0, 10, 64)
+
+    def make(lib):
+        model = mlp(lib)
+        opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        loss_fn = lib.nn.CrossEntropyLoss()
+
+        def step(x, y):
+            loss = loss_fn(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+    x, y = ember.tensor(xs), ember.tensor(ys)
+    eager = make(ember)
+    compiled = ember.compile(make(ember), mode="reduce-overhead")
+    compile_ms = sum(_first_call_ms(compiled, x, y) for _ in range(3))   # warm-up + 2 captures
+    cases = [("ember eager", lambda: eager(x, y)), ("ember compiled", lambda: compiled(x, y))]
+    if torch is not None:
+        tstep = make(torch)
+        tx, ty = torch.tensor(xs), torch.tensor(ys)
+        cases.append(("torch eager", lambda: tstep(tx, ty)))
+    times = {}
+    for _ in range(3):               # interleaved: the minimum of each over three passes
+        for name, fn in cases:
+            times[name] = min(times.get(name, float("inf")), _best(fn, rounds=10, number=10))
+    print(f"\nMLP 784-256-256-10 step b64 SGD(momentum)   compile (3 calls) {compile_ms:.0f} ms")
+    for name, _ in cases:
+        extra = f"   {times[name] / times['torch eager']:.2f}x torch" if "torch eager" in times \
+            else ""
+        print(f"  {name:<16}{times[name]:>8.3f} ms{extra}")
+    del step_fn
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=None)
+    opts = parser.parse_args()
+    if opts.threads:
+        ember.set_num_threads(opts.threads)
+        if torch is not None:
+            torch.set_num_threads(opts.threads)
+    devices = ["cpu"]
+    try:
+        if ember.opencl.is_available():
+            devices.append("opencl")
+    except Exception:  # noqa: BLE001 - no OpenCL plug-in: CPU only
+        pass
+    elementwise(devices)
+    mlp_step()
 
 
 if __name__ == "__main__":
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

@@ -31,7 +31,7 @@ import warnings
 from .. import _tensor
 from .._tensor import Tensor
 from ..autograd import grad_mode as _grad_mode
-from . import aot, dynamic, fusion, step
+from . import aot, codegen, dynamic, fusion, step
 from .dynamic import SymInt
 from .capture import Capture, GraphBreak
 from .graph import Graph, Node, Ref
@@ -305,31 +305,13 @@ def _encode_output(cap, out):
 
 def run_graph(graph, inputs):
     """Runs a captured ``graph`` on ``inputs`` (its tensor arguments, in order): every node
-    called again, the function's output rebuilt."""
-    env = {}
-
-    def load(a):
-        if isinstance(a, SymInt):
-            return a.value(inputs)
-        if isinstance(a, Ref):
-            if a.kind == "input":
-                return inputs[a.index]
-            if a.kind == "const":
-                return graph.constants[a.index]
-            v = env[a.index]
-            return v if a.item is None else v[a.item]
-        if isinstance(a, (list, tuple)):
-            return type(a)(load(x) for x in a)
-        if isinstance(a, dict):
-            return {k: load(v) for k, v in a.items()}
-        return a
-
-    release = graph.release_plan()
-    for i, node in enumerate(graph.nodes):
-        env[i] = _call(node, load)
-        for j in release[i]:     # freed at its last use, as eager Python would
-            del env[j]
-    return load(graph.output)
+    called again, the function's output rebuilt — through the graph's generated Python
+    function (``codegen.py``), made on first use."""
+    fn = getattr(graph, "_python", None)
+    if fn is None or fn.n_nodes != len(graph.nodes):
+        fn = graph._python = codegen.python_function(graph)
+        fn.n_nodes = len(graph.nodes)
+    return fn(inputs)
 
 
 def _replay(entry, inputs):
