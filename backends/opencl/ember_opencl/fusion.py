@@ -19,18 +19,22 @@ from ember.runtime import dtypes as D
 from . import cltypes, progs
 
 
-def _source(state, kernel):
+def _source(state, kernel, flat):
+    """``flat``: every input is contiguous in the output's shape, read at ``offset + i`` (the
+    compiler then sees unit strides); otherwise through the layout metadata."""
     n_in, n_out = len(kernel.input_dtypes), len(kernel.outputs)
     params = [f"__global {cltypes.CTYPE[d]}* out{k}" for k, d in enumerate(kernel.output_dtypes)]
     params += [f"__global const {cltypes.CTYPE[d]}* in{k}"
                for k, d in enumerate(kernel.input_dtypes)]
     params += ["__global const long* m", "const int R", "const long n"]
+    params += [f"const long o{k}" for k in range(n_in)]
     lines = [progs.header(state), progs.C_ADDR,
              f"__kernel void fused({', '.join(params)}) {{",
              "  const long i = get_global_id(0);",
              "  if (i >= n) return;"]
     for k, d in enumerate(kernel.input_dtypes):
-        lines.append(f"  const {C_TYPES[d]} x{k} = in{k}[ADDR(m, R, {k}, i)];")
+        at = f"o{k} + i" if flat else f"ADDR(m, R, {k}, i)"
+        lines.append(f"  const {C_TYPES[d]} x{k} = in{k}[{at}];")
 
     def var(local):
         return f"x{local.index}" if local.kind == "in" else f"t{local.index}"
@@ -54,14 +58,25 @@ class PointwiseRunner:
         outs = [be._new(st, shape, d, device) for d in self.kernel.output_dtypes]
         n = math.prod(shape)
         if n:
+            flat = all(t._shape == shape and t.is_contiguous() for t in inputs)
             kernel = progs.program(
-                st, ("fused", self.kernel.key), lambda: _source(st, self.kernel),
-                {"fused": [None] * (len(outs) + len(inputs) + 1) + [np.int32, np.int64]}
+                st, ("fused", self.kernel.key, flat), lambda: _source(st, self.kernel, flat),
+                {"fused": [None] * (len(outs) + len(inputs) + 1) + [np.int32, np.int64] +
+                 [np.int64] * len(inputs)}
             )["fused"]
-            rank, meta = progs.layout(st, shape if shape else (1,), inputs)
+            if flat:
+                rank, meta = 1, st.dummy_meta if hasattr(st, "dummy_meta") else _dummy(st)
+            else:
+                rank, meta = progs.layout(st, shape if shape else (1,), inputs)
             progs.launch(st, q, kernel, n, *[o._storage.data for o in outs],
-                         *[t._storage.data for t in inputs], meta, rank, n)
+                         *[t._storage.data for t in inputs], meta, rank, n,
+                         *[t._offset for t in inputs])
         return outs
+
+
+def _dummy(state):
+    state.dummy_meta = progs.buffer_of(state, [0])
+    return state.dummy_meta
 
 
 def compile_pointwise(backend, kernel):
