@@ -111,6 +111,9 @@ def check_vmap(info, dtype, device, only_sample=None) -> Result:
     if ember._dtype.as_dtype(dtype) not in registry.get(device.type).dtypes:
         return Result("vmap", info.name, dtype, "unsupported", 0.0,
                       f"{dtype} is not supported on {device}")
+    if not info.vmap:
+        return Result("vmap", info.name, dtype, "skip", 0.0,
+                      "refused under vmap by design (no batching rule, as in torch.func)")
     checks = 0
     visited = 0
     raised_inplace = False

@@ -82,6 +82,8 @@ from . import linalg  # noqa: E402
 from .compiler import compile  # noqa: E402,A004 - torch.compile's name
 from . import compiler  # noqa: E402
 from . import export, onnx  # noqa: E402 - torch.export, torch.onnx
+from . import sparse  # noqa: E402 - sparse COO tensors (layout=sparse_coo)
+from .sparse import indices_copy, sparse_coo_tensor, values_copy  # noqa: E402
 from . import distributions  # noqa: E402
 from .jit._interop import get_num_interop_threads, set_num_interop_threads  # noqa: E402
 from . import fft  # noqa: E402 - torch.fft

@@ -27,6 +27,7 @@ from . import profiler as profiler
 from . import return_types as return_types
 from . import runtime as runtime
 from . import serialization as serialization
+from . import sparse as sparse
 from . import special as special
 from . import testing as testing
 from . import utils as utils
@@ -438,6 +439,9 @@ from .runtime.determinism import set_deterministic_debug_mode as set_determinist
 from .runtime.determinism import use_deterministic_algorithms as use_deterministic_algorithms
 from .serialization import load as load
 from .serialization import save as save
+from .sparse import indices_copy as indices_copy
+from .sparse import values_copy as values_copy
+from .sparse._coo import sparse_coo_tensor as sparse_coo_tensor
 
 BFloat16Tensor: Any
 BoolTensor: Any

@@ -67,7 +67,7 @@ class Tensor:
     def __radd__(self, other): ...  # ember.ops.elementwise.operators
     def __rand__(self, other): ...  # ember.ops.elementwise.operators
     def __rdiv__(self, other): ...  # ember.ops.elementwise.operators
-    def __repr__(self, *, tensor_contents=...): ...  # ember._tensor
+    def __repr__(self, *, tensor_contents=...): ...  # ember.sparse
     def __reversed__(self): ...  # ember.ops.tensor_extras
     def __rfloordiv__(self, other): ...  # ember.ops.elementwise.operators
     def __rlshift__(self, other): ...  # ember.ops.elementwise.operators
@@ -82,7 +82,7 @@ class Tensor:
     def __rtruediv__(self, other): ...  # ember.ops.elementwise.operators
     def __rxor__(self, other): ...  # ember.ops.elementwise.operators
     def __setitem__(self, index, value): ...  # ember.ops.indexing.advanced
-    def __str__(self, *, tensor_contents=...): ...  # ember._tensor
+    def __str__(self, *, tensor_contents=...): ...  # ember.sparse
     def __sub__(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
     def __truediv__(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
     def __xor__(self, other): ...  # ember.ops.elementwise.operators
@@ -92,16 +92,19 @@ class Tensor:
     def _base(self) -> Any: ...
     def _bump_version(self): ...  # ember._tensor
     def _host(self): ...  # ember._tensor
+    def _indices(self): ...  # ember.sparse
     def _is_view(self): ...  # ember.autograd.tensor_api
     _ks: Any
     @classmethod
     def _make(cls, storage, shape, stride, offset, dtype, device, native=...): ...  # ember._tensor
     _native: Any
+    def _nnz(self): ...  # ember.sparse
     _offset: Any
     def _scalar_value(self, what): ...  # ember._tensor
     _shape: Any
     _storage: Any
     _stride: Any
+    def _values(self): ...  # ember.sparse
     @property
     def _version(self) -> Any: ...
     _view_base: Any
@@ -210,6 +213,7 @@ class Tensor:
     def clip(self, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
     def clip_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
     def clone(self, *, memory_format=...): ...  # ember.ops.conversion
+    def coalesce(self): ...  # ember.sparse
     def conj(self): ...  # ember.ops.elementwise.unary
     def conj_physical(self, *, out=...): ...  # ember.ops.elementwise.unary
     def conj_physical_(self): ...  # ember.ops.elementwise.unary
@@ -237,8 +241,9 @@ class Tensor:
     def data_ptr(self): ...  # ember._tensor
     def deg2rad(self, *, out=...): ...  # ember.ops.elementwise.unary
     def deg2rad_(self): ...  # ember.ops.elementwise.unary
+    def dense_dim(self): ...  # ember.sparse
     def det(self): ...  # ember.ops.linalg.legacy
-    def detach(self): ...  # ember.autograd.tensor_api
+    def detach(self): ...  # ember.sparse
     def detach_(self): ...  # ember.autograd.tensor_api
     device: Any
     def diag(self, diagonal=..., *, out=...): ...  # ember.ops.shape
@@ -348,10 +353,12 @@ class Tensor:
     def index_reduce(self, dim, index, source, reduce, *, include_self=..., out=...): ...  # ember.ops.scatter_reduce
     def index_reduce_(self, *args, **kwargs): ...  # ember.ops.scatter_reduce
     def index_select(self, dim, index, *, out=...): ...  # ember.ops.indexing.gather_scatter
+    def indices(self): ...  # ember.sparse
     def inner(self, other): ...  # ember.ops.numeric_more
     def int(self, memory_format=...): ...  # ember.ops.conversion
     def inverse(self, *, out=...): ...  # ember.ops.linalg.legacy
     def ipu(self, device=..., non_blocking=...): ...  # ember.ops.conversion
+    def is_coalesced(self): ...  # ember.sparse
     def is_complex(self): ...  # ember._tensor
     def is_conj(self): ...  # ember.ops.elementwise.unary
     def is_contiguous(self, memory_format=...): ...  # ember._tensor
@@ -378,6 +385,8 @@ class Tensor:
     def is_same_size(self, other): ...  # ember.ops.view_copies
     def is_signed(self): ...  # ember._tensor
     @property
+    def is_sparse(self) -> Any: ...
+    @property
     def is_vulkan(self) -> Any: ...
     @property
     def is_xla(self) -> Any: ...
@@ -396,6 +405,8 @@ class Tensor:
     def itemsize(self) -> Any: ...
     def kron(self, other): ...  # ember.ops.numeric_more
     def kthvalue(self, k, dim=..., keepdim=...): ...  # ember.ops.sorting
+    @property
+    def layout(self) -> Any: ...
     def lcm(self, other): ...  # ember.ops.numeric_more
     def lcm_(self, *args, **kwargs): ...  # ember.ops.numeric_more
     def ldexp(self, other): ...  # ember.ops.numeric_more
@@ -513,7 +524,7 @@ class Tensor:
     def not_equal(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def not_equal_(self, other): ...  # ember.ops.elementwise.binary
     def numel(self): ...  # ember._tensor
-    def numpy(self, *, force=...): ...  # ember._tensor
+    def numpy(self, *, force=...): ...  # ember.sparse
     def orgqr(self, tau, *, out=...): ...  # ember._legacy_aliases
     def outer(self, vec2): ...  # ember.ops.linalg.products
     @property
@@ -553,7 +564,7 @@ class Tensor:
     def repeat_interleave(self, repeats=..., dim=..., *, output_size=...): ...  # ember.ops.shape
     @property
     def requires_grad(self) -> Any: ...
-    def requires_grad_(self, requires_grad=...): ...  # ember.autograd.tensor_api
+    def requires_grad_(self, requires_grad=...): ...  # ember.sparse
     def reshape(self, *shape): ...  # ember.ops.views.reshaping
     def reshape_as(self, other): ...  # ember.ops.views.reshaping
     def resize(self, *sizes): ...  # ember.ops.tensor_extras
@@ -602,6 +613,8 @@ class Tensor:
     def slogdet(self): ...  # ember.ops.linalg.legacy
     def softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def sort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
+    def sparse_dim(self): ...  # ember.sparse
+    def sparse_mask(self, mask): ...  # ember.sparse._coo
     def special_expit(self, *, out=...): ...  # ember.ops.elementwise.unary
     def special_expit_(self): ...  # ember.ops.elementwise.unary
     def split(self, split_size_or_sections, dim=...): ...  # ember.ops.views.slicing
@@ -637,7 +650,10 @@ class Tensor:
     def tanh_(self): ...  # ember.ops.elementwise.unary
     def tensor_split(self, indices_or_sections, dim=...): ...  # ember.ops.views.slicing
     def tile(self, *dims): ...  # ember.ops.shape
-    def to(self, *args, **kwargs): ...  # ember.ops.conversion
+    def to(self, *args, **kwargs): ...  # ember.sparse
+    def to_dense(self, dtype=..., *, masked_grad=...): ...  # ember.sparse._coo
+    def to_sparse(self, sparse_dim=..., *, layout=..., blocksize=..., dense_dim=...): ...  # ember.sparse._coo
+    def to_sparse_coo(self): ...  # ember.sparse
     def tolist(self): ...  # ember._tensor
     def topk(self, k, dim=..., largest=..., sorted=...): ...  # ember.ops.sorting
     def trace(self): ...  # ember.ops.numeric_more
@@ -666,6 +682,7 @@ class Tensor:
     def unsqueeze(self, dim): ...  # ember.ops.views.reshaping
     def unsqueeze_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
     def untyped_storage(self): ...  # ember._tensor
+    def values(self): ...  # ember.sparse
     def var(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
     def vdot(self, other): ...  # ember.ops.linalg.products
     def view(self, *shape): ...  # ember.ops.views.reshaping

@@ -45,6 +45,7 @@ class OpInfo:
     ref: Callable | None = None          # optional numpy reference: ref(*np_args, **kwargs)
     tolerances: dict = field(default_factory=dict)   # dtype name -> (rtol, atol)
     random: bool = False     # outputs depend on the RNG: compared by properties, not values
+    vmap: bool = True        # False: ember.func (like torch.func) refuses it under vmap
 
     def __post_init__(self):
         if self.covers is None:
@@ -93,7 +94,7 @@ _FAMILIES = ["elementwise", "special", "views", "conversion", "factories", "redu
              "attention", "rnn", "complex", "fft",
              # issue #25's families
              "ternary", "spatial", "resampling", "grid_sampling", "embedding_bag",
-             "distances", "ctc", "losses_more", "surface"]
+             "distances", "ctc", "losses_more", "surface", "sparse"]
 
 
 def all_opinfos() -> list:

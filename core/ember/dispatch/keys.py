@@ -16,12 +16,15 @@ BATCHED = 1 << 2     # ember.func: vmap's BatchedTensors and forward-AD dual ten
 AUTOCAST = 1 << 3    # ember.autocast: casts arguments per op, above autograd (PyTorch's
                      # AutocastCPU/CUDA), so the casts are recorded; on in the thread's include
                      # mask while an autocast region is enabled
-AUTOGRAD = 1 << 4    # records the graph, then redispatches below itself
+SPARSE = 1 << 4      # a sparse COO tensor among the arguments: the op's COO form or an error
+                     # naming the layout (ember/sparse/dispatch.py); above autograd, so a COO
+                     # form's dense ops are what autograd records
+AUTOGRAD = 1 << 5    # records the graph, then redispatches below itself
 FUNCTIONALITY_MASK = (1 << 8) - 1
 FIRST_DEVICE_BIT = 8
 
 NAMES = {PYTHON: "Python", TRACER: "Tracer", BATCHED: "Batched", AUTOCAST: "Autocast",
-         AUTOGRAD: "Autograd"}
+         SPARSE: "Sparse", AUTOGRAD: "Autograd"}
 
 _device_by_bit: dict = {}
 _next_bit = [FIRST_DEVICE_BIT]

@@ -374,8 +374,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if weight.ndim != 2:
         raise RuntimeError(f"'weight' must be 2-D, got shape {list(weight.shape)}")
     if sparse:
-        warnings.warn("embedding(sparse=True): ember has no sparse tensors, so the gradient "
-                      "of the weight is dense", UserWarning, stacklevel=2)
+        warnings.warn("embedding(sparse=True): ember computes the weight's gradient dense (its "
+                      "sparse COO tensors do not flow through embedding's backward)",
+                      UserWarning, stacklevel=2)
     num = weight._shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:

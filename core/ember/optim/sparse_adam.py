@@ -1,8 +1,9 @@
 """``SparseAdam``: PyTorch's lazy Adam for sparse gradients (only the moments of the rows a
 sparse gradient touches are updated).
 
-ember has no sparse tensors yet, so there is no sparse gradient to consume: ``nn.Embedding``
-and ``F.embedding`` with ``sparse=True`` produce dense gradients. The optimizer is constructed
+ember's parameters always get dense gradients (its sparse COO tensors are not produced by
+any backward: ``nn.Embedding`` and ``F.embedding`` with ``sparse=True`` give dense ones), so
+there is no sparse gradient to consume. The optimizer is constructed
 with PyTorch's argument checks (so scripts that build it fail where they step), and ``step``
 raises PyTorch's error for a dense gradient, saying what ember lacks and what to use instead.
 """
@@ -37,8 +38,8 @@ class SparseAdam(Optimizer):
                 if p.grad is not None:
                     raise RuntimeError(
                         f"SparseAdam does not support dense gradients, please consider Adam "
-                        f"instead (ember has no sparse tensors yet, so every gradient is dense, "
-                        f"including those of nn.Embedding(sparse=True); got a dense gradient of "
+                        f"instead (every ember parameter gradient is dense, including those of "
+                        f"nn.Embedding(sparse=True); got a dense gradient of "
                         f"shape {list(p.grad.shape)} for a parameter of shape "
                         f"{list(p.shape)})")
         return loss
