@@ -299,8 +299,8 @@ def test_sparse_adam_explains_that_ember_has_no_sparse_gradients():
     opt.step()  # nothing to do without gradients
     p.grad = ember.ones(4, 3)
     with pytest.raises(RuntimeError, match=r"SparseAdam does not support dense gradients, "
-                                           r"please consider Adam instead \(ember has no sparse "
-                                           r"tensors yet.*shape \[4, 3\]"):
+                                           r"please consider Adam instead \(every ember "
+                                           r"parameter gradient is dense.*shape \[4, 3\]"):
         opt.step()
     assert p.tolist() == [[1.0] * 3] * 4
 

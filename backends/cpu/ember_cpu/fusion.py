@@ -27,7 +27,7 @@ import threading
 
 import numpy as np
 
-from ember import _threads
+import ember
 from ember.compiler.pointwise import C_TYPES, Dialect
 
 _FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp",
@@ -292,7 +292,7 @@ class PointwiseRunner:
         if n:
             ptrs_in = (ctypes.c_void_p * n_in)(*[_address(a) for a in arrays])
             ptrs_out = (ctypes.c_void_p * len(outs))(*[_address(o) for o in outs])
-            threads = _threads.get_num_threads() if n >= _MIN_THREADED else 1
+            threads = ember.get_num_threads() if n >= _MIN_THREADED else 1
             call = fixed[:5] + (ptrs_in, fixed[5], ptrs_out, threads)
             if fn(*call):     # a sin/cos argument past the fast range reduction: libm's
                 plan[2] = fn = self._variant(plan[5], exact=True)

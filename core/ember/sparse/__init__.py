@@ -106,7 +106,7 @@ def values_copy(input, *, out=None):
 
 def _install():
     T = Tensor
-    T.layout = property(lambda self: sparse_coo if "_sparse" in self.__dict__ else strided)
+    T.layout = property(lambda self: sparse_coo if is_sparse(self) else strided)
     T.is_sparse = property(is_sparse)
     for f in (_indices, _values, indices, values, is_coalesced, sparse_dim, dense_dim, _nnz,
               sparse_mask):

@@ -33,7 +33,8 @@ def parts(t) -> _Parts:
 
 
 def is_sparse(t) -> bool:
-    return isinstance(t, Tensor) and "_sparse" in t.__dict__
+    # the key bit, not the instance dict: reading __dict__ would create one on every tensor
+    return isinstance(t, Tensor) and bool(t._ks & SPARSE)
 
 
 def make(indices, values, shape, coalesced):
@@ -103,8 +104,9 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
 
 
 def _check_bounds(indices, sparse_shape):
-    if indices.shape[1] == 0:
-        return
+    from ..runtime.registry import registry
+    if indices.shape[1] == 0 or not registry.get(indices.device.type).has_data:
+        return                    # (meta tensors have no values to check)
     lo = indices.amin(1).tolist()
     hi = indices.amax(1).tolist()
     for d, (a, b, n) in enumerate(zip(lo, hi, sparse_shape)):
