@@ -337,3 +337,18 @@ def test_dynamic_false_specializes_every_shape_and_symbols_need_equal_dims():
     assert g.recompiles == 1
     with pytest.raises(RuntimeError):   # x and y no longer share the symbol: a new capture
         g(ember.randn(5, 3), ember.randn(7, 3))
+
+
+def test_sgd_momentum_update_runs_as_one_foreach_kernel():
+    x, y = ember.randn(16, 20), ember.randint(0, 4, (16,))
+    eager_model, eager_step = _mlp_step(1)
+    model, step = _mlp_step(1)
+    compiled = ember.compile(step, mode="reduce-overhead")
+    for _ in range(5):
+        eager_step(x, y)
+        compiled(x, y)
+    for p, q in zip(eager_model.parameters(), model.parameters()):
+        assert (p - q).abs().max().item() < 1e-6
+    names = [n.op.name for n in _entry(compiled).lowered.nodes]
+    assert "fused_foreach[_foreach_mul_,_foreach_add_,_foreach_add_]" in names
+    assert not any(n.startswith("_foreach") for n in names)

@@ -49,6 +49,10 @@ class CPUBackend(ArrayBackend):
         from .fusion import compile_pointwise
         return compile_pointwise(self, kernel)
 
+    def compile_foreach(self, kernel):
+        from .fusion import compile_foreach
+        return compile_foreach(self, kernel)
+
     def device_name(self, index: int) -> str:
         import platform
         return platform.processor() or platform.machine() or "cpu"

@@ -5,8 +5,11 @@ Why C and not numba or numexpr (measured on this machine, 1M float32, 2 threads)
 0.25-0.29 ms in generated C, 3.5 ms in numba (no vector math library: scalar libm) and 7.1 ms in
 numexpr; a 10-op chain 0.41 ms in C, 10.3 ms in numba, 1.76 ms in numexpr, 2.3 ms op by op in
 numpy. What makes the C fast is glibc's vector math library (libmvec): each transcendental the
-loop calls is declared ``omp declare simd`` so gcc calls its AVX-512/AVX2 form, and the loop is
-split over ``ember.get_num_threads()`` OpenMP threads when it is large. The flags keep IEEE
+loop calls is declared ``omp declare simd`` so gcc calls its AVX-512/AVX2 form (``-fopenmp-simd``:
+no OpenMP runtime), and a large loop is split in ranges over ember's intra-op threads
+(``ember.kit.parallel.run_ranges``; ctypes releases the GIL). An OpenMP runtime was measured
+and dropped: its spinning workers and OpenBLAS's starve each other on few cores (an MLP step
+took 7.2 ms instead of 0.63 ms). The flags keep IEEE
 semantics (no -ffast-math: nan and inf behave as in the eager kernels).
 
 The loop walks the output in row segments: dimensions where every operand is contiguous are
@@ -27,15 +30,14 @@ import threading
 
 import numpy as np
 
-import ember
+from ember.kit import parallel
 from ember.compiler.pointwise import C_TYPES, Dialect
 
-_FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp",
+_FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd",
           "-fPIC", "-shared",
           # gcc would merge sin and cos of one value into sincos, which has no vector form
           "-fno-builtin-sinf", "-fno-builtin-cosf", "-fno-builtin-sin", "-fno-builtin-cos"]
 _UNARY = ("exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "erf")
-_MIN_THREADED = 1 << 16        # elements; below this one thread (fork/join costs ~5 us)
 _lock = threading.Lock()
 _loaded = {}
 
@@ -123,20 +125,16 @@ def _declarations():
 
 def _source(kernel, classes, exact=False):
     n_in, n_out = len(kernel.input_dtypes), len(kernel.outputs)
-    lines = ["#include <stdint.h>", "#include <omp.h>", _declarations(), _SINCOS, "",
-             "int kernel(int64_t n, int64_t inner, int nd, const int64_t* oshape, "
-             "const int64_t* ostr, void** in, const int64_t* istr, void** out, int nthreads) {"]
+    lines = ["#include <stdint.h>", _declarations(), _SINCOS, "",
+             "int kernel(int64_t inner, int nd, const int64_t* oshape, const int64_t* ostr, "
+             "void** in, const int64_t* istr, void** out, int64_t p, int64_t hi) {"]
     for k, dt in enumerate(kernel.input_dtypes):
         lines.append(f"  const {C_TYPES[dt]}* restrict in{k} = (const {C_TYPES[dt]}*)in[{k}];")
     for k, dt in enumerate(kernel.output_dtypes):
         lines.append(f"  {C_TYPES[dt]}* restrict out{k} = ({C_TYPES[dt]}*)out[{k}];")
     lines += [
         "  int big = 0;",
-        "  #pragma omp parallel num_threads(nthreads) if(nthreads > 1) reduction(|:big)",
         "  {",
-        "    int64_t T = omp_get_num_threads(), id = omp_get_thread_num();",
-        "    int64_t chunk = ((n + T - 1) / T + 63) & ~(int64_t)63;",
-        "    int64_t p = id * chunk, hi = p + chunk < n ? p + chunk : n;",
         "    while (p < hi) {",
         "      int64_t row = p / inner, col = p - row * inner;",
         "      int64_t len = inner - col < hi - p ? inner - col : hi - p;",
@@ -203,8 +201,8 @@ def _build(source):
     fn = lib.kernel
     fn.restype = ctypes.c_int
     i64p, ptrs = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p)
-    fn.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int, i64p, i64p, ptrs, i64p, ptrs,
-                   ctypes.c_int]
+    fn.argtypes = [ctypes.c_int64, ctypes.c_int, i64p, i64p, ptrs, i64p, ptrs, ctypes.c_int64,
+                   ctypes.c_int64]
     fn._keep = lib
     return fn
 
@@ -292,11 +290,11 @@ class PointwiseRunner:
         if n:
             ptrs_in = (ctypes.c_void_p * n_in)(*[_address(a) for a in arrays])
             ptrs_out = (ctypes.c_void_p * len(outs))(*[_address(o) for o in outs])
-            threads = ember.get_num_threads() if n >= _MIN_THREADED else 1
-            call = fixed[:5] + (ptrs_in, fixed[5], ptrs_out, threads)
-            if fn(*call):     # a sin/cos argument past the fast range reduction: libm's
-                plan[2] = fn = self._variant(plan[5], exact=True)
-                fn(*call)
+            call = fixed[1:5] + (ptrs_in, fixed[5], ptrs_out)
+            if any(parallel.run_ranges(n, lambda lo, hi: fn(*call, lo, hi))):
+                # a sin/cos argument past the fast range reduction: again with libm's
+                exact = self._variant(plan[5], exact=True)
+                parallel.run_ranges(n, lambda lo, hi: exact(*call, lo, hi))
         device = inputs[0].device
         return [be.wrap(o, device) for o in outs]
 
@@ -324,3 +322,87 @@ def compile_pointwise(backend, kernel):
         return None
     runner = PointwiseRunner(backend, kernel)
     return runner
+
+
+# -- foreach runs (optimizer updates) -----------------------------------------------------------
+def _foreach_source(kernel):
+    ctype = C_TYPES[kernel.slot_dtypes[0]]
+    # [lo, hi) is a range of the tensors' elements laid end to end
+    lines = ["#include <stdint.h>", _declarations(), _SINCOS, "",
+             "int kernel(int64_t ntensors, const int64_t* sizes, void** ptrs, int64_t lo, "
+             "int64_t hi) {",
+             "  int64_t start = 0;",
+             "  for (int64_t t = 0; t < ntensors && start < hi; t++) {",
+             "    const int64_t n = sizes[t];",
+             "    const int64_t a = lo > start ? lo - start : 0;",
+             "    const int64_t b = hi - start < n ? hi - start : n;",
+             "    start += n;",
+             "    if (a >= b) continue;"]
+    for k in range(len(kernel.slot_dtypes)):
+        lines.append(f"    {ctype}* s{k} = ({ctype}*)ptrs[{k} * ntensors + t];")
+    lines += ["    #pragma omp simd",
+              "    for (int64_t i = a; i < b; i++) {"]
+    for k in range(len(kernel.slot_dtypes)):
+        lines.append(f"      {ctype} x{k} = s{k}[i];")
+
+    def var(local):
+        return f"x{local.index}" if local.kind == "in" else f"t{local.index}"
+    body = kernel.render(lambda dt: _CDialect(dt, var, True, []), var)
+    lines += ["      " + b for b in body]
+    for slot, j in kernel.writes:
+        lines.append(f"      s{slot}[i] = t{j};")
+    lines += ["    }", "  }", "  return 0;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+class ForeachRunner:
+    """Runs a fused foreach run over CPU tensor lists in place; False when a tensor doesn't
+    fit (not contiguous, shapes differ at an index): the caller runs the original ops."""
+
+    def __init__(self, backend, kernel):
+        self.backend, self.kernel = backend, kernel
+        self.fn = None
+
+    def __call__(self, slots):
+        be = self.backend
+        n = len(slots[0])
+        arrays = []
+        for lst in slots:
+            if len(lst) != n:
+                return False
+            row = [be.native(t) for t in lst]
+            arrays.append(row)
+        for i in range(n):
+            shape = arrays[0][i].shape
+            for row in arrays:
+                a = row[i]
+                if a.shape != shape or not a.flags.c_contiguous or not a.flags.writeable:
+                    return False
+        if self.fn is None:
+            source = _foreach_source(self.kernel)
+            with _lock:
+                fn = _loaded.get(source)
+                if fn is None:
+                    fn = _loaded[source] = _build_foreach(source)
+            self.fn = fn
+        counts = [a.size for a in arrays[0]]
+        sizes = (ctypes.c_int64 * n)(*counts)
+        ptrs = (ctypes.c_void_p * (n * len(arrays)))(*[_address(a) for row in arrays
+                                                       for a in row])
+        fn = self.fn
+        parallel.run_ranges(sum(counts), lambda lo, hi: fn(n, sizes, ptrs, lo, hi))
+        return True
+
+
+def _build_foreach(source):
+    fn = _build(source)
+    i64p, vpp = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p)
+    fn.argtypes = [ctypes.c_int64, i64p, vpp, ctypes.c_int64, ctypes.c_int64]
+    return fn
+
+
+def compile_foreach(backend, kernel):
+    """``Backend.compile_foreach`` for the CPU: a runner, or None without a C compiler."""
+    if compiler() is None:
+        return None
+    return ForeachRunner(backend, kernel)

@@ -256,7 +256,9 @@ class CompiledFunction:
         step.mark_owned(graph)
         lowered = graph
         if self.backend in ("ember", "inductor"):
-            lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
+            metas = [_meta(t) for t in tensors]
+            lowered = fusion.fuse_foreach(fusion.fuse(graph, metas, _lower), metas,
+                                          _lower_foreach)
         entry = _Entry(graph, lowered=lowered)
         entry.step = True
         self.cache[key] = entry
@@ -282,6 +284,14 @@ def _records_autograd(graph, tensors):
 
 
 _runners = {}
+
+
+def _lower_foreach(device, kernel):
+    key = (device.type, kernel.key)
+    if key not in _runners:
+        from ..runtime.registry import registry
+        _runners[key] = registry.get(device.type).compile_foreach(kernel)
+    return _runners[key]
 
 
 def _lower(device, kernel):

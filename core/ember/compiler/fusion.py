@@ -289,3 +289,184 @@ def _rewrite(graph, groups, meta_of, lower):
         remap[i] = Ref("node", index)
     new.output = move(graph.output)
     return new
+
+
+# -- foreach chains (optimizer updates) ----------------------------------------------------------
+#: in-place foreach op -> the pointwise rule it applies to each ``self[i]``
+FOREACH_RULES = {
+    "_foreach_add_": "add", "_foreach_add_scalar_": "add", "_foreach_mul_": "mul",
+    "_foreach_div_": "div", "_foreach_addcmul_": "addcmul", "_foreach_addcdiv_": "addcdiv",
+    "_foreach_lerp_": "lerp", "_foreach_maximum_": "maximum",
+}
+
+
+@dataclass(frozen=True)
+class ForeachKernel:
+    """One loop over every index of a run of in-place foreach ops: ``slots`` are the distinct
+    tensor lists the run reads (each a kernel operand per index), ``statements`` compute in
+    order, ``writes`` store (slot, statement) back in place."""
+    slot_dtypes: tuple
+    statements: tuple
+    writes: tuple
+    ops: tuple
+
+    def render(self, dialect_for, var):
+        return PointwiseKernel(self.slot_dtypes, self.statements, (), self.ops).render(
+            dialect_for, var)
+
+    @property
+    def key(self):
+        return ("foreach", self.slot_dtypes, self.statements, self.writes)
+
+
+class FusedForeachOp:
+    """Runs a foreach run as one kernel; the original ops when the tensors don't fit the
+    kernel at run time (non-contiguous, mixed shapes)."""
+    mutates = True
+
+    def __init__(self, kernel, runner, originals):
+        self.kernel, self.runner, self.originals = kernel, runner, originals
+        self.name = "fused_foreach[" + ",".join(kernel.ops) + "]"
+
+    def __call__(self, *slots):
+        if not self.runner(slots):
+            for op, build in self.originals:
+                op(*build(slots))
+        return None
+
+
+def _foreach_run_kernel(graph, run, meta_of):
+    slots, slot_of = [], {}
+
+    def slot(lst):
+        key = tuple(lst)
+        if key not in slot_of:
+            slot_of[key] = len(slots)
+            slots.append(key)
+        return slot_of[key]
+
+    n = None
+    for node in run:
+        for a in node.args:
+            if isinstance(a, list):
+                if not a or not all(isinstance(r, Ref) for r in a):
+                    return None
+                if n is None:
+                    n = len(a)
+                elif len(a) != n:
+                    return None
+    current = {}          # slot -> Local of its latest value
+    statements, writes_at = [], {}
+    originals = []
+    for node in run:
+        rule = FOREACH_RULES[node.op.name]
+        args, layout = [], []
+        for a in node.args:
+            if isinstance(a, list):
+                s = slot(a)
+                args.append(current.get(s, Local("in", s)))
+                layout.append(("slot", s))
+            else:
+                args.append(a)
+                layout.append(("value", a))
+        self_slot = slot(node.args[0])
+        statements.append((rule, tuple(args)))
+        current[self_slot] = Local("t", len(statements) - 1)
+        writes_at[self_slot] = len(statements) - 1
+
+        def build(slot_lists, layout=tuple(layout)):
+            return [slot_lists[v] if kind == "slot" else v for kind, v in layout]
+        originals.append((node.op, build))
+    dtypes = set()
+    for key in slots:
+        for r in key:
+            m = meta_of(r)
+            if m is None:
+                return None
+            dtypes.add(m[1])
+        shapes = None
+    for i in range(n):
+        shapes = {meta_of(key[i])[0] for key in slots}
+        if len(shapes) != 1:
+            return None
+    if len(dtypes) != 1 or next(iter(dtypes)) not in (_dtype.float32, _dtype.float64):
+        return None
+    dt = next(iter(dtypes))
+    kernel = ForeachKernel(tuple(dt for _ in slots),
+                           tuple(Statement(rule, args, dt, dt) for rule, args in statements),
+                           tuple(sorted(writes_at.items())),
+                           tuple(node.op.name for node in run))
+    return kernel, [list(k) for k in slots], originals
+
+
+def fuse_foreach(graph: Graph, input_meta, lower_foreach) -> Graph:
+    """Runs of consecutive in-place foreach ops become one ``FusedForeachOp`` node (SGD with
+    momentum's mul_/add_/add_ is one pass over the parameters instead of three)."""
+    nodes = graph.nodes
+
+    def meta_of(ref):
+        if ref.kind == "input":
+            return input_meta[ref.index]
+        if ref.kind == "const":
+            c = graph.constants[ref.index]
+            return (tuple(c.shape), c.dtype, c.device)
+        m = nodes[ref.index].meta
+        return m if isinstance(m, tuple) and ref.item is None else None
+
+    runs, current = [], []
+    for i, node in enumerate(nodes):
+        if getattr(node.op, "name", None) in FOREACH_RULES and not node.kwargs:
+            current.append(i)
+            continue
+        if len(current) >= 2:
+            runs.append(current)
+        current = []
+    if len(current) >= 2:
+        runs.append(current)
+    if not runs:
+        return graph
+    replaced = {}
+    for run in runs:
+        made = _foreach_run_kernel(graph, [nodes[i] for i in run], meta_of)
+        if made is None:
+            continue
+        kernel, slot_lists, originals = made
+        device = meta_of(slot_lists[0][0])[2]
+        runner = lower_foreach(device, kernel)
+        if runner is None:
+            continue
+        replaced[run[0]] = (Node(FusedForeachOp(kernel, runner, originals),
+                                 tuple(slot_lists), {}), run)
+    if not replaced:
+        return graph
+    new = Graph(constants=list(graph.constants), n_inputs=graph.n_inputs)
+    remap, skip = {}, set()
+
+    def move(x):
+        if isinstance(x, Ref):
+            if x.kind != "node":
+                return x
+            r = remap[x.index]
+            return r if x.item is None else Ref("node", r.index, x.item)
+        if isinstance(x, (list, tuple)):
+            return type(x)(move(v) for v in x)
+        if isinstance(x, dict):
+            return {k: move(v) for k, v in x.items()}
+        return x
+
+    for i, node in enumerate(nodes):
+        if i in replaced:
+            fused, run = replaced[i]
+            fused.args = move(fused.args)
+            new.nodes.append(fused)
+            for j in run:
+                remap[j] = Ref("node", len(new.nodes) - 1)
+            skip.update(run)
+            continue
+        if i in skip:
+            continue
+        moved = Node(node.op, move(node.args), move(node.kwargs), node.meta)
+        new.nodes.append(moved)
+        remap[i] = Ref("node", len(new.nodes) - 1)
+    new.output = move(graph.output)
+    return new

@@ -42,3 +42,15 @@ def ufunc(be, f, dt, *operands):
     _threads.run_chunks(work, ranges)
     return out.reshape(shape)
 
+
+
+def run_ranges(n, fn):
+    """``fn(start, stop)`` over ``[0, n)``: one call when ``n`` is small, else one call per
+    chunk on the intra-op threads (``ember.set_num_threads``), the first on this thread.
+    Returns the calls' results. For kernels that release the GIL (ctypes calls into
+    compiled code, numpy loops): ember runs no OpenMP runtime of its own, so its threads and
+    the BLAS library's are the only ones competing for the cores."""
+    ranges = _threads.chunks(n)
+    if ranges is None:
+        return [fn(0, n)]
+    return _threads.run_chunks(fn, ranges)

@@ -168,5 +168,16 @@ class Backend:
         shape. The default, None, keeps the group's ops as separate calls."""
         return None
 
+    def compile_foreach(self, kernel):
+        """Optional: a runner for a run of in-place foreach ops (an optimizer's update), or
+        None.
+
+        ``kernel`` is an ``ember.compiler.fusion.ForeachKernel``: per index, its ``slots``
+        (the tensor lists the run reads) are operands, ``statements`` compute, ``writes``
+        store statements back into slots in place. The runner gets the slot lists and returns
+        True when it did the update, False to have the original ops run instead (tensors it
+        can't handle). The default, None, keeps the ops."""
+        return None
+
     def __repr__(self):
         return f"<{type(self).__name__} '{self.name}'>"
