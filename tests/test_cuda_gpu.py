@@ -89,3 +89,19 @@ def test_random_numbers_equal_the_opencl_backends():
     ember.manual_seed(7)
     b = ember.rand(1000, device="opencl").cpu().numpy()
     np.testing.assert_array_equal(a, b)
+
+
+def test_compiled_pointwise_chain_runs_as_one_cupy_kernel():
+    def chain(x, y):
+        v = x * 1.5 + 0.5
+        v = ember.tanh(v) * v - y
+        return ember.relu(v) / (1.0 + x * x), ember.where(x > y, ember.sin(x), y)
+    compiled = ember.compile(chain)
+    xc, yc = ember.randn(300, 70), ember.randn(70)
+    x, y = xc.to("cuda"), yc.to("cuda")
+    compiled(x, y)
+    got = compiled(x, y)
+    for g, w in zip(got, chain(xc, yc)):
+        np.testing.assert_allclose(g.cpu().numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
+    entry = next(iter(compiled.cache.values()))
+    assert any(n.op.name.startswith("fused[") for n in entry.lowered.nodes)

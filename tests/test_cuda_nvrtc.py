@@ -99,3 +99,35 @@ def test_float_to_half_rounds_like_numpy(half_module):
     nan = np.isnan(x)
     assert (out[~nan] == ref[~nan]).all()
     assert np.isnan(out[nan].view(np.float16)).all()
+
+
+def test_fused_pointwise_bodies_compile_with_nvrtc():
+    """ember.compile's CUDA lowering writes cupy ElementwiseKernel bodies: the same statements
+    (a 10-op chain, comparisons with a bool intermediate, float64) compile as CUDA C++."""
+    _nvrtc_version()
+    import ember
+    from ember.compiler import fusion
+    from ember_cuda.fusion import standalone_source
+
+    def chain(x, y):
+        v = x * 1.5 + 0.5
+        v = ember.tanh(v) * v - y
+        v = ember.exp(-v.abs()) + ember.sigmoid(v)
+        return ember.relu(v) / (1.0 + x * x), ember.where(x > y, ember.sin(x), ember.erf(y))
+    kernels = []
+    for dtype in (ember.float32, ember.float64):
+        captured = []
+
+        def lower(device, kernel, captured=captured):
+            captured.append(kernel)
+            return None
+        f = ember.compile(chain)
+        x, y = ember.randn(8, dtype=dtype), ember.randn(8, dtype=dtype)
+        f(x, y)
+        entry = next(iter(f.cache.values()))
+        fusion.fuse(entry.graph, [(tuple(t.shape), t.dtype, t.device) for t in (x, y)], lower)
+        kernels += captured
+    assert len(kernels) >= 4
+    for kernel in kernels:
+        ptx = _compile(standalone_source(kernel), "80").decode()
+        assert ".entry fused(" in ptx

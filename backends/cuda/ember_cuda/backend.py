@@ -151,6 +151,10 @@ class CUDABackend(ArrayBackend):
     def _view(self, flat, shape, np_dtype, offset_bytes, strides_bytes):
         return self._api.view(flat, shape, np_dtype, offset_bytes, strides_bytes)
 
+    def compile_pointwise(self, kernel):
+        from .fusion import compile_pointwise
+        return compile_pointwise(self, kernel)
+
     def program(self, key, source_fn) -> Program:
         """The compiled program ``key`` (``source_fn()`` is its CUDA C), built once."""
         prog = self._programs.get(key)
