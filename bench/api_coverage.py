@@ -54,7 +54,11 @@ EXCLUSIONS: list[tuple[tuple[str, ...], str, str]] = [
      r"saddmm|hsmm|dsmm|smm|sspaddmm)$",
      "undocumented sparse internals (torch's own docs do not list them)"),
     (("torch",), r"^sym_",
-     "SymInt/SymFloat helpers for torch.compile's symbolic shapes; ember traces no symbolic shapes"),
+     "SymInt/SymFloat helpers of torch's symbolic tracer; ember.compile keeps its symbolic sizes "
+     "inside its graphs (compiler/dynamic.py) and hands user code no SymInt"),
+    (("Tensor",), r"^chalf$",
+     "complex32 (torch.chalf), experimental in torch and CPU-less there: ember has no complex32 "
+     "dtype"),
     (("torch",), r"^batch_norm_(stats|elemt|gather_stats.*|backward_.*|update_stats)$",
      "SyncBatchNorm's CUDA kernels, internal to nn.SyncBatchNorm"),
     (("torch", "nn.functional"),

@@ -1,6 +1,8 @@
 """Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict."""
 from __future__ import annotations
 
+import warnings
+
 import operator
 from collections import OrderedDict
 from itertools import chain, islice
@@ -9,7 +11,8 @@ from ..._tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict"]
 
 
 def _index(idx, n, what):
@@ -17,6 +20,19 @@ def _index(idx, n, what):
     if not -n <= idx < n:
         raise IndexError(f"index {idx} is out of range")
     return idx + n if idx < 0 else idx
+
+
+class Container(Module):
+    """torch's deprecated ``nn.Container``: a Module holding the keyword-argument modules as
+    submodules (use ``Module`` itself)."""
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now "
+                      "implemented in nn.Module. Subclass that instead.", DeprecationWarning,
+                      stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 class Sequential(Module):

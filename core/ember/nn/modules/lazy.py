@@ -1,4 +1,4 @@
-"""Lazy modules: Linear, Conv/ConvTranspose 1d/2d, BatchNorm and InstanceNorm 1d/2d/3d whose
+"""Lazy modules: Linear, Conv/ConvTranspose 1d/2d/3d, BatchNorm and InstanceNorm 1d/2d/3d whose
 input size (in_features, in_channels, num_features) is read from the first input. Until then
 their parameters are ``UninitializedParameter``s; the first forward materializes them in place,
 initialises them as the regular module would, and turns the module into that class
@@ -8,13 +8,13 @@ from __future__ import annotations
 from ... import _dtype
 from ...ops.factories import ones, zeros
 from ..parameter import UninitializedParameter
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Linear
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d
 
-__all__ = ["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d",
-           "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+__all__ = ["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+           "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
            "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
@@ -105,6 +105,8 @@ LazyConv1d = _conv(Conv1d, False)
 LazyConv2d = _conv(Conv2d, False)
 LazyConvTranspose1d = _conv(ConvTranspose1d, True)
 LazyConvTranspose2d = _conv(ConvTranspose2d, True)
+LazyConv3d = _conv(Conv3d, False)
+LazyConvTranspose3d = _conv(ConvTranspose3d, True)
 
 
 class _LazyNormMixin(LazyModuleMixin):
