@@ -57,6 +57,7 @@ from .ops.view_copies import *  # noqa: F401,F403
 from .ops.numeric_more import *  # noqa: F401,F403
 from .ops.structure import *  # noqa: F401,F403
 from ._nn_aliases import *  # noqa: F401,F403
+from ._rnn_aliases import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401,E402
 from ._legacy_aliases import *  # noqa: F401,F403
 from .ops.tensor_extras import *  # noqa: F401,F403
 from .ops.histograms import *  # noqa: F401,F403

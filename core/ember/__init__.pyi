@@ -101,6 +101,10 @@ from ._nn_aliases import poisson_nll_loss as poisson_nll_loss
 from ._nn_aliases import prelu as prelu
 from ._nn_aliases import rms_norm as rms_norm
 from ._nn_aliases import triplet_margin_loss as triplet_margin_loss
+from ._rnn_aliases import gru as gru
+from ._rnn_aliases import lstm as lstm
+from ._rnn_aliases import rnn_relu as rnn_relu
+from ._rnn_aliases import rnn_tanh as rnn_tanh
 from ._tensor_str import set_printoptions as set_printoptions
 from ._threads import get_num_threads as get_num_threads
 from ._threads import set_num_threads as set_num_threads

@@ -178,3 +178,28 @@ OPS = [
     _layer_entry("GRU", (3, 2, 1), True, 1, "packed bidirectional"),
     _layer_entry("RNN_TANH", (2, 2, 1), False, 2, "packed 2 layers"),
 ]
+
+
+# -- torch.lstm / gru / rnn_tanh / rnn_relu: the layers' native forms (padded input) ----------
+def _native(name, n_states):
+    def run(x, h0, *rest):
+        states = (h0, rest[0]) if n_states == 2 else h0
+        params = list(rest[n_states - 1:])
+        return getattr(ember, name)(x, states, params, True, 1, 0.0, False, True, False)
+    run.__name__ = f"torch.{name}"
+    return run
+
+
+def _native_entry(name, mode):
+    n_states = 2 if mode == "LSTM" else 1
+    h = LAYER_H
+    gates = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}[mode] * h
+    shapes = [(3, 2, LAYER_I), (2, 2, h)] + ([(2, 2, h)] if n_states == 2 else [])
+    shapes += [(gates, LAYER_I), (gates, h), (gates,), (gates,)] * 2
+    return OpInfo(f"torch.{name} bidirectional", _native(name, n_states),
+                  _samples([("padded", shapes, "contiguous", (), (-1.0, 1.0))]), FLOATS,
+                  covers=(), tolerances=dict(LOOSE))
+
+
+OPS += [_native_entry("lstm", "LSTM"), _native_entry("gru", "GRU"),
+        _native_entry("rnn_tanh", "RNN_TANH"), _native_entry("rnn_relu", "RNN_RELU")]
