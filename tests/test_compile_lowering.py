@@ -352,3 +352,49 @@ def test_sgd_momentum_update_runs_as_one_foreach_kernel():
     names = [n.op.name for n in _entry(compiled).lowered.nodes]
     assert "fused_foreach[_foreach_mul_,_foreach_add_,_foreach_add_]" in names
     assert not any(n.startswith("_foreach") for n in names)
+
+
+def _devices():
+    return ["cpu"] + (["opencl"] if _opencl() else [])
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_cnn_training_step_and_transformer_block_match_eager_on_every_backend(device):
+    ember.manual_seed(0)
+
+    def cnn():
+        return nn.Sequential(nn.Conv2d(1, 3, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                             nn.Linear(3 * 4 * 4, 4))
+    eager, model = cnn().to(device), cnn().to(device)
+    model.load_state_dict(eager.state_dict())
+    x = ember.randn(4, 1, 10, 10, device=device)
+    y = ember.randint(0, 4, (4,), device=device)
+
+    def make_step(m):
+        opt = ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.5)
+
+        def step():
+            loss = nn.functional.cross_entropy(m(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+    eager_step, step = make_step(eager), ember.compile(make_step(model), mode="reduce-overhead")
+    for _ in range(4):
+        a, b = eager_step(), step()
+        assert abs(a.item() - b.item()) < 1e-5
+    for p, q in zip(eager.parameters(), model.parameters()):
+        assert (p - q).abs().max().item() < 1e-5
+    assert _entry(step).step
+
+    block = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).to(device)
+    inp = ember.randn(2, 3, 8, device=device, requires_grad=True)
+    compiled = ember.compile(lambda t: block(t).tanh().sum())
+    for _ in range(2):
+        inp.grad = None
+        compiled(inp).backward()
+        got = inp.grad.clone()
+        inp.grad = None
+        block(inp).tanh().sum().backward()
+        assert (got - inp.grad).abs().max().item() < 1e-4
