@@ -398,3 +398,42 @@ def test_cnn_training_step_and_transformer_block_match_eager_on_every_backend(de
         inp.grad = None
         block(inp).tanh().sum().backward()
         assert (got - inp.grad).abs().max().item() < 1e-4
+
+
+@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("case", range(5))
+def test_pointwise_chain_and_its_reduction_are_one_kernel(device, case):
+    f, shapes, op = [
+        (lambda x, y: (x * y + 1).sum(), ((300, 40), (40,)), "sum"),
+        (lambda x, y: (ember.exp(x) - y).mean(1), ((300, 40), (300, 1)), "mean"),
+        (lambda x, y: ember.relu(x * 2 - y).amax(0, keepdim=True), ((30, 40), (40,)), "amax"),
+        (lambda x, y: (x.t() + y).sin().sum([0, 1]), ((40, 30), (40,)), "sum"),
+        (lambda x, y: (x - y).abs().amin(-1), ((5, 6, 7), (7,)), "amin"),
+    ][case]
+    compiled = ember.compile(f)
+    xc, yc = ember.randn(*shapes[0]), ember.randn(*shapes[1])
+    x, y = xc.to(device), yc.to(device)
+    compiled(x, y)
+    got = compiled(x, y)
+    want = f(xc.double(), yc.double())
+    assert got.shape == want.shape and got.device.type == device
+    np.testing.assert_allclose(got.cpu().double().numpy(), want.numpy(), rtol=1e-5, atol=1e-4)
+    assert any(n.endswith(f",{op}]") for n in _fused_names(_entry(compiled).lowered))
+
+
+def test_a_reduction_whose_input_is_used_elsewhere_stays_an_op():
+    def f(x):
+        e = (x * 2).exp()
+        return e.sum(1), e
+    compiled = ember.compile(f)
+    x = ember.randn(20, 30)
+    compiled(x)
+    got = compiled(x)
+    assert (got[0] - got[1].sum(1)).abs().max().item() < 1e-3
+    names = [n.op.name for n in _entry(compiled).lowered.nodes]
+    assert "sum" in names
+    nan_max = ember.compile(lambda t: (t * 2).amax(1))
+    t = ember.tensor([[1.0, float("nan")], [2.0, 3.0]])
+    nan_max(t)
+    out = nan_max(t)
+    assert np.isnan(out[0].item()) and out[1].item() == 6.0

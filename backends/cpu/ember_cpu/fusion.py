@@ -320,8 +320,9 @@ def compile_pointwise(backend, kernel):
     """``Backend.compile_pointwise`` for the CPU: a runner, or None without a C compiler."""
     if compiler() is None:
         return None
-    runner = PointwiseRunner(backend, kernel)
-    return runner
+    if kernel.reduction is not None:
+        return ReductionRunner(backend, kernel)
+    return PointwiseRunner(backend, kernel)
 
 
 # -- foreach runs (optimizer updates) -----------------------------------------------------------
@@ -406,3 +407,118 @@ def compile_foreach(backend, kernel):
     if compiler() is None:
         return None
     return ForeachRunner(backend, kernel)
+
+
+# -- pointwise chains ending in a reduction -----------------------------------------------------
+_INIT = {"sum": "0", "mean": "0", "amax": "-1.0/0.0", "amin": "1.0/0.0"}
+
+
+def _combine(op):
+    if op in ("sum", "mean"):
+        return "acc += v;"
+    cmp = ">" if op == "amax" else "<"
+    return f"if (v {cmp} acc || v != v) acc = v;"      # a nan wins, as in the eager kernels
+
+
+def _reduce_source(kernel, exact=False):
+    op, _, _ = kernel.reduction
+    n_in = len(kernel.input_dtypes)
+    out_t = C_TYPES[kernel.output_dtypes[0]]
+    acc_t = "double" if op in ("sum", "mean") else out_t
+    lines = ["#include <stdint.h>", _declarations(), _SINCOS, "",
+             "int kernel(int nk, const int64_t* kshape, const int64_t* kstr, int nr, "
+             "const int64_t* rshape, const int64_t* rstr, int64_t rcount, void** in, "
+             "void** out, int64_t lo, int64_t hi) {"]
+    for k, dt in enumerate(kernel.input_dtypes):
+        lines.append(f"  const {C_TYPES[dt]}* restrict in{k} = (const {C_TYPES[dt]}*)in[{k}];")
+    lines += [f"  {out_t}* restrict out0 = ({out_t}*)out[0];", "  int big = 0;",
+              "  for (int64_t o = lo; o < hi; o++) {", "    int64_t rem = o;"]
+    lines += [f"    int64_t b{k} = 0;" for k in range(n_in)]
+    lines += ["    for (int d = nk - 1; d >= 0; d--) {",
+              "      int64_t idx = rem % kshape[d]; rem /= kshape[d];"]
+    lines += [f"      b{k} += idx * kstr[{k} * nk + d];" for k in range(n_in)]
+    lines += ["    }", f"    {acc_t} acc = {_INIT[op]};", "    for (int64_t k = 0; k < rcount; k++) {",
+              "      int64_t r = k;"]
+    lines += [f"      int64_t a{k} = b{k};" for k in range(n_in)]
+    lines += ["      for (int d = nr - 1; d >= 0; d--) {",
+              "        int64_t idx = r % rshape[d]; r /= rshape[d];"]
+    lines += [f"        a{k} += idx * rstr[{k} * nr + d];" for k in range(n_in)]
+    lines.append("      }")
+    for k, dt in enumerate(kernel.input_dtypes):
+        lines.append(f"      {C_TYPES[dt]} x{k} = in{k}[a{k}];")
+
+    def var(local):
+        return f"x{local.index}" if local.kind == "in" else f"t{local.index}"
+    range_args = []
+    body = kernel.render(lambda dt: _CDialect(dt, var, exact, range_args), var)
+    lines += ["      " + b for b in body]
+    for a in dict.fromkeys(range_args):
+        lines.append(f"      big |= __builtin_fabsf({a}) > {_RANGE_LIMIT};")
+    lines += [f"      {acc_t} v = t{kernel.outputs[0]};", "      " + _combine(op), "    }"]
+    final = "acc / rcount" if op == "mean" else "acc"
+    lines += [f"    out0[o] = ({out_t})({final});", "  }", "  return big;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+class ReductionRunner:
+    """A pointwise chain and the reduction ending it, in one pass: each output element loops
+    over the reduced dimensions (float32 sums accumulate in double)."""
+
+    def __init__(self, backend, kernel):
+        self.backend, self.kernel = backend, kernel
+        self.fns = {}
+        self.out_np = backend.xp.dtype(kernel.output_dtypes[0].np)
+
+    def _fn(self, exact):
+        fn = self.fns.get(exact)
+        if fn is None:
+            source = _reduce_source(self.kernel, exact)
+            with _lock:
+                fn = _loaded.get(source)
+                if fn is None:
+                    fn = _loaded[source] = _build_reduce(source)
+            self.fns[exact] = fn
+        return fn
+
+    def __call__(self, inputs):
+        be = self.backend
+        op, dims, keepdim = self.kernel.reduction
+        arrays = [be.native(t) for t in inputs]
+        shape = np.broadcast_shapes(*[a.shape for a in arrays])
+        kept = [d for d in range(len(shape)) if d not in dims]
+        out_shape = tuple(1 if d in dims else n for d, n in enumerate(shape)) if keepdim \
+            else tuple(shape[d] for d in kept)
+        rcount = math.prod(shape[d] for d in dims)
+        n_out = math.prod(shape[d] for d in kept)
+        device = inputs[0].device
+        if rcount == 0 or n_out == 0:
+            if op in ("amax", "amin") and n_out:
+                raise RuntimeError(f"{op}(): Expected reduction dim to have non-zero size "
+                                   f"(fused {op} over an empty dimension of {list(shape)})")
+            fill = np.nan if op == "mean" else 0
+            return [be.wrap(np.full(out_shape, fill, dtype=self.out_np), device)]
+        strides = [_strides(a, shape) for a in arrays]
+        kshape = (ctypes.c_int64 * max(1, len(kept)))(*([shape[d] for d in kept] or [1]))
+        kstr = (ctypes.c_int64 * max(1, len(kept) * len(arrays)))(
+            *([s[d] for s in strides for d in kept] or [0]))
+        rshape = (ctypes.c_int64 * len(dims))(*[shape[d] for d in dims])
+        rstr = (ctypes.c_int64 * (len(dims) * len(arrays)))(*[s[d] for s in strides
+                                                               for d in dims])
+        out = np.empty(out_shape, dtype=self.out_np)
+        ptrs_in = (ctypes.c_void_p * len(arrays))(*[_address(a) for a in arrays])
+        ptrs_out = (ctypes.c_void_p * 1)(_address(out))
+        call = (len(kept), kshape, kstr, len(dims), rshape, rstr, rcount, ptrs_in, ptrs_out)
+        fn = self._fn(False)
+        # ranges of outputs, each costing rcount elements: split by elements
+        if any(parallel.run_ranges(n_out, lambda lo, hi: fn(*call, lo, hi))):
+            exact = self._fn(True)
+            parallel.run_ranges(n_out, lambda lo, hi: exact(*call, lo, hi))
+        return [be.wrap(out, device)]
+
+
+def _build_reduce(source):
+    fn = _build(source)
+    i64p, vpp = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p)
+    fn.argtypes = [ctypes.c_int, i64p, i64p, ctypes.c_int, i64p, i64p, ctypes.c_int64, vpp,
+                   vpp, ctypes.c_int64, ctypes.c_int64]
+    return fn

@@ -65,5 +65,8 @@ class PointwiseRunner:
 
 
 def compile_pointwise(backend, kernel):
-    """``Backend.compile_pointwise`` for CUDA (any device the backend runs)."""
+    """``Backend.compile_pointwise`` for CUDA (any device the backend runs); groups ending in
+    a reduction stay separate ops here."""
+    if kernel.reduction is not None:
+        return None
     return PointwiseRunner(backend, kernel)

@@ -85,4 +85,99 @@ def compile_pointwise(backend, kernel):
         st = backend._devices.state(0)
         if not st.fp64:
             return None
+    if kernel.reduction is not None:
+        return ReductionRunner(backend, kernel)
     return PointwiseRunner(backend, kernel)
+
+
+# -- pointwise chains ending in a reduction -----------------------------------------------------
+_INIT = {"sum": "0", "mean": "0", "amax": "-INFINITY", "amin": "INFINITY"}
+
+
+def _reduce_source(state, kernel):
+    op, _, _ = kernel.reduction
+    n_in = len(kernel.input_dtypes)
+    out_t = C_TYPES[kernel.output_dtypes[0]]
+    acc_t = "double" if (op in ("sum", "mean") and state.fp64) else out_t
+    params = [f"__global {cltypes.CTYPE[kernel.output_dtypes[0]]}* out0"]
+    params += [f"__global const {cltypes.CTYPE[d]}* in{k}"
+               for k, d in enumerate(kernel.input_dtypes)]
+    params += ["__global const long* m", "const int nk", "const int nr", "const long rcount",
+               "const long n"] + [f"const long o{k}" for k in range(n_in)]
+    lines = [progs.header(state), f"__kernel void fused({', '.join(params)}) {{",
+             "  const long o = get_global_id(0);", "  if (o >= n) return;",
+             "  __global const long* kshape = m;", "  __global const long* kstr = m + nk;",
+             f"  __global const long* rshape = m + nk + {n_in} * nk;",
+             f"  __global const long* rstr = rshape + nr;", "  long rem = o;"]
+    lines += [f"  long b{k} = o{k};" for k in range(n_in)]
+    lines += ["  for (int d = nk - 1; d >= 0; d--) {",
+              "    const long idx = rem % kshape[d]; rem /= kshape[d];"]
+    lines += [f"    b{k} += idx * kstr[{k} * nk + d];" for k in range(n_in)]
+    lines += ["  }", f"  {acc_t} acc = {_INIT[op]};", "  for (long k = 0; k < rcount; k++) {",
+              "    long r = k;"]
+    lines += [f"    long a{k} = b{k};" for k in range(n_in)]
+    lines += ["    for (int d = nr - 1; d >= 0; d--) {",
+              "      const long idx = r % rshape[d]; r /= rshape[d];"]
+    lines += [f"      a{k} += idx * rstr[{k} * nr + d];" for k in range(n_in)]
+    lines.append("    }")
+    for k, d in enumerate(kernel.input_dtypes):
+        lines.append(f"    const {C_TYPES[d]} x{k} = in{k}[a{k}];")
+
+    def var(local):
+        return f"x{local.index}" if local.kind == "in" else f"t{local.index}"
+    lines += ["    " + s for s in kernel.render(lambda dt: Dialect(dt, var), var)]
+    lines.append(f"    const {acc_t} v = t{kernel.outputs[0]};")
+    if op in ("sum", "mean"):
+        lines.append("    acc += v;")
+    else:
+        cmp = ">" if op == "amax" else "<"
+        lines.append(f"    if (v {cmp} acc || v != v) acc = v;")
+    lines.append("  }")
+    final = "acc / rcount" if op == "mean" else "acc"
+    lines += [f"  out0[o] = ({out_t})({final});", "}"]
+    return "\n".join(lines)
+
+
+class ReductionRunner:
+    def __init__(self, backend, kernel):
+        self.backend, self.kernel = backend, kernel
+
+    def __call__(self, inputs):
+        be = self.backend
+        op, dims, keepdim = self.kernel.reduction
+        device = inputs[0].device
+        st, q = be._sq(device)
+        shape = tuple(np.broadcast_shapes(*[tuple(t._shape) for t in inputs]))
+        kept = [d for d in range(len(shape)) if d not in dims]
+        out_shape = tuple(1 if d in dims else n for d, n in enumerate(shape)) if keepdim \
+            else tuple(shape[d] for d in kept)
+        rcount = math.prod(shape[d] for d in dims)
+        n_out = math.prod(shape[d] for d in kept)
+        if rcount == 0 or n_out == 0:
+            if op in ("amax", "amin") and n_out:
+                raise RuntimeError(f"{op}(): Expected reduction dim to have non-zero size "
+                                   f"(fused {op} over an empty dimension of {list(shape)})")
+            import ember
+            fill = float("nan") if op == "mean" else 0.0
+            return [ember.full(out_shape, fill, dtype=self.kernel.output_dtypes[0],
+                               device=device)]
+        out = be._new(st, out_shape, self.kernel.output_dtypes[0], device)
+        strides = [_broadcast_strides(t, shape) for t in inputs]
+        meta = [shape[d] for d in kept] + [s[d] for s in strides for d in kept] + \
+            [shape[d] for d in dims] + [s[d] for s in strides for d in dims]
+        kernel = progs.program(
+            st, ("fused_reduce", self.kernel.key), lambda: _reduce_source(st, self.kernel),
+            {"fused": [None] * (2 + len(inputs)) + [np.int32, np.int32, np.int64, np.int64] +
+             [np.int64] * len(inputs)})["fused"]
+        progs.launch(st, q, kernel, n_out, out._storage.data,
+                     *[t._storage.data for t in inputs], progs.buffer_of(st, meta),
+                     len(kept), len(dims), rcount, n_out, *[t._offset for t in inputs])
+        return [out]
+
+
+def _broadcast_strides(t, shape):
+    pad = len(shape) - len(t._shape)
+    out = [0] * pad
+    for d, (n, s) in enumerate(zip(t._shape, t._stride)):
+        out.append(0 if n == 1 and shape[pad + d] != 1 else s)
+    return out

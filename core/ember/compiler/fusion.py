@@ -43,10 +43,14 @@ class PointwiseKernel:
     statements: tuple
     outputs: tuple           # statement indices
     ops: tuple               # the fused op names, for printing
+    #: None, or (op, dims, keepdim): the single output is that reduction ("sum", "mean",
+    #: "amax", "amin") of the statement in ``outputs`` over ``dims`` of the loop's shape
+    reduction: tuple = None
 
     @property
     def output_dtypes(self):
         return tuple(self.statements[j].dtype for j in self.outputs)
+
 
     def render(self, dialect_for, var):
         """The loop body as C-family statements: ``dialect_for(dtype)`` gives the backend's
@@ -61,7 +65,7 @@ class PointwiseKernel:
 
     @property
     def key(self):
-        return (self.input_dtypes, self.statements, self.outputs)
+        return (self.input_dtypes, self.statements, self.outputs, self.reduction)
 
 
 class FusedOp:
@@ -79,11 +83,31 @@ class FusedOp:
 
 
 class _Group:
-    __slots__ = ("members", "shape", "device", "open")
+    __slots__ = ("members", "shape", "device", "open", "reduce")
 
     def __init__(self, member, shape, device):
         self.members = [member]
         self.shape, self.device, self.open = shape, device, True
+        self.reduce = None       # a reduction node ending the group (its only output)
+
+
+REDUCTIONS = ("sum", "mean", "amax", "amin")
+
+
+def _reduction(node, meta_of):
+    """Whether ``node`` reduces one float value over dims (a group may end with it)."""
+    if getattr(node.op, "name", None) not in REDUCTIONS or node.kwargs:
+        return False
+    args = node.args
+    if len(args) < 3 or not isinstance(args[0], Ref) or args[0].item is not None or \
+            not isinstance(args[1], (list, tuple)) or not isinstance(args[2], bool):
+        return False
+    m = meta_of(args[0])
+    if m is None or m[1] not in (_dtype.float32, _dtype.float64) or not m[0]:
+        return False
+    if len(args) > 3 and args[3] is not None and args[3] is not m[1]:
+        return False
+    return isinstance(node.meta, tuple) and node.meta[1] is m[1]
 
 
 def _tensor_args(node):
@@ -177,6 +201,16 @@ def fuse(graph: Graph, input_meta, lower) -> Graph:
                 joined.members.append(i)
             group_of[i] = joined
         else:
+            first = node.args[0] if node.args else None
+            target = group_of.get(first.index) if isinstance(first, Ref) and \
+                first.kind == "node" else None
+            if target is not None and target.open and _reduction(node, meta_of) and \
+                    node.args[0].index in target.members and node.meta[2] == target.device:
+                target.members.append(i)          # the group's reduction epilogue
+                target.reduce = i
+                group_of[i] = target
+                target.open = False
+                continue
             for r in reads:
                 g = group_of.get(r.index)
                 if g is not None:
@@ -198,8 +232,29 @@ def _flat_refs(x):
             yield from _flat_refs(v)
 
 
+def _detach_shared_reductions(graph, groups):
+    """A reduction epilogue is kept only when nothing outside the group reads the group's
+    values: the fused kernel then writes just the reduced tensor."""
+    readers = {}
+    for i, node in enumerate(graph.nodes):
+        for r in _flat_refs([node.args, node.kwargs]):
+            if r.kind == "node":
+                readers.setdefault(r.index, set()).add(i)
+    outputs = {r.index for r in _flat_refs(graph.output) if r.kind == "node"}
+    for g in groups:
+        if g.reduce is None:
+            continue
+        members = set(g.members)
+        shared = any((readers.get(m, set()) - members) or m in outputs
+                     for m in g.members if m != g.reduce)
+        if shared:
+            g.members.remove(g.reduce)
+            g.reduce = None
+
+
 def _kernel_for(graph, group, meta_of, used_outside):
-    members = sorted(group.members)
+    reduce_at = group.reduce
+    members = sorted(m for m in group.members if m != reduce_at)
     index_in_group = {m: j for j, m in enumerate(members)}
     inputs, input_pos = [], {}
     statements = []
@@ -222,13 +277,24 @@ def _kernel_for(graph, group, meta_of, used_outside):
         if node.op.name == "_to_copy":
             compute = dtype
         statements.append(Statement(node.op.name, tuple(args), compute, dtype))
+    names = tuple(graph.nodes[m].op.name for m in members)
+    if reduce_at is not None:
+        node = graph.nodes[reduce_at]
+        rank = len(group.shape)
+        dims = tuple(sorted({d % rank for d in node.args[1]} if node.args[1] else range(rank)))
+        kernel = PointwiseKernel(tuple(meta_of(r)[1] for r in inputs), tuple(statements),
+                                 (index_in_group[node.args[0].index],),
+                                 names + (node.op.name,), (node.op.name, dims, node.args[2]))
+        return kernel, inputs, [reduce_at]
     outputs = tuple(j for j, m in enumerate(members) if m in used_outside)
     kernel = PointwiseKernel(tuple(meta_of(r)[1] for r in inputs), tuple(statements), outputs,
-                             tuple(graph.nodes[m].op.name for m in members))
+                             names)
     return kernel, inputs, [members[j] for j in outputs]
 
 
 def _rewrite(graph, groups, meta_of, lower):
+    _detach_shared_reductions(graph, groups)
+    groups = [g for g in groups if len(g.members) >= 2]
     member_of = {m: g for g in groups for m in g.members}
     used_outside = set()
     for i, node in enumerate(graph.nodes):
