@@ -82,6 +82,7 @@ class Tensor:
     def __rtruediv__(self, other): ...  # ember.ops.elementwise.operators
     def __rxor__(self, other): ...  # ember.ops.elementwise.operators
     def __setitem__(self, index, value): ...  # ember.ops.indexing.advanced
+    def __setstate__(self, state): ...  # ember.ops.tensor_set
     def __str__(self, *, tensor_contents=...): ...  # ember.sparse
     def __sub__(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
     def __truediv__(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
@@ -590,6 +591,7 @@ class Tensor:
     def scatter_reduce_(self, *args, **kwargs): ...  # ember.ops.scatter_reduce
     def select(self, dim, index): ...  # ember.ops.views.slicing
     def select_scatter(self, src, dim, index): ...  # ember.ops.view_copies
+    def set_(self, source=..., storage_offset=..., size=..., stride=...): ...  # ember.ops.tensor_set
     def sgn(self, *, out=...): ...  # ember.ops.elementwise.complex_numbers
     def sgn_(self): ...  # ember._legacy_aliases
     @property
