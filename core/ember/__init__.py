@@ -61,6 +61,7 @@ from ._rnn_aliases import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401,E402
 from ._legacy_aliases import *  # noqa: F401,F403
 from .ops.tensor_extras import *  # noqa: F401,F403
 from .ops import tensor_set as _tensor_set  # noqa: F401,E402 - Tensor.set_, __setstate__
+from .ops.linalg.lowrank import pca_lowrank, svd_lowrank  # noqa: F401,E402
 from .ops.histograms import *  # noqa: F401,F403
 from .ops.scatter_reduce import *  # noqa: F401,F403
 from .ops.rnn import *  # noqa: F401,F403

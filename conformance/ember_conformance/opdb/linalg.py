@@ -215,3 +215,31 @@ OPS = [
            samples(in_layouts([(2, 3, 4), (2, 5, 4)])), NUMERIC, covers=("einsum",),
            **MATMUL_T),
 ]
+
+
+def _lowrank_product(which):
+    """A rank-2 matrix's reconstruction from svd_lowrank / pca_lowrank with q above the rank:
+    exact whatever random start the algorithm drew, so devices can be compared. Forward only:
+    a zero singular value makes the SVD's derivative singular (tests/test_lowrank.py checks
+    gradients on a full-rank matrix), and a random start refuses vmap's randomness="error"
+    (as torch's)."""
+    def run(a, b):
+        m = a @ b
+        if which == "pca":
+            u, s, v = ember.pca_lowrank(m, q=3, center=False)
+        else:
+            u, s, v = ember.svd_lowrank(m, q=3)
+        return u @ ember.diag(s) @ v.mH
+    run.__name__ = f"{which}_lowrank"
+    return run
+
+
+def _lowrank_samples(dtype):
+    yield SampleInput(f"{dtype} (5x2)@(2x4)", lambda dev, dt=dtype: (
+        (make_tensor(301, (5, 2), dt, dev), make_tensor(302, (2, 4), dt, dev)), {}))
+
+
+_LOWRANK = dict(covers=(), differentiable=False, vmap=False,
+                tolerances={"float32": (1e-3, 1e-4), "float64": (1e-6, 1e-8)})
+OPS += [OpInfo("svd_lowrank", _lowrank_product("svd"), _lowrank_samples, FLOATS, **_LOWRANK),
+        OpInfo("pca_lowrank", _lowrank_product("pca"), _lowrank_samples, FLOATS, **_LOWRANK)]
