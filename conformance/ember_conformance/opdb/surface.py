@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ember
 
+from . import FLOATS, OpInfo, SampleInput, make_tensor
 from ._cases import entry
 
 _LOOSE = {"float32": (1e-4, 1e-5)}
@@ -260,3 +261,30 @@ OPS += [
     entry("triangular_solve", _triangular,
           ("transposed upper", [((4, 2), "x"), ((4, 4), "x")], {}), tolerances=_LOOSE),
 ]
+
+
+# -- fractional max pooling (nn/_fractional_pool.py): fixed samples, so devices agree -----------
+def _fractional(nsp):
+    def run(x):
+        planes = x.shape[:2]
+        samples = ember.linspace(0.05, 0.95, planes[0] * planes[1] * nsp, dtype=x.dtype,
+                                 device=x.device).reshape(*planes, nsp)
+        fn = getattr(ember.nn.functional, f"fractional_max_pool{nsp}d")
+        return fn(x, 2, output_size=(3,) * nsp, _random_samples=samples)
+    run.__name__ = f"fractional_max_pool{nsp}d"
+    return run
+
+
+def _fractional_samples(shape):
+    def samples(dtype):
+        for i, layout in enumerate(("contiguous", "transposed")):
+            yield SampleInput(f"{dtype}{list(shape)} {layout}", lambda dev, i=i, lay=layout,
+                              dt=dtype: ((make_tensor(640 + i, shape, dt, dev, layout=lay),),
+                                         {}))
+    return samples
+
+
+OPS += [OpInfo("fractional_max_pool2d", _fractional(2), _fractional_samples((2, 2, 7, 6)),
+               FLOATS, covers=()),
+        OpInfo("fractional_max_pool3d", _fractional(3), _fractional_samples((1, 2, 5, 6, 5)),
+               FLOATS, covers=())]

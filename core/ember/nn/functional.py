@@ -505,6 +505,7 @@ def pad(input, pad, mode="constant", value=None):
 from ._conv import *  # noqa: E402,F401,F403 - convolution and pooling (nn/_conv.py, nn/_pool.py)
 from ._loss import *  # noqa: E402,F401,F403 - losses (nn/_loss.py)
 from ._pool_extras import *  # noqa: E402,F401,F403 - lp_pool, max_unpool
+from ._fractional_pool import *  # noqa: E402,F401,F403 - fractional max pooling
 
 
 # convolution, pooling and losses live in their own modules (nn-B); one namespace, like torch
@@ -530,6 +531,8 @@ from ._grid import *  # noqa: E402,F401,F403 - grid_sample, affine_grid
 __all__ += ["grid_sample", "affine_grid"]
 from ._bags import embedding_bag  # noqa: E402,F401
 __all__ += ["embedding_bag"]
+from ._fractional_pool import __all__ as _fractional_all  # noqa: E402
+__all__ += list(_fractional_all)
 from ._distance import cosine_similarity, pairwise_distance, pdist  # noqa: E402,F401
 __all__ += ["cosine_similarity", "pairwise_distance", "pdist"]
 from ..ops.ctc import ctc_loss  # noqa: E402,F401
