@@ -12,13 +12,14 @@ import threading
 
 PYTHON = 1 << 0      # Python modes: profiler, user TorchDispatchMode-like modes
 TRACER = 1 << 1      # ember.compile graph capture
-BATCHED = 1 << 2     # ember.func: vmap's BatchedTensors and forward-AD dual tensors
-AUTOCAST = 1 << 3    # ember.autocast: casts arguments per op, above autograd (PyTorch's
+SPARSE = 1 << 2      # a sparse COO tensor among the arguments: the op's COO form or an error
+                     # naming the layout (ember/sparse/dispatch.py). Above the transforms and
+                     # autograd: a COO form is written in dense ops on the indices and values,
+                     # and those are what vmap/jvp/autograd then see
+BATCHED = 1 << 3     # ember.func: vmap's BatchedTensors and forward-AD dual tensors
+AUTOCAST = 1 << 4    # ember.autocast: casts arguments per op, above autograd (PyTorch's
                      # AutocastCPU/CUDA), so the casts are recorded; on in the thread's include
                      # mask while an autocast region is enabled
-SPARSE = 1 << 4      # a sparse COO tensor among the arguments: the op's COO form or an error
-                     # naming the layout (ember/sparse/dispatch.py); above autograd, so a COO
-                     # form's dense ops are what autograd records
 AUTOGRAD = 1 << 5    # records the graph, then redispatches below itself
 FUNCTIONALITY_MASK = (1 << 8) - 1
 FIRST_DEVICE_BIT = 8
