@@ -77,6 +77,10 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
 def __setstate__(self, state):
     """torch's legacy unpickling: (storage-or-tensor, offset, size, stride) for a Tensor, or
     the 5-tuple of a legacy Variable; then (requires_grad, _, backward_hooks)."""
+    if isinstance(state, dict) or (isinstance(state, tuple) and len(state) == 2 and all(
+            s is None or isinstance(s, dict) for s in state)):
+        _default_setstate(self, state)      # an ordinary pickle of the object's attributes
+        return
     if self._ag is not None and self._ag.grad_fn is not None:
         raise RuntimeError("__setstate__ can be only called on leaf Tensors")
     if len(state) == 4:
@@ -89,6 +93,19 @@ def __setstate__(self, state):
     if hooks:
         raise RuntimeError("__setstate__: backward hooks in a pickled state are not supported")
     self.requires_grad = requires_grad
+
+
+def _default_setstate(obj, state):
+    """What pickle does for an object without ``__setstate__``: the instance dict, then the
+    slots."""
+    slots = None
+    if isinstance(state, tuple):
+        state, slots = state
+    if state:
+        obj.__dict__.update(state)
+    if slots:
+        for name, value in slots.items():
+            setattr(obj, name, value)
 
 
 Tensor.__setstate__ = __setstate__
