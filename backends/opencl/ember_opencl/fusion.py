@@ -22,7 +22,7 @@ from . import cltypes, progs
 def _source(state, kernel, flat):
     """``flat``: every input is contiguous in the output's shape, read at ``offset + i`` (the
     compiler then sees unit strides); otherwise through the layout metadata."""
-    n_in, n_out = len(kernel.input_dtypes), len(kernel.outputs)
+    n_in = len(kernel.input_dtypes)
     params = [f"__global {cltypes.CTYPE[d]}* out{k}" for k, d in enumerate(kernel.output_dtypes)]
     params += [f"__global const {cltypes.CTYPE[d]}* in{k}"
                for k, d in enumerate(kernel.input_dtypes)]
@@ -108,7 +108,7 @@ def _reduce_source(state, kernel):
              "  const long o = get_global_id(0);", "  if (o >= n) return;",
              "  __global const long* kshape = m;", "  __global const long* kstr = m + nk;",
              f"  __global const long* rshape = m + nk + {n_in} * nk;",
-             f"  __global const long* rstr = rshape + nr;", "  long rem = o;"]
+             "  __global const long* rstr = rshape + nr;", "  long rem = o;"]
     lines += [f"  long b{k} = o{k};" for k in range(n_in)]
     lines += ["  for (int d = nk - 1; d >= 0; d--) {",
               "    const long idx = rem % kshape[d]; rem /= kshape[d];"]

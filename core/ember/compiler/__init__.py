@@ -1,38 +1,36 @@
 """``ember.compile``: capture a function's ops through the dispatcher once, guard what the
-capture assumed, and replay the captured graph on later calls.
+capture assumed, lower the graph (fused kernels, a compiled backward, whole training steps)
+and replay it on later calls. One module per stage (docs/architecture.md, "Compile"):
 
-* capture (``capture.py``): a real eager run with the TRACER dispatch key on; every top-level op
-  call becomes a node of a ``Graph`` (``graph.py``). Reading a tensor's value in Python is a
-  graph break: that case (its guard key) runs eagerly from then on, with its reason kept for
-  ``explain``; ``fullgraph=True`` raises instead, naming the line.
-* guards (``_guards``): each tensor argument's shape, dtype, device and requires_grad, the other arguments by value, grad mode, and for a module its
-  parameters' and buffers' identities and ``training``. A new combination captures again; past
-  ``RECOMPILE_LIMIT`` entries the function warns and runs eagerly, like torch's
-  recompile_limit.
-* replay (``run_graph``): each node is the same op called again on the new inputs, so autograd
-  records as in eager mode and random ops draw anew. A ``backend`` callable gets the graph and
-  example inputs and returns what runs instead (torch's backend contract).
+* ``capture.py``: a real eager run with the TRACER dispatch key on; every top-level op call
+  becomes a node of a ``Graph`` (``graph.py``). Reading a tensor's value in Python is a graph
+  break: that case runs eagerly from then on, its reason kept for ``explain``;
+  ``fullgraph=True`` raises instead, naming the line.
+* guards (``CompiledFunction._guards``): each tensor argument's shape, dtype, device and
+  requires_grad, which arguments alias, the other arguments by value, grad mode, and for a
+  module its parameters' and buffers' identities and ``training``; past ``RECOMPILE_LIMIT``
+  cases the function warns and runs eagerly, like torch's recompile_limit.
+* ``dynamic.py``: after a size changes, ints that follow it become ``SymInt``s.
+* ``pointwise.py`` / ``fusion.py``: pointwise chains (with a reduction epilogue) and foreach
+  runs become one kernel through ``Backend.compile_pointwise`` / ``compile_foreach``.
+* ``aot.py``: a graph that must record autograd gets its backward captured and compiled too.
+* ``step.py``: ``mode="reduce-overhead"`` captures forward + backward + optimizer step.
+* ``codegen.py``: the replay is a generated Python function over the graph's nodes.
 
-What is not here yet (issue #19): fusion. numexpr was measured as the CPU lowering and lost to
-ember's eager kernels on this machine (a 1M float32 arithmetic chain 1.76 ms vs 0.57 ms for
-numpy's SIMD loops, sin+cos 7.1 ms vs 0.91 ms: it computes float32 transcendentals in scalar
-libm and promotes on float literals), so nothing is fused yet; capturing the backward and whole
-training steps (mode="reduce-overhead" is accepted and replays op by op); symbolic shapes
-(``dynamic=True`` is accepted, but a Python int taken from a shape is a constant of the graph,
-so every new shape captures again); ``ember.export``/ONNX; graphs that resume after a break
-(the whole call runs eagerly). Python side effects inside the function (prints, appends) and
-tensors made from Python data happen on the capture run only.
+A ``backend`` callable gets the graph and example inputs and returns what runs instead
+(torch's backend contract); ``backend="eager"`` replays without fusion or a compiled
+backward. Not done: resuming a graph after a break (the whole call runs eagerly). Python side
+effects inside the function (prints, appends) and tensors made from Python data happen on the
+capture runs only.
 """
 from __future__ import annotations
 
 import functools
 import warnings
 
-from .. import _tensor
 from .._tensor import Tensor
 from ..autograd import grad_mode as _grad_mode
 from . import aot, codegen, dynamic, fusion, step
-from .dynamic import SymInt
 from .capture import Capture, GraphBreak
 from .graph import Graph, Node, Ref
 

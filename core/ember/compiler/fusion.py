@@ -450,7 +450,6 @@ def _foreach_run_kernel(graph, run, meta_of):
             if m is None:
                 return None
             dtypes.add(m[1])
-        shapes = None
     for i in range(n):
         shapes = {meta_of(key[i])[0] for key in slots}
         if len(shapes) != 1:
