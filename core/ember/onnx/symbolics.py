@@ -322,11 +322,12 @@ def _attention(b, c, q, k, v, mask=None, dropout_p=0.0, is_causal=False, scale=N
     return b.op("MatMul", [b.op("Softmax", [scores], axis=-1), v])
 
 
-def _split4(b, gates, hidden, n=4):
+def _split_gates(b, gates, hidden, n=4):
     return b.op("Split", [gates, b.ints([hidden] * n)], n_out=n, axis=-1)
 
 
-def _recurrent_input(b, c, gx, h, w_hh, b_hh, transposed_hint="w_hh"):
+def _recurrent_input(b, h, w_hh, b_hh):
+    """``h @ w_hh^T + b_hh``: the hidden state's contribution to every gate."""
     gh = b.op("MatMul", [h, b.op("Transpose", [w_hh], perm=[1, 0])])
     if b_hh is not None:
         gh = b.op("Add", [gh, b_hh])
@@ -335,8 +336,8 @@ def _recurrent_input(b, c, gx, h, w_hh, b_hh, transposed_hint="w_hh"):
 
 def _lstm_step(b, c, gx, h, cell, w_hh, b_hh=None, w_hr=None, *rest):
     hidden = c.shape(2)[-1]
-    gates = b.op("Add", [gx, _recurrent_input(b, c, gx, h, w_hh, b_hh)])
-    i, f, g, o = _split4(b, gates, hidden)
+    gates = b.op("Add", [gx, _recurrent_input(b, h, w_hh, b_hh)])
+    i, f, g, o = _split_gates(b, gates, hidden)
     cy = b.op("Add", [b.op("Mul", [b.op("Sigmoid", [f]), cell]),
                       b.op("Mul", [b.op("Sigmoid", [i]), b.op("Tanh", [g])])])
     hy = b.op("Mul", [b.op("Sigmoid", [o]), b.op("Tanh", [cy])])
@@ -347,9 +348,9 @@ def _lstm_step(b, c, gx, h, cell, w_hh, b_hh=None, w_hr=None, *rest):
 
 def _gru_step(b, c, gx, h, w_hh, b_hh=None, *rest):
     hidden = c.shape(1)[-1]
-    gh = _recurrent_input(b, c, gx, h, w_hh, b_hh)
-    xr, xz, xn = _split4(b, gx, hidden, 3)
-    hr, hz, hn = _split4(b, gh, hidden, 3)
+    gh = _recurrent_input(b, h, w_hh, b_hh)
+    xr, xz, xn = _split_gates(b, gx, hidden, 3)
+    hr, hz, hn = _split_gates(b, gh, hidden, 3)
     r = b.op("Sigmoid", [b.op("Add", [xr, hr])])
     z = b.op("Sigmoid", [b.op("Add", [xz, hz])])
     n = b.op("Tanh", [b.op("Add", [xn, b.op("Mul", [r, hn])])])
@@ -359,7 +360,7 @@ def _gru_step(b, c, gx, h, w_hh, b_hh=None, *rest):
 
 
 def _rnn_step(b, c, gx, h, w_hh, b_hh=None, nonlinearity="tanh", *rest):
-    pre = b.op("Add", [gx, _recurrent_input(b, c, gx, h, w_hh, b_hh)])
+    pre = b.op("Add", [gx, _recurrent_input(b, h, w_hh, b_hh)])
     return b.op("Tanh" if nonlinearity == "tanh" else "Relu", [pre])
 
 
