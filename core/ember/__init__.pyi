@@ -222,6 +222,8 @@ from .ops.linalg.decompositions import lu_unpack as lu_unpack
 from .ops.linalg.fused import addmm as addmm
 from .ops.linalg.fused import addmv as addmv
 from .ops.linalg.fused import baddbmm as baddbmm
+from .ops.linalg.householder_qr import geqrf as geqrf
+from .ops.linalg.householder_qr import ormqr as ormqr
 from .ops.linalg.legacy import cholesky as cholesky
 from .ops.linalg.legacy import cholesky_inverse as cholesky_inverse
 from .ops.linalg.legacy import cholesky_solve as cholesky_solve

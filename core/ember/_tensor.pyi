@@ -314,6 +314,7 @@ class Tensor:
     def ge(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def ge_(self, other): ...  # ember.ops.elementwise.binary
     def geometric_(self, p, *, generator=...): ...  # ember.ops.tensor_extras
+    def geqrf(self): ...  # ember.ops.linalg.householder_qr
     def ger(self, vec2): ...  # ember.ops.linalg.products
     def get_device(self): ...  # ember._tensor
     @property
@@ -527,6 +528,7 @@ class Tensor:
     def numel(self): ...  # ember._tensor
     def numpy(self, *, force=...): ...  # ember.sparse
     def orgqr(self, tau, *, out=...): ...  # ember._legacy_aliases
+    def ormqr(self, input2, input3, left=..., transpose=...): ...  # ember.ops.linalg.householder_qr
     def outer(self, vec2): ...  # ember.ops.linalg.products
     @property
     def output_nr(self) -> Any: ...

@@ -243,3 +243,25 @@ _LOWRANK = dict(covers=(), differentiable=False, vmap=False,
                 tolerances={"float32": (1e-3, 1e-4), "float64": (1e-6, 1e-8)})
 OPS += [OpInfo("svd_lowrank", _lowrank_product("svd"), _lowrank_samples, FLOATS, **_LOWRANK),
         OpInfo("pca_lowrank", _lowrank_product("pca"), _lowrank_samples, FLOATS, **_LOWRANK)]
+
+
+def _householder_samples(dtype):
+    for i, shape in enumerate(((5, 3), (2, 3, 4))):
+        yield SampleInput(f"{dtype}{list(shape)}", lambda dev, s=shape, i=i, dt=dtype: (
+            (make_tensor(330 + i, s, dt, dev),), {}))
+
+
+def _ormqr(x):
+    """Q^T @ x with Q from a fixed matrix's geqrf: differentiable in x (geqrf has no
+    derivative, as torch's)."""
+    m = x.shape[-2]
+    fixed = ember.linspace(-1.0, 2.0, m * 3, dtype=x.dtype, device=x.device).reshape(m, 3)
+    a, tau = ember.geqrf(fixed.sin() + ember.eye(m, 3, dtype=x.dtype, device=x.device))
+    return ember.ormqr(a, tau, x, True, True)
+
+
+OPS += [OpInfo("geqrf", lambda x: tuple(ember.geqrf(x)), _householder_samples, FLOATS,
+               covers=(), differentiable=False, vmap=False,
+               tolerances={"float32": (1e-4, 1e-5)}),
+        OpInfo("ormqr", _ormqr, _householder_samples, FLOATS, covers=(), vmap=False,
+               tolerances={"float32": (1e-4, 1e-5)})]
