@@ -130,6 +130,7 @@ from .autograd.grad_mode import is_grad_enabled as is_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
 from .autograd.grad_mode import no_grad as no_grad
 from .autograd.grad_mode import set_grad_enabled as set_grad_enabled
+from .autograd.inference import is_inference as is_inference
 from .backends._precision import get_float32_matmul_precision as get_float32_matmul_precision
 from .backends._precision import set_float32_matmul_precision as set_float32_matmul_precision
 from .compiler import compile as compile

@@ -367,6 +367,7 @@ class Tensor:
     @property
     def is_cpu(self) -> Any: ...
     def is_floating_point(self): ...  # ember._tensor
+    def is_inference(self): ...  # ember.autograd.inference
     @property
     def is_ipu(self) -> Any: ...
     @property

@@ -184,17 +184,20 @@ class inference_mode(_Mode):
 
     def __enter__(self):
         st = _keys.state
-        self._prev = (_save(st), st.inference_mode)
+        self._prev = (_save(st), st.inference_mode, st.masks[0] & _keys.INFERENCE)
         if self.mode:
             _set_enabled(st, False)
             st.inference_mode = True
+            st.masks = (st.masks[0] | _keys.INFERENCE, st.masks[1])
         else:
             st.inference_mode = False
+            st.masks = (st.masks[0] & ~_keys.INFERENCE, st.masks[1])
 
     def __exit__(self, *exc):
         st = _keys.state
         _restore(st, self._prev[0])
         st.inference_mode = self._prev[1]
+        st.masks = ((st.masks[0] & ~_keys.INFERENCE) | self._prev[2], st.masks[1])
 
     def _clone(self):
         return inference_mode(self.mode)

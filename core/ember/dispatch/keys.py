@@ -21,11 +21,12 @@ AUTOCAST = 1 << 4    # ember.autocast: casts arguments per op, above autograd (P
                      # AutocastCPU/CUDA), so the casts are recorded; on in the thread's include
                      # mask while an autocast region is enabled
 AUTOGRAD = 1 << 5    # records the graph, then redispatches below itself
+INFERENCE = 1 << 6   # inference_mode(): marks the tensors ops make (autograd/inference.py)
 FUNCTIONALITY_MASK = (1 << 8) - 1
 FIRST_DEVICE_BIT = 8
 
 NAMES = {PYTHON: "Python", TRACER: "Tracer", BATCHED: "Batched", AUTOCAST: "Autocast",
-         SPARSE: "Sparse", AUTOGRAD: "Autograd"}
+         SPARSE: "Sparse", AUTOGRAD: "Autograd", INFERENCE: "Inference"}
 
 _device_by_bit: dict = {}
 _next_bit = [FIRST_DEVICE_BIT]

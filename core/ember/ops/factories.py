@@ -5,6 +5,8 @@ never reach autograd (``requires_grad=True`` marks the new leaf).
 """
 from __future__ import annotations
 
+from ..dispatch import keys as _keys
+
 import math
 
 import numpy as np
@@ -57,6 +59,8 @@ empty_op = define("empty(int[] size, dtype dtype, Device device) -> Tensor",
 def _finish(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
+    if _keys.state.inference_mode:   # made from Python data, not by an op: marked here
+        t.__dict__["_inference"] = True
     return t
 
 
