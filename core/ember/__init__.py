@@ -64,6 +64,7 @@ from .ops import tensor_set as _tensor_set  # noqa: F401,E402 - Tensor.set_, __s
 from .ops.linalg.lowrank import pca_lowrank, svd_lowrank  # noqa: F401,E402
 from .ops.linalg.householder_qr import geqrf, ormqr  # noqa: F401,E402
 from .autograd.inference import is_inference  # noqa: F401,E402
+from .ops.linalg.lobpcg import lobpcg  # noqa: F401,E402
 from .ops.histograms import *  # noqa: F401,F403
 from .ops.scatter_reduce import *  # noqa: F401,F403
 from .ops.rnn import *  # noqa: F401,F403

@@ -238,6 +238,7 @@ from .ops.linalg.legacy import pinverse as pinverse
 from .ops.linalg.legacy import qr as qr
 from .ops.linalg.legacy import slogdet as slogdet
 from .ops.linalg.legacy import svd as svd
+from .ops.linalg.lobpcg import lobpcg as lobpcg
 from .ops.linalg.lowrank import pca_lowrank as pca_lowrank
 from .ops.linalg.lowrank import svd_lowrank as svd_lowrank
 from .ops.linalg.products import bmm as bmm

@@ -265,3 +265,18 @@ OPS += [OpInfo("geqrf", lambda x: tuple(ember.geqrf(x)), _householder_samples, F
                tolerances={"float32": (1e-4, 1e-5)}),
         OpInfo("ormqr", _ormqr, _householder_samples, FLOATS, covers=(), vmap=False,
                tolerances={"float32": (1e-4, 1e-5)})]
+
+
+def _lobpcg(x):
+    """The 2 largest eigenvalues of a well-separated symmetric matrix built from x (random
+    start, so only the converged values are compared)."""
+    n = x.shape[-1]
+    spread = ember.arange(n, dtype=x.dtype, device=x.device)
+    return ember.lobpcg(x @ x.mT / n + ember.diag(spread), k=2)[0]
+
+
+OPS += [OpInfo("lobpcg", _lobpcg,
+               lambda dtype: iter([SampleInput(f"{dtype}[12, 12]", lambda dev, dt=dtype: (
+                   (make_tensor(340, (12, 12), dt, dev),), {}))]),
+               FLOATS, covers=(), differentiable=False, vmap=False,
+               tolerances={"float32": (1e-3, 1e-3), "float64": (1e-6, 1e-6)})]
