@@ -2,8 +2,8 @@
 built by the system C compiler and loaded with ctypes.
 
 Why C and not numba or numexpr (measured on this machine, 1M float32, 2 threads): sin+cos
-0.25-0.29 ms in generated C, 3.5 ms in numba (no vector math library: scalar libm) and 7.1 ms in
-numexpr; a 10-op chain 0.41 ms in C, 10.3 ms in numba, 1.76 ms in numexpr, 2.3 ms op by op in
+0.25-0.29 ms in generated C through libmvec (0.16-0.20 with the inline sin/cos below), 3.5 ms
+in numba (no vector math library: scalar libm) and 7.1 ms in numexpr; a 10-op chain 0.41 ms in C, 10.3 ms in numba, 1.76 ms in numexpr, 2.3 ms op by op in
 numpy. What makes the C fast is glibc's vector math library (libmvec): each transcendental the
 loop calls is declared ``omp declare simd`` so gcc calls its AVX-512/AVX2 form (``-fopenmp-simd``:
 no OpenMP runtime), and a large loop is split in ranges over ember's intra-op threads
@@ -43,34 +43,31 @@ _loaded = {}
 
 
 class _CDialect(Dialect):
-    """C spellings: ``sinf`` for float32. float32 sin/cos use ``ember_sinf``/``ember_cosf``
-    (below) unless ``exact``; their arguments are collected so the loop can tell the caller
-    when one was too large for that range reduction."""
+    """C spellings: ``sinf`` for float32. float32 sin/cos at ``level`` 0 or 1 use the inline
+    versions below; their arguments are collected so the loop can report one past that
+    level's range, and the caller reruns the loop a level up (2: libm's)."""
 
-    def __init__(self, dtype, var, exact, range_args):
+    def __init__(self, dtype, var, level, range_args):
         super().__init__(dtype, var)
-        self.exact, self.range_args = exact, range_args
+        self.level, self.range_args = level, range_args
 
     def fn(self, name, *args):
         if self.dtype.itemsize == 4:
-            if name in ("sin", "cos") and not self.exact:
+            if name in ("sin", "cos") and self.level < 2:
                 self.range_args.append(args[0])
-                return f"ember_{name}f({args[0]})"
+                return f"ember_{name}{self.level}f({args[0]})"
             name += "f"
         return f"{name}({', '.join(args)})"
 
 
-# float32 sin and cos sharing one range reduction (gcc merges the two after inlining): the
-# reduction runs in double with a two-part pi/2, exact while |x| < 1e8 (past that the loop
-# reports it and the caller reruns with libm's); cephes' minimax polynomials on [-pi/4, pi/4].
-# Measured: within 1.6 ulp of float64 sin up to |x| = 5e8, and sin+cos on 1M float32 in
-# 0.19-0.21 ms against 0.27 ms through libmvec's sinf and cosf.
+# float32 sin and cos (gcc merges the shared range reduction after inlining), cephes' minimax
+# polynomials on [-pi/4, pi/4]. Level 0 reduces in float with a three-part pi/2, within
+# 1.5 ulp of float64 sin while |x| <= 8 (the activations sin usually sees); level 1 reduces
+# in double with a two-part pi/2, within 1.6 ulp up to |x| = 5e8 (used past 1e8 nothing but
+# libm). Measured on 1M float32, one thread: sin+cos 0.22 ms at level 0, 0.37 at level 1,
+# 0.49 through libmvec's sinf/cosf.
 _SINCOS = """
-static inline float ember_sincosf(float x, int quarter) {
-  double xd = x;
-  double k = __builtin_rint(xd * 0.63661977236758134308);
-  float r = (float)((xd - k * 1.5707963267341256) - k * 6.077100506506192e-11);
-  int q = ((int)(int64_t)k + quarter) & 3;
+static inline float ember_poly_sincos(float r, int q) {
   float z = r * r;
   float s = r + r * z * (-1.6666654611e-1f + z * (8.3321608736e-3f + z * -1.9515295891e-4f));
   float c = 1.0f - 0.5f * z + z * z * (4.166664568298827e-2f
@@ -78,10 +75,25 @@ static inline float ember_sincosf(float x, int quarter) {
   float v = (q & 1) ? c : s;
   return (q & 2) ? -v : v;
 }
-static inline float ember_sinf(float x) { return ember_sincosf(x, 0); }
-static inline float ember_cosf(float x) { return ember_sincosf(x, 1); }
+static inline float ember_sincos0f(float x, int quarter) {
+  float k = __builtin_rintf(x * 0.636619772f);
+  float r = ((x - k * 1.5703125f) - k * 4.837512969970703125e-4f) - k * 7.54978995489188216e-8f;
+  return ember_poly_sincos(r, ((int)k + quarter) & 3);
+}
+static inline float ember_sincos1f(float x, int quarter) {
+  double xd = x;
+  double k = __builtin_rint(xd * 0.63661977236758134308);
+  float r = (float)((xd - k * 1.5707963267341256) - k * 6.077100506506192e-11);
+  return ember_poly_sincos(r, ((int)(int64_t)k + quarter) & 3);
+}
+static inline float ember_sin0f(float x) { return ember_sincos0f(x, 0); }
+static inline float ember_cos0f(float x) { return ember_sincos0f(x, 1); }
+static inline float ember_sin1f(float x) { return ember_sincos1f(x, 0); }
+static inline float ember_cos1f(float x) { return ember_sincos1f(x, 1); }
 """
-_RANGE_LIMIT = "1e8f"
+#: the |argument| past which a level's sin/cos is not accurate enough: rerun a level up
+_RANGE_LIMIT = {0: "8.0f", 1: "1e8f"}
+LIBM = 2
 
 
 def compiler():
@@ -123,7 +135,7 @@ def _declarations():
     return "\n".join(out)
 
 
-def _source(kernel, classes, exact=False):
+def _source(kernel, classes, level=0):
     n_in, n_out = len(kernel.input_dtypes), len(kernel.outputs)
     lines = ["#include <stdint.h>", _declarations(), _SINCOS, "",
              "int kernel(int64_t inner, int nd, const int64_t* oshape, const int64_t* ostr, "
@@ -162,10 +174,10 @@ def _source(kernel, classes, exact=False):
         return f"x{local.index}" if local.kind == "in" else f"t{local.index}"
 
     range_args = []
-    body = kernel.render(lambda dt: _CDialect(dt, var, exact, range_args), var)
+    body = kernel.render(lambda dt: _CDialect(dt, var, level, range_args), var)
     lines += ["        " + b for b in body]
     for a in dict.fromkeys(range_args):
-        lines.append(f"        big |= __builtin_fabsf({a}) > {_RANGE_LIMIT};")
+        lines.append(f"        big |= __builtin_fabsf({a}) > {_RANGE_LIMIT[level]};")
     for k, j in enumerate(kernel.outputs):
         lines.append(f"        w{k}[i] = t{j};")
     lines += ["      }", "      p += len;", "    }", "  }", "  return big;", "}"]
@@ -267,15 +279,15 @@ class PointwiseRunner:
         self.plans = {}
         self.out_np = [backend.xp.dtype(d.np) for d in kernel.output_dtypes]
 
-    def _variant(self, classes, exact=False):
-        fn = self.variants.get((classes, exact))
+    def _variant(self, classes, level=0):
+        fn = self.variants.get((classes, level))
         if fn is None:
-            source = _source(self.kernel, classes, exact)
+            source = _source(self.kernel, classes, level)
             with _lock:
                 fn = _loaded.get(source)
                 if fn is None:
                     fn = _loaded[source] = _build(source)
-            self.variants[(classes, exact)] = fn
+            self.variants[(classes, level)] = fn
         return fn
 
     def __call__(self, inputs):
@@ -291,10 +303,12 @@ class PointwiseRunner:
             ptrs_in = (ctypes.c_void_p * n_in)(*[_address(a) for a in arrays])
             ptrs_out = (ctypes.c_void_p * len(outs))(*[_address(o) for o in outs])
             call = fixed[1:5] + (ptrs_in, fixed[5], ptrs_out)
-            if any(parallel.run_ranges(n, lambda lo, hi: fn(*call, lo, hi))):
-                # a sin/cos argument past the fast range reduction: again with libm's
-                exact = self._variant(plan[5], exact=True)
-                parallel.run_ranges(n, lambda lo, hi: exact(*call, lo, hi))
+            level = 0
+            # a sin/cos argument past this level's range: the whole loop again a level up
+            while any(parallel.run_ranges(n, lambda lo, hi: fn(*call, lo, hi))) and \
+                    level < LIBM:
+                level += 1
+                fn = self._variant(plan[5], level)
         device = inputs[0].device
         return [be.wrap(o, device) for o in outs]
 
@@ -348,7 +362,7 @@ def _foreach_source(kernel):
 
     def var(local):
         return f"x{local.index}" if local.kind == "in" else f"t{local.index}"
-    body = kernel.render(lambda dt: _CDialect(dt, var, True, []), var)
+    body = kernel.render(lambda dt: _CDialect(dt, var, LIBM, []), var)
     lines += ["      " + b for b in body]
     for slot, j in kernel.writes:
         lines.append(f"      s{slot}[i] = t{j};")
@@ -420,7 +434,7 @@ def _combine(op):
     return f"if (v {cmp} acc || v != v) acc = v;"      # a nan wins, as in the eager kernels
 
 
-def _reduce_source(kernel, exact=False):
+def _reduce_source(kernel, level=0):
     op, _, _ = kernel.reduction
     n_in = len(kernel.input_dtypes)
     out_t = C_TYPES[kernel.output_dtypes[0]]
@@ -450,10 +464,10 @@ def _reduce_source(kernel, exact=False):
     def var(local):
         return f"x{local.index}" if local.kind == "in" else f"t{local.index}"
     range_args = []
-    body = kernel.render(lambda dt: _CDialect(dt, var, exact, range_args), var)
+    body = kernel.render(lambda dt: _CDialect(dt, var, level, range_args), var)
     lines += ["      " + b for b in body]
     for a in dict.fromkeys(range_args):
-        lines.append(f"      big |= __builtin_fabsf({a}) > {_RANGE_LIMIT};")
+        lines.append(f"      big |= __builtin_fabsf({a}) > {_RANGE_LIMIT[level]};")
     lines += [f"      {acc_t} v = t{kernel.outputs[0]};", "      " + _combine(op), "    }"]
     final = "acc / rcount" if op == "mean" else "acc"
     lines += [f"    out0[o] = ({out_t})({final});", "  }", "  return big;", "}"]
@@ -469,15 +483,15 @@ class ReductionRunner:
         self.fns = {}
         self.out_np = backend.xp.dtype(kernel.output_dtypes[0].np)
 
-    def _fn(self, exact):
-        fn = self.fns.get(exact)
+    def _fn(self, level):
+        fn = self.fns.get(level)
         if fn is None:
-            source = _reduce_source(self.kernel, exact)
+            source = _reduce_source(self.kernel, level)
             with _lock:
                 fn = _loaded.get(source)
                 if fn is None:
                     fn = _loaded[source] = _build_reduce(source)
-            self.fns[exact] = fn
+            self.fns[level] = fn
         return fn
 
     def __call__(self, inputs):
@@ -508,11 +522,12 @@ class ReductionRunner:
         ptrs_in = (ctypes.c_void_p * len(arrays))(*[_address(a) for a in arrays])
         ptrs_out = (ctypes.c_void_p * 1)(_address(out))
         call = (len(kept), kshape, kstr, len(dims), rshape, rstr, rcount, ptrs_in, ptrs_out)
-        fn = self._fn(False)
-        # ranges of outputs, each costing rcount elements: split by elements
-        if any(parallel.run_ranges(n_out, lambda lo, hi: fn(*call, lo, hi))):
-            exact = self._fn(True)
-            parallel.run_ranges(n_out, lambda lo, hi: exact(*call, lo, hi))
+        level = 0
+        fn = self._fn(level)
+        while any(parallel.run_ranges(n_out, lambda lo, hi: fn(*call, lo, hi))) and \
+                level < LIBM:
+            level += 1
+            fn = self._fn(level)
         return [be.wrap(out, device)]
 
 
