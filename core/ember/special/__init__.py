@@ -46,6 +46,11 @@ gammaln = _U["lgamma"]
 digamma = psi = _U["digamma"]
 xlogy = _ew.binary_api["xlogy"]
 logsumexp = _red.logsumexp
+modified_bessel_i0, modified_bessel_i1 = i0, i1   # torch.special's other names for them
+
+from ._polynomials import *  # noqa: E402,F401,F403 - orthogonal polynomials, spherical j0
+from ._polynomials import __all__ as _polynomials_all  # noqa: E402
+__all__ += ["modified_bessel_i0", "modified_bessel_i1"] + list(_polynomials_all)
 
 
 def logit(input, eps=None, *, out=None):
