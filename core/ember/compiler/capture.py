@@ -171,8 +171,24 @@ def _flat(args):
             yield a
 
 
+def _inlined(op, args):
+    """Whether ``op`` is recorded as the ops its composite runs: a pure decomposition (no
+    derivative of its own) with no kernel on the arguments' devices. Its inner ops then carry
+    every value the backward reads (attention's log-sum-exp), so the backward can be
+    compiled; factories stay one node."""
+    if op.composite is None or op.derivative is not None:
+        return False
+    devices = {t.device.type for t in _flat(args) if isinstance(t, Tensor)}
+    if not devices:
+        return False
+    from ..runtime.registry import registry
+    return all(registry.get(d).kernels.get(op.name) is None for d in devices)
+
+
 def _make_handler(op, bit):
     def handler(*args, **kwargs):
+        if _inlined(op, args):
+            return op.composite(*args, **kwargs)      # TRACER stays on: inner ops recorded
         st = K.state
         prev = st.masks
         st.masks = (prev[0] & ~TRACER, prev[1] & ~TRACER)

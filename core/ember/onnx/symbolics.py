@@ -319,7 +319,27 @@ def _attention(b, c, q, k, v, mask=None, dropout_p=0.0, is_causal=False, scale=N
             scores = b.op("Add", [scores, mask])
         else:
             scores = b.op("Where", [mask, scores, b.const(np.asarray(-np.inf, dt))])
-    return b.op("MatMul", [b.op("Softmax", [scores], axis=-1), v])
+    weights = b.op("Softmax", [scores], axis=-1)
+    return b.op("MatMul", [weights, v]), weights
+
+
+def _sdpa(b, c, q, k, v, mask=None, dropout_p=0.0, is_causal=False, scale=None,
+          enable_gqa=False, *rest):
+    return _attention(b, c, q, k, v, mask, dropout_p, is_causal, scale, enable_gqa)[0]
+
+
+def _sdpa_fused(b, c, q, k, v, mask, is_causal, scale, *rest):
+    """The fused kernel's (output, log-sum-exp): the log-sum-exp has no ONNX counterpart."""
+    return [_attention(b, c, q, k, v, mask, 0.0, is_causal, scale)[0], None]
+
+
+def _sdpa_math(b, c, q, k, v, mask, dropout_p, is_causal, dropout_mask, scale,
+               enable_gqa=False, *rest):
+    if dropout_mask is not None:
+        raise UnsupportedOperatorError("_scaled_dot_product_attention_math", b.opset,
+                                       detail="attention dropout in an exported graph")
+    out, weights = _attention(b, c, q, k, v, mask, 0.0, is_causal, scale, enable_gqa)
+    return [out, weights]
 
 
 def _split_gates(b, gates, hidden, n=4):
@@ -401,7 +421,9 @@ RULES = {
     "max_pool2d_with_indices": _max_pool, "avg_pool2d": _avg_pool,
     "_adaptive_avg_pool2d": _adaptive_avg_pool,
     "full": _full,
-    "scaled_dot_product_attention": _attention,
+    "scaled_dot_product_attention": _sdpa,
+    "_scaled_dot_product_fused_attention": _sdpa_fused,
+    "_scaled_dot_product_attention_math": _sdpa_math,
     "lstm_step": _lstm_step, "gru_step": _gru_step, "rnn_step": _rnn_step,
 }
 RULES = {k: v for k, v in RULES.items() if v is not None}
