@@ -462,3 +462,62 @@ def test_a_reduction_whose_input_is_used_elsewhere_stays_an_op():
     nan_max(t)
     out = nan_max(t)
     assert np.isnan(out[0].item()) and out[1].item() == 6.0
+
+
+def test_a_gpt_training_step_compiles_whole_and_matches_eager():
+    """nanoGPT's shape of model (embeddings, causal attention through SDPA, GELU MLP, tied
+    nothing, cross-entropy) under mode="reduce-overhead": one captured step, no breaks."""
+    F = nn.functional
+
+    class Block(nn.Module):
+        def __init__(self, d, h):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attn, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+            self.h = h
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.attn(self.ln1(x)).split(C, dim=2)
+            q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+            return x + self.mlp(self.ln2(x))
+
+    class GPT(nn.Module):
+        def __init__(self, vocab=17, block=8, d=16):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(block, d)
+            self.blocks = nn.ModuleList([Block(d, 2), Block(d, 2)])
+            self.head = nn.Linear(d, vocab, bias=False)
+
+        def forward(self, idx, targets):
+            x = self.wte(idx) + self.wpe(ember.arange(idx.shape[1]))
+            for b in self.blocks:
+                x = b(x)
+            logits = self.head(x)
+            return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+    def make():
+        ember.manual_seed(0)
+        model = GPT()
+        opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(idx, tgt):
+            loss = model(idx, tgt)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+        return model, step
+    idx, tgt = ember.randint(0, 17, (4, 8)), ember.randint(0, 17, (4, 8))
+    (eager_model, eager_step), (model, step) = make(), make()
+    compiled = ember.compile(step, mode="reduce-overhead")
+    for _ in range(5):
+        a, b = eager_step(idx, tgt), compiled(idx, tgt)
+        assert abs(a.item() - b.item()) < 1e-5
+    for p, q in zip(eager_model.parameters(), model.parameters()):
+        assert (p - q).abs().max().item() < 1e-5
+    entry = _entry(compiled)
+    assert entry.step and not entry.breaks
