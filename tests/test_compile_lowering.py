@@ -521,3 +521,21 @@ def test_a_gpt_training_step_compiles_whole_and_matches_eager():
         assert (p - q).abs().max().item() < 1e-5
     entry = _entry(compiled)
     assert entry.step and not entry.breaks
+
+
+def test_a_step_whose_backward_reads_a_hidden_value_stays_eager():
+    model = nn.Linear(5, 5)
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    x = ember.randn(3, 5)
+
+    def step():
+        loss = _Scale.apply(model(x)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+    compiled = ember.compile(step, mode="reduce-overhead")
+    for _ in range(4):
+        compiled()
+    entry = _entry(compiled)
+    assert not entry.step and "can't be replayed" in entry.breaks[0][0]

@@ -213,6 +213,10 @@ class CompiledFunction:
             self.cache[key] = _Entry(None, cap.breaks)
             return out
         graph = cap.graph
+        if is_step and cap.opaque:
+            self.cache[key] = _Entry(None, [(f"the training step's backward can't be replayed: "
+                                             f"{cap.opaque}", "<step>")])
+            return out
         if is_step:
             return self._step_captured(key, graph, tensors, out, previous)
         if callable(self.backend):       # torch's contract: backend(graph, example_inputs)

@@ -67,7 +67,8 @@ class Capture:
                 self.alive.append(t)
                 return r
         if r is None:            # a tensor the function closed over: a parameter, a buffer
-            if self.phase == "backward" and self.opaque is None:
+            if self.opaque is None and (self.phase == "backward" or (
+                    self.allow_backward and _engine_running())):
                 # a derivative read a tensor no recorded op made: an intermediate inside an
                 # op's implementation (a composite's, a random mask). Replaying would read the
                 # capture run's stale value, so this backward can't be compiled.
@@ -127,6 +128,12 @@ class Capture:
         _tensor._capture_hooks.remove(self.value_read)
         _local.capture = None
         return False
+
+
+def _engine_running():
+    """Whether autograd's engine is running a backward on this thread (a training step's)."""
+    from ..autograd import engine
+    return getattr(engine._local, "run", None) is not None
 
 
 def _memory_key(t):

@@ -14,7 +14,8 @@ state that changes per step (an optimizer's step count in a bias correction, a l
 schedule read as a float) would be frozen into the graph. So the first call runs eagerly (the
 optimizer creates its state), the second and third are captured, and the step is compiled only
 when both captures are the same graph; otherwise it runs eagerly and ``explain`` names the first
-difference."""
+difference. A backward that reads a tensor no captured op made (see ``aot.py``) also keeps the
+step eager: replaying it would read the capture run's value."""
 from __future__ import annotations
 
 from .. import _tensor
