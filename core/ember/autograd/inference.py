@@ -34,29 +34,12 @@ def _mark(out, sources):
 
 def _make_handler(op, bit):
     def handler(*args, **kwargs):
-        st = K.state
-        prev = st.masks
-        st.masks = (prev[0] & ~INFERENCE, prev[1] & ~INFERENCE)
-        try:
-            include, keep = st.masks
-            ks = (_dispatcher.key_set(op, args) | include) & keep
-            below = op._cache.get(ks) or op._resolve(ks)
-            out = below(*args, **kwargs)
-        finally:
-            st.masks = prev
-        sources = {id(a): a._storage for a in _flat(args) if isinstance(a, Tensor)
-                   and not a.__dict__.get("_inference", False)}
+        out = _dispatcher.call_below(op, INFERENCE, args, kwargs)
+        sources = {id(a): a._storage for a in _dispatcher.tensors_in(args)
+                   if not a.__dict__.get("_inference", False)}
         _mark(out, sources)
         return out
     return handler
-
-
-def _flat(args):
-    for a in args:
-        if isinstance(a, (list, tuple)):
-            yield from a
-        else:
-            yield a
 
 
 _dispatcher.register_functionality(INFERENCE, _make_handler)

@@ -170,14 +170,6 @@ def _meta(out):
     return None
 
 
-def _flat(args):
-    for a in args:
-        if isinstance(a, (list, tuple)):
-            yield from a
-        else:
-            yield a
-
-
 def _inlined(op, args):
     """Whether ``op`` is recorded as the ops its composite runs: a pure decomposition (no
     derivative of its own) with no kernel on the arguments' devices. Its inner ops then carry
@@ -185,7 +177,7 @@ def _inlined(op, args):
     compiled; factories stay one node."""
     if op.composite is None or op.derivative is not None:
         return False
-    devices = {t.device.type for t in _flat(args) if isinstance(t, Tensor)}
+    devices = {t.device.type for t in _dispatcher.tensors_in(args)}
     if not devices:
         return False
     from ..runtime.registry import registry
@@ -196,19 +188,10 @@ def _make_handler(op, bit):
     def handler(*args, **kwargs):
         if _inlined(op, args):
             return op.composite(*args, **kwargs)      # TRACER stays on: inner ops recorded
-        st = K.state
-        prev = st.masks
-        st.masks = (prev[0] & ~TRACER, prev[1] & ~TRACER)
-        try:
-            include, keep = st.masks
-            ks = (_dispatcher.key_set(op, args) | include) & keep
-            below = op._cache.get(ks) or op._resolve(ks)
-            out = below(*args, **kwargs)
-        finally:
-            st.masks = prev
+        out = _dispatcher.call_below(op, TRACER, args, kwargs)
         capture = getattr(_local, "capture", None)
         if capture is not None:
-            if any(isinstance(t, Tensor) and t._ks & K.BATCHED for t in _flat(args)):
+            if any(t._ks & K.BATCHED for t in _dispatcher.tensors_in(args)):
                 capture.value_read("an ember.func transform (vmap/jvp) runs inside the "
                                    "function; its wrapped tensors are not graph values")
             capture.record(op, args, kwargs, out)

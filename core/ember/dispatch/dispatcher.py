@@ -445,6 +445,27 @@ def key_set(op, args) -> int:
     return ks
 
 
+def call_below(op, bit, args, kwargs):
+    """Run ``op`` as dispatch would with functionality ``bit`` masked out of this thread: what
+    a functionality handler (compile's capture, inference marking) calls to let the layers
+    below it, and the kernel, do the work."""
+    st = _state
+    prev = st.masks
+    st.masks = (prev[0] & ~bit, prev[1] & ~bit)
+    try:
+        include, keep = st.masks
+        ks = (key_set(op, args) | include) & keep
+        below = op._cache.get(ks) or op._resolve(ks)
+        return below(*args, **kwargs)
+    finally:
+        st.masks = prev
+
+
+def tensors_in(args):
+    """The tensors among ``args`` and inside its lists and tuples, in order."""
+    return _iter_tensors(args)
+
+
 def register_functionality(bit: int, make_handler) -> None:
     """``make_handler(op, bit) -> callable(*args, **kwargs)`` handles ``bit`` for every op."""
     _functionality_handlers[bit] = make_handler

@@ -4,16 +4,9 @@ call)."""
 from __future__ import annotations
 
 from .._tensor import Size, Tensor
+from ..runtime.layout import contiguous_strides
 from ..runtime.storage import Storage
 from ._util import tensor_method
-
-
-def _contiguous(shape):
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 @tensor_method()
@@ -41,7 +34,7 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
             shape, strides, offset = source._shape, source._stride, source._offset
         else:
             shape, offset = tuple(int(s) for s in size), int(storage_offset)
-            strides = tuple(int(s) for s in stride) if stride is not None else _contiguous(shape)
+            strides = tuple(int(s) for s in stride) if stride is not None else contiguous_strides(shape)
     elif isinstance(source, Storage):
         storage = source
         if storage.device != self.device:
@@ -52,7 +45,7 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
             strides, offset = (1,), int(storage_offset)
         else:
             shape, offset = tuple(int(s) for s in size), int(storage_offset)
-            strides = tuple(int(s) for s in stride) if stride is not None else _contiguous(shape)
+            strides = tuple(int(s) for s in stride) if stride is not None else contiguous_strides(shape)
     else:
         raise TypeError(f"set_(): expected a Tensor or a storage as source, got "
                         f"{type(source).__name__}")

@@ -111,21 +111,13 @@ def _make_handler(op, bit):
 
     def handler(*args, **kwargs):
         if form is None:
-            dev = next((a.device for a in _flat(args) if is_sparse(a)), None)
+            dev = next((a.device for a in _dispatcher.tensors_in(args) if is_sparse(a)), None)
             raise NotImplementedError(
                 f"Could not run '{op.name}' with arguments from the 'Sparse"
                 f"{dev.type.upper() if dev else ''}' backend: ember has no sparse COO form of "
                 f"{op.name} (layout=ember.sparse_coo); convert with .to_dense() first")
         return form(*args, **kwargs)
     return handler
-
-
-def _flat(args):
-    for a in args:
-        if isinstance(a, (list, tuple)):
-            yield from a
-        else:
-            yield a
 
 
 _dispatcher.register_functionality(SPARSE, _make_handler)
