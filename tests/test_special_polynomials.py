@@ -39,3 +39,23 @@ def test_against_torch_with_negative_degrees(name):
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
     scalar = getattr(ember.special, name)(ember.tensor(X, dtype=ember.float32), 3)
     assert scalar.dtype == ember.float32 and scalar.shape == (25,)
+
+
+@pytest.mark.parametrize("name, ref", [("bessel_y0", sp.y0), ("bessel_y1", sp.y1),
+                                       ("modified_bessel_k0", sp.k0),
+                                       ("modified_bessel_k1", sp.k1),
+                                       ("scaled_modified_bessel_k0", sp.k0e),
+                                       ("scaled_modified_bessel_k1", sp.k1e)])
+def test_bessel_y_and_k_against_scipy_and_their_gradients(name, ref):
+    x = np.concatenate([np.linspace(0.01, 30, 300), [0.0, -1.0, np.nan]])
+    fn = getattr(ember.special, name)
+    np.testing.assert_allclose(fn(ember.tensor(x)).numpy(), ref(x), rtol=1e-13)
+    try:
+        opencl = ember.opencl.is_available()
+    except Exception:  # noqa: BLE001
+        opencl = False
+    if opencl:
+        np.testing.assert_allclose(fn(ember.tensor(x, device="opencl")).cpu().numpy(), ref(x),
+                                   rtol=1e-12)
+    t = ember.tensor([0.7, 1.9, 4.5, 11.0], dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(fn, (t,))

@@ -120,6 +120,48 @@ J1_RQ = [6.20836478118054335476e+02, 2.56987256757748830383e+05, 8.3514679143194
          2.21511595479792499675e+10, 4.74914122079991414898e+12, 7.84369607876235854894e+14,
          8.95222336184627338078e+16, 5.32278620332680085395e+18]
 
+# Y0 and Y1 on [0, 5]: x^2-rational parts (YQ's leading 1 not stored); beyond 5 they share
+# J0's and J1's asymptotic P and Q with sin and cos exchanged
+Y0_YP = [1.55924367855235737965E4, -1.46639295903971606143E7, 5.43526477051876500413E9,
+         -9.82136065717911466409E11, 8.75906394395366999549E13, -3.46628303384729719441E15,
+         4.42733268572569800351E16, -1.84950800436986690637E16]
+Y0_YQ = [1.04128353664259848412E3, 6.26107330137134956842E5, 2.68919633393814121987E8,
+         8.64002487103935000337E10, 2.02979612750105546709E13, 3.17157752842975028269E15,
+         2.50596256172653059228E17]
+Y1_YP = [1.26320474790178026440E9, -6.47355876379160291031E11, 1.14509511541823727583E14,
+         -8.12770255501325109621E15, 2.02439475713594898196E17, -7.78877196265950026825E17]
+Y1_YQ = [5.94301592346128195359E2, 2.35564092943068577943E5, 7.34811944459721705660E7,
+         1.87601316108706159478E10, 3.88231277496238566008E12, 6.20557727146953693363E14,
+         6.87141087355300489866E16, 3.97270608116560655612E18]
+# K0 and K1: Chebyshev coefficients of K0(x) + log(x/2) I0(x) and x(K1(x) - log(x/2) I1(x))
+# on [0, 2] (in x^2 - 2), and of exp(x) sqrt(x) K0/K1 on [2, inf) (in 8/x - 2)
+K0_A = [1.37446543561352307156E-16, 4.25981614279661018399E-14, 1.03496952576338420167E-11,
+        1.90451637722020886025E-9, 2.53479107902614945675E-7, 2.28621210311945178607E-5,
+        1.26461541144692592338E-3, 3.59799365153615016266E-2, 3.44289899924628486886E-1,
+        -5.35327393233902768720E-1]
+K0_B = [5.30043377268626276149E-18, -1.64758043015242134646E-17, 5.21039150503902756861E-17,
+        -1.67823109680541210385E-16, 5.51205597852431940784E-16, -1.84859337734377901440E-15,
+        6.34007647740507060557E-15, -2.22751332699166985548E-14, 8.03289077536357521100E-14,
+        -2.98009692317273043925E-13, 1.14034058820847496303E-12, -4.51459788337394416547E-12,
+        1.85594911495471785253E-11, -7.95748924447710747776E-11, 3.57739728140030116597E-10,
+        -1.69753450938905987466E-9, 8.57403401741422608519E-9, -4.66048989768794782956E-8,
+        2.76681363944501510342E-7, -1.83175552271911948767E-6, 1.39498137188764993662E-5,
+        -1.28495495816278026384E-4, 1.56988388573005337491E-3, -3.14481013119645005427E-2,
+        2.44030308206595545468E0]
+K1_A = [-7.02386347938628759343E-18, -2.42744985051936593393E-15, -6.66690169419932900609E-13,
+        -1.41148839263352776110E-10, -2.21338763073472585583E-8, -2.43340614156596823496E-6,
+        -1.73028895751305206302E-4, -6.97572385963986435018E-3, -1.22611180822657148235E-1,
+        -3.53155960776544875667E-1, 1.52530022733894777053E0]
+K1_B = [-5.75674448366501715755E-18, 1.79405087314755922667E-17, -5.68946255844285935196E-17,
+        1.83809354436663880070E-16, -6.05704724837331885336E-16, 2.03870316562433424052E-15,
+        -7.01983709041831346144E-15, 2.47715442448130437068E-14, -8.97670518232499435011E-14,
+        3.34841966607842919884E-13, -1.28917396095102890680E-12, 5.13963967348173025100E-12,
+        -2.12996783842756842877E-11, 9.21831518760500529508E-11, -4.19035475934189648750E-10,
+        2.01504975519703286596E-9, -1.03457624656780970260E-8, 5.74108412545004946722E-8,
+        -3.50196060308781257119E-7, 2.40648494783721712015E-6, -1.93619797416608296024E-5,
+        1.95215518471351631108E-4, -2.85781685962277938680E-3, 1.03923736576817238437E-1,
+        2.72062619048444266945E0]
+
 # Euler-Maclaurin: (2k)! / B_2k
 ZETA_A = [12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
           7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
@@ -145,6 +187,8 @@ def _prelude(ctx):  # noqa: C901 - the C library, one function after another
         ("SP_J0PP", J0_PP), ("SP_J0PQ", J0_PQ), ("SP_J0QP", J0_QP), ("SP_J0QQ", J0_QQ),
         ("SP_J0RP", J0_RP), ("SP_J0RQ", J0_RQ), ("SP_J1PP", J1_PP), ("SP_J1PQ", J1_PQ),
         ("SP_J1QP", J1_QP), ("SP_J1QQ", J1_QQ), ("SP_J1RP", J1_RP), ("SP_J1RQ", J1_RQ),
+        ("SP_Y0P", Y0_YP), ("SP_Y0Q", Y0_YQ), ("SP_Y1P", Y1_YP), ("SP_Y1Q", Y1_YQ),
+        ("SP_K0A", K0_A), ("SP_K0B", K0_B), ("SP_K1A", K1_A), ("SP_K1B", K1_B),
         ("SP_ZA", ZETA_A)))
     return tables + _digamma_prelude(ctx) + f"""
 W sp_chbevl(W x, __constant W* a, int n) {{
@@ -243,6 +287,53 @@ W sp_j1(W x) {{
   }}
   return x < 0 ? -r : r;
 }}
+W sp_y0(W x) {{
+  if (isnan(x)) return x;
+  if (x < 0) return NAN;
+  if (x == 0) return -INFINITY;
+  if (x <= 5) {{
+    const W z = x * x;
+    return sp_polevl(z, SP_Y0P, 8) / sp_p1evl(z, SP_Y0Q, 7)
+        + {L(2 / math.pi)} * log(x) * sp_j0(x);
+  }}
+  const W w = 5 / x, z = 25 / (x * x);
+  const W p = sp_polevl(z, SP_J0PP, 7) / sp_polevl(z, SP_J0PQ, 7);
+  const W q = sp_polevl(z, SP_J0QP, 8) / sp_p1evl(z, SP_J0QQ, 7);
+  const W s = x - {L(math.pi / 4)};
+  return (p * sin(s) + w * q * cos(s)) * {L(math.sqrt(2 / math.pi))} / sqrt(x);
+}}
+W sp_y1(W x) {{
+  if (isnan(x)) return x;
+  if (x < 0) return NAN;
+  if (x == 0) return -INFINITY;
+  if (x <= 5) {{
+    const W z = x * x;
+    return x * (sp_polevl(z, SP_Y1P, 6) / sp_p1evl(z, SP_Y1Q, 8))
+        + {L(2 / math.pi)} * (sp_j1(x) * log(x) - 1 / x);
+  }}
+  const W w = 5 / x, z = w * w;
+  const W p = sp_polevl(z, SP_J1PP, 7) / sp_polevl(z, SP_J1PQ, 7);
+  const W q = sp_polevl(z, SP_J1QP, 8) / sp_p1evl(z, SP_J1QQ, 7);
+  const W s = x - {L(3 * math.pi / 4)};
+  return (p * sin(s) + w * q * cos(s)) * {L(math.sqrt(2 / math.pi))} / sqrt(x);
+}}
+/* exp(x) K0(x) and exp(x) K1(x): one evaluation serves K and its scaled form */
+W sp_k0e(W x) {{
+  if (isnan(x)) return x;
+  if (x < 0) return NAN;
+  if (x == 0) return INFINITY;
+  if (x <= 2) return (sp_chbevl(x * x - 2, SP_K0A, 10) - log(x / 2) * sp_i0(x)) * exp(x);
+  return sp_chbevl(8 / x - 2, SP_K0B, 25) / sqrt(x);
+}}
+W sp_k1e(W x) {{
+  if (isnan(x)) return x;
+  if (x < 0) return NAN;
+  if (x == 0) return INFINITY;
+  if (x <= 2) return (log(x / 2) * sp_i1(x) + sp_chbevl(x * x - 2, SP_K1A, 11) / x) * exp(x);
+  return sp_chbevl(8 / x - 2, SP_K1B, 25) / sqrt(x);
+}}
+W sp_k0(W x) {{ return x > 2 ? exp(-x) * sp_k0e(x) : sp_k0e(x) * exp(-x); }}
+W sp_k1(W x) {{ return exp(-x) * sp_k1e(x); }}
 W sp_zeta(W x, W q) {{
   if (x == 1) return INFINITY;
   if (x < 1) return NAN;
@@ -341,6 +432,10 @@ UNARY = {
     "special_i1e": _wide("i1e"), "special_ndtr": _wide("ndtr"), "special_ndtri": _wide("ndtri"),
     "special_log_ndtr": _wide("log_ndtr"), "special_erfcx": _wide("erfcx"),
     "special_bessel_j0": _wide("j0"), "special_bessel_j1": _wide("j1"),
+    "special_bessel_y0": _wide("y0"), "special_bessel_y1": _wide("y1"),
+    "special_modified_bessel_k0": _wide("k0"), "special_modified_bessel_k1": _wide("k1"),
+    "special_scaled_modified_bessel_k0": _wide("k0e"),
+    "special_scaled_modified_bessel_k1": _wide("k1e"),
     # numpy's sinc and scipy's entr compute in the input's own precision
     "sinc": Body("sinc", lambda c: f"const CT y = {c.lit(math.pi)} * (x0 == 0 ? {c.lit(1e-20)} : "
                                    f"x0); r = sin(y) / y;", kinds="f"),

@@ -23,6 +23,12 @@ UNARY = {
     "special_erfcx": (S.erfcx, (-2.0, 12.0)),
     "special_bessel_j0": (S.bessel_j0, (-9.0, 9.0)),
     "special_bessel_j1": (S.bessel_j1, (-9.0, 9.0)),
+    "special_bessel_y0": (S.bessel_y0, (0.3, 9.0)),
+    "special_bessel_y1": (S.bessel_y1, (0.3, 9.0)),
+    "special_modified_bessel_k0": (S.modified_bessel_k0, (0.2, 6.0)),
+    "special_modified_bessel_k1": (S.modified_bessel_k1, (0.2, 6.0)),
+    "special_scaled_modified_bessel_k0": (S.scaled_modified_bessel_k0, (0.2, 12.0)),
+    "special_scaled_modified_bessel_k1": (S.scaled_modified_bessel_k1, (0.2, 12.0)),
 }
 SHAPES = [(), (0,), (7,), (3, 4)]
 

@@ -22,6 +22,10 @@ UNARY = {
     "special_ndtri": special_fn("ndtri"), "special_log_ndtr": special_fn("log_ndtr"),
     "sinc": helper(_sinc), "special_entr": helper(_entr), "special_erfcx": special_fn("erfcx"),
     "special_bessel_j0": special_fn("j0"), "special_bessel_j1": special_fn("j1"),
+    "special_bessel_y0": special_fn("y0"), "special_bessel_y1": special_fn("y1"),
+    "special_modified_bessel_k0": special_fn("k0"), "special_modified_bessel_k1": special_fn("k1"),
+    "special_scaled_modified_bessel_k0": special_fn("k0e"),
+    "special_scaled_modified_bessel_k1": special_fn("k1e"),
 }
 INPLACE = ("i0", "sinc")
 BINARY = {"special_xlog1py": special_fn("xlog1py"), "special_zeta": special_fn("zeta"),

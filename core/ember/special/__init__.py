@@ -22,6 +22,12 @@ _U = _ew.unary_api
 
 bessel_j0 = _S["special_bessel_j0"]
 bessel_j1 = _S["special_bessel_j1"]
+bessel_y0 = _S["special_bessel_y0"]
+bessel_y1 = _S["special_bessel_y1"]
+modified_bessel_k0 = _S["special_modified_bessel_k0"]
+modified_bessel_k1 = _S["special_modified_bessel_k1"]
+scaled_modified_bessel_k0 = _S["special_scaled_modified_bessel_k0"]
+scaled_modified_bessel_k1 = _S["special_scaled_modified_bessel_k1"]
 entr = _S["special_entr"]
 erfcx = _S["special_erfcx"]
 i0 = _S["i0"]
@@ -50,7 +56,9 @@ modified_bessel_i0, modified_bessel_i1 = i0, i1   # torch.special's other names 
 
 from ._polynomials import *  # noqa: E402,F401,F403 - orthogonal polynomials, spherical j0
 from ._polynomials import __all__ as _polynomials_all  # noqa: E402
-__all__ += ["modified_bessel_i0", "modified_bessel_i1"] + list(_polynomials_all)
+__all__ += ["modified_bessel_i0", "modified_bessel_i1", "bessel_y0", "bessel_y1",
+            "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+            "scaled_modified_bessel_k1"] + list(_polynomials_all)
 
 
 def logit(input, eps=None, *, out=None):

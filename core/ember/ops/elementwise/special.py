@@ -90,6 +90,18 @@ UNARY_ROWS = [
     ("special_erfcx", _from_both(lambda x, r: x * r * 2.0 - _TWO_OVER_SQRT_PI)),
     ("special_bessel_j0", _from_input(lambda x: -_api("special_bessel_j1")(x))),
     ("special_bessel_j1", _from_input(_j1_d)),
+    # Y and K: the same recurrences as J (torch's special functions have none; these do)
+    ("special_bessel_y0", _from_input(lambda x: -_api("special_bessel_y1")(x))),
+    ("special_bessel_y1", _from_both(lambda x, r: _api("special_bessel_y0")(x) - r / x)),
+    ("special_modified_bessel_k0",
+     _from_input(lambda x: -_api("special_modified_bessel_k1")(x))),
+    ("special_modified_bessel_k1",
+     _from_both(lambda x, r: -_api("special_modified_bessel_k0")(x) - r / x)),
+    ("special_scaled_modified_bessel_k0",
+     _from_both(lambda x, r: r - _api("special_scaled_modified_bessel_k1")(x))),
+    ("special_scaled_modified_bessel_k1",
+     _from_both(lambda x, r: r * (1 - x.reciprocal())
+                - _api("special_scaled_modified_bessel_k0")(x))),
 ]
 UNARY = [name for name, _ in UNARY_ROWS]
 #: ops with an in-place form and Tensor methods (PyTorch's top-level ones)
