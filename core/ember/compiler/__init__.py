@@ -32,7 +32,8 @@ from .._tensor import Tensor
 from ..autograd import grad_mode as _grad_mode
 from . import aot, codegen, dynamic, fusion, step
 from .capture import Capture, GraphBreak
-from .graph import Graph, Node, Ref
+from .graph import Graph, Node, Ref, rebuild
+from ..runtime.layout import contiguous_strides
 
 __all__ = ["compile", "explain", "run_graph", "CompiledFunction", "GraphBreak", "Graph", "Node", "Ref",
            "RECOMPILE_LIMIT"]
@@ -111,7 +112,10 @@ class CompiledFunction:
     # -- dynamic shapes (dynamic.py) ------------------------------------------------------------
     @staticmethod
     def _family(key):
-        shapes = tuple((dynamic.family_key([s[0]])[0],) + s[1:] for s in key[0])
+        # sizes generalize; strides are kept only as "contiguous or not" (a contiguous
+        # tensor's strides follow its sizes)
+        shapes = tuple((dynamic.family_key([s[0]])[0],) + s[1:4] +
+                       (contiguous_strides(s[0]) == tuple(s[4]), s[5]) for s in key[0])
         return (shapes,) + key[1:]
 
     def _same_family(self, family, key):
@@ -143,8 +147,9 @@ class CompiledFunction:
     def _guards(self, args, kwargs):
         tensors = _tensors_in([args, kwargs])
         # exact shapes key the cache; a dynamic family (dynamic.py) shares everything else
-        shapes = tuple((tuple(t.shape), t.dtype, str(t.device), t.requires_grad)
-                       for t in tensors)
+        # strides and offset too: a captured view op (as_strided) bakes the layout it saw
+        shapes = tuple((tuple(t.shape), t.dtype, str(t.device), t.requires_grad, t._stride,
+                        t._offset) for t in tensors)
         # which arguments are the same tensor: the graph reads one input for both
         first = {}
         aliases = tuple(first.setdefault(id(t), i) for i, t in enumerate(tensors))
@@ -309,7 +314,7 @@ def _encode_output(cap, out):
     if isinstance(out, Tensor):
         return cap.ref(out)
     if isinstance(out, (list, tuple)):
-        return type(out)(_encode_output(cap, o) for o in out)
+        return rebuild(out, [_encode_output(cap, o) for o in out])
     if isinstance(out, dict):
         return {k: _encode_output(cap, v) for k, v in out.items()}
     return out

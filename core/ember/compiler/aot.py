@@ -25,7 +25,7 @@ from __future__ import annotations
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
-from .graph import Graph, Node, Ref, _refs
+from .graph import Graph, Node, Ref, _refs, rebuild
 
 
 def _flat_tensors(x):
@@ -139,7 +139,7 @@ def _split(graph, n_fwd, n_inputs, n_grads, grad_refs, sources, diff_outputs, in
                 return Ref("node", x.index - n_fwd, x.item)
             return x
         if isinstance(x, (list, tuple)):
-            return type(x)(move(v) for v in x)
+            return rebuild(x, [move(v) for v in x])
         if isinstance(x, dict):
             return {k: move(v) for k, v in x.items()}
         return x
@@ -185,7 +185,10 @@ class CompiledAutograd(Function):
         joint = ctx.joint
         stored = ctx.saved_tensors
         saved, inputs = stored[:ctx.n_saved], stored[ctx.n_saved:]
-        out_grads = [grads[i] for i in joint.diff_outputs]
+        # the backward graph was captured on contiguous placeholder gradients, and its view
+        # ops (as_strided) keep that layout: an expanded or strided incoming gradient is
+        # made contiguous first
+        out_grads = [grads[i].contiguous() for i in joint.diff_outputs]
         result = run_graph(joint.backward_run, list(out_grads) + list(saved) + list(inputs))
         return (None, None, None) + tuple(result)
 
@@ -206,7 +209,7 @@ def _rebuild(x, flat):
     if isinstance(x, Tensor):
         return next(flat)
     if isinstance(x, (list, tuple)):
-        return type(x)(_rebuild(v, flat) for v in x)
+        return rebuild(x, [_rebuild(v, flat) for v in x])
     if isinstance(x, dict):
         return {k: _rebuild(v, flat) for k, v in x.items()}
     return x

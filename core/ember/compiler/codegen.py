@@ -37,7 +37,9 @@ def python_function(graph):
         if isinstance(a, list):
             return "[" + ", ".join(emit(v) for v in a) + "]"
         if isinstance(a, tuple):
-            return "(" + "".join(emit(v) + ", " for v in a) + ")"
+            items = "".join(emit(v) + ", " for v in a)
+            # a named tuple (max(dim)'s values/indices) is rebuilt as its own type
+            return f"{bind(type(a), 'T')}({items})" if hasattr(a, "_fields") else f"({items})"
         if isinstance(a, dict):
             return "{" + ", ".join(f"{k!r}: {emit(v)}" for k, v in a.items()) + "}"
         if type(a) in _LITERALS and (not isinstance(a, float) or a == a and abs(a) != float("inf")):

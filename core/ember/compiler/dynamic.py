@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .graph import Graph, Node, Ref
+from .graph import Graph, Node, Ref, rebuild
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def generalize(a: Graph, b: Graph, shapes_a, shapes_b):
         if isinstance(va, (list, tuple)) and isinstance(vb, (list, tuple)):
             if len(va) != len(vb) or type(va) is not type(vb):
                 raise _Unexplained
-            return type(va)(merge(x, y) for x, y in zip(va, vb))
+            return rebuild(va, [merge(x, y) for x, y in zip(va, vb)])
         if isinstance(va, dict) and isinstance(vb, dict):
             if va.keys() != vb.keys():
                 raise _Unexplained

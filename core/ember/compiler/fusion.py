@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import _dtype
-from .graph import Graph, Node, Ref
+from .graph import Graph, Node, Ref, rebuild
 from .pointwise import C_TYPES, COMPARISONS, RULES, Dialect
 
 
@@ -328,7 +328,7 @@ def _rewrite(graph, groups, meta_of, lower):
                 return r
             return Ref("node", r.index, x.item)
         if isinstance(x, (list, tuple)):
-            return type(x)(move(v) for v in x)
+            return rebuild(x, [move(v) for v in x])
         if isinstance(x, dict):
             return {k: move(v) for k, v in x.items()}
         return x
@@ -514,7 +514,7 @@ def fuse_foreach(graph: Graph, input_meta, lower_foreach) -> Graph:
             r = remap[x.index]
             return r if x.item is None else Ref("node", r.index, x.item)
         if isinstance(x, (list, tuple)):
-            return type(x)(move(v) for v in x)
+            return rebuild(x, [move(v) for v in x])
         if isinstance(x, dict):
             return {k: move(v) for k, v in x.items()}
         return x

@@ -78,6 +78,14 @@ class Graph:
         return [n.op.name for n in self.nodes]
 
 
+def rebuild(x, items):
+    """A list or tuple of ``x``'s type holding ``items`` (named tuples — ``max(dim)``'s
+    ``(values, indices)`` — take them as positional fields)."""
+    if hasattr(x, "_fields"):
+        return type(x)(*items)
+    return type(x)(items)
+
+
 def _show(x):
     if isinstance(x, Ref):
         return str(x)

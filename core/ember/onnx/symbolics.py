@@ -436,7 +436,7 @@ FOLDABLE = frozenset({"permute", "view", "_to_copy", "add", "sub", "mul", "div",
 def translate(b, graph, values, inputs, dyn_sizes, const_arrays):
     """Emit every node of ``graph``; ``values`` maps (kind, index, item) to ONNX names."""
     from ..compiler import _call
-    from ..compiler.graph import Ref
+    from ..compiler.graph import Ref, rebuild
 
     folded = {}             # graph key -> ember tensor, for constant folding
     for i, c in enumerate(graph.constants):
@@ -454,7 +454,7 @@ def translate(b, graph, values, inputs, dyn_sizes, const_arrays):
                 if isinstance(a, Ref):
                     return folded[key(a)]
                 if isinstance(a, (list, tuple)):
-                    return type(a)(load(x) for x in a)
+                    return rebuild(a, [load(x) for x in a])
                 return a
             from ..autograd.grad_mode import no_grad
             with no_grad():
@@ -480,7 +480,7 @@ def translate(b, graph, values, inputs, dyn_sizes, const_arrays):
                         f"{graph.nodes[a.index].op.name}, which has no ONNX counterpart")
                 return v
             if isinstance(a, (list, tuple)):
-                return type(a)(resolve(x) for x in a)
+                return rebuild(a, [resolve(x) for x in a])
             return a
         ctx = Context(b, graph, node, inputs, dyn_sizes)
         out = rule(b, ctx, *[resolve(a) for a in node.args])
