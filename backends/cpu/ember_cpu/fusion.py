@@ -135,6 +135,20 @@ def _declarations():
     return "\n".join(out)
 
 
+def _var(local):
+    return f"x{local.index}" if local.kind == "in" else f"t{local.index}"
+
+
+def _body(kernel, level, indent):
+    """The loop body's statements (inputs read as ``x<k>``), then the checks that report a
+    sin/cos argument past ``level``'s range through ``big``."""
+    range_args = []
+    lines = kernel.render(lambda dt: _CDialect(dt, _var, level, range_args), _var)
+    lines += [f"big |= __builtin_fabsf({a}) > {_RANGE_LIMIT[level]};"
+              for a in dict.fromkeys(range_args)]
+    return [indent + line for line in lines]
+
+
 def _source(kernel, classes, level=0):
     n_in, n_out = len(kernel.input_dtypes), len(kernel.outputs)
     lines = ["#include <stdint.h>", _declarations(), _SINCOS, "",
@@ -170,14 +184,7 @@ def _source(kernel, classes, level=0):
         at = {0: "0", 1: "i"}.get(cls, f"i * istr[{k}]")
         lines.append(f"        {C_TYPES[kernel.input_dtypes[k]]} x{k} = a{k}[{at}];")
 
-    def var(local):
-        return f"x{local.index}" if local.kind == "in" else f"t{local.index}"
-
-    range_args = []
-    body = kernel.render(lambda dt: _CDialect(dt, var, level, range_args), var)
-    lines += ["        " + b for b in body]
-    for a in dict.fromkeys(range_args):
-        lines.append(f"        big |= __builtin_fabsf({a}) > {_RANGE_LIMIT[level]};")
+    lines += _body(kernel, level, "        ")
     for k, j in enumerate(kernel.outputs):
         lines.append(f"        w{k}[i] = t{j};")
     lines += ["      }", "      p += len;", "    }", "  }", "  return big;", "}"]
@@ -360,10 +367,7 @@ def _foreach_source(kernel):
     for k in range(len(kernel.slot_dtypes)):
         lines.append(f"      {ctype} x{k} = s{k}[i];")
 
-    def var(local):
-        return f"x{local.index}" if local.kind == "in" else f"t{local.index}"
-    body = kernel.render(lambda dt: _CDialect(dt, var, LIBM, []), var)
-    lines += ["      " + b for b in body]
+    lines += _body(kernel, LIBM, "      ")
     for slot, j in kernel.writes:
         lines.append(f"      s{slot}[i] = t{j};")
     lines += ["    }", "  }", "  return 0;", "}"]
@@ -461,13 +465,7 @@ def _reduce_source(kernel, level=0):
     for k, dt in enumerate(kernel.input_dtypes):
         lines.append(f"      {C_TYPES[dt]} x{k} = in{k}[a{k}];")
 
-    def var(local):
-        return f"x{local.index}" if local.kind == "in" else f"t{local.index}"
-    range_args = []
-    body = kernel.render(lambda dt: _CDialect(dt, var, level, range_args), var)
-    lines += ["      " + b for b in body]
-    for a in dict.fromkeys(range_args):
-        lines.append(f"      big |= __builtin_fabsf({a}) > {_RANGE_LIMIT[level]};")
+    lines += _body(kernel, level, "      ")
     lines += [f"      {acc_t} v = t{kernel.outputs[0]};", "      " + _combine(op), "    }"]
     final = "acc / rcount" if op == "mean" else "acc"
     lines += [f"    out0[o] = ({out_t})({final});", "  }", "  return big;", "}"]

@@ -151,22 +151,27 @@ def _pointwise(node, meta_of):
         return False
 
 
-def fuse(graph: Graph, input_meta, lower) -> Graph:
-    """A graph whose pointwise chains are ``FusedOp`` nodes. ``input_meta``: (shape, dtype,
-    device) of each graph input; ``lower(device, kernel)`` returns the backend's runner or
-    None."""
-    nodes = graph.nodes
-
+def _meta_lookup(graph, input_meta):
+    """``meta_of(ref)``: (shape, dtype, device) of a graph value, None when not a tensor."""
     def meta_of(ref):
         if ref.kind == "input":
             return input_meta[ref.index]
         if ref.kind == "const":
             c = graph.constants[ref.index]
             return (tuple(c.shape), c.dtype, c.device)
-        m = nodes[ref.index].meta
+        m = graph.nodes[ref.index].meta
         if ref.item is not None:
             return m[ref.item] if isinstance(m, list) else None
         return m if isinstance(m, tuple) else None
+    return meta_of
+
+
+def fuse(graph: Graph, input_meta, lower) -> Graph:
+    """A graph whose pointwise chains are ``FusedOp`` nodes. ``input_meta``: (shape, dtype,
+    device) of each graph input; ``lower(device, kernel)`` returns the backend's runner or
+    None."""
+    nodes = graph.nodes
+    meta_of = _meta_lookup(graph, input_meta)
 
     group_of = {}
     groups = []
@@ -468,15 +473,7 @@ def fuse_foreach(graph: Graph, input_meta, lower_foreach) -> Graph:
     """Runs of consecutive in-place foreach ops become one ``FusedForeachOp`` node (SGD with
     momentum's mul_/add_/add_ is one pass over the parameters instead of three)."""
     nodes = graph.nodes
-
-    def meta_of(ref):
-        if ref.kind == "input":
-            return input_meta[ref.index]
-        if ref.kind == "const":
-            c = graph.constants[ref.index]
-            return (tuple(c.shape), c.dtype, c.device)
-        m = nodes[ref.index].meta
-        return m if isinstance(m, tuple) and ref.item is None else None
+    meta_of = _meta_lookup(graph, input_meta)
 
     runs, current = [], []
     for i, node in enumerate(nodes):
