@@ -17,7 +17,6 @@ from ._layout import layout, sparse_coo, strided
 from ._memory_format import (channels_last, channels_last_3d, contiguous_format, memory_format,
                              preserve_format)
 from ._tensor import Size, Tensor
-from ._legacy_tensors import *  # noqa: F401,F403 - FloatTensor, LongTensor, ...
 from ._type_info import finfo, iinfo
 from ._tensor_str import set_printoptions
 from .dispatch import keys as _keys
@@ -27,15 +26,23 @@ from .ops import factories as _factories
 from .ops import views as _views
 from .ops.elementwise import (addcdiv, addcmul, lerp)
 from .ops.elementwise import (angle, complex, polar, sgn)  # noqa: A004 - PyTorch's names
+from .ops.elementwise.complex_numbers import is_conj, is_neg, resolve_conj, resolve_neg
+from .ops.elementwise.special import igamma, igammac
 from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, clip_, div,
-                              divide, elu, gelu, hardtanh, i0, leaky_relu, mvlgamma, nan_to_num,
-                              polygamma, round, sinc, softplus, sub, subtract, true_divide, where)
+                              divide, elu, float_power, frexp, gcd, gelu, hardtanh, heaviside, i0,
+                              lcm, ldexp, leaky_relu, mvlgamma, nan_to_num, nextafter,
+                              polygamma, round, rsub, sinc, softplus, sub, subtract, true_divide,
+                              where)
+from .ops.elementwise.activation import hardshrink, prelu
 from .ops.elementwise.closeness import allclose, equal, isclose
 from .ops.elementwise.activation import (celu, celu_, rrelu, rrelu_, selu, selu_, threshold,
                                          threshold_)
 from .ops.factories import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
                             from_numpy, full, full_like, linspace, logspace, ones, ones_like,
-                            tensor, zeros, zeros_like)
+                            set_default_tensor_type, tensor, zeros, zeros_like)
+from .ops.factories import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor,  # noqa: F401
+                            ComplexDoubleTensor, ComplexFloatTensor, DoubleTensor, FloatTensor,
+                            HalfTensor, IntTensor, LongTensor, ShortTensor)
 from .ops.views import (as_strided, as_strided_scatter, broadcast_tensors, broadcast_to, chunk,
                         diagonal, flatten, movedim, moveaxis, narrow, permute, reshape, select,
                         split, squeeze, swapaxes, swapdims, t, tensor_split, transpose, unbind,
@@ -54,13 +61,13 @@ from .ops.spatial import *  # noqa: F401,F403
 from .ops.grid_sampling import *  # noqa: F401,F403
 from .ops.distances import *  # noqa: F401,F403
 from .ops.view_copies import *  # noqa: F401,F403
-from .ops.numeric_more import *  # noqa: F401,F403
+from .ops.differences import *  # noqa: F401,F403
 from .ops.structure import *  # noqa: F401,F403
-from ._nn_aliases import *  # noqa: F401,F403
-from ._rnn_aliases import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401,E402
-from ._legacy_aliases import *  # noqa: F401,F403
-from .ops.tensor_extras import *  # noqa: F401,F403
-from .ops import tensor_set as _tensor_set  # noqa: F401,E402 - Tensor.set_, __setstate__
+from .ops.conversion import clone, detach  # noqa: E402
+from .ops.indexing.advanced import nonzero_static, unravel_index  # noqa: E402
+from .ops.sorting import unique_consecutive  # noqa: E402
+from .ops.views.reshaping import adjoint  # noqa: E402
+from .ops import inplace_metadata as _inplace_metadata  # noqa: F401,E402 - set_, resize_, …
 from .ops.linalg.lowrank import pca_lowrank, svd_lowrank  # noqa: F401,E402
 from .ops.linalg.householder_qr import geqrf, ormqr  # noqa: F401,E402
 from .autograd.inference import is_inference  # noqa: F401,E402
@@ -80,6 +87,8 @@ from . import return_types  # noqa: E402 - PyTorch's torch.return_types
 from . import testing  # noqa: E402
 from . import autograd  # noqa: E402
 from . import nn, utils  # noqa: E402
+from .ops._util import TORCH_FUNCTIONS as _TORCH_FUNCTIONS  # noqa: E402
+globals().update(_TORCH_FUNCTIONS)  # torch.conv2d, torch.dropout, torch.lstm…: nn's native forms
 from . import func  # noqa: E402 - ember.func: vmap, grad, jvp… (registers the Batched key)
 from . import optim  # noqa: E402
 from . import futures, distributed, jit, profiler  # noqa: E402

@@ -48,63 +48,7 @@ from ._generator import manual_seed as manual_seed
 from ._generator import seed as seed
 from ._generator import set_rng_state as set_rng_state
 from ._layout import layout as layout
-from ._legacy_aliases import chain_matmul as chain_matmul
-from ._legacy_aliases import frobenius_norm as frobenius_norm
-from ._legacy_aliases import igamma as igamma
-from ._legacy_aliases import igammac as igammac
-from ._legacy_aliases import is_conj as is_conj
-from ._legacy_aliases import is_neg as is_neg
-from ._legacy_aliases import lu as lu
-from ._legacy_aliases import lu_solve as lu_solve
-from ._legacy_aliases import nuclear_norm as nuclear_norm
-from ._legacy_aliases import orgqr as orgqr
-from ._legacy_aliases import resolve_conj as resolve_conj
-from ._legacy_aliases import resolve_neg as resolve_neg
-from ._legacy_aliases import triangular_solve as triangular_solve
-from ._legacy_tensors import set_default_tensor_type as set_default_tensor_type
 from ._memory_format import memory_format as memory_format
-from ._nn_aliases import adaptive_avg_pool1d as adaptive_avg_pool1d
-from ._nn_aliases import adaptive_max_pool1d as adaptive_max_pool1d
-from ._nn_aliases import alpha_dropout as alpha_dropout
-from ._nn_aliases import avg_pool1d as avg_pool1d
-from ._nn_aliases import batch_norm as batch_norm
-from ._nn_aliases import bilinear as bilinear
-from ._nn_aliases import binary_cross_entropy_with_logits as binary_cross_entropy_with_logits
-from ._nn_aliases import constant_pad_nd as constant_pad_nd
-from ._nn_aliases import conv1d as conv1d
-from ._nn_aliases import conv2d as conv2d
-from ._nn_aliases import conv3d as conv3d
-from ._nn_aliases import conv_transpose1d as conv_transpose1d
-from ._nn_aliases import conv_transpose2d as conv_transpose2d
-from ._nn_aliases import conv_transpose3d as conv_transpose3d
-from ._nn_aliases import cosine_embedding_loss as cosine_embedding_loss
-from ._nn_aliases import cosine_similarity as cosine_similarity
-from ._nn_aliases import ctc_loss as ctc_loss
-from ._nn_aliases import dropout as dropout
-from ._nn_aliases import embedding as embedding
-from ._nn_aliases import embedding_bag as embedding_bag
-from ._nn_aliases import feature_alpha_dropout as feature_alpha_dropout
-from ._nn_aliases import feature_dropout as feature_dropout
-from ._nn_aliases import group_norm as group_norm
-from ._nn_aliases import hardshrink as hardshrink
-from ._nn_aliases import hinge_embedding_loss as hinge_embedding_loss
-from ._nn_aliases import instance_norm as instance_norm
-from ._nn_aliases import kl_div as kl_div
-from ._nn_aliases import layer_norm as layer_norm
-from ._nn_aliases import margin_ranking_loss as margin_ranking_loss
-from ._nn_aliases import max_pool1d as max_pool1d
-from ._nn_aliases import max_pool1d_with_indices as max_pool1d_with_indices
-from ._nn_aliases import max_pool2d as max_pool2d
-from ._nn_aliases import max_pool3d as max_pool3d
-from ._nn_aliases import pairwise_distance as pairwise_distance
-from ._nn_aliases import poisson_nll_loss as poisson_nll_loss
-from ._nn_aliases import prelu as prelu
-from ._nn_aliases import rms_norm as rms_norm
-from ._nn_aliases import triplet_margin_loss as triplet_margin_loss
-from ._rnn_aliases import gru as gru
-from ._rnn_aliases import lstm as lstm
-from ._rnn_aliases import rnn_relu as rnn_relu
-from ._rnn_aliases import rnn_tanh as rnn_tanh
 from ._tensor_str import set_printoptions as set_printoptions
 from ._threads import get_num_threads as get_num_threads
 from ._threads import set_num_threads as set_num_threads
@@ -138,12 +82,29 @@ from .fft._stft import istft as istft
 from .fft._stft import stft as stft
 from .jit._interop import get_num_interop_threads as get_num_interop_threads
 from .jit._interop import set_num_interop_threads as set_num_interop_threads
+from .nn._distance import pairwise_distance as pairwise_distance
+from .nn._normalization import rms_norm as rms_norm
+from .nn._padding import constant_pad_nd as constant_pad_nd
+from .nn._pool import adaptive_avg_pool1d as adaptive_avg_pool1d
+from .nn._pool import avg_pool1d as avg_pool1d
+from .nn._rnn import gru as gru
+from .nn._rnn import lstm as lstm
+from .nn._rnn import rnn_relu as rnn_relu
+from .nn._rnn import rnn_tanh as rnn_tanh
+from .ops.conversion import clone as clone
+from .ops.conversion import detach as detach
+from .ops.differences import cumulative_trapezoid as cumulative_trapezoid
+from .ops.differences import diff as diff
+from .ops.differences import gradient as gradient
+from .ops.differences import trapezoid as trapezoid
+from .ops.differences import trapz as trapz
 from .ops.distances import cdist as cdist
 from .ops.distances import dist as dist
 from .ops.elementwise.activation import celu as celu
 from .ops.elementwise.activation import celu_ as celu_
 from .ops.elementwise.activation import elu as elu
 from .ops.elementwise.activation import gelu as gelu
+from .ops.elementwise.activation import hardshrink as hardshrink
 from .ops.elementwise.activation import hardtanh as hardtanh
 from .ops.elementwise.activation import leaky_relu as leaky_relu
 from .ops.elementwise.activation import rrelu as rrelu
@@ -157,6 +118,7 @@ from .ops.elementwise.binary import add as add
 from .ops.elementwise.binary import div as div
 from .ops.elementwise.binary import div as divide
 from .ops.elementwise.binary import div as true_divide
+from .ops.elementwise.binary import rsub as rsub
 from .ops.elementwise.binary import sub as sub
 from .ops.elementwise.binary import sub as subtract
 from .ops.elementwise.closeness import allclose as allclose
@@ -164,16 +126,29 @@ from .ops.elementwise.closeness import equal as equal
 from .ops.elementwise.closeness import isclose as isclose
 from .ops.elementwise.complex_numbers import angle as angle
 from .ops.elementwise.complex_numbers import complex as complex
+from .ops.elementwise.complex_numbers import is_conj as is_conj
+from .ops.elementwise.complex_numbers import is_neg as is_neg
 from .ops.elementwise.complex_numbers import polar as polar
+from .ops.elementwise.complex_numbers import resolve_conj as resolve_conj
+from .ops.elementwise.complex_numbers import resolve_neg as resolve_neg
 from .ops.elementwise.complex_numbers import sgn as sgn
+from .ops.elementwise.floating_point import float_power as float_power
+from .ops.elementwise.floating_point import frexp as frexp
+from .ops.elementwise.floating_point import ldexp as ldexp
+from .ops.elementwise.floating_point import nextafter as nextafter
+from .ops.elementwise.integer import gcd as gcd
+from .ops.elementwise.integer import lcm as lcm
 from .ops.elementwise.selection import clamp as clamp
 from .ops.elementwise.selection import clamp as clip
 from .ops.elementwise.selection import clamp_ as clamp_
 from .ops.elementwise.selection import clamp_ as clip_
 from .ops.elementwise.selection import clamp_max as clamp_max
 from .ops.elementwise.selection import clamp_min as clamp_min
+from .ops.elementwise.selection import heaviside as heaviside
 from .ops.elementwise.selection import where as where
 from .ops.elementwise.special import i0 as i0
+from .ops.elementwise.special import igamma as igamma
+from .ops.elementwise.special import igammac as igammac
 from .ops.elementwise.special import mvlgamma as mvlgamma
 from .ops.elementwise.special import polygamma as polygamma
 from .ops.elementwise.special import sinc as sinc
@@ -197,6 +172,7 @@ from .ops.factories import linspace as linspace
 from .ops.factories import logspace as logspace
 from .ops.factories import ones as ones
 from .ops.factories import ones_like as ones_like
+from .ops.factories import set_default_tensor_type as set_default_tensor_type
 from .ops.factories import tensor as tensor
 from .ops.factories import zeros as zeros
 from .ops.factories import zeros_like as zeros_like
@@ -207,7 +183,9 @@ from .ops.histograms import histogramdd as histogramdd
 from .ops.indexing.advanced import argwhere as argwhere
 from .ops.indexing.advanced import index_put as index_put
 from .ops.indexing.advanced import nonzero as nonzero
+from .ops.indexing.advanced import nonzero_static as nonzero_static
 from .ops.indexing.advanced import take as take
+from .ops.indexing.advanced import unravel_index as unravel_index
 from .ops.indexing.gather_scatter import gather as gather
 from .ops.indexing.gather_scatter import index_add as index_add
 from .ops.indexing.gather_scatter import index_copy as index_copy
@@ -220,60 +198,51 @@ from .ops.indexing.masked import one_hot as one_hot
 from .ops.linalg.contractions import einsum as einsum
 from .ops.linalg.contractions import tensordot as tensordot
 from .ops.linalg.decompositions import lu_unpack as lu_unpack
+from .ops.linalg.fused import addbmm as addbmm
 from .ops.linalg.fused import addmm as addmm
 from .ops.linalg.fused import addmv as addmv
+from .ops.linalg.fused import addr as addr
 from .ops.linalg.fused import baddbmm as baddbmm
 from .ops.linalg.householder_qr import geqrf as geqrf
 from .ops.linalg.householder_qr import ormqr as ormqr
+from .ops.linalg.legacy import chain_matmul as chain_matmul
 from .ops.linalg.legacy import cholesky as cholesky
 from .ops.linalg.legacy import cholesky_inverse as cholesky_inverse
 from .ops.linalg.legacy import cholesky_solve as cholesky_solve
 from .ops.linalg.legacy import cross as cross
 from .ops.linalg.legacy import det as det
+from .ops.linalg.legacy import frobenius_norm as frobenius_norm
 from .ops.linalg.legacy import inverse as inverse
 from .ops.linalg.legacy import logdet as logdet
+from .ops.linalg.legacy import lu as lu
+from .ops.linalg.legacy import lu_solve as lu_solve
 from .ops.linalg.legacy import matrix_exp as matrix_exp
 from .ops.linalg.legacy import matrix_power as matrix_power
+from .ops.linalg.legacy import nuclear_norm as nuclear_norm
+from .ops.linalg.legacy import orgqr as orgqr
 from .ops.linalg.legacy import pinverse as pinverse
 from .ops.linalg.legacy import qr as qr
 from .ops.linalg.legacy import slogdet as slogdet
 from .ops.linalg.legacy import svd as svd
+from .ops.linalg.legacy import triangular_solve as triangular_solve
 from .ops.linalg.lobpcg import lobpcg as lobpcg
 from .ops.linalg.lowrank import pca_lowrank as pca_lowrank
 from .ops.linalg.lowrank import svd_lowrank as svd_lowrank
 from .ops.linalg.products import bmm as bmm
 from .ops.linalg.products import dot as dot
+from .ops.linalg.products import inner as inner
+from .ops.linalg.products import kron as kron
 from .ops.linalg.products import matmul as matmul
 from .ops.linalg.products import mm as mm
 from .ops.linalg.products import mv as mv
 from .ops.linalg.products import outer as ger
 from .ops.linalg.products import outer as outer
+from .ops.linalg.products import trace as trace
 from .ops.linalg.products import vdot as vdot
 from .ops.nn.conv import convolution as convolution
 from .ops.nn.norm import native_batch_norm as native_batch_norm
 from .ops.nn.norm import native_group_norm as native_group_norm
 from .ops.nn.norm import native_layer_norm as native_layer_norm
-from .ops.numeric_more import corrcoef as corrcoef
-from .ops.numeric_more import cov as cov
-from .ops.numeric_more import cummax as cummax
-from .ops.numeric_more import cummin as cummin
-from .ops.numeric_more import cumulative_trapezoid as cumulative_trapezoid
-from .ops.numeric_more import diff as diff
-from .ops.numeric_more import float_power as float_power
-from .ops.numeric_more import gcd as gcd
-from .ops.numeric_more import gradient as gradient
-from .ops.numeric_more import heaviside as heaviside
-from .ops.numeric_more import inner as inner
-from .ops.numeric_more import kron as kron
-from .ops.numeric_more import lcm as lcm
-from .ops.numeric_more import ldexp as ldexp
-from .ops.numeric_more import logcumsumexp as logcumsumexp
-from .ops.numeric_more import renorm as renorm
-from .ops.numeric_more import rot90 as rot90
-from .ops.numeric_more import rsub as rsub
-from .ops.numeric_more import trace as trace
-from .ops.numeric_more import trapezoid as trapezoid
-from .ops.numeric_more import trapz as trapz
 from .ops.random import bernoulli as bernoulli
 from .ops.random import multinomial as multinomial
 from .ops.random import normal as normal
@@ -295,10 +264,18 @@ from .ops.reduction.extremes import max as max
 from .ops.reduction.extremes import min as min
 from .ops.reduction.norms import logsumexp as logsumexp
 from .ops.reduction.norms import norm as norm
+from .ops.reduction.norms import renorm as renorm
+from .ops.reduction.scans import cummax as cummax
+from .ops.reduction.scans import cummin as cummin
 from .ops.reduction.scans import cumprod as cumprod
 from .ops.reduction.scans import cumsum as cumsum
 from .ops.reduction.scans import log_softmax as log_softmax
+from .ops.reduction.scans import logcumsumexp as logcumsumexp
 from .ops.reduction.scans import softmax as softmax
+from .ops.reduction.statistics import corrcoef as corrcoef
+from .ops.reduction.statistics import cov as cov
+from .ops.reduction.statistics import nanquantile as nanquantile
+from .ops.reduction.statistics import quantile as quantile
 from .ops.reduction.sums import count_nonzero as count_nonzero
 from .ops.reduction.sums import mean as mean
 from .ops.reduction.sums import nanmean as nanmean
@@ -332,6 +309,7 @@ from .ops.shape import flipud as flipud
 from .ops.shape import hstack as hstack
 from .ops.shape import repeat_interleave as repeat_interleave
 from .ops.shape import roll as roll
+from .ops.shape import rot90 as rot90
 from .ops.shape import stack as stack
 from .ops.shape import tile as tile
 from .ops.shape import tril as tril
@@ -347,6 +325,7 @@ from .ops.sorting import nanmedian as nanmedian
 from .ops.sorting import sort as sort
 from .ops.sorting import topk as topk
 from .ops.sorting import unique as unique
+from .ops.sorting import unique_consecutive as unique_consecutive
 from .ops.spatial import channel_shuffle as channel_shuffle
 from .ops.spatial import channel_shuffle as native_channel_shuffle
 from .ops.spatial import pixel_shuffle as pixel_shuffle
@@ -367,18 +346,6 @@ from .ops.structure import meshgrid as meshgrid
 from .ops.structure import put as put
 from .ops.structure import searchsorted as searchsorted
 from .ops.structure import take_along_dim as take_along_dim
-from .ops.tensor_extras import addbmm as addbmm
-from .ops.tensor_extras import addr as addr
-from .ops.tensor_extras import adjoint as adjoint
-from .ops.tensor_extras import clone as clone
-from .ops.tensor_extras import detach as detach
-from .ops.tensor_extras import frexp as frexp
-from .ops.tensor_extras import nanquantile as nanquantile
-from .ops.tensor_extras import nextafter as nextafter
-from .ops.tensor_extras import nonzero_static as nonzero_static
-from .ops.tensor_extras import quantile as quantile
-from .ops.tensor_extras import unique_consecutive as unique_consecutive
-from .ops.tensor_extras import unravel_index as unravel_index
 from .ops.view_copies import alias_copy as alias_copy
 from .ops.view_copies import as_strided_copy as as_strided_copy
 from .ops.view_copies import detach_copy as detach_copy
@@ -415,6 +382,7 @@ from .ops.view_copies import view_as_complex_copy as view_as_complex_copy
 from .ops.view_copies import view_as_real_copy as view_as_real_copy
 from .ops.view_copies import view_copy as view_copy
 from .ops.view_copies import vsplit as vsplit
+from .ops.views.reshaping import adjoint as adjoint
 from .ops.views.reshaping import broadcast_tensors as broadcast_tensors
 from .ops.views.reshaping import broadcast_to as broadcast_to
 from .ops.views.reshaping import flatten as flatten
@@ -496,6 +464,8 @@ def abs(input, *, out=...): ...  # ember.ops.elementwise.unary
 def absolute(input, *, out=...): ...  # ember.ops.elementwise.unary
 def acos(input, *, out=...): ...  # ember.ops.elementwise.unary
 def acosh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def adaptive_max_pool1d(input, output_size): ...  # ember.nn._pool
+def alpha_dropout(input, p, train): ...  # ember.nn._dropout
 def arccos(input, *, out=...): ...  # ember.ops.elementwise.unary
 def arccosh(input, *, out=...): ...  # ember.ops.elementwise.unary
 def arcsin(input, *, out=...): ...  # ember.ops.elementwise.unary
@@ -508,6 +478,9 @@ def asinh(input, *, out=...): ...  # ember.ops.elementwise.unary
 def atan(input, *, out=...): ...  # ember.ops.elementwise.unary
 def atan2(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def atanh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=...): ...  # ember.nn._normalization
+def bilinear(input1, input2, weight, bias=...): ...  # ember.nn._linear
+def binary_cross_entropy_with_logits(input, target, weight=..., pos_weight=..., reduction=...): ...  # ember.nn._loss
 def bitwise_and(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def bitwise_left_shift(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def bitwise_not(input, *, out=...): ...  # ember.ops.elementwise.unary
@@ -516,11 +489,23 @@ def bitwise_right_shift(input, other, *, out=...): ...  # ember.ops.elementwise.
 def bitwise_xor(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def ceil(input, *, out=...): ...  # ember.ops.elementwise.unary
 def conj_physical(input, *, out=...): ...  # ember.ops.elementwise.unary
+def conv1d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): ...  # ember.nn._conv
+def conv2d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): ...  # ember.nn._conv
+def conv3d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): ...  # ember.nn._conv
+def conv_transpose1d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): ...  # ember.nn._conv
+def conv_transpose2d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): ...  # ember.nn._conv
+def conv_transpose3d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): ...  # ember.nn._conv
 def copysign(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def cos(input, *, out=...): ...  # ember.ops.elementwise.unary
 def cosh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def cosine_embedding_loss(input1, input2, target, margin=..., reduction=...): ...  # ember.nn._margin_loss
+def cosine_similarity(x1, x2, dim=..., eps=...): ...  # ember.nn._distance
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=..., reduction=..., zero_infinity=...): ...  # ember.nn._loss
 def deg2rad(input, *, out=...): ...  # ember.ops.elementwise.unary
 def digamma(input, *, out=...): ...  # ember.ops.elementwise.unary
+def dropout(input, p, train): ...  # ember.nn._dropout
+def embedding(weight, indices, padding_idx=..., scale_grad_by_freq=..., sparse=...): ...  # ember.nn._embedding
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=..., mode=..., sparse=..., per_sample_weights=..., include_last_offset=..., padding_idx=...): ...  # ember.nn._embedding
 def eq(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def erf(input, *, out=...): ...  # ember.ops.elementwise.unary
 def erfc(input, *, out=...): ...  # ember.ops.elementwise.unary
@@ -528,6 +513,8 @@ def erfinv(input, *, out=...): ...  # ember.ops.elementwise.unary
 def exp(input, *, out=...): ...  # ember.ops.elementwise.unary
 def exp2(input, *, out=...): ...  # ember.ops.elementwise.unary
 def expm1(input, *, out=...): ...  # ember.ops.elementwise.unary
+def feature_alpha_dropout(input, p, train): ...  # ember.nn._dropout
+def feature_dropout(input, p, train): ...  # ember.nn._dropout
 def fix(input, *, out=...): ...  # ember.ops.elementwise.unary
 def floor(input, *, out=...): ...  # ember.ops.elementwise.unary
 def floor_divide(input, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -538,8 +525,11 @@ def frac(input, *, out=...): ...  # ember.ops.elementwise.unary
 def ge(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def greater(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def greater_equal(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def group_norm(input, num_groups, weight=..., bias=..., eps=..., cudnn_enabled=...): ...  # ember.nn._normalization
 def gt(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def hinge_embedding_loss(input, target, margin=..., reduction=...): ...  # ember.nn._margin_loss
 def hypot(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled): ...  # ember.nn._normalization
 def is_complex(t): ...  # ember
 def is_floating_point(t): ...  # ember
 def is_tensor(obj): ...  # ember
@@ -548,6 +538,8 @@ def isinf(input, *, out=...): ...  # ember.ops.elementwise.unary
 def isnan(input, *, out=...): ...  # ember.ops.elementwise.unary
 def isneginf(input, *, out=...): ...  # ember.ops.elementwise.unary
 def isposinf(input, *, out=...): ...  # ember.ops.elementwise.unary
+def kl_div(input, target, reduction=..., *, log_target=...): ...  # ember.nn._loss
+def layer_norm(input, normalized_shape, weight=..., bias=..., eps=..., cudnn_enable=...): ...  # ember.nn._normalization
 def le(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def less(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def less_equal(input, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -564,6 +556,11 @@ def logical_or(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logical_xor(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logit(input, *, out=...): ...  # ember.ops.elementwise.unary
 def lt(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def margin_ranking_loss(input1, input2, target, margin=..., reduction=...): ...  # ember.nn._margin_loss
+def max_pool1d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=...): ...  # ember.nn._pool
+def max_pool1d_with_indices(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=...): ...  # ember.nn._pool
+def max_pool2d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=...): ...  # ember.nn._pool
+def max_pool3d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=...): ...  # ember.nn._pool
 def maximum(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def minimum(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def mish(input, *, out=...): ...  # ember.ops.elementwise.unary
@@ -575,8 +572,10 @@ def negative(input, *, out=...): ...  # ember.ops.elementwise.unary
 def not_equal(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def numel(t): ...  # ember
 def pdist(input, p=...): ...  # ember.ops.distances
+def poisson_nll_loss(input, target, log_input, full, eps, reduction): ...  # ember.nn._loss
 def positive(input, *, out=...): ...  # ember.ops.elementwise.unary
 def pow(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def prelu(input, weight): ...  # ember.ops.elementwise.activation
 def rad2deg(input, *, out=...): ...  # ember.ops.elementwise.unary
 def reciprocal(input, *, out=...): ...  # ember.ops.elementwise.unary
 def relu(input, *, out=...): ...  # ember.ops.elementwise.unary
@@ -593,5 +592,6 @@ def sqrt(input, *, out=...): ...  # ember.ops.elementwise.unary
 def square(input, *, out=...): ...  # ember.ops.elementwise.unary
 def tan(input, *, out=...): ...  # ember.ops.elementwise.unary
 def tanh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def triplet_margin_loss(anchor, positive, negative, margin=..., p=..., eps=..., swap=..., reduction=...): ...  # ember.nn._margin_loss
 def trunc(input, *, out=...): ...  # ember.ops.elementwise.unary
 def xlogy(input, other, *, out=...): ...  # ember.ops.elementwise.binary

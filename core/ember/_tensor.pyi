@@ -19,8 +19,8 @@ class Tensor:
     __array_priority__: int
     def __bool__(self): ...  # ember._tensor
     def __complex__(self): ...  # ember._tensor
-    def __contains__(self, element): ...  # ember.ops.tensor_extras
-    def __deepcopy__(self, memo): ...  # ember.ops.tensor_extras
+    def __contains__(self, element): ...  # ember.ops.elementwise.operators
+    def __deepcopy__(self, memo): ...  # ember.ops.conversion
     def __div__(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
     def __dlpack__(self, stream=..., **kwargs): ...  # ember._tensor
     def __dlpack_device__(self): ...  # ember._tensor
@@ -51,7 +51,7 @@ class Tensor:
     def __ixor__(self, other): ...  # ember.ops.elementwise.operators
     def __le__(self, other): ...  # ember.ops.elementwise.operators
     def __len__(self): ...  # ember._tensor
-    def __long__(self): ...  # ember.ops.tensor_extras
+    def __long__(self): ...  # ember.ops.elementwise.operators
     def __lshift__(self, other): ...  # ember.ops.elementwise.operators
     def __lt__(self, other): ...  # ember.ops.elementwise.operators
     def __matmul__(self, other): ...  # ember.ops.linalg.products
@@ -59,7 +59,7 @@ class Tensor:
     def __mul__(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def __ne__(self, other): ...  # ember.ops.elementwise.operators
     def __neg__(self): ...  # ember.ops.elementwise.operators
-    def __new__(self, *args, **kwargs): ...  # ember._legacy_tensors
+    def __new__(self, *args, **kwargs): ...  # ember.ops.factories
     def __nonzero__(self): ...  # ember._tensor
     def __or__(self, other): ...  # ember.ops.elementwise.operators
     def __pos__(self): ...  # ember.ops.elementwise.operators
@@ -68,7 +68,7 @@ class Tensor:
     def __rand__(self, other): ...  # ember.ops.elementwise.operators
     def __rdiv__(self, other): ...  # ember.ops.elementwise.operators
     def __repr__(self, *, tensor_contents=...): ...  # ember.sparse
-    def __reversed__(self): ...  # ember.ops.tensor_extras
+    def __reversed__(self): ...  # ember.ops.elementwise.operators
     def __rfloordiv__(self, other): ...  # ember.ops.elementwise.operators
     def __rlshift__(self, other): ...  # ember.ops.elementwise.operators
     def __rmatmul__(self, other): ...  # ember.ops.linalg.products
@@ -82,7 +82,7 @@ class Tensor:
     def __rtruediv__(self, other): ...  # ember.ops.elementwise.operators
     def __rxor__(self, other): ...  # ember.ops.elementwise.operators
     def __setitem__(self, index, value): ...  # ember.ops.indexing.advanced
-    def __setstate__(self, state): ...  # ember.ops.tensor_set
+    def __setstate__(self, state): ...  # ember.ops.inplace_metadata
     def __str__(self, *, tensor_contents=...): ...  # ember.sparse
     def __sub__(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
     def __truediv__(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
@@ -120,8 +120,8 @@ class Tensor:
     def acosh_(self): ...  # ember.ops.elementwise.unary
     def add(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
     def add_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary
-    def addbmm(self, batch1, batch2, *, beta=..., alpha=..., out=...): ...  # ember.ops.tensor_extras
-    def addbmm_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
+    def addbmm(self, batch1, batch2, *, beta=..., alpha=..., out=...): ...  # ember.ops.linalg.fused
+    def addbmm_(self, batch1, batch2, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addcdiv(self, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
     def addcdiv_(self, tensor1, tensor2, *, value=...): ...  # ember.ops.elementwise.ternary
     def addcmul(self, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
@@ -130,9 +130,9 @@ class Tensor:
     def addmm_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmv(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
-    def addr(self, vec1, vec2, *, beta=..., alpha=..., out=...): ...  # ember.ops.tensor_extras
-    def addr_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
-    def adjoint(self): ...  # ember.ops.tensor_extras
+    def addr(self, vec1, vec2, *, beta=..., alpha=..., out=...): ...  # ember.ops.linalg.fused
+    def addr_(self, vec1, vec2, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def adjoint(self): ...  # ember.ops.views.reshaping
     def all(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
     def allclose(self, other, rtol=..., atol=..., equal_nan=...): ...  # ember.ops.elementwise.closeness
     def amax(self, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
@@ -159,7 +159,7 @@ class Tensor:
     def argsort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
     def argwhere(self): ...  # ember.ops.indexing.advanced
     def as_strided(self, size, stride, storage_offset=...): ...  # ember.ops.views.strided
-    def as_strided_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
+    def as_strided_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def as_strided_scatter(self, src, size, stride, storage_offset=...): ...  # ember.ops.views.strided
     def as_subclass(self, cls): ...  # ember._tensor
     def asin(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -195,7 +195,7 @@ class Tensor:
     def bool(self, memory_format=...): ...  # ember.ops.conversion
     def broadcast_to(self, shape): ...  # ember.ops.views.reshaping
     def byte(self, memory_format=...): ...  # ember.ops.conversion
-    def cauchy_(self, median=..., sigma=..., *, generator=...): ...  # ember.ops.tensor_extras
+    def cauchy_(self, median=..., sigma=..., *, generator=...): ...  # ember.ops.random
     def cdouble(self, memory_format=...): ...  # ember.ops.conversion
     def ceil(self, *, out=...): ...  # ember.ops.elementwise.unary
     def ceil_(self): ...  # ember.ops.elementwise.unary
@@ -208,9 +208,9 @@ class Tensor:
     def clamp(self, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
     def clamp_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
     def clamp_max(self, max): ...  # ember.ops.elementwise.selection
-    def clamp_max_(self, max): ...  # ember.ops.tensor_extras
+    def clamp_max_(self, max): ...  # ember.ops.elementwise.selection
     def clamp_min(self, min): ...  # ember.ops.elementwise.selection
-    def clamp_min_(self, min): ...  # ember.ops.tensor_extras
+    def clamp_min_(self, min): ...  # ember.ops.elementwise.selection
     def clip(self, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
     def clip_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
     def clone(self, *, memory_format=...): ...  # ember.ops.conversion
@@ -222,17 +222,17 @@ class Tensor:
     def copy_(self, src, non_blocking=...): ...  # ember.ops.conversion
     def copysign(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def copysign_(self, other): ...  # ember.ops.elementwise.binary
-    def corrcoef(self): ...  # ember.ops.numeric_more
+    def corrcoef(self): ...  # ember.ops.reduction.statistics
     def cos(self, *, out=...): ...  # ember.ops.elementwise.unary
     def cos_(self): ...  # ember.ops.elementwise.unary
     def cosh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def cosh_(self): ...  # ember.ops.elementwise.unary
     def count_nonzero(self, dim=...): ...  # ember.ops.reduction.sums
-    def cov(self, *, correction=..., fweights=..., aweights=...): ...  # ember.ops.numeric_more
+    def cov(self, *, correction=..., fweights=..., aweights=...): ...  # ember.ops.reduction.statistics
     def cpu(self): ...  # ember.ops.conversion
     def cross(self, other, dim=..., *, out=...): ...  # ember.ops.linalg.legacy
-    def cummax(self, dim): ...  # ember.ops.numeric_more
-    def cummin(self, dim): ...  # ember.ops.numeric_more
+    def cummax(self, dim): ...  # ember.ops.reduction.scans
+    def cummin(self, dim): ...  # ember.ops.reduction.scans
     def cumprod(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     def cumprod_(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
     def cumsum(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
@@ -252,7 +252,7 @@ class Tensor:
     def diagflat(self, offset=...): ...  # ember.ops.structure
     def diagonal(self, offset=..., dim1=..., dim2=...): ...  # ember.ops.views.slicing
     def diagonal_scatter(self, src, offset=..., dim1=..., dim2=...): ...  # ember.ops.view_copies
-    def diff(self, n=..., dim=..., prepend=..., append=...): ...  # ember.ops.numeric_more
+    def diff(self, n=..., dim=..., prepend=..., append=...): ...  # ember.ops.differences
     def digamma(self, *, out=...): ...  # ember.ops.elementwise.unary
     def digamma_(self): ...  # ember.ops.elementwise.unary
     def dim(self): ...  # ember._tensor
@@ -285,7 +285,7 @@ class Tensor:
     def expm1_(self): ...  # ember.ops.elementwise.unary
     def exponential_(self, lambd=..., *, generator=...): ...  # ember.ops.random
     def fill_(self, value): ...  # ember.ops.random
-    def fill_diagonal_(self, fill_value, wrap=...): ...  # ember.ops.tensor_extras
+    def fill_diagonal_(self, fill_value, wrap=...): ...  # ember.ops.indexing.advanced
     def fix(self, *, out=...): ...  # ember.ops.elementwise.unary
     def fix_(self): ...  # ember.ops.elementwise.unary
     def flatten(self, start_dim=..., end_dim=...): ...  # ember.ops.views.reshaping
@@ -293,8 +293,8 @@ class Tensor:
     def fliplr(self): ...  # ember.ops.shape
     def flipud(self): ...  # ember.ops.shape
     def float(self, memory_format=...): ...  # ember.ops.conversion
-    def float_power(self, exponent): ...  # ember.ops.numeric_more
-    def float_power_(self, exponent): ...  # ember.ops.numeric_more
+    def float_power(self, exponent): ...  # ember.ops.elementwise.floating_point
+    def float_power_(self, exponent): ...  # ember.ops.elementwise.floating_point
     def floor(self, *, out=...): ...  # ember.ops.elementwise.unary
     def floor_(self): ...  # ember.ops.elementwise.unary
     def floor_divide(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -307,13 +307,13 @@ class Tensor:
     def fmod_(self, other): ...  # ember.ops.elementwise.binary
     def frac(self, *, out=...): ...  # ember.ops.elementwise.unary
     def frac_(self): ...  # ember.ops.elementwise.unary
-    def frexp(self): ...  # ember.ops.tensor_extras
+    def frexp(self): ...  # ember.ops.elementwise.floating_point
     def gather(self, dim, index, *, sparse_grad=..., out=...): ...  # ember.ops.indexing.gather_scatter
-    def gcd(self, other): ...  # ember.ops.numeric_more
-    def gcd_(self, *args, **kwargs): ...  # ember.ops.numeric_more
+    def gcd(self, other): ...  # ember.ops.elementwise.integer
+    def gcd_(self, other): ...  # ember.ops.elementwise.integer
     def ge(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def ge_(self, other): ...  # ember.ops.elementwise.binary
-    def geometric_(self, p, *, generator=...): ...  # ember.ops.tensor_extras
+    def geometric_(self, p, *, generator=...): ...  # ember.ops.random
     def geqrf(self): ...  # ember.ops.linalg.householder_qr
     def ger(self, vec2): ...  # ember.ops.linalg.products
     def get_device(self): ...  # ember._tensor
@@ -328,9 +328,9 @@ class Tensor:
     def gt(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def gt_(self, other): ...  # ember.ops.elementwise.binary
     def half(self, memory_format=...): ...  # ember.ops.conversion
-    def hardshrink(self, lambd=...): ...  # ember.ops.tensor_extras
-    def heaviside(self, values): ...  # ember.ops.numeric_more
-    def heaviside_(self, *args, **kwargs): ...  # ember.ops.numeric_more
+    def hardshrink(self, lambd=...): ...  # ember.ops.elementwise.activation
+    def heaviside(self, values): ...  # ember.ops.elementwise.selection
+    def heaviside_(self, values): ...  # ember.ops.elementwise.selection
     def histc(self, bins=..., min=..., max=..., *, out=...): ...  # ember.ops.structure
     def histogram(self, bins, *, range=..., weight=..., density=..., out=...): ...  # ember.ops.histograms
     def hsplit(self, indices_or_sections): ...  # ember.ops.view_copies
@@ -338,10 +338,10 @@ class Tensor:
     def hypot_(self, other): ...  # ember.ops.elementwise.binary
     def i0(self, *, out=...): ...  # ember.ops.elementwise.special
     def i0_(self): ...  # ember.ops.elementwise.special
-    def igamma(self, other, *, out=...): ...  # ember._legacy_aliases
-    def igamma_(self, other): ...  # ember._legacy_aliases
-    def igammac(self, other, *, out=...): ...  # ember._legacy_aliases
-    def igammac_(self, other): ...  # ember._legacy_aliases
+    def igamma(self, other, *, out=...): ...  # ember.ops.elementwise.special
+    def igamma_(self, other): ...  # ember.ops.elementwise.special
+    def igammac(self, other, *, out=...): ...  # ember.ops.elementwise.special
+    def igammac_(self, other): ...  # ember.ops.elementwise.special
     @property
     def imag(self) -> Any: ...
     def index_add(self, dim, index, source, *, alpha=...): ...  # ember.ops.indexing.gather_scatter
@@ -356,7 +356,7 @@ class Tensor:
     def index_reduce_(self, *args, **kwargs): ...  # ember.ops.scatter_reduce
     def index_select(self, dim, index, *, out=...): ...  # ember.ops.indexing.gather_scatter
     def indices(self): ...  # ember.sparse
-    def inner(self, other): ...  # ember.ops.numeric_more
+    def inner(self, other): ...  # ember.ops.linalg.products
     def int(self, memory_format=...): ...  # ember.ops.conversion
     def inverse(self, *, out=...): ...  # ember.ops.linalg.legacy
     def ipu(self, device=..., non_blocking=...): ...  # ember.ops.conversion
@@ -406,14 +406,14 @@ class Tensor:
     def item(self): ...  # ember._tensor
     @property
     def itemsize(self) -> Any: ...
-    def kron(self, other): ...  # ember.ops.numeric_more
+    def kron(self, other): ...  # ember.ops.linalg.products
     def kthvalue(self, k, dim=..., keepdim=...): ...  # ember.ops.sorting
     @property
     def layout(self) -> Any: ...
-    def lcm(self, other): ...  # ember.ops.numeric_more
-    def lcm_(self, *args, **kwargs): ...  # ember.ops.numeric_more
-    def ldexp(self, other): ...  # ember.ops.numeric_more
-    def ldexp_(self, *args, **kwargs): ...  # ember.ops.numeric_more
+    def lcm(self, other): ...  # ember.ops.elementwise.integer
+    def lcm_(self, other): ...  # ember.ops.elementwise.integer
+    def ldexp(self, other): ...  # ember.ops.elementwise.floating_point
+    def ldexp_(self, other): ...  # ember.ops.elementwise.floating_point
     def le(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def le_(self, other): ...  # ember.ops.elementwise.binary
     def lerp(self, end, weight, *, out=...): ...  # ember.ops.elementwise.ternary
@@ -432,13 +432,13 @@ class Tensor:
     def log2(self, *, out=...): ...  # ember.ops.elementwise.unary
     def log2_(self): ...  # ember.ops.elementwise.unary
     def log_(self): ...  # ember.ops.elementwise.unary
-    def log_normal_(self, mean=..., std=..., *, generator=...): ...  # ember.ops.tensor_extras
+    def log_normal_(self, mean=..., std=..., *, generator=...): ...  # ember.ops.random
     def log_softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
     def logaddexp(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logaddexp2(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logaddexp2_(self, other): ...  # ember.ops.elementwise.binary
     def logaddexp_(self, other): ...  # ember.ops.elementwise.binary
-    def logcumsumexp(self, dim): ...  # ember.ops.numeric_more
+    def logcumsumexp(self, dim): ...  # ember.ops.reduction.scans
     def logdet(self): ...  # ember.ops.linalg.legacy
     def logical_and(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logical_and_(self, other): ...  # ember.ops.elementwise.binary
@@ -454,8 +454,8 @@ class Tensor:
     def long(self, memory_format=...): ...  # ember.ops.conversion
     def lt(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def lt_(self, other): ...  # ember.ops.elementwise.binary
-    def lu(self, pivot=..., get_infos=..., out=...): ...  # ember._legacy_aliases
-    def lu_solve(self, LU_data, LU_pivots, *, out=...): ...  # ember._legacy_aliases
+    def lu(self, pivot=..., get_infos=..., out=...): ...  # ember.ops.linalg.legacy
+    def lu_solve(self, LU_data, LU_pivots, *, out=...): ...  # ember.ops.linalg.legacy
     @property
     def mH(self) -> Any: ...
     @property
@@ -496,7 +496,7 @@ class Tensor:
     def nan_to_num_(self, nan=..., posinf=..., neginf=...): ...  # ember.ops.elementwise.unary
     def nanmean(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def nanmedian(self, dim=..., keepdim=...): ...  # ember.ops.sorting
-    def nanquantile(self, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.tensor_extras
+    def nanquantile(self, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.reduction.statistics
     def nansum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def narrow(self, dim, start, length): ...  # ember.ops.views.slicing
     def narrow_copy(self, dim, start, length): ...  # ember.ops.view_copies
@@ -512,23 +512,23 @@ class Tensor:
     def negative(self, *, out=...): ...  # ember.ops.elementwise.unary
     def negative_(self): ...  # ember.ops.elementwise.unary
     def nelement(self): ...  # ember._tensor
-    def new(self, *args, **kwargs): ...  # ember._legacy_tensors
+    def new(self, *args, **kwargs): ...  # ember.ops.factories
     def new_empty(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_full(self, size, fill_value, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_ones(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_tensor(self, data, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
     def new_zeros(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
-    def nextafter(self, other): ...  # ember.ops.tensor_extras
-    def nextafter_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
+    def nextafter(self, other): ...  # ember.ops.elementwise.floating_point
+    def nextafter_(self, other): ...  # ember.ops.elementwise.floating_point
     def nonzero(self, *, out=..., as_tuple=...): ...  # ember.ops.indexing.advanced
-    def nonzero_static(self, *, size, fill_value=...): ...  # ember.ops.tensor_extras
+    def nonzero_static(self, *, size, fill_value=...): ...  # ember.ops.indexing.advanced
     def norm(self, p=..., dim=..., keepdim=..., out=..., dtype=...): ...  # ember.ops.reduction.norms
     def normal_(self, mean=..., std=..., *, generator=...): ...  # ember.ops.random
     def not_equal(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def not_equal_(self, other): ...  # ember.ops.elementwise.binary
     def numel(self): ...  # ember._tensor
     def numpy(self, *, force=...): ...  # ember.sparse
-    def orgqr(self, tau, *, out=...): ...  # ember._legacy_aliases
+    def orgqr(self, tau, *, out=...): ...  # ember.ops.linalg.legacy
     def ormqr(self, input2, input3, left=..., transpose=...): ...  # ember.ops.linalg.householder_qr
     def outer(self, vec2): ...  # ember.ops.linalg.products
     @property
@@ -542,12 +542,12 @@ class Tensor:
     def positive_(self): ...  # ember.ops.elementwise.unary
     def pow(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def pow_(self, other): ...  # ember.ops.elementwise.binary
-    def prelu(self, weight): ...  # ember.ops.tensor_extras
+    def prelu(self, weight): ...  # ember.ops.elementwise.activation
     def prod(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def put(self, index, source, accumulate=...): ...  # ember.ops.structure
     def put_(self, *args, **kwargs): ...  # ember.ops.structure
     def qr(self, some=..., *, out=...): ...  # ember.ops.linalg.legacy
-    def quantile(self, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.tensor_extras
+    def quantile(self, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.reduction.statistics
     def rad2deg(self, *, out=...): ...  # ember.ops.elementwise.unary
     def rad2deg_(self): ...  # ember.ops.elementwise.unary
     def random_(self, *args, generator=..., **kwargs): ...  # ember.ops.random
@@ -562,8 +562,8 @@ class Tensor:
     def relu_(self): ...  # ember.ops.elementwise.unary
     def remainder(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def remainder_(self, other): ...  # ember.ops.elementwise.binary
-    def renorm(self, p, dim, maxnorm): ...  # ember.ops.numeric_more
-    def renorm_(self, *args, **kwargs): ...  # ember.ops.numeric_more
+    def renorm(self, p, dim, maxnorm): ...  # ember.ops.reduction.norms
+    def renorm_(self, p, dim, maxnorm): ...  # ember.ops.reduction.norms
     def repeat(self, *sizes): ...  # ember.ops.shape
     def repeat_interleave(self, repeats=..., dim=..., *, output_size=...): ...  # ember.ops.shape
     @property
@@ -571,17 +571,17 @@ class Tensor:
     def requires_grad_(self, requires_grad=...): ...  # ember.sparse
     def reshape(self, *shape): ...  # ember.ops.views.reshaping
     def reshape_as(self, other): ...  # ember.ops.views.reshaping
-    def resize(self, *sizes): ...  # ember.ops.tensor_extras
-    def resize_(self, *sizes, memory_format=...): ...  # ember.ops.tensor_extras
-    def resize_as(self, other): ...  # ember.ops.tensor_extras
-    def resize_as_(self, other, *, memory_format=...): ...  # ember.ops.tensor_extras
+    def resize(self, *sizes): ...  # ember.ops.inplace_metadata
+    def resize_(self, *sizes, memory_format=...): ...  # ember.ops.inplace_metadata
+    def resize_as(self, other): ...  # ember.ops.inplace_metadata
+    def resize_as_(self, other, *, memory_format=...): ...  # ember.ops.inplace_metadata
     def resolve_conj(self): ...  # ember.ops.elementwise.unary
     def resolve_neg(self): ...  # ember.ops.elementwise.unary
     def retain_grad(self): ...  # ember.autograd.tensor_api
     @property
     def retains_grad(self) -> Any: ...
     def roll(self, shifts, dims=...): ...  # ember.ops.shape
-    def rot90(self, k=..., dims=...): ...  # ember.ops.numeric_more
+    def rot90(self, k=..., dims=...): ...  # ember.ops.shape
     def round(self, *, decimals=..., out=...): ...  # ember.ops.elementwise.unary
     def round_(self, *, decimals=...): ...  # ember.ops.elementwise.unary
     def rsqrt(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -594,9 +594,9 @@ class Tensor:
     def scatter_reduce_(self, *args, **kwargs): ...  # ember.ops.scatter_reduce
     def select(self, dim, index): ...  # ember.ops.views.slicing
     def select_scatter(self, src, dim, index): ...  # ember.ops.view_copies
-    def set_(self, source=..., storage_offset=..., size=..., stride=...): ...  # ember.ops.tensor_set
+    def set_(self, source=..., storage_offset=..., size=..., stride=...): ...  # ember.ops.inplace_metadata
     def sgn(self, *, out=...): ...  # ember.ops.elementwise.complex_numbers
-    def sgn_(self): ...  # ember._legacy_aliases
+    def sgn_(self): ...  # ember.ops.elementwise.complex_numbers
     @property
     def shape(self) -> Any: ...
     def short(self, memory_format=...): ...  # ember.ops.conversion
@@ -629,7 +629,7 @@ class Tensor:
     def square(self, *, out=...): ...  # ember.ops.elementwise.unary
     def square_(self): ...  # ember.ops.elementwise.unary
     def squeeze(self, dim=...): ...  # ember.ops.views.reshaping
-    def squeeze_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
+    def squeeze_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def std(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
     def stft(self, n_fft, hop_length=..., win_length=..., window=..., center=..., pad_mode=..., normalized=..., onesided=..., return_complex=...): ...  # ember.fft._stft
     def storage_offset(self): ...  # ember._tensor
@@ -642,11 +642,11 @@ class Tensor:
     def sum_to_size(self, *size): ...  # ember.autograd.tensor_api
     def svd(self, some=..., compute_uv=..., *, out=...): ...  # ember.ops.linalg.legacy
     def swapaxes(self, dim0, dim1): ...  # ember.ops.views.reshaping
-    def swapaxes_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
+    def swapaxes_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def swapdims(self, dim0, dim1): ...  # ember.ops.views.reshaping
-    def swapdims_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
+    def swapdims_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def t(self): ...  # ember.ops.views.reshaping
-    def t_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
+    def t_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def take(self, index): ...  # ember.ops.indexing.advanced
     def take_along_dim(self, indices, dim=...): ...  # ember.ops.structure
     def tan(self, *, out=...): ...  # ember.ops.elementwise.unary
@@ -661,10 +661,10 @@ class Tensor:
     def to_sparse_coo(self): ...  # ember.sparse
     def tolist(self): ...  # ember._tensor
     def topk(self, k, dim=..., largest=..., sorted=...): ...  # ember.ops.sorting
-    def trace(self): ...  # ember.ops.numeric_more
+    def trace(self): ...  # ember.ops.linalg.products
     def transpose(self, dim0, dim1): ...  # ember.ops.views.reshaping
-    def transpose_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
-    def triangular_solve(self, A, upper=..., transpose=..., unitriangular=..., *, out=...): ...  # ember._legacy_aliases
+    def transpose_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
+    def triangular_solve(self, A, upper=..., transpose=..., unitriangular=..., *, out=...): ...  # ember.ops.linalg.legacy
     def tril(self, diagonal=..., *, out=...): ...  # ember.ops.shape
     def tril_(self, diagonal=...): ...  # ember.ops.shape
     def triu(self, diagonal=..., *, out=...): ...  # ember.ops.shape
@@ -680,12 +680,12 @@ class Tensor:
     def unfold(self, dimension, size, step): ...  # ember.ops.views.slicing
     def uniform_(self, *args, generator=..., **kwargs): ...  # ember.ops.random
     def unique(self, sorted=..., return_inverse=..., return_counts=..., dim=...): ...  # ember.ops.sorting
-    def unique_consecutive(self, return_inverse=..., return_counts=..., dim=...): ...  # ember.ops.tensor_extras
+    def unique_consecutive(self, return_inverse=..., return_counts=..., dim=...): ...  # ember.ops.sorting
     def unsafe_chunk(self, chunks, dim=...): ...  # ember.ops.view_copies
     def unsafe_split(self, split_size, dim=...): ...  # ember.ops.view_copies
     def unsafe_split_with_sizes(self, split_sizes, dim=...): ...  # ember.ops.view_copies
     def unsqueeze(self, dim): ...  # ember.ops.views.reshaping
-    def unsqueeze_(self, *args, **kwargs): ...  # ember.ops.tensor_extras
+    def unsqueeze_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def untyped_storage(self): ...  # ember._tensor
     def values(self): ...  # ember.sparse
     def var(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums

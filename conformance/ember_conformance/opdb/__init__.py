@@ -94,7 +94,7 @@ _FAMILIES = ["elementwise", "special", "views", "conversion", "factories", "redu
              "attention", "rnn", "complex", "fft",
              # issue #25's families
              "ternary", "spatial", "resampling", "grid_sampling", "embedding_bag",
-             "distances", "ctc", "losses_more", "surface", "sparse"]
+             "distances", "ctc", "nn_compositions", "surface", "sparse"]
 
 
 def all_opinfos() -> list:

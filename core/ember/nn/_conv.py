@@ -19,7 +19,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..ops import nn as _nn_ops
-from ..ops._util import _dtype_title
+from ..ops._util import _dtype_title, torch_function
 from ..ops.factories import tensor, zeros
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -359,6 +359,11 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     out = pad(out, [(-v, -v) for v in p], 0)
     return out.squeeze(0) if added else out
 
+
+# torch.conv2d & co are the same functions as nn.functional's
+for _fn in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d):
+    torch_function(_fn.__name__)(_fn)
+del _fn
 
 from ._pool import *  # noqa: E402,F401,F403 - pooling shares the helpers above
 from ._pool import __all__ as _pool_all  # noqa: E402

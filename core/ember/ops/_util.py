@@ -24,6 +24,36 @@ def tensor_method(*names):
     return attach
 
 
+def require_tensor(x, fn: str, name: str = "input") -> None:
+    """PyTorch's message for a non-tensor where a function takes a Tensor."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def ember_namespace():
+    """The public ``ember`` namespace, for compositions written with its functions (imported
+    when called: op modules load while ``ember`` itself is still importing)."""
+    import ember
+    return ember
+
+
+#: ``ember.<name>`` functions defined away from the op families ``ember/__init__`` star-imports
+#: (the ``torch.*`` native forms of nn functions): filled by ``torch_function``
+TORCH_FUNCTIONS: dict = {}
+
+
+def torch_function(name: str):
+    """Register the decorated function as ``ember.<name>`` (PyTorch's ``torch.<name>``), named
+    so in tracebacks and reprs; for a native form whose signature differs from the
+    ``nn.functional`` function of the same name that its module also defines."""
+    def register(fn):
+        fn.__name__ = fn.__qualname__ = name
+        TORCH_FUNCTIONS[name] = fn
+        return fn
+    return register
+
+
 def shape_of(x) -> tuple:
     return x._shape if isinstance(x, Tensor) else ()
 

@@ -5,18 +5,22 @@ dtype and device."""
 from __future__ import annotations
 
 import builtins
+import copy
 import warnings
 
 from .. import _dtype
 from .._device import as_device, device as _device_cls
+import copy
+
 from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
 from .. import _memory_format as _mf
 from . import _batching, _grad, _tangents
 from . import _meta
 from . import views as _views  # inside functions only: views import this module
-from ._util import tensor_method
+from ._util import require_tensor, tensor_method
 
 
 def _to_copy_meta(self, dtype):
@@ -267,10 +271,10 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
     """Without an argument, PyTorch's legacy type string (``"ember.FloatTensor"``); with a
     dtype, a legacy class (``ember.DoubleTensor``) or a type string, this tensor in that
     dtype."""
-    from .. import _legacy_tensors
+    from .factories import dtype_of_type, type_name  # factories import this module
     if dtype is None:
-        return _legacy_tensors.type_name(self)
-    d = _legacy_tensors.dtype_of_type(dtype)
+        return type_name(self)
+    d = dtype_of_type(dtype)
     if d is None:
         raise TypeError(f"type(): argument 'dtype' must be a dtype, a tensor type or a type "
                         f"string, not {builtins_type(dtype).__name__}")
@@ -338,3 +342,35 @@ copy_op.def_batch_rule(_copy_batch_rule)
 to_copy_op.def_jvp(_tangents.linear(to_copy_op))
 to_device_op.def_jvp(_tangents.linear(to_device_op))
 copy_op.def_jvp(_copy_jvp)
+
+
+def clone(input, *, memory_format=None):
+    require_tensor(input, "clone")
+    return input.clone(memory_format=memory_format)
+
+
+def detach(input):
+    require_tensor(input, "detach")
+    return input.detach()
+
+
+@tensor_method("__deepcopy__")
+def _deepcopy(self, memo):
+    """PyTorch's rule: only leaves deep-copy; the copy keeps requires_grad and a copy of
+    ``.grad``. Subclasses (Parameter...) keep their own reduce protocol."""
+    if self.__class__ is not Tensor:   # (``type`` is Tensor.type's name in this module)
+        rv = self.__reduce_ex__(4)
+        return copy._reconstruct(self, memo, *rv)
+    if not self.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                           "the deepcopy protocol at the moment.")
+    if id(self) in memo:
+        return memo[id(self)]
+    with no_grad():
+        new = self.clone()
+    if self.requires_grad:
+        new.requires_grad_(True)
+    if self.grad is not None:
+        new.grad = _deepcopy(self.grad, memo)
+    memo[id(self)] = new
+    return new

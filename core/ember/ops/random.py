@@ -18,6 +18,7 @@ from .. import _dtype
 from .._device import as_device
 from .._generator import Generator
 from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from . import _batching, _grad, _tangents
@@ -638,3 +639,30 @@ fill__op.def_batch_rule(_batching.elementwise(fill__op))
 for _op in (normal_op, uniform__op, normal__op, random__op, exponential__op, bernoulli__op,
             fill__op):
     _op.def_jvp(_tangents.zero)   # draws are not reparameterized; fills overwrite
+
+
+@tensor_method("log_normal_")
+def _log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    if std <= 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    with no_grad():
+        return self.normal_(mean, std, generator=generator).exp_()
+
+
+@tensor_method("cauchy_")
+def _cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    if sigma <= 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    with no_grad():
+        u = self.new_empty(self.shape).uniform_(generator=generator)
+        return self.copy_((u - 0.5).mul_(math.pi).tan_().mul_(sigma).add_(median))
+
+
+@tensor_method("geometric_")
+def _geometric_(self, p, *, generator=None):
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    with no_grad():
+        u = self.new_empty(self.shape, dtype=_dtype.float64).uniform_(generator=generator)
+        u = u.clamp_min(1e-300)
+        return self.copy_((u.log() / math.log1p(-p)).ceil_().clamp_min_(1))

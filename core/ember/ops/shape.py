@@ -18,7 +18,7 @@ from . import _batching, _grad, _tangents
 from . import _meta
 from . import factories as _fac
 from . import reduction as _red
-from ._util import tensor_method, write_out
+from ._util import require_tensor, tensor_method, write_out
 from .views import slice_op, unsqueeze, view_op
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack",
@@ -407,7 +407,30 @@ def diag(input, diagonal=0, *, out=None):
 
 
 Tensor.diag = diag
-__all__.append("diag")
+__all__ += ["diag", "rot90"]
+
+
+@tensor_method()
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotation by 90 degrees ``k`` times in the plane of ``dims`` (first toward second)."""
+    require_tensor(input, "rot90")
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = (_wrap_dim(d, input.ndim, "rot90") for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return input.flip(d1).transpose(d0, d1)
+    if k == 2:
+        return input.flip(d0, d1)
+    if k == 3:
+        return input.flip(d0).transpose(d0, d1)
+    return input.clone()
 
 
 # -- ember.func: batching rules (dims shift past the batch); every op here is linear ----------

@@ -4,13 +4,14 @@ from __future__ import annotations
 from ... import _dtype
 from ...ops.factories import full
 from .. import functional as F
+from .._activation import _softmax2d
 from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU",
            "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softsign", "Sigmoid", "Tanh",
            "LogSigmoid", "Tanhshrink", "Threshold", "RReLU", "GLU", "PReLU", "Softmax", "Softmin",
-           "LogSoftmax"]
+           "LogSoftmax", "Hardshrink", "Softshrink", "Softmax2d"]
 
 
 class _Inplace(Module):
@@ -245,3 +246,34 @@ class Softmin(_SoftmaxBase):
 
 class LogSoftmax(_SoftmaxBase):
     _fn = staticmethod(F.log_softmax)
+
+
+class Hardshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of every spatial location."""
+
+    def forward(self, input):
+        return _softmax2d(input)

@@ -1,10 +1,10 @@
 """InstanceNorm1d/2d/3d (statistics per sample and channel), LocalResponseNorm and the legacy
-CrossMapLRN2d, over ``nn/_norm_more.py``."""
+CrossMapLRN2d, over ``nn/_normalization.py``."""
 from __future__ import annotations
 
 import warnings
 
-from .. import _norm_more as N
+from .. import _normalization as N
 from .module import Module
 from .normalization import _BatchNorm
 

@@ -1,6 +1,6 @@
 """Activations with parameters (gelu, softplus, leaky_relu, elu/celu/selu, hardtanh, threshold,
-hardsigmoid, hardswish, rrelu): each op with its meta and derivative. Parameter-free activations
-(relu, sigmoid, silu, mish) are unary rows.
+hardsigmoid, hardswish, rrelu): each op with its meta and derivative; hardshrink, softshrink and
+prelu as compositions. Parameter-free activations (relu, sigmoid, silu, mish) are unary rows.
 
 In-place variants save what PyTorch's save (``derivatives.yaml``), because that decides whether a
 later in-place write breaks the backward: ``leaky_relu_``, ``elu_`` (so ``celu_``, ``selu_``)
@@ -22,6 +22,7 @@ from .. import _grad, _tangents
 from .. import _meta
 from .. import conversion as _conv  # formulas and composites only
 from . import selection as _sel  # formulas only: selection imports this module
+from .._util import require_tensor, tensor_method
 from ._rules import check_overlap, float_dtype
 
 _K_ALPHA = 1.0 / math.sqrt(2.0)
@@ -355,6 +356,36 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
     if not training:
         return leaky_relu_(input, (lower + upper) / 2)
     return input.mul_(_rrelu_noise(input, lower, upper))
+
+
+# -- compositions: the shrinks and prelu -------------------------------------------------------
+@tensor_method()
+def hardshrink(input, lambd=0.5):
+    """``x`` where ``|x| > lambd``, else 0."""
+    require_tensor(input, "hardshrink")
+    return _sel.where(input.abs() > lambd, input, 0.0)
+
+
+def softshrink(input, lambd=0.5):
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+    require_tensor(input, "softshrink")
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return _sel.where(input > lambd, input - lambd, _sel.where(input < -lambd, input + lambd, 0.0))
+
+
+@tensor_method()
+def prelu(input, weight):
+    require_tensor(input, "prelu")
+    require_tensor(weight, "prelu", "weight")
+    n = weight.numel()
+    if n != 1:
+        if input.ndim < 2 or input._shape[1] != n:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {n} and channel size = "
+                               f"{input._shape[1] if input.ndim >= 2 else 1}.")
+        weight = weight.reshape(n, *([1] * (input.ndim - 2)))
+    return _sel.where(input > 0, input, input * weight)
 
 
 # -- ember.func: batching rules and jvps (from the backward formulas) ---------------------------

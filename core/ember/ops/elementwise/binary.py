@@ -18,7 +18,7 @@ from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from .. import _grad, _tangents
-from .._util import check_inplace, is_scalar, write_out
+from .._util import check_inplace, ember_namespace, is_scalar, require_tensor, write_out
 from . import selection as _sel  # formulas only: selection imports this module
 from ._rules import (ARITH, CMP, FLOAT_BINARY, INT, LOGICAL, binary_dtype, binary_inplace_meta,
                      binary_meta, check_bcast, check_overlap, check_scalar, check_sub, dtypes_of,
@@ -481,6 +481,15 @@ Tensor.div, Tensor.div_ = div, div_
 divide = true_divide = div
 Tensor.divide = Tensor.true_divide = div
 Tensor.divide_ = Tensor.true_divide_ = div_
+
+
+def rsub(input, other, alpha=1):
+    """``other - alpha * input`` (PyTorch's reversed subtraction)."""
+    require_tensor(input, "rsub")
+    if not isinstance(other, Tensor):
+        other = ember_namespace().tensor(other, dtype=_dtype.result_type(input, other),
+                                         device=input.device)
+    return sub(other, input, alpha=alpha)
 
 
 # -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------

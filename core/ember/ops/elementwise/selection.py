@@ -1,4 +1,5 @@
-"""Selection ops: ``where`` and ``clamp`` (their derivatives route the gradient by a mask)."""
+"""Selection ops: ``where`` and ``clamp`` (their derivatives route the gradient by a mask), and
+``heaviside`` composed from ``where``."""
 from __future__ import annotations
 
 from ... import _dtype
@@ -9,7 +10,8 @@ from ...dispatch.facets import Derivative
 from .. import _grad, _tangents
 from .. import _meta
 from .._meta import broadcast
-from .._util import _broadcast_pair, _dtype_title, check_inplace, write_out
+from .._util import (_broadcast_pair, _dtype_title, check_inplace, ember_namespace, require_tensor,
+                     tensor_method, write_out)
 from . import binary as _bin  # formulas only: binary imports this module
 from ._rules import align, binary_dtype, check_bcast, check_overlap, check_scalar
 
@@ -157,6 +159,31 @@ def clamp_max(input, max):
 
 
 Tensor.clamp_min, Tensor.clamp_max = clamp_min, clamp_max
+Tensor.clamp_min_ = lambda self, min: clamp_(self, min=min)
+Tensor.clamp_max_ = lambda self, max: clamp_(self, max=max)
+
+
+# -- heaviside: a selection between 0, 1 and the given values ------------------------------
+@tensor_method()
+def heaviside(input, values):
+    """0 below zero, 1 above, ``values`` at zero."""
+    require_tensor(input, "heaviside")
+    em = ember_namespace()
+    if not isinstance(values, Tensor):
+        values = em.tensor(values, dtype=input.dtype, device=input.device)
+    if values.dtype is not input.dtype:
+        raise RuntimeError(f"heaviside is not yet implemented for tensors with different "
+                           f"dtypes: got {input.dtype} and {values.dtype}")
+    if input.is_complex():
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+    one = em.ones((), dtype=input.dtype, device=input.device)
+    zero = em.zeros((), dtype=input.dtype, device=input.device)
+    return em.where(input.eq(0), values, em.where(input.gt(0), one, zero))
+
+
+@tensor_method()
+def heaviside_(self, values):
+    return self.copy_(heaviside(self, values))
 
 
 # -- ember.func: batching rules and jvps (from the backward formulas) ---------------------------

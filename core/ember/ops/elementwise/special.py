@@ -19,7 +19,7 @@ from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _grad, _meta, _tangents
-from .._util import check_inplace, every_example, write_out
+from .._util import check_inplace, every_example, tensor_method, write_out
 from . import unary as _unary
 from ._rules import (FLOAT, FLOAT_BINARY, binary_dtype, binary_meta, check_bcast, check_overlap,
                      check_scalar, float_dtype, unary_meta)
@@ -342,7 +342,30 @@ Tensor.mvlgamma_ = _mvlgamma_
 special_api["mvlgamma"] = mvlgamma
 
 i0, sinc = special_api["i0"], special_api["sinc"]
-__all__ = ["i0", "sinc", "polygamma", "mvlgamma"]
+# -- the pre-special names igamma, igammac ------------------------------------------------------
+@tensor_method()
+def igamma(input, other, *, out=None):
+    """The regularized lower incomplete gamma function (``special.gammainc``)."""
+    return special_api["special_gammainc"](input, other, out=out)
+
+
+@tensor_method()
+def igammac(input, other, *, out=None):
+    """The regularized upper incomplete gamma function (``special.gammaincc``)."""
+    return special_api["special_gammaincc"](input, other, out=out)
+
+
+@tensor_method("igamma_")
+def _igamma_(self, other):
+    return self.copy_(igamma(self, other))
+
+
+@tensor_method("igammac_")
+def _igammac_(self, other):
+    return self.copy_(igammac(self, other))
+
+
+__all__ = ["i0", "sinc", "polygamma", "mvlgamma", "igamma", "igammac"]
 
 
 # -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------

@@ -23,7 +23,8 @@ from .. import _grad, _tangents
 from .. import _meta
 from .. import conversion as _conv
 from .. import factories as _fac
-from .._util import (_broadcast_pair, _dtype_title, broadcast_shapes, every_example,
+from .._util import (_broadcast_pair, _dtype_title, broadcast_shapes, ember_namespace,
+                     every_example, require_tensor,
                      tensor_method, write_out)
 from ..views import expand_op, select_op, slice_op, unsqueeze, view_op
 
@@ -366,6 +367,72 @@ def take(input, index):
             raise IndexError(f"take: out of range: tried to access index {hi if hi >= n else lo} on "
                              f"a tensor of {n} elements.")
     return index_op(input.reshape(-1), [index.reshape(-1)]).view(index._shape)
+
+
+@tensor_method()
+def nonzero_static(input, *, size, fill_value=-1):
+    """``nonzero`` padded with ``fill_value`` (or truncated) to ``size`` rows."""
+    require_tensor(input, "nonzero_static")
+    em = ember_namespace()
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got {size}")
+    nz = input.nonzero()
+    k = nz.shape[0]
+    if k >= size:
+        return nz[:size]
+    pad = em.full((size - k, max(input.ndim, 1) if input.ndim else 0), fill_value,
+                  dtype=_dtype.int64, device=input.device)
+    return em.cat([nz, pad], 0)
+
+
+def unravel_index(indices, shape):
+    """The coordinates, one tensor per dim of ``shape``, of flat ``indices``."""
+    em = ember_namespace()
+    if not isinstance(indices, Tensor):
+        indices = em.tensor(indices)
+    if indices.is_floating_point() or indices.is_complex() or indices.dtype is _dtype.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got "
+                         f"{tuple(shape)}")
+    numel = 1
+    for s in shape:
+        numel *= s
+    if indices.numel() and type(indices) is Tensor:
+        lo, hi = int(indices.min().item()), int(indices.max().item())
+        if lo < -numel or hi >= numel:
+            raise ValueError(f"'indices' must be in range [{-numel}, {numel - 1}]")
+    flat = indices.to(_dtype.int64)
+    flat = em.where(flat.lt(0), flat + numel, flat)
+    coords = []
+    for s in reversed(shape):
+        coords.append(flat % s if s else flat * 0)
+        flat = flat // s if s else flat
+    return tuple(reversed(coords))
+
+
+@tensor_method("fill_diagonal_")
+def _fill_diagonal_(self, fill_value, wrap=False):
+    em = ember_namespace()
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.ndim > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if self.ndim > 2:
+        n = self.shape[0]
+        idx = em.arange(n, device=self.device)
+        index = (idx,) * self.ndim
+    else:
+        rows, cols = self.shape
+        if wrap and rows > cols + 1:
+            pos = em.arange(0, rows * cols, cols + 1, device=self.device)
+            index = (pos // cols, pos % cols)
+        else:
+            k = em.arange(min(rows, cols), device=self.device)
+            index = (k, k)
+    value = em.tensor(fill_value, dtype=self.dtype, device=self.device)
+    return self.index_put_(index, value.expand(index[0].shape[0]))
 
 
 # -- ember.func: batching rules --------------------------------------------------------------------

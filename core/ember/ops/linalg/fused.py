@@ -1,5 +1,5 @@
-"""Fused multiply-adds ``beta * self + alpha * (a @ b)``: addmm, baddbmm, addmv and their
-in-place Tensor methods.
+"""Fused multiply-adds ``beta * self + alpha * (a @ b)``: addmm, baddbmm, addmv, addbmm, addr
+and their in-place Tensor methods.
 
 ``addmm`` is an op with its own derivative (PyTorch's ``AddmmBackward0``, the node under
 ``nn.Linear``); its ``self`` may be anything that broadcasts to the result (a bias row), and
@@ -19,7 +19,7 @@ from .. import _batching, _grad, _tangents
 from .. import conversion as _conv
 from .. import elementwise as _ew
 from .. import views as _views
-from .._util import _dtype_title, tensor_method
+from .._util import _dtype_title, require_tensor, tensor_method
 from . import products as _products
 from ._rules import (bmm_check, check_tensors, col_major, cpp_dtype_name, mm_check, mT, mv_check,
                      mv_shape_check, no_bool)
@@ -230,3 +230,52 @@ def _addmm_jvp(ctx, tangents, self, mat1, mat2, beta, alpha):
 
 addmm_op.def_batch_rule(_addmm_batch_rule)
 addmm_op.def_jvp(_addmm_jvp)
+
+
+# -- addbmm, addr: compositions (PyTorch's beta == 0 rule kept) ----------------------------
+@tensor_method()
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
+    require_tensor(input, "addbmm")
+    if batch1.ndim != 3 or batch2.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor; batch2 must be a 3D tensor (got "
+                           f"{batch1.ndim}D and {batch2.ndim}D)")
+    prod = (batch1 @ batch2).sum(0)
+    result = _scaled_sum(input, prod, beta, alpha)
+    return out.copy_(result) if out is not None else result
+
+
+@tensor_method()
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    require_tensor(input, "addr")
+    if vec1.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D"
+                           if vec1.ndim != 1 else
+                           f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    prod = vec1.unsqueeze(1) * vec2.unsqueeze(0)
+    if prod.dtype is _dtype.bool_:
+        result = (input & bool(beta)) | (prod & bool(alpha)) if input.dtype is _dtype.bool_ \
+            else _scaled_sum(input, prod, beta, alpha)
+    else:
+        result = _scaled_sum(input, prod, beta, alpha)
+    return out.copy_(result) if out is not None else result
+
+
+def _scaled_sum(input, prod, beta, alpha):
+    # beta == 0 ignores input entirely (NaN and inf included), as in PyTorch
+    scaled = prod if alpha == 1 else prod * alpha
+    if beta == 0:
+        return scaled + input.new_zeros(()).expand(*input.shape) * 0 if \
+            tuple(input.shape) != tuple(scaled.shape) else scaled.clone()
+    return input * beta + scaled if beta != 1 else input + scaled
+
+
+@tensor_method()
+def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+    return self.copy_(addbmm(self, batch1, batch2, beta=beta, alpha=alpha))
+
+
+@tensor_method()
+def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+    return self.copy_(addr(self, vec1, vec2, beta=beta, alpha=alpha))

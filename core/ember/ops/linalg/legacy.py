@@ -1,9 +1,14 @@
 """PyTorch's top-level linear algebra functions and Tensor methods (``torch.det``,
 ``torch.inverse``, ``torch.svd`` with V instead of Vh, ``torch.qr(some=)``,
-``torch.cholesky_solve`` ...): thin wrappers over the ``linalg`` ops."""
+``torch.cholesky_solve`` ...), and the names that predate ``torch.linalg`` (``chain_matmul``,
+``frobenius_norm``, ``nuclear_norm``, ``triangular_solve``'s (solution, cloned_coefficient),
+``lu``'s optional infos, ``lu_solve``, ``orgqr``): thin wrappers over the ``linalg`` ops."""
 from __future__ import annotations
 
+import warnings
+
 from ... import return_types as _rt
+from ..._tensor import Tensor
 from .._util import tensor_method, write_out
 from . import decompositions as _dec
 from . import functions as _fn
@@ -102,5 +107,72 @@ def cross(input, other, dim=None, *, out=None):
     return _fn.cross_legacy(input, other, dim, out=out)
 
 
-for _name, _fields in (("svd", ["U", "S", "V"]), ("qr", ["Q", "R"])):
+def chain_matmul(*matrices, out=None):
+    """Deprecated in PyTorch for ``torch.linalg.multi_dot``; the same product."""
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+                  "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
+                  "more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
+    if len(matrices) == 1:
+        result = matrices[0].clone()
+    else:
+        result = _fn.multi_dot(list(matrices))
+    return result if out is None else out.copy_(result)
+
+
+def frobenius_norm(input, dim=(-2, -1), keepdim=False, *, out=None):
+    """``sqrt(sum |x|^2)`` over ``dim``."""
+    dim = (dim,) if isinstance(dim, int) else tuple(dim)
+    result = _fn.vector_norm(input, 2, dim, keepdim)
+    return result if out is None else out.copy_(result)
+
+
+def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
+    """The sum of singular values over the last two dims (or ``dim``)."""
+    if isinstance(dim, bool):  # nuclear_norm(input, keepdim) overload
+        dim, keepdim = None, dim
+    dim = (-2, -1) if dim is None else tuple(dim)
+    result = _fn.matrix_norm(input, "nuc", dim, keepdim)
+    return result if out is None else out.copy_(result)
+
+
+@tensor_method()
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """Solves ``op(A) X = b`` for triangular ``A`` (``op`` transposes when asked); returns
+    ``(solution, cloned_coefficient)`` as PyTorch's deprecated function does."""
+    for name, t in (("self", b), ("A", A)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"triangular_solve(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    coefficient = A.mT if transpose else A
+    solution = _sol.solve_triangular(coefficient, b, upper=bool(upper) != bool(transpose),
+                                          unitriangular=unitriangular)
+    result = _rt.triangular_solve(solution, A.clone())
+    if out is not None:
+        out[0].copy_(result[0])
+        out[1].copy_(result[1])
+        return _rt.triangular_solve(*out)
+    return result
+
+
+@tensor_method()
+def lu(A, pivot=True, get_infos=False, out=None):
+    """``(LU, pivots)`` or ``(LU, pivots, infos)``: ``torch.linalg.lu_factor_ex`` underneath."""
+    LU, pivots, infos = _dec.lu_factor_ex(A, pivot=pivot)
+    return (LU, pivots, infos) if get_infos else (LU, pivots)
+
+
+@tensor_method()
+def lu_solve(b, LU_data, LU_pivots, *, out=None):
+    """Solves ``A X = b`` from ``torch.lu``'s factorization."""
+    return _sol.lu_solve(LU_data, LU_pivots, b, out=out)
+
+
+@tensor_method()
+def orgqr(input, tau, *, out=None):
+    """Q from Householder reflectors (``torch.linalg.householder_product``)."""
+    return _dec.householder_product(input, tau, out=out)
+
+
+for _name, _fields in (("svd", ["U", "S", "V"]), ("qr", ["Q", "R"]),
+                       ("triangular_solve", ["solution", "cloned_coefficient"])):
     setattr(_rt, _name, _rt._return_type(_name, _fields))

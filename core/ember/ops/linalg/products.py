@@ -1,5 +1,6 @@
 """The product primitive ``matmul`` and its special cases (mm, bmm, mv, dot, vdot, outer), plus
-``linalg_svdvals``: each op with its meta and derivative."""
+``linalg_svdvals``: each op with its meta and derivative; ``trace``, ``kron`` and ``inner`` as
+compositions."""
 from __future__ import annotations
 
 from ... import _dtype
@@ -9,7 +10,7 @@ from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _meta, _tangents
 from .. import elementwise as _ew
 from .. import views as _views
-from .._util import tensor_method
+from .._util import require_tensor, tensor_method
 from ._rules import (bmm_check, check_tensors, col_major, inner_product_check, matmul_check,
                      mm_check, mT, mv_check, mv_shape_check, no_bool)
 
@@ -225,3 +226,45 @@ def _matmul_jvp(ctx, tangents, self, other):
 matmul_op.def_batch_rule(_matmul_batch_rule)
 matmul_op.def_jvp(_matmul_jvp)
 svdvals_op.def_batch_rule(_batching.last_dims(svdvals_op))
+
+
+# -- trace, kron, inner: compositions of the products ----------------------------------------
+@tensor_method()
+def trace(input):
+    """The sum of the main diagonal of a 2-D tensor."""
+    require_tensor(input, "trace")
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    out = input.diagonal().sum()
+    return out
+
+
+@tensor_method()
+def kron(input, other):
+    """The Kronecker product: blocks ``input[i] * other``."""
+    require_tensor(input, "kron")
+    require_tensor(other, "kron", "other")
+    nd = max(input.ndim, other.ndim)
+    a = input.reshape((1,) * (nd - input.ndim) + tuple(input.shape))
+    b = other.reshape((1,) * (nd - other.ndim) + tuple(other.shape))
+    a_shape, b_shape = [], []
+    for sa, sb in zip(a.shape, b.shape):
+        a_shape += [sa, 1]
+        b_shape += [1, sb]
+    prod = a.reshape(a_shape) * b.reshape(b_shape)
+    return prod.reshape([sa * sb for sa, sb in zip(a.shape, b.shape)])
+
+
+@tensor_method()
+def inner(input, other):
+    """Sum of products over the last dims: shape ``input.shape[:-1] + other.shape[:-1]``."""
+    require_tensor(input, "inner")
+    require_tensor(other, "inner", "other")
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    k = input.shape[-1]
+    out = input.reshape(-1, k) @ other.reshape(-1, k).t()
+    return out.reshape(tuple(input.shape[:-1]) + tuple(other.shape[:-1]))

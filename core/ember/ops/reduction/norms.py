@@ -13,7 +13,7 @@ from .. import _batching, _grad, _meta
 from .. import elementwise as _ew
 from .. import linalg as _linalg
 from .. import views as _views
-from .._util import _dtype_title, tensor_method, write_out
+from .._util import _dtype_title, ember_namespace, require_tensor, tensor_method, write_out
 from . import extremes as _extremes
 from . import sums as _sums
 from ._rules import check_tensor, dims_ok, given, no_complex, reduce_dims, restore, without
@@ -149,3 +149,29 @@ def _matrix_dims(x, dim):
 # -- ember.func: batching rules (dims shift past the batch) ------------------------------------
 logsumexp_op.def_batch_rule(_batching.over_dims(logsumexp_op))
 vector_norm_op.def_batch_rule(_batching.over_dims(vector_norm_op, dim_pos=2))
+
+
+@tensor_method()
+def renorm(input, p, dim, maxnorm):
+    """Each sub-tensor along ``dim`` scaled down to p-norm ``maxnorm`` where it exceeds it."""
+    require_tensor(input, "renorm")
+    if p <= 0:
+        raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
+                           f"dimensions")
+    em = ember_namespace()
+    dim = _wrap_dim(dim, input.ndim, "renorm")
+    others = [d for d in range(input.ndim) if d != dim]
+    norm = input.abs().pow(p).sum(others, keepdim=True).pow(1.0 / p) if p != float("inf") \
+        else input.abs().amax(others, keepdim=True)
+    factor = em.where(norm > maxnorm, maxnorm / (norm + 1e-7),
+                      em.ones((), dtype=input.dtype, device=input.device))
+    return input * factor
+
+
+@tensor_method()
+def renorm_(self, p, dim, maxnorm):
+    return self.copy_(renorm(self, p, dim, maxnorm))

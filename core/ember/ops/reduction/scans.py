@@ -3,6 +3,7 @@ log_softmax."""
 from __future__ import annotations
 
 from ... import _dtype
+from ... import return_types as _rt
 from ..._dtype import FLOATING
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
@@ -12,7 +13,7 @@ from .. import elementwise as _ew
 from .. import factories as _fac
 from .. import linalg as _linalg
 from .. import shape as _shape_ops
-from .._util import _dtype_title, every_example, tensor_method
+from .._util import _dtype_title, ember_namespace, every_example, require_tensor, tensor_method
 from . import sums as _sums
 from ._rules import accumulate_dtype, along_dim_meta, check_tensor, no_complex
 
@@ -125,6 +126,92 @@ def _make_softmax(name, op):
 
 softmax = _make_softmax("softmax", softmax_op)
 log_softmax = _make_softmax("log_softmax", log_softmax_op)
+
+
+# -- cummax, cummin, logcumsumexp: compositions of ember ops ----------------------------------
+def _shift_fill(t, dim, k, fill):
+    """``t`` shifted by ``k`` along ``dim`` (toward higher indices), ``fill`` coming in."""
+    em = ember_namespace()
+    length = t.shape[dim]
+    head_shape = list(t.shape)
+    head_shape[dim] = min(k, length)
+    head = em.full(head_shape, fill, dtype=t.dtype, device=t.device)
+    if k >= length:
+        return head
+    return em.cat([head, t.narrow(dim, 0, length - k)], dim)
+
+
+def _cum_extreme(input, dim, take_new, fn):
+    """Inclusive scan of (value, index) pairs: a later pair wins where ``take_new(new, old)``
+    (ties go to the later index, as in PyTorch; NaN propagates and sticks)."""
+    require_tensor(input, fn)
+    em = ember_namespace()
+    if input.ndim == 0:
+        return getattr(_rt, fn)(input.clone(), em.zeros((), dtype=_dtype.int64, device=input.device))
+    dim = _wrap_dim(dim, input.ndim, fn)
+    length = input.shape[dim]
+    shape = [1] * input.ndim
+    shape[dim] = length
+    idx = em.arange(length, device=input.device).reshape(shape).expand(*input.shape)
+    values, index = input.detach(), idx
+    step = 1
+    while step < length:
+        prev_v = _shift_fill(values, dim, step, 0)
+        prev_i = _shift_fill(index, dim, step, -1)
+        has_prev = prev_i.ge(0)
+        keep_prev = has_prev & ~take_new(values, prev_v)
+        values = em.where(keep_prev, prev_v, values)
+        index = em.where(keep_prev, prev_i, index)
+        step *= 2
+    index = index.contiguous()
+    # the values as a gather of the input, so autograd routes the gradient to the argmax
+    return getattr(_rt, fn)(input.gather(dim, index), index)
+
+
+def _isnan(t):
+    return t.ne(t)  # NaN != NaN; never true for integers
+
+
+for _name in ("cummax", "cummin"):
+    setattr(_rt, _name, _rt._return_type(_name, ["values", "indices"]))
+
+
+@tensor_method()
+def cummax(input, dim):
+    """Running maximum along ``dim`` and the index where it was (last) reached."""
+    return _cum_extreme(input, dim, lambda new, old: new.ge(old) | _isnan(new) &
+                        ~_isnan(old), "cummax")
+
+
+@tensor_method()
+def cummin(input, dim):
+    """Running minimum along ``dim`` and the index where it was (last) reached."""
+    return _cum_extreme(input, dim, lambda new, old: new.le(old) | _isnan(new) &
+                        ~_isnan(old), "cummin")
+
+
+@tensor_method()
+def logcumsumexp(input, dim):
+    """``log(cumsum(exp(input)))`` along ``dim``, shifted by the running maximum for range."""
+    require_tensor(input, "logcumsumexp")
+    em = ember_namespace()
+    if input.ndim == 0:
+        return input.clone()
+    dim = _wrap_dim(dim, input.ndim, "logcumsumexp")
+    if input.shape[dim] == 0:
+        return input.clone()
+    shift = cummax(input.detach(), dim).values
+    shift = em.where(shift.isinf(), em.zeros_like(shift), shift)
+    # terms exp(x_j - m_i) for j <= i never overflow: m_i is their running maximum
+    x = input.unsqueeze(dim + 1)                          # (..., L, 1, ...)
+    m = shift.unsqueeze(dim)                              # (..., 1, L, ...)
+    length = input.shape[dim]
+    mask_shape = [1] * (input.ndim + 1)
+    mask_shape[dim], mask_shape[dim + 1] = length, length
+    j = em.arange(length, device=input.device)
+    upper = j.reshape(-1, 1).le(j.reshape(1, -1)).reshape(mask_shape)  # j <= i
+    terms = em.where(upper, (x - m).exp(), em.zeros((), dtype=input.dtype, device=input.device))
+    return terms.sum(dim).log() + shift
 
 
 # -- ember.func: batching rules (the dim shifts past the batch); cumsum is linear --------------

@@ -8,7 +8,7 @@ from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _tangents
-from .._util import broadcast_shapes, contiguous_strides, tensor_method
+from .._util import broadcast_shapes, contiguous_strides, require_tensor, tensor_method
 from .strided import as_strided_op
 
 
@@ -502,3 +502,16 @@ permute_op.def_batch_rule(_batching.permute_rule(permute_op))
 expand_op.def_batch_rule(_batching.expand_rule(expand_op))
 for _op in (view_op, permute_op, expand_op):
     _op.def_jvp(_tangents.linear(_op))
+
+
+@tensor_method()
+def adjoint(input):
+    """The conjugate transpose of the last two dims, as a view."""
+    require_tensor(input, "adjoint")
+    if input.ndim < 2:
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
+                           "matrices. Got 1-D tensor." if input.ndim == 1 else
+                           "tensor.adjoint() is only supported on matrices or batches of "
+                           "matrices. Got 0-D tensor.")
+    t = input.transpose(-2, -1)
+    return t.conj() if input.is_complex() else t

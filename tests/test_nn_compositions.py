@@ -1,5 +1,5 @@
-"""The losses of ``nn/_losses_more.py``, the shrinks and gumbel-softmax, and the channel and
-alpha dropouts: values against numpy formulas (and torch when installed), module wrappers,
+"""The composed losses (``nn/_margin_loss.py``, ``nn/_loss.py``), the shrinks and
+gumbel-softmax, and the channel and alpha dropouts: values against numpy formulas (and torch when installed), module wrappers,
 dropout statistics and masks, errors."""
 import warnings
 

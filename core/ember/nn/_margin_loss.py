@@ -1,32 +1,18 @@
-"""The losses of ``torch.nn.functional`` beyond ``_loss.py``: margin, embedding, multi-label,
-triplet, Poisson and Gaussian NLL, and ``linear_cross_entropy``; each written in ember ops with
-PyTorch's formulas (so every backend runs it and autograd sees through it). ``ctc_loss`` is an
-op (``ember/ops/ctc.py``)."""
+"""The margin losses of ``torch.nn.functional``: margin ranking, hinge and cosine embedding,
+soft margin, multi-label and multi-class margin, triplet margin (with a distance function); each
+written in ember ops with PyTorch's formulas (so every backend runs it and autograd sees
+through it), with the ``torch.*`` native forms (``reduction`` as the enum 0/1/2)."""
 from __future__ import annotations
 
-import math
-
-from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
 from ..ops import elementwise as _ew
-from ._loss import _reduction
+from ..ops._util import torch_function
+from ._distance import pairwise_distance
+from ._loss import _reduce, _reduction, reduction_from_enum
+from ._loss import _required_tensors as _tensors
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
            "soft_margin_loss", "multilabel_soft_margin_loss", "multilabel_margin_loss",
-           "multi_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
-           "poisson_nll_loss", "gaussian_nll_loss", "linear_cross_entropy"]
-
-
-def _reduce(loss, reduction):
-    if reduction == "none":
-        return loss
-    return loss.sum() if reduction == "sum" else loss.mean()
-
-
-def _tensors(fn, **named):
-    for name, t in named.items():
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+           "multi_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss"]
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
@@ -165,7 +151,6 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """``max(d(a, p) - d(a, n) + margin, 0)`` with the p-norm pairwise distance."""
-    from ._distance import pairwise_distance
     _tensors("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
     reduction = _reduction(reduction, size_average, reduce)
     a_dim, p_dim, n_dim = anchor.ndim, positive.ndim, negative.ndim
@@ -183,7 +168,6 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
                                       margin=1.0, swap=False, reduction="mean"):
     """The triplet loss with any distance (default: the Euclidean pairwise distance)."""
-    from ._distance import pairwise_distance
     if margin <= 0:
         raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
                          f"got {margin} instead")
@@ -201,87 +185,28 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce((d_pos - d_neg + margin).clamp_min(0), reduction)
 
 
-def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
-                     reduce=None, reduction="mean"):
-    """Negative log likelihood of ``target ~ Poisson(input)`` (``exp(input)`` with
-    ``log_input``), plus Stirling's approximation of ``log(target!)`` when ``full``."""
-    _tensors("poisson_nll_loss", input=input, target=target)
-    reduction = _reduction(reduction, size_average, reduce)
-    if log_input:
-        loss = input.exp() - target * input
-    else:
-        loss = input - target * (input + eps).log()
-    if full:
-        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
-        loss = loss + _ew.where(target.gt(1), stirling, 0.0)
-    return _reduce(loss, reduction)
+# -- the torch.* native forms -------------------------------------------------------------------
+@torch_function("cosine_embedding_loss")
+def _torch_cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
+    return cosine_embedding_loss(input1, input2, target, margin,
+                                 reduction=reduction_from_enum(reduction,
+                                                               "cosine_embedding_loss"))
 
 
-def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
-    """``0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps))`` (+ ``0.5 log 2 pi``
-    when ``full``); the clamp does not change var's gradient, as in PyTorch."""
-    if isinstance(var, (int, float)):
-        if var < 0:
-            raise ValueError("var has negative entry/entries")
-        var = input.new_full((), float(var))
-    _tensors("gaussian_nll_loss", input=input, target=target, var=var)
-    if var.shape != input.shape:
-        if input.shape[:-1] == var.shape:
-            var = var.unsqueeze(-1)
-        elif input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1:
-            pass
-        elif var.ndim != 0:
-            raise ValueError("var is of incorrect size")
-    if reduction not in ("none", "mean", "sum"):
-        raise ValueError(reduction + " is not valid")
-    with no_grad():
-        # a data-dependent check, which ember.func.vmap cannot run on a batched var
-        if type(var) is Tensor and bool(var.lt(0).any()):
-            raise ValueError("var has negative entry/entries")
-        shift = var.clamp_min(eps) - var
-    var = var + shift
-    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
-    if full:
-        loss = loss + 0.5 * math.log(2 * math.pi)
-    return _reduce(loss, reduction)
+@torch_function("hinge_embedding_loss")
+def _torch_hinge_embedding_loss(input, target, margin=1.0, reduction=1):
+    return hinge_embedding_loss(input, target, margin,
+                                reduction=reduction_from_enum(reduction, "hinge_embedding_loss"))
 
 
-def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,
-                         reduction="mean", ignore_index=None, label_smoothing=0.0,
-                         options=None):
-    """``cross_entropy`` of the logits ``input @ linear_weight^T (+ linear_bias)``;
-    ``linear_weight`` is (C, *out_features, in_features) for a K-dimensional loss. PyTorch's
-    ``options`` choose a chunked schedule of the same computation; ember computes the reference
-    form whatever they say."""
-    from ._loss import cross_entropy
-    from ..ops import linalg as _la
-    _tensors("linear_cross_entropy", input=input, linear_weight=linear_weight, target=target)
-    if input.ndim < 1 or input.ndim > 2:
-        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.ndim}")
-    if linear_weight.ndim < 2:
-        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got "
-                           f"{linear_weight.ndim}")
-    batches = tuple(input.shape[:-1])
-    in_features = input.shape[-1]
-    if in_features != linear_weight.shape[-1]:
-        raise RuntimeError(f"expected equal input and linear_weight last dimensions "
-                           f"(in_features), got {input.shape[-1]} and {linear_weight.shape[-1]}, "
-                           f"respectively")
-    num_classes = linear_weight.shape[0]
-    out_features = tuple(linear_weight.shape[1:-1])
-    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
-        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got "
-                           f"{tuple(linear_bias.shape)}")
-    if out_features and not batches:
-        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape "
-                           f"{tuple(linear_weight.shape)} requires batched input, (N, "
-                           f"{in_features}), got unbatched input with shape {tuple(input.shape)}")
-    logits_shape = (*batches, num_classes, *out_features)
-    if tuple(target.shape) == logits_shape and ignore_index is not None:
-        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
-    logits = _la.matmul(input, linear_weight.reshape(-1, in_features).t()).reshape(logits_shape)
-    if linear_bias is not None:
-        logits = logits + linear_bias
-    return cross_entropy(logits, target, weight=weight, reduction=reduction,
-                         ignore_index=-100 if ignore_index is None else ignore_index,
-                         label_smoothing=label_smoothing)
+@torch_function("margin_ranking_loss")
+def _torch_margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
+    return margin_ranking_loss(input1, input2, target, margin,
+                               reduction=reduction_from_enum(reduction, "margin_ranking_loss"))
+
+
+@torch_function("triplet_margin_loss")
+def _torch_triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
+                               swap=False, reduction=1):
+    return triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                               reduction=reduction_from_enum(reduction, "triplet_margin_loss"))

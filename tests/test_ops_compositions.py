@@ -1,4 +1,4 @@
-"""``ops/tensor_extras.py`` against torch: addbmm/addr/adjoint, nextafter/frexp,
+"""Compositions of ember ops against torch: addbmm/addr/adjoint, nextafter/frexp,
 unravel_index, quantile/nanquantile, unique_consecutive, nonzero_static, histogram, gradient,
 fill_diagonal_, the protocol methods and the random fills' distributions."""
 import copy

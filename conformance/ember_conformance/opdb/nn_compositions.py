@@ -1,4 +1,4 @@
-"""Entries for the compositions of ``nn/_losses_more.py`` and ``nn/_activations_more.py``
+"""Entries for the composed losses (``nn/_margin_loss.py``, ``nn/_loss.py``) and activations
 (margin, embedding, multi-label, triplet, Poisson and Gaussian NLL losses; the shrinks): values
 on the backend under test against the CPU, gradients and double backward against finite
 differences. They cover no registry op of their own."""
@@ -66,7 +66,7 @@ OPS = [
 
 
 def _cross_map_lrn2d(x, size):
-    from ember.nn._norm_more import cross_map_lrn2d
+    from ember.nn._normalization import cross_map_lrn2d
     return cross_map_lrn2d(x, size, 0.3, 0.6, 1.5)
 
 

@@ -1,0 +1,116 @@
+"""Floating-point structure: ``frexp`` (mantissa and exponent), ``ldexp``, ``nextafter`` (one
+unit in the last place toward another value) and ``float_power`` (``pow`` in double
+precision) — compositions of ember ops, so they batch under vmap like any elementwise op."""
+from __future__ import annotations
+
+from ... import _dtype
+from ... import return_types as _rt
+from ..._tensor import Tensor
+from .._util import ember_namespace, require_tensor, tensor_method
+
+__all__ = ["frexp", "ldexp", "nextafter", "float_power"]
+
+_rt.frexp = _rt._return_type("frexp", ["mantissa", "exponent"])
+
+
+_PRECISION = {"float32": (24, -125, 3.4028234663852886e38),
+              "float64": (53, -1021, 1.7976931348623157e308)}
+
+
+@tensor_method()
+def frexp(input):
+    """(mantissa, exponent) with ``input = mantissa * 2 ** exponent``, |mantissa| in [0.5, 1)
+    (0, inf and NaN keep themselves with exponent 0)."""
+    require_tensor(input, "frexp")
+    em = ember_namespace()
+    if not input.is_floating_point():
+        raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, but got "
+                           f"{input.dtype}")
+    x = input.detach()
+    finite = x.isfinite() & x.ne(0)
+    safe = em.where(finite, x.abs(), em.ones((), dtype=x.dtype, device=x.device))
+    e = safe.to(_dtype.float64).log2().floor() + 1
+    m = safe.to(_dtype.float64) / em.pow(2.0, e)
+    # log2 rounds near powers of two: one correction step each way
+    e = em.where(m.ge(1), e + 1, em.where(m.lt(0.5), e - 1, e))
+    m = safe.to(_dtype.float64) / em.pow(2.0, e)
+    mantissa = em.where(finite, (m * x.sign().to(_dtype.float64)).to(x.dtype), x)
+    exponent = em.where(finite, e, em.zeros((), dtype=e.dtype, device=e.device))
+    return _rt.frexp(mantissa, exponent.to(_dtype.int32))
+
+
+@tensor_method()
+def nextafter(input, other):
+    """The next representable value after ``input`` toward ``other``: one unit in the last
+    place (from ``frexp``'s exponent; half of it moving toward 0 from a power of two), in plain
+    arithmetic, so it batches under ember.func.vmap like any elementwise composite."""
+    require_tensor(input, "nextafter")
+    em = ember_namespace()
+    if not isinstance(other, Tensor):
+        other = em.tensor(other, dtype=input.dtype, device=input.device)
+    if input.dtype not in (_dtype.float32, _dtype.float64) or other.dtype is not input.dtype:
+        raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{input.dtype}' and "
+                           f"'{other.dtype}' (expected float32 or float64, the same for both)")
+    digits, emin, largest = _PRECISION[input.dtype.name]
+    x, y = em.broadcast_tensors(input.detach(), other.detach())
+    mantissa, exponent = frexp(x)
+    e = exponent.to(_dtype.float64).clamp_min(emin)
+    ulp = em.pow(2.0, e - digits)
+    toward_zero = (y - x).sign().ne(x.sign())
+    half = toward_zero & mantissa.abs().eq(0.5) & exponent.to(_dtype.float64).gt(emin)
+    step = em.where(half, ulp / 2, ulp)
+    up = y.gt(x)
+    moved = (x.to(_dtype.float64) + em.where(up, step, -step)).to(x.dtype)
+    tiny = em.tensor(2.0 ** (emin - digits), dtype=_dtype.float64, device=x.device).to(x.dtype)
+    out = em.where(x.eq(0), em.where(y.gt(0), tiny, -tiny), moved)
+    big = em.tensor(largest, dtype=x.dtype, device=x.device)
+    out = em.where(x.isinf() & x.ne(y), em.where(x.gt(0), big, -big), out)
+    out = em.where(x.eq(y), y, out)
+    nan = x.ne(x) | y.ne(y)
+    return em.where(nan, x + y, out)
+
+
+@tensor_method()
+def ldexp(input, other):
+    """``input * 2 ** other``."""
+    require_tensor(input, "ldexp")
+    em = ember_namespace()
+    if not isinstance(other, Tensor):
+        other = em.tensor(other, device=input.device)
+    if not input.is_floating_point() and not input.is_complex():
+        input = input.to(_dtype.get_default_dtype())
+    return input * em.pow(2.0, other.to(input.dtype if input.is_floating_point() else
+                                        _dtype.get_default_dtype()))
+
+
+@tensor_method()
+def float_power(input, exponent):
+    """``pow`` in double precision (complex128 when either operand is complex)."""
+    em = ember_namespace()
+    ops = [t for t in (input, exponent) if isinstance(t, Tensor)]
+    if not ops:
+        raise TypeError("float_power(): expected at least one Tensor argument")
+    cplx = any(t.is_complex() for t in ops) or any(isinstance(t, complex)
+                                                    for t in (input, exponent))
+    dt = _dtype.complex128 if cplx else _dtype.float64
+    a = input.to(dt) if isinstance(input, Tensor) else input
+    b = exponent.to(dt) if isinstance(exponent, Tensor) else exponent
+    return em.pow(a, b)
+
+
+@tensor_method("float_power_")
+def _float_power_(self, exponent):
+    if self.dtype is not _dtype.float64 and self.dtype is not _dtype.complex128:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype} but the "
+                           f"operation's result requires dtype Double")
+    return self.copy_(float_power(self, exponent))
+
+
+@tensor_method()
+def ldexp_(self, other):
+    return self.copy_(ldexp(self, other))
+
+
+@tensor_method()
+def nextafter_(self, other):
+    return self.copy_(nextafter(self, other))
