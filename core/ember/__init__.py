@@ -122,7 +122,7 @@ from .runtime.determinism import (are_deterministic_algorithms_enabled,  # noqa:
                                   set_deterministic_debug_mode, use_deterministic_algorithms)
 from .accelerator import get_device_module  # noqa: E402
 from .serialization import load, save  # noqa: E402
-from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
+from .dispatch.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 
 # aliases PyTorch has

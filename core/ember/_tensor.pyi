@@ -522,7 +522,7 @@ class Tensor:
     def nextafter_(self, other): ...  # ember.ops.elementwise.floating_point
     def nonzero(self, *, out=..., as_tuple=...): ...  # ember.ops.indexing.advanced
     def nonzero_static(self, *, size, fill_value=...): ...  # ember.ops.indexing.advanced
-    def norm(self, p=..., dim=..., keepdim=..., out=..., dtype=...): ...  # ember.ops.reduction.norms
+    def norm(self, p=..., dim=..., keepdim=..., out=..., dtype=...): ...  # ember.ops.linalg.legacy
     def normal_(self, mean=..., std=..., *, generator=...): ...  # ember.ops.random
     def not_equal(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def not_equal_(self, other): ...  # ember.ops.elementwise.binary

@@ -15,7 +15,7 @@ from enum import Enum
 
 from .. import _dtype
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..ops.elementwise import where
 from ..ops.factories import full
 from ..runtime.registry import registry

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import register_functionality as _register
-from . import forward_ad, graph, inference, record, tensor_api
+from . import forward_ad, grad_mode, graph, inference, record, tensor_api
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, \
     set_detect_anomaly
 from .engine import backward, grad

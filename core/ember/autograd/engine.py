@@ -20,7 +20,7 @@ from .._tensor import Tensor
 from ..dispatch import keys as K
 from . import anomaly
 from .graph import AccumulateGrad, leaf_lock
-from .grad_mode import _restore, _save, _set_enabled
+from ..dispatch.grad_mode import _restore, _save, _set_enabled
 
 _AG = K.AUTOGRAD
 _local = threading.local()
@@ -104,7 +104,7 @@ def _accumulate(ag, g, run):
         elif K.state.grad_enabled or old.requires_grad:
             ag.grad = old + g
         else:
-            from .grad_mode import no_grad
+            from ..dispatch.grad_mode import no_grad
             with no_grad():
                 old.add_(g)
 

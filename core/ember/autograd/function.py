@@ -13,7 +13,7 @@ import functools
 from .._tensor import Tensor
 from ..dispatch import keys as K
 from .graph import DelayedError, Node, SavedTensor, alias, attach, differentiable_dtype
-from .grad_mode import _restore, _save, _set_enabled
+from ..dispatch.grad_mode import _restore, _save, _set_enabled
 
 _AG = K.AUTOGRAD
 
@@ -285,7 +285,7 @@ def once_differentiable(fn):
     """Backward runs without recording; differentiating its result again raises."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
-        from .grad_mode import no_grad
+        from ..dispatch.grad_mode import no_grad
         with no_grad():
             outputs = fn(ctx, *args)
         if not K.state.grad_enabled:

@@ -16,7 +16,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..ops.views import non_overlapping
 from . import engine
-from .grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 
 
 class GradcheckError(RuntimeError):

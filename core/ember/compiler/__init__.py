@@ -29,7 +29,7 @@ import functools
 import warnings
 
 from .._tensor import Tensor
-from ..autograd import grad_mode as _grad_mode
+from ..dispatch import grad_mode as _grad_mode
 from . import aot, codegen, dynamic, fusion, step
 from .capture import Capture, GraphBreak
 from .graph import Graph, Node, Ref, rebuild

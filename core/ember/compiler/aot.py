@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import is_grad_enabled
+from ..dispatch.grad_mode import is_grad_enabled
 from .graph import Graph, Node, Ref, _refs, rebuild
 
 

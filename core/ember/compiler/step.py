@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .. import _tensor
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from .graph import Node, Ref
 
 

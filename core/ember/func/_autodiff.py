@@ -18,7 +18,7 @@ import functools
 
 from .._tensor import Tensor
 from ..autograd import engine
-from ..autograd.grad_mode import enable_grad
+from ..dispatch.grad_mode import enable_grad
 from ..autograd.graph import AccumulateGrad, AutogradMeta, alias
 from ..dispatch import keys as K
 from ..utils._pytree import tree_flatten, tree_map, tree_unflatten

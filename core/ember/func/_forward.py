@@ -18,7 +18,7 @@ from ..ops import _grad
 from ..ops import conversion as _conv
 from ..ops import views as _views
 from . import _dual, _levels
-from ._handler import _decomposes, _positional
+from ._calls import _decomposes, _positional
 
 
 class JvpContext:

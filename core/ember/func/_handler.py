@@ -22,9 +22,9 @@ import warnings
 from .._tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch import keys as K
-from ..dispatch.facets import Derivative
 from . import _levels
 from ._batched import BatchedTensor, make_batched
+from ._calls import _decomposes, _positional
 
 _BATCHED = K.BATCHED
 _AG = K.AUTOGRAD
@@ -154,18 +154,6 @@ def _unwrap(a, level):
     return a, None
 
 
-def _positional(op, args, kwargs):
-    if not kwargs:
-        return tuple(args)
-    names = op.schema.arg_names
-    out = list(args)
-    for name in names[len(args):]:
-        if name not in kwargs:
-            break
-        out.append(kwargs[name])
-    return tuple(out)
-
-
 def physical_grad_mode(level) -> bool:
     """Grad mode for the tensors under vmap ``level``: the mode the first grad transform above
     the level was entered in (a grad inside vmap records on the wrappers; what lies below keeps
@@ -246,16 +234,6 @@ def _repeat(outs, size):
         return type(outs)(_batching.materialize(o, None, size) if isinstance(o, Tensor) else o
                           for o in outs)
     return _batching.materialize(outs, None, size) if isinstance(outs, Tensor) else outs
-
-
-def _decomposes(op) -> bool:
-    """A core composite (written in ember ops) runs on the batched tensors themselves; views
-    build their output from the input's strides, so they need rules, and plug-in composites may
-    read host data, so they take the fallback."""
-    if op.composite is None or "::" in op.name:
-        return False
-    d = op.derivative
-    return not (d.__class__ is Derivative and d.is_view)
 
 
 def _wrap_outputs(op, args, phys, outs, out_dims, level):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..ops import elementwise as _ew
 from ..ops import reduction as _red
 from ..ops.elementwise import activation as _act

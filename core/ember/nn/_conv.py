@@ -364,8 +364,3 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 for _fn in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d):
     torch_function(_fn.__name__)(_fn)
 del _fn
-
-from ._pool import *  # noqa: E402,F401,F403 - pooling shares the helpers above
-from ._pool import __all__ as _pool_all  # noqa: E402
-
-__all__ = __all__ + _pool_all

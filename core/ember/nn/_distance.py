@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..ops._util import torch_function
 from ..ops.distances import pdist
 

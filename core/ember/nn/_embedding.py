@@ -7,7 +7,7 @@ import warnings
 
 from .. import _dtype
 from .. import _tensor as _tensor_mod
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..ops import elementwise as _ew
 from ..ops._util import every_example, require_tensor, torch_function
 from ..ops.embedding_bag import embedding_bag, embedding_bag_outputs

@@ -11,7 +11,7 @@ import math
 import warnings
 
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..ops import elementwise as _ew
 from ..ops import linalg as _la
 from ..ops.nn import loss as _nn_loss

@@ -6,8 +6,9 @@ running statistics like PyTorch), ``local_response_norm`` and the legacy cross-m
 the running statistics) are registered beside them."""
 from __future__ import annotations
 
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..ops import elementwise as _ew
+from ..ops import linalg as _la
 from ..ops import nn as _nn_ops
 from ..ops import reduction as _red
 from ..ops._util import require_tensor, torch_function
@@ -100,7 +101,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     require_tensor(input, "normalize")
-    denom = _red.norm(input, p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    denom = _la.norm(input, p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     r = input / denom
     return r if out is None else out.copy_(r)
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from . import (_activation, _attention, _conv, _distance, _dropout, _embedding,
                _fractional_pool, _grid, _linear, _loss, _margin_loss, _normalization, _padding,
-               _sampling)
+               _pool, _sampling)
 from ._activation import *  # noqa: F401,F403
 from ._attention import *  # noqa: F401,F403
 from ._attention import _canonical_mask, _none_or_dtype  # noqa: F401 - torch's helpers
-from ._conv import *  # noqa: F401,F403 - convolution and pooling
+from ._conv import *  # noqa: F401,F403
 from ._distance import *  # noqa: F401,F403
 from ._dropout import *  # noqa: F401,F403
 from ._embedding import *  # noqa: F401,F403
@@ -30,12 +30,13 @@ from ._loss import *  # noqa: F401,F403
 from ._margin_loss import *  # noqa: F401,F403
 from ._normalization import *  # noqa: F401,F403
 from ._padding import *  # noqa: F401,F403
+from ._pool import *  # noqa: F401,F403
 from ._sampling import *  # noqa: F401,F403
 from ..ops.spatial import (channel_shuffle, fold, native_channel_shuffle, pixel_shuffle,
                            pixel_unshuffle, unfold)
 
 __all__ = [name for module in (_activation, _attention, _conv, _distance, _dropout, _embedding,
                                _fractional_pool, _grid, _linear, _loss, _margin_loss,
-                               _normalization, _padding, _sampling)
+                               _normalization, _padding, _pool, _sampling)
            for name in module.__all__] + ["fold", "unfold", "pixel_shuffle", "pixel_unshuffle",
                                           "channel_shuffle", "native_channel_shuffle"]

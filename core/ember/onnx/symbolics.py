@@ -456,7 +456,7 @@ def translate(b, graph, values, inputs, dyn_sizes, const_arrays):
                 if isinstance(a, (list, tuple)):
                     return rebuild(a, [load(x) for x in a])
                 return a
-            from ..autograd.grad_mode import no_grad
+            from ..dispatch.grad_mode import no_grad
             with no_grad():
                 value = _call(node, load)
             folded[("node", i, None)] = value

@@ -107,6 +107,17 @@ def check_inplace(op: str, self, result_dtype, result_shape) -> None:
                            f"broadcast shape {list(result_shape)}")
 
 
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int", "int16": "short int",
+              "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+              "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def cpp_dtype_name(d) -> str:
+    """The C++ spelling of a dtype in PyTorch's kernel messages (``c10::Half``, ``long int``)."""
+    return _CPP_NAMES[d.name]
+
+
 def _dtype_title(d) -> str:
     return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
             "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",

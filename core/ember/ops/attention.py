@@ -52,9 +52,9 @@ from . import linalg as _la
 from . import reduction as _red
 from . import shape as _shape
 from ._util import _broadcast_pair
-from ..autograd.grad_mode import is_grad_enabled
+from ..dispatch.grad_mode import is_grad_enabled
 from ..runtime.registry import registry
-from .linalg import cpp_dtype_name as _cpp
+from ._util import cpp_dtype_name as _cpp
 
 __all__ = ["scaled_dot_product_attention"]
 

@@ -13,13 +13,13 @@ from .._device import as_device, device as _device_cls
 import copy
 
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
 from .. import _memory_format as _mf
-from . import _batching, _grad, _tangents
+from . import _batching, _grad, _primitives, _tangents
 from . import _meta
-from . import views as _views  # inside functions only: views import this module
+from . import views as _views
 from ._util import require_tensor, tensor_method
 
 
@@ -53,6 +53,7 @@ to_copy_op = define("_to_copy(Tensor self, dtype dtype) -> Tensor", meta=_to_cop
 copy_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", meta=_copy_meta,
                  derivative=Derivative(_copy_backward, complex_ok=True, name="CopyBackwards"),
                  doc="Elementwise copy of ``src`` (same shape and device) into ``self``.")
+_primitives.provide(to_copy_op=to_copy_op, copy_op=copy_op)
 
 
 def _warn_complex_to_real(src, dst_dtype):
@@ -95,9 +96,8 @@ def copy_(self, src, non_blocking=False):
                                    "written-to tensor refers to a single memory location. Please "
                                    "clone() the tensor before performing the operation.")
     if src._shape != self._shape:
-        from .views import expand_op
         try:
-            src = expand_op(src, self._shape)
+            src = _views.expand_op(src, self._shape)
         except RuntimeError:
             raise RuntimeError(f"copy_: the source of shape {list(src._shape)} can't be "
                                f"broadcast to the destination's shape {list(self._shape)}") \
@@ -327,8 +327,7 @@ def _copy_batch_rule(args, bdims):
     if bdims[1] is not None:
         src = _batching.pad_logical(src, self.ndim - 1)
     if src._shape != self._shape:
-        from .views import expand_op
-        src = expand_op(src, self._shape)
+        src = _views.expand_op(src, self._shape)
     return copy_op(self, src), 0
 
 

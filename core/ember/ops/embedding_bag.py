@@ -199,7 +199,7 @@ def embedding_bag_outputs(input, weight, offsets=None, max_norm=None, norm_type=
 
 
 def _no_grad():
-    from ..autograd.grad_mode import no_grad
+    from ..dispatch.grad_mode import no_grad
     return no_grad()
 
 

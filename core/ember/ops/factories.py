@@ -19,7 +19,7 @@ from .._device import device as _device_cls
 from .._tensor import Size, Tensor
 from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import define
-from . import _meta
+from . import _meta, _primitives
 from ._util import as_shape
 from ..runtime import determinism as _determinism
 
@@ -49,6 +49,7 @@ arange_op = define("arange(Scalar start, Scalar end, Scalar step, dtype dtype, D
 linspace_op = define("linspace(Scalar start, Scalar end, int steps, dtype dtype, Device device) "
                      "-> Tensor", meta=_linspace_meta)
 eye_op = define("eye(int n, int m, dtype dtype, Device device) -> Tensor", meta=_eye_meta)
+_primitives.provide(full_op=full_op)
 
 
 def _empty_composite(size, dtype, device):
@@ -380,6 +381,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
                            f"(start={start}, end={end}, step={step})")
     dev = as_device(device)
     return _finish(arange_op.on(dev, start, end, step, dtype, dev), requires_grad)
+
+
+_primitives.provide(arange=arange)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):

@@ -25,7 +25,7 @@ The fused steps follow ``torch.optim``'s single-tensor updates exactly (same ass
 from __future__ import annotations
 
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import NOT_DIFFERENTIABLE

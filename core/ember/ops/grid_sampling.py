@@ -182,7 +182,7 @@ def _grid_sample_composite(input, grid, mode, padding_mode, align_corners):
 def _grid_sample_backward_composite(grad_output, input, grid, mode, padding_mode,
                                     align_corners):
     from ..autograd.engine import grad as _grad_fn
-    from ..autograd.grad_mode import enable_grad
+    from ..dispatch.grad_mode import enable_grad
     with enable_grad():
         x = input if input.requires_grad else input.detach().requires_grad_(True)
         g = grid if grid.requires_grad else grid.detach().requires_grad_(True)

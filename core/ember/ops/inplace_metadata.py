@@ -9,7 +9,7 @@ import warnings
 
 from .. import _memory_format as _mf
 from .._tensor import Size, Tensor
-from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..dispatch.grad_mode import is_grad_enabled, no_grad
 from ..runtime.layout import contiguous_strides
 from ..runtime.storage import Storage
 from ._util import tensor_method

@@ -18,7 +18,7 @@ from .. import _dtype
 from .._device import as_device
 from .._generator import Generator
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from . import _batching, _grad, _tangents

@@ -14,10 +14,9 @@ from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
-from . import _batching, _grad, _tangents
+from . import _batching, _grad, _primitives, _tangents
 from . import _meta
 from . import factories as _fac
-from . import reduction as _red
 from ._util import require_tensor, tensor_method, write_out
 from .views import slice_op, unsqueeze, view_op
 
@@ -90,7 +89,7 @@ def _tile_backward(ctx, g, self, reps):
         split += [r, s]
     if 0 in split:
         return (_grad.zeros(shape, g),)
-    r = _red.sum_op(g.reshape(split), tuple(range(0, 2 * len(reps), 2)), False, g.dtype)
+    r = _primitives.sum_op(g.reshape(split), tuple(range(0, 2 * len(reps), 2)), False, g.dtype)
     return (view_op(r, tuple(shape)) if r._shape != tuple(shape) else r,)
 
 
@@ -115,6 +114,7 @@ tril_op = define("tril(Tensor self, int diagonal) -> Tensor", meta=_meta.same("t
                  derivative=Derivative(_tril_backward, complex_ok=True))
 triu_op = define("triu(Tensor self, int diagonal) -> Tensor", meta=_meta.same("triu"),
                  derivative=Derivative(_triu_backward, complex_ok=True))
+_primitives.provide(cat_op=cat_op)
 
 
 def _tensor_list(tensors, op):

@@ -26,7 +26,7 @@ from copy import deepcopy
 
 from .. import _dtype
 from .._tensor import Tensor
-from ..autograd.grad_mode import enable_grad, set_grad_enabled
+from ..dispatch.grad_mode import enable_grad, set_grad_enabled
 from ..autograd.tensor_api import zero_grads
 from ..utils.hooks import RemovableHandle
 

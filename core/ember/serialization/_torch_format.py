@@ -142,7 +142,7 @@ class LoadedStorage:
                                   f"{list(size)} and stride {list(stride)} at offset {offset} "
                                   f"reaches past the end of storage {self.key!r} "
                                   f"({base.numel()} elements): the file is corrupted")
-        from ..autograd.grad_mode import no_grad
+        from ..dispatch.grad_mode import no_grad
         with no_grad():
             return base.as_strided(size, stride, offset)
 

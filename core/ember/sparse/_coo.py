@@ -188,7 +188,7 @@ def to_sparse(t, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None
     if not 0 <= sparse_dim <= t.ndim:
         raise RuntimeError(f"to_sparse: sparse_dim {sparse_dim} must be in [0, {t.ndim}] for a "
                            f"tensor of shape {list(t.shape)}")
-    from ..autograd.grad_mode import no_grad
+    from ..dispatch.grad_mode import no_grad
     with no_grad():
         nz = t != 0
         if sparse_dim < t.ndim:

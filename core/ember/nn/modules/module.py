@@ -13,7 +13,7 @@ from collections import OrderedDict, namedtuple
 
 from ..._tensor import Tensor
 from ...utils.hooks import RemovableHandle
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ...autograd.tensor_api import zero_grads
 from ..parameter import Parameter
 

@@ -13,7 +13,7 @@ import copy
 import warnings
 
 from ... import _dtype
-from ...autograd.grad_mode import is_grad_enabled
+from ...dispatch.grad_mode import is_grad_enabled
 from ...ops import factories as _fac
 from ...ops import shape as _shape
 from .. import functional as F

@@ -9,7 +9,7 @@ import math
 import warnings
 
 from ..._tensor import Tensor
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]

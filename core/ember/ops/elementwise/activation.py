@@ -18,10 +18,9 @@ from ..._dtype import COMPLEX, FLOATING
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad, _tangents
+from .. import _grad, _primitives, _tangents
 from .. import _meta
 from .. import conversion as _conv  # formulas and composites only
-from . import selection as _sel  # formulas only: selection imports this module
 from .._util import require_tensor, tensor_method
 from ._rules import check_overlap, float_dtype
 
@@ -45,16 +44,16 @@ def _gelu_backward(ctx, g, x, approximate, compute):
 
 def _softplus_backward(ctx, g, x, beta, threshold, compute):
     bx = x * beta
-    return (_sel.where(bx.gt(threshold), g, g * bx.sigmoid()),)
+    return (_primitives.where(bx.gt(threshold), g, g * bx.sigmoid()),)
 
 
 def _leaky_relu_backward(ctx, g, x, slope):
-    return (_sel.where(x.gt(0), g, g * slope),)
+    return (_primitives.where(x.gt(0), g, g * slope),)
 
 
 def _elu_backward(ctx, g, x, alpha, scale, input_scale):
     neg = g * (x * input_scale).exp() * (alpha * scale * input_scale)
-    return (_sel.where(x.gt(0), g * scale, neg),)
+    return (_primitives.where(x.gt(0), g * scale, neg),)
 
 
 def _hardtanh_backward(ctx, g, x, lo, hi):
@@ -70,7 +69,7 @@ def _leaky_relu_result_backward(ctx, g, x, slope):
             "https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu "
             "backward calculation with negative slope")
     r = ctx.result
-    return (_sel.where(r.gt(0), g, g * slope),)
+    return (_primitives.where(r.gt(0), g, g * slope),)
 
 
 def _elu_result_backward(ctx, g, x, alpha, scale, input_scale):
@@ -81,7 +80,7 @@ def _elu_result_backward(ctx, g, x, alpha, scale, input_scale):
             "supported. This is caused by calling in-place forward function with a negative "
             "slope, please call out-of-place version instead.")
     r = ctx.result
-    return (_sel.where(r.le(0), g * ((r + alpha * scale) * input_scale), g * scale),)
+    return (_primitives.where(r.le(0), g * ((r + alpha * scale) * input_scale), g * scale),)
 
 
 def _elu_name(suffix):
@@ -101,11 +100,11 @@ def _hardsigmoid_backward(ctx, g, x):
 
 def _hardswish_backward(ctx, g, x):
     mid = g * (x / 3.0 + 0.5)
-    return (_sel.where(x.lt(-3.0), 0.0, _sel.where(x.le(3.0), mid, g)),)
+    return (_primitives.where(x.lt(-3.0), 0.0, _primitives.where(x.le(3.0), mid, g)),)
 
 
 def _threshold(self, threshold, value):
-    fill = _sel.where(self.gt(threshold), self, value)
+    fill = _primitives.where(self.gt(threshold), self, value)
     return fill if fill.dtype is self.dtype else fill.to(self.dtype)
 
 
@@ -337,7 +336,7 @@ def _rrelu_noise(input, lower, upper):
     """Per element: 1 where ``input > 0``, else a slope drawn from U(lower, upper) with the
     default generator of the input's device (PyTorch's ``noise``)."""
     slopes = input.new_empty(input.shape).uniform_(lower, upper)
-    return _sel.where(input.gt(0), 1.0, slopes).to(input.dtype)
+    return _primitives.where(input.gt(0), 1.0, slopes).to(input.dtype)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
@@ -363,7 +362,7 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 def hardshrink(input, lambd=0.5):
     """``x`` where ``|x| > lambd``, else 0."""
     require_tensor(input, "hardshrink")
-    return _sel.where(input.abs() > lambd, input, 0.0)
+    return _primitives.where(input.abs() > lambd, input, 0.0)
 
 
 def softshrink(input, lambd=0.5):
@@ -371,7 +370,7 @@ def softshrink(input, lambd=0.5):
     require_tensor(input, "softshrink")
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return _sel.where(input > lambd, input - lambd, _sel.where(input < -lambd, input + lambd, 0.0))
+    return _primitives.where(input > lambd, input - lambd, _primitives.where(input < -lambd, input + lambd, 0.0))
 
 
 @tensor_method()
@@ -385,7 +384,7 @@ def prelu(input, weight):
                                f"parameter numbers = {n} and channel size = "
                                f"{input._shape[1] if input.ndim >= 2 else 1}.")
         weight = weight.reshape(n, *([1] * (input.ndim - 2)))
-    return _sel.where(input > 0, input, input * weight)
+    return _primitives.where(input > 0, input, input * weight)
 
 
 # -- ember.func: batching rules and jvps (from the backward formulas) ---------------------------

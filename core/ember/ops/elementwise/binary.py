@@ -17,9 +17,8 @@ from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _grad, _tangents
+from .. import _grad, _primitives, _tangents
 from .._util import check_inplace, ember_namespace, is_scalar, require_tensor, write_out
-from . import selection as _sel  # formulas only: selection imports this module
 from ._rules import (ARITH, CMP, FLOAT_BINARY, INT, LOGICAL, binary_dtype, binary_inplace_meta,
                      binary_meta, check_bcast, check_overlap, check_scalar, check_sub, dtypes_of,
                      float_dtype)
@@ -59,7 +58,7 @@ def _pow_backward(ctx, g, self, exponent, compute):
     gs = ge_ = None
     if ctx.needs(0):
         if _is_t(exponent):
-            gs = _sel.where(exponent.eq(0), 0.0,
+            gs = _primitives.where(exponent.eq(0), 0.0,
                             g * _grad.conj(exponent * self ** (exponent - 1)))
         elif exponent == 0:
             gs = _grad.zeros_like(g)
@@ -70,7 +69,7 @@ def _pow_backward(ctx, g, self, exponent, compute):
         if _is_t(self):
             zero_base = self.eq(0).logical_and(exponent.ge(0) if not exponent.is_complex()
                                                else exponent.eq(exponent))
-            ge_ = g * _grad.conj(_sel.where(zero_base, 0.0, r * self.log()))
+            ge_ = g * _grad.conj(_primitives.where(zero_base, 0.0, r * self.log()))
         elif self == 0:
             ge_ = _grad.zeros_like(g)
         else:
@@ -80,7 +79,7 @@ def _pow_backward(ctx, g, self, exponent, compute):
 
 def _split_ties(g, self, other, loser_if):
     """maximum/minimum: the gradient goes to the larger (smaller) input, halved on ties."""
-    half = _sel.where(self.eq(other), g * 0.5, g)
+    half = _primitives.where(self.eq(other), g * 0.5, g)
     return _grad.mask_fill_zero(half, loser_if(self, other))
 
 
@@ -150,7 +149,7 @@ def _logaddexp2_backward(ctx, g, self, other, compute):
 
 
 def _copysign_backward(ctx, g, self, other, compute):
-    return _both(ctx, lambda: g * _sel.where(self.eq(0), 0.0, ctx.result / self),
+    return _both(ctx, lambda: g * _primitives.where(self.eq(0), 0.0, ctx.result / self),
                  lambda: _grad.zeros_like(g))
 
 

@@ -7,7 +7,7 @@ from ..._dtype import COMPLEX
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad, _tangents
+from .. import _grad, _primitives, _tangents
 from .. import _meta
 from .._meta import broadcast
 from .._util import (_broadcast_pair, _dtype_title, check_inplace, ember_namespace, require_tensor,
@@ -54,6 +54,7 @@ def where(condition, input=None, other=None, *, out=None):
     return r if out is None else write_out(out, r, "where")
 
 
+_primitives.provide(where=where)
 Tensor.where = lambda self, condition, other: where(condition, self, other)
 
 

@@ -14,7 +14,7 @@ from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define, get_op
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _grad, _tangents
+from .. import _grad, _primitives, _tangents
 from .. import _meta
 from .._util import check_inplace, write_out
 from . import activation as _act  # formulas only (mish)
@@ -229,6 +229,7 @@ for _alias, _target in ALIASES_UNARY.items():
     if _target + "_" in unary_api:
         setattr(Tensor, _alias + "_", unary_api[_target + "_"])
 conj_physical_op = unary_ops["conj_physical"][1]
+_primitives.provide(conj_physical_op=conj_physical_op)
 
 
 def _logical_not_(self):

@@ -7,7 +7,7 @@ from ... import _dtype
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _batching, _grad, _tangents
+from .. import _batching, _grad, _primitives, _tangents
 from .. import _meta
 from .. import factories as _fac
 from .. import reduction as _red
@@ -44,6 +44,7 @@ def _index_add_meta(self, dim, index, source, alpha):
 def scatter_into_zeros(g, shape, dim, index):
     """zeros(shape) with ``g`` added at ``index`` along ``dim`` (gather's adjoint)."""
     return scatter_op(_grad.zeros(shape, g), dim, index, g, "add")
+_primitives.provide(scatter_into_zeros=scatter_into_zeros)
 
 
 def _gather_backward(ctx, g, self, dim, index):

@@ -40,11 +40,11 @@ from .products import (bmm, dot, ger, inner, kron, matmul, matmul_op, mm, mv, ou
 from ._rules import LinAlgError
 from .legacy import (chain_matmul, cholesky, cholesky_inverse, cholesky_solve, cross, det,
                      frobenius_norm, inverse, logdet, lu, lu_solve, lu_unpack, matrix_exp,
-                     matrix_power, nuclear_norm, orgqr, pinverse, qr, slogdet, svd,
+                     matrix_power, norm, nuclear_norm, nuclear_norm_op, orgqr, pinverse, qr, slogdet, svd,
                      triangular_solve)
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm",
            "addmv", "einsum", "tensordot", "det", "logdet", "slogdet", "inverse", "pinverse",
            "matrix_exp", "matrix_power", "cholesky", "cholesky_solve", "cholesky_inverse", "svd",
            "qr", "lu_unpack", "cross", "trace", "kron", "inner", "addbmm", "addr", "chain_matmul", "frobenius_norm",
-           "nuclear_norm", "triangular_solve", "lu", "lu_solve", "orgqr"]
+           "nuclear_norm", "norm", "triangular_solve", "lu", "lu_solve", "orgqr"]

@@ -8,17 +8,9 @@ from ... import _dtype
 from ..._tensor import Tensor
 from .. import _grad
 from .. import views as _views
-from .._util import _broadcast_pair, _dtype_title, every_example
+from .._util import _broadcast_pair, _dtype_title, cpp_dtype_name, every_example  # noqa: F401
 
 # PyTorch names dtypes by their C++ scalar type in a few messages ("float != double")
-_CPP = {"float32": "float", "float64": "double", "float16": "c10::Half",
-        "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int", "int16": "short int",
-        "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
-        "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
-
-
-def cpp_dtype_name(d) -> str:
-    return _CPP[d.name]
 
 
 # -- argument checks ----------------------------------------------------------------------------

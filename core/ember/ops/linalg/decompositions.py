@@ -23,10 +23,9 @@ from ... import return_types as _rt
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _meta
+from .. import _meta, _primitives
 from .._util import write_out
 from . import products as _products
-from . import solvers as _solvers
 from ._rules import (batch_of, check_at_least_2d, check_errors, check_float, check_square,
                      diag, diag_embed, eye_like, mH, quiet_div, real_part,
                      same_batch_rule)
@@ -67,7 +66,7 @@ def _lu_factor_meta(A, pivot):
 
 def _lu_backward(L_grad, U_grad, P, L, U, pivot):
     """PyTorch's ``linalg_lu_backward``: the gradient of A = P L U from those of L and U."""
-    st = _solvers.solve_triangular_op
+    st = _primitives.solve_triangular_op
     m, n = L._shape[-2], U._shape[-1]
     k = min(m, n)
     if m == n:
@@ -205,7 +204,7 @@ def _cholesky_backward(ctx, g, A, upper):
     gL = g[0]
     if upper:
         L, gL = mH(L), mH(gL)
-    st = _solvers.solve_triangular_op
+    st = _primitives.solve_triangular_op
     gA = (mH(L) @ gL).tril()
     gA = (gA + mH(gA.tril(-1))) * 0.5
     gA = st(mH(L), gA, True, True, False)
@@ -265,7 +264,7 @@ def _qr_backward(ctx, g, A, mode):
     if mode == "complete" and m > n:
         raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and "
                            "nrows > ncols.")
-    st = _solvers.solve_triangular_op
+    st = _primitives.solve_triangular_op
     gA = gR @ mH(R) - mH(Q) @ gQ
     if m >= n:
         X = gA.triu()
@@ -327,7 +326,7 @@ def _eig_backward_common(gL, gV, L, V, hermitian):
     gA = gA - diag_embed(diag(gA)) + diag_embed(gL.to(gA.dtype))
     if hermitian:
         return V @ (gA @ mH(V))
-    return _solvers.solve_op(mH(V), gA @ mH(V), True)[0]
+    return _primitives.solve_op(mH(V), gA @ mH(V), True)[0]
 
 
 def _allclose_zero(x, tol=1e-2):
@@ -413,7 +412,7 @@ def _eigvals_meta(A):
 
 def _eigvals_backward(ctx, g, A):
     _, V = eig_op(A)
-    return (_solvers.solve_op(mH(V), g.unsqueeze(-1) * mH(V), True)[0],)
+    return (_primitives.solve_op(mH(V), g.unsqueeze(-1) * mH(V), True)[0],)
 
 
 eigvals_op = define("linalg_eigvals(Tensor A) -> Tensor", meta=_eigvals_meta,

@@ -5,11 +5,20 @@
 ``lu``'s optional infos, ``lu_solve``, ``orgqr``): thin wrappers over the ``linalg`` ops."""
 from __future__ import annotations
 
+import math
 import warnings
 
+from ... import _dtype
 from ... import return_types as _rt
-from ..._tensor import Tensor
-from .._util import tensor_method, write_out
+from ..._dtype import FLOATING
+from ..._tensor import Tensor, _wrap_dim
+from ...dispatch.dispatcher import define
+from .. import views as _views
+from .._util import _dtype_title, tensor_method, write_out
+from ..reduction import sums as _sums
+from ..reduction._rules import check_tensor, given, reduce_dims
+from ..reduction.norms import vector_norm_op
+from . import products as _products
 from . import decompositions as _dec
 from . import functions as _fn
 from . import solvers as _sol
@@ -171,6 +180,67 @@ def lu_solve(b, LU_data, LU_pivots, *, out=None):
 def orgqr(input, tau, *, out=None):
     """Q from Householder reflectors (``torch.linalg.householder_product``)."""
     return _dec.householder_product(input, tau, out=out)
+
+
+# -- torch.norm (deprecated for linalg.norm): p-norms over dims, 'fro' and the nuclear norm ----
+def _nuclear_norm(x, dim, keepdim):
+    s = _products.svdvals_op(_views.movedim(x, dim, (-2, -1)))
+    r = _sums.sum_op(s, (s.ndim - 1,), False, s.dtype)
+    if keepdim:
+        for d in sorted(dim):
+            r = _views.unsqueeze(r, d)
+    return r
+
+
+nuclear_norm_op = define("nuclear_norm(Tensor self, int[] dim, bool keepdim) -> Tensor",
+                         composite=_nuclear_norm)
+
+
+def _fmt_ord(p):
+    return int(p) if math.isfinite(p) and p == int(p) else p
+
+
+@tensor_method()
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    check_tensor(input, "norm")
+    if input.dtype.category < FLOATING:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_dtype_title(input.dtype)}")
+    x = input if dtype is None else input.to(_dtype.as_dtype(dtype))
+    if p is None:
+        p = "fro"
+    if isinstance(p, str):
+        if p == "nuc":
+            r = nuclear_norm_op(x, _matrix_dims(x, dim), bool(keepdim))
+            return r if out is None else write_out(out, r, "norm")
+        if p != "fro":
+            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+        p = 2
+    ord = float(p)
+    dims = reduce_dims(x, dim, "norm")
+    if (ord < 0 or ord == math.inf) and x.numel() == 0:
+        if not given(dim):
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {_fmt_ord(ord)} norm on an "
+                               f"empty tensor because the operation does not have an identity")
+        for d in dims:
+            if x._shape[d] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {_fmt_ord(ord)} norm on "
+                                   f"the dimension {d} because this dimension is empty and the "
+                                   f"operation does not have an identity")
+    r = vector_norm_op(x, ord, dims, bool(keepdim))
+    return r if out is None else write_out(out, r, "norm")
+
+
+def _matrix_dims(x, dim):
+    if dim is None:
+        dim = tuple(range(x.ndim))
+    if not isinstance(dim, (list, tuple)) or len(dim) != 2:
+        got = " ".join(str(d) for d in dim) if isinstance(dim, (list, tuple)) else dim
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {got}")
+    d0, d1 = (_wrap_dim(d, x.ndim, "norm") for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
+    return d0, d1
 
 
 for _name, _fields in (("svd", ["U", "S", "V"]), ("qr", ["Q", "R"]),

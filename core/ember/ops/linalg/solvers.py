@@ -20,7 +20,7 @@ from ... import return_types as _rt
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _meta
+from .. import _meta, _primitives
 from .._util import _broadcast_pair, every_example, write_out
 from . import decompositions as _dec
 from ._rules import (batch_of, check_at_least_2d, check_errors, check_float, check_same_device,
@@ -200,6 +200,7 @@ solve_triangular_op = define("linalg_solve_triangular(Tensor A, Tensor B, bool u
                                                    save=("A", "result"), complex_ok=True),
                              doc="Triangular solve (trtrs/trsm) with A and B of one batch "
                                  "shape.")
+_primitives.provide(solve_op=solve_op, solve_triangular_op=solve_triangular_op)
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
@@ -400,7 +401,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     from .. import factories as _fac
     zero = _fac.full((), 0.0, dtype=real, device=A.device)
     X = pinv_op(A_, zero, _fac.full((), rc, dtype=real, device=A.device), False) @ B_
-    from ...autograd.grad_mode import no_grad
+    from ...dispatch.grad_mode import no_grad
     with no_grad():
         S = _dec._products.svdvals_op(A_)
         smax = S.narrow(-1, 0, 1) if S._shape[-1] else S

@@ -2,7 +2,8 @@
 
 * ``sums``      sum, prod, nansum, mean, nanmean, var, std, var_mean, std_mean, count_nonzero
 * ``extremes``  amax, amin, max, min, aminmax, argmax, argmin, all, any
-* ``norms``     logsumexp, vector_norm, the nuclear norm, ``norm``, ``renorm``
+* ``norms``     logsumexp, vector_norm, ``renorm`` (the matrix norms and ``torch.norm`` are in
+                 ``ember.ops.linalg``)
 * ``statistics`` cov, corrcoef, quantile, nanquantile
 * ``scans``     cumsum, cumprod, softmax, log_softmax; cummax, cummin, logcumsumexp
 * ``_rules``    argument handling, meta functions and formula helpers the family shares
@@ -27,7 +28,7 @@ from . import sums, scans, extremes, norms, statistics  # noqa: F401 - sums and 
 from .extremes import (all, all_op, amax, amax_op, amin, amin_op, aminmax, aminmax_op, any,
                        any_op, argmax, argmax_op, argmin, argmin_op, max, max_dim_op, min,
                        min_dim_op)
-from .norms import (logsumexp, logsumexp_op, norm, nuclear_norm_op, renorm, vector_norm_op)
+from .norms import logsumexp, logsumexp_op, renorm, vector_norm_op
 from .statistics import corrcoef, cov, nanquantile, quantile
 from .scans import (cummax, cummin, cumprod, cumprod_op, cumsum, cumsum_op, log_softmax,
                     log_softmax_op, logcumsumexp, softmax, softmax_op)
@@ -37,6 +38,6 @@ from .sums import (count_nonzero, count_nonzero_op, mean, mean_op, nanmean, nanm
 
 __all__ = ["sum", "mean", "prod", "nansum", "nanmean", "var", "std", "var_mean", "std_mean",
            "max", "min", "amax", "amin", "aminmax", "argmax", "argmin", "all", "any",
-           "logsumexp", "norm", "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax",
+           "logsumexp", "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax",
            "cummax", "cummin", "logcumsumexp", "renorm", "cov", "corrcoef", "quantile",
            "nanquantile"]

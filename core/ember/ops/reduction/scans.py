@@ -8,13 +8,11 @@ from ..._dtype import FLOATING
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _batching, _grad, _tangents
+from .. import _batching, _grad, _primitives, _tangents
 from .. import elementwise as _ew
 from .. import factories as _fac
-from .. import linalg as _linalg
 from .. import shape as _shape_ops
-from .._util import _dtype_title, ember_namespace, every_example, require_tensor, tensor_method
-from . import sums as _sums
+from .._util import _dtype_title, cpp_dtype_name, ember_namespace, every_example, require_tensor, tensor_method
 from ._rules import accumulate_dtype, along_dim_meta, check_tensor, no_complex
 
 
@@ -45,7 +43,7 @@ def _cumprod_backward(ctx, g, self, dim, dtype):
     prods = cumprod_op(xk, xk.ndim - 1, self.dtype)
     steps = _fac.arange(n, device=self.device)
     upper = _ew.binary_api["ge"](steps.unsqueeze(0), steps.unsqueeze(1))   # i >= k
-    gk = _sums.sum_op(_grad.keep_where(prods * g.movedim(dim, -1).unsqueeze(-2), upper),
+    gk = _primitives.sum_op(_grad.keep_where(prods * g.movedim(dim, -1).unsqueeze(-2), upper),
                       (xk.ndim - 1,), False, self.dtype)             # (..., k)
     return (gk.movedim(-1, dim),)
 
@@ -69,7 +67,7 @@ def _make_scan(name, op):
 
     def fn_(self, dim, *, dtype=None):
         if dtype is not None and _dtype.as_dtype(dtype) is not self.dtype:
-            cpp = _linalg.cpp_dtype_name
+            cpp = cpp_dtype_name
             raise RuntimeError(f"Bad in-place call: input tensor dtype {cpp(self.dtype)} and "
                                f"output tensor dtype {cpp(_dtype.as_dtype(dtype))} should match")
         if self.dtype is _dtype.bool_:
@@ -93,13 +91,13 @@ def _dims_of(shape, dim):
 def _softmax_backward(ctx, g, self, dim, dtype):
     y = ctx.result
     dims = _dims_of(y._shape, dim)
-    return (y * (g - _sums.sum_op(g * y, dims, True, g.dtype)),)
+    return (y * (g - _primitives.sum_op(g * y, dims, True, g.dtype)),)
 
 
 def _log_softmax_backward(ctx, g, self, dim, dtype):
     y = ctx.result
     dims = _dims_of(y._shape, dim)
-    return (g - _ew.unary_api["exp"](y) * _sums.sum_op(g, dims, True, g.dtype),)
+    return (g - _ew.unary_api["exp"](y) * _primitives.sum_op(g, dims, True, g.dtype),)
 
 
 softmax_op = define("softmax(Tensor self, int dim, dtype dtype) -> Tensor",
@@ -225,7 +223,7 @@ def _softmax_jvp(ctx, tangents, self, dim, dtype):
     if t is None:
         return None
     y = ctx.result
-    return y * (t - _sums.sum_op(y * t, _dims_of(y._shape, dim), True, y.dtype))
+    return y * (t - _primitives.sum_op(y * t, _dims_of(y._shape, dim), True, y.dtype))
 
 
 def _log_softmax_jvp(ctx, tangents, self, dim, dtype):
@@ -233,7 +231,7 @@ def _log_softmax_jvp(ctx, tangents, self, dim, dtype):
     if t is None:
         return None
     p = _ew.unary_api["exp"](ctx.result)
-    return t - _sums.sum_op(p * t, _dims_of(p._shape, dim), True, p.dtype)
+    return t - _primitives.sum_op(p * t, _dims_of(p._shape, dim), True, p.dtype)
 
 
 softmax_op.def_jvp(_softmax_jvp)

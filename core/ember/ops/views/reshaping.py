@@ -3,11 +3,12 @@
 """
 from __future__ import annotations
 
+
 from ... import _dtype
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _batching, _grad, _tangents
+from .. import _batching, _grad, _primitives, _tangents
 from .._util import broadcast_shapes, contiguous_strides, require_tensor, tensor_method
 from .strided import as_strided_op
 
@@ -236,6 +237,7 @@ def reshape(input, *shape):
     if _view_strides(input._shape, input._stride, shape) is not None:
         return view_op(input, shape)
     return view_op(input.contiguous(), shape)
+_primitives.provide(reshape=reshape)
 
 
 Tensor.reshape = reshape
@@ -421,6 +423,7 @@ def _expand_backward(ctx, g, self, size):
 
 expand_op = define("expand(Tensor self, int[] size) -> Tensor", composite=_expand,
                    derivative=Derivative(_expand_backward, view=True, complex_ok=True))
+_primitives.provide(view_op=view_op, expand_op=expand_op)
 
 
 @tensor_method()

@@ -10,8 +10,7 @@ from ... import _dtype
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _batching, _grad, _tangents
-from .. import factories as _fac
+from .. import _batching, _grad, _primitives, _tangents
 from .._util import tensor_method
 from .strided import logical_geometry, view_scatter
 
@@ -67,6 +66,7 @@ def _select(self, dim, index):
 
 select_op = define("select(Tensor self, int dim, int index) -> Tensor", composite=_select,
                    derivative=Derivative(_logical_backward(_select), view=True, complex_ok=True))
+_primitives.provide(select_op=select_op)
 
 
 def select(input, dim, index):
@@ -129,8 +129,8 @@ def _unfold_backward(ctx, g, self, dim, size, step):
         for k in range(size):
             grad[lead + (slice(k, k + (count - 1) * step + 1, step),)] += g.select(-1, k)
         return (grad,)
-    idx = (_fac.arange(count, device=g.device).unsqueeze(1) * step +
-           _fac.arange(size, device=g.device).unsqueeze(0)).reshape(-1)
+    idx = (_primitives.arange(count, device=g.device).unsqueeze(1) * step +
+           _primitives.arange(size, device=g.device).unsqueeze(0)).reshape(-1)
     moved = g.movedim(-1, dim + 1)                     # (..., count, size, ...)
     flat = moved.reshape(shape[:dim] + (count * size,) + shape[dim + 1:])
     return (_grad.zeros(shape, g).index_add(dim, idx, flat),)

@@ -14,8 +14,7 @@ import math
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _batching, _grad, _tangents
-from .. import conversion as _conv
+from .. import _batching, _grad, _primitives, _tangents
 from .._util import contiguous_strides, tensor_method
 
 
@@ -120,9 +119,9 @@ def as_strided(self, size, stride, storage_offset=None):
 
 # -- as_strided_scatter -------------------------------------------------------------------------
 def _as_strided_scatter(self, src, size, stride, storage_offset):
-    out = _conv.to_copy_op(self, self.dtype)
+    out = _primitives.to_copy_op(self, self.dtype)
     view = as_strided_op(out, tuple(size), tuple(stride), out._offset + storage_offset)
-    _conv.copy_op(view, src if src._shape == tuple(size) else src.expand(tuple(size)))
+    _primitives.copy_op(view, src if src._shape == tuple(size) else src.expand(tuple(size)))
     return out
 
 
@@ -169,7 +168,7 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     _check_src(src, size)
     n = math.prod(shape)
     if math.prod(size) == 0:
-        return _conv.to_copy_op(input, input.dtype)
+        return _primitives.to_copy_op(input, input.dtype)
     last = offset + extent(size, stride)
     if input.is_contiguous() and base <= offset and last < base + n:
         return as_strided_scatter_op(input, src, size, stride, offset - base)
