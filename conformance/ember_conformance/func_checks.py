@@ -163,7 +163,7 @@ def check_vmap(info, dtype, device, only_sample=None) -> Result:
 def _factory_pattern(info, sample, device, vmap):
     """A function of no tensor under vmap: the same output for every example, or (random
     entries) one draw per example with randomness='different' and an error with 'error'."""
-    from ember.func._handler import RANDOMNESS_ERROR
+    from ember.ops._batching import RANDOMNESS_ERROR
     args, kwargs = sample.build(device)
     dummy = ember.zeros(BATCH, device=device)
     f = vmap(lambda _: info.fn(*args, **kwargs),

@@ -92,6 +92,7 @@ globals().update(_TORCH_FUNCTIONS)  # torch.conv2d, torch.dropout, torch.lstm…
 from . import func  # noqa: E402 - ember.func: vmap, grad, jvp… (registers the Batched key)
 from . import optim  # noqa: E402
 from . import futures, distributed, jit, profiler  # noqa: E402
+from .autograd import profiler as _autograd_profiler  # noqa: E402,F401 - torch.autograd.profiler
 from . import special  # noqa: E402
 from . import linalg  # noqa: E402
 from .compiler import compile  # noqa: E402,A004 - torch.compile's name

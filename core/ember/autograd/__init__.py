@@ -28,5 +28,5 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
 
 tensor_api.attach_all()
 _register(_keys.AUTOGRAD, record.make_handler)
-
-from . import profiler  # noqa: E402 - ember.autograd.profiler, as torch.autograd.profiler
+# ``ember.autograd.profiler`` (torch.autograd.profiler) is the profiler's legacy face; it is
+# imported with ``ember.profiler``, a layer above autograd, by ``ember/__init__``.

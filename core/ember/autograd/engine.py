@@ -18,6 +18,7 @@ from .. import _tensor
 from .._dtype import COMPLEX
 from .._tensor import Tensor
 from ..dispatch import keys as K
+from ..ops import _primitives
 from . import anomaly
 from .graph import AccumulateGrad, leaf_lock
 from ..dispatch.grad_mode import _restore, _save, _set_enabled
@@ -437,7 +438,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``."""
     if is_grads_batched:  # the first dim of each grad_output is a batch: one vmapped backward
-        from ..func import vmap
+        import ember   # ember.func is a layer above autograd: reached through the public face
+        vmap = ember.func.vmap
         outs = _as_tuple(outputs)
 
         def one(*gs):
@@ -495,3 +497,6 @@ def _warn_nonleaf_grad():
                   ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
                   "mistake, make sure you access the leaf Tensor instead.", UserWarning,
                   stacklevel=3)
+
+
+_primitives.provide(grad=grad)   # for ops whose backward differentiates their composite

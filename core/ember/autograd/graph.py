@@ -15,6 +15,7 @@ from .._dtype import FLOATING
 from .._tensor import Tensor
 from ..utils.hooks import RemovableHandle
 from ..dispatch import keys as K
+from ..ops import _primitives
 
 _AG = K.AUTOGRAD
 _seq = itertools.count()
@@ -309,3 +310,6 @@ class ZeroGradNode(Node):
 
     def apply(self, grads):
         return []
+
+
+_primitives.provide(SavedTensor=SavedTensor)   # statistics ops save for their derivative

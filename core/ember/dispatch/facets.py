@@ -23,7 +23,9 @@ Facets (attributes of ``Op``):
                   decomposes; otherwise a backward through it raises, naming the op).
 ``jvp``           forward-mode rule ``jvp(ctx, tangents, *args) -> tangent(s)`` (ember.func):
                   ``tangents`` mirrors the arguments (None where there is none), ``ctx.result``
-                  is the primal output; None means a zero tangent. Helpers: ``ops/_tangents.py``.
+                  is the primal output; None means a zero tangent, ``NotImplemented`` leaves
+                  the case to the transpose of the backward formula. Helpers:
+                  ``ops/_tangents.py``.
 ``batch_rule``    vmap rule ``rule(args, batch_dims) -> (outputs, out_dims)`` (ember.func):
                   batched arguments arrive as physical tensors with their batch dim in
                   ``batch_dims`` (None: not batched). Helpers: ``ops/_batching.py``.

@@ -6,7 +6,7 @@ import functools
 
 from .._tensor import Tensor
 from ..utils._pytree import broadcast_prefix, tree_flatten, tree_unflatten
-from . import _levels
+from ..dispatch import levels as _levels
 from ._batched import BatchedTensor, make_batched
 
 RANDOMNESS = ("error", "different", "same")

@@ -7,10 +7,8 @@ import warnings
 
 from .. import _dtype
 from .. import _tensor as _tensor_mod
-from ..dispatch.grad_mode import no_grad
-from ..ops import elementwise as _ew
 from ..ops._util import every_example, require_tensor, torch_function
-from ..ops.embedding_bag import embedding_bag, embedding_bag_outputs
+from ..ops.embedding_bag import embedding_bag, embedding_bag_outputs, embedding_renorm_
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -46,7 +44,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             raise IndexError(f"index out of range in self (embedding of {num} rows got index "
                              f"{lo if lo < 0 else hi})")
     if max_norm is not None:
-        _embedding_renorm_(weight, flat, max_norm, norm_type)
+        embedding_renorm_(weight, flat, max_norm, norm_type)
     from ..ops.indexing import index_select
     out = index_select(weight, 0, flat)
     if out.requires_grad and (padding_idx is not None or scale_grad_by_freq):
@@ -62,16 +60,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             factor = keep if factor is None else factor * keep
         out = frozen + (out - frozen) * factor.unsqueeze(-1)
     return out.reshape(*input._shape, weight._shape[1])
-
-
-def _embedding_renorm_(weight, flat, max_norm, norm_type):
-    from ..ops.sorting import unique
-    with no_grad():
-        rows = unique(flat)
-        sel = weight.index_select(0, rows)
-        norms = sel.norm(norm_type, 1, keepdim=True)
-        scale = _ew.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-        weight.index_copy_(0, rows, sel * scale)
 
 
 def one_hot(tensor, num_classes=-1):

@@ -6,6 +6,10 @@ while it defines its ops. What the rules call is listed here instead, and each f
 over its ops right after defining them (``_primitives.provide(sum_op=sum_op)``). The rules call
 them at run time, by which point every family has loaded. A slot still None at that point means
 the family that owns it was never imported.
+
+The same holds for the two services of autograd (a layer above the ops) that an op's own
+implementation needs: ``grad`` (a backward op computed by differentiating its composite) and
+``SavedTensor`` (statistics an op's derivative reads, version-checked like saved inputs).
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ SLOTS = {
     "to_copy_op": "conversion",
     "copy_op": "conversion",
     "arange": "factories",
+    "tensor": "factories",
     "full_op": "factories",
     "where": "elementwise.selection",
     "conj_physical_op": "elementwise.unary",
@@ -26,11 +31,14 @@ SLOTS = {
     "scatter_into_zeros": "indexing.gather_scatter",
     "solve_op": "linalg.solvers",
     "solve_triangular_op": "linalg.solvers",
+    "grad": "autograd.engine",
+    "SavedTensor": "autograd.graph",
 }
 
 sum_op = view_op = expand_op = reshape = select_op = to_copy_op = copy_op = full_op = where = None
-arange = None
+arange = tensor = None
 conj_physical_op = cat_op = scatter_into_zeros = solve_op = solve_triangular_op = None
+grad = SavedTensor = None
 
 
 def provide(**ops) -> None:

@@ -83,8 +83,7 @@ to_device_op = define("_to_device(Tensor self, Device device, bool non_blocking)
 @tensor_method()
 def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
-        from .factories import tensor
-        src = tensor(src, dtype=self.dtype, device=self.device)
+        src = _primitives.tensor(src, dtype=self.dtype, device=self.device)
     if src.device is not self.device:
         src = to_device_op(src, self.device, non_blocking)
     if src.dtype is not self.dtype and src.dtype.category == _dtype.COMPLEX:
@@ -319,7 +318,7 @@ def torch_device_surface() -> None:
 
 
 # -- ember.func ---------------------------------------------------------------------------------
-def _copy_batch_rule(args, bdims):
+def _copy_batch_rule(args, bdims, layer):
     self, src = args
     _batching.inplace_check(copy_op, args, bdims)
     if bdims[0] is None:

@@ -169,8 +169,7 @@ def pdist(input, p=2):
 
 def dist(input, other, p=2):
     """``norm(input - other, p)`` over all elements (broadcast)."""
-    from .reduction import norm
-    return norm(input - other, p)
+    return (input - other).norm(p)
 
 
 Tensor.dist = dist

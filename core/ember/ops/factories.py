@@ -132,6 +132,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return _finish(t, requires_grad)
 
 
+_primitives.provide(tensor=tensor)
+
+
 def as_tensor(data, dtype=None, device=None):
     dtype = None if dtype is None else _dtype.as_dtype(dtype)
     if isinstance(data, Tensor):
@@ -398,8 +401,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
              out=None):
     d, dev = _resolve(dtype, device)
     exps = linspace(start, end, steps, dtype=_dtype.float64, device=dev)
-    from .elementwise import binary_api
-    return _finish(binary_api["pow"](float(base), exps).to(d), requires_grad)
+    return _finish((float(base) ** exps).to(d), requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):

@@ -525,12 +525,9 @@ _INPLACE_SAME_ERROR = ("vmap: Cannot ask for different inplace randomness on an 
 
 def _random_rule(fn):
     """Mark a batching rule as a random op's: inside vmap it runs (or raises) by randomness."""
-    def rule(args, bdims):
-        from ..func._handler import RANDOMNESS_ERROR
-        from ..func._levels import rule_layer
-        layer = rule_layer()
+    def rule(args, bdims, layer):
         if layer.randomness == "error":
-            raise RuntimeError(RANDOMNESS_ERROR)
+            raise RuntimeError(_batching.RANDOMNESS_ERROR)
         return fn(args, bdims, layer)
     rule.is_random = True
     return rule
@@ -539,13 +536,13 @@ def _random_rule(fn):
 def _same_draws(op, args, bdims, layer, gen_pos):
     """randomness='same' with batched inputs: every example draws from the same generator
     state (the generator ends where one example's draws leave it)."""
-    from ..func._handler import per_example
     gen = args[gen_pos]
     if not (hasattr(gen, "state_bytes") and hasattr(gen, "load_state")):
         raise RuntimeError(f"vmap: {op.name} with randomness='same' and batched inputs needs a "
                            f"generator whose state can be saved and restored")
     state = gen.state_bytes()
-    return per_example(op, args, bdims, layer.batch_size, lambda b: gen.load_state(state))
+    return _batching.per_example(op, args, bdims, layer.batch_size,
+                                 lambda b: gen.load_state(state))
 
 
 def _factory_rule(op, size_pos):
@@ -622,8 +619,7 @@ def _inplace_random_rule(op, tensor_args=()):
 
 
 def _inplace_error(op):
-    from ..func._handler import inplace_error
-    return inplace_error(op.name)
+    return _batching.inplace_error(op.name)
 
 
 rand_op.def_batch_rule(_factory_rule(rand_op, 0))

@@ -434,16 +434,16 @@ def rot90(input, k=1, dims=(0, 1)):
 
 
 # -- ember.func: batching rules (dims shift past the batch); every op here is linear ----------
-def _cat_batch_rule(args, bdims):
+def _cat_batch_rule(args, bdims, layer):
     tensors, dim, dtype = args
     if all(d is None for d in bdims[0]):
         return cat_op(tensors, dim, dtype), None
-    size = _batching.batch_size_of(args, bdims)
+    size = _batching.batch_size_of(args, bdims, layer)
     parts = [_batching.materialize(t, d, size) for t, d in zip(tensors, bdims[0])]
     return cat_op(parts, dim + 1, dtype), 0
 
 
-def _tile_batch_rule(args, bdims):
+def _tile_batch_rule(args, bdims, layer):
     x, reps = args
     if bdims[0] is None:
         return tile_op(x, reps), None

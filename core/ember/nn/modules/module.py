@@ -365,8 +365,8 @@ class Module:
     def compile(self, *args, **kwargs):
         """Compile this module's forward with ``ember.compile`` in place (``torch``'s
         ``Module.compile``)."""
-        from ...compiler import _module_compile
-        _module_compile(self, *args, **kwargs)
+        import ember   # the compiler is a layer above nn (it guards on modules)
+        ember.compiler._module_compile(self, *args, **kwargs)
 
     def apply(self, fn):
         for m in self.children():

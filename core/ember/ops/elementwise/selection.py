@@ -33,8 +33,7 @@ where_op = define("where(Tensor condition, Tensor self, Tensor other, dtype comp
 
 def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
-        from ..indexing import nonzero
-        return nonzero(condition, as_tuple=True)
+        return condition.nonzero(as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
     if condition.dtype is not _dtype.bool_:

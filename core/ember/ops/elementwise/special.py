@@ -21,6 +21,7 @@ from ...dispatch.facets import Derivative
 from .. import _grad, _meta, _tangents
 from .._util import check_inplace, every_example, tensor_method, write_out
 from . import unary as _unary
+from .selection import where
 from ._rules import (FLOAT, FLOAT_BINARY, binary_dtype, binary_meta, check_bcast, check_overlap,
                      check_scalar, float_dtype, unary_meta)
 
@@ -43,36 +44,31 @@ def _from_both(fprime, **kw):
                       save=("self", "result"), **kw)
 
 
-def _where(cond, a, b):
-    from .selection import where
-    return where(cond, a, b)
-
-
 def _i1_d(x, r):
     # d/dx I1 = I0 - I1 / x, 1/2 at 0
-    return _where(x.eq(0), 0.5, _api("i0")(x) - r / x)
+    return where(x.eq(0), 0.5, _api("i0")(x) - r / x)
 
 
 def _i1e_d(x, r):
     # d/dx exp(-|x|) I1 = exp(-|x|) I0 - I1e (sgn(x) + 1/x), 1/2 at 0
-    return _where(x.eq(0), 0.5, _api("special_i0e")(x) - r * (x.sign() + x.reciprocal()))
+    return where(x.eq(0), 0.5, _api("special_i0e")(x) - r * (x.sign() + x.reciprocal()))
 
 
 def _sinc_d(x):
     # near 0 the Taylor series of sinc' (-pi^2 x / 3 + pi^4 x^3 / 30), so the double backward
     # is finite there too (PyTorch's gives nan at 0); elsewhere the closed form on a safe x
     near = (x * math.pi).abs() < 1e-3
-    safe = _where(near, 1.0, x)
+    safe = where(near, 1.0, x)
     px = safe * math.pi
     closed = (px * px.cos() - px.sin()) / (px * safe)
     x2 = x * x
     series = x * (-(math.pi ** 2) / 3 + (math.pi ** 4 / 30) * x2)
-    return _where(near, series, closed)
+    return where(near, series, closed)
 
 
 def _j1_d(x):
     # J1' = J0 - J1 / x, 1/2 at 0
-    return _where(x.eq(0), 0.5, _api("special_bessel_j0")(x) - _api("special_bessel_j1")(x) / x)
+    return where(x.eq(0), 0.5, _api("special_bessel_j0")(x) - _api("special_bessel_j1")(x) / x)
 
 
 # name, derivative

@@ -468,7 +468,7 @@ def _batched_indices(self_batched, indices, idims, size):
     return phys, order
 
 
-def _index_batch_rule(args, bdims):
+def _index_batch_rule(args, bdims, layer):
     self, indices = args
     ds, idims = bdims[0], bdims[1]
     if ds is None and all(d is None for d in idims):
@@ -476,7 +476,7 @@ def _index_batch_rule(args, bdims):
     if any(t is not None and t.dtype in (_dtype.bool_, _dtype.uint8) for t in indices) or \
             all(t is None for t in indices):
         from .. import _batching
-        return _batching.loop(index_op, args, bdims)
+        return _batching.loop(index_op, args, bdims, layer)
     size = next(t._shape[0] for t, d in zip([self] + list(indices), (ds,) + tuple(idims))
                 if d is not None)
     phys, order = _batched_indices(ds is not None, list(indices), idims, size)
@@ -520,25 +520,25 @@ def _index_put_physical(x, indices, idims, values, vdim, accumulate):
     return x
 
 
-def _index_put__batch_rule(args, bdims):
+def _index_put__batch_rule(args, bdims, layer):
     self, indices, values, accumulate = args
     from .. import _batching
     _batching.inplace_check(index_put__op, args, bdims)
     if bdims[0] is None:
         return index_put__op(*args), None
     if any(t is not None and t.dtype in (_dtype.bool_, _dtype.uint8) for t in indices):
-        return _batching.loop(index_put__op, args, bdims)
+        return _batching.loop(index_put__op, args, bdims, layer)
     return _index_put_physical(self, indices, bdims[1], values, bdims[2], accumulate), 0
 
 
-def _index_put_batch_rule(args, bdims):
+def _index_put_batch_rule(args, bdims, layer):
     self, indices, values, accumulate = args
     from .. import _batching
     if all(d is None for d in (bdims[0], bdims[2])) and all(d is None for d in bdims[1]):
         return index_put_op(*args), None
     if any(t is not None and t.dtype in (_dtype.bool_, _dtype.uint8) for t in indices):
-        return _batching.loop(index_put_op, args, bdims)
-    size = _batching.batch_size_of(args, bdims)
+        return _batching.loop(index_put_op, args, bdims, layer)
+    size = _batching.batch_size_of(args, bdims, layer)
     x = _conv.to_copy_op(_batching.materialize(self, bdims[0], size), self.dtype)
     return _index_put_physical(x, indices, bdims[1], values, bdims[2], accumulate), 0
 

@@ -276,22 +276,22 @@ def _unrow(out, was_0d):
     return out.view(out._shape[:1]) if was_0d and out.ndim == 2 else out
 
 
-def _gather_batch_rule(args, bdims):
+def _gather_batch_rule(args, bdims, layer):
     self, dim, index = args
     if bdims[0] is None and bdims[2] is None:
         return gather_op(*args), None
-    size = _batching.batch_size_of(args, bdims)
+    size = _batching.batch_size_of(args, bdims, layer)
     was_0d = self.ndim - (bdims[0] is not None) == 0
     x = _as_rows(_batching.materialize(self, bdims[0], size))
     i = _as_rows(_batching.materialize(index, bdims[2], size))
     return _unrow(gather_op(x, dim + 1, i), was_0d), 0
 
 
-def _scatter_batch_rule(args, bdims):
+def _scatter_batch_rule(args, bdims, layer):
     self, dim, index, src, reduce = args
     if all(d is None for d in bdims):
         return scatter_op(*args), None
-    size = _batching.batch_size_of(args, bdims)
+    size = _batching.batch_size_of(args, bdims, layer)
     was_0d = self.ndim - (bdims[0] is not None) == 0
     x = _as_rows(_batching.materialize(self, bdims[0], size))
     i = _as_rows(_batching.materialize(index, bdims[2], size))
@@ -299,7 +299,7 @@ def _scatter_batch_rule(args, bdims):
     return _unrow(scatter_op(x, dim + 1, i, s, reduce), was_0d), 0
 
 
-def _index_select_batch_rule(args, bdims):
+def _index_select_batch_rule(args, bdims, layer):
     self, dim, index = args
     if bdims[0] is None and bdims[2] is None:
         return index_select_op(*args), None
@@ -307,7 +307,7 @@ def _index_select_batch_rule(args, bdims):
     if bdims[2] is None:
         return _unrow(index_select_op(_as_rows(self), dim + 1, index), was_0d), 0
     # one index vector per example: gather along the dim with the index spread over the rest
-    size = _batching.batch_size_of(args, bdims)
+    size = _batching.batch_size_of(args, bdims, layer)
     x = _as_rows(_batching.materialize(self, bdims[0], size))
     d = dim + 1
     idx = index.reshape(size, -1)
@@ -319,14 +319,14 @@ def _index_select_batch_rule(args, bdims):
     return _unrow(gather_op(x, d, spread), was_0d), 0
 
 
-def _index_add_batch_rule(args, bdims):
+def _index_add_batch_rule(args, bdims, layer):
     self, dim, index, source, alpha = args
     if all(d is None for d in bdims):
         return index_add_op(*args), None
     if self.ndim - (bdims[0] is not None) in (0, ) or \
             source.ndim - (bdims[3] is not None) != self.ndim - (bdims[0] is not None):
-        return _batching.loop(index_add_op, args, bdims)
-    size = _batching.batch_size_of(args, bdims)
+        return _batching.loop(index_add_op, args, bdims, layer)
+    size = _batching.batch_size_of(args, bdims, layer)
     x = _batching.materialize(self, bdims[0], size)
     src = _batching.materialize(source, bdims[3], size)
     d = dim + 1
@@ -347,9 +347,7 @@ def _index_add_batch_rule(args, bdims):
 
 def _scatter_jvp(ctx, tangents, self, dim, index, src, reduce):
     if reduce not in (None, "add"):
-        from ...func._forward import transposed_jvp
-        return transposed_jvp(scatter_op, scatter_op.derivative, (self, dim, index, src, reduce),
-                              ctx.result, tangents)
+        return NotImplemented   # the transpose of the backward formula (ember.func's rule)
     return _tangents.linear(scatter_op, (0, 3))(ctx, tangents, self, dim, index, src, reduce)
 
 

@@ -284,10 +284,10 @@ def same_batch_rule(op):
     from .. import _batching
     positions = [i for i in op.schema.tensor_positions]
 
-    def rule(args, bdims):
+    def rule(args, bdims, layer):
         if all(i >= len(args) or bdims[i] is None for i in positions):
             return _batching.unbatched(op, args)
-        size = _batching.batch_size_of(args, bdims)
+        size = _batching.batch_size_of(args, bdims, layer)
         new = list(args)
         for i in positions:
             if i < len(args) and isinstance(args[i], Tensor) and bdims[i] is None:

@@ -301,7 +301,7 @@ def einsum(*args):
 
 
 # -- ember.func ---------------------------------------------------------------------------------
-def _einsum_batch_rule(args, bdims):
+def _einsum_batch_rule(args, bdims, layer):
     """A fresh subscript for the batch, on each batched operand and in front of the output."""
     equation, operands = args
     flags = bdims[1]

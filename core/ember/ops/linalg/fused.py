@@ -191,7 +191,7 @@ addmv_ = _make_inplace(addmv)
 
 
 # -- ember.func ---------------------------------------------------------------------------------
-def _addmm_batch_rule(args, bdims):
+def _addmm_batch_rule(args, bdims, layer):
     """Batched rows with a plain weight (nn.Linear under vmap) stay one addmm; otherwise the
     composite runs on the batched operands (batched matmuls and a broadcast add)."""
     self, mat1, mat2, beta, alpha = args
@@ -209,7 +209,7 @@ def _addmm_batch_rule(args, bdims):
     if d2 is None:
         mat2 = _batching.unsqueeze_at(mat2, 0)
     out = _add_product(self, mat1, mat2, beta, alpha)
-    size = _batching.batch_size_of(args, bdims)
+    size = _batching.batch_size_of(args, bdims, layer)
     if out._shape[0] != size:   # beta == 0 with only self batched: the product is the same
         out = _views.expand_op(out, (size,) + out._shape[1:])
     return out, 0

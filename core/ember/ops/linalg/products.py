@@ -180,7 +180,7 @@ svdvals_op = define("linalg_svdvals(Tensor A) -> Tensor", meta=_svdvals_meta,
 
 
 # -- ember.func ---------------------------------------------------------------------------------
-def _matmul_batch_rule(args, bdims):
+def _matmul_batch_rule(args, bdims, layer):
     """The product of each example's operands, as few matmuls as possible: one batched side
     times a plain matrix folds the batch into the rows (one GEMM)."""
     a, b = args

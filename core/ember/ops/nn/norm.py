@@ -26,6 +26,7 @@ from ... import _dtype
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from ..._tensor import Tensor
+from .. import _primitives
 from .. import elementwise as _ew
 from . import _rules
 
@@ -190,8 +191,7 @@ class _SavedStats:
     __slots__ = ("mean", "var")
 
     def __init__(self, mean, var):
-        from ...autograd.graph import SavedTensor
-        self.mean, self.var = SavedTensor(mean), SavedTensor(var)
+        self.mean, self.var = _primitives.SavedTensor(mean), _primitives.SavedTensor(var)
 
 
 def _batch_norm_setup(input, weight, bias, running_mean, running_var, training, momentum, eps):

@@ -492,7 +492,7 @@ view_op.def_batch_rule(_batching.view_rule(view_op))
 def _dtype_view_batch_rule(op):
     """view_as_real / view_as_complex act on the last dim only: the physical tensor (batch in
     dim 0) is reinterpreted as it is, its trailing layout being each example's."""
-    def rule(args, bdims):
+    def rule(args, bdims, layer):
         return op(args[0]), bdims[0]
     return rule
 

@@ -207,15 +207,12 @@ def _as_strided_jvp(ctx, tangents, self, size, stride, storage_offset):
         return None
     if t._shape == self._shape and t._stride == self._stride:
         return as_strided_op(t, size, stride, t._offset + storage_offset - self._offset)
-    from ...func._forward import transposed_jvp
-    return transposed_jvp(as_strided_op, as_strided_op.derivative, (self, size, stride,
-                                                                    storage_offset),
-                          ctx.result, tangents)
+    return NotImplemented   # the transpose of the backward formula (ember.func's general rule)
 
 
 as_strided_op.def_batch_rule(_batching.as_strided_rule(as_strided_op))
 # the scatter's positions count in each example's own storage (see the API): run per example
 as_strided_scatter_op.def_batch_rule(
-    lambda args, bdims: _batching.loop(as_strided_scatter_op, args, bdims))
+    lambda args, bdims, layer: _batching.loop(as_strided_scatter_op, args, bdims, layer))
 as_strided_op.def_jvp(_as_strided_jvp)
 as_strided_scatter_op.def_jvp(_tangents.linear(as_strided_scatter_op, (0, 1)))

@@ -3,11 +3,12 @@
 Every transform call (``vmap``, ``grad``/``vjp``, ``jvp`` and ``forward_ad.dual_level``) pushes a
 ``Layer`` whose level is one more than the layer below; nesting order is level order, and a
 tensor's annotations say which level they belong to: a ``BatchedTensor`` wraps its batch at
-``level``, a dual tensor carries a tangent per level (``_dual.py``), and autograd on a
-``BatchedTensor`` wrapper (``_ag`` on the wrapper object) belongs to a grad transform above the
-wrapper's level.
+``level``, a dual tensor carries a tangent per level (``ember.autograd.dual``), and autograd on
+a ``BatchedTensor`` wrapper (``_ag`` on the wrapper object) belongs to a grad transform above the
+wrapper's level. The stack is dispatcher state (it decides which handler sees an op), so it
+lives here, below autograd and ``ember.func`` which both push layers.
 
-The dispatch handler (``_handler.py``) always works on the highest level it can see: it lowers
+The dispatch handler (``ember.func._handler``) always works on the highest level it can see: it lowers
 the ``ceiling`` while it runs the level below (an op inside a batching rule at level 3 sees levels
 1 and 2 only), which is how nested transforms of one kind stay apart.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import threading
 
-from ..dispatch import keys as K
+from . import keys as K
 
 _BATCHED = K.BATCHED
 _UNLIMITED = 1 << 30
@@ -41,9 +42,23 @@ class Layer:
         self.duals = None   # jvp layers: weak references to the tensors given a tangent here
         self.name = name or kind
 
+    def fallback(self, op, args, bdims):
+        """The op once per example of this vmap, stacked: what a batching rule falls back to
+        for a case it does not cover (``ember.ops._batching.loop``); ``ember.func`` provides
+        it when it registers its dispatch layer (``set_fallback``)."""
+        return _fallback[0](op, args, bdims, self)
+
     def __repr__(self):
         extra = f", batch_size={self.batch_size}" if self.kind == "vmap" else ""
         return f"Layer({self.kind}, level={self.level}{extra})"
+
+
+_fallback = [None]
+
+
+def set_fallback(fn) -> None:
+    """``fn(op, args, bdims, layer)``: how a vmap runs an op once per example."""
+    _fallback[0] = fn
 
 
 class _State(threading.local):
