@@ -58,14 +58,19 @@ def _origin(obj) -> str:
 
 def _per_backend_names() -> set:
     """``Tensor.<backend>()`` and ``Tensor.is_<backend>`` exist for whichever backends are
-    installed, so the stub lists only the CPU's (always there)."""
+    installed, so the stub leaves out every one but PyTorch's own (``cpu()``, ``cuda()``,
+    ``is_meta``…, attached whatever is installed): the stubs must not depend on the plug-ins
+    of the machine that generated them."""
+    from .ops.conversion import _TORCH_DEVICE_FLAGS, _TORCH_DEVICE_METHODS
     from .runtime.registry import registry
-    return {n for b in registry.names() if b != "cpu" for n in (b, f"is_{b}")}
+    always = set(_TORCH_DEVICE_METHODS) | {f"is_{n}" for n in _TORCH_DEVICE_FLAGS}
+    return {n for b in registry.names() for n in (b, f"is_{b}")} - always
 
 
 def _tensor_stub(Tensor) -> str:
     lines = [HEADER, "# Tensor.<backend>() and Tensor.is_<backend> exist for each installed "
-             "backend;\n# only the CPU's are listed.\n", "from typing import Any\n\n",
+             "backend;\n# only PyTorch's own (cpu, cuda, is_meta…) are listed.\n",
+             "from typing import Any\n\n",
              "class Size(tuple): ...\n\n\n", "class Tensor:\n"]
     names = {}
     for klass in reversed(Tensor.__mro__[:-1]):  # object's own members are implied

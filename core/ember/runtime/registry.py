@@ -98,11 +98,16 @@ class BackendRegistry:
         if os.environ.get("EMBER_DISABLE_PLUGIN_AUTOLOAD", "").strip() not in ("", "0"):
             self._add_entry_points(reference)
             return
-        eps = {}
+        found = {}
         for ep in importlib.metadata.entry_points(group=GROUP):
-            eps.setdefault(ep.name, ep)  # first installed distribution wins on a name clash
+            found.setdefault(ep.name, ep)  # first installed distribution wins on a name clash
         for name, ep in reference.items():
-            eps.setdefault(name, ep)
+            found.setdefault(name, ep)
+        # a fixed order, whatever order site-packages lists distributions in: the reference,
+        # the built-in backends, then plug-ins by name (the first available accelerator in
+        # this order is ember.accelerator's current one)
+        ranked = sorted(found, key=lambda n: (n != REFERENCE, n not in builtin, n))
+        eps = {n: found[n] for n in ranked}
         if wanted:
             names = [n.strip() for n in wanted.split(",") if n.strip()]
             if REFERENCE not in names:
@@ -284,8 +289,9 @@ class BackendRegistry:
         name, or one of PyTorch's device types (``cuda``, ``mps``…), which may be named even
         when no backend provides it (using it raises ``DeviceNotInstalled``)."""
         if not self.is_known(name) and not device_types.is_torch_device_type(name):
-            expected = self.names() + [n for n in device_types.TORCH_DEVICE_TYPES
-                                       if n not in self.names()]
+            # PyTorch's list in PyTorch's order, then the plug-ins' types
+            expected = list(device_types.TORCH_DEVICE_TYPES) + [
+                n for n in self.names() if n not in device_types.TORCH_DEVICE_TYPES]
             raise RuntimeError(f"Expected one of {', '.join(expected)} device type at start "
                                f"of device string: {name}")
 
