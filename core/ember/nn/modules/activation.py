@@ -245,3 +245,7 @@ class Softmin(_SoftmaxBase):
 
 class LogSoftmax(_SoftmaxBase):
     _fn = staticmethod(F.log_softmax)
+
+
+# torch defines MultiheadAttention in torch.nn.modules.activation; scripts name it there
+from .multihead import MultiheadAttention  # noqa: E402,F401
