@@ -13,7 +13,7 @@ class Tensor:
     @property
     def T(self) -> Any: ...
     def __abs__(self): ...  # ember.ops.elementwise.operators
-    def __add__(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
+    def __add__(self, other): ...  # ember.ops.elementwise.binary
     def __and__(self, other): ...  # ember.ops.elementwise.operators
     def __array__(self, dtype=..., copy=...): ...  # ember._tensor
     __array_priority__: int
@@ -21,7 +21,7 @@ class Tensor:
     def __complex__(self): ...  # ember._tensor
     def __contains__(self, element): ...  # ember.ops.tensor_extras
     def __deepcopy__(self, memo): ...  # ember.ops.tensor_extras
-    def __div__(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
+    def __div__(self, other): ...  # ember.ops.elementwise.binary
     def __dlpack__(self, stream=..., **kwargs): ...  # ember._tensor
     def __dlpack_device__(self): ...  # ember._tensor
     def __eq__(self, other): ...  # ember.ops.elementwise.operators
@@ -56,7 +56,7 @@ class Tensor:
     def __lt__(self, other): ...  # ember.ops.elementwise.operators
     def __matmul__(self, other): ...  # ember.ops.linalg.products
     def __mod__(self, other): ...  # ember.ops.elementwise.operators
-    def __mul__(self, other, *, out=...): ...  # ember.ops.elementwise.binary
+    def __mul__(self, other): ...  # ember.ops.elementwise.binary
     def __ne__(self, other): ...  # ember.ops.elementwise.operators
     def __neg__(self): ...  # ember.ops.elementwise.operators
     def __new__(self, *args, **kwargs): ...  # ember._legacy_tensors
@@ -67,7 +67,7 @@ class Tensor:
     def __radd__(self, other): ...  # ember.ops.elementwise.operators
     def __rand__(self, other): ...  # ember.ops.elementwise.operators
     def __rdiv__(self, other): ...  # ember.ops.elementwise.operators
-    def __repr__(self, *, tensor_contents=...): ...  # ember.sparse
+    def __repr__(self): ...  # ember.sparse
     def __reversed__(self): ...  # ember.ops.tensor_extras
     def __rfloordiv__(self, other): ...  # ember.ops.elementwise.operators
     def __rlshift__(self, other): ...  # ember.ops.elementwise.operators
@@ -83,9 +83,9 @@ class Tensor:
     def __rxor__(self, other): ...  # ember.ops.elementwise.operators
     def __setitem__(self, index, value): ...  # ember.ops.indexing.advanced
     def __setstate__(self, state): ...  # ember.ops.tensor_set
-    def __str__(self, *, tensor_contents=...): ...  # ember.sparse
-    def __sub__(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
-    def __truediv__(self, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
+    def __str__(self): ...  # ember.sparse
+    def __sub__(self, other): ...  # ember.ops.elementwise.binary
+    def __truediv__(self, other): ...  # ember.ops.elementwise.binary
     def __xor__(self, other): ...  # ember.ops.elementwise.operators
     _ag: Any
     def _backend(self): ...  # ember._tensor

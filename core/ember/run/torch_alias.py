@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import logging
 import os
 import sys
 
@@ -31,6 +32,7 @@ from . import outside
 ALIASES = {"torch": "ember", "torchdata": "ember.data"}
 
 ENV_ALIAS, ENV_DEVICES, ENV_ALLOW = "EMBER_RUN_ALIAS", "EMBER_RUN_DEVICES", "EMBER_RUN_ALLOW"
+log = logging.getLogger("ember.run")
 
 
 def _aliased(fullname: str):
@@ -64,6 +66,7 @@ class _AliasLoader(importlib.abc.Loader):
                 f"`ember info` and docs/architecture.md for what is.", name=name) from None
         sys.modules[name] = real
         _alias_loaded_submodules(self.target, name)
+        log.debug("import %s -> %s", name, real.__name__)
 
 
 def _alias_loaded_submodules(target: str, name: str) -> None:
@@ -88,6 +91,7 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
         if "." not in fullname and fullname not in self.allow:
             message = outside.refusal(fullname)
             if message is not None:
+                log.info("refused the import of %r: a package built on torch", fullname)
                 raise ImportError(message, name=fullname)
         return None
 
@@ -113,6 +117,9 @@ def install(devices=(), allow=()) -> TorchAliasFinder:
         _devices.redirect(source, target)
     finder = TorchAliasFinder(allow)
     sys.meta_path.insert(0, finder)
+    log.info("torch is ember in this process%s%s",
+             "; devices " + ", ".join(f"{s} -> {t}" for s, t in devices) if devices else "",
+             "; allowed: " + ", ".join(allow) if allow else "")
     os.environ[ENV_ALIAS] = "1"
     os.environ[ENV_DEVICES] = ",".join(f"{s}={t}" for s, t in devices)
     os.environ[ENV_ALLOW] = ",".join(allow)

@@ -25,14 +25,18 @@ Environment:
 from __future__ import annotations
 
 import importlib.metadata
+import logging
 import os
 import threading
+import time
 import warnings
 
 import pluggy
 
 from . import device_types, events, hookspecs
 from .kernels import KernelTable
+
+log = logging.getLogger("ember.registry")
 
 GROUP = "ember.backends"
 REFERENCE = "cpu"  # the backend every other one is checked against; always registered
@@ -119,6 +123,8 @@ class BackendRegistry:
                                    f"{', '.join(sorted(eps)) or 'none'})")
             eps = {n: eps[n] for n in names}
         self._add_entry_points(eps)
+        log.debug("discovered backends: %s", ", ".join(f"{n} = {ep.value}" for n, ep in
+                                                        eps.items()))
         if self.strict:
             for name in list(eps):
                 self.get(name)
@@ -234,12 +240,15 @@ class BackendRegistry:
         if ep is None or name in self._loading:
             return
         self._loading.add(name)
+        start = time.perf_counter()
         try:
             try:
                 plugin = ep.load()
                 if not self.pm.is_registered(plugin):
                     self.register_plugin(plugin, name=f"{ep.name}:{ep.value}",
                                          builtin=ep.value in self._builtin_modules)
+                log.info("loaded backend '%s' from %s (%s) in %.0f ms", name, ep.value,
+                         getattr(plugin, "__file__", "?"), 1e3 * (time.perf_counter() - start))
             except BackendUnavailable:
                 raise
             except _PLUGIN_ERRORS as e:  # a broken plugin must never break ember
@@ -247,6 +256,7 @@ class BackendRegistry:
                 if self.strict:
                     raise BackendUnavailable(f"backend '{name}': {reason}") from e
                 self._broken[name] = reason
+                log.warning("backend '%s' is unavailable: %s", name, reason)
                 warnings.warn(f"ember: backend '{name}' is unavailable: {reason}",
                               RuntimeWarning, stacklevel=4)
             if name not in self._backends and name not in self._broken:
@@ -273,6 +283,10 @@ class BackendRegistry:
                           stacklevel=4)
             return reason
         self._verdicts[name] = reason
+        if reason is None:
+            log.info("backend '%s' is available", name)
+        else:
+            log.info("backend '%s' is not available: %s", name, reason)
         return reason
 
     # -- lookup ---------------------------------------------------------------------------------
