@@ -2,9 +2,11 @@
 
 PyTorch's accelerator is the one device type it was built with besides the CPU. ember's devices
 are plug-ins, so the accelerator is chosen among the installed backends other than ``cpu`` and
-``meta``: the first one (registry order; ``EMBER_BACKENDS`` sets it) that is available, else the
-first one installed (then ``is_available()`` is False, as on a CUDA build without a GPU), else
-none. A device redirect (``ember run --device cuda=opencl``) makes its target the accelerator. Every function delegates to that backend's device module (``ember.<type>``).
+``meta``: the first one (registry order: the built-in backends, then plug-ins by name;
+``EMBER_BACKENDS`` sets it) that is available, else the first one installed (then
+``is_available()`` is False, as on a CUDA build without a GPU), else none. A device redirect
+(``ember run --device cuda=opencl``) makes its target the accelerator. Every function
+delegates to that backend's device module (``ember.<type>``).
 """
 from __future__ import annotations
 

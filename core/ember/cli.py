@@ -127,14 +127,16 @@ def info(args) -> int:
         for b in backends:
             fields = [("available", "yes" if b["available"] else "no")]
             if b["available"]:
-                fields += [("devices", _devices_text(b)), ("coverage", _coverage_text(b["coverage"]))]
+                fields += [("devices", _devices_text(b)),
+                           ("coverage", _coverage_text(b["coverage"]))]
             else:
                 fields.append(("reason", b["reason"]))
             blocks.append((b["name"], fields))
         _print_plain(title, blocks)
         if left_out:
             print()
-            _print_plain("devices left out", [(f"{b}: {d}", [("why", r)]) for b, d, r in left_out])
+            _print_plain("devices left out", [(f"{b}: {d}", [("why", r)])
+                                              for b, d, r in left_out])
         return 0
     rows = [(b["name"], _devices_text(b), "yes" if b["available"] else "no", b["reason"] or "",
              _coverage_text(b["coverage"])) for b in backends]

@@ -51,8 +51,9 @@ def _clock(seconds: float) -> str:
 class Task:
     """One line of work with a known (or unknown: None) total."""
 
-    def __init__(self, progress, description, total):
+    def __init__(self, progress, description, total, periodic_only=False):
         self._progress, self.description, self.total = progress, description, total
+        self.periodic_only = periodic_only
         self.completed, self.note = 0, ""
         self._start = self._last = time.monotonic()
         self._id = None
@@ -115,14 +116,17 @@ class Progress:
             self._rich = None
         return False
 
-    def task(self, description: str, total: int | None = None) -> Task:
-        """A new task; in the plain style its first line is printed at once."""
-        task = Task(self, description, total)
+    def task(self, description: str, total: int | None = None, *,
+             periodic_only: bool = False) -> Task:
+        """A new task; in the plain style its first line is printed at once and its last when
+        it is done, unless ``periodic_only`` (many short tasks: only work that lasts longer
+        than the interval shows)."""
+        task = Task(self, description, total, periodic_only)
         self.tasks.append(task)
         if self._rich is not None:
             from rich.markup import escape
             task._id = self._rich.add_task(escape(description), total=total, note="")
-        elif self.mode == "plain":
+        elif self.mode == "plain" and not periodic_only:
             self._print(task.line())
         return task
 
@@ -143,7 +147,7 @@ class Progress:
         if self._rich is not None:
             from rich.markup import escape
             self._rich.update(task._id, completed=task.completed, note=escape(task.note))
-        elif self.mode == "plain":
+        elif self.mode == "plain" and not task.periodic_only:
             self._print(task.line() + " done")
 
     def print(self, text: str) -> None:
