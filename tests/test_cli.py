@@ -170,9 +170,13 @@ def test_info_is_plain_lines_when_piped_and_json_on_request(hintdev, capsys):
 
 
 def test_version_does_not_import_ember():
+    # core/ on the path: an editable install made before ember_cli existed does not map it
+    import os
+    core = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "core")
     out = subprocess.run([sys.executable, "-c", "import sys, ember_cli; ember_cli.main("
                           "['--version']); print('ember' in sys.modules)"],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": core})
     import ember
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == [f"ember {ember.__version__}", "False"]

@@ -198,8 +198,12 @@ def _demo(args) -> int:
 
 
 def _version() -> str:
-    from ember_cli import version
-    return version()
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("ember")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        from . import __version__
+        return __version__
 
 
 DEMO_HELP = """\
