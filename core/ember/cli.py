@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     demo.add_argument("--backends", default=None, help="comma-separated backend names to train "
                       "on, in order (default: every available backend that holds data)")
-    demo.add_argument("--epochs", type=int, default=8, help="passes over the 1437 training "
+    demo.add_argument("--epochs", type=int, default=8, help="passes over the 1438 training "
                       "images (default: %(default)s)")
     demo.add_argument("--batch-size", type=int, default=64, help="images per SGD step "
                       "(default: %(default)s)")
