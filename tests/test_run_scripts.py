@@ -138,6 +138,15 @@ def test_device_redirect_to_opencl(tmp_path):
     assert lines[1] == "opencl"
 
 
+@pytest.mark.skipif(ember.cuda.is_available(), reason="CUDA runs here: nothing to suggest")
+def test_a_cuda_script_without_cuda_is_told_about_the_redirect(tmp_path):
+    path = script(tmp_path, "import torch\nx = torch.ones(2).cuda()\n")
+    out = ember_run(path, cwd=tmp_path)
+    assert out.returncode == 1
+    assert "ember run: the script uses 'cuda' devices, which can't run here" in out.stderr
+    assert "ember run --device cuda=" in out.stderr
+
+
 def test_bad_redirects_are_refused_with_the_reason(tmp_path):
     path = script(tmp_path, "import torch\n")
     out = ember_run("--device", "cuda=nosuch", path, cwd=tmp_path)

@@ -133,6 +133,18 @@ def _hint(error) -> str | None:
             return (f"'{owner}.{name}' does not exist in ember (the script asked for "
                     f"'torch{owner[len('ember'):]}.{name}'): this part of PyTorch's API is not "
                     f"provided; see `python bench/api_coverage.py --missing` for the list.")
+    import re
+    unusable = re.search(r"backend '(\w+)' is (?:not available|unavailable)|device type '(\w+)' "
+                         r"is not installed", str(error))
+    if isinstance(error, RuntimeError) and unusable:
+        kind = unusable.group(1) or unusable.group(2)
+        from ..runtime.registry import registry
+        usable = [n for n in registry.names() if n not in (kind, "meta") and
+                  registry.unavailable_reason(n) is None]
+        return (f"the script uses '{kind}' devices, which can't run here; run its '{kind}' work "
+                f"on an installed backend instead: ember run --device {kind}="
+                f"{next((n for n in usable if n != 'cpu'), 'cpu')} ... (available here: "
+                f"{', '.join(usable)})")
     if isinstance(error, NotImplementedError):
         return ("the script reached something ember does not implement (the message above "
                 "names it).")
