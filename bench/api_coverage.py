@@ -266,4 +266,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)  # each result shows at once, also piped
     sys.exit(main())

@@ -12,6 +12,7 @@ Cases (issue #19):
 Times are the minimum of interleaved rounds after a warm-up."""
 from __future__ import annotations
 
+import sys
 import argparse
 import os
 import tempfile
@@ -145,6 +146,6 @@ def main():
 
 
 if __name__ == "__main__":
-    import sys
+    sys.stdout.reconfigure(line_buffering=True)  # each result shows at once, also piped
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

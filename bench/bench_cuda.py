@@ -9,6 +9,7 @@ and the per-op overhead on a tiny tensor (microseconds per op).
 """
 from __future__ import annotations
 
+import sys
 import argparse
 import statistics
 import time
@@ -93,4 +94,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)  # each result shows at once, also piped
     main()

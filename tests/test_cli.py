@@ -91,4 +91,101 @@ def test_info_op_runs_from_the_command_line_and_rejects_unknown_ops():
     assert "AddBackward0" in out.stdout and "kernel: cpu" in out.stdout
     bad = subprocess.run([sys.executable, "-m", "ember.cli", "info", "--op", "mull"],
                          capture_output=True, text=True)
-    assert bad.returncode == 2 and "no op named 'mull'" in bad.stderr
+    assert bad.returncode == 2 and "no op or public function named 'mull'" in bad.stderr
+    assert "did you mean: mul" in bad.stderr          # difflib's near misses
+
+
+@pytest.mark.parametrize("name, canonical, op", [
+    ("F.cross_entropy", "ember.nn.functional.cross_entropy", "nll_loss_forward"),
+    ("torch.nn.functional.cross_entropy", "ember.nn.functional.cross_entropy",
+     "nll_loss_forward"),
+    ("conv2d", "conv2d", "convolution"),
+    ("linear", "linear", "addmm"),
+    ("Tensor.add_", "ember.Tensor.add_", "add_"),
+    ("Tensor.sum", "ember.Tensor.sum", "sum")])
+def test_info_op_accepts_public_names_and_lists_the_ops_they_dispatch(name, canonical, op,
+                                                                      capsys):
+    assert cli.main(["info", "--op", name]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith(f"{name} is ") and canonical in out.splitlines()[0]
+    assert f"op {op}\n" in out                        # that op's facets follow
+    import json
+    assert cli.main(["info", "--op", name, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert op in doc["public"]["ops"] and op in doc["ops"]
+
+
+def test_info_op_suggests_public_names_for_a_typo(capsys):
+    assert cli.main(["info", "--op", "F.corss_entropy"]) == 2
+    assert "did you mean: cross_entropy" in capsys.readouterr().err
+
+
+class _HintBackend(Backend):
+    """Unavailable, with install advice in square brackets (rich markup's syntax)."""
+    name = "hintdev"
+
+    def is_available(self):
+        return False
+
+    def unavailable_reason(self):
+        return "pyopencl is missing: pip install 'ember[opencl]' and [bold]retry[/bold]"
+
+
+@pytest.fixture
+def hintdev():
+    registry.add(_HintBackend())
+    yield
+    registry.remove("hintdev")
+
+
+REASON = "pyopencl is missing: pip install 'ember[opencl]' and [bold]retry[/bold]"
+
+
+def test_info_prints_reasons_literally_in_a_terminal(hintdev, monkeypatch):
+    import io
+
+    from rich.console import Console
+    buf = io.StringIO()
+    monkeypatch.setattr(cli, "_console", lambda: Console(file=buf, force_terminal=True,
+                                                         width=400, color_system=None))
+    assert cli.main(["info"]) == 0
+    assert REASON in buf.getvalue()
+
+
+def test_info_is_plain_lines_when_piped_and_json_on_request(hintdev, capsys):
+    assert cli.main(["info"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    i = lines.index("hintdev")
+    assert lines[i + 1:i + 3] == ["  available: no", f"  reason:    {REASON}"]
+    assert not any("│" in ln for ln in lines)          # no table borders, no wrapping
+    import json
+    assert cli.main(["info", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    entry = next(b for b in doc["backends"] if b["name"] == "hintdev")
+    assert entry == {"name": "hintdev", "available": False, "reason": REASON, "devices": [],
+                     "coverage": None}
+    cpu = next(b for b in doc["backends"] if b["name"] == "cpu")
+    assert cpu["available"] and cpu["devices"][0]["device"] == "cpu:0"
+    assert cpu["coverage"]["native"] > 300
+
+
+def test_version_does_not_import_ember():
+    # core/ on the path: an editable install made before ember_cli existed does not map it
+    import os
+    core = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "core")
+    out = subprocess.run([sys.executable, "-c", "import sys, ember_cli; ember_cli.main("
+                          "['--version']); print('ember' in sys.modules)"],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": core})
+    import ember
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == [f"ember {ember.__version__}", "False"]
+
+
+def test_demo_help_documents_every_flag_with_its_default(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["demo", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for flag, default in [("--backends", "every available backend"), ("--epochs", "8"),
+                          ("--batch-size", "64"), ("--lr", "0.05"), ("--seed", "0")]:
+        assert flag in out and f"default: {default}" in out, (flag, out)

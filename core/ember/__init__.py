@@ -5,6 +5,7 @@ imports none of them; each loads the first time its device is used.
 """
 from __future__ import annotations
 
+from . import _logging  # noqa: F401 - first: applies EMBER_LOGS before anything below logs
 from . import _dtype
 from ._defaults import get_default_device, set_default_device
 from ._device import device

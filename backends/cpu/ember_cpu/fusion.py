@@ -21,17 +21,21 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import logging
 import math
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
+import time
 
 import numpy as np
 
 from ember.kit import parallel
 from ember.compiler.pointwise import C_TYPES, Dialect
+
+log = logging.getLogger("ember.kernels")
 
 _FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd",
           "-fPIC", "-shared",
@@ -199,11 +203,31 @@ def _cache_dir():
     return path
 
 
+def _cached(source, build):
+    """The loaded kernel of ``source``: this process's, else ``build(source)`` (which finds it
+    on disk or compiles it). Runners ask once per variant, never per call."""
+    with _lock:
+        fn = _loaded.get(source)
+        if fn is None:
+            fn = _loaded[source] = build(source)
+        else:
+            log.debug("fused kernel %s: already loaded", _digest(source)[:12])
+    return fn
+
+
+def _digest(source):
+    return hashlib.sha256((source + compiler() + " ".join(_FLAGS) + _machine()).encode()
+                          ).hexdigest()
+
+
 def _build(source):
     cc = compiler()
-    digest = hashlib.sha256((source + cc + " ".join(_FLAGS) + _machine()).encode()).hexdigest()
+    digest = _digest(source)
     so = os.path.join(_cache_dir(), f"pointwise_{digest[:24]}.so")
-    if not os.path.exists(so):
+    if os.path.exists(so):
+        log.debug("fused kernel %s: found in the disk cache (%s)", digest[:12], so)
+    else:
+        start = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp:
             src = os.path.join(tmp, "k.c")
             with open(src, "w") as f:
@@ -216,6 +240,9 @@ def _build(source):
                 raise RuntimeError(f"ember.compile: the C compiler failed on a fused kernel:\n"
                                    f"{proc.stderr[-2000:]}")
             os.replace(tmp_so, so)       # atomic: another process may build the same kernel
+        log.info("fused kernel %s: compiled with %s in %.0f ms (%d lines of C) into %s",
+                 digest[:12], os.path.basename(cc), 1e3 * (time.perf_counter() - start),
+                 source.count("\n"), so)
     lib = ctypes.CDLL(so)
     fn = lib.kernel
     fn.restype = ctypes.c_int
@@ -289,11 +316,7 @@ class PointwiseRunner:
     def _variant(self, classes, level=0):
         fn = self.variants.get((classes, level))
         if fn is None:
-            source = _source(self.kernel, classes, level)
-            with _lock:
-                fn = _loaded.get(source)
-                if fn is None:
-                    fn = _loaded[source] = _build(source)
+            fn = _cached(_source(self.kernel, classes, level), _build)
             self.variants[(classes, level)] = fn
         return fn
 
@@ -398,12 +421,7 @@ class ForeachRunner:
                 if a.shape != shape or not a.flags.c_contiguous or not a.flags.writeable:
                     return False
         if self.fn is None:
-            source = _foreach_source(self.kernel)
-            with _lock:
-                fn = _loaded.get(source)
-                if fn is None:
-                    fn = _loaded[source] = _build_foreach(source)
-            self.fn = fn
+            self.fn = _cached(_foreach_source(self.kernel), _build_foreach)
         counts = [a.size for a in arrays[0]]
         sizes = (ctypes.c_int64 * n)(*counts)
         ptrs = (ctypes.c_void_p * (n * len(arrays)))(*[_address(a) for row in arrays
@@ -484,11 +502,7 @@ class ReductionRunner:
     def _fn(self, level):
         fn = self.fns.get(level)
         if fn is None:
-            source = _reduce_source(self.kernel, level)
-            with _lock:
-                fn = _loaded.get(source)
-                if fn is None:
-                    fn = _loaded[source] = _build_reduce(source)
+            fn = _cached(_reduce_source(self.kernel, level), _build_reduce)
             self.fns[level] = fn
         return fn
 

@@ -14,6 +14,8 @@ are cached per layout (shapes, strides, offsets) as well.
 """
 from __future__ import annotations
 
+import logging
+import time
 import warnings
 from typing import NamedTuple
 
@@ -23,6 +25,8 @@ from ember.runtime import dtypes as D
 from ember import Tensor
 
 from . import cltypes
+
+log = logging.getLogger("ember.kernels")
 
 _MAX_META = 4096
 UNIT = -1              # the "rank" of a layout whose operands are all contiguous and 1-D       # cached layouts per device before the cache is dropped and refilled
@@ -270,10 +274,16 @@ def compile_program(state, src, what, options=()):
     """Build ``src`` for the device (every module of the backend compiles through here):
     compiler warnings are PoCL's chatter, a failure names ``what`` and shows the source."""
     import pyopencl as cl
+    start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cl.CompilerWarning)
         try:
-            return cl.Program(state.context, src).build(options=list(options))
+            program = cl.Program(state.context, src).build(options=list(options))
+            # once per program and device (callers keep the kernels); pyopencl's own binary
+            # cache makes a rebuild in a later process fast
+            log.info("opencl: built %s for %s in %.0f ms", what, state.device.name,
+                     1e3 * (time.perf_counter() - start))
+            return program
         except cl.RuntimeError as e:
             raise RuntimeError(f"opencl: building {what} failed:\n{e}\n--- source ---\n"
                                f"{src}") from None

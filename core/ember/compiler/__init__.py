@@ -30,7 +30,7 @@ import warnings
 
 from .._tensor import Tensor
 from ..dispatch import grad_mode as _grad_mode
-from . import aot, codegen, dynamic, fusion, step
+from . import aot, codegen, dynamic, fusion, guard_log, step
 from .capture import Capture, GraphBreak
 from .graph import Graph, Node, Ref, rebuild
 from ..runtime.layout import contiguous_strides
@@ -175,6 +175,11 @@ class CompiledFunction:
             previous = self._same_family(family, key)
             if previous is not None and len(self.cache) < RECOMPILE_LIMIT:
                 self.recompiles += 1
+                if guard_log.recompiles.isEnabledFor(20):
+                    guard_log.recompiles.info(
+                        "%s: recompiling (case %d of at most %d, dynamic shapes): %s",
+                        guard_log.name_of(self.fn), len(self.cache) + 1, RECOMPILE_LIMIT,
+                        guard_log.nearest_difference(self.cache, key))
                 out = self._capture(key, tensors, args, kwargs)
                 self._generalize(family, previous, self.cache.get(key), tensors)
                 return out
@@ -182,6 +187,10 @@ class CompiledFunction:
             if len(self.cache) >= RECOMPILE_LIMIT:
                 if not self._warned_limit:
                     self._warned_limit = True
+                    guard_log.recompiles.warning("%s: hit the recompile limit (%d): %s; runs "
+                                                 "eagerly", guard_log.name_of(self.fn),
+                                                 RECOMPILE_LIMIT,
+                                                 guard_log.nearest_difference(self.cache, key))
                     warnings.warn(f"ember.compile: {getattr(self.fn, '__name__', self.fn)} hit "
                                   f"the recompile limit ({RECOMPILE_LIMIT}); new argument "
                                   f"shapes/dtypes run eagerly from now on", UserWarning,
@@ -189,6 +198,15 @@ class CompiledFunction:
                 return self.fn(*args, **kwargs)
             if self.cache:
                 self.recompiles += 1
+                if guard_log.recompiles.isEnabledFor(20):
+                    guard_log.recompiles.info("%s: recompiling (case %d of at most %d): %s",
+                                              guard_log.name_of(self.fn), len(self.cache) + 1,
+                                              RECOMPILE_LIMIT,
+                                              guard_log.nearest_difference(self.cache, key))
+            if guard_log.guards.isEnabledFor(10):
+                guard_log.guards.debug("%s: guards of case %d:\n  %s", guard_log.name_of(self.fn),
+                                       len(self.cache) + 1,
+                                       "\n  ".join(guard_log.describe(key)))
             if self.mode == "reduce-overhead":
                 # warm-up: the first call runs eagerly (optimizers create their state)
                 self.cache[key] = entry = _Entry(None)
@@ -215,9 +233,14 @@ class CompiledFunction:
                     self.backend != "eager" and _records_autograd(cap.graph, tensors):
                 joint = aot.capture_joint(cap, out, tensors)
         if cap.breaks:
+            for reason, where in cap.breaks:
+                guard_log.graph_breaks.info("%s: graph break (this case runs eagerly): %s, at "
+                                            "%s", guard_log.name_of(self.fn), reason, where)
             self.cache[key] = _Entry(None, cap.breaks)
             return out
         graph = cap.graph
+        guard_log.log.info("%s: captured %d ops (case %d)", guard_log.name_of(self.fn),
+                           len(graph.nodes), len(self.cache) + 1)
         if is_step and cap.opaque:
             self.cache[key] = _Entry(None, [(f"the training step's backward can't be replayed: "
                                              f"{cap.opaque}", "<step>")])

@@ -8,6 +8,7 @@ handler, which accepts 0-d CPU tensors as scalars and raises PyTorch's error oth
 """
 from __future__ import annotations
 
+import logging
 import sys
 import warnings
 
@@ -19,6 +20,9 @@ from ..runtime.registry import registry
 from . import keys as K
 from .facets import Derivative
 from .schema import Schema
+
+log = logging.getLogger("ember.dispatch")
+fallback_log = logging.getLogger("ember.fallback")
 
 _ops: dict = {}
 _state = K.state
@@ -174,6 +178,9 @@ class Op:
             else:
                 handler = self._mixed_device_handler
         self._cache[ks] = handler
+        if log.isEnabledFor(logging.DEBUG):   # a cache miss: once per (op, key set)
+            log.debug("%s: keys %s -> %s", self.name, K.describe(ks),
+                      getattr(handler, "__qualname__", None) or type(handler).__name__)
         return handler
 
     def _no_tensor_handler(self, *args, **kwargs):
@@ -344,6 +351,8 @@ def _cpu_fallback(op: Op, backend):
         key = (backend.name, op.name)
         if key not in _warned_fallback:
             _warned_fallback.add(key)
+            fallback_log.info("op '%s' runs on the CPU fallback for backend '%s'", op.name,
+                              backend.name)
             warnings.warn(f"ember: op '{op.name}' has no kernel for backend '{backend.name}'; it "
                           f"runs on the CPU (inputs and outputs are copied). This warning is "
                           f"shown once per op.", CPUFallbackWarning, stacklevel=3)

@@ -19,6 +19,7 @@ remote ranks over ssh (passwordless ssh and the same venv path on every host are
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shutil
 import sys
@@ -146,6 +147,7 @@ def main(argv=None) -> int:
               "variable for optimal performance in your application as needed. \n"
               "*****************************************", file=sys.stderr, flush=True)
     full_env = dict(os.environ, **env)
+    logging.getLogger("ember.distributed").info("ember-run: %s", " ".join(cmd))
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(cmd[0], cmd, full_env)  # mpiexec takes over: its exit status is the job's

@@ -15,6 +15,7 @@ import copy
 from .._tensor import Tensor
 from ..dispatch.grad_mode import no_grad
 from ..dispatch.dispatcher import define
+from ..runtime.devices import resolve_type
 from ..dispatch.facets import Derivative
 from .. import _memory_format as _mf
 from . import _batching, _grad, _primitives, _tangents
@@ -297,7 +298,14 @@ def device_tensor_methods(name: str) -> None:
         setattr(Tensor, name, move)
     prop = f"is_{name}"
     if not hasattr(Tensor, prop):
-        setattr(Tensor, prop, property(lambda self: self.device.type == name))
+        setattr(Tensor, prop, _device_flag(name))
+
+
+def _device_flag(name: str) -> property:
+    """``Tensor.is_<name>``: on a device of that type (or of the type it is redirected to, so
+    ``is_cuda`` holds for tensors a ``cuda=opencl`` redirect put on OpenCL)."""
+    return property(lambda self: self.device.type == resolve_type(name),
+                    doc=f"True if the tensor is on a {name} device.")
 
 
 # PyTorch's Tensor has these whatever it was built with: moving to a device type no backend
@@ -312,7 +320,7 @@ def torch_device_surface() -> None:
     for name in _TORCH_DEVICE_FLAGS:
         prop = f"is_{name}"
         if not hasattr(Tensor, prop):
-            setattr(Tensor, prop, property(lambda self, n=name: self.device.type == n))
+            setattr(Tensor, prop, _device_flag(name))
     if not hasattr(Tensor, "is_mkldnn"):
         Tensor.is_mkldnn = property(lambda self: False, doc="False: ember has no mkldnn layout.")
 

@@ -11,8 +11,9 @@ import sys
 import threading
 import types
 
-from . import device_types
+from . import device_types, events
 from .devices import device as _device_cls
+from .devices import resolve_type
 from .registry import registry
 
 
@@ -267,7 +268,9 @@ _extensions: dict = {}   # attribute -> factory(device type) -> module; installe
 
 def device_module(name: str) -> DeviceModule:
     """``ember.<name>``, made once (and registered in ``sys.modules``). A ``MissingDeviceModule``
-    made before a backend registered ``name`` is replaced by the real one."""
+    made before a backend registered ``name`` is replaced by the real one. A redirected type's
+    module is its target's (``devices.redirect``)."""
+    name = resolve_type(name)
     mod = _modules.get(name)
     if mod is None or mod.__class__ is MissingDeviceModule:
         with _lock:
@@ -280,7 +283,7 @@ def device_module(name: str) -> DeviceModule:
 def missing_device_module(name: str) -> DeviceModule:
     """``ember.<name>`` for one of PyTorch's device-module names (``cuda``, ``xpu``, ``mps``…)
     that no installed backend provides; the real module once one does."""
-    if registry.is_known(name):
+    if registry.is_known(name) or resolve_type(name) != name:
         return device_module(name)
     mod = _modules.get(name)
     if mod is None:
@@ -303,6 +306,21 @@ def _add_extension(mod, attr, factory):
     sub = factory(mod._name)
     setattr(mod, attr, sub)
     sys.modules[f"ember.{mod._name}.{attr}"] = sub
+
+
+def _on_redirect(source: str, target: str) -> None:
+    """``import ember.<source>`` (and ``ember.<source>.amp`` & co) gives the target's module
+    while the redirect holds, the type's own again when it is undone (``target == source``)."""
+    mod = device_module(target) if target != source else missing_device_module(source)
+    sys.modules[f"ember.{source}"] = mod
+    for attr in _extensions:
+        sys.modules[f"ember.{source}.{attr}"] = getattr(mod, attr)
+    parent = sys.modules.get("ember")
+    if parent is not None and source in vars(parent):   # `import ember.cuda` set it
+        setattr(parent, source, mod)
+
+
+events.subscribe(events.DEVICE_REDIRECTED, _on_redirect)
 
 
 def register_extension(attr: str, factory) -> None:

@@ -277,3 +277,7 @@ class Softmax2d(Module):
 
     def forward(self, input):
         return _softmax2d(input)
+
+
+# torch defines MultiheadAttention in torch.nn.modules.activation; scripts name it there
+from .multihead import MultiheadAttention  # noqa: E402,F401
