@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import register_functionality as _register
-from . import forward_ad, grad_mode, graph, inference, record, tensor_api
+from ..dispatch.facets import CustomDerivative as _CustomDerivative
+from . import forward_ad, function, grad_mode, graph, inference, record, tensor_api
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, \
     set_detect_anomaly
 from .engine import backward, grad
@@ -26,7 +27,15 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck",
            "GradcheckError", "Node", "graph", "forward_ad", "Variable"]
 
+def _make_handler(op, bit):
+    # ops with a formula record through record.py; custom ops (ember.library's
+    # register_autograd) through function.py's machinery, as a custom Function does
+    if op.derivative.__class__ is _CustomDerivative:
+        return function.custom_op_handler(op)
+    return record.make_handler(op, bit)
+
+
 tensor_api.attach_all()
-_register(_keys.AUTOGRAD, record.make_handler)
+_register(_keys.AUTOGRAD, _make_handler)
 # ``ember.autograd.profiler`` (torch.autograd.profiler) is the profiler's legacy face; it is
 # imported with ``ember.profiler``, a layer above autograd, by ``ember/__init__``.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import heapq
 import weakref
-import threading
 import warnings
 
 from .. import _tensor
@@ -20,11 +19,10 @@ from .._tensor import Tensor
 from ..dispatch import keys as K
 from ..ops import _primitives
 from . import anomaly
-from .graph import AccumulateGrad, leaf_lock
+from .graph import AccumulateGrad, _clone, _local, accumulate
 from ..dispatch.grad_mode import _restore, _save, _set_enabled
 
 _AG = K.AUTOGRAD
-_local = threading.local()
 # set by a running profiler: ``node_observer(node)`` is a context manager around each node's
 # backward (the engine's fast path is taken only while it is None)
 node_observer = None
@@ -68,46 +66,6 @@ class _Run:
             e[0] += 1
         else:
             self.counts[id(g)] = [1, weakref.ref(g)]
-
-
-def _clone(g):
-    from ..ops.conversion import to_copy_op
-    return to_copy_op(g, g.dtype)
-
-
-def accumulate(t: Tensor, g) -> None:
-    """Add ``g`` into ``t.grad`` after running ``t``'s hooks (AccumulateGrad's body)."""
-    ag = t._ag
-    run = getattr(_local, "run", None)
-    if ag.hooks:
-        for h in list(ag.hooks.values()):
-            r = h(g)
-            if r is not None:
-                g = r
-                if run is not None:
-                    run.pinned.add(id(g))
-    if g is None:
-        return
-    if _tensor._grad_recorders:      # ember.compile records the accumulation as a step node
-        _tensor._grad_recorders[-1].accumulate(t, g)
-    else:
-        _accumulate(ag, g, run)
-    if ag.post_acc_hooks:
-        for h in list(ag.post_acc_hooks.values()):
-            h(t)
-
-
-def _accumulate(ag, g, run):
-    with leaf_lock:  # backward passes on other threads may accumulate into the same leaf
-        old = ag.grad
-        if old is None:
-            ag.grad = g if run is not None and run.owned(g) else _clone(g)
-        elif K.state.grad_enabled or old.requires_grad:
-            ag.grad = old + g
-        else:
-            from ..dispatch.grad_mode import no_grad
-            with no_grad():
-                old.add_(g)
 
 
 _LEAF_FIRST = -(1 << 62)

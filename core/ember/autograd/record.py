@@ -20,7 +20,7 @@ from .._tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch import keys as K
 from . import anomaly
-from ..dispatch.facets import NOT_DIFFERENTIABLE, CustomDerivative, Derivative
+from ..dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from .graph import (AutogradMeta, NotImplementedNode, SavedTensor, ZeroGradNode, alias, attach,
                     differentiable_dtype, grad_accumulator)
 from .nodes import bind, node_class
@@ -32,9 +32,6 @@ _state = K.state
 
 def make_handler(op, bit):
     d = op.derivative
-    if d.__class__ is CustomDerivative:
-        from .function import custom_op_handler
-        return custom_op_handler(op)
     f = d if d.__class__ is Derivative else None
     # an op with a formula that writes only buffers autograd does not track (batch norm's
     # running statistics, never argument 0) records like any formula op

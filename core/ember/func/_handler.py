@@ -23,7 +23,7 @@ from .._tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch import keys as K
 from ..dispatch import levels as _levels
-from ._batched import BatchedTensor, make_batched
+from ._batched import BatchedTensor, make_batched, move_bdim_to_front
 from ._calls import _decomposes, _positional
 
 _BATCHED = K.BATCHED
@@ -249,15 +249,6 @@ def _wrap_one(op, args, phys, out, dim, level):
     if dim != 0:
         out = move_bdim_to_front(out, dim)
     return make_batched(out, level)
-
-
-def move_bdim_to_front(t, dim):
-    n = t.ndim
-    dim = dim % n
-    if dim == 0:
-        return t
-    order = (dim,) + tuple(i for i in range(n) if i != dim)
-    return _views.permute_op(t, order)
 
 
 # -- the fallback: once per example -------------------------------------------------------------
