@@ -9,7 +9,7 @@ Index math: the output shape and each tensor operand's offset and strides (broad
 stride 0) are collapsed -- size-1 dims dropped, dims that are contiguous for every operand merged
 -- and passed in a small int64 *metadata buffer*, so a new shape reuses the compiled kernel. A
 kernel is compiled once per (body, dtypes, operand kinds, collapsed rank) and kept in memory;
-pyopencl's on-disk binary cache makes later processes skip the compiler too. Metadata buffers
+ember's verified on-disk binary cache (``binaries``) makes later processes skip the compiler too. Metadata buffers
 are cached per layout (shapes, strides, offsets) as well.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 from ember.runtime import dtypes as D
 from ember import Tensor
 
-from . import cltypes
+from . import binaries, cltypes
 
 _MAX_META = 4096
 UNIT = -1              # the "rank" of a layout whose operands are all contiguous and 1-D       # cached layouts per device before the cache is dropped and refilled
@@ -273,7 +273,7 @@ def compile_program(state, src, what, options=()):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cl.CompilerWarning)
         try:
-            return cl.Program(state.context, src).build(options=list(options))
+            return binaries.build(state.context, state.device, src, options)
         except cl.RuntimeError as e:
             raise RuntimeError(f"opencl: building {what} failed:\n{e}\n--- source ---\n"
                                f"{src}") from None
