@@ -86,7 +86,8 @@ vector_norm_op = define("vector_norm(Tensor self, float ord, int[] dim, bool kee
 
 # -- nuclear norm -------------------------------------------------------------------------------
 def _nuclear_norm(x, dim, keepdim):
-    s = _linalg.svdvals_op(_views.movedim(x, dim, (-2, -1)))
+    s = _linalg.nonfinite.svd("norm", _views.movedim(x, dim, (-2, -1)), _linalg.svdvals_op,
+                              mask=(0,))
     r = _sums.sum_op(s, (s.ndim - 1,), False, s.dtype)
     if keepdim:
         for d in sorted(dim):
