@@ -23,20 +23,25 @@ def _temp_files(folder):
 
 
 @posix_only
-def test_a_save_killed_mid_write_is_cleaned_up_by_the_next_save(tmp_path):
-    # the child writes a 4 MB checkpoint and is killed (SIGKILL) once the temporary file is
-    # complete but not yet renamed: the worst moment, it leaves a checkpoint-sized file
+def _stalled_writer(path, rows):
+    """A child saving ``rows`` x 1024 float32 to ``path`` that stops once the temporary file is
+    complete but not yet renamed (the worst moment to be killed: it leaves a checkpoint-sized
+    file); it prints "written" then."""
     script = textwrap.dedent(f"""
-        import os, sys, time
+        import os, time
         import ember
         def stall(fd):
             print("written", flush=True)
             time.sleep(120)
         os.fsync = stall
-        ember.save({{"w": ember.ones(1024, 1024)}}, {str(tmp_path / 'ckpt.ember')!r})
+        ember.save({{"w": ember.ones({rows}, 1024)}}, {str(path)!r})
     """)
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_a_save_killed_mid_write_is_cleaned_up_by_the_next_save(tmp_path):
+    child = _stalled_writer(tmp_path / "ckpt.ember", 1024)  # 4 MB, then SIGKILL
     try:
         line = child.stdout.readline()
         assert line.strip() == "written", child.stderr.read()
@@ -86,17 +91,7 @@ def test_only_stale_temp_files_of_this_host_are_removed(tmp_path):
 def test_a_killed_writer_not_yet_reaped_is_cleaned_up(tmp_path):
     # issue #36: the killed writer is a zombie until its parent waits for it; its pid still
     # "exists", but it will never finish the save
-    script = textwrap.dedent(f"""
-        import os, time
-        import ember
-        def stall(fd):
-            print("written", flush=True)
-            time.sleep(120)
-        os.fsync = stall
-        ember.save({{"w": ember.ones(512, 1024)}}, {str(tmp_path / 'ckpt.ember')!r})
-    """)
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    child = _stalled_writer(tmp_path / "ckpt.ember", 512)
     try:
         assert child.stdout.readline().strip() == "written", child.stderr.read()
         os.kill(child.pid, signal.SIGKILL)

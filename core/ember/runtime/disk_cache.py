@@ -127,16 +127,28 @@ def _unlink(path):
         pass
 
 
-def _write_atomically(folder, name, data):
-    """``data`` into ``folder/name``: temporary file in ``folder``, fsync, rename."""
+def _write_new_file(folder, data, suffix="", sync=False):
+    """``data`` in a new file of ``folder`` (0600, a name never used before, not through a
+    symlink); its path. A failure leaves no file behind."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY
-    tmp = os.path.join(folder, f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}")
-    fd = os.open(tmp, flags, 0o600)
+    path = os.path.join(folder, f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(8)}{suffix}")
+    fd = os.open(path, flags, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+    except BaseException:
+        _unlink(path)
+        raise
+    return path
+
+
+def _write_atomically(folder, name, data):
+    """``data`` into ``folder/name``: temporary file in ``folder``, fsync, rename."""
+    tmp = _write_new_file(folder, data, sync=True)
+    try:
         os.replace(tmp, os.path.join(folder, name))
     except BaseException:
         _unlink(tmp)
@@ -223,13 +235,8 @@ class DiskCache:
     def private_copy(self, data, suffix=""):
         """A new file in this cache's private directory holding ``data``, for loaders that
         need a path (``dlopen``): its name is used once, and it is removed on exit."""
-        folder = self.directory
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY
-        path = os.path.join(folder, f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(8)}{suffix}")
-        fd = os.open(path, flags, 0o600)
+        path = _write_new_file(self.directory, data, suffix)
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
             yield path
         finally:
             _unlink(path)
