@@ -51,6 +51,11 @@ def _sigmoid(x):
 
 
 # name: (reference, float domain, int domain, complex supported)
+def _lgamma(x):
+    """C99's lgamma (PyTorch's): scipy's gammaln, but +inf at -inf (scipy gives -inf)."""
+    return np.where(np.isneginf(x), np.inf, special.gammaln(x))
+
+
 FLOAT_UNARY = {
     "exp": (np.exp, (-3, 3), (-3, 3), True),
     "exp2": (np.exp2, (-3, 3), (-3, 3), True),
@@ -80,7 +85,7 @@ FLOAT_UNARY = {
     "reciprocal": (lambda x: 1 / x, (0.2, 3), (1, 5), True),
     "silu": (lambda x: x * _sigmoid(x), (-5, 5), (-5, 5), True),
     "mish": (lambda x: x * np.tanh(np.log1p(np.exp(x))), (-5, 5), (-5, 5), False),
-    "lgamma": (special.gammaln, (0.1, 5), (1, 5), False),
+    "lgamma": (_lgamma, (0.1, 5), (1, 5), False),
     "digamma": (special.psi, (0.1, 5), (1, 5), False),
     "logit": (special.logit, (0.02, 0.98), (0, 1), False),
     "deg2rad": (np.deg2rad, (-360, 360), (-360, 360), False),

@@ -192,3 +192,13 @@ def test_errors_name_the_op_and_the_problem():
     with pytest.raises(RuntimeError, match="vmap"):
         ember.func.vmap(lambda v: ember.sparse_coo_tensor(ember.tensor(IDX), v, (4, 5))
                         .to_dense())(ember.randn(2, 6))
+
+
+@pytest.mark.parametrize("indices", [[[0.0, 1.0]], [[0.5, 1.7]], [[True, False]]],
+                         ids=["float", "fraction", "bool"])
+def test_sparse_coo_tensor_casts_real_indices_like_torch(indices):
+    torch = pytest.importorskip("torch")
+    want = torch.sparse_coo_tensor(torch.tensor(indices), torch.tensor([1.0, 2.0]), (3,))
+    got = ember.sparse_coo_tensor(ember.tensor(indices), ember.tensor([1.0, 2.0]), (3,))
+    assert got._indices().dtype is ember.int64
+    np.testing.assert_array_equal(got.to_dense().numpy(), want.to_dense().numpy())

@@ -15,8 +15,9 @@ semantics (no -ffast-math: nan and inf behave as in the eager kernels).
 The loop walks the output in row segments: dimensions where every operand is contiguous are
 merged, the innermost becomes a SIMD loop whose per-input stride class (0 for a broadcast
 operand, 1 for a contiguous one, any other) is part of the generated code, and outer indices
-are decoded per segment. Kernels are cached in memory and on disk
-(``$EMBER_CACHE_DIR`` or ``~/.cache/ember``) by the hash of their source and the compiler."""
+are decoded per segment. Kernels are cached in memory and on disk, in ember's private,
+hash-verified ``DiskCache("kernels")`` (``ember.runtime.disk_cache``), by the hash of their
+source and the compiler; the bytes the cache verified are what gets loaded."""
 from __future__ import annotations
 
 import ctypes
@@ -33,6 +34,7 @@ import time
 import numpy as np
 
 from ember.kit import parallel
+from ember.runtime import DiskCache
 from ember.compiler.pointwise import C_TYPES, Dialect
 
 log = logging.getLogger("ember.kernels")
@@ -195,12 +197,43 @@ def _source(kernel, classes, level=0):
     return "\n".join(lines) + "\n"
 
 
-def _cache_dir():
-    root = os.environ.get("EMBER_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ember")
-    path = os.path.join(root, "kernels")
-    os.makedirs(path, exist_ok=True)
-    return path
+_KERNELS = DiskCache("kernels")
+
+
+def cache_key(source):
+    """The disk cache entry of the loop ``source``: its hash with the compiler's, the flags' and
+    the CPU's (a kernel built for another CPU may use instructions this one lacks)."""
+    return f"pointwise_{_digest(source)[:24]}.so"
+
+
+def _compile(source):
+    """The shared object's bytes for ``source`` (built in a scratch directory)."""
+    cc = compiler()
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.c")
+        with open(src, "w") as f:
+            f.write(source)
+        tmp_so = os.path.join(tmp, "k.so")
+        libs = ["-lmvec"] if _vector_math() else []
+        proc = subprocess.run([cc, *_FLAGS, src, "-o", tmp_so, *libs, "-lm"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"ember.compile: the C compiler failed on a fused kernel:\n"
+                               f"{proc.stderr[-2000:]}")
+        with open(tmp_so, "rb") as f:
+            data = f.read()
+    log.info("fused kernel %s: compiled with %s in %.0f ms (%d lines of C)", _digest(source)[:12],
+             os.path.basename(cc), 1e3 * (time.perf_counter() - start), source.count("\n"))
+    return data
+
+
+def _load_library(data):
+    """dlopen the verified bytes ``data`` from a once-used file in the cache's private
+    directory (a name never loaded before: the loader returns an already loaded library for a
+    name it has seen, and it is not the cache entry, which may change after the check)."""
+    with _KERNELS.private_copy(data, ".so") as path:
+        return ctypes.CDLL(path)
 
 
 def _cached(source, build):
@@ -221,29 +254,8 @@ def _digest(source):
 
 
 def _build(source):
-    cc = compiler()
-    digest = _digest(source)
-    so = os.path.join(_cache_dir(), f"pointwise_{digest[:24]}.so")
-    if os.path.exists(so):
-        log.debug("fused kernel %s: found in the disk cache (%s)", digest[:12], so)
-    else:
-        start = time.perf_counter()
-        with tempfile.TemporaryDirectory() as tmp:
-            src = os.path.join(tmp, "k.c")
-            with open(src, "w") as f:
-                f.write(source)
-            tmp_so = os.path.join(tmp, "k.so")
-            libs = ["-lmvec"] if _vector_math() else []
-            proc = subprocess.run([cc, *_FLAGS, src, "-o", tmp_so, *libs, "-lm"],
-                                  capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise RuntimeError(f"ember.compile: the C compiler failed on a fused kernel:\n"
-                                   f"{proc.stderr[-2000:]}")
-            os.replace(tmp_so, so)       # atomic: another process may build the same kernel
-        log.info("fused kernel %s: compiled with %s in %.0f ms (%d lines of C) into %s",
-                 digest[:12], os.path.basename(cc), 1e3 * (time.perf_counter() - start),
-                 source.count("\n"), so)
-    lib = ctypes.CDLL(so)
+    key = cache_key(source)
+    lib = _load_library(_KERNELS.get_or_build(key, lambda: _compile(source)))
     fn = lib.kernel
     fn.restype = ctypes.c_int
     i64p, ptrs = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p)

@@ -7,6 +7,7 @@ logic -- and the whole conformance suite -- without a GPU. Only this module name
 from __future__ import annotations
 
 import contextlib
+import os
 import types
 
 import numpy as np
@@ -163,9 +164,22 @@ class CupyAPI:
         return self.cupy.from_dlpack(obj)
 
 
+def use_private_kernel_cache(env=None):
+    """Point cupy's NVRTC cache at ember's private ``cupy`` cache directory (0700, checked; see
+    ``ember.runtime.DiskCache``) unless the user chose one with ``CUPY_CACHE_DIR``."""
+    from ember.runtime import CacheDirectoryError, DiskCache
+    env = os.environ if env is None else env
+    if "CUPY_CACHE_DIR" not in env:
+        try:
+            env["CUPY_CACHE_DIR"] = DiskCache("cupy").directory
+        except (CacheDirectoryError, OSError):
+            pass  # cupy keeps its default under the home directory
+
+
 def load():
     """``CupyAPI`` for this machine, or ``discovery.Unavailable`` with the reason."""
     from . import discovery
+    use_private_kernel_cache()
     count = discovery.probe()
     import cupy
     return CupyAPI(cupy, count)

@@ -9,7 +9,7 @@ Index math: the output shape and each tensor operand's offset and strides (broad
 stride 0) are collapsed -- size-1 dims dropped, dims that are contiguous for every operand merged
 -- and passed in a small int64 *metadata buffer*, so a new shape reuses the compiled kernel. A
 kernel is compiled once per (body, dtypes, operand kinds, collapsed rank) and kept in memory;
-pyopencl's on-disk binary cache makes later processes skip the compiler too. Metadata buffers
+ember's verified on-disk binary cache (``binaries``) makes later processes skip the compiler too. Metadata buffers
 are cached per layout (shapes, strides, offsets) as well.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 from ember.runtime import dtypes as D
 from ember import Tensor
 
-from . import cltypes
+from . import binaries, cltypes
 
 log = logging.getLogger("ember.kernels")
 
@@ -278,9 +278,9 @@ def compile_program(state, src, what, options=()):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cl.CompilerWarning)
         try:
-            program = cl.Program(state.context, src).build(options=list(options))
-            # once per program and device (callers keep the kernels); pyopencl's own binary
-            # cache makes a rebuild in a later process fast
+            program = binaries.build(state.context, state.device, src, options)
+            # once per program and device (callers keep the kernels); ember's binary cache
+            # makes a rebuild in a later process fast
             log.info("opencl: built %s for %s in %.0f ms", what, state.device.name,
                      1e3 * (time.perf_counter() - start))
             return program

@@ -29,8 +29,9 @@ def _set_requires_grad(self, value):
         return
     if value:
         if not differentiable_dtype(self.dtype):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require "
-                               "gradients")
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require "
+                               f"gradients (requires_grad=True on a tensor of dtype "
+                               f"{self.dtype})")
         if ag is None:
             self._ag = AutogradMeta(True)
         else:

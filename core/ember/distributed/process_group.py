@@ -225,7 +225,8 @@ def _at_exit():
 
 def destroy_process_group(group=None) -> None:
     """Shut down ``group`` (None: every group, leaving the package uninitialized)."""
-    if group is None or group is GroupMember.WORLD:
+    whole = group is None or group is GroupMember.WORLD
+    if whole:
         pg = _default()
         groups = list(_world.groups)
         _world.default = None
@@ -239,6 +240,9 @@ def destroy_process_group(group=None) -> None:
     for g in reversed(groups):
         for impl in g._impls.values():
             impl.shutdown()
+    if whole:
+        from .run import mark_finished
+        mark_finished()  # ember-run: this rank left the job properly
 
 
 def new_group(ranks=None, timeout=None, backend=None, pg_options=None,

@@ -91,7 +91,8 @@ def _grad_input(x, vmap_layer):
             del y._view_base   # a fresh input: in-place ops on it must not reach x
     if not y.requires_grad:
         if not y.dtype.category >= 2:
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError(f"ember.func: only Tensors of floating point dtype can require "
+                               f"gradients (a differentiated input has dtype {y.dtype})")
         y._ag = AutogradMeta(True)
         y._ks |= _AG
     return y

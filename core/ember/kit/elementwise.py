@@ -84,6 +84,13 @@ def _rsqrt(be, x):
         return 1.0 / be.xp.sqrt(x)
 
 
+def _lgamma(be, x):
+    """scipy's gammaln, but lgamma(-inf) = +inf (C99, PyTorch; scipy gives -inf)."""
+    xp = be.xp
+    r = be.special.gammaln(x)
+    return xp.where(xp.isneginf(x), xp.asarray(xp.inf, dtype=r.dtype), r)
+
+
 def _reciprocal(be, x):
     with be.xp.errstate(divide="ignore"):
         return 1.0 / x
@@ -163,7 +170,7 @@ UNARY = {
     "atanh": xp_fn("arctanh"), "sigmoid": helper(_sigmoid), "erf": special_fn("erf"),
     "erfc": special_fn("erfc"), "erfinv": special_fn("erfinv"),
     "reciprocal": helper(_reciprocal), "silu": helper(_silu), "mish": helper(_mish),
-    "lgamma": special_fn("gammaln"), "digamma": special_fn("digamma"),
+    "lgamma": helper(_lgamma), "digamma": special_fn("digamma"),
     "logit": helper(_logit), "deg2rad": xp_fn("deg2rad"), "rad2deg": xp_fn("rad2deg"),
     "neg": xp_fn("negative"), "abs": helper(_abs), "sign": helper(_sign),
     "floor": xp_fn("floor"), "ceil": xp_fn("ceil"), "trunc": xp_fn("trunc"),

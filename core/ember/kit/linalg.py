@@ -51,7 +51,12 @@ def svdvals(be, A):
         k = min(a.shape[-2:])
         return be.wrap(xp.zeros(a.shape[:-2] + (k,), dtype=real), A.device)
     _, (x,) = _work(xp, [a])
-    return _result(be, xp.linalg.svd(x, compute_uv=False), real, A.device)
+    try:
+        s = xp.linalg.svd(x, compute_uv=False)
+    except xp.linalg.LinAlgError:  # numpy's bare "SVD did not converge"
+        from .linalg_lapack import _converge_error
+        raise _converge_error("linalg.svdvals", "singular values") from None
+    return _result(be, s, real, A.device)
 
 
 def addmm(be, self, mat1, mat2, beta, alpha):

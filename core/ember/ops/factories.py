@@ -69,8 +69,8 @@ def _finish(t, requires_grad):
     return t
 
 
-def _resolve(dtype, device):
-    return (_dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype),
+def _resolve(dtype, device, api):
+    return (_dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype, api),
             as_device(device))
 
 
@@ -123,7 +123,7 @@ def _first_bad(data):
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    dtype = None if dtype is None else _dtype.as_dtype(dtype)
+    dtype = None if dtype is None else _dtype.as_dtype(dtype, "tensor")
     dev = as_device(device) if device is not None else (
         data.device if isinstance(data, Tensor) and device is None else as_device(None))
     arr = _infer_host_array(data, dtype)
@@ -136,7 +136,7 @@ _primitives.provide(tensor=tensor)
 
 
 def as_tensor(data, dtype=None, device=None):
-    dtype = None if dtype is None else _dtype.as_dtype(dtype)
+    dtype = None if dtype is None else _dtype.as_dtype(dtype, "as_tensor")
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype)
     if isinstance(data, np.ndarray) and (device is None or as_device(device).type == "cpu") \
@@ -233,7 +233,7 @@ def empty(*size_args, size=None, dtype=None, layout=None, device=None, requires_
     _check_layout(layout, "empty")
     if out is not None and dtype is None:
         dtype = out.dtype
-    d, dev = _resolve(dtype, device)
+    d, dev = _resolve(dtype, device, "empty")
     if memory_format is not None and memory_format is not _mf.contiguous_format:
         if memory_format is _mf.preserve_format:
             raise RuntimeError("empty(): preserve memory format is unsupported by the "
@@ -266,7 +266,7 @@ def _fill_dtype(fill_value, dtype):
         raise TypeError(f"full(): argument 'fill_value' must be a number, not "
                         f"{type(fill_value).__name__}")
     if dtype is not None:
-        return _dtype.as_dtype(dtype)
+        return _dtype.as_dtype(dtype, "full")
     if isinstance(fill_value, Tensor):
         return fill_value.dtype
     return _dtype.scalar_dtype(fill_value)
@@ -291,7 +291,7 @@ def zeros(*size_args, size=None, dtype=None, layout=None, device=None, requires_
     _check_layout(layout, "zeros")
     if out is not None and dtype is None:
         dtype = out.dtype
-    d, dev = _resolve(dtype, device)
+    d, dev = _resolve(dtype, device, "zeros")
     return _factory_out(full_op.on(dev, shape, 0, d, dev), out, "zeros", requires_grad)
 
 
@@ -301,7 +301,7 @@ def ones(*size_args, size=None, dtype=None, layout=None, device=None, requires_g
     _check_layout(layout, "ones")
     if out is not None and dtype is None:
         dtype = out.dtype
-    d, dev = _resolve(dtype, device)
+    d, dev = _resolve(dtype, device, "ones")
     return _factory_out(full_op.on(dev, shape, 1, d, dev), out, "ones", requires_grad)
 
 
@@ -374,7 +374,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if dtype is None:
         dtype = (_dtype.get_default_dtype()
                  if any(isinstance(v, float) for v in (start, end, step)) else _dtype.int64)
-    dtype = _dtype.as_dtype(dtype)
+    dtype = _dtype.as_dtype(dtype, "arange")
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     if any(isinstance(v, float) and not math.isfinite(v) for v in (start, end)):
@@ -393,13 +393,13 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     start, end = _num(start), _num(end)
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
-    d, dev = _resolve(dtype, device)
+    d, dev = _resolve(dtype, device, "linspace")
     return _finish(linspace_op.on(dev, start, end, int(steps), d, dev), requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
              out=None):
-    d, dev = _resolve(dtype, device)
+    d, dev = _resolve(dtype, device, "logspace")
     exps = linspace(start, end, steps, dtype=_dtype.float64, device=dev)
     return _finish((float(base) ** exps).to(d), requires_grad)
 
@@ -407,7 +407,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
-    d, dev = _resolve(dtype, device)
+    d, dev = _resolve(dtype, device, "eye")
     return _finish(eye_op.on(dev, int(n), int(n if m is None else m), d, dev), requires_grad)
 
 

@@ -50,8 +50,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
                            f"got {input.dtype} and {src.dtype}")
     nd = max(input.ndim, 1)
     if index.ndim != input.ndim or src.ndim != input.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as self "
-                           "tensor and src tensor")
+        raise RuntimeError("scatter_reduce(): Index tensor must have the same number of "
+                           "dimensions as self tensor and src tensor")
     d = dim % nd
     x = input.reshape(1) if input.ndim == 0 else input
     idx = index.reshape(1) if index.ndim == 0 else index

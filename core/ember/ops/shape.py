@@ -156,11 +156,11 @@ def cat(tensors, dim=0, *, out=None):
         if _legacy_empty(t):
             continue
         if t.ndim != ref.ndim:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and "
-                               f"{t.ndim}")
+            raise RuntimeError(f"cat(): Tensors must have same number of dimensions: got "
+                               f"{ref.ndim} and {t.ndim}")
         for k in range(ref.ndim):
             if k != d and t._shape[k] != ref._shape[k]:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
+                raise RuntimeError(f"cat(): Sizes of tensors must match except in dimension {d}. "
                                    f"Expected size {ref._shape[k]} but got size {t._shape[k]} "
                                    f"for tensor number {i} in the list.")
     r = cat_op(shaped, d, dtype)

@@ -27,7 +27,19 @@ class DeviceModule(types.ModuleType):
 
     @property
     def _backend(self):
-        return registry.get(self._name)
+        try:
+            return registry.get(self._name)
+        except RuntimeError as e:  # BackendUnavailable, unknown device type
+            raise type(e)(f"{self._caller()}: {e}") from None
+
+    def _caller(self):
+        """``ember.cuda.get_device_name()``: the public function that needed the backend, so
+        the error names the call (every method reaches the backend through ``_backend``)."""
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_name.startswith("_"):
+            frame = frame.f_back
+        name = frame.f_code.co_name if frame is not None else "?"
+        return f"ember.{self._name}.{name}()"
 
     def _index(self, device):
         if device is None:
@@ -212,7 +224,8 @@ class MissingDeviceModule(DeviceModule):
 
     @property
     def _backend(self):
-        raise self._missing()
+        e = self._missing()
+        raise type(e)(f"{self._caller()}: {e}")
 
     def is_available(self) -> bool:
         """False: no installed backend provides this device type."""

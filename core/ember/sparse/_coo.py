@@ -68,10 +68,10 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
         indices, values = indices.to(device), values.to(device)
     if dtype is not None and values.dtype is not dtype:
         values = values.to(dtype)
-    if indices.dtype not in (_dtype.int64, _dtype.int32):
+    if indices.dtype.category == _dtype.COMPLEX:
         raise RuntimeError(f"sparse_coo_tensor: indices must be an int64 tensor, got "
                            f"{indices.dtype}")
-    indices = indices.to(_dtype.int64)
+    indices = indices.to(_dtype.int64)  # PyTorch casts float and bool indices (toward zero)
     if indices.ndim != 2:
         raise RuntimeError(f"sparse_coo_tensor: indices must be sparse_dim x nnz, but got: "
                            f"{list(indices.shape)}")

@@ -109,11 +109,12 @@ def legendre_polynomial_p(input, n, *, out=None):
 
 
 def spherical_bessel_j0(input, *, out=None):
-    """``sin(x) / x`` (1 at 0): the normalized sinc at ``x / pi``."""
+    """``sin(x) / x`` (1 at 0, 0 at +-inf as in scipy and PyTorch): the normalized sinc at
+    ``x / pi``."""
     import math
-    from .. import sinc
+    from .. import sinc, where
     x, _ = _operands("spherical_bessel_j0", input, 0)
-    return _finish(sinc(x / math.pi), out)
+    return _finish(where(x.isinf(), 0.0, sinc(x / math.pi)), out)
 
 
 def _finish(result, out):

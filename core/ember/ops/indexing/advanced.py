@@ -122,7 +122,8 @@ def _index_tensor(obj, device):
         # an empty list carries no dtype: PyTorch reads it as an empty long index
         t = _fac.tensor(data, dtype=_dtype.int64 if np.size(data) == 0 else None, device=device)
     if t.dtype not in _INDEX_DTYPES:
-        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        raise IndexError(f"index: tensors used as indices must be long, int, byte or bool "
+                         f"tensors, got a tensor of dtype {t.dtype}")
     return t if t.device is device else t.to(device)
 
 
@@ -258,11 +259,24 @@ def _setitem(self, index, value):
     if indices is None:
         view.copy_(_values(value, self, view._shape, strip=True, advanced=False))
         return
-    if isinstance(value, Tensor) and value.dtype is not self.dtype:
+    if isinstance(value, Tensor) and value.dtype is not self.dtype and \
+            not _fills_through_mask(self, index, value):
         _dtype_mismatch(self, value)  # advanced indexing is index_put_: no implicit cast
     values = _values(value, self, _result_shape(view._shape, indices), strip=True)
     index_put__op(view, indices, values, False)
     self._storage.version += 1
+
+
+def _fills_through_mask(self, index, value):
+    """PyTorch's index_put_ runs ``masked_fill_`` (which casts) when the only index tensor is
+    one bool/uint8 mask on ``self``'s device and the value is one element on the CPU
+    (``logits[mask] = torch.tensor(-inf)`` with half logits)."""
+    if value.numel() != 1 or value.device.type != "cpu":
+        return False
+    entries = index if isinstance(index, tuple) else (index,)
+    tensors = [e for e in entries if isinstance(e, (Tensor, list, np.ndarray))]
+    return len(tensors) == 1 and isinstance(tensors[0], Tensor) and \
+        tensors[0].dtype in (_dtype.bool_, _dtype.uint8) and tensors[0].device is self.device
 
 
 def _dtype_mismatch(self, values):

@@ -115,22 +115,23 @@ index_add_op = define("index_add(Tensor self, int dim, Tensor index, Tensor sour
 # -- gather / scatter API -----------------------------------------------------------------------
 def _check_index(op, input, dim, index, src=None):
     if not isinstance(index, Tensor) or index.dtype not in (_dtype.int64, _dtype.int32):
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+        got = index.dtype if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index, but got {got}")
     d = _wrap_dim(dim, input.ndim, op)
     if index.ndim != input.ndim and not (index.ndim <= 1 and input.ndim <= 1):
-        raise RuntimeError(f"Index tensor must have the same number of dimensions as "
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
                            f"{'input' if src is None else 'self'} tensor")
     if input.ndim == 0 or index.ndim == 0:
         return d
     too_big = [k for k in range(index.ndim) if k != d and index._shape[k] > input._shape[k]]
     if src is None:
         if too_big:
-            raise RuntimeError(f"Size does not match at dimension {too_big[0]} expected index "
-                               f"{list(index._shape)} to be no larger than self "
+            raise RuntimeError(f"{op}(): Size does not match at dimension {too_big[0]} expected "
+                               f"index {list(index._shape)} to be no larger than self "
                                f"{list(input._shape)} apart from dimension {d}")
     elif too_big or (src.ndim and any(index._shape[k] > src._shape[k]
                                       for k in range(index.ndim))):
-        raise RuntimeError(f"Expected index {list(index._shape)} to be no larger than self "
+        raise RuntimeError(f"{op}(): Expected index {list(index._shape)} to be no larger than self "
                            f"{list(input._shape)} apart from dimension {d} and to be no larger "
                            f"size than src {list(src._shape)}")
     return d

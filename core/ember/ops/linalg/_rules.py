@@ -52,9 +52,9 @@ def mv_check(mat, vec, bias_dtype=None, op="mv"):
                            f"({vec._shape[0]})")
 
 
-def same_dtype(a, b):
+def same_dtype(a, b, op):
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+        raise RuntimeError(f"{op}: expected m1 and m2 to have the same dtype, but got: "
                            f"{cpp_dtype_name(a.dtype)} != {cpp_dtype_name(b.dtype)}")
 
 
@@ -68,7 +68,7 @@ def matmul_check(a, b, op="matmul"):
     elif nb == 1:
         mv_check(a, b, op=op)
     else:
-        same_dtype(a, b)
+        same_dtype(a, b, op)
         ka, kb = a._shape[-1], b._shape[-2]
         if nb == 2:
             # PyTorch folds the batch dims of ``a`` into rows and reports the folded shapes
@@ -78,8 +78,8 @@ def matmul_check(a, b, op="matmul"):
         else:
             batch = math.prod(_broadcast_pair(a._shape[:-2], b._shape[:-2]))
             if ka != kb:
-                raise RuntimeError(f"{op}: Expected size for first two dimensions of batch2 tensor to "
-                                   f"be: [{batch}, {ka}] but got: [{batch}, {kb}].")
+                raise RuntimeError(f"{op}: Expected size for first two dimensions of batch2 "
+                                   f"tensor to be: [{batch}, {ka}] but got: [{batch}, {kb}].")
     no_bool("matmul", a)
 
 
@@ -88,7 +88,7 @@ def mm_check(a, b, names=("self", "mat2"), op="mm"):
         raise RuntimeError(f"{op}: {names[0]} must be a matrix, got a {a.ndim}-D tensor")
     if b.ndim != 2:
         raise RuntimeError(f"{op}: {names[1]} must be a matrix, got a {b.ndim}-D tensor")
-    same_dtype(a, b)
+    same_dtype(a, b, op)
     if a._shape[1] != b._shape[0]:
         raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({a._shape[0]}x"
                            f"{a._shape[1]} and {b._shape[0]}x{b._shape[1]})")
@@ -100,11 +100,11 @@ def bmm_check(a, b, op="bmm"):
     if b.ndim != 3:
         raise RuntimeError(f"{op}: batch2 must be a 3D tensor, got a {b.ndim}-D tensor")
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected scalar type {_dtype_title(a.dtype)} but found "
+        raise RuntimeError(f"{op}: expected scalar type {_dtype_title(a.dtype)} but found "
                            f"{_dtype_title(b.dtype)}")
     if b._shape[:2] != (a._shape[0], a._shape[2]):
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
+        raise RuntimeError(f"{op}: Expected size for first two dimensions of batch2 tensor to "
+                           f"be: [{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
                            f"{b._shape[1]}].")
 
 

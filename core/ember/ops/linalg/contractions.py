@@ -294,7 +294,8 @@ def einsum(*args):
     equation = _einsum_equation(equation, operands)
     for t in operands[1:]:
         if t.dtype is not operands[0].dtype:
-            raise RuntimeError(f"expected scalar type {_dtype_title(operands[0].dtype)} but found "
+            raise RuntimeError(f"einsum(): expected scalar type "
+                               f"{_dtype_title(operands[0].dtype)} but found "
                                f"{_dtype_title(t.dtype)}")
     no_bool("einsum", operands[0])
     return einsum_op(equation, operands)

@@ -25,6 +25,7 @@ from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from .. import _meta, _primitives
 from .._util import write_out
+from . import nonfinite as _nonfinite
 from . import products as _products
 from ._rules import (batch_of, check_at_least_2d, check_errors, check_float, check_square,
                      diag, diag_embed, eye_like, mH, quiet_div, real_part,
@@ -370,14 +371,15 @@ def eigh(A, UPLO="L", *, out=None):
     check_square("linalg.eigh", A)
     check_float("linalg.eigh", A)
     _check_uplo(UPLO)
-    return _outs(out, _rt.linalg_eigh(*eigh_op(A, UPLO)), "linalg.eigh")
+    r = _nonfinite.eigh(A, UPLO, lambda a: eigh_op(a, UPLO))
+    return _outs(out, _rt.linalg_eigh(*r), "linalg.eigh")
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
     check_square("linalg.eigvalsh", A)
     check_float("linalg.eigvalsh", A)
     _check_uplo(UPLO)
-    r = eigvalsh_op(A, UPLO)
+    r = _nonfinite.eigh(A, UPLO, lambda a: eigvalsh_op(a, UPLO), mask=(0,))
     return r if out is None else write_out(out, r, "linalg.eigvalsh")
 
 
@@ -514,14 +516,15 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     check_at_least_2d("linalg.svd", A)
     check_float("linalg.svd", A)
     _check_driver(driver, "linalg.svd")
-    return _outs(out, _rt.linalg_svd(*svd_op(A, bool(full_matrices))), "linalg.svd")
+    r = _nonfinite.svd("linalg.svd", A, lambda a: svd_op(a, bool(full_matrices)))
+    return _outs(out, _rt.linalg_svd(*r), "linalg.svd")
 
 
 def svdvals(A, *, driver=None, out=None):
     check_at_least_2d("linalg.svdvals", A)
     check_float("linalg.svdvals", A)
     _check_driver(driver, "linalg.svdvals")
-    r = _products.svdvals_op(A)
+    r = _nonfinite.svd("linalg.svdvals", A, _products.svdvals_op, mask=(0,))
     return r if out is None else write_out(out, r, "linalg.svdvals")
 
 

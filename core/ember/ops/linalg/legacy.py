@@ -18,6 +18,7 @@ from .._util import _dtype_title, tensor_method, write_out
 from ..reduction import sums as _sums
 from ..reduction._rules import check_tensor, given, reduce_dims
 from ..reduction.norms import vector_norm_op
+from . import nonfinite as _nonfinite
 from . import products as _products
 from . import decompositions as _dec
 from . import functions as _fn
@@ -184,7 +185,8 @@ def orgqr(input, tau, *, out=None):
 
 # -- torch.norm (deprecated for linalg.norm): p-norms over dims, 'fro' and the nuclear norm ----
 def _nuclear_norm(x, dim, keepdim):
-    s = _products.svdvals_op(_views.movedim(x, dim, (-2, -1)))
+    s = _nonfinite.svd("norm", _views.movedim(x, dim, (-2, -1)), _products.svdvals_op,
+                       mask=(0,))
     r = _sums.sum_op(s, (s.ndim - 1,), False, s.dtype)
     if keepdim:
         for d in sorted(dim):

@@ -95,6 +95,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._receiver = transfer.Receiver(self._num_workers)
         self._worker_result_queue = context.Queue()
         self._shutdown = False
+        self._failure = None
         self._workers_done_event = context.Event()
         self._index_queues = []
         self._workers = []
@@ -185,8 +186,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._mark_worker_as_unavailable(i)
         pids = ", ".join(str(w.pid) for _, w in failed)
         details = "; ".join(f"worker {i} {_describe_exit(w)}" for i, w in failed)
-        raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly ({details})"
-                           ) from cause
+        self._failure = f"DataLoader worker (pid(s) {pids}) exited unexpectedly ({details})"
+        # the epoch cannot complete: the other workers are stopped now, not when the iterator
+        # is collected (they would hold their memory and the dataset's files until then)
+        self._shutdown_workers()
+        raise RuntimeError(self._failure) from cause
 
     def _try_get_data(self, timeout):
         if self._pin_memory_thread is not None:
@@ -224,6 +228,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 return data
 
     def _next_data(self):
+        if self._failure is not None:  # a worker died: the iterator stays failed
+            raise RuntimeError(self._failure)
         while True:
             while self._rcvd_idx < self._send_idx:
                 info = self._task_info.get(self._rcvd_idx)
