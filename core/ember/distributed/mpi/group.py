@@ -11,7 +11,7 @@ import threading
 import time
 
 from .._types import DistBackendError
-from ..backend import ProcessGroupBackend
+from ..contract import ProcessGroupBackend
 from .engine import (Staged, divide_in_place, guarded_barrier, idup, mpi, poll, reduce_op)
 from .progress import MPIWork, progress
 from .status import StatusBoard

@@ -21,6 +21,7 @@ from multiprocessing import connection as mp_connection
 
 from ..dataloader import _BaseDataLoaderIter, _DatasetKind
 from ..datapipes.datapipe import IterDataPipe, MapDataPipe
+from ..graph_settings import seed_datapipe_graph
 from . import transfer
 from .pin_memory import start_pin_thread
 from .worker import (MP_STATUS_CHECK_INTERVAL, ExceptionWrapper, _IterableDatasetStopIteration,
@@ -109,7 +110,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                           self._worker_result_queue, self._workers_done_event,
                           self._auto_collation, self._collate_fn, self._drop_last,
                           self._base_seed, self._worker_init_fn, i, self._num_workers,
-                          self._persistent_workers, self._shared_seed, self._segment_prefix))
+                          self._persistent_workers, self._shared_seed, self._segment_prefix,
+                          seed_datapipe_graph))
                 w.daemon = True
                 self._index_queues.append(index_queue)
                 try:
