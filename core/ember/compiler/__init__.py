@@ -30,12 +30,13 @@ import warnings
 
 from .._tensor import Tensor
 from ..autograd import grad_mode as _grad_mode
-from . import aot, codegen, dynamic, fusion, step
+from . import aot, codegen, dynamic, effects, fusion, guards, step, tracing
 from .capture import Capture, GraphBreak
+from .capture import _local as _capture_local
 from .graph import Graph, Node, Ref, rebuild
 from ..runtime.layout import contiguous_strides
 
-__all__ = ["compile", "explain", "run_graph", "CompiledFunction", "GraphBreak", "Graph", "Node", "Ref",
+__all__ = ["compile", "explain", "is_compiling", "run_graph", "CompiledFunction", "GraphBreak", "Graph", "Node", "Ref",
            "RECOMPILE_LIMIT"]
 
 RECOMPILE_LIMIT = 8
@@ -71,9 +72,11 @@ def _structure(args):
 
 class _Entry:
     """One guarded case: ``graph`` as captured (what ``explain`` shows), ``lowered`` what runs
-    (fused loops in place of pointwise chains), or ``runner`` from a callable backend."""
+    (fused loops in place of pointwise chains), or ``runner`` from a callable backend.
+    ``state`` guards the Python values the capture read, ``effects`` are the side effects a
+    replay redoes, ``next`` the case captured before for the same arguments (other state)."""
     __slots__ = ("graph", "lowered", "breaks", "runner", "calls", "joint", "eager_autograd",
-                 "warming", "pending", "step", "shapes", "guard")
+                 "warming", "pending", "step", "shapes", "guard", "state", "effects", "next")
 
     def __init__(self, graph, breaks=(), runner=None, lowered=None):
         self.graph, self.breaks, self.runner = graph, list(breaks), runner
@@ -86,6 +89,9 @@ class _Entry:
         self.step = False            # a whole training step: replayed without autograd
         self.shapes = None           # the input shapes it was captured for (plain graphs)
         self.guard = None            # dynamic.ShapeGuard of a graph generalized over sizes
+        self.state = None            # guards.StateGuard: the Python state the capture read
+        self.effects = None          # effects.Effects: side effects redone on each replay
+        self.next = None             # an older case for the same arguments
 
 
 class CompiledFunction:
@@ -137,6 +143,7 @@ class CompiledFunction:
         general = _Entry(graph)
         general.guard = guard
         general.shapes = None
+        general.state, general.effects = entry.state, entry.effects
         lowered = graph
         if self.backend in ("ember", "inductor") and not _records_autograd(graph, tensors):
             lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
@@ -162,24 +169,47 @@ class CompiledFunction:
         return key, tensors
 
     # -- calling --------------------------------------------------------------------------------
+    def entries(self):
+        """Every captured case (each argument key's chain of state variants)."""
+        out = []
+        for head in self.cache.values():
+            while head is not None:
+                out.append(head)
+                head = head.next
+        return out
+
+    def _store(self, key, entry, replacing=None):
+        """Makes ``entry`` the first case for ``key``; older cases stay behind it."""
+        older = [e for e in _chain(self.cache.get(key)) if e is not replacing]
+        for a, b in zip([entry] + older, older + [None]):
+            a.next = b
+        self.cache[key] = entry
+
     def __call__(self, *args, **kwargs):
+        if getattr(_capture_local, "capture", None) is not None:
+            return self.fn(*args, **kwargs)      # inside another capture: inlined there
         key, tensors = self._guards(args, kwargs)
-        entry = self.cache.get(key)
+        head = self.cache.get(key)
+        entry = head
+        while entry is not None and entry.state is not None and not entry.state.check():
+            entry = entry.next
         if entry is None and self.dynamic is not False:
             family = self._family(key)
             shapes = [t._shape for t in tensors]
             for general in self.dynamic_entries.get(family, ()):
-                if general.guard.holds(shapes):
+                if general.guard.holds(shapes) and (general.state is None or
+                                                    general.state.check()):
                     general.calls += 1
-                    return run_graph(general.lowered, tensors)
+                    return _replay(general, tensors)
             previous = self._same_family(family, key)
-            if previous is not None and len(self.cache) < RECOMPILE_LIMIT:
+            if previous is not None and head is None and \
+                    len(self.entries()) < RECOMPILE_LIMIT:
                 self.recompiles += 1
                 out = self._capture(key, tensors, args, kwargs)
                 self._generalize(family, previous, self.cache.get(key), tensors)
                 return out
         if entry is None:
-            if len(self.cache) >= RECOMPILE_LIMIT:
+            if len(self.entries()) >= RECOMPILE_LIMIT:
                 if not self._warned_limit:
                     self._warned_limit = True
                     warnings.warn(f"ember.compile: {getattr(self.fn, '__name__', self.fn)} hit "
@@ -191,8 +221,9 @@ class CompiledFunction:
                 self.recompiles += 1
             if self.mode == "reduce-overhead":
                 # warm-up: the first call runs eagerly (optimizers create their state)
-                self.cache[key] = entry = _Entry(None)
+                entry = _Entry(None)
                 entry.warming = True
+                self._store(key, entry)
                 return self.fn(*args, **kwargs)
             return self._capture(key, tensors, args, kwargs)
         entry.calls += 1
@@ -205,28 +236,39 @@ class CompiledFunction:
     def _capture(self, key, tensors, args, kwargs, previous=None):
         joint = None
         steps = self.mode == "reduce-overhead"
+        side_effects = None
         with Capture(tensors, self.fullgraph, allow_backward=steps) as cap, \
                 step.StepRecorder(cap) if steps else _nothing() as recorder:
-            out = self.fn(*args, **kwargs)
+            tracer = tracing.StateTracer(self.fn, args, kwargs, on_impure=cap.value_read)
+            with tracer:
+                out = self.fn(*args, **kwargs)
+            if not cap.breaks:
+                side_effects = _side_effects(cap, tracer, out)
             if not cap.breaks:
                 cap.graph.output = _encode_output(cap, out)
+                if side_effects is not None:
+                    cap.graph.output = (cap.graph.output, side_effects.values)
             is_step = recorder is not None and recorder.saw_backward
             if not cap.breaks and not is_step and not callable(self.backend) and \
                     self.backend != "eager" and _records_autograd(cap.graph, tensors):
                 joint = aot.capture_joint(cap, out, tensors)
-        if cap.breaks:
-            self.cache[key] = _Entry(None, cap.breaks)
+        state = guards.StateGuard(tracer.reads.values(), skip=set(tracer.mutated))
+        replacing = previous
+
+        def store(entry):
+            entry.state, entry.effects = state, side_effects
+            self._store(key, entry, replacing)
             return out
+        if cap.breaks:
+            return store(_Entry(None, cap.breaks))
         graph = cap.graph
         if is_step and cap.opaque:
-            self.cache[key] = _Entry(None, [(f"the training step's backward can't be replayed: "
-                                             f"{cap.opaque}", "<step>")])
-            return out
+            return store(_Entry(None, [(f"the training step's backward can't be replayed: "
+                                        f"{cap.opaque}", "<step>")]))
         if is_step:
-            return self._step_captured(key, graph, tensors, out, previous)
+            return self._step_captured(key, graph, tensors, out, previous, store)
         if callable(self.backend):       # torch's contract: backend(graph, example_inputs)
-            self.cache[key] = _Entry(graph, runner=self.backend(graph, list(tensors)))
-            return out
+            return store(_Entry(graph, runner=self.backend(graph, list(tensors))))
         fusing = self.backend in ("ember", "inductor")
         if isinstance(joint, aot.JointGraph):
             if fusing:
@@ -235,31 +277,27 @@ class CompiledFunction:
                                                  _lower)
             entry = _Entry(graph)
             entry.joint = joint
-            self.cache[key] = entry
-            return out
+            return store(entry)
         lowered = graph
         if fusing and not _records_autograd(graph, tensors):
             lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
         entry = _Entry(graph, lowered=lowered)
         entry.eager_autograd = joint     # why the backward isn't compiled (or None)
         entry.shapes = [t._shape for t in tensors]
-        self.cache[key] = entry
-        return out
+        return store(entry)
 
-    def _step_captured(self, key, graph, tensors, out, previous):
+    def _step_captured(self, key, graph, tensors, out, previous, store):
         """A captured training step: compiled once two captures agree (step.py)."""
         first = previous.pending if previous is not None else None
         if first is None:
             entry = _Entry(None)
             entry.warming = True
             entry.pending = graph
-            self.cache[key] = entry
-            return out
+            return store(entry)
         why = step.difference(first, graph)
         if why is not None:
-            self.cache[key] = _Entry(None, [(f"the training step is not the same program "
-                                             f"each time: {why}", "<step>")])
-            return out
+            return store(_Entry(None, [(f"the training step is not the same program "
+                                        f"each time: {why}", "<step>")]))
         step.mark_owned(graph)
         lowered = graph
         if self.backend in ("ember", "inductor"):
@@ -268,8 +306,7 @@ class CompiledFunction:
                                           _lower_foreach)
         entry = _Entry(graph, lowered=lowered)
         entry.step = True
-        self.cache[key] = entry
-        return out
+        return store(entry)
 
 
 class _nothing:
@@ -333,13 +370,58 @@ def run_graph(graph, inputs):
 
 def _replay(entry, inputs):
     if entry.runner is not None:
-        return entry.runner(*inputs)
-    if entry.joint is not None:
-        return aot.run(entry.joint, inputs, entry.graph.constants)
-    if entry.step:
+        out = entry.runner(*inputs)
+    elif entry.joint is not None:
+        out = aot.run(entry.joint, inputs, entry.graph.constants)
+    elif entry.step:
         with _grad_mode.no_grad():
-            return run_graph(entry.lowered, inputs)
-    return run_graph(entry.lowered, inputs)
+            out = run_graph(entry.lowered, inputs)
+    else:
+        out = run_graph(entry.lowered, inputs)
+    if entry.effects is not None:
+        out, values = out
+        entry.effects.apply(effects.unwrap(values))
+    return out
+
+
+def _chain(entry):
+    while entry is not None:
+        yield entry
+        entry = entry.next
+
+
+def _side_effects(cap, tracer, out):
+    """The call's side effects as ``effects.Effects`` (None without any); a value a replay
+    can't rebuild, or an output that is a new object of an unknown kind, is a graph break."""
+    why = _unreplayable_output(out, tracer.external)
+    if why is not None:
+        cap.value_read(why, "effect")
+        return None
+    try:
+        return effects.collect(tracer, cap.ref)
+    except effects.Unreplayable as e:
+        cap.value_read(str(e), "effect")
+        return None
+
+
+def _unreplayable_output(out, external):
+    if isinstance(out, (Tensor, int, float, bool, str, bytes, complex, type(None))) or \
+            id(out) in external:
+        return None
+    if isinstance(out, (list, tuple)):
+        for o in out:
+            why = _unreplayable_output(o, external)
+            if why is not None:
+                return why
+        return None
+    if isinstance(out, dict):
+        return _unreplayable_output(list(out.values()), external)
+    from .._dtype import dtype as dtype_cls
+    from .._device import device as device_cls
+    if isinstance(out, (dtype_cls, device_cls, slice, type)) or callable(out):
+        return None
+    return (f"the function returns a new {type(out).__name__} object; a replay can only "
+            f"rebuild tensors, numbers, strings, lists, tuples and dicts of them")
 
 
 def _call(node, load):
@@ -351,6 +433,13 @@ def _call(node, load):
             if isinstance(a, device_cls):
                 return node.op.on(a, *args, **kwargs)
     return node.op(*args, **kwargs)
+
+
+def is_compiling():
+    """True while ``ember.compile`` captures a function on this thread (torch.compiler's
+    ``is_compiling``): code may pick a graph-friendly form, as optimizers keep step counts as
+    tensors then."""
+    return getattr(_capture_local, "capture", None) is not None
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
@@ -441,9 +530,10 @@ def explain(fn):
         compiled = fn._compiled if isinstance(fn, _CompiledModule) else \
             fn if isinstance(fn, CompiledFunction) else CompiledFunction(fn)
         compiled.cache.clear()
+        compiled.dynamic_entries.clear()
         compiled(*args, **kwargs)
         graphs, breaks = [], []
-        for entry in compiled.cache.values():
+        for entry in compiled.entries():
             if entry.graph is not None:
                 graphs.append(entry.graph)
             breaks.extend(entry.breaks)

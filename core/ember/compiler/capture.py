@@ -39,6 +39,7 @@ def _user_line():
 class Capture:
     def __init__(self, inputs, fullgraph=False, allow_backward=False):
         self.graph = Graph(n_inputs=len(inputs))
+        self.thread = threading.get_ident()
         self.refs = {}
         self.same_memory = {}     # (storage, layout, dtype) -> Ref: aliases map to their value
         self.alive = []           # keeps every seen tensor alive, so ids stay unique
@@ -100,6 +101,8 @@ class Capture:
                     self._bind(o, Ref("node", index, k))
 
     def value_read(self, reason, kind="value"):
+        if threading.get_ident() != self.thread:
+            return               # another thread's read: not this capture's business
         if kind == "backward" and (self.phase == "backward" or self.allow_backward):
             return               # the backward compile's own autograd.grad call
         where = _user_line()
