@@ -231,3 +231,184 @@ def test_two_threads_capturing_at_once_keep_their_own_graphs():
     for t in ts:
         t.join()
     assert results["a"][1] == 50 and results["b"][1] == 50
+
+
+# -- side effects ---------------------------------------------------------------------------------
+def _opencl():
+    try:
+        return ember.opencl.is_available()
+    except Exception:  # noqa: BLE001 - no OpenCL plug-in
+        return False
+
+
+DEVICES = ["cpu"] + (["opencl"] if _opencl() else [])
+LAST = None
+
+
+class _Stats:
+    def __init__(self):
+        self.last = None
+        self.calls = 0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_loss_stored_on_the_module_is_the_replays_and_backward_works_each_call(device):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 3)
+            self.last_loss = None
+
+        def forward(self, x, y):
+            loss = nn.functional.cross_entropy(self.lin(x), y)
+            self.last_loss = loss
+            return loss
+    ember.manual_seed(0)
+    net = Net().to(device)
+    compiled = ember.compile(net)
+    for i in range(4):
+        x, y = ember.randn(5, 4, device=device), ember.randint(0, 3, (5,), device=device)
+        net.zero_grad()
+        loss = compiled(x, y)
+        assert net.last_loss is loss
+        net.last_loss.backward()          # the second call's loss: a fresh autograd graph
+        want = nn.functional.cross_entropy(net.lin(x), y)
+        _close(loss, want)
+        g = net.lin.weight.grad.clone()
+        net.zero_grad()
+        want.backward()
+        _close(g, net.lin.weight.grad)
+    assert len(compiled._compiled.entries()) == 1
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_attribute_list_dict_and_global_writes_are_redone_with_the_replays_values(device):
+    stats, history, cache = _Stats(), [], {}
+
+    def f(x):
+        global LAST
+        y = ember.sin(x) * 2
+        stats.last = y.sum()
+        history.append(y.mean())
+        cache["y"] = y
+        cache["n"] = 3
+        LAST = y * 0 + 1
+        return y
+    compiled = ember.compile(f)
+    xs = [ember.randn(6, device=device) for _ in range(4)]
+    for x in xs:
+        y = compiled(x)
+        _close(y, ember.sin(x) * 2)
+        _close(stats.last, y.sum(), 1e-5)
+        assert cache["y"] is y and cache["n"] == 3
+        _close(LAST, ember.ones(6, device=device))
+    assert len(history) == 4
+    for h, x in zip(history, xs):
+        _close(h, (ember.sin(x) * 2).mean(), 1e-6)
+    assert len(compiled.entries()) == 1 and compiled.entries()[0].effects is not None
+    assert "global LAST" in str(compiled.entries()[0].effects)
+
+
+def test_a_counter_attribute_counts_every_call():
+    stats = _Stats()
+
+    def f(x):
+        stats.calls += 1
+        return x + 1
+    compiled = ember.compile(f)
+    counts = {}
+
+    def bump(d):
+        d["n"] += 1
+        return d
+    with pytest.warns(UserWarning, match="recompile limit"):
+        for i in range(12):
+            compiled(ember.ones(2))
+            assert stats.calls == i + 1     # each new count is a new guarded case, then eager
+    bump_c = ember.compile(lambda x, d=counts: (bump(d), x + 1)[1])
+    counts["n"] = 0
+    for i in range(3):
+        bump_c(ember.ones(2))
+        assert counts["n"] == i + 1
+
+
+def test_a_nonlocal_write_is_redone():
+    seen = None
+
+    def f(x):
+        nonlocal seen
+        seen = x * 3
+        return x
+    compiled = ember.compile(f)
+    for v in (1.0, 2.0, 5.0):
+        compiled(ember.full((2,), v))
+        _close(seen, ember.full((2,), 3 * v))
+
+
+def test_side_effects_a_replay_cannot_redo_are_graph_breaks_with_reasons():
+    class Box:
+        pass
+    stats = _Stats()
+    items = [1, 2, 3]
+
+    def new_object(x):
+        stats.last = Box()
+        return x + 1
+
+    def pops(x):
+        items.pop()
+        return x + 1
+
+    def prints(x):
+        print("value", x.shape)
+        return x + 1
+
+    def returns_object(x):
+        box = Box()
+        box.t = x + 1
+        return box
+    x = ember.ones(2)
+    for fn, reason in ((new_object, "stores a new Box object in _Stats.last"),
+                       (pops, "removes or reorders items"),
+                       (prints, "calls builtins.print()"),
+                       (returns_object, "returns a new Box object")):
+        report = explain(fn)(x)
+        assert report.graph_break_count == 1 and reason in report.break_reasons[0][0], \
+            (fn.__name__, report.break_reasons)
+        with pytest.raises(GraphBreak):
+            ember.compile(fn, fullgraph=True)(x)
+    items[:] = [1, 2, 3]
+    compiled = ember.compile(pops)
+    for n in (2, 1, 0):
+        compiled(x)
+        assert len(items) == n          # eager every call: the pops really happen
+
+
+def test_a_python_number_read_by_a_training_step_is_a_guard_not_a_frozen_constant():
+    ember.manual_seed(0)
+    model = nn.Linear(4, 2)
+    calls = [0]
+
+    def step(x):
+        calls[0] += 1
+        loss = model(x).sum() * (1.0 / calls[0])
+        model.zero_grad()
+        loss.backward()
+        with ember.no_grad():
+            for p in model.parameters():
+                p.sub_(p.grad * 0.1)
+        return loss
+    twin = nn.Linear(4, 2)
+    twin.load_state_dict(model.state_dict())
+    compiled = ember.compile(step, mode="reduce-overhead")
+    x = ember.randn(3, 4)
+    for i in range(4):
+        got = compiled(x)
+        want = twin(x).sum() * (1.0 / (i + 1))
+        twin.zero_grad()
+        want.backward()
+        with ember.no_grad():
+            for p in twin.parameters():
+                p.sub_(p.grad * 0.1)
+        _close(got, want, 1e-5)
+    assert calls[0] == 4

@@ -10,6 +10,9 @@ and replay it on later calls. One module per stage (docs/architecture.md, "Compi
   requires_grad, which arguments alias, the other arguments by value, grad mode, and for a
   module its parameters' and buffers' identities and ``training``; past ``RECOMPILE_LIMIT``
   cases the function warns and runs eagerly, like torch's recompile_limit.
+* ``tracing.py`` / ``guards.py``: the Python state the call read (globals, closure cells,
+  attributes, container items), found by tracing the capture run, guarded by one generated
+  check; ``effects.py``: the state it wrote, redone after each replay with its values.
 * ``dynamic.py``: after a size changes, ints that follow it become ``SymInt``s.
 * ``pointwise.py`` / ``fusion.py``: pointwise chains (with a reduction epilogue) and foreach
   runs become one kernel through ``Backend.compile_pointwise`` / ``compile_foreach``.
@@ -19,9 +22,8 @@ and replay it on later calls. One module per stage (docs/architecture.md, "Compi
 
 A ``backend`` callable gets the graph and example inputs and returns what runs instead
 (torch's backend contract); ``backend="eager"`` replays without fusion or a compiled
-backward. Not done: resuming a graph after a break (the whole call runs eagerly). Python side
-effects inside the function (prints, appends) and tensors made from Python data happen on the
-capture runs only.
+backward. Tensors made from Python data inside the function are constants of the graph (the
+Python values they came from are guarded).
 """
 from __future__ import annotations
 
@@ -251,7 +253,8 @@ class CompiledFunction:
             is_step = recorder is not None and recorder.saw_backward
             if not cap.breaks and not is_step and not callable(self.backend) and \
                     self.backend != "eager" and _records_autograd(cap.graph, tensors):
-                joint = aot.capture_joint(cap, out, tensors)
+                joint = aot.capture_joint(
+                    cap, out if side_effects is None else (out, side_effects.raw), tensors)
         state = guards.StateGuard(tracer.reads.values(), skip=set(tracer.mutated))
         replacing = previous
 

@@ -81,8 +81,9 @@ class Effects:
     """The side effects of one capture: ``values`` (encoded, for the graph's output) and
     ``items`` (what to do with each value on replay)."""
 
-    def __init__(self, items, values):
+    def __init__(self, items, values, raw):
         self.items, self.values = items, values
+        self.raw = raw           # the capture run's final values (tensors the joint graph differentiates)
 
     def apply(self, values):
         for effect, value in zip(self.items, values):
@@ -99,9 +100,10 @@ def collect(tracer, encode):
     """The tracer's writes and mutations as ``Effects`` (None when there are none). ``encode``
     maps a tensor to its graph Ref. Raises ``Unreplayable`` naming the first slot whose value a
     replay couldn't rebuild."""
-    items, values = [], []
+    items, values, raw = [], [], []
 
     def enc(v, where):
+        raw.append(v)
         return _encode(v, where, encode, tracer.external)
 
     for slot in tracer.written.values():
@@ -145,7 +147,7 @@ def collect(tracer, encode):
                 values.append(frozenset(final))
     if not items:
         return None
-    return Effects(items, tuple(values))
+    return Effects(items, tuple(values), raw)
 
 
 def _encode(v, where, encode, external):

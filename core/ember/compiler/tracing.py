@@ -30,7 +30,7 @@ import dis
 import gc
 import sys
 import threading
-from types import ModuleType as _ModuleType
+from types import FunctionType as _FunctionType, ModuleType as _ModuleType
 
 from .._tensor import Tensor
 
@@ -150,11 +150,13 @@ class StateTracer:
         self._pending = []
         self.reads = {}          # ident -> (Slot, value)
         self.written = {}        # ident -> Slot
+        self._stored = set()     # idents of container items the call stored (not guards)
         self.mutated = {}        # id(container) -> (container, snapshot)
         self.impure = []         # (reason, where)
         self.external = set()
         self._alive = []
         self._memo = {}          # frame -> (instruction index, value, external)
+        self._augmented = {}     # frame -> (object, external, key) of an ``x.a += v`` read
         self._cells = {}
         self.thread = threading.get_ident()
         self.fn = fn
@@ -185,6 +187,10 @@ class StateTracer:
         elif depth < 2 and isinstance(v, dict):
             for x in list(v.values()):
                 self._register(x, depth + 1)
+        elif isinstance(v, _FunctionType):
+            # default argument values live as long as the function
+            for x in (v.__defaults__ or ()) + tuple((v.__kwdefaults__ or {}).values()):
+                self._register(x, depth + 1)
 
     # -- tracing --------------------------------------------------------------------------------
     def __enter__(self):
@@ -195,6 +201,7 @@ class StateTracer:
     def __exit__(self, *exc):
         sys.settrace(self._previous)
         self._memo.clear()
+        self._augmented.clear()
         return False
 
     def _call(self, frame, event, arg):
@@ -216,6 +223,7 @@ class StateTracer:
                     self.on_impure(reason)      # may raise GraphBreak (fullgraph=True)
         elif event == "return":
             self._memo.pop(frame, None)
+            self._augmented.pop(frame, None)
         return self._local
 
     def _opcode(self, frame):
@@ -235,6 +243,8 @@ class StateTracer:
                     self._memo[frame] = (k, value, True)
         elif op in ("LOAD_ATTR", "LOAD_METHOD"):
             obj, ext = self._operand(frame, info, k - 1)
+            if info.ins[k - 1].opname == "COPY":     # ``obj.a += v``: the store reuses obj
+                self._augmented[frame] = (obj, ext, None)
             value = UNKNOWN
             if obj is not UNKNOWN:
                 if op == "LOAD_METHOD" and ext:
@@ -243,16 +253,24 @@ class StateTracer:
                     value = self._attr(obj, ins.argval, frame)
             self._memo[frame] = (k, value, ext and value is not UNKNOWN)
         elif op == "BINARY_SUBSCR":
-            key = self._key(frame, info, k - 1)
+            # ``c[k] += v`` reads through two COPYs of the container and key
+            aug = info.ins[k - 1].opname == "COPY" and info.ins[k - 2].opname == "COPY"
+            j = k - 2 if aug else k
+            key = self._key(frame, info, j - 1)
             value, ext = UNKNOWN, False
             if key is not UNKNOWN:
-                obj, ext = self._operand(frame, info, k - 2)
+                obj, ext = self._operand(frame, info, j - 2)
+                if aug:
+                    self._augmented[frame] = (obj, ext, key)
                 if ext and isinstance(obj, (dict, list, tuple)):
                     value = self._item(obj, key)
                     ext = value is not UNKNOWN
             self._memo[frame] = (k, value, ext)
         elif op in ("STORE_ATTR", "DELETE_ATTR"):
-            obj, ext = self._operand(frame, info, k - 1)
+            if info.ins[k - 1].opname == "SWAP":
+                obj, ext, _ = self._augmented.get(frame, (UNKNOWN, False, None))
+            else:
+                obj, ext = self._operand(frame, info, k - 1)
             if ext and not isinstance(obj, Tensor):
                 self._write(self._attr_slot(obj, ins.argval, for_write=True))
         elif op in ("STORE_GLOBAL", "DELETE_GLOBAL"):
@@ -263,15 +281,17 @@ class StateTracer:
                 if cell is not None:
                     self._write(Slot("cell", cell, ins.argval))
         elif op in ("STORE_SUBSCR", "DELETE_SUBSCR"):
-            key = self._key(frame, info, k - 1)
-            if key is not UNKNOWN:
-                obj, ext = self._operand(frame, info, k - 2)
-                if ext and isinstance(obj, (dict, list)):
-                    self._snapshot(obj)
+            if info.ins[k - 1].opname == "SWAP":
+                obj, ext, _ = self._augmented.get(frame, (UNKNOWN, False, None))
             else:
-                # a key the tracer can't see: the container is found one instruction earlier
-                # only for constant/local keys; anything else may touch external state
-                pass
+                obj, ext = self._operand(frame, info, k - 2)
+            if ext and isinstance(obj, (dict, list)):
+                self._snapshot(obj)
+                key = self._key(frame, info, k - 1) if info.ins[k - 1].opname != "SWAP" \
+                    else self._augmented.get(frame, (None, None, UNKNOWN))[2]
+                if key is not UNKNOWN:        # later reads of this item read the call's value
+                    kind = "map" if isinstance(obj, dict) else "seq"
+                    self._stored.add(Slot(kind, obj, key).ident())
 
     # -- operands -------------------------------------------------------------------------------
     def _operand(self, frame, info, j):
@@ -283,6 +303,8 @@ class StateTracer:
         if op == "LOAD_FAST":
             v = frame.f_locals.get(ins.argval, UNKNOWN)
             return v, v is not UNKNOWN and id(v) in self.external
+        if op == "COPY" and ins.arg == 1:
+            return self._operand(frame, info, j - 1)
         if op in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_ATTR",
                   "BINARY_SUBSCR"):
             memo = self._memo.get(frame)
@@ -297,6 +319,8 @@ class StateTracer:
         if j < 0 or info.ins[j + 1].is_jump_target:
             return UNKNOWN
         ins = info.ins[j]
+        if ins.opname == "COPY" and ins.arg == 1:
+            return self._key(frame, info, j - 1)
         if ins.opname == "LOAD_CONST":
             return ins.argval
         if ins.opname == "LOAD_FAST":
@@ -319,7 +343,7 @@ class StateTracer:
         value, registering it as external."""
         ident = slot.ident()
         value = slot.read()
-        if ident not in self.reads and ident not in self.written:
+        if ident not in self.reads and ident not in self.written and ident not in self._stored:
             self.reads[ident] = (slot, value)
         if value is not MISSING:
             self._register(value)
