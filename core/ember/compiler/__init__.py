@@ -4,8 +4,8 @@ and replay it on later calls. One module per stage (docs/architecture.md, "Compi
 
 * ``capture.py``: a real eager run with the TRACER dispatch key on; every top-level op call
   becomes a node of a ``Graph`` (``graph.py``). Reading a tensor's value in Python is a graph
-  break: that case runs eagerly from then on, its reason kept for ``explain``;
-  ``fullgraph=True`` raises instead, naming the line.
+  break, its reason kept for ``explain``; ``fullgraph=True`` raises instead, naming the line.
+* ``resume.py``: a case with breaks runs as compiled pieces around the statements that broke.
 * guards (``CompiledFunction._guards``): each tensor argument's shape, dtype, device and
   requires_grad, which arguments alias, the other arguments by value, grad mode, and for a
   module its parameters' and buffers' identities and ``training``; past ``RECOMPILE_LIMIT``
@@ -32,7 +32,7 @@ import warnings
 
 from .._tensor import Tensor
 from ..autograd import grad_mode as _grad_mode
-from . import aot, codegen, dynamic, effects, fusion, guards, step, tracing
+from . import aot, codegen, dynamic, effects, fusion, guards, resume, step, tracing
 from .capture import Capture, GraphBreak
 from .capture import _local as _capture_local
 from .graph import Graph, Node, Ref, rebuild
@@ -78,7 +78,8 @@ class _Entry:
     ``state`` guards the Python values the capture read, ``effects`` are the side effects a
     replay redoes, ``next`` the case captured before for the same arguments (other state)."""
     __slots__ = ("graph", "lowered", "breaks", "runner", "calls", "joint", "eager_autograd",
-                 "warming", "pending", "step", "shapes", "guard", "state", "effects", "next")
+                 "warming", "pending", "step", "shapes", "guard", "state", "effects", "next",
+                 "resumed")
 
     def __init__(self, graph, breaks=(), runner=None, lowered=None):
         self.graph, self.breaks, self.runner = graph, list(breaks), runner
@@ -94,6 +95,7 @@ class _Entry:
         self.state = None            # guards.StateGuard: the Python state the capture read
         self.effects = None          # effects.Effects: side effects redone on each replay
         self.next = None             # an older case for the same arguments
+        self.resumed = None          # resume.Driver: a case with breaks run as pieces
 
 
 class CompiledFunction:
@@ -231,7 +233,9 @@ class CompiledFunction:
         entry.calls += 1
         if entry.warming:
             return self._capture(key, tensors, args, kwargs, previous=entry)
-        if entry.graph is None:          # a graph break: this case runs eagerly
+        if entry.graph is None:          # a graph break: pieces around it, or eagerly
+            if entry.resumed is not None:
+                return entry.resumed(args, kwargs)
             return self.fn(*args, **kwargs)
         return _replay(entry, tensors)
 
@@ -241,6 +245,7 @@ class CompiledFunction:
         side_effects = None
         with Capture(tensors, self.fullgraph, allow_backward=steps) as cap, \
                 step.StepRecorder(cap) if steps else _nothing() as recorder:
+            cap.target_code = getattr(getattr(self.fn, "__func__", self.fn), "__code__", None)
             tracer = tracing.StateTracer(self.fn, args, kwargs, on_impure=cap.value_read)
             with tracer:
                 out = self.fn(*args, **kwargs)
@@ -263,7 +268,11 @@ class CompiledFunction:
             self._store(key, entry, replacing)
             return out
         if cap.breaks:
-            return store(_Entry(None, cap.breaks))
+            entry = _Entry(None, cap.breaks)
+            entry.resumed = resume.plan(self.fn, cap.break_lines, self._compile_piece)
+            if entry.resumed is not None:
+                state = None             # each piece guards what it reads
+            return store(entry)
         graph = cap.graph
         if is_step and cap.opaque:
             return store(_Entry(None, [(f"the training step's backward can't be replayed: "
@@ -288,6 +297,11 @@ class CompiledFunction:
         entry.eager_autograd = joint     # why the backward isn't compiled (or None)
         entry.shapes = [t._shape for t in tensors]
         return store(entry)
+
+    def _compile_piece(self, fn):
+        """A piece of this function around a graph break (``resume.py``), compiled alike."""
+        return CompiledFunction(fn, dynamic=self.dynamic, backend=self.backend, mode=self.mode,
+                                options=self.options)
 
     def _step_captured(self, key, graph, tensors, out, previous, store):
         """A captured training step: compiled once two captures agree (step.py)."""
@@ -506,13 +520,15 @@ def _module_compile(self, *args, **kwargs):
 
 
 class _Explanation:
-    def __init__(self, graphs, breaks):
+    def __init__(self, graphs, breaks, pieces=()):
         self.graphs = graphs
         self.graph_count = len(graphs)
         self.break_reasons = breaks
         self.graph_break_count = len(breaks)
         self.ops_per_graph = [g.op_names() for g in graphs]
         self.op_count = sum(len(g.nodes) for g in graphs)
+        #: how a function with breaks runs: its pieces in order ("graph lines 3-5", ...)
+        self.pieces = list(pieces)
 
     def __str__(self):
         lines = [f"Graph Count: {self.graph_count}",
@@ -520,6 +536,9 @@ class _Explanation:
                  f"Op Count: {self.op_count}", "Break Reasons:"]
         lines += [f"  {i + 1}. {reason}\n     at {where}"
                   for i, (reason, where) in enumerate(self.break_reasons)]
+        if self.pieces:
+            lines.append("Pieces (resumed around the breaks):")
+            lines += [f"  {p}" for p in self.pieces]
         lines.append("Ops per Graph:")
         for i, ops in enumerate(self.ops_per_graph):
             lines.append(f"  graph {i}: {', '.join(ops)}")
@@ -528,17 +547,30 @@ class _Explanation:
 
 def explain(fn):
     """``explain(fn)(*args)``: capture ``fn`` on these arguments and report its graphs, graph
-    breaks with their reasons, and the ops of each graph (torch._dynamo.explain's summary)."""
+    breaks with their reasons, and the ops of each graph (torch._dynamo.explain's summary).
+    A function whose breaks it can resume around is called a second time, through its pieces,
+    so that each piece's graph is captured and shown."""
     def run(*args, **kwargs):
         compiled = fn._compiled if isinstance(fn, _CompiledModule) else \
             fn if isinstance(fn, CompiledFunction) else CompiledFunction(fn)
         compiled.cache.clear()
         compiled.dynamic_entries.clear()
         compiled(*args, **kwargs)
-        graphs, breaks = [], []
-        for entry in compiled.entries():
-            if entry.graph is not None:
-                graphs.append(entry.graph)
-            breaks.extend(entry.breaks)
-        return _Explanation(graphs, breaks)
+        resumed = [e.resumed for e in compiled.entries() if e.resumed is not None]
+        if resumed:
+            compiled(*args, **kwargs)
+        graphs, breaks, pieces = [], [], []
+        _gather(compiled, graphs, breaks, pieces)
+        return _Explanation(graphs, breaks, pieces)
     return run
+
+
+def _gather(compiled, graphs, breaks, pieces):
+    for entry in compiled.entries():
+        if entry.graph is not None:
+            graphs.append(entry.graph)
+        breaks.extend(entry.breaks)
+        if entry.resumed is not None:
+            pieces.extend(entry.resumed.pieces())
+            for piece in entry.resumed.compiled_pieces():
+                _gather(piece, graphs, breaks, [])

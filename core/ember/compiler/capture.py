@@ -11,6 +11,7 @@ and the function keeps running eagerly, so results stay correct. The compiled fu
 runs that case eagerly (see ``compiler/__init__.py``)."""
 from __future__ import annotations
 
+import sys
 import threading
 import traceback
 
@@ -44,6 +45,10 @@ class Capture:
         self.same_memory = {}     # (storage, layout, dtype) -> Ref: aliases map to their value
         self.alive = []           # keeps every seen tensor alive, so ids stay unique
         self.breaks = []
+        #: per break, the line of ``target_code`` (the compiled function's own code) running
+        #: when it happened: where resuming splits the function (None: not inside it)
+        self.break_lines = []
+        self.target_code = None
         self.fullgraph = fullgraph
         self.allow_backward = allow_backward   # a whole training step is being captured
         #: "forward", or "backward" while ``aot.capture_joint`` differentiates the forward
@@ -107,6 +112,7 @@ class Capture:
             return               # the backward compile's own autograd.grad call
         where = _user_line()
         self.breaks.append((reason, where))
+        self.break_lines.append(_line_in(self.target_code))
         if self.fullgraph:
             raise GraphBreak(f"ember.compile(fullgraph=True): graph break at {where}: {reason}")
 
@@ -131,6 +137,18 @@ class Capture:
         _tensor._capture_hooks.remove(self.value_read)
         _local.capture = None
         return False
+
+
+def _line_in(code):
+    """The line the innermost frame running ``code`` is at (None when none is)."""
+    if code is None:
+        return None
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is code:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
 
 
 def _engine_running():
