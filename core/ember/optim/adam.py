@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..ops import foreach as _fe
-from .optimizer import (Optimizer, addcmul_, as_real, bump, check_betas, check_hparams,
-                        check_impl_flags, grads_of, impl_defaults, implementation, lerp_,
-                        step_counter, zeros_state)
+from .optimizer import (Optimizer, addcmul_, as_real, bump, bump_tensor, check_betas,
+                        check_hparams, check_impl_flags, grads_of, host_lr, impl_defaults,
+                        implementation, lerp_, lr_on, step_counter, tensor_steps, zeros_state)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -19,7 +19,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
-        check_hparams(type(self).__name__, lr, eps=eps, weight_decay=weight_decay)
+        check_hparams(type(self).__name__, lr, tensor_lr=True, eps=eps, weight_decay=weight_decay)
         betas = check_betas(betas)
         check_impl_flags(foreach, fused, differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
@@ -37,10 +37,10 @@ class Adam(Optimizer):
             for key, default in impl_defaults(None, None, False, False).items():
                 group.setdefault(key, default)
 
-    def _state_of(self, p, amsgrad):
+    def _state_of(self, p, amsgrad, capturable=False):
         state = self.state[p]
         if len(state) == 0:
-            state["step"] = step_counter()
+            state["step"] = step_counter(param=p if capturable else None)
             state["exp_avg"] = zeros_state(p)
             state["exp_avg_sq"] = zeros_state(p)
             if amsgrad:
@@ -55,14 +55,50 @@ class Adam(Optimizer):
         for group in self.param_groups:
             pairs = grads_of(group, type(self).__name__)
             impl = implementation(group)
-            if impl == "single":
+            if tensor_steps(group) and impl != "fused":
+                self._capturable(group, pairs)
+            elif impl == "single":
                 self._single(group, pairs)
             elif pairs:
                 self._multi(group, pairs, fused=impl == "fused")
         return loss
 
-    def _single(self, group, pairs):
+    def _capturable(self, group, pairs):
+        """PyTorch's capturable update: the step count stays a tensor and the bias corrections
+        are tensor ops (same formulas as torch.optim's capturable Adam), so nothing is read on
+        the host."""
         lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        beta1, beta2 = group["betas"]
+        amsgrad, decoupled = group["amsgrad"], group["decoupled_weight_decay"]
+        for p, grad in pairs:
+            state = self._state_of(p, amsgrad, capturable=bool(group["capturable"]))
+            if group["maximize"]:
+                grad = -grad
+            step = bump_tensor(state["step"], p.device)
+            lr_t = lr_on(lr, p.device)
+            if wd != 0:
+                if decoupled:
+                    p.mul_(1 - lr_t * wd)
+                else:
+                    grad = grad.add(p, alpha=wd)
+            param, grad = as_real(p), as_real(grad)
+            exp_avg, exp_avg_sq = as_real(state["exp_avg"]), as_real(state["exp_avg_sq"])
+            lerp_(exp_avg, grad, 1 - beta1)
+            addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
+            step_size_neg = (lr_t / (1 - beta1 ** step)).neg()
+            bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
+            if amsgrad:
+                max_sq = as_real(state["max_exp_avg_sq"])
+                max_sq.copy_(max_sq.maximum(exp_avg_sq))
+                sq = max_sq
+            else:
+                sq = exp_avg_sq
+            denom = (sq.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(
+                eps / step_size_neg)
+            param.addcdiv_(exp_avg, denom)
+
+    def _single(self, group, pairs):
+        lr, eps, wd = host_lr(group), group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         amsgrad, decoupled = group["amsgrad"], group["decoupled_weight_decay"]
         for p, grad in pairs:
@@ -108,7 +144,7 @@ class Adam(Optimizer):
                 op = _fe._fused_adamw_ if group["decoupled_weight_decay"] else _fe._fused_adam_
                 beta1, beta2 = group["betas"]
                 op(params, grads, exp_avgs, exp_avg_sqs, max_sqs if amsgrad else [],
-                   [step] * len(params), lr=group["lr"], beta1=beta1, beta2=beta2,
+                   [step] * len(params), lr=host_lr(group), beta1=beta1, beta2=beta2,
                    weight_decay=group["weight_decay"], eps=group["eps"], amsgrad=amsgrad,
                    maximize=group["maximize"])
             else:
@@ -116,7 +152,7 @@ class Adam(Optimizer):
 
     @staticmethod
     def _foreach(group, step, params, grads, exp_avgs, exp_avg_sqs, max_sqs):
-        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        lr, eps, wd = host_lr(group), group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         if group["maximize"]:
             grads = _fe._foreach_mul(grads, -1)
