@@ -129,29 +129,35 @@ class CompiledFunction:
         return (shapes,) + key[1:]
 
     def _same_family(self, family, key):
-        """A plain graph captured for another shape of this family, if any."""
+        """A graph (plain, or forward+backward) captured for another shape of this family."""
         for k, entry in self.cache.items():
-            if k != key and entry.graph is not None and entry.joint is None and \
+            if k != key and entry.graph is not None and entry.shapes is not None and \
                     not entry.step and entry.runner is None and self._family(k) == family:
                 return entry
         return None
 
     def _generalize(self, family, previous, entry, tensors):
-        if entry is None or entry.graph is None or entry.joint is not None or entry.step or \
-                entry.runner is not None or entry.shapes is None:
+        if entry is None or entry.graph is None or entry.step or entry.runner is not None or \
+                entry.shapes is None or (entry.joint is None) != (previous.joint is None):
             return
-        result = dynamic.generalize(previous.graph, entry.graph, previous.shapes, entry.shapes)
-        if result is None:
-            return
-        graph, guard = result
-        general = _Entry(graph)
-        general.guard = guard
-        general.shapes = None
+        fusing = self.backend in ("ember", "inductor")
+        if entry.joint is not None:
+            general = _generalize_joint(previous, entry, fusing)
+            if general is None:
+                return
+        else:
+            result = dynamic.generalize(previous.graph, entry.graph, previous.shapes,
+                                        entry.shapes)
+            if result is None:
+                return
+            graph, guard = result
+            general = _Entry(graph)
+            general.guard = guard
+            lowered = graph
+            if fusing and not _records_autograd(graph, tensors):
+                lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
+            general.lowered = lowered
         general.state, general.effects = entry.state, entry.effects
-        lowered = graph
-        if self.backend in ("ember", "inductor") and not _records_autograd(graph, tensors):
-            lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
-        general.lowered = lowered
         self.dynamic_entries.setdefault(family, []).append(general)
 
     # -- guards ---------------------------------------------------------------------------------
@@ -289,6 +295,7 @@ class CompiledFunction:
                                                  _lower)
             entry = _Entry(graph)
             entry.joint = joint
+            entry.shapes = [t._shape for t in tensors]
             return store(entry)
         lowered = graph
         if fusing and not _records_autograd(graph, tensors):
@@ -324,6 +331,33 @@ class CompiledFunction:
         entry = _Entry(graph, lowered=lowered)
         entry.step = True
         return store(entry)
+
+
+def _generalize_joint(previous, entry, fusing):
+    """A forward+backward pair valid for every size that changed between two captures (each
+    graph generalized on its own inputs' shapes; the forward's guard decides), or None."""
+    a, b = previous.joint, entry.joint
+    if a.sources != b.sources or a.diff_outputs != b.diff_outputs or a.n_saved != b.n_saved:
+        return None
+    forward = dynamic.generalize(a.forward, b.forward, previous.shapes, entry.shapes)
+    if forward is None:
+        return None
+    backward = dynamic.generalize(a.backward, b.backward,
+                                  [m[0] for m in a.backward.input_meta],
+                                  [m[0] for m in b.backward.input_meta])
+    if backward is None:
+        return None
+    fwd, guard = forward
+    bwd = backward[0]
+    fwd.input_meta, bwd.input_meta = b.forward.input_meta, b.backward.input_meta
+    joint = aot.JointGraph(fwd, bwd, b.sources, b.diff_outputs, b.n_saved)
+    if fusing:
+        joint.forward_run = fusion.fuse(fwd, fwd.input_meta, _lower)
+        joint.backward_run = fusion.fuse(bwd, bwd.input_meta, _lower)
+    general = _Entry(fwd)
+    general.joint = joint
+    general.guard = guard
+    return general
 
 
 class _nothing:
