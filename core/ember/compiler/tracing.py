@@ -48,7 +48,7 @@ _MUTATORS = {
           "intersection_update", "symmetric_difference_update"},
 }
 # ember's own code is not traced, except where user-visible module/optimizer state is read
-_TRACED_EMBER = ("ember.nn.modules", "ember.optim", "ember.nn.utils", "ember.fx._generated")
+_TRACED_EMBER = ("ember.nn.modules", "ember.optim", "ember.nn.utils")
 _SKIPPED_PACKAGES = {"numpy", "scipy", "torch", "pytest", "_pytest", "pluggy", "pyopencl",
                      "cupy", "onnx", "onnxruntime", "typing_extensions", "expecttest"}
 _classified: dict = {}
