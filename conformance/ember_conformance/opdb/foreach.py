@@ -65,6 +65,20 @@ def _adam(name, amsgrad):
     return run
 
 
+def _adam_capturable(amsgrad, tensor_lr):
+    def run(params, grads, m, v):
+        params, m, vv = _copies(params), _copies(m), [x.abs() for x in v]
+        maxs = [x * 1.5 for x in vv] if amsgrad else []
+        dev, dt = params[0].device, params[0].dtype
+        steps = [ember.full((), 2.0, dtype=dt, device=dev) for _ in params]
+        lr = ember.tensor(0.01, dtype=dt, device=dev) if tensor_lr else 0.01
+        ember._fused_adam_capturable_(params, grads, m, vv, maxs, steps, lr=lr, beta1=0.9,
+                                      beta2=0.99, weight_decay=0.1, eps=1e-8, amsgrad=amsgrad,
+                                      maximize=True, decoupled=not amsgrad)
+        return params + m + vv + maxs + steps
+    return run
+
+
 def _binary_samples(positive_second=False):
     def gen(dtype):
         for i, (shape, layout) in enumerate([((3, 4), "contiguous"), ((2, 5), "transposed")]):
@@ -110,6 +124,10 @@ OPS = [
     _entry("_fused_adam_", _adam("_fused_adam_", False), 4, ("_fused_adam_",)),
     _entry("_fused_adam_ amsgrad", _adam("_fused_adam_", True), 4, ("_fused_adam_",)),
     _entry("_fused_adamw_", _adam("_fused_adamw_", False), 4, ("_fused_adamw_",)),
+    _entry("_fused_adam_capturable_", _adam_capturable(False, True), 4,
+           ("_fused_adam_capturable_",)),
+    _entry("_fused_adam_capturable_ amsgrad", _adam_capturable(True, False), 4,
+           ("_fused_adam_capturable_",)),
     _backward_op("threshold_backward", 0.25),
     _backward_op("tanh_backward"),
     _backward_op("sigmoid_backward"),

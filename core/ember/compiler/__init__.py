@@ -154,8 +154,10 @@ class CompiledFunction:
             general = _Entry(graph)
             general.guard = guard
             lowered = graph
-            if fusing and not _records_autograd(graph, tensors):
-                lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
+            if not _records_autograd(graph, tensors):
+                if fusing:
+                    lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
+                lowered.direct = True
             general.lowered = lowered
         general.state, general.effects = entry.state, entry.effects
         self.dynamic_entries.setdefault(family, []).append(general)
@@ -293,13 +295,18 @@ class CompiledFunction:
                 joint.forward_run = fusion.fuse(joint.forward, joint.forward.input_meta, _lower)
                 joint.backward_run = fusion.fuse(joint.backward, joint.backward.input_meta,
                                                  _lower)
+            # the forward runs inside CompiledAutograd, the backward under the engine: neither
+            # records autograd per op
+            joint.forward_run.direct = joint.backward_run.direct = True
             entry = _Entry(graph)
             entry.joint = joint
             entry.shapes = [t._shape for t in tensors]
             return store(entry)
         lowered = graph
-        if fusing and not _records_autograd(graph, tensors):
-            lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
+        if not _records_autograd(graph, tensors):
+            if fusing:
+                lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
+            lowered.direct = True
         entry = _Entry(graph, lowered=lowered)
         entry.eager_autograd = joint     # why the backward isn't compiled (or None)
         entry.shapes = [t._shape for t in tensors]
@@ -328,6 +335,7 @@ class CompiledFunction:
             metas = [_meta(t) for t in tensors]
             lowered = fusion.fuse_foreach(fusion.fuse(graph, metas, _lower), metas,
                                           _lower_foreach)
+        lowered.direct = True            # replayed under no_grad: no autograd layer needed
         entry = _Entry(graph, lowered=lowered)
         entry.step = True
         return store(entry)
@@ -354,6 +362,7 @@ def _generalize_joint(previous, entry, fusing):
     if fusing:
         joint.forward_run = fusion.fuse(fwd, fwd.input_meta, _lower)
         joint.backward_run = fusion.fuse(bwd, bwd.input_meta, _lower)
+    joint.forward_run.direct = joint.backward_run.direct = True
     general = _Entry(fwd)
     general.joint = joint
     general.guard = guard
@@ -414,7 +423,8 @@ def run_graph(graph, inputs):
     function (``codegen.py``), made on first use."""
     fn = getattr(graph, "_python", None)
     if fn is None or fn.n_nodes != len(graph.nodes):
-        fn = graph._python = codegen.python_function(graph)
+        fn = graph._python = codegen.python_function(graph,
+                                                     direct=getattr(graph, "direct", False))
         fn.n_nodes = len(graph.nodes)
     return fn(inputs)
 

@@ -134,6 +134,7 @@ def _split(graph, n_fwd, n_inputs, n_grads, grad_refs, sources, diff_outputs, in
             saved.append(r)
 
     forward = Graph(nodes=graph.nodes[:n_fwd], constants=graph.constants, n_inputs=n_inputs)
+    forward.plain = getattr(graph, "plain", False)
     forward.output = (graph.output, tuple(saved))
     forward.input_meta = input_meta[:n_inputs]
 
@@ -156,8 +157,9 @@ def _split(graph, n_fwd, n_inputs, n_grads, grad_refs, sources, diff_outputs, in
         return x
 
     backward = Graph(constants=graph.constants, n_inputs=n_grads + len(saved) + n_inputs)
+    backward.plain = forward.plain
     for node in bwd_nodes:
-        backward.nodes.append(Node(node.op, move(node.args), move(node.kwargs), node.meta))
+        backward.nodes.append(node.moved(args=move(node.args), kwargs=move(node.kwargs)))
     backward.output = tuple(move(r) if r is not None else None for r in grad_refs)
     saved_meta = []
     for r in saved:

@@ -94,10 +94,13 @@ class Capture:
 
     def record(self, op, args, kwargs, out):
         index = len(self.graph.nodes)
-        self.graph.nodes.append(Node(op, tuple(self.encode(a) for a in args),
-                                     {k: self.encode(v) for k, v in kwargs.items()},
-                                     _meta(out)))
-        self.graph.nodes[-1].layout = _layout(out)
+        keys = 0
+        for t in _dispatcher.tensors_in(args):
+            keys |= t._ks
+        node = Node(op, tuple(self.encode(a) for a in args),
+                    {k: self.encode(v) for k, v in kwargs.items()}, _meta(out), keys,
+                    _layout(out), _view_of(op, args, out))
+        self.graph.nodes.append(node)
         if isinstance(out, Tensor):
             self._bind(out, Ref("node", index))
         elif isinstance(out, (list, tuple)):
@@ -128,6 +131,9 @@ class Capture:
         _local.capture = self
         st = K.state
         self._masks = st.masks
+        # no functionality forced on around the capture (autocast, a Python mode, inference
+        # mode): a replay may then call kernels directly (codegen.py)
+        self.graph.plain = not (st.masks[0] & K.FUNCTIONALITY_MASK)
         st.masks = (st.masks[0] | TRACER, st.masks[1] | TRACER)
         _tensor._capture_hooks.append(self.value_read)
         return self
@@ -170,6 +176,19 @@ class _Paused:
     def __exit__(self, *exc):
         K.state.masks = self._masks
         return False
+
+
+def _view_of(op, args, out):
+    """The position of the argument ``out`` is a view of (same storage, dtype and device), for
+    a non-mutating op; None otherwise."""
+    if not isinstance(out, Tensor) or op.mutates:
+        return None
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            if a._storage is out._storage and a.dtype == out.dtype and a.device == out.device:
+                return i
+            return None
+    return None
 
 
 def _layout(out):

@@ -322,6 +322,7 @@ def _rewrite(graph, groups, meta_of, lower):
                 member_of.pop(m, None)
 
     new = Graph(constants=list(graph.constants), n_inputs=graph.n_inputs)
+    new.plain = getattr(graph, "plain", False)
     remap = {}      # old node index -> Ref in the new graph
 
     def move(x):
@@ -354,8 +355,7 @@ def _rewrite(graph, groups, meta_of, lower):
         if i in member_of:
             continue
         index = len(new.nodes)
-        moved = Node(node.op, move(node.args), move(node.kwargs))
-        moved.meta = node.meta
+        moved = node.moved(args=move(node.args), kwargs=move(node.kwargs))
         new.nodes.append(moved)
         remap[i] = Ref("node", index)
     new.output = move(graph.output)
@@ -502,6 +502,7 @@ def fuse_foreach(graph: Graph, input_meta, lower_foreach) -> Graph:
     if not replaced:
         return graph
     new = Graph(constants=list(graph.constants), n_inputs=graph.n_inputs)
+    new.plain = getattr(graph, "plain", False)
     remap, skip = {}, set()
 
     def move(x):
@@ -527,7 +528,7 @@ def fuse_foreach(graph: Graph, input_meta, lower_foreach) -> Graph:
             continue
         if i in skip:
             continue
-        moved = Node(node.op, move(node.args), move(node.kwargs), node.meta)
+        moved = node.moved(args=move(node.args), kwargs=move(node.kwargs))
         new.nodes.append(moved)
         remap[i] = Ref("node", len(new.nodes) - 1)
     new.output = move(graph.output)

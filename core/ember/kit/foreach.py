@@ -149,12 +149,46 @@ def _fused_adam(decoupled):
     return kernel
 
 
+def fused_adam_capturable_(be, params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps,
+                           lr_tensor, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize,
+                           decoupled):
+    """The capturable update (ops/foreach.py's ``adam_capturable_one``) in array ops: the step
+    count and a tensor lr are read where they live, as 0-d arrays in their own dtype."""
+    xp = be.xp
+    rate = be.native(lr_tensor[0]) if lr_tensor else lr
+    ms = _nat(be, max_sqs) if amsgrad else [None] * len(params)
+    for p, g, m, v, mx, st in zip(_nat(be, params), _nat(be, grads), _nat(be, exp_avgs),
+                                  _nat(be, exp_avg_sqs), ms, _nat(be, steps)):
+        st += 1
+        d = xp.negative(g) if maximize else g
+        if weight_decay != 0:
+            if decoupled:
+                p *= 1 - rate * weight_decay
+            else:
+                d = xp.add(d, xp.multiply(p, weight_decay))
+        tmp = xp.empty_like(m)
+        _lerp_into(xp, m, d, 1 - beta1, tmp)
+        v *= beta2
+        xp.multiply(d, d, out=tmp)
+        tmp *= 1 - beta2
+        v += tmp
+        step_size_neg = -(rate / (1 - beta1 ** st))
+        bias_correction2_sqrt = xp.sqrt(1 - beta2 ** st)
+        if amsgrad:
+            xp.maximum(mx, v, out=mx)
+        xp.sqrt(mx if amsgrad else v, out=tmp)
+        tmp /= bias_correction2_sqrt * step_size_neg
+        tmp += eps / step_size_neg
+        xp.divide(m, tmp, out=tmp)
+        p += tmp
+
+
 TABLE = {
     "_foreach_add_": add_, "_foreach_add_scalar_": add_scalar_, "_foreach_mul_": mul_,
     "_foreach_div_": div_, "_foreach_lerp_": lerp_, "_foreach_addcmul_": addcmul_,
     "_foreach_addcdiv_": addcdiv_, "_foreach_maximum_": maximum_, "_foreach_sqrt": sqrt,
     "_fused_sgd_": fused_sgd_, "_fused_adam_": _fused_adam(False),
-    "_fused_adamw_": _fused_adam(True),
+    "_fused_adamw_": _fused_adam(True), "_fused_adam_capturable_": fused_adam_capturable_,
 }
 
 

@@ -56,7 +56,8 @@ class Adam(Optimizer):
             pairs = grads_of(group, type(self).__name__)
             impl = implementation(group)
             if tensor_steps(group) and impl != "fused":
-                self._capturable(group, pairs)
+                if impl == "single" or not self._multi_capturable(group, pairs):
+                    self._capturable(group, pairs)
             elif impl == "single":
                 self._single(group, pairs)
             elif pairs:
@@ -64,38 +65,45 @@ class Adam(Optimizer):
         return loss
 
     def _capturable(self, group, pairs):
-        """PyTorch's capturable update: the step count stays a tensor and the bias corrections
-        are tensor ops (same formulas as torch.optim's capturable Adam), so nothing is read on
-        the host."""
-        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        """PyTorch's capturable update, one parameter at a time: the step count stays a tensor
+        and the bias corrections are tensor ops (``foreach.adam_capturable_one``), so nothing
+        is read on the host."""
         beta1, beta2 = group["betas"]
-        amsgrad, decoupled = group["amsgrad"], group["decoupled_weight_decay"]
+        amsgrad = group["amsgrad"]
         for p, grad in pairs:
             state = self._state_of(p, amsgrad, capturable=bool(group["capturable"]))
-            if group["maximize"]:
-                grad = -grad
             step = bump_tensor(state["step"], p.device)
-            lr_t = lr_on(lr, p.device)
-            if wd != 0:
-                if decoupled:
-                    p.mul_(1 - lr_t * wd)
-                else:
-                    grad = grad.add(p, alpha=wd)
-            param, grad = as_real(p), as_real(grad)
-            exp_avg, exp_avg_sq = as_real(state["exp_avg"]), as_real(state["exp_avg_sq"])
-            lerp_(exp_avg, grad, 1 - beta1)
-            addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
-            step_size_neg = (lr_t / (1 - beta1 ** step)).neg()
-            bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
-            if amsgrad:
-                max_sq = as_real(state["max_exp_avg_sq"])
-                max_sq.copy_(max_sq.maximum(exp_avg_sq))
-                sq = max_sq
-            else:
-                sq = exp_avg_sq
-            denom = (sq.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(
-                eps / step_size_neg)
-            param.addcdiv_(exp_avg, denom)
+            _fe.adam_capturable_one(
+                as_real(p), as_real(grad), as_real(state["exp_avg"]),
+                as_real(state["exp_avg_sq"]),
+                as_real(state["max_exp_avg_sq"]) if amsgrad else None, step,
+                lr_on(group["lr"], p.device), beta1, beta2, group["weight_decay"],
+                group["eps"], amsgrad, group["maximize"], group["decoupled_weight_decay"])
+
+    def _multi_capturable(self, group, pairs):
+        """The capturable update of a whole group as one ``_fused_adam_capturable_`` op (one
+        graph node under ``ember.compile``); False when the group doesn't fit it (step counts
+        on another device than their parameters, complex parameters, several devices)."""
+        if not pairs:
+            return True
+        amsgrad = group["amsgrad"]
+        device = pairs[0][0].device
+        rows = []
+        for p, g in pairs:
+            state = self._state_of(p, amsgrad, capturable=bool(group["capturable"]))
+            step = state["step"]
+            if p.device is not device or step.device is not device or p.is_complex():
+                return False
+            rows.append((p, g, state["exp_avg"], state["exp_avg_sq"],
+                         state["max_exp_avg_sq"] if amsgrad else None, step))
+        params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps = (list(x) for x in zip(*rows))
+        beta1, beta2 = group["betas"]
+        _fe._fused_adam_capturable_(
+            params, grads, exp_avgs, exp_avg_sqs, max_sqs if amsgrad else [], steps,
+            lr=lr_on(group["lr"], device), beta1=beta1, beta2=beta2,
+            weight_decay=group["weight_decay"], eps=group["eps"], amsgrad=amsgrad,
+            maximize=group["maximize"], decoupled=group["decoupled_weight_decay"])
+        return True
 
     def _single(self, group, pairs):
         lr, eps, wd = host_lr(group), group["eps"], group["weight_decay"]
