@@ -106,6 +106,12 @@ OPS = [
            ("_foreach_mul_",)),
     _entry("_foreach_div_", _inplace(lambda a: ember._foreach_div_(a, 3.0)), 1,
            ("_foreach_div_",)),
+    _entry("_foreach_mul_ tensor", _inplace(lambda a: ember._foreach_mul_(
+        a, ember.tensor(0.9, dtype=a[0].dtype, device=a[0].device))), 1,
+        ("_foreach_mul_tensor_",)),
+    _entry("_foreach_norm", lambda a: ember._foreach_norm(a), 1, ("_foreach_norm",)),
+    _entry("_foreach_norm inf", lambda a: ember._foreach_norm(a, float("inf")), 1,
+           ("_foreach_norm",)),
     _entry("_foreach_lerp_", _inplace(lambda a, b: ember._foreach_lerp_(a, b, 0.1)), 2,
            ("_foreach_lerp_",)),
     _entry("_foreach_lerp_ weight > 0.5", _inplace(lambda a, b: ember._foreach_lerp_(a, b, 0.8)),

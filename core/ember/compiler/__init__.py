@@ -156,7 +156,7 @@ class CompiledFunction:
             lowered = graph
             if not _records_autograd(graph, tensors):
                 if fusing:
-                    lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
+                    lowered = _fuse(graph, [_meta(t) for t in tensors])
                 lowered.direct = True
             general.lowered = lowered
         general.state, general.effects = entry.state, entry.effects
@@ -292,9 +292,8 @@ class CompiledFunction:
         fusing = self.backend in ("ember", "inductor")
         if isinstance(joint, aot.JointGraph):
             if fusing:
-                joint.forward_run = fusion.fuse(joint.forward, joint.forward.input_meta, _lower)
-                joint.backward_run = fusion.fuse(joint.backward, joint.backward.input_meta,
-                                                 _lower)
+                joint.forward_run = _fuse(joint.forward, joint.forward.input_meta)
+                joint.backward_run = _fuse(joint.backward, joint.backward.input_meta)
             # the forward runs inside CompiledAutograd, the backward under the engine: neither
             # records autograd per op
             joint.forward_run.direct = joint.backward_run.direct = True
@@ -305,7 +304,7 @@ class CompiledFunction:
         lowered = graph
         if not _records_autograd(graph, tensors):
             if fusing:
-                lowered = fusion.fuse(graph, [_meta(t) for t in tensors], _lower)
+                lowered = _fuse(graph, [_meta(t) for t in tensors])
             lowered.direct = True
         entry = _Entry(graph, lowered=lowered)
         entry.eager_autograd = joint     # why the backward isn't compiled (or None)
@@ -333,8 +332,7 @@ class CompiledFunction:
         lowered = graph
         if self.backend in ("ember", "inductor"):
             metas = [_meta(t) for t in tensors]
-            lowered = fusion.fuse_foreach(fusion.fuse(graph, metas, _lower), metas,
-                                          _lower_foreach)
+            lowered = fusion.fuse_foreach(_fuse(graph, metas), metas, _lower_foreach)
         lowered.direct = True            # replayed under no_grad: no autograd layer needed
         entry = _Entry(graph, lowered=lowered)
         entry.step = True
@@ -360,8 +358,8 @@ def _generalize_joint(previous, entry, fusing):
     fwd.input_meta, bwd.input_meta = b.forward.input_meta, b.backward.input_meta
     joint = aot.JointGraph(fwd, bwd, b.sources, b.diff_outputs, b.n_saved)
     if fusing:
-        joint.forward_run = fusion.fuse(fwd, fwd.input_meta, _lower)
-        joint.backward_run = fusion.fuse(bwd, bwd.input_meta, _lower)
+        joint.forward_run = _fuse(fwd, fwd.input_meta)
+        joint.backward_run = _fuse(bwd, bwd.input_meta)
     joint.forward_run.direct = joint.backward_run.direct = True
     general = _Entry(fwd)
     general.joint = joint
@@ -395,6 +393,20 @@ def _lower_foreach(device, kernel):
     if key not in _runners:
         from ..runtime.registry import registry
         _runners[key] = registry.get(device.type).compile_foreach(kernel)
+    return _runners[key]
+
+
+def _fuse(graph, input_meta):
+    """``graph`` lowered for its backends: pointwise chains fused, normalisation ops on the
+    backend's runners where it has them."""
+    return fusion.lower_ops(fusion.fuse(graph, input_meta, _lower), _lower_norm)
+
+
+def _lower_norm(device, name, dtype):
+    key = (device.type, "norm", name, dtype)
+    if key not in _runners:
+        from ..runtime.registry import registry
+        _runners[key] = registry.get(device.type).compile_norm(name, dtype)
     return _runners[key]
 
 

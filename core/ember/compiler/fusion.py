@@ -362,6 +362,41 @@ def _rewrite(graph, groups, meta_of, lower):
     return new
 
 
+# -- ops a backend runs faster inside compiled graphs ----------------------------------------------
+#: ops a backend may replace in a compiled graph (``Backend.compile_norm``)
+LOWERED_OPS = ("native_layer_norm", "native_layer_norm_backward")
+
+
+class LoweredOp:
+    """A node whose op the backend runs with its own runner in compiled graphs; the original
+    op whenever the runner declines the operands (returns None)."""
+
+    def __init__(self, op, runner):
+        self.op, self.runner = op, runner
+        self.name = op.name
+
+    def __call__(self, *args):
+        out = self.runner(*args)
+        return self.op(*args) if out is None else out
+
+
+def lower_ops(graph, lower_norm):
+    """Replaces, in place, the ops of ``LOWERED_OPS`` in ``graph`` (a lowered copy) by
+    ``LoweredOp`` nodes where ``lower_norm(device, name, dtype)`` gives a runner."""
+    for node in graph.nodes:
+        name = getattr(node.op, "name", None)
+        if name not in LOWERED_OPS or node.kwargs:
+            continue
+        metas = node.meta if isinstance(node.meta, list) else [node.meta]
+        first = next((m for m in metas if m is not None), None)
+        if first is None:
+            continue
+        runner = lower_norm(first[2], name, first[1])
+        if runner is not None:
+            node.op = LoweredOp(node.op, runner)
+    return graph
+
+
 # -- foreach chains (optimizer updates) ----------------------------------------------------------
 #: in-place foreach op -> the pointwise rule it applies to each ``self[i]``
 FOREACH_RULES = {

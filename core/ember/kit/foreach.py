@@ -40,6 +40,34 @@ def mul_(be, selfs, scalar):
         xp.multiply(a, _scalar_for(a, scalar), out=a, casting="unsafe")
 
 
+def mul_tensor_(be, selfs, scalar):
+    xp = be.xp
+    s = be.native(scalar)
+    for a in _nat(be, selfs):
+        xp.multiply(a, s, out=a, casting="unsafe")
+
+
+def norm(be, selfs, ord):
+    """Each tensor's vector norm, accumulated like ``linalg.vector_norm``'s kernel (2: the
+    square root of the dot product with itself)."""
+    xp = be.xp
+    out = []
+    for t, a in zip(selfs, _nat(be, selfs)):
+        flat = a.reshape(-1)
+        if ord == 2:
+            r = xp.sqrt(xp.dot(flat, flat)) if flat.size else xp.zeros((), a.dtype)
+        elif ord == float("inf"):
+            r = xp.abs(flat).max() if flat.size else xp.zeros((), a.dtype)
+        elif ord == -float("inf"):
+            r = xp.abs(flat).min() if flat.size else xp.full((), xp.inf, a.dtype)
+        elif ord == 0:
+            r = xp.count_nonzero(flat)
+        else:
+            r = (xp.abs(flat) ** ord).sum() ** (1.0 / ord)
+        out.append(be.wrap(xp.asarray(r, dtype=a.dtype).reshape(()), t.device))
+    return out
+
+
 def div_(be, selfs, scalar):
     xp = be.xp
     for a in _nat(be, selfs):
@@ -185,6 +213,7 @@ def fused_adam_capturable_(be, params, grads, exp_avgs, exp_avg_sqs, max_sqs, st
 
 TABLE = {
     "_foreach_add_": add_, "_foreach_add_scalar_": add_scalar_, "_foreach_mul_": mul_,
+    "_foreach_mul_tensor_": mul_tensor_, "_foreach_norm": norm,
     "_foreach_div_": div_, "_foreach_lerp_": lerp_, "_foreach_addcmul_": addcmul_,
     "_foreach_addcdiv_": addcdiv_, "_foreach_maximum_": maximum_, "_foreach_sqrt": sqrt,
     "_fused_sgd_": fused_sgd_, "_fused_adam_": _fused_adam(False),

@@ -36,7 +36,7 @@ from ..dispatch.facets import NOT_DIFFERENTIABLE
 __all__ = ["_foreach_add_", "_foreach_mul_", "_foreach_div_", "_foreach_lerp_",
            "_foreach_addcmul_", "_foreach_addcdiv_", "_foreach_maximum_", "_foreach_sqrt",
            "_foreach_add", "_foreach_mul", "_fused_sgd_", "_fused_adam_", "_fused_adamw_",
-           "_fused_adam_capturable_"]
+           "_fused_adam_capturable_", "_foreach_norm"]
 
 
 # -- composites: the single-tensor ops, one tensor at a time ---------------------------------------
@@ -86,6 +86,16 @@ def _addcdiv(selfs, t1, t2, value):
 def _maximum(selfs, others):
     for s, o in zip(selfs, others):
         s.copy_(s.maximum(o))
+
+
+def _mul_tensor(selfs, scalar):
+    for s in selfs:
+        s.mul_(scalar)
+
+
+def _norm(selfs, ord):
+    from ..linalg import vector_norm
+    return [vector_norm(s, ord) for s in selfs]
 
 
 def _sqrt(selfs):
@@ -192,6 +202,9 @@ foreach_add_op_ = _op("_foreach_add_(Tensor(a!)[] self, Tensor[] other, Scalar a
 foreach_add_scalar_op_ = _op("_foreach_add_scalar_(Tensor(a!)[] self, Scalar scalar) -> ()",
                              _add_scalar)
 foreach_mul_op_ = _op("_foreach_mul_(Tensor(a!)[] self, Scalar scalar) -> ()", _mul_scalar)
+foreach_mul_tensor_op_ = _op("_foreach_mul_tensor_(Tensor(a!)[] self, Tensor scalar) -> ()",
+                             _mul_tensor)
+foreach_norm_op = _op("_foreach_norm(Tensor[] self, Scalar ord) -> Tensor[]", _norm)
 foreach_div_op_ = _op("_foreach_div_(Tensor(a!)[] self, Scalar scalar) -> ()", _div_scalar)
 foreach_lerp_op_ = _op("_foreach_lerp_(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()",
                        _lerp)
@@ -287,12 +300,30 @@ def _foreach_add(self, other, alpha=1):
 
 
 def _foreach_mul_(self, scalar):
-    """``torch._foreach_mul_`` with a number: ``self[i] *= scalar``."""
+    """``torch._foreach_mul_`` with a number, or a 0-d tensor on the tensors' device (a
+    scale computed on the device, as ``clip_grad_norm_``'s): ``self[i] *= scalar``."""
     selfs = _tensor_list("_foreach_mul_", "self", self)
+    if isinstance(scalar, Tensor):
+        if scalar.ndim != 0 or any(s.device is not scalar.device for s in selfs):
+            raise RuntimeError(f"_foreach_mul_: a tensor scalar must be 0-d and on the "
+                               f"tensors' device, got {list(scalar.shape)} on {scalar.device}")
+        if _recorded(selfs, [scalar]):
+            return _mul_tensor(selfs, scalar)
+        foreach_mul_tensor_op_(selfs, scalar)
+        _bump(selfs)
+        return
     if _recorded(selfs):
         return _mul_scalar(selfs, scalar)
     foreach_mul_op_(selfs, _scalar("_foreach_mul_", scalar))
     _bump(selfs)
+
+
+def _foreach_norm(self, ord=2):
+    """``torch._foreach_norm``: the vector norm of each tensor (0-d tensors), in one op."""
+    selfs = _tensor_list("_foreach_norm", "self", self)
+    if _recorded(selfs):
+        return _norm(selfs, ord)
+    return list(foreach_norm_op(selfs, float(ord)))
 
 
 def _foreach_mul(self, scalar):
