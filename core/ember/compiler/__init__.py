@@ -18,7 +18,8 @@ and replay it on later calls. One module per stage (docs/architecture.md, "Compi
   runs become one kernel through ``Backend.compile_pointwise`` / ``compile_foreach``.
 * ``aot.py``: a graph that must record autograd gets its backward captured and compiled too.
 * ``step.py``: ``mode="reduce-overhead"`` captures forward + backward + optimizer step.
-* ``codegen.py``: the replay is a generated Python function over the graph's nodes.
+* ``codegen.py``: the replay is a generated Python function over the graph's nodes, calling
+  device handlers directly and rebuilding views where no autograd is needed.
 
 A ``backend`` callable gets the graph and example inputs and returns what runs instead
 (torch's backend contract); ``backend="eager"`` replays without fusion or a compiled
