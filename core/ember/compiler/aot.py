@@ -25,7 +25,7 @@ from __future__ import annotations
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
-from .graph import Graph, Node, Ref, _refs, rebuild
+from .graph import Graph, Ref, _refs, rebuild
 
 
 def _flat_tensors(x):

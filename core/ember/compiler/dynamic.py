@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .graph import Graph, Node, Ref, rebuild
+from .graph import Graph, Ref, rebuild
 
 
 @dataclass(frozen=True)

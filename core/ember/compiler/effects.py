@@ -83,7 +83,8 @@ class Effects:
 
     def __init__(self, items, values, raw):
         self.items, self.values = items, values
-        self.raw = raw           # the capture run's final values (tensors the joint graph differentiates)
+        # the capture run's final values (tensors among them the joint graph differentiates)
+        self.raw = raw
 
     def apply(self, values):
         for effect, value in zip(self.items, values):

@@ -12,7 +12,7 @@ import dis
 import operator
 import sys
 
-from .node import Node, map_aggregate
+from .node import Node
 
 __all__ = ["Proxy", "Attribute", "TraceError", "TracerBase"]
 

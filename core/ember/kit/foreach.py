@@ -143,6 +143,24 @@ def fused_sgd_(be, params, grads, bufs, weight_decay, momentum, lr, dampening, n
             p += d * -lr
 
 
+def _adam_moments(xp, p, g, m, v, lr, beta1, beta2, weight_decay, maximize, decoupled):
+    """Weight decay and the two moment updates of an Adam step (in place); returns a scratch
+    array shaped like ``m`` for the rest of the update."""
+    d = xp.negative(g) if maximize else g
+    if weight_decay != 0:
+        if decoupled:
+            p *= 1 - lr * weight_decay
+        else:
+            d = xp.add(d, xp.multiply(p, weight_decay))
+    tmp = xp.empty_like(m)
+    _lerp_into(xp, m, d, 1 - beta1, tmp)
+    v *= beta2
+    xp.multiply(d, d, out=tmp)
+    tmp *= 1 - beta2
+    v += tmp
+    return tmp
+
+
 def _fused_adam(decoupled):
     def kernel(be, params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, beta1, beta2,
                weight_decay, eps, amsgrad, maximize):
@@ -150,18 +168,8 @@ def _fused_adam(decoupled):
         ms = _nat(be, max_sqs) if amsgrad else [None] * len(params)
         for p, g, m, v, mx, step in zip(_nat(be, params), _nat(be, grads), _nat(be, exp_avgs),
                                         _nat(be, exp_avg_sqs), ms, steps):
-            d = xp.negative(g) if maximize else g
-            if weight_decay != 0:
-                if decoupled:
-                    p *= 1 - lr * weight_decay
-                else:
-                    d = xp.add(d, xp.multiply(p, weight_decay))
-            tmp = xp.empty_like(m)
-            _lerp_into(xp, m, d, 1 - beta1, tmp)
-            v *= beta2
-            xp.multiply(d, d, out=tmp)
-            tmp *= 1 - beta2
-            v += tmp
+            tmp = _adam_moments(xp, p, g, m, v, lr, beta1, beta2, weight_decay, maximize,
+                                decoupled)
             bias_correction1 = 1 - beta1 ** step
             bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
             if amsgrad:
@@ -188,18 +196,8 @@ def fused_adam_capturable_(be, params, grads, exp_avgs, exp_avg_sqs, max_sqs, st
     for p, g, m, v, mx, st in zip(_nat(be, params), _nat(be, grads), _nat(be, exp_avgs),
                                   _nat(be, exp_avg_sqs), ms, _nat(be, steps)):
         st += 1
-        d = xp.negative(g) if maximize else g
-        if weight_decay != 0:
-            if decoupled:
-                p *= 1 - rate * weight_decay
-            else:
-                d = xp.add(d, xp.multiply(p, weight_decay))
-        tmp = xp.empty_like(m)
-        _lerp_into(xp, m, d, 1 - beta1, tmp)
-        v *= beta2
-        xp.multiply(d, d, out=tmp)
-        tmp *= 1 - beta2
-        v += tmp
+        tmp = _adam_moments(xp, p, g, m, v, rate, beta1, beta2, weight_decay, maximize,
+                            decoupled)
         step_size_neg = -(rate / (1 - beta1 ** st))
         bias_correction2_sqrt = xp.sqrt(1 - beta2 ** st)
         if amsgrad:

@@ -13,7 +13,8 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):
-        check_hparams("RMSprop", lr, tensor_lr=True, eps=eps, momentum=momentum, weight_decay=weight_decay,
+        check_hparams("RMSprop", lr, tensor_lr=True, eps=eps, momentum=momentum,
+                      weight_decay=weight_decay,
                       alpha=alpha)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
