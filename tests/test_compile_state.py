@@ -412,3 +412,24 @@ def test_a_python_number_read_by_a_training_step_is_a_guard_not_a_frozen_constan
                 p.sub_(p.grad * 0.1)
         _close(got, want, 1e-5)
     assert calls[0] == 4
+
+
+def test_a_list_extended_in_place_without_a_method_call_is_redone():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 2)
+            self.history = []
+
+        def forward(self, x):
+            y = self.lin(x).sum()
+            self.history += [y * 2]          # list.__iadd__: no method call the tracer sees
+            return y
+    net = Net()
+    compiled = ember.compile(net)
+    with ember.no_grad():
+        xs = [ember.randn(4, 3) for _ in range(4)]
+        outs = [compiled(x) for x in xs]
+    assert len(net.history) == 4
+    for h, y in zip(net.history, outs):
+        _close(h, y * 2)

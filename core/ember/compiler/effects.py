@@ -115,7 +115,7 @@ def collect(tracer, encode):
         else:
             items.append(Effect("store", slot))
             values.append(enc(final, slot.describe()))
-    for container, before in tracer.mutated.values():
+    for container, before in list(tracer.mutated.values()) + tracer.changed_containers():
         where = f"a {type(container).__name__} the function mutates"
         if isinstance(container, list):
             after = list(container)

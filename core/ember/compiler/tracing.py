@@ -151,6 +151,7 @@ class StateTracer:
         self.reads = {}          # ident -> (Slot, value)
         self.written = {}        # ident -> Slot
         self._stored = set()     # idents of container items the call stored (not guards)
+        self._seen = {}          # id -> (container read from external state, its contents)
         self.mutated = {}        # id(container) -> (container, snapshot)
         self.impure = []         # (reason, where)
         self.external = set()
@@ -348,7 +349,26 @@ class StateTracer:
         if value is not MISSING:
             self._register(value)
             self._impure_read(value)
+            if type(value) in (list, dict, set) and id(value) not in self._seen:
+                # its contents now, to catch changes no visible method call made
+                # (``self.log += [x]``, a C function appending): see changed_containers()
+                self._seen[id(value)] = (value, _copy_of(value))
         return value
+
+    def changed_containers(self):
+        """Containers read from external state whose contents differ from when they were
+        first read, without a mutation the tracer saw: (container, contents before)."""
+        out = []
+        for key, (c, before) in self._seen.items():
+            if key in self.mutated:
+                continue
+            now = _copy_of(c)
+            if len(now) != len(before) or (
+                    any(a is not b for a, b in zip(now, before)) if isinstance(c, list) else
+                    any(k not in before or before[k] is not v for k, v in now.items())
+                    if isinstance(c, dict) else now != before):
+                out.append((c, before))
+        return out
 
     def _write(self, slot):
         self.written.setdefault(slot.ident(), slot)
@@ -462,8 +482,9 @@ class StateTracer:
 
     def _snapshot(self, container):
         if id(container) not in self.mutated:
-            copy = dict(container) if isinstance(container, dict) else \
-                list(container) if isinstance(container, list) else set(container)
+            seen = self._seen.get(id(container))
+            # the contents when first read, if a change no call showed came before this one
+            copy = seen[1] if seen is not None else _copy_of(container)
             self.mutated[id(container)] = (container, copy)
             self._alive.append(container)
 
@@ -484,6 +505,10 @@ class StateTracer:
                 reason = f"calls {mod or 'random'}.{name}(), which a replay would not run"
                 self.impure.append((reason, _user_line()))
                 self._pending.append(reason)
+
+
+def _copy_of(c):
+    return dict(c) if isinstance(c, dict) else list(c) if isinstance(c, list) else set(c)
 
 
 def _ember_name(name):
