@@ -49,7 +49,7 @@ def test_components_log_once_per_event():
     assert ("[ember.compile.recompiles] INFO: <lambda>: recompiling (case 2 of at most 8): "
             "shape of x0 changed: (8,) -> (4,)") in err
     assert "[ember.compile.guards] DEBUG: <lambda>: guards of case 1:\n  x0: shape=(8,)" in err
-    assert "[ember.compile.graph_breaks] INFO: g: graph break (this case runs eagerly)" in err
+    assert "[ember.compile.graph_breaks] INFO: g: graph break: " in err
     import shutil
     if shutil.which("gcc") or shutil.which("cc"):   # compiled now, or found from an earlier run
         assert ": compiled with " in err or ": found in the disk cache" in err, err

@@ -38,6 +38,10 @@ VMAP_INPLACE_ERROR: dict[str, str] = {
     "_fused_adam_": "updates the moment buffers it made (unbatched) from batched parameters",
     "_fused_adam_ amsgrad": "updates the moment buffers it made (unbatched) from batched "
                             "parameters",
+    "_fused_adam_capturable_": "updates the moment buffers and step counts it made "
+                               "(unbatched) from batched parameters",
+    "_fused_adam_capturable_ amsgrad": "updates the moment buffers and step counts it made "
+                                       "(unbatched) from batched parameters",
 }
 INPLACE_MESSAGE = "is not possible because there exists a Tensor `other`"
 # as_strided reads memory positions, which depend on the layout: an example taken from dim 1 of

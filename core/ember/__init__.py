@@ -171,6 +171,9 @@ _conversion.torch_device_surface()
 
 
 def __getattr__(name):
+    if name == "fx":                    # torch.fx is reachable from torch; loaded on first use
+        import importlib
+        return importlib.import_module("ember.fx")
     # ember.<backend>: the device module of any installed backend, loaded or not; for PyTorch's
     # device modules that no backend provides, a module whose is_available() says why
     if _registry.is_known(name):

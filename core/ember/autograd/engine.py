@@ -10,6 +10,7 @@ them. Every gradient is computed on its tensor's device.
 from __future__ import annotations
 
 import heapq
+import itertools
 import weakref
 import warnings
 
@@ -104,12 +105,15 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
     buffers = {}
     ready = []
     pushed = set()
+    # ties (leaf accumulators) run in the order they became ready, not by address: the same
+    # graph then accumulates in the same order every time (ember.compile compares two steps)
+    order = itertools.count()
     for (n, nr), g in zip(root_edges, root_grads):
         _add(buffers, n, nr, g, run)
     for n, _ in root_edges:
         if deps.get(n, 0) == 0 and n not in pushed:
             pushed.add(n)
-            heapq.heappush(ready, (_key(n), id(n), n))
+            heapq.heappush(ready, (_key(n), next(order), n))
 
     st = K.state
     saved_mode = _save(st)
@@ -162,7 +166,7 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
                     deps[m] = left
                     if left == 0:  # once per node: only edges from nodes that ran count down
                         push(ready, (_LEAF_FIRST if m.__class__ is AccumulateGrad else -m.seq,
-                                     id(m), m))
+                                     next(order), m))
                 k += 1
         callbacks = run.callbacks
         while callbacks:  # a callback may queue another one

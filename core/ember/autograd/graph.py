@@ -275,8 +275,9 @@ def accumulate(t: Tensor, g) -> None:
                     run.pinned.add(id(g))
     if g is None:
         return
-    if _tensor._grad_recorders:      # ember.compile records the accumulation as a step node
-        _tensor._grad_recorders[-1].accumulate(t, g)
+    rec = _tensor._grad_recorders and _tensor._grad_recorder()
+    if rec:                          # ember.compile records the accumulation as a step node
+        rec.accumulate(t, g)
     else:
         _accumulate(ag, g, run)
     if ag.post_acc_hooks:

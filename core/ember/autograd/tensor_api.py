@@ -68,8 +68,9 @@ def _set_grad(self, value):
             raise RuntimeError("assigned grad has data located on a different device")
         if value._shape != self._shape:
             raise RuntimeError("assigned grad has data of a different size")
-    if _tensor._grad_recorders:      # ember.compile records the write as a step node
-        _tensor._grad_recorders[-1].set_grad(self, value)
+    rec = _tensor._grad_recorders and _tensor._grad_recorder()
+    if rec:                          # ember.compile records the write as a step node
+        rec.set_grad(self, value)
     ag = self._ag
     if ag is None:
         if value is None:

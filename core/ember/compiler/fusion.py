@@ -322,6 +322,7 @@ def _rewrite(graph, groups, meta_of, lower):
                 member_of.pop(m, None)
 
     new = Graph(constants=list(graph.constants), n_inputs=graph.n_inputs)
+    new.plain = getattr(graph, "plain", False)
     remap = {}      # old node index -> Ref in the new graph
 
     def move(x):
@@ -354,12 +355,46 @@ def _rewrite(graph, groups, meta_of, lower):
         if i in member_of:
             continue
         index = len(new.nodes)
-        moved = Node(node.op, move(node.args), move(node.kwargs))
-        moved.meta = node.meta
+        moved = node.moved(args=move(node.args), kwargs=move(node.kwargs))
         new.nodes.append(moved)
         remap[i] = Ref("node", index)
     new.output = move(graph.output)
     return new
+
+
+# -- ops a backend runs faster inside compiled graphs ----------------------------------------------
+#: ops a backend may replace in a compiled graph (``Backend.compile_norm``)
+LOWERED_OPS = ("native_layer_norm", "native_layer_norm_backward")
+
+
+class LoweredOp:
+    """A node whose op the backend runs with its own runner in compiled graphs; the original
+    op whenever the runner declines the operands (returns None)."""
+
+    def __init__(self, op, runner):
+        self.op, self.runner = op, runner
+        self.name = op.name
+
+    def __call__(self, *args):
+        out = self.runner(*args)
+        return self.op(*args) if out is None else out
+
+
+def lower_ops(graph, lower_norm):
+    """Replaces, in place, the ops of ``LOWERED_OPS`` in ``graph`` (a lowered copy) by
+    ``LoweredOp`` nodes where ``lower_norm(device, name, dtype)`` gives a runner."""
+    for node in graph.nodes:
+        name = getattr(node.op, "name", None)
+        if name not in LOWERED_OPS or node.kwargs:
+            continue
+        metas = node.meta if isinstance(node.meta, list) else [node.meta]
+        first = next((m for m in metas if m is not None), None)
+        if first is None:
+            continue
+        runner = lower_norm(first[2], name, first[1])
+        if runner is not None:
+            node.op = LoweredOp(node.op, runner)
+    return graph
 
 
 # -- foreach chains (optimizer updates) ----------------------------------------------------------
@@ -502,6 +537,7 @@ def fuse_foreach(graph: Graph, input_meta, lower_foreach) -> Graph:
     if not replaced:
         return graph
     new = Graph(constants=list(graph.constants), n_inputs=graph.n_inputs)
+    new.plain = getattr(graph, "plain", False)
     remap, skip = {}, set()
 
     def move(x):
@@ -527,7 +563,7 @@ def fuse_foreach(graph: Graph, input_meta, lower_foreach) -> Graph:
             continue
         if i in skip:
             continue
-        moved = Node(node.op, move(node.args), move(node.kwargs), node.meta)
+        moved = node.moved(args=move(node.args), kwargs=move(node.kwargs))
         new.nodes.append(moved)
         remap[i] = Ref("node", len(new.nodes) - 1)
     new.output = move(graph.output)

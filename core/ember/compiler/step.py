@@ -63,6 +63,7 @@ class StepRecorder:
     def __init__(self, cap):
         self.cap = cap
         self.saw_backward = False
+        self.thread = cap.thread
 
     def __enter__(self):
         _tensor._grad_recorders.append(self)

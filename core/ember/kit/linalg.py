@@ -30,6 +30,11 @@ def _result(be, r, dt, dev):
 
 def matmul(be, a, b):
     dt, (x, y) = _work(be.xp, [be.native(a), be.native(b)])
+    if x.ndim > 2 and y.ndim == 2 and x.flags.c_contiguous:
+        # a batch of rows times one matrix is one GEMM over all the rows, not a loop of small
+        # ones (numpy's matmul calls BLAS per batch element)
+        r = be.xp.matmul(x.reshape(-1, x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[-1:])
+        return _result(be, r, dt, a.device)
     return _result(be, be.xp.matmul(x, y), dt, a.device)
 
 

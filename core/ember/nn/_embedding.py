@@ -37,7 +37,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     flat = input.reshape(-1)
     # under ember.compile/export the range check is index_select's own (it raises on every
     # backend): a host read here would break the graph on every embedding
-    if flat.numel() and not _tensor_mod._capture_hooks:
+    if flat.numel() and not _tensor_mod._capturing():
         every = every_example(flat)   # every example of a vmapped batch
         lo, hi = int(every.min()), int(every.max())
         if lo < 0 or hi >= num:

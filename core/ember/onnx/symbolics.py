@@ -18,9 +18,11 @@ INT64_MAX = np.iinfo(np.int64).max
 
 
 class Context:
-    def __init__(self, b, graph, node, inputs, dyn_sizes):
+    def __init__(self, b, graph, node, inputs, dyn_sizes, probe=None, index=None):
         self.b, self.graph, self.node, self.inputs = b, graph, node, inputs
         self.dyn_sizes = dyn_sizes
+        self.probe = probe           # (graph, inputs) captured at other dynamic sizes, or None
+        self.index = index
         meta = node.meta
         first = meta[0] if isinstance(meta, list) else meta
         self.out_shape = first[0] if first else None
@@ -46,6 +48,40 @@ class Context:
     def shape(self, pos):
         return self.meta(pos)[0]
 
+    def dynamic_dims(self, pos):
+        """The dimensions of tensor argument ``pos`` whose size follows a dynamic axis (they
+        differ between the two captures)."""
+        from ..compiler.graph import Ref
+        ref = self.node.args[pos]
+        if self.probe is None or not isinstance(ref, Ref) or ref.kind == "const":
+            return set()
+        graph_b, inputs_b = self.probe
+        if ref.kind == "input":
+            other = tuple(inputs_b[ref.index].shape)
+        else:
+            m = graph_b.nodes[ref.index].meta
+            other = (m[ref.item] if ref.item is not None else m)[0]
+        return {d for d, (x, y) in enumerate(zip(self.shape(pos), other)) if x != y}
+
+    def concrete(self, v):
+        """A ``SymInt`` at the example sizes (ints pass through)."""
+        from ..compiler.dynamic import SymInt
+        return v.value(self.inputs) if isinstance(v, SymInt) else v
+
+    def sym(self, v):
+        """A ``SymInt`` as a 1-element int64 ONNX value: ``k * Shape(input)[dim] + c``."""
+        b = self.b
+        name = self.input_name(v.tensor)
+        dim = b.op("Gather", [b.op("Shape", [name]), b.ints([v.dim])], axis=0)
+        if v.k != 1:
+            dim = b.op("Mul", [dim, b.ints([v.k])])
+        if v.c:
+            dim = b.op("Add", [dim, b.ints([v.c])])
+        return dim
+
+    def input_name(self, index):
+        return self.b.input_names[index]
+
     def scalar(self, value, dtype=None):
         dtype = dtype or self.out_dtype
         return self.b.const(np.asarray(value, dtype=np.dtype(dtype.np)), "scalar")
@@ -57,6 +93,9 @@ class Context:
         """A reshape/full target as an ONNX int64 tensor: entries that are a dynamic input
         dimension (or a multiple of one, a flatten) are read from the input's runtime
         ``Shape``; the rest stay constants."""
+        from ..compiler.dynamic import SymInt
+        if any(isinstance(t, SymInt) for t in target):
+            return self._symbolic_shape(target)
         target = [int(t) for t in target]
         if not self.dyn_sizes or -1 in target and sum(
                 1 for t in target if t in self.dyn_sizes) == 0:
@@ -81,6 +120,21 @@ class Context:
         if len(parts) == 1:
             return parts[0]
         return self.b.op("Concat", parts, axis=0)
+
+    def _symbolic_shape(self, target):
+        from ..compiler.dynamic import SymInt
+        parts, static = [], []
+        for t in target:
+            if isinstance(t, SymInt):
+                if static:
+                    parts.append(self.b.ints(static))
+                    static = []
+                parts.append(self.sym(t))
+            else:
+                static.append(int(t))
+        if static:
+            parts.append(self.b.ints(static))
+        return parts[0] if len(parts) == 1 else self.b.op("Concat", parts, axis=0)
 
     def _dynamic_source(self, t, multiples):
         b = self.b
@@ -194,8 +248,9 @@ def _as_strided(b, c, x, size, stride, offset=0, *rest):
         in_stride, in_offset = layout
 
         def core(sz, st):
-            return [(n, s) for n, s in zip(sz, st) if n != 1]
-        if offset == in_offset and core(size, stride) == core(shape, in_stride):
+            return [(c.concrete(n), c.concrete(s)) for n, s in zip(sz, st)
+                    if c.concrete(n) != 1]
+        if c.concrete(offset) == in_offset and core(size, stride) == core(shape, in_stride):
             return b.op("Reshape", [x, c.shape_tensor(size)])
     raise UnsupportedOperatorError("as_strided", b.opset, detail=(
         f"a general strided view ({list(shape)} -> size {list(size)}, stride {list(stride)}) "
@@ -203,6 +258,9 @@ def _as_strided(b, c, x, size, stride, offset=0, *rest):
 
 
 def _expand(b, c, x, size, *rest):
+    from ..compiler.dynamic import SymInt
+    if any(isinstance(s, SymInt) for s in size):
+        return b.op("Expand", [x, c.shape_tensor([1 if s == -1 else s for s in size])])
     shape = [1 if (s == -1 or s in c.dyn_sizes) else s for s in size]
     return b.op("Expand", [x, b.ints(shape)])
 
@@ -210,11 +268,16 @@ def _expand(b, c, x, size, *rest):
 def _slice(b, c, x, dim, start=None, end=None, step=1, *rest):
     # bounds that are multiples of a dynamic size (a time-major sequence cut per step) follow
     # it at run time
+    from ..compiler.dynamic import SymInt
     full = c.shape(0)[dim]
     start = 0 if start is None else start
-    end = INT64_MAX if end is None or end >= full else end
+    if end is None or (not isinstance(end, SymInt) and end >= full and
+                       dim not in c.dynamic_dims(0)):
+        end = INT64_MAX
 
     def bound(v):
+        if isinstance(v, SymInt):
+            return c.sym(v)
         if v in (0, INT64_MAX):
             return b.ints([v])
         return c.shape_tensor([v]) if v > 0 else b.ints([v])
@@ -222,6 +285,10 @@ def _slice(b, c, x, dim, start=None, end=None, step=1, *rest):
 
 
 def _select(b, c, x, dim, index, *rest):
+    from ..compiler.dynamic import SymInt
+    if isinstance(index, SymInt):
+        index = b.op("Squeeze", [c.sym(index), b.ints([0])])
+        return b.op("Gather", [x, index], axis=dim)
     return b.op("Gather", [x, b.const(np.asarray(index, dtype=np.int64), "index")], axis=dim)
 
 
@@ -291,7 +358,7 @@ def _adaptive_avg_pool(b, c, x, output_size, *rest):
 
 def _full(b, c, size, value, dtype, device=None, *rest):
     shape = c.shape_tensor(size)
-    if shape in b.initializers:
+    if shape in b.initializers and not c.probe:
         return b.const(np.full(list(size), value, dtype=np.dtype(dtype.np)), "full")
     from onnx import numpy_helper
     fill = numpy_helper.from_array(np.asarray([value], dtype=np.dtype(dtype.np)))
@@ -312,8 +379,20 @@ def _attention(b, c, q, k, v, mask=None, dropout_p=0.0, is_causal=False, scale=N
     dt = np.dtype(c.meta(0)[1].np)
     if is_causal:
         L, S = qs[-2], ks[-2]
-        causal = np.where(np.tril(np.ones((L, S), bool)), 0, -np.inf).astype(dt)
-        scores = b.op("Add", [scores, b.const(causal, "causal_mask")])
+        if (len(qs) - 2) in c.dynamic_dims(0) or (len(ks) - 2) in c.dynamic_dims(1):
+            # a dynamic sequence length: the lower triangle made at run time (Trilu)
+            size = b.op("Concat", [b.op("Gather", [b.op("Shape", [q]), b.ints([-2])], axis=0),
+                                   b.op("Gather", [b.op("Shape", [k]), b.ints([-2])], axis=0)],
+                        axis=0)
+            from onnx import numpy_helper
+            ones = b.op("ConstantOfShape", [size],
+                        value=numpy_helper.from_array(np.asarray([1], np.int64)))
+            keep = b.op("Cast", [b.op("Trilu", [ones], upper=0)], to=9)   # bool
+            zero, neg = b.const(np.asarray(0, dt)), b.const(np.asarray(-np.inf, dt))
+            scores = b.op("Add", [scores, b.op("Where", [keep, zero, neg])])
+        else:
+            causal = np.where(np.tril(np.ones((L, S), bool)), 0, -np.inf).astype(dt)
+            scores = b.op("Add", [scores, b.const(causal, "causal_mask")])
     if mask is not None:
         if c.meta(3)[1].is_floating_point:
             scores = b.op("Add", [scores, mask])
@@ -340,6 +419,32 @@ def _sdpa_math(b, c, q, k, v, mask, dropout_p, is_causal, dropout_mask, scale,
                                        detail="attention dropout in an exported graph")
     out, weights = _attention(b, c, q, k, v, mask, 0.0, is_causal, scale, enable_gqa)
     return [out, weights]
+
+
+_RESIZE_MODES = {"nearest": "nearest", "linear": "linear", "cubic": "cubic"}
+
+
+def _upsample(b, c, x, output_size, mode, align_corners=False, scales=None, *rest):
+    """``upsample`` as ONNX ``Resize`` with PyTorch's coordinate conventions: ``nearest`` is
+    the legacy floor(out * in / out_size) ("asymmetric", "floor"); linear and cubic use
+    "align_corners" or "pytorch_half_pixel" (cubic with PyTorch's a = -0.75)."""
+    if mode not in _RESIZE_MODES:
+        raise UnsupportedOperatorError("upsample", b.opset, detail=f"mode={mode!r}")
+    attrs = {"mode": _RESIZE_MODES[mode]}
+    if mode == "nearest":
+        attrs.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    else:
+        attrs["coordinate_transformation_mode"] = "align_corners" if align_corners else \
+            "pytorch_half_pixel"
+        if mode == "cubic":
+            attrs["cubic_coeff_a"] = -0.75
+    if scales and all(s > 0 for s in scales) and not align_corners:
+        # the scale factor itself sets the sampling positions (PyTorch uses 1/scale then)
+        factors = b.const(np.asarray([1.0, 1.0] + [float(v) for v in scales], np.float32))
+        return b.op("Resize", [x, "", factors], **attrs)
+    head = b.op("Slice", [b.op("Shape", [x]), b.ints([0]), b.ints([2]), b.ints([0])])
+    sizes = b.op("Concat", [head, c.shape_tensor(list(output_size))], axis=0)
+    return b.op("Resize", [x, "", "", sizes], **attrs)
 
 
 def _split_gates(b, gates, hidden, n=4):
@@ -425,6 +530,7 @@ RULES = {
     "_scaled_dot_product_fused_attention": _sdpa_fused,
     "_scaled_dot_product_attention_math": _sdpa_math,
     "lstm_step": _lstm_step, "gru_step": _gru_step, "rnn_step": _rnn_step,
+    "upsample": _upsample,
 }
 RULES = {k: v for k, v in RULES.items() if v is not None}
 
@@ -433,9 +539,12 @@ FOLDABLE = frozenset({"permute", "view", "_to_copy", "add", "sub", "mul", "div",
                       "as_strided", "expand", "slice", "select", "cat", "neg"})
 
 
-def translate(b, graph, values, inputs, dyn_sizes, const_arrays):
-    """Emit every node of ``graph``; ``values`` maps (kind, index, item) to ONNX names."""
+def translate(b, graph, values, inputs, dyn_sizes, const_arrays, probe=None):
+    """Emit every node of ``graph``; ``values`` maps (kind, index, item) to ONNX names.
+    ``probe``: the (graph, inputs) of a second capture at other dynamic sizes."""
+    b.input_names = [values[("input", i, None)] for i in range(len(inputs))]
     from ..compiler import _call
+    from ..compiler.dynamic import has_symbols
     from ..compiler.graph import Ref, rebuild
 
     folded = {}             # graph key -> ember tensor, for constant folding
@@ -449,7 +558,7 @@ def translate(b, graph, values, inputs, dyn_sizes, const_arrays):
         name = getattr(node.op, "name", str(node.op))
         refs = [a for a in _flat(node.args) if isinstance(a, Ref)]
         if b.fold and name in FOLDABLE and refs and all(key(r) in folded for r in refs) \
-                and not node.kwargs:
+                and not node.kwargs and not has_symbols(node.args):
             def load(a):
                 if isinstance(a, Ref):
                     return folded[key(a)]
@@ -482,7 +591,7 @@ def translate(b, graph, values, inputs, dyn_sizes, const_arrays):
             if isinstance(a, (list, tuple)):
                 return rebuild(a, [resolve(x) for x in a])
             return a
-        ctx = Context(b, graph, node, inputs, dyn_sizes)
+        ctx = Context(b, graph, node, inputs, dyn_sizes, probe, i)
         out = rule(b, ctx, *[resolve(a) for a in node.args])
         if isinstance(out, list):
             for k, o in enumerate(out):

@@ -179,5 +179,14 @@ class Backend:
         can't handle). The default, None, keeps the ops."""
         return None
 
+    def compile_norm(self, name, dtype):
+        """Optional: a faster runner for a normalisation op of a compiled graph
+        (``native_layer_norm`` / ``native_layer_norm_backward``) at ``dtype``, or None.
+
+        The runner takes the op's arguments and returns its outputs as the kernel would, or
+        None for operands it can't handle (then the eager kernel runs). The default, None,
+        keeps the kernel."""
+        return None
+
     def __repr__(self):
         return f"<{type(self).__name__} '{self.name}'>"

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import secrets
 import stat
 import tempfile
 import time
+
+_log = logging.getLogger("ember.kernels")
 
 __all__ = ["DiskCache", "CacheDirectoryError", "cache_root"]
 
@@ -229,6 +232,8 @@ class DiskCache:
         if data is None:
             data = build()
             self.write(key, data)
+        else:
+            _log.debug("%s: found in the disk cache (%s)", key, self.directory)
         return data
 
     @contextlib.contextmanager

@@ -64,7 +64,17 @@ def _matmul_backward(ctx, g, self, other):
             ga = _views.reshape(ga, ga._shape[:-2] + ga._shape[-1:])
     if ctx.needs(1):
         a2 = self.unsqueeze(0) if a_vec else self
-        if ctx.info[2] and ctx.info[0] == 2:
+        if ctx.info[0] > 2 and ctx.info[1] == 2:
+            # a batch of rows times one matrix (a linear layer on 3-d input): the gradient of
+            # the matrix is one product over all rows, not a batch of products summed after
+            k, m = a2._shape[-1], g2._shape[-1]
+            a_rows = _views.reshape(_grad.conj(a2), (-1, k))
+            g_rows = _views.reshape(g2, (-1, m))
+            if ctx.info[2]:
+                gb = mT(matmul_op(mT(g_rows), a_rows))   # other is W.t(): see col_major
+            else:
+                gb = matmul_op(mT(a_rows), g_rows)
+        elif ctx.info[2] and ctx.info[0] == 2:
             gb = mT(matmul_op(mT(g2), _grad.conj(a2)))  # other is W.t(): see col_major
         else:
             gb = matmul_op(mT(_grad.conj(a2)), g2)
