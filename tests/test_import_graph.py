@@ -234,3 +234,11 @@ def test_layers_import_only_downward():
            for b in sorted(edges[a])
            for lower, upper in LAYERS.items() if _in(a, lower) and _in(b, upper)]
     assert not bad, "imports that run up the layers:\n" + "\n".join(bad)
+
+
+def test_every_primitive_slot_is_filled_once_ember_is_imported():
+    # the rules layer calls these at run time; an empty slot would be an AttributeError on None
+    import ember  # noqa: F401
+    from ember.ops import _primitives
+    empty = [name for name in _primitives.SLOTS if getattr(_primitives, name) is None]
+    assert not empty, f"ops/_primitives slots no family filled: {empty}"
