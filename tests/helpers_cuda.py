@@ -8,8 +8,10 @@
 * ``HostModule``: a CUDA C program of the backend compiled as host C++ with g++ (a few defines
   stand in for the CUDA qualifiers and thread indices; every kernel loops grid-stride, so one
   "thread" covers all elements) and called through ctypes as cupy calls a RawKernel.
-* ``FakeCupyAPI``: ``ember_cuda.cupy_api.CupyAPI``'s interface over these, with two emulated
-  devices (so device switching runs), pinned-memory bookkeeping and immediate streams/events.
+* ``FakeCupyAPI``: ``ember_cuda.cupy_api.CupyAPI``'s interface over the stricter simulator in
+  ``tests/cuda_sim`` (deferred work, two devices with affinity, cupy's index wrapping,
+  asynchronous errors, counted host synchronizations) and a pool whose blocks are real memory
+  reused per stream, as cupy's.
 * ``FakeCUDABackend``: the real ``CUDABackend`` class with that API, registered as ``fakecuda``.
 """
 from __future__ import annotations
@@ -20,14 +22,17 @@ import hashlib
 import inspect
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import threading
-import time
 import types
 
 import numpy as np
+
+from cuda_sim import DeviceArray, Sim, make_checker, probe_ufunc_method
+from cuda_sim.arrays import ArrayOps, Block, _arrays_in
 
 HOST_SHIM = r"""
 #include <math.h>
@@ -48,31 +53,20 @@ def have_compiler() -> bool:
 
 
 # -- cupy's API surface over numpy -----------------------------------------------------------------
-def _probe_ufunc_method(cupy_ufunc, method) -> bool:
-    """True when cupy implements ``ufunc.method``: cupy raises NotImplementedError before looking
-    at its arguments when it does not (no GPU needed to ask)."""
-    try:
-        if method == "at":
-            cupy_ufunc.at(None, None, None)
-        else:
-            getattr(cupy_ufunc, method)(None)
-    except NotImplementedError:
-        return False
-    except Exception:
-        return True
-    return True
-
-
 class _Ufunc:
-    def __init__(self, name, np_ufunc, cupy_ufunc):
-        self._name, self._np, self._cp = name, np_ufunc, cupy_ufunc
+    def __init__(self, name, np_ufunc, cupy_ufunc, sim=None):
+        self._name, self._np, self._cp, self._sim = name, np_ufunc, cupy_ufunc, sim
         self.nin, self.nout = np_ufunc.nin, np_ufunc.nout
 
     def __call__(self, *args, **kwargs):
-        return self._np(*args, **kwargs)
+        r = self._np(*args, **kwargs)
+        if self._sim is not None and not isinstance(r, (DeviceArray, tuple)) and \
+                isinstance(r, (np.ndarray, np.generic)):
+            return self._sim.arrays.adopt(r, *_issue(self._sim))   # scalars in: a 0-d array out
+        return r
 
     def _method(self, method):
-        if not _probe_ufunc_method(self._cp, method):
+        if not probe_ufunc_method(self._cp, method):
             raise NotImplementedError(f"cupy.{self._name}.{method} is not supported by cupy")
         return getattr(self._np, method)
 
@@ -86,28 +80,49 @@ class _Ufunc:
         return self._method("reduce")(*args, **kwargs)
 
 
-def _checked(qualname, np_fn, cp_fn):
+def _issue(sim):
+    stream = sim.current_stream()
+    return stream, stream.issue()
+
+
+def _device_args(args, kwargs):
+    return any(True for _ in _arrays_in((args, tuple(kwargs.values()))))
+
+
+def _checked(qualname, np_fn, cp_fn, sim=None):
     try:
         sig = inspect.signature(cp_fn)
     except (TypeError, ValueError):
-        return np_fn  # a Cython function without a signature: existence is all we can check
+        sig = None  # a Cython function without a signature: existence is all we can check
 
     def call(*args, **kwargs):
-        try:
-            sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"cupy.{qualname} would reject this call: {e}") from None
-        return np_fn(*args, **kwargs)
+        if sig is not None:
+            try:
+                sig.bind(*args, **kwargs)
+            except TypeError as e:
+                raise TypeError(f"cupy.{qualname} would reject this call: {e}") from None
+        if sim is None:
+            return np_fn(*args, **kwargs)
+        if _device_args(args, kwargs):
+            return sim.arrays.function(np_fn, args, kwargs)
+        r = np_fn(*args, **kwargs)   # a creation function (or scalars in): device memory out
+        if isinstance(r, (np.ndarray, np.generic)) and not isinstance(r, DeviceArray):
+            return sim.arrays.adopt(r, *_issue(sim))
+        if isinstance(r, tuple) and r and all(isinstance(x, np.ndarray) for x in r):
+            stream, stamp = _issue(sim)
+            return tuple(sim.arrays.adopt(x, stream, stamp) for x in r)
+        return r
     call.__name__ = getattr(np_fn, "__name__", qualname)
     return call
 
 
 class CupySurface(types.ModuleType):
-    """``numpy`` seen through ``cupy``'s names and signatures (see the module docstring)."""
+    """``numpy`` seen through ``cupy``'s names and signatures (see the module docstring); with a
+    simulator (``sim``), every call runs on its device arrays."""
 
-    def __init__(self, np_mod, cp_mod, qualname="", extra=None):
+    def __init__(self, np_mod, cp_mod, qualname="", extra=None, sim=None):
         super().__init__(f"cupy_surface.{qualname or 'xp'}")
-        self._np, self._cp, self._q = np_mod, cp_mod, qualname
+        self._np, self._cp, self._q, self._sim = np_mod, cp_mod, qualname, sim
         self._cache = dict(extra or {})
 
     def __getattr__(self, name):
@@ -121,19 +136,21 @@ class CupySurface(types.ModuleType):
             raise AttributeError(f"cupy has no attribute {q!r} (a kernel uses numpy's)")
         np_attr = getattr(self._np, name)
         cp_attr = getattr(self._cp, name)
-        if isinstance(np_attr, np.ufunc):
-            out = _Ufunc(q, np_attr, cp_attr)
+        if name == "ndarray" and self._sim is not None:
+            out = DeviceArray
+        elif isinstance(np_attr, np.ufunc):
+            out = _Ufunc(q, np_attr, cp_attr, self._sim)
         elif isinstance(np_attr, types.ModuleType):
-            out = CupySurface(np_attr, cp_attr, q)
+            out = CupySurface(np_attr, cp_attr, q, sim=self._sim)
         elif callable(np_attr) and not isinstance(np_attr, type):
-            out = _checked(q, np_attr, cp_attr)
+            out = _checked(q, np_attr, cp_attr, self._sim)
         else:
             out = np_attr
         cache[name] = out
         return out
 
 
-def cupy_surface():
+def cupy_surface(sim=None):
     import cupy
     import numpy
 
@@ -141,19 +158,19 @@ def cupy_surface():
     def errstate(**kwargs):  # what ember_cuda.cupy_api.array_module adds
         with numpy.errstate(all="ignore"):
             yield
-    return CupySurface(numpy, cupy, extra={"errstate": errstate})
+    return CupySurface(numpy, cupy, extra={"errstate": errstate}, sim=sim)
 
 
-def fft_surface():
+def fft_surface(sim=None):
     import cupyx.scipy.fft
     import scipy.fft
-    return CupySurface(scipy.fft, cupyx.scipy.fft, "scipy.fft")
+    return CupySurface(scipy.fft, cupyx.scipy.fft, "scipy.fft", sim=sim)
 
 
-def special_surface():
+def special_surface(sim=None):
     import cupyx.scipy.special
     import scipy.special
-    return CupySurface(scipy.special, cupyx.scipy.special, "scipy.special")
+    return CupySurface(scipy.special, cupyx.scipy.special, "scipy.special", sim=sim)
 
 
 # -- CUDA C on the host ------------------------------------------------------------------------------
@@ -163,26 +180,50 @@ _BUILD_DIR = None
 _BUILD_LOCK = threading.Lock()
 
 
+def _written_params(source, name):
+    """For each parameter of kernel ``name``: True when it is a pointer the kernel may write
+    (not ``const``)."""
+    m = re.search(r"void\s+" + re.escape(name) + r"\s*\(([^)]*)\)", source)
+    if m is None:
+        return None
+    return ["*" in p and "const" not in p for p in m.group(1).split(",")]
+
+
 class HostFunction:
-    def __init__(self, fn, name):
-        self._fn, self.name = fn, name
+    def __init__(self, fn, name, writes=None, sim=None):
+        self._fn, self.name, self._writes, self._sim = fn, name, writes, sim
         self.launches = 0
 
     def __call__(self, grid, block, args):
-        cargs = []
-        for a in args:
+        sim = self._sim
+        stream = stamp = None
+        unreadable = False
+        if sim is not None:
+            stream = sim.current_stream()
+            stamp = stream.issue()
+        cargs, outputs = [], []
+        for k, a in enumerate(args):
             if isinstance(a, np.ndarray):
+                if isinstance(a, DeviceArray) and sim is not None:
+                    writes = self._writes is None or self._writes[k]
+                    unreadable |= not sim.arrays.check_readable(a, stream)
+                    if writes:
+                        sim.arrays.writable(a, stream, stamp)
+                        outputs.append(a)
                 cargs.append(ctypes.c_void_p(a.ctypes.data))
             else:
                 cargs.append(_CT[type(a)](a))
         self.launches += 1
         self._fn(*cargs)
+        if unreadable:   # the kernel read memory its stream could not know: its results too
+            for a in outputs:
+                a._blk.poisoned = True
 
 
 class HostModule:
     """A CUDA C program compiled with g++ as host code (see the module docstring)."""
 
-    def __init__(self, source, options=()):
+    def __init__(self, source, options=(), sim=None):
         global _BUILD_DIR
         with _BUILD_LOCK:
             if _BUILD_DIR is None:
@@ -199,123 +240,136 @@ class HostModule:
                 if r.returncode:
                     raise RuntimeError(f"g++ failed on the CUDA source:\n{r.stderr[:4000]}")
         self._lib = ctypes.CDLL(lib)
+        self._source, self._sim = source, sim
         self.functions = {}
 
     def get_function(self, name):
         fn = getattr(self._lib, name)
         fn.restype = None
-        return self.functions.setdefault(name, HostFunction(fn, name))
+        return self.functions.setdefault(
+            name, HostFunction(fn, name, _written_params(self._source, name), self._sim))
 
 
-# -- the API stand-in --------------------------------------------------------------------------------
+# -- device memory ----------------------------------------------------------------------------------
 class _FakeMemory:
     def __init__(self, size):
         self.size = size
 
 
 class FakePooled:
-    """What cupy's pool hands out: ``ptr``, ``mem.size``, ``device_id``."""
-    _ptrs = itertools.count(1 << 20, 4096)
+    """What cupy's pool hands out: ``ptr``, ``mem.size``, ``device_id``, plus the simulator's
+    bytes (``buf``) and their memory record (``block``). When the last reference goes, the block
+    returns to the free list of the stream it was allocated on (cupy's stream-aware pool)."""
 
-    def __init__(self, size, device_id):
-        self.ptr = next(self._ptrs)
-        self.mem = _FakeMemory(size)
-        self.device_id = device_id
+    def __init__(self, pool, ptr, size, device_id, stream_ptr, buf, block):
+        self.ptr, self.mem, self.device_id = ptr, _FakeMemory(size), device_id
+        self.stream_ptr, self.buf, self.block = stream_ptr, buf, block
+        self._pool = pool
+
+    def __del__(self):
+        self._pool.give_back(self)
 
 
 class FakePool:
     """cupy.cuda.MemoryPool's interface: 512-byte rounding, per-device totals, a device size
-    limit (raises ``oom`` when exceeded), cached free blocks."""
+    limit (raises ``oom`` when exceeded), cached free blocks per (device, stream)."""
+
+    _ptrs = itertools.count(1 << 20, 1 << 12)
 
     def __init__(self, api, capacity=1 << 30, oom=MemoryError):
         self._api, self.capacity, self._oom = api, capacity, oom
         self.total = {}
-        self.cached = {}   # device -> [sizes]
+        self.cached = {}   # (device, stream ptr) -> [(ptr, size, buf, block)]
         self.fail_next = 0
+        self.mallocs = 0
 
     def malloc(self, nbytes):
-        dev = self._api.get_device()
+        api = self._api
+        dev = api.get_device()
+        stream = api.current_stream().ptr
         size = max(512, (nbytes + 511) // 512 * 512)
-        cached = self.cached.setdefault(dev, [])
-        if size in cached:
-            cached.remove(size)
-            return FakePooled(size, dev)
+        self.mallocs += 1
+        free = self.cached.setdefault((dev, stream), [])
+        for k, (ptr, sz, buf, block) in enumerate(free):
+            if sz == size:
+                del free[k]
+                return FakePooled(self, ptr, size, dev, stream, buf, block)
         if self.fail_next or self.total.get(dev, 0) + size > self.capacity:
             self.fail_next = max(0, self.fail_next - 1)
             raise self._oom(f"out of memory allocating {nbytes} bytes")
         self.total[dev] = self.total.get(dev, 0) + size
-        return FakePooled(size, dev)
+        sim = getattr(api, "sim", None)
+        block = Block(sim, dev) if sim is not None else None
+        return FakePooled(self, next(self._ptrs), size, dev, stream, np.empty(size, np.uint8),
+                          block)
 
-    def give_back(self, size, dev):
-        self.cached.setdefault(dev, []).append(size)
+    def give_back(self, pooled):
+        self.cached.setdefault((pooled.device_id, pooled.stream_ptr), []).append(
+            (pooled.ptr, pooled.mem.size, pooled.buf, pooled.block))
 
     def free_all_blocks(self):
         dev = self._api.get_device()
-        for size in self.cached.pop(dev, []):
-            self.total[dev] -= size
+        for key in [k for k in self.cached if k[0] == dev]:
+            for _, size, _, _ in self.cached.pop(key):
+                self.total[dev] -= size
 
     def total_bytes(self):
         return self.total.get(self._api.get_device(), 0)
 
     def free_bytes(self):
-        return sum(self.cached.get(self._api.get_device(), []))
+        dev = self._api.get_device()
+        return sum(size for key, free in self.cached.items() if key[0] == dev
+                   for _, size, _, _ in free)
 
 
-class FakeStream:
-    _ptrs = itertools.count(0x1000, 0x10)
+class FakePointer:
+    """cupy's MemoryPointer over a pooled block, owning ``owner`` (ember's record)."""
 
-    def __init__(self, null=False):
-        self.ptr = 0 if null else next(self._ptrs)
-        self.waited = []
-        self.done = True
-
-    def synchronize(self):
-        pass
-
-    def wait_event(self, event):
-        self.waited.append(event)
-
-    def use(self):
-        state = FakeCupyAPI._state
-        state.streams[state.device] = self
+    def __init__(self, pooled, owner):
+        self.ptr, self.mem, self.owner = pooled.ptr, pooled, owner
+        self.device_id = pooled.device_id
 
 
-class FakeEvent:
-    def __init__(self, timing):
-        self.timing, self.time, self.stream = timing, None, None
-        self.done = True
+class _PinnedBuffer:
+    """Page-locked host memory (a numpy byte buffer the fake registers as pinned)."""
 
-    def record(self, stream):
-        self.time, self.stream = time.perf_counter(), stream
-
-    def synchronize(self):
-        pass
+    def __init__(self, api, nbytes):
+        self.array = np.empty(max(nbytes, 1), np.uint8)
+        self.ptr = self.array.ctypes.data
+        api.pinned.append((self.ptr, self.array.nbytes, self.array))
 
 
-class _ThreadState(threading.local):
-    def __init__(self):
-        self.device = 0
-        self.streams = {}
-
-
+# -- the API stand-in --------------------------------------------------------------------------------
 class FakeCupyAPI:
-    """``CupyAPI``'s interface over numpy and g++ (see the module docstring)."""
+    """``CupyAPI``'s interface over the simulator (``cuda_sim``) and g++ (see the module
+    docstring)."""
 
     is_fake = True
-    _state = _ThreadState()
-    NULL = FakeStream(null=True)
 
     def __init__(self, device_count=2):
+        import cupy
         import scipy.special  # noqa: F401 (special_surface needs it loaded)
-        self.xp = cupy_surface()
-        self.special = special_surface()
-        self.fft_module = fft_surface()
-        self.ndarray = np.ndarray
+        self.sim = sim = Sim(device_count)
+        sim.api = self
+        sim.arrays = ArrayOps(sim, self, make_checker(cupy))
+        self.xp = cupy_surface(sim)
+        self.special = special_surface(sim)
+        self.fft_module = fft_surface(sim)
+        self.ndarray = DeviceArray
         self.device_count = device_count
         self.oom_errors = (MemoryError,)
         self.pinned = []
         self.allocator = None
         self.device_switches = 0
+        self.NULL = sim.nulls[0]
+
+    @property
+    def _state(self):
+        return self.sim.state
+
+    @property
+    def syncs(self) -> int:
+        return self.sim.syncs
 
     # devices
     def get_device(self):
@@ -344,31 +398,59 @@ class FakeCupyAPI:
         return (70 << 30, 80 << 30)
 
     def synchronize(self, index):
-        pass
+        self.sim.synchronize_device(index)
 
     def versions(self):
         return {"cupy": "fake", "runtime": 12090, "driver": 12090}
 
     # arrays
+    def _share(self, view, arr):
+        view = view.view(DeviceArray)
+        view._blk = self.sim.arrays.block(arr)
+        return view
+
     def flat_bytes(self, arr):
         if arr.size == 0:
-            return np.empty(0, dtype=np.uint8)
+            return self._share(np.empty(0, dtype=np.uint8), arr)
         extent = arr.itemsize + sum((n - 1) * s for n, s in zip(arr.shape, arr.strides))
-        return np.lib.stride_tricks.as_strided(arr, shape=(extent // arr.itemsize,),
+        plain = arr.view(np.ndarray)
+        flat = np.lib.stride_tricks.as_strided(plain, shape=(extent // arr.itemsize,),
                                                strides=(arr.itemsize,)).view(np.uint8)
+        return self._share(flat, arr)
 
     def view(self, flat, shape, np_dtype, offset_bytes, strides_bytes):
-        return np.ndarray(shape, np_dtype, buffer=flat, offset=offset_bytes,
-                          strides=strides_bytes)
+        v = np.ndarray(shape, np_dtype, buffer=flat.view(np.ndarray), offset=offset_bytes,
+                       strides=strides_bytes)
+        return self._share(v, flat)
 
     def to_host(self, arr, out=None, stream=None, blocking=True):
-        if out is None:
-            return np.array(arr, copy=True, order="C")
-        out[...] = arr
+        sim = self.sim
+        dev = sim.arrays.block(arr).device
+        stream = stream if stream is not None else sim.current_stream(dev)
+        if blocking:
+            with self.on_device(dev):
+                values = sim.arrays.to_host_on(arr, stream, "copy to host")
+            if out is None:
+                return values
+            out[...] = values
+            return out
+        # queued: the values are taken in stream order now and land in ``out`` once the host
+        # knows the copy ran
+        with self.on_device(dev):
+            stamp = stream.issue()
+            values = sim.arrays.readable(arr, stream).copy()
+        stream.host_effects.append((stamp[1], lambda: np.copyto(out, values)))
         return out
 
     def from_host(self, host, stream=None):
-        return np.array(host, copy=True, order="C")
+        sim = self.sim
+        s = stream if stream is not None else sim.current_stream()
+        stamp = s.issue()
+        return sim.arrays.upload(np.asarray(host), s, stamp, late=stream is not None)
+
+    def pinned_alloc(self, nbytes):
+        """Page-locked host memory of ``nbytes``: an object with ``ptr`` and ``array`` (bytes)."""
+        return _PinnedBuffer(self, nbytes)
 
     def pinned_empty(self, shape, np_dtype):
         a = np.empty(shape, dtype=np_dtype)
@@ -380,10 +462,30 @@ class FakeCupyAPI:
         return any(lo <= p < lo + n for lo, n, _ in self.pinned)
 
     def device_of(self, arr):
-        return 0
+        return self.sim.arrays.block(arr).device
 
     def copy_between_devices(self, dst, src):
-        dst[...] = src
+        """What ``CupyAPI.copy_between_devices`` does, on the simulator: a non-contiguous
+        source is made contiguous by a kernel on the current device, then the bytes are copied
+        peer to peer on the current stream (into a temporary on the destination's device when
+        the destination is not contiguous)."""
+        sim = self.sim
+        src_c = src if src.flags.c_contiguous else self.xp.ascontiguousarray(src)
+        if dst.flags.c_contiguous:
+            self._peer_copy(dst, src_c)
+        else:
+            with self.on_device(self.device_of(dst)):
+                tmp = self.xp.empty(src_c.shape, dtype=src_c.dtype)
+                self._peer_copy(tmp, src_c)
+                dst[...] = tmp
+
+    def _peer_copy(self, dst, src):
+        """cudaMemcpy between devices on the current stream (bytes; no device affinity)."""
+        sim = self.sim
+        stream = sim.current_stream()
+        stamp = stream.issue()
+        values = sim.arrays.readable(src, stream, affine=False)
+        np.copyto(sim.arrays.writable(dst, stream, stamp, affine=False), values)
 
     # memory
     def memory_pool(self):
@@ -392,31 +494,52 @@ class FakeCupyAPI:
     def install_allocator(self, malloc):
         self.allocator = malloc
 
+    def using_allocator(self, malloc):
+        """cupy.cuda.using_allocator: ``malloc`` serves this thread's allocations inside."""
+        return _UsingAllocator(self._state, malloc)
+
     def tracked_pointer(self, pooled, owner):
-        return types.SimpleNamespace(ptr=pooled.ptr, owner=owner)
+        return FakePointer(pooled, owner)
 
     # streams, events
     def null_stream(self):
-        return self.NULL
+        return self.sim.nulls[self._state.device]
 
-    def new_stream(self, priority=0):
-        return FakeStream()
+    def new_stream(self, priority=0, non_blocking=False):
+        from cuda_sim import SimStream
+        return SimStream(self.sim, self._state.device, non_blocking=non_blocking,
+                         priority=priority)
 
     def current_stream(self):
-        return self._state.streams.get(self._state.device, self.NULL)
+        return self.sim.current_stream()
 
     def new_event(self, enable_timing, blocking, interprocess):
-        return FakeEvent(enable_timing)
+        from cuda_sim import SimEvent
+        return SimEvent(self.sim, enable_timing, blocking)
 
     def elapsed_ms(self, start, end):
         return (end.time - start.time) * 1e3
 
     # programs, DLPack
     def compile(self, source, options):
-        return HostModule(source, options)
+        return HostModule(source, options, self.sim)
 
     def from_dlpack(self, obj):
-        return np.from_dlpack(obj)
+        arr = np.from_dlpack(obj).view(DeviceArray)
+        arr._blk = Block(self.sim, 0)
+        return arr
+
+
+class _UsingAllocator:
+    def __init__(self, state, malloc):
+        self._state, self._malloc = state, malloc
+
+    def __enter__(self):
+        self._prev = self._state.allocator
+        self._state.allocator = self._malloc
+
+    def __exit__(self, *exc):
+        self._state.allocator = self._prev
 
 
 def make_fake_backend(name="fakecuda", device_count=2):

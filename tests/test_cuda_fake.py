@@ -41,13 +41,22 @@ def _np(t):
 
 
 # -- the whole conformance suite through the CUDA backend's code --------------------------------------
+#: contracts the simulator shows broken (issue #33), each until its fix lands
+KNOWN_FAILURES = {
+    # the simulator's arrays never reach the pool allocator yet (it is cupy's global allocator)
+    "allocator_statistics": "ember's pool is not the allocator of its kernels' arrays",
+    # risk 5: a copy between devices runs without ordering against either device's stream
+    "copy_between_devices": "no barrier between the two devices' streams",
+}
+
+
 def test_conformance_passes_with_no_op_on_the_cpu_fallback(be):
     from ember_conformance.runner import run
     results = run(DEV, check_fd=False)
-    # the fake's arrays are numpy's: they never reach the pool allocator, whose statistics
-    # tests/test_cuda_memory.py checks instead
-    failed = [r for r in results if r.status == "fail" and r.name != "allocator_statistics"]
+    failed = [r for r in results if r.status == "fail" and r.name not in KNOWN_FAILURES]
     assert not failed, "\n".join(f"{r.name} {r.dtype}: {r.message[:300]}" for r in failed[:20])
+    still = {r.name for r in results if r.status == "fail"}
+    assert still == set(KNOWN_FAILURES), f"fixed, take off KNOWN_FAILURES: {set(KNOWN_FAILURES) - still}"
     assert sum(r.status == "pass" for r in results) > 1000
     assert not any(r.fallback_ops for r in results)
 
@@ -212,6 +221,8 @@ def test_device_module_answers(be):
     assert issubclass(m.OutOfMemoryError, RuntimeError)
 
 
+@pytest.mark.xfail(strict=True, reason="issue #33 risk 5: a copy between devices is not ordered "
+                                       "after the work that made its source")
 def test_copies_between_devices_and_the_host(be):
     x = ember.arange(12., device=DEV).reshape(3, 4).t()
     y = x.to(f"{DEV}:1")
