@@ -371,6 +371,20 @@ class FakeCupyAPI:
     def syncs(self) -> int:
         return self.sim.syncs
 
+    @property
+    def sync_hook(self):
+        return self.sim.sync_hook
+
+    @sync_hook.setter
+    def sync_hook(self, fn):
+        self.sim.sync_hook = fn
+
+    def stream_synchronize(self, stream) -> None:
+        stream.synchronize()
+
+    def event_synchronize(self, event) -> None:
+        event.synchronize()
+
     # devices
     def get_device(self):
         return self._state.device

@@ -130,6 +130,7 @@ class Sim:
         self.errors = {}                 # device -> exception raised at its next synchronization
         self.stalled = set()             # stream ids whose work never completes (until released)
         self.syncs = 0
+        self.sync_hook = None            # ember's set_sync_debug_mode callback
         self.sync_log = None             # a list while tracing: (what, where)
         self.pending_uploads = []        # arrays.Block with an H2D copy not yet applied
         self._lock = threading.RLock()
@@ -178,6 +179,8 @@ class Sim:
 
     def count_sync(self, what: str) -> None:
         self.syncs += 1
+        if self.sync_hook is not None:
+            self.sync_hook(what)
         if self.sync_log is not None:
             frames = [f for f in traceback.extract_stack()[:-2]
                       if "cuda_sim" not in f.filename and "helpers_cuda" not in f.filename]

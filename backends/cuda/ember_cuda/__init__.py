@@ -11,6 +11,7 @@ Layout:
 * ``devices``    -- which device a kernel runs on; device properties
 * ``memory``     -- cupy's MemoryPool with PyTorch's statistics and OutOfMemoryError
 * ``streams``    -- streams and events are cupy's
+* ``asserts``    -- device-side asserts: value checks raised at the next synchronization
 * ``transfer``   -- host/device copies (pinned, non-blocking), device-to-device, DLPack
 * ``launch``     -- NVRTC programs and kernel launches
 * ``philox`` / ``kernels_random`` -- Philox4x32-10 random numbers (the OpenCL backend's stream)

@@ -23,6 +23,7 @@ from ember.runtime import Backend, Storage, tensor_constructor
 from ember.runtime import dtypes as D
 
 from . import cupy_api, devices, discovery, kernels_indexing, kernels_random, philox, transfer
+from .asserts import DeviceAsserts
 from .launch import Program
 from .memory import PoolAllocator
 from .streams import Event, Stream
@@ -45,6 +46,7 @@ class CUDABackend(ArrayBackend):
     #: DLPack device types this backend imports (kDLCUDA)
     dlpack_device_types = (2,)
     xp = None        # the cupy namespace, set when the backend starts
+    values_on_host = False   # reading a value waits for the GPU: kernels must not branch on data
     special = None   # cupyx.scipy.special
     fft_module = None   # cupyx.scipy.fft: cuFFT behind scipy.fft's signatures, for ember.fft
     fft_workers = False  # cuFFT takes no host-thread count
@@ -89,6 +91,9 @@ class CUDABackend(ArrayBackend):
         self._layouts = {}
         self._new_tensor = tensor_constructor()
         self.ieee = _ieee
+        self._asserts = DeviceAsserts(self)
+        self._constants = {}
+        self._sync_mode = 0
         self._allocator = PoolAllocator(api)
         api.install_allocator(self._allocator.malloc)
         register_array_kernels(self)
@@ -237,8 +242,58 @@ class CUDABackend(ArrayBackend):
             stream._stream.use()
 
     def synchronize(self, index=None) -> None:
-        self._api.synchronize(self.current_device() if index is None
-                              else devices.check_index(self, index))
+        index = self.current_device() if index is None else devices.check_index(self, index)
+        token = self._asserts.prefetch(index)
+        self._api.synchronize(index)
+        self._asserts.verify(token, f"{self.name}:{index}")
+
+    # -- value checks and host synchronizations ---------------------------------------------------
+    def host_constant(self, array, dtype=None):
+        """A constant host table (pooling windows, divisors) uploaded once per device and
+        dtype. The first upload waits for its copy (once), so that work on any stream may read
+        the table afterwards without ordering against the stream that uploaded it."""
+        api = self._api
+        key = (id(array), None if dtype is None else np.dtype(dtype).str, api.get_device())
+        hit = self._constants.get(key)
+        if hit is not None and hit[0] is array:
+            return hit[1]
+        arr = self.xp.asarray(array if dtype is None else array.astype(dtype))
+        api.stream_synchronize(api.current_stream())
+        if len(self._constants) >= 1024:
+            self._constants.clear()
+        self._constants[key] = (array, arr)   # the host array kept: its id stays its own
+        return arr
+
+    def device_assert(self, op, bad, value, exc, message):
+        """Record a kernel's value check on the device; raised at the next synchronization
+        (``asserts.py``)."""
+        self._asserts.record(op, bad, value, exc, message)
+
+    def host_sync_count(self) -> int:
+        """How many times the host has waited for the GPU through this backend (value reads,
+        synchronizations, device-assert reads); on the simulated GPU every value read counts."""
+        return self._api.syncs
+
+    def set_sync_debug_mode(self, debug_mode) -> None:
+        """PyTorch's ``torch.cuda.set_sync_debug_mode``: "default"/0 nothing, "warn"/1 a
+        warning, "error"/2 an error at every host synchronization."""
+        modes = {"default": 0, "warn": 1, "error": 2}
+        mode = modes.get(debug_mode, debug_mode) if isinstance(debug_mode, str) else debug_mode
+        if mode not in (0, 1, 2):
+            raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, `warn`, "
+                               f"`error`, but got {debug_mode}")
+        self._sync_mode = mode
+        self._api.sync_hook = None if mode == 0 else self._synchronizing
+
+    def get_sync_debug_mode(self) -> int:
+        return self._sync_mode
+
+    def _synchronizing(self, what):
+        message = f"called a synchronizing CUDA operation ({what})"
+        if self._sync_mode == 2:
+            raise RuntimeError(message)
+        import warnings
+        warnings.warn(message, UserWarning, stacklevel=3)
 
     # -- random numbers -----------------------------------------------------------------------------
     def create_generator(self, index: int, seed: int):

@@ -45,6 +45,13 @@ class CupyAPI:
         self.device_count = device_count
         self.oom_errors = (cupy.cuda.memory.OutOfMemoryError,)
         self._runtime = cupy.cuda.runtime
+        self.syncs = 0           # host synchronizations issued through this object
+        self.sync_hook = None    # called with what synchronized (ember.cuda.set_sync_debug_mode)
+
+    def _synchronizing(self, what: str) -> None:
+        self.syncs += 1
+        if self.sync_hook is not None:
+            self.sync_hook(what)
 
     # -- devices ----------------------------------------------------------------------------------
     def get_device(self) -> int:
@@ -66,8 +73,17 @@ class CupyAPI:
             return self._runtime.memGetInfo()
 
     def synchronize(self, index: int) -> None:
+        self._synchronizing("synchronize")
         with self.cupy.cuda.Device(index):
             self._runtime.deviceSynchronize()
+
+    def stream_synchronize(self, stream) -> None:
+        self._synchronizing("stream.synchronize")
+        stream.synchronize()
+
+    def event_synchronize(self, event) -> None:
+        self._synchronizing("event.synchronize")
+        event.synchronize()
 
     def versions(self) -> dict:
         rt = self._runtime
@@ -91,6 +107,8 @@ class CupyAPI:
         """Copy ``arr`` into the host array ``out`` (a new one when None) on ``stream`` (the
         current one when None); ``blocking=False`` queues the copy and returns at once (``out``
         must then be pinned, and is valid after the stream synchronizes)."""
+        if blocking:
+            self._synchronizing("copy to host")
         return arr.get(stream=stream, out=out, blocking=blocking)
 
     def from_host(self, host, stream=None):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.kit.indexing import check_bounds
+from ember.kit.value_checks import bounds
 
 from . import philox
 from .launch import launch
@@ -177,7 +177,7 @@ def _key(be, indices, a):
             out.append(slice(None))
         else:
             i = be.native(t)
-            check_bounds(i, a.shape[d], d, negative=True)
+            bounds(be, "index_put_", i, a.shape[d], d, prefix="index_put_: ", negative=True)
             out.append(i)
     return tuple(out)
 
@@ -206,15 +206,16 @@ def _scatter_key(xp, shape, dim, i):
 
 def scatter(be, x, dim, index, src, reduce):
     xp = be.xp
+    op = "scatter_add" if reduce == "add" else "scatter"
     out = be.native(x).copy()
     i, s = be.native(index), be.native(src)
     if out.ndim == 0 or i.ndim == 0:
         view = out.reshape(-1)
-        check_bounds(i, view.shape[0], dim, RuntimeError)
+        bounds(be, op, i, view.shape[0], dim, RuntimeError, f"{op}: ")
         i, s = i.reshape(-1), s.reshape(-1)[:i.size]
         k = (i,)
     else:
-        check_bounds(i, out.shape[dim], dim, RuntimeError)
+        bounds(be, op, i, out.shape[dim], dim, RuntimeError, f"{op}: ")
         view = out
         if s.ndim:
             s = s[tuple(slice(0, n) for n in i.shape)]
@@ -232,7 +233,7 @@ def index_add(be, x, dim, index, source, alpha):
     out = be.native(x).copy()
     view = out.reshape(1) if out.ndim == 0 else out
     i, s = be.native(index), be.native(source)
-    check_bounds(i, view.shape[dim], dim, RuntimeError)
+    bounds(be, "index_add", i, view.shape[dim], dim, RuntimeError, "index_add: ")
     s = s.reshape(view.shape[:dim] + (i.size,) + view.shape[dim + 1:])
     if alpha != 1:
         s = (s * alpha).astype(out.dtype, copy=False)

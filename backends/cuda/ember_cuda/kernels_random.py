@@ -11,8 +11,9 @@ multinomial a per-row CDF with a binary search per sample, or the exponential ra
 replacement. Complex outputs (which OpenCL lacks) are drawn as their (real, imag) pairs, as the
 CPU kernels do.
 
-Value checks that need the data (``std`` < 0, ``p`` outside [0, 1], bad probabilities) read one
-reduced flag back, as PyTorch's CUDA kernels do for these ops.
+Value checks that need the data (``std`` < 0, ``p`` outside [0, 1], bad probabilities) are device
+asserts (``ember.kit.value_checks``): recorded on the device and raised at the next
+synchronization, so drawing never waits for the GPU.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import math
 import numpy as np
 
 from ember import Tensor
+from ember.kit.value_checks import all_true
 from ember.runtime import dtypes as D
 
 from . import philox
@@ -196,10 +198,10 @@ def _operand(be, x, shape, ct):
     return xp.ascontiguousarray(xp.broadcast_to(be.native(x).astype(ct), shape))
 
 
-def _require(be, ok_array, message):
-    """Raise ``message`` unless every element of ``ok_array`` is true (one flag read back)."""
-    if ok_array.size and not bool(be.xp.all(ok_array)):
-        raise RuntimeError(message)
+def _require(be, op, ok_array, message):
+    """``message`` (a RuntimeError) unless every element of ``ok_array`` is true: a device
+    assert, raised at the next synchronization (the kernel draws on regardless)."""
+    all_true(be, op, ok_array, RuntimeError, message)
 
 
 _COMPLEX_SCALE = math.sqrt(0.5)  # unit variance for a complex normal as a whole
@@ -237,7 +239,7 @@ def normal(be, mean, std, size, gen, dtype, device):
         buf = _fill(be, size, dtype, "normal", gen, std * scale, mean)
         return be.wrap(_as_output(xp, buf, size, dtype), device)
     if isinstance(std, Tensor):
-        _require(be, be.native(std) >= 0, "normal expects all elements of std >= 0.0")
+        _require(be, "normal", be.native(std) >= 0, "normal expects all elements of std >= 0.0")
     suf, ct, bits = _work(dtype)
     n = math.prod(size)
     m = _operand(be, mean, size, ct) if isinstance(mean, Tensor) else xp.full(size, mean, ct)
@@ -261,10 +263,10 @@ def multinomial(be, probs, num_samples, replacement, gen):
         return be.wrap(out.reshape(shape[:-1] + (num_samples,)), probs.device)
     if k == 0:  # no category: every row sums to 0, known without reading a value
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    _require(be, xp.isfinite(p) & (p >= 0), "probability tensor contains either `inf`, `nan` "
-             "or element < 0")
-    _require(be, p.sum(axis=1) > 0, "invalid multinomial distribution (sum of probabilities "
-             "<= 0)")
+    _require(be, "multinomial", xp.isfinite(p) & (p >= 0), "probability tensor contains either "
+             "`inf`, `nan` or element < 0")
+    _require(be, "multinomial", p.sum(axis=1) > 0, "invalid multinomial distribution (sum of "
+             "probabilities <= 0)")
     prog = _program(be)
     if replacement:
         cdf = xp.empty((rows, k), dtype=np.float64)
@@ -306,7 +308,7 @@ def bernoulli_(be, self, p, gen):
     if not isinstance(p, Tensor):
         return _store(be, self, _fill(be, self._shape, self.dtype, "bernoulli", gen, p, 0.0))
     pa = be.native(p)
-    _require(be, (pa >= 0) & (pa <= 1),
+    _require(be, "bernoulli", (pa >= 0) & (pa <= 1),
              "Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     # a tensor p draws in float64 whatever the output, as the OpenCL kernel does
     n = math.prod(self._shape)

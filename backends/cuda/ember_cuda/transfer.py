@@ -32,9 +32,15 @@ def upload(be, array, device, non_blocking=False):
 
 
 def download(be, tensor):
+    """The tensor's values on the host: one wait for its device's current stream, which also
+    covers the stream's device-assert records (queued to the host just before)."""
     api = be._api
-    with api.on_device(tensor.device.index):
-        return api.to_host(be.native(tensor))
+    index = tensor.device.index
+    with api.on_device(index):
+        token = be._asserts.prefetch(index, api.current_stream())
+        values = api.to_host(be.native(tensor))
+    be._asserts.verify(token, str(tensor.device))
+    return values
 
 
 def _host_values(src):
@@ -74,13 +80,12 @@ def to_device(be, x, device, non_blocking):
     ``non_blocking``), to another GPU, or through the host to any other backend."""
     api = be._api
     if device.type == "cpu":
+        if not non_blocking:
+            return ember.from_numpy(download(be, x))
         a = be.native(x)
         with api.on_device(x.device.index):
-            if non_blocking:
-                host = api.pinned_empty(a.shape, a.dtype)
-                api.to_host(a, out=host, stream=api.current_stream(), blocking=False)
-            else:
-                host = api.to_host(a)
+            host = api.pinned_empty(a.shape, a.dtype)
+            api.to_host(a, out=host, stream=api.current_stream(), blocking=False)
         return ember.from_numpy(host)
     if device.type == be.name:
         target = be._concrete(device)

@@ -161,3 +161,26 @@ class ArrayBackend(Backend):
 
     def storage_nbytes(self, data) -> int:
         return data.nbytes
+
+    # -- value checks (``kit/value_checks.py``) -------------------------------------------------
+    #: True when arrays are host memory, so reading a value costs no device round trip: kernels
+    #: may branch on data (a NaN check) where a device backend computes both ways
+    values_on_host = True
+
+    def host_constant(self, array, dtype=None):
+        """A host array the caller never changes (a table from an ``lru_cache``) as an array of
+        this backend, in ``dtype`` when given. Host arrays: the array itself; a device backend
+        uploads each once per device instead of on every call."""
+        return array if dtype is None or array.dtype == dtype else array.astype(dtype)
+
+    def device_assert(self, op, bad, value, exc, message):
+        """Raise ``exc(message)`` (``{value}`` filled from the 0-d ``value``) when the 0-d flag
+        ``bad`` is set. Host arrays: read now. A device backend overrides this to record the
+        flag on the device and raise at the next synchronization."""
+        if bool(bad):
+            raise exc(message.format(value=None if value is None else value.item()))
+
+    def assert_values(self, op, ok, value, exc, message):
+        """``Backend.assert_values`` on arrays: the check ``device_assert`` makes."""
+        v = None if value is None else self.native(value)
+        self.device_assert(op, ~self.native(ok), v, exc, message)
