@@ -32,7 +32,7 @@ import types
 import numpy as np
 
 from cuda_sim import DeviceArray, Sim, make_checker, probe_ufunc_method
-from cuda_sim.arrays import ArrayOps, Block, _arrays_in
+from cuda_sim.arrays import ArrayOps, Block, Memory, _arrays_in, host_writer
 
 HOST_SHIM = r"""
 #include <math.h>
@@ -359,7 +359,6 @@ class FakeCupyAPI:
         self.device_count = device_count
         self.oom_errors = (MemoryError,)
         self.pinned = []
-        self.allocator = None
         self.device_switches = 0
         self.NULL = sim.nulls[0]
 
@@ -453,7 +452,8 @@ class FakeCupyAPI:
         with self.on_device(dev):
             stamp = stream.issue()
             values = sim.arrays.readable(arr, stream).copy()
-        stream.host_effects.append((stamp[1], lambda: np.copyto(out, values)))
+        write = host_writer(out)     # the DMA holds the address, not the array
+        stream.host_effects.append((stamp[1], lambda: write(values)))
         return out
 
     def from_host(self, host, stream=None):
@@ -465,11 +465,6 @@ class FakeCupyAPI:
     def pinned_alloc(self, nbytes):
         """Page-locked host memory of ``nbytes``: an object with ``ptr`` and ``array`` (bytes)."""
         return _PinnedBuffer(self, nbytes)
-
-    def pinned_empty(self, shape, np_dtype):
-        a = np.empty(shape, dtype=np_dtype)
-        self.pinned.append((a.ctypes.data, max(a.nbytes, 1), a))
-        return a
 
     def is_pinned(self, host):
         p = host.ctypes.data
@@ -505,9 +500,6 @@ class FakeCupyAPI:
     def memory_pool(self):
         return FakePool(self)
 
-    def install_allocator(self, malloc):
-        self.allocator = malloc
-
     def using_allocator(self, malloc):
         """cupy.cuda.using_allocator: ``malloc`` serves this thread's allocations inside."""
         return _UsingAllocator(self._state, malloc)
@@ -515,11 +507,19 @@ class FakeCupyAPI:
     def tracked_pointer(self, pooled, owner):
         return FakePointer(pooled, owner)
 
+    def owner_of(self, arr):
+        o = arr
+        while o is not None:
+            if isinstance(o, Memory):
+                return o.pointer.owner
+            o = getattr(o, "base", None)
+        return None
+
     # streams, events
     def null_stream(self):
         return self.sim.nulls[self._state.device]
 
-    def new_stream(self, priority=0, non_blocking=False):
+    def new_stream(self, priority=0, non_blocking=True):
         from cuda_sim import SimStream
         return SimStream(self.sim, self._state.device, non_blocking=non_blocking,
                          priority=priority)

@@ -22,6 +22,7 @@ yet known to have happened, applied when someone that knows of it looks).
 """
 from __future__ import annotations
 
+import ctypes
 import math
 
 import numpy as np
@@ -81,9 +82,25 @@ class Block:
         self.reads = {}
 
 
-class Memory(np.ndarray):
-    """The bytes of one allocation from the installed allocator; keeps its pointer alive."""
+class Memory:
+    """Marks the bytes of one allocation from the installed allocator: a ctypes buffer over the
+    pool block's memory (``memory_over``) that keeps the allocation's pointer alive. Arrays are
+    made over it with ``np.frombuffer``, so every view holds it (numpy collapses chains of
+    ndarray bases, but stops at an object that is not an array)."""
     pointer = None
+
+
+_memory_types = {}
+
+
+def memory_over(buf, size, pointer):
+    t = _memory_types.get(size)
+    if t is None:
+        t = _memory_types[size] = type(f"DeviceBytes{size}", (ctypes.c_ubyte * size, Memory),
+                                       {})
+    m = t.from_address(buf.ctypes.data)
+    m.pointer = pointer
+    return m
 
 
 def poison_like(a):
@@ -295,9 +312,9 @@ class ArrayOps:
         if alloc is not None and nbytes:
             ptr = alloc(nbytes)
             pooled = ptr.mem
-            mem = pooled.buf[:nbytes].view(Memory)
-            mem.pointer = ptr
-            out = np.ndarray(values.shape, values.dtype, buffer=mem).view(DeviceArray)
+            mem = memory_over(pooled.buf, pooled.mem.size, ptr)
+            out = np.frombuffer(mem, dtype=np.uint8, count=nbytes).view(values.dtype)
+            out = out.reshape(values.shape).view(DeviceArray)
             blk = pooled.block
             blk.device = sim.current_device()
             blk.poisoned = False      # a new allocation; written() sees races with the last one
@@ -316,8 +333,11 @@ class ArrayOps:
         out = self.new(np.empty(host.shape, host.dtype), stream, stamp)
         plain = out.view(np.ndarray)
         if late and host.size:
+            # a DMA reads the bytes at the address when it runs; it holds no reference to the
+            # host array (which may be freed and its memory reused meanwhile)
+            source = host_bytes(host)
             blk = out._blk
-            blk.upload = (stamp, lambda: np.copyto(plain, host))
+            blk.upload = (stamp, lambda: np.copyto(plain.reshape(-1).view(np.uint8), source()))
             self.sim.pending_uploads.append(blk)
         else:
             np.copyto(plain, host)
@@ -575,6 +595,26 @@ def wrap_key(shape, key):
         out.append(k)
         dim += 1
     return tuple(out) if isinstance(key, tuple) or len(out) != 1 else out[0]
+
+
+def host_bytes(host):
+    """A reader of the bytes of the contiguous host array ``host`` that keeps no reference to
+    it (the simulated DMA)."""
+    address, n = host.ctypes.data, host.nbytes
+
+    def read():
+        return np.frombuffer((ctypes.c_ubyte * n).from_address(address), np.uint8).copy()
+    return read
+
+
+def host_writer(host):
+    """A writer of bytes into the contiguous host array ``host`` without a reference to it."""
+    address, n = host.ctypes.data, host.nbytes
+
+    def write(values):
+        data = np.ascontiguousarray(values).view(np.uint8).reshape(-1)
+        ctypes.memmove(address, data.ctypes.data, min(n, data.nbytes))
+    return write
 
 
 def nbytes_of(shape, dtype) -> int:

@@ -9,7 +9,8 @@ Layout:
 * ``cupy_api``   -- every call into cupy, behind one object (tests substitute a numpy stand-in)
 * ``backend``    -- ``CUDABackend``: the core's ArrayBackend over cupy, plus what a GPU needs
 * ``devices``    -- which device a kernel runs on; device properties
-* ``memory``     -- cupy's MemoryPool with PyTorch's statistics and OutOfMemoryError
+* ``memory``     -- ember's stream-aware pool (record_stream), statistics, OutOfMemoryError
+* ``pinned``     -- stream-aware pinned host memory for non-blocking copies
 * ``streams``    -- streams and events are cupy's
 * ``asserts``    -- device-side asserts: value checks raised at the next synchronization
 * ``transfer``   -- host/device copies (pinned, non-blocking), device-to-device, DLPack

@@ -103,8 +103,9 @@ class DeviceAsserts:
                     n = len(buf.entries)
                     if not n:
                         continue
-                    host = api.pinned_empty((n, 2), np.int64)
+                    host = self._be._pinned.empty((n, 2), np.int64)
                     api.to_host(buf.array[:n], out=host, stream=pending.stream, blocking=False)
+                    self._be._pinned.record(host, pending.stream)
                     token.append((host, buf.entries))
         return token
 

@@ -26,6 +26,7 @@ from . import cupy_api, devices, discovery, kernels_indexing, kernels_random, ph
 from .asserts import DeviceAsserts
 from .launch import Program
 from .memory import PoolAllocator
+from .pinned import PinnedPool
 from .streams import Event, Stream
 
 #: cupy has no bfloat16; the dispatcher refuses it on this device with a clear error
@@ -95,7 +96,7 @@ class CUDABackend(ArrayBackend):
         self._constants = {}
         self._sync_mode = 0
         self._allocator = PoolAllocator(api)
-        api.install_allocator(self._allocator.malloc)
+        self._pinned = PinnedPool(api)
         register_array_kernels(self)
         for table in (kernels_random.TABLE, kernels_indexing.TABLE, transfer.TABLE):
             bind(self, table)
@@ -174,22 +175,37 @@ class CUDABackend(ArrayBackend):
             raise TypeError(f"{op}: dtype {dtype} is not supported on device '{device}' "
                             f"(backend 'cuda' computes in {supported}; cupy has no bfloat16)")
 
+    def memory(self):
+        """The context in which cupy allocates from ember's pool (every kernel runs in it)."""
+        return self._api.using_allocator(self._allocator.malloc)
+
     def empty(self, shape, dtype, device):
         device = self._concrete(device)
         self._check_dtype(dtype, device, "empty")
-        with self._api.on_device(device.index):
+        with self._api.on_device(device.index), self.memory():
             return self.wrap(self.xp.empty(shape, dtype=dtype.np), device)
 
     def from_numpy(self, array, device, non_blocking=False):
         device = self._concrete(device)
         self._check_dtype(D.from_numpy_dtype(array.dtype), device, "to")
-        return transfer.upload(self, array, device, non_blocking)
+        with self.memory():
+            return transfer.upload(self, array, device, non_blocking)
 
     def to_numpy(self, tensor):
         return transfer.download(self, tensor)
 
     def copy_(self, dst, src, non_blocking=False):
-        return transfer.copy_into(self, dst, src, non_blocking)
+        with self.memory():
+            return transfer.copy_into(self, dst, src, non_blocking)
+
+    def record_stream(self, tensor, stream) -> None:
+        """``Tensor.record_stream``: the tensor's memory is used by work queued on ``stream``;
+        when the tensor is freed its block is not reused before that work has finished."""
+        if tensor.device.type != self.name or stream is None:
+            return
+        owner = self._api.owner_of(tensor._storage.data)
+        if owner is not None and getattr(owner, "allocator", None) is self._allocator:
+            self._allocator.record_stream(owner, stream._stream)
 
     def storage_nbytes(self, data) -> int:
         return data.nbytes
@@ -200,7 +216,7 @@ class CUDABackend(ArrayBackend):
         return transfer.pinned_copy(self, tensor)
 
     def is_pinned_host(self, array) -> bool:
-        return self._api.is_pinned(array)
+        return self._pinned.is_pinned(array) or self._api.is_pinned(array)
 
     def to_dlpack(self, tensor, stream=None, **kwargs):
         return transfer.to_dlpack(self, tensor, stream, **kwargs)
@@ -257,7 +273,8 @@ class CUDABackend(ArrayBackend):
         hit = self._constants.get(key)
         if hit is not None and hit[0] is array:
             return hit[1]
-        arr = self.xp.asarray(array if dtype is None else array.astype(dtype))
+        with self.memory():
+            arr = self.xp.asarray(array if dtype is None else array.astype(dtype))
         api.stream_synchronize(api.current_stream())
         if len(self._constants) >= 1024:
             self._constants.clear()
@@ -267,7 +284,8 @@ class CUDABackend(ArrayBackend):
     def device_assert(self, op, bad, value, exc, message):
         """Record a kernel's value check on the device; raised at the next synchronization
         (``asserts.py``)."""
-        self._asserts.record(op, bad, value, exc, message)
+        with self.memory():
+            self._asserts.record(op, bad, value, exc, message)
 
     def host_sync_count(self) -> int:
         """How many times the host has waited for the GPU through this backend (value reads,

@@ -118,9 +118,10 @@ class CupyAPI:
             arr.set(np.ascontiguousarray(host), stream=stream)
         return arr
 
-    def pinned_empty(self, shape, np_dtype):
-        """A numpy array in page-locked host memory (cupy's pinned memory pool)."""
-        return self.cupyx.empty_pinned(shape, dtype=np_dtype)
+    def pinned_alloc(self, nbytes):
+        """``nbytes`` of page-locked host memory of its own (``cudaHostAlloc``; not cupy's
+        pinned pool): an object with ``ptr`` that frees the memory when collected."""
+        return self.cupy.cuda.PinnedMemory(nbytes)
 
     def is_pinned(self, host) -> bool:
         if host.size == 0:
@@ -145,9 +146,15 @@ class CupyAPI:
     def memory_pool(self):
         return self.cupy.cuda.MemoryPool()
 
-    def install_allocator(self, malloc) -> None:
-        """Make ``malloc(nbytes) -> MemoryPointer`` cupy's allocator for every array."""
-        self.cupy.cuda.set_allocator(malloc)
+    def using_allocator(self, malloc):
+        """A context in which ``malloc(nbytes) -> MemoryPointer`` serves the allocations of the
+        calling thread (cupy's own arrays elsewhere keep cupy's allocator)."""
+        return self.cupy.cuda.using_allocator(malloc)
+
+    def owner_of(self, arr):
+        """The owner object a ``tracked_pointer`` gave the memory of ``arr`` (None for memory
+        ember's allocator did not make)."""
+        return getattr(arr.data.mem, "_owner", None)
 
     def tracked_pointer(self, pooled, owner):
         """A MemoryPointer to ``pooled``'s memory that keeps ``owner`` alive while it lives."""
@@ -159,8 +166,10 @@ class CupyAPI:
     def null_stream(self):
         return self.cupy.cuda.Stream.null
 
-    def new_stream(self, priority=0):
-        return self.cupy.cuda.Stream(non_blocking=False, priority=priority)
+    def new_stream(self, priority=0, non_blocking=True):
+        """A new stream; non-blocking (PyTorch's streams are): it does not synchronize with the
+        legacy default stream, so work on it overlaps with the default stream's."""
+        return self.cupy.cuda.Stream(non_blocking=non_blocking, priority=priority)
 
     def current_stream(self):
         return self.cupy.cuda.get_current_stream()

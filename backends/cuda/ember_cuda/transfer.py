@@ -5,7 +5,8 @@
   ``non_blocking=True`` from pinned memory (``Tensor.pin_memory()``), as in PyTorch;
 * download (``to_numpy``, ``.cpu()``): waits for the current stream, except
   ``.to("cpu", non_blocking=True)``, which queues the copy into pinned memory and returns a CPU
-  tensor whose values are valid once the stream is synchronized (PyTorch's contract);
+  tensor whose values are valid once the stream is synchronized (PyTorch's contract); pinned
+  blocks come from ember's stream-aware pool (``pinned.py``), never reused under a running copy;
 * between two GPUs: a device-to-device copy (peer access where the driver has it);
 * DLPack both ways without copies (``ember.from_dlpack(cupy_array or torch_cuda_tensor)``,
   ``cupy.from_dlpack(tensor)``, ``torch.from_dlpack(tensor)``).
@@ -24,8 +25,10 @@ from . import devices
 def upload(be, array, device, non_blocking=False):
     api = be._api
     with api.on_device(device.index):
-        if non_blocking and array.flags.c_contiguous and api.is_pinned(array):
-            arr = api.from_host(array, stream=api.current_stream())
+        if non_blocking and array.flags.c_contiguous and be.is_pinned_host(array):
+            stream = api.current_stream()
+            arr = api.from_host(array, stream=stream)
+            be._pinned.record(array, stream)   # the block is not reused before the copy ran
         else:
             arr = api.from_host(array)
         return be.wrap(arr, device)
@@ -84,8 +87,10 @@ def to_device(be, x, device, non_blocking):
             return ember.from_numpy(download(be, x))
         a = be.native(x)
         with api.on_device(x.device.index):
-            host = api.pinned_empty(a.shape, a.dtype)
-            api.to_host(a, out=host, stream=api.current_stream(), blocking=False)
+            stream = api.current_stream()
+            host = be._pinned.empty(a.shape, a.dtype)
+            api.to_host(a, out=host, stream=stream, blocking=False)
+            be._pinned.record(host, stream)   # dropped early, its block still waits for the copy
         return ember.from_numpy(host)
     if device.type == be.name:
         target = be._concrete(device)
@@ -100,7 +105,7 @@ def pinned_copy(be, tensor):
         raise RuntimeError(f"cannot pin '{tensor.device}' tensor of dtype {tensor.dtype}: only "
                            f"dense CPU tensors can be pinned")
     values = _host_values(tensor)
-    host = be._api.pinned_empty(values.shape, values.dtype)
+    host = be._pinned.empty(values.shape, values.dtype)
     host[...] = values
     return ember.from_numpy(host)
 
