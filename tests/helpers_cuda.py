@@ -534,6 +534,11 @@ class FakeCupyAPI:
     def elapsed_ms(self, start, end):
         return (end.time - start.time) * 1e3
 
+    # cuBLAS
+    def gemm(self, *args):
+        from cuda_sim import blas
+        blas.gemm(self.sim, *args)
+
     # programs, DLPack
     def compile(self, source, options):
         return HostModule(source, options, self.sim)

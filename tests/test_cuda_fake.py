@@ -292,8 +292,3 @@ def test_dlpack_import_shares_memory_and_export_names_the_device(be):
     assert _np(t)[0] == 42
     assert t.__dlpack_device__() == (2, 0)
     assert t.__dlpack__(max_version=(1, 0)) is not None  # the fake's views are read-only
-
-
-def test_bfloat16_is_refused_with_the_reason(be):
-    with pytest.raises(TypeError, match="bfloat16"):
-        ember.zeros(2, dtype=ember.bfloat16, device=DEV)

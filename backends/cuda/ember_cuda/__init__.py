@@ -15,6 +15,7 @@ Layout:
 * ``asserts``    -- device-side asserts: value checks raised at the next synchronization
 * ``transfer``   -- host/device copies (pinned, non-blocking), device-to-device, DLPack
 * ``launch``     -- NVRTC programs and kernel launches
+* ``gemm``       -- products on cuBLAS GemmEx: float16/bfloat16 natively, TF32 when allowed
 * ``philox`` / ``kernels_random`` -- Philox4x32-10 random numbers (the OpenCL backend's stream)
 * ``kernels_indexing`` -- deterministic accumulating index writes (add and multiply)
 * ``sources``    -- every hand-written CUDA C program (the NVRTC compile test builds them all)

@@ -22,15 +22,27 @@ from ember.kit.binding import bind
 from ember.runtime import Backend, Storage, tensor_constructor
 from ember.runtime import dtypes as D
 
-from . import cupy_api, devices, discovery, kernels_indexing, kernels_random, philox, transfer
+from . import (cupy_api, devices, discovery, gemm, kernels_indexing, kernels_random, philox,
+               transfer)
 from .asserts import DeviceAsserts
 from .launch import Program
 from .memory import PoolAllocator
 from .pinned import PinnedPool
 from .streams import Event, Stream
 
-#: cupy has no bfloat16; the dispatcher refuses it on this device with a clear error
-CUDA_DTYPES = frozenset(d for d in D.ALL_DTYPES if d is not D.bfloat16)
+CUDA_DTYPES = frozenset(D.ALL_DTYPES)
+
+#: ops that run on bfloat16 as stored: GEMMs (GemmEx, float32 accumulation) and copies; every
+#: other op computes bfloat16 in float32 and rounds its result once (``storage_dtypes``), unless
+#: EMBER_CUDA_BF16=native asks cupy's own bfloat16 kernels to run everything (cupy 14's support
+#: is young: a choice to measure on a GPU, bench/gpu_check.sh runs both)
+BF16_NATIVE_OPS = frozenset({"_to_copy", "copy_", "matmul", "addmm", "convolution",
+                             "convolution_backward"})
+
+
+def _bf16_compute():
+    import os
+    return {} if os.environ.get("EMBER_CUDA_BF16") == "native" else {D.bfloat16: D.float32}
 
 
 def _ieee(f, *args):
@@ -42,6 +54,8 @@ class CUDABackend(ArrayBackend):
     # ops that third-party libraries define with only a CPU kernel still run (with a warning)
     cpu_fallback = True
     dtypes = CUDA_DTYPES
+    storage_native_ops = BF16_NATIVE_OPS
+    half_matmul = True       # GemmEx multiplies float16/bfloat16 natively (gemm.py)
     Stream = Stream
     Event = Event  # Backend.__init__ binds a subclass to this backend: ember.cuda.Event()
     #: DLPack device types this backend imports (kDLCUDA)
@@ -97,8 +111,9 @@ class CUDABackend(ArrayBackend):
         self._sync_mode = 0
         self._allocator = PoolAllocator(api)
         self._pinned = PinnedPool(api)
+        self.storage_dtypes = _bf16_compute()
         register_array_kernels(self)
-        for table in (kernels_random.TABLE, kernels_indexing.TABLE, transfer.TABLE):
+        for table in (kernels_random.TABLE, kernels_indexing.TABLE, transfer.TABLE, gemm.TABLE):
             bind(self, table)
         devices.place_kernels(self)
 
@@ -157,6 +172,13 @@ class CUDABackend(ArrayBackend):
     def _view(self, flat, shape, np_dtype, offset_bytes, strides_bytes):
         return self._api.view(flat, shape, np_dtype, offset_bytes, strides_bytes)
 
+    def matmul(self, a, b):
+        """``a @ b`` of two arrays of one dtype: cuBLAS GemmEx for float16, bfloat16 and float32
+        (``gemm.py``), cupy's matmul otherwise."""
+        if gemm.native(a) and a.dtype == b.dtype:
+            return gemm.product(self, a, b)
+        return self.xp.matmul(a, b)
+
     def compile_pointwise(self, kernel):
         from .fusion import compile_pointwise
         return compile_pointwise(self, kernel)
@@ -173,7 +195,7 @@ class CUDABackend(ArrayBackend):
         if dtype not in self.dtypes:
             supported = ", ".join(x.name for x in D.ALL_DTYPES if x in self.dtypes)
             raise TypeError(f"{op}: dtype {dtype} is not supported on device '{device}' "
-                            f"(backend 'cuda' computes in {supported}; cupy has no bfloat16)")
+                            f"(backend 'cuda' computes in {supported})")
 
     def memory(self):
         """The context in which cupy allocates from ember's pool (every kernel runs in it)."""

@@ -181,6 +181,22 @@ class CupyAPI:
     def elapsed_ms(self, start, end) -> float:
         return self.cupy.cuda.get_elapsed_time(start, end)
 
+    # -- cuBLAS ----------------------------------------------------------------------------------------
+    def gemm(self, transa, transb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
+             ldc, stride_c, batch, data_type, compute_type) -> None:
+        """cublasGemmStridedBatchedEx on the current stream: column-major ``C = alpha op(A)
+        op(B) + beta C`` for ``batch`` matrices (strides in elements), one data type for A, B
+        and C, host scalars of the compute type's precision."""
+        from cupy_backends.cuda.libs import cublas
+        handle = self.cupy.cuda.device.get_cublas_handle()
+        scalar = np.float64 if compute_type in (70, 71) else np.float32
+        al, be = np.array(alpha, dtype=scalar), np.array(beta, dtype=scalar)
+        cublas.setPointerMode(handle, 0)   # CUBLAS_POINTER_MODE_HOST: the scalars above
+        cublas.gemmStridedBatchedEx(
+            handle, transa, transb, m, n, k, al.ctypes.data, a.data.ptr, data_type, lda,
+            stride_a, b.data.ptr, data_type, ldb, stride_b, be.ctypes.data, c.data.ptr,
+            data_type, ldc, stride_c, batch, compute_type, -1)   # -1: CUBLAS_GEMM_DEFAULT
+
     # -- programs and DLPack ------------------------------------------------------------------------
     def compile(self, source: str, options):
         """An NVRTC-compiled module (compiled on first use per device, cached by cupy)."""

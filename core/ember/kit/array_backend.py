@@ -13,6 +13,8 @@ import numpy as np
 
 from ..runtime import dtypes
 from ..runtime.backend import Backend
+
+_HALF = frozenset(d.np for d in (dtypes.float16, dtypes.bfloat16) if d.np is not None)
 from ..runtime.storage import Storage
 from ..runtime.tensors import tensor_constructor
 
@@ -161,6 +163,20 @@ class ArrayBackend(Backend):
 
     def storage_nbytes(self, data) -> int:
         return data.nbytes
+
+    # -- products -------------------------------------------------------------------------------
+    #: True when ``matmul`` computes float16/bfloat16 products natively (accumulating in
+    #: float32): kernels then hand it half-precision operands instead of upcasting them
+    half_matmul = False
+
+    def matmul(self, a, b):
+        """``a @ b`` for two arrays of one dtype (numpy's broadcasting), in that dtype; half
+        precision is computed in float32 and rounded once."""
+        xp = self.xp
+        if a.dtype in _HALF:
+            f32 = xp.dtype(xp.float32)
+            return xp.matmul(a.astype(f32), b.astype(f32)).astype(a.dtype)
+        return xp.matmul(a, b)
 
     # -- value checks (``kit/value_checks.py``) -------------------------------------------------
     #: True when arrays are host memory, so reading a value costs no device round trip: kernels
