@@ -154,11 +154,37 @@ def cupy_surface(sim=None):
     import cupy
     import numpy
 
+    from cuda_sim import solver
+
     @contextlib.contextmanager
     def errstate(**kwargs):  # what ember_cuda.cupy_api.array_module adds
         with numpy.errstate(all="ignore"):
             yield
-    return CupySurface(numpy, cupy, extra={"errstate": errstate}, sim=sim)
+    # cupy.linalg answers a singular matrix with non-finite values, never LinAlgError
+    emulated = {name: _checked(f"linalg.{name}", solver.no_raise(fn, shape),
+                               getattr(cupy.linalg, name), sim)
+                for name, (fn, shape) in solver.EMULATED.items()}
+    linalg = CupySurface(numpy.linalg, cupy.linalg, "linalg", extra=emulated, sim=sim)
+    return CupySurface(numpy, cupy, extra={"errstate": errstate, "linalg": linalg}, sim=sim)
+
+
+class _CupyxLinalgSignatures:
+    """cupyx.scipy.linalg's signatures of the functions the backend calls (cupy 14), for
+    machines where importing it fails because cuBLAS/cuSOLVER libraries are absent."""
+
+    def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True): ...
+
+    def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                         check_finite=False): ...
+
+
+def scipy_linalg_surface(sim=None):
+    import scipy.linalg
+    try:
+        import cupyx.scipy.linalg as cupyx_linalg
+    except ImportError:   # no libcublas/libcusolver here: check against the recorded API
+        cupyx_linalg = _CupyxLinalgSignatures
+    return CupySurface(scipy.linalg, cupyx_linalg, "scipy.linalg", sim=sim)
 
 
 def fft_surface(sim=None):
@@ -355,6 +381,7 @@ class FakeCupyAPI:
         self.xp = cupy_surface(sim)
         self.special = special_surface(sim)
         self.fft_module = fft_surface(sim)
+        self._scipy_linalg = None
         self.ndarray = DeviceArray
         self.device_count = device_count
         self.oom_errors = (MemoryError,)
@@ -365,6 +392,12 @@ class FakeCupyAPI:
     @property
     def _state(self):
         return self.sim.state
+
+    @property
+    def scipy_linalg(self):
+        if self._scipy_linalg is None:
+            self._scipy_linalg = scipy_linalg_surface(self.sim)
+        return self._scipy_linalg
 
     @property
     def syncs(self) -> int:
@@ -473,28 +506,23 @@ class FakeCupyAPI:
     def device_of(self, arr):
         return self.sim.arrays.block(arr).device
 
-    def copy_between_devices(self, dst, src):
-        """What ``CupyAPI.copy_between_devices`` does, on the simulator: a non-contiguous
-        source is made contiguous by a kernel on the current device, then the bytes are copied
-        peer to peer on the current stream (into a temporary on the destination's device when
-        the destination is not contiguous)."""
+    def peer_copy(self, dst, src, stream):
+        """cudaMemcpyAsync between devices on ``stream``: bytes of contiguous arrays, no device
+        affinity (peer access)."""
+        if not (dst.flags.c_contiguous and src.flags.c_contiguous) or dst.nbytes != src.nbytes:
+            raise ValueError("a peer copy takes two contiguous arrays of one size")
         sim = self.sim
-        src_c = src if src.flags.c_contiguous else self.xp.ascontiguousarray(src)
-        if dst.flags.c_contiguous:
-            self._peer_copy(dst, src_c)
-        else:
-            with self.on_device(self.device_of(dst)):
-                tmp = self.xp.empty(src_c.shape, dtype=src_c.dtype)
-                self._peer_copy(tmp, src_c)
-                dst[...] = tmp
+        stamp = stream.issue()
+        values = sim.arrays.readable(src, stream, affine=False)
+        np.copyto(sim.arrays.writable(dst, stream, stamp, affine=False).reshape(-1)
+                  .view(np.uint8), values.reshape(-1).view(np.uint8))
 
-    def _peer_copy(self, dst, src):
-        """cudaMemcpy between devices on the current stream (bytes; no device affinity)."""
+    def upload_into(self, dst, host):
+        """ndarray.set: a synchronous copy from the host on the current stream."""
         sim = self.sim
         stream = sim.current_stream()
         stamp = stream.issue()
-        values = sim.arrays.readable(src, stream, affine=False)
-        np.copyto(sim.arrays.writable(dst, stream, stamp, affine=False), values)
+        np.copyto(sim.arrays.writable(dst, stream, stamp), host)
 
     # memory
     def memory_pool(self):
@@ -534,10 +562,18 @@ class FakeCupyAPI:
     def elapsed_ms(self, start, end):
         return (end.time - start.time) * 1e3
 
-    # cuBLAS
+    # cuBLAS, cuSOLVER
     def gemm(self, *args):
         from cuda_sim import blas
         blas.gemm(self.sim, *args)
+
+    def potrf(self, a):
+        from cuda_sim import solver
+        return solver.potrf(self.sim, a)
+
+    def getrf(self, a):
+        from cuda_sim import solver
+        return solver.getrf(self.sim, a)
 
     # programs, DLPack
     def compile(self, source, options):

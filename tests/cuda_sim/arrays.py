@@ -390,6 +390,8 @@ class ArrayOps:
         roots = []
         if method == "at":
             target, index = inputs[0], inputs[1]
+            if ufunc is np.add:
+                _no_float_atomics("add.at", target.dtype)
             rest = [self._prepare(x, stream, roots) for x in inputs[2:]]
             index = self._prepare(index, stream, roots)
             index = wrap_key(target.shape, index)
@@ -428,6 +430,12 @@ class ArrayOps:
                   for k, v in kwargs.items()}
         if name in _INDEXED and len(args) > 1:
             _wrap_index_argument(name, args, kwargs)
+        if name == "bincount":
+            weights = kwargs.get("weights", args[1] if len(args) > 1 else None)
+            if weights is not None:
+                _no_float_atomics("bincount", np.asarray(weights).dtype)
+        if name in _SIZE_FROM_VALUES or (name == "where" and len(args) == 1):
+            self.sim.count_sync(f"cupy.{name} (its output size is read back)")
         r = func(*args, **kwargs)
         if out is not None:
             return out
@@ -467,6 +475,8 @@ class ArrayOps:
             plain = self._prepare(a, stream, roots, True, stamp)
         else:
             plain = self._prepare(a, stream, roots)
+        if name in ("nonzero", "compress"):
+            self.sim.count_sync(f"ndarray.{name} (its output size is read back)")
         args = [self._prepare(x, stream, roots) for x in args]
         if name in ("take", "put", "choose", "compress") and args and name != "compress":
             n = plain.size if name != "take" or len(args) < 2 or args[1] is None \
@@ -493,6 +503,9 @@ class ArrayOps:
         roots = []
         plain = self._prepare(a, stream, roots)
         key = wrap_key(a.shape, self._prepare(key, stream, roots))
+        if any(isinstance(k, np.ndarray) and k.dtype == bool
+               for k in (key if isinstance(key, tuple) else (key,))):
+            self.sim.count_sync("boolean-mask indexing (its output size is read back)")
         r = np.ndarray.__getitem__(plain, key)
         return self._wrap_results(r, stream, stamp, roots)
 
@@ -520,11 +533,28 @@ _VIEW_FUNCTIONS = frozenset({
     "ravel", "split", "array_split", "hsplit", "vsplit", "dsplit", "flip", "fliplr", "flipud",
     "rot90", "rollaxis", "asarray", "ascontiguousarray", "asfortranarray", "matrix_transpose",
     "permute_dims", "unstack", "as_strided", "asanyarray"})
+# cupy functions whose output size depends on the values: cupy reads a count back (a host
+# synchronization) to allocate the result
+_SIZE_FROM_VALUES = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "compress",
+                               "bincount",
+                               "extract", "unique_values", "unique_counts", "unique_inverse",
+                               "unique_all", "intersect1d", "setdiff1d", "union1d",
+                               "setxor1d", "trim_zeros"})
 # numpy functions writing into their first operand
 _WRITES_FIRST = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal",
                            "put_along_axis"})
 # functions taking integer indices cupy wraps
 _INDEXED = frozenset({"take", "take_along_axis", "put", "put_along_axis"})
+
+
+def _no_float_atomics(what, dtype):
+    """cupy adds floating-point values into one place with atomics, in an order that changes
+    from run to run: under ``use_deterministic_algorithms`` no kernel may reach them."""
+    from ember.runtime import are_deterministic_algorithms_enabled
+    if dtype.kind in "fc" and are_deterministic_algorithms_enabled():
+        raise RuntimeError(f"simulated GPU: cupy.{what} on {dtype} adds with atomics (the "
+                           f"rounding changes from run to run) while "
+                           f"use_deterministic_algorithms is on")
 
 
 def _plain(obj):

@@ -19,11 +19,12 @@ import numpy as np
 
 from ember.kit import ArrayBackend, register_array_kernels
 from ember.kit.binding import bind
-from ember.runtime import Backend, Storage, tensor_constructor
+from ember.runtime import (Backend, Storage, are_deterministic_algorithms_enabled,
+                           tensor_constructor)
 from ember.runtime import dtypes as D
 
-from . import (cupy_api, devices, discovery, gemm, kernels_indexing, kernels_random, philox,
-               transfer)
+from . import (cupy_api, devices, discovery, gemm, kernels_indexing, kernels_random, linalg,
+               philox, transfer)
 from .asserts import DeviceAsserts
 from .launch import Program
 from .memory import PoolAllocator
@@ -113,7 +114,8 @@ class CUDABackend(ArrayBackend):
         self._pinned = PinnedPool(api)
         self.storage_dtypes = _bf16_compute()
         register_array_kernels(self)
-        for table in (kernels_random.TABLE, kernels_indexing.TABLE, transfer.TABLE, gemm.TABLE):
+        for table in (kernels_random.TABLE, kernels_indexing.TABLE, transfer.TABLE, gemm.TABLE,
+                      linalg.TABLE):
             bind(self, table)
         devices.place_kernels(self)
 
@@ -178,6 +180,25 @@ class CUDABackend(ArrayBackend):
         if gemm.native(a) and a.dtype == b.dtype:
             return gemm.product(self, a, b)
         return self.xp.matmul(a, b)
+
+    # -- accumulation: atomics, or a fixed order under use_deterministic_algorithms ----------------
+    def add_at(self, op, target, key, values):
+        """cupy's ``add.at`` (atomics: the order of the additions, and so the rounding, varies
+        from run to run) -- or, under ``use_deterministic_algorithms``, the ordered kernel of
+        ``kernels_indexing`` (the CPU's result, no atomics)."""
+        if are_deterministic_algorithms_enabled():
+            kernels_indexing.accumulate(self, target, key if isinstance(key, tuple) else (key,),
+                                        values, "add")
+        else:
+            self.xp.add.at(target, key, values)
+
+    def bincount(self, op, idx, weights, minlength):
+        """cupy's ``bincount`` reads the largest index back to size its result: here the size is
+        the caller's ``minlength`` and the counts go through ``add_at`` (no host read)."""
+        xp = self.xp
+        out = xp.zeros(minlength, dtype=np.float64 if weights is not None else np.int64)
+        self.add_at(op, out, (idx,), weights if weights is not None else 1)
+        return out
 
     def compile_pointwise(self, kernel):
         from .fusion import compile_pointwise

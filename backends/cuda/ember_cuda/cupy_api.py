@@ -131,16 +131,15 @@ class CupyAPI:
     def device_of(self, arr) -> int:
         return arr.device.id
 
-    def copy_between_devices(self, dst, src) -> None:
-        """``dst[...] = src`` for arrays on two devices (peer copy, else staged by the driver)."""
-        src_c = self.cupy.ascontiguousarray(src) if not src.flags.c_contiguous else src
-        if dst.flags.c_contiguous:
-            dst.data.copy_from_device(src_c.data, src_c.nbytes)
-        else:
-            with self.cupy.cuda.Device(self.device_of(dst)):
-                tmp = self.cupy.empty(src_c.shape, dtype=src_c.dtype)
-                tmp.data.copy_from_device(src_c.data, src_c.nbytes)
-                dst[...] = tmp
+    def peer_copy(self, dst, src, stream) -> None:
+        """Copy the bytes of contiguous ``src`` into contiguous ``dst`` (same size, any two
+        devices: peer to peer where the devices allow, staged by the driver elsewhere), queued
+        on ``stream``."""
+        dst.data.copy_from_device_async(src.data, src.nbytes, stream)
+
+    def upload_into(self, dst, host) -> None:
+        """Copy the contiguous host array ``host`` into contiguous ``dst`` (synchronous)."""
+        dst.set(host)
 
     # -- memory -------------------------------------------------------------------------------------
     def memory_pool(self):
@@ -196,6 +195,52 @@ class CupyAPI:
             handle, transa, transb, m, n, k, al.ctypes.data, a.data.ptr, data_type, lda,
             stride_a, b.data.ptr, data_type, ldb, stride_b, be.ctypes.data, c.data.ptr,
             data_type, ldc, stride_c, batch, compute_type, -1)   # -1: CUBLAS_GEMM_DEFAULT
+
+    # -- cuSOLVER -------------------------------------------------------------------------------------
+    @property
+    def scipy_linalg(self):
+        import cupyx.scipy.linalg
+        return cupyx.scipy.linalg
+
+    def potrf(self, a):
+        """Cholesky of the (..., n, n) ``a``: (lower factor, int32 info per matrix), info left on
+        the device (cupy's own ``cholesky`` drops it). cuSOLVER's upper fill on C-ordered
+        memory is the row-major lower triangle, as in cupy."""
+        from cupy_backends.cuda.libs import cublas, cusolver
+        cp = self.cupy
+        char = a.dtype.char
+        x = a.astype(a.dtype, order="C", copy=True)
+        n = x.shape[-1]
+        handle = cp.cuda.device.get_cusolver_handle()
+        upper = cublas.CUBLAS_FILL_MODE_UPPER
+        if x.ndim == 2:
+            info = cp.empty(1, dtype=np.int32)
+            potrf = {"f": cusolver.spotrf, "d": cusolver.dpotrf, "F": cusolver.cpotrf,
+                     "D": cusolver.zpotrf}[char]
+            size = {"f": cusolver.spotrf_bufferSize, "d": cusolver.dpotrf_bufferSize,
+                    "F": cusolver.cpotrf_bufferSize, "D": cusolver.zpotrf_bufferSize}[char]
+            lwork = size(handle, upper, n, x.data.ptr, n)
+            work = cp.empty(lwork, dtype=x.dtype)
+            potrf(handle, upper, n, x.data.ptr, n, work.data.ptr, lwork, info.data.ptr)
+            info = info.reshape(())
+        else:
+            batched = {"f": cusolver.spotrfBatched, "d": cusolver.dpotrfBatched,
+                       "F": cusolver.cpotrfBatched, "D": cusolver.zpotrfBatched}[char]
+            nb = int(np.prod(x.shape[:-2]))
+            info = cp.empty(nb, dtype=np.int32)
+            ptrs = cp._core._mat_ptrs(x)
+            batched(handle, upper, n, ptrs.data.ptr, x.strides[-2] // x.itemsize,
+                    info.data.ptr, nb)
+            info = info.reshape(x.shape[:-2])
+        return cp.tril(x), info
+
+    def getrf(self, a):
+        """LU with partial pivoting of the (..., n, n) ``a`` (cupy's batched getrf): (LU,
+        1-based int32 pivots, int32 info per matrix), all on the device."""
+        from cupy.linalg._decomposition import _lu_factor
+        cp = self.cupy
+        lu_t, piv, info = _lu_factor(cp.swapaxes(a, -1, -2), a.dtype)
+        return cp.ascontiguousarray(cp.swapaxes(lu_t, -1, -2)), piv, info
 
     # -- programs and DLPack ------------------------------------------------------------------------
     def compile(self, source: str, options):

@@ -15,17 +15,30 @@ cupy's ``matmul``.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
 from ember.backends._precision import get_float32_matmul_precision
 from ember.kit import linalg as kit_linalg
+from ember.runtime import alert_not_deterministic, are_deterministic_algorithms_enabled
 
 # cudaDataType and cublasComputeType_t values (library_types.h, cublas_api.h)
 CUDA_R_32F, CUDA_R_64F, CUDA_R_16F, CUDA_R_16BF = 0, 1, 2, 14
 COMPUTE_32F, COMPUTE_32F_FAST_TF32 = 68, 77
 OP_N, OP_T = 0, 1
 _DATA_TYPES = {"float16": CUDA_R_16F, "bfloat16": CUDA_R_16BF, "float32": CUDA_R_32F}
+
+
+def _check_determinism() -> None:
+    """PyTorch's rule: cuBLAS (CUDA >= 10.2) is deterministic only with a fixed workspace
+    configuration, so deterministic mode alerts unless CUBLAS_WORKSPACE_CONFIG is one."""
+    if are_deterministic_algorithms_enabled() and \
+            os.environ.get("CUBLAS_WORKSPACE_CONFIG") not in (":4096:8", ":16:8"):
+        alert_not_deterministic(
+            "a cuBLAS matrix product with CUBLAS_WORKSPACE_CONFIG unset (set "
+            "CUBLAS_WORKSPACE_CONFIG=:4096:8 or :16:8 before the process starts for "
+            "deterministic cuBLAS)")
 
 
 def _compute_type(dtype) -> int:
@@ -81,6 +94,7 @@ def product(be, a, b, out=None, alpha=1.0, beta=0.0):
         else:
             c *= beta
     elif c.size:
+        _check_determinism()
         ma, sa, (ta, lda) = _batched(xp, a, batch)
         mb, sb, (tb, ldb) = _batched(xp, b, batch)
         dt = be._np2dt[a.dtype]

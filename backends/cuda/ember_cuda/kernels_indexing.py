@@ -1,13 +1,16 @@
 """Accumulating writes (``index_put_(accumulate=True)``, ``scatter`` with a reduction,
-``index_add``): one deterministic kernel instead of cupy's atomics.
+``index_add``, and the kit's ``add_at`` under deterministic mode): deterministic kernels instead
+of cupy's atomics.
 
 cupy's ``add.at`` adds with atomics (the order of the additions, and so the rounding, changes
 from run to run; bool, int8/16 and complex are not covered) and it has no ``multiply.at`` at all.
-Here every write is a (target offset, value) pair; the pairs are sorted stably by offset, and one
-thread per distinct offset applies its values in their original order -- the order numpy's
-``ufunc.at`` uses, so results match the CPU backend bit for bit (float16 included: each step is
-rounded to half precision as numpy does). Offsets are computed from the target view's strides,
-so the target is written in place whatever its layout.
+Here every write is a (target offset, value) pair; the pairs are sorted stably by offset and each
+offset's values are applied in their original order -- the order numpy's ``ufunc.at`` uses, so
+results match the CPU backend bit for bit (float16 included: each step is rounded to half
+precision as numpy does) -- except that a segment longer than ``LONG`` writes is folded in
+``CHUNK``-long pieces first, in parallel, and the pieces applied in order (still deterministic).
+Offsets are computed from the target view's strides, so the target is written in place whatever
+its layout; nothing is read back to the host (two launches sized by the write count).
 """
 from __future__ import annotations
 
@@ -98,21 +101,49 @@ EMBER_COMPLEX_OPS(ember_c128)
 """
 
 
+#: positions per chunk thread in the first pass; segments longer than LONG are combined from
+#: chunk partials (deterministic, but not numpy's strict one-by-one order), shorter ones are
+#: applied one value at a time from the target's value, as numpy's ``ufunc.at`` does
+CHUNK = 32
+LONG = 8 * CHUNK
+
+
 def _kernels(code: str) -> str:
     t, add, mul = TYPES[code]
     out = []
     for op, expr in (("add", add), ("mul", mul)):
         out.append(f"""
 __device__ __forceinline__ {t} ember_{op}_{code}({t} a, {t} b) {{ return {expr}; }}
-/* segment s = positions [starts[s], starts[s + 1]) of `order`, all writing offset offs[order[.]] */
+/* pass 1, a thread per chunk of CHUNK sorted positions: the fold of each run of one offset */
+extern "C" __global__ void ordered_{op}_{code}_pieces(const long long* offs,
+    const {t}* vals, const long long* order, {t}* pieces, long long total) {{
+  EMBER_LOOP(c, (total + {CHUNK} - 1) / {CHUNK}) {{
+    const long long end = (c + 1) * {CHUNK} < total ? (c + 1) * {CHUNK} : total;
+    long long p = c * {CHUNK};
+    while (p < end) {{
+      const long long begin = p, o = offs[order[p]];
+      {t} acc = vals[order[p]];
+      for (p++; p < end && offs[order[p]] == o; p++) acc = ember_{op}_{code}(acc, vals[order[p]]);
+      pieces[begin] = acc;
+    }}
+  }}
+}}
+/* pass 2, a thread per sorted position; the first of each offset applies the segment */
 extern "C" __global__ void ordered_{op}_{code}({t}* target, const long long* offs,
-    const {t}* vals, const long long* order, const long long* starts, long long nseg,
-    long long total) {{
-  EMBER_LOOP(s, nseg) {{
-    const long long begin = starts[s], end = s + 1 < nseg ? starts[s + 1] : total;
-    const long long o = offs[order[begin]];
+    const {t}* vals, const long long* order, const {t}* pieces, long long total) {{
+  EMBER_LOOP(j, total) {{
+    const long long o = offs[order[j]];
+    if (j > 0 && offs[order[j - 1]] == o) continue;
     {t} acc = target[o];
-    for (long long j = begin; j < end; j++) acc = ember_{op}_{code}(acc, vals[order[j]]);
+    if (j + {LONG} < total && offs[order[j + {LONG}]] == o) {{
+      acc = ember_{op}_{code}(acc, pieces[j]);
+      for (long long k = (j / {CHUNK} + 1) * {CHUNK}; k < total && offs[order[k]] == o;
+           k += {CHUNK})
+        acc = ember_{op}_{code}(acc, pieces[k]);
+    }} else {{
+      for (long long p = j; p < total && offs[order[p]] == o; p++)
+        acc = ember_{op}_{code}(acc, vals[order[p]]);
+    }}
     target[o] = acc;
   }}
 }}""")
@@ -146,27 +177,31 @@ def _element_offsets(xp, a, key):
 
 
 def accumulate(be, a, key, values, op):
-    """``a[key] op= values`` with repeated positions applied in order (numpy's ``ufunc.at``),
-    in place in the array ``a`` (a view of device memory); ``op`` is "add" or "mul"."""
+    """``a[key] op= values`` with repeated positions applied in order, deterministically, in
+    place in the array ``a`` (a view of device memory); ``op`` is "add" or "mul". The writes are
+    sorted stably by target offset; a segment of one offset up to LONG writes long is applied
+    one value at a time in numpy's ``ufunc.at`` order (bit for bit the CPU's result), a longer
+    one from the partial folds of CHUNK-position pieces, in order -- parallel over pieces, so a
+    hot index (a padding token) does not serialize. No value is read back: the launch sizes are
+    the write count, known on the host."""
     xp = be.xp
     if a.ndim == 0:
         a = a.reshape(1)
     grid = _element_offsets(xp, a, key)
-    offs = grid.reshape(-1)
+    offs = xp.ascontiguousarray(grid.reshape(-1))
     total = offs.shape[0]
     if total == 0:
         return
     vals = xp.ascontiguousarray(
         xp.broadcast_to(xp.asarray(values).astype(a.dtype, copy=False), grid.shape)).reshape(-1)
-    order = xp.argsort(offs, kind="stable")
-    ordered = offs[order]
-    first = xp.ones(1, dtype=bool)
-    starts = xp.nonzero(xp.concatenate([first, ordered[1:] != ordered[:-1]]))[0]
-    starts = starts.astype(np.int64, copy=False)
+    order = xp.argsort(offs, kind="stable").astype(np.int64, copy=False)
+    pieces = xp.empty(total, dtype=a.dtype)
     code = _code(a.dtype)
-    launch(be, be.program("ordered", source), f"ordered_{op}_{code}", starts.shape[0],
-           (a, offs, vals, order.astype(np.int64, copy=False), starts,
-            np.int64(starts.shape[0]), np.int64(total)))
+    prog = be.program("ordered", source)
+    launch(be, prog, f"ordered_{op}_{code}_pieces", (total + CHUNK - 1) // CHUNK,
+           (offs, vals, order, pieces, np.int64(total)))
+    launch(be, prog, f"ordered_{op}_{code}", total,
+           (a, offs, vals, order, pieces, np.int64(total)))
 
 
 # -- the kernels that write through accumulate ----------------------------------------------------

@@ -5,8 +5,9 @@ C order uses counter ``offset + i`` whatever the output's strides (kernels fill 
 buffer that is then stored into the target), uniforms keep as many random bits as the output's
 mantissa (24, 11 for float16, 53 from two words for float64; outputs that are not floating point
 draw in float64), normals are Box-Muller from one counter's four words, integers are a 64-bit word
-modulo the range, exponential is ``-log1p(-u) / lambd``, bernoulli ``u < p``, randperm a
-Fisher-Yates shuffle in one thread (counter ``offset + i`` draws the swap at step i), and
+modulo the range, exponential is ``-log1p(-u) / lambd``, bernoulli ``u < p``, randperm a sort
+of 64-bit random keys (counter ``offset + i`` keys position i; parallel, where the OpenCL
+backend's Fisher-Yates runs on one work-item, so the two devices' permutations differ), and
 multinomial a per-row CDF with a binary search per sample, or the exponential race without
 replacement. Complex outputs (which OpenCL lacks) are drawn as their (real, imag) pairs, as the
 CPU kernels do.
@@ -69,15 +70,12 @@ extern "C" __global__ void rng_integers(long long* out, long long n, unsigned lo
     out[i] = (long long)((unsigned long long)low + (m ? x % m : x));
   }
 }
-extern "C" __global__ void rng_randperm(long long* out, long long n, unsigned long long seed,
-                                        unsigned long long off) {
-  if ((long long)blockIdx.x * blockDim.x + threadIdx.x != 0) return;
-  for (long long i = 0; i < n; i++) out[i] = i;
-  for (long long i = n - 1; i > 0; i--) {
+/* randperm's sort keys: 64 random bits per position (counter offset + i) */
+extern "C" __global__ void rng_perm_keys(unsigned long long* keys, long long n,
+                                         unsigned long long seed, unsigned long long off) {
+  EMBER_LOOP(i, n) {
     const ember_u4 w = philox_rnd(seed, off + i);
-    const unsigned long long x = ((unsigned long long)w.x << 32) | w.y;
-    const long long j = (long long)(x % (unsigned long long)(i + 1));
-    const long long t = out[i]; out[i] = out[j]; out[j] = t;
+    keys[i] = ((unsigned long long)w.x << 32) | w.y;
   }
 }
 /* rows of k probabilities (checked finite, >= 0, positive sum) -> normalized CDF rows */
@@ -224,12 +222,17 @@ def randint(be, low, high, size, gen, dtype, device):
 
 
 def randperm(be, n, gen, dtype, device):
-    buf = be.xp.empty(n, dtype=np.int64)
-    if n:
-        seed, off = gen.take(n)
-        launch(be, _program(be), "rng_randperm", 1,
-               (buf, np.int64(n), np.uint64(seed), np.uint64(off)))
-    return be.wrap(_as_output(be.xp, buf, (n,), dtype), device)
+    """A random permutation in parallel: 64 random bits per position, then a stable sort of
+    them (cupy's radix sort); equal keys (probability ~n^2 / 2^65) keep index order."""
+    xp = be.xp
+    if not n:
+        return be.wrap(xp.empty(0, dtype=dtype.np), device)
+    keys = xp.empty(n, dtype=np.uint64)
+    seed, off = gen.take(n)
+    launch(be, _program(be), "rng_perm_keys", n,
+           (keys, np.int64(n), np.uint64(seed), np.uint64(off)))
+    perm = xp.argsort(keys, kind="stable").astype(np.int64, copy=False)
+    return be.wrap(_as_output(xp, perm, (n,), dtype), device)
 
 
 def normal(be, mean, std, size, gen, dtype, device):

@@ -7,7 +7,8 @@
   ``.to("cpu", non_blocking=True)``, which queues the copy into pinned memory and returns a CPU
   tensor whose values are valid once the stream is synchronized (PyTorch's contract); pinned
   blocks come from ember's stream-aware pool (``pinned.py``), never reused under a running copy;
-* between two GPUs: a device-to-device copy (peer access where the driver has it);
+* between two GPUs: a peer copy on the source's stream, with an event barrier each way
+  (``between_devices``), the source made contiguous on its own device;
 * DLPack both ways without copies (``ember.from_dlpack(cupy_array or torch_cuda_tensor)``,
   ``cupy.from_dlpack(tensor)``, ``torch.from_dlpack(tensor)``).
 """
@@ -61,21 +62,45 @@ def copy_into(be, dst, src, non_blocking=False):
                 host = host.real
             if d.flags.c_contiguous and host.dtype == d.dtype and host.flags.c_contiguous:
                 if host.size:
-                    d.set(host)
+                    api.upload_into(d, host)
             else:
                 d[...] = api.from_host(np.ascontiguousarray(host))
         return dst
     if src.device.index != dst.device.index:
-        s = be.native(src)
-        with api.on_device(dst.device.index):
-            d = be.native(dst)
-            if s.dtype != d.dtype:
-                with api.on_device(src.device.index):
-                    s = s.astype(d.dtype)
-            api.copy_between_devices(d, s)
+        between_devices(be, be.native(dst), be.native(src))
         return dst
     with api.on_device(dst.device.index):
         return ArrayBackend.copy_(be, dst, src, non_blocking)
+
+
+def between_devices(be, dst, src) -> None:
+    """``dst[...] = src`` for arrays on two GPUs, ordered as PyTorch orders it: the source's
+    stream first waits for the destination's (nothing still uses ``dst``), makes the source
+    contiguous and of ``dst``'s dtype on the source's device, copies peer to peer, and the
+    destination's stream then waits for the copy -- a barrier each way, no host wait."""
+    api, xp = be._api, be.xp
+    sdev, ddev = api.device_of(src), api.device_of(dst)
+    if not dst.size:
+        return
+    with api.on_device(ddev):
+        target = dst if dst.flags.c_contiguous else xp.empty(dst.shape, dtype=dst.dtype)
+        dst_stream = api.current_stream()
+        dst_ready = api.new_event(False, False, False)
+        dst_ready.record(dst_stream)
+    with api.on_device(sdev):
+        src_stream = api.current_stream()
+        src_stream.wait_event(dst_ready)
+        if src.dtype != dst.dtype:
+            s = xp.ascontiguousarray(src).astype(dst.dtype)
+        else:
+            s = src if src.flags.c_contiguous else xp.ascontiguousarray(src)
+        api.peer_copy(target, s, src_stream)
+        src_ready = api.new_event(False, False, False)
+        src_ready.record(src_stream)
+    with api.on_device(ddev):
+        dst_stream.wait_event(src_ready)
+        if target is not dst:
+            dst[...] = target
 
 
 def to_device(be, x, device, non_blocking):
@@ -95,7 +120,7 @@ def to_device(be, x, device, non_blocking):
     if device.type == be.name:
         target = be._concrete(device)
         out = be.empty(x._shape, x.dtype, target)
-        api.copy_between_devices(be.native(out), be.native(x))
+        between_devices(be, be.native(out), be.native(x))
         return out
     return registry.get(device.type).from_numpy(download(be, x), device, non_blocking)
 

@@ -178,6 +178,17 @@ class ArrayBackend(Backend):
             return xp.matmul(a.astype(f32), b.astype(f32)).astype(a.dtype)
         return xp.matmul(a, b)
 
+    # -- accumulation ---------------------------------------------------------------------------
+    def add_at(self, op, target, key, values):
+        """``target[key] += values`` with repeated positions all added (numpy's ``add.at``, in
+        index order). A device backend adds with atomics, or -- under
+        ``use_deterministic_algorithms`` -- in a fixed order; ``op`` names the caller."""
+        self.xp.add.at(target, key, values)
+
+    def bincount(self, op, idx, weights, minlength):
+        """``xp.bincount(idx, weights, minlength)``; every index is below ``minlength``."""
+        return self.xp.bincount(idx, weights=weights, minlength=minlength)
+
     # -- value checks (``kit/value_checks.py``) -------------------------------------------------
     #: True when arrays are host memory, so reading a value costs no device round trip: kernels
     #: may branch on data (a NaN check) where a device backend computes both ways

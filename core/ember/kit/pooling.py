@@ -174,7 +174,7 @@ def _scatter_to_indices(be, grad_output, self, indices, overlapping):
         xp.put_along_axis(out, i2, g2, axis=1)
     else:
         flat = (i2 + (xp.arange(rows) * plane)[:, None]).ravel()
-        acc = xp.bincount(flat, weights=g2.ravel(), minlength=rows * plane)
+        acc = be.bincount("max_pool_backward", flat, g2.ravel(), rows * plane)
         out = acc.astype(g.dtype) if g.dtype.kind != "c" else acc
     return be.wrap(out.reshape(tuple(self.shape)), self.device)
 
