@@ -4,7 +4,8 @@
 
 Each rank trains the same MLP on its shard of a synthetic classification set; DDP averages the
 gradients across ranks while backward runs. Rank 0 prints the loss (averaged over ranks with
-all_reduce) and saves the final weights. Add --device opencl to train on OpenCL tensors.
+all_reduce) and saves the final weights. Add --device opencl to train on OpenCL tensors, or
+--device cuda (with `ember-run --nproc-per-node gpu`) for one rank per GPU over NCCL.
 """
 import argparse
 from datetime import timedelta
@@ -36,7 +37,9 @@ def main():
     p.add_argument("--save", default=None, help="where rank 0 saves the trained weights")
     args = p.parse_args()
 
-    dist.init_process_group("mpi", timeout=timedelta(minutes=2))
+    # MPI for CPU (and OpenCL) tensors, NCCL for CUDA ones: the NCCL group puts each rank on
+    # GPU LOCAL_RANK, so `ember-run --nproc-per-node gpu ... --device cuda` uses every GPU
+    dist.init_process_group(None, timeout=timedelta(minutes=2))
     rank, world = dist.get_rank(), dist.get_world_size()
 
     x, y = synthetic_dataset()

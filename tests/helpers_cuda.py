@@ -388,6 +388,8 @@ class FakeCupyAPI:
         self.pinned = []
         self.device_switches = 0
         self.NULL = sim.nulls[0]
+        self._nccl = None
+        self._pointers = []
 
     @property
     def _state(self):
@@ -574,6 +576,29 @@ class FakeCupyAPI:
     def getrf(self, a):
         from cuda_sim import solver
         return solver.getrf(self.sim, a)
+
+    # NCCL
+    def nccl_module(self):
+        if self._nccl is None:
+            from cuda_sim.nccl import FakeNccl
+            self._nccl = FakeNccl(self)
+        return self._nccl
+
+    def device_pointer(self, arr):
+        """A device pointer for NCCL: the array's address, remembered so that the simulated
+        NCCL finds the array (and its memory record) again."""
+        address = arr.ctypes.data
+        self._pointers.append((address, arr.nbytes, arr))
+        del self._pointers[:-256]
+        return address
+
+    def array_at(self, address, nbytes):
+        """The bytes at ``address`` as a view of a remembered device array."""
+        for start, n, arr in reversed(self._pointers):
+            if start <= address and address + nbytes <= start + n:
+                flat = self.flat_bytes(arr)
+                return flat[address - start:address - start + nbytes]
+        raise RuntimeError(f"the simulated NCCL got an unknown pointer {address:#x}")
 
     # programs, DLPack
     def compile(self, source, options):

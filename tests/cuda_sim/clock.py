@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+import time
 import traceback
 
 
@@ -72,7 +73,8 @@ class SimStream:
     def wait_event(self, event) -> None:
         self.waited.append(event)
         if event.clock is not None:
-            self.clock.merge(event.clock)
+            with self.sim._lock:
+                self.clock.merge(event.clock)
 
     def use(self) -> None:
         self.sim.state.streams[self.device_id] = self
@@ -94,9 +96,9 @@ class SimEvent:
     def record(self, stream=None):
         stream = stream if stream is not None else self.sim.current_stream()
         stream.issue()
-        self.clock = Clock(stream.clock)
+        with self.sim._lock:
+            self.clock = Clock(stream.clock)
         self.stream, self.device_id = stream, stream.device_id
-        import time
         self.time = time.perf_counter()
 
     @property
@@ -128,7 +130,8 @@ class Sim:
         self.host_clock = Clock()
         self.nulls = [SimStream(self, d, null=True) for d in range(device_count)]
         self.errors = {}                 # device -> exception raised at its next synchronization
-        self.stalled = set()             # stream ids whose work never completes (until released)
+        self.stalled = {}                # stream id -> last seq that completes (until released)
+        self.hang_timeout = 0.0          # how long a wait on stalled work blocks before raising
         self.syncs = 0
         self.sync_hook = None            # ember's set_sync_debug_mode callback
         self.sync_log = None             # a list while tracing: (what, where)
@@ -151,15 +154,27 @@ class Sim:
     def before_issue(self, stream: SimStream) -> None:
         """What a stream knows when work is queued on it: everything the host knows (the host
         issues in program order), and the legacy default stream's implicit synchronization."""
-        stream.clock.merge(self.host_clock)
-        if stream.null:
-            for s in self.blocking_streams(stream.device_id):
-                stream.clock.merge(s.clock)
-        elif not stream.non_blocking:
-            stream.clock.merge(self.nulls[stream.device_id].clock)
+        with self._lock:
+            stream.clock.merge(self.host_clock)
+            if stream.null:
+                for s in self.blocking_streams(stream.device_id):
+                    stream.clock.merge(s.clock)
+            elif not stream.non_blocking:
+                stream.clock.merge(self.nulls[stream.device_id].clock)
+
+    def _stuck(self, clock):
+        """The stalled stream whose unfinished work ``clock`` depends on, or None."""
+        for sid, done in self.stalled.items():
+            if clock.get(sid, 0) > done:
+                return self.streams[sid]
+        return None
 
     def _known(self, clock) -> None:
         """The host now knows ``clock``: apply the host writes and uploads it covers."""
+        with self._lock:
+            self._learn(clock)
+
+    def _learn(self, clock) -> None:
         self.host_clock.merge(clock)
         for s in list(self.streams.values()):
             if s.host_effects:
@@ -194,31 +209,38 @@ class Sim:
             raise exc
 
     def host_sync(self, what, device, clock, stream=None) -> None:
-        """The host blocks until ``clock``'s work is done."""
+        """The host blocks until ``clock``'s work is done: for stalled work (``stall``), until
+        the stall is released (another thread, an NCCL abort) or ``hang_timeout`` passes."""
         self.count_sync(what)
-        if stream is not None and stream.id in self.stalled:
-            raise SimulatedHang(f"{what}: the simulated stream {stream.ptr:#x} never finishes "
-                                f"its work (stalled by the test); a real program would hang here")
+        deadline = time.monotonic() + self.hang_timeout
+        while True:
+            with self._lock:
+                stuck = self._stuck(clock)
+            if stuck is None:
+                break
+            if time.monotonic() >= deadline:
+                raise SimulatedHang(f"{what}: waits for work on the simulated stream "
+                                    f"{stuck.ptr:#x} that never finishes (stalled by the test); "
+                                    f"a real program would hang here")
+            time.sleep(0.005)
         self._known(clock)
         self.raise_pending(device)
 
     def synchronize_device(self, device) -> None:
         clock = Clock()
-        for s in self.streams.values():
-            if s.device_id == device:
-                if s.id in self.stalled:
-                    self.count_sync("synchronize")
-                    raise SimulatedHang(f"synchronize: the simulated stream {s.ptr:#x} never "
-                                        f"finishes (stalled by the test)")
-                clock.merge(s.clock)
+        with self._lock:
+            for s in list(self.streams.values()):
+                if s.device_id == device:
+                    clock.merge(s.clock)
         self.host_sync("synchronize", device, clock)
 
     def query(self, clock, device, stream=None) -> bool:
-        """An event or stream query: False while the work is stalled; True otherwise, and then
-        the host knows the work is done (as after a real query that returned True)."""
-        if stream is not None and stream.id in self.stalled:
-            return False
-        self._known(clock)
+        """An event or stream query: False while it depends on stalled work; True otherwise,
+        and then the host knows the work is done (as after a real query that returned True)."""
+        with self._lock:
+            if self._stuck(clock) is not None:
+                return False
+            self._learn(clock)
         return True
 
     # -- test controls ----------------------------------------------------------------------------
@@ -227,15 +249,19 @@ class Sim:
         self.errors.setdefault(device, exc)
 
     def stall(self, stream) -> None:
-        """Work on ``stream`` (a SimStream) never completes until ``release``: queries say
-        False, synchronizations raise ``SimulatedHang``."""
-        self.stalled.add(stream.id)
+        """Work on ``stream`` (a SimStream) that the host does not yet know finished -- queued
+        so far or later -- never completes until ``release``: queries of it, or of anything
+        waiting for it, say False; synchronizations on it block ``hang_timeout`` seconds, then
+        raise ``SimulatedHang``."""
+        with self._lock:
+            self.stalled.setdefault(stream.id, self.host_clock.get(stream.id, 0))
 
     def release(self, stream=None) -> None:
-        if stream is None:
-            self.stalled.clear()
-        else:
-            self.stalled.discard(stream.id)
+        with self._lock:
+            if stream is None:
+                self.stalled.clear()
+            else:
+                self.stalled.pop(stream.id, None)
 
     def trace_syncs(self, on=True) -> None:
         self.sync_log = [] if on else None

@@ -108,6 +108,7 @@ class CUDABackend(ArrayBackend):
         self._new_tensor = tensor_constructor()
         self.ieee = _ieee
         self._asserts = DeviceAsserts(self)
+        self._async_errors = {}
         self._constants = {}
         self._sync_mode = 0
         self._allocator = PoolAllocator(api)
@@ -135,8 +136,13 @@ class CUDABackend(ArrayBackend):
     def current_device(self) -> int:
         return self._api.get_device() if self._api is not None else 0
 
+    #: True once the program chose a device (``set_device``): the NCCL group then keeps it
+    #: instead of taking LOCAL_RANK's
+    device_chosen = False
+
     def set_device(self, index: int) -> None:
         self._api.set_device(devices.check_index(self, index))
+        self.device_chosen = True
 
     def device_name(self, index: int) -> str:
         return self.device_properties(index).name
@@ -304,7 +310,19 @@ class CUDABackend(ArrayBackend):
         index = self.current_device() if index is None else devices.check_index(self, index)
         token = self._asserts.prefetch(index)
         self._api.synchronize(index)
+        self._raise_async(index)
         self._asserts.verify(token, f"{self.name}:{index}")
+
+    # -- asynchronous errors ----------------------------------------------------------------------
+    def report_async_error(self, index, exc) -> None:
+        """An error found off the calling thread (the NCCL watchdog): raised at device
+        ``index``'s next host synchronization, as CUDA reports its asynchronous errors."""
+        self._async_errors.setdefault(index, exc)
+
+    def _raise_async(self, index) -> None:
+        exc = self._async_errors.pop(index, None)
+        if exc is not None:
+            raise exc
 
     # -- value checks and host synchronizations ---------------------------------------------------
     def host_constant(self, array, dtype=None):

@@ -242,6 +242,24 @@ class CupyAPI:
         lu_t, piv, info = _lu_factor(cp.swapaxes(a, -1, -2), a.dtype)
         return cp.ascontiguousarray(cp.swapaxes(lu_t, -1, -2)), piv, info
 
+    # -- NCCL ----------------------------------------------------------------------------------------
+    def nccl_module(self):
+        """``cupy.cuda.nccl``, or RuntimeError saying what is missing."""
+        try:
+            from cupy.cuda import nccl
+        except Exception as e:
+            raise RuntimeError(f"the nccl process-group backend needs cupy with NCCL: "
+                               f"{e}") from None
+        if not getattr(nccl, "available", True):
+            raise RuntimeError("the nccl process-group backend needs NCCL: cupy found no NCCL "
+                               "library; install the wheel matching your cupy "
+                               "(nvidia-nccl-cu12 for cupy-cuda12x, nvidia-nccl-cu13 for "
+                               "cupy-cuda13x)")
+        return nccl
+
+    def device_pointer(self, arr) -> int:
+        return arr.data.ptr
+
     # -- programs and DLPack ------------------------------------------------------------------------
     def compile(self, source: str, options):
         """An NVRTC-compiled module (compiled on first use per device, cached by cupy)."""

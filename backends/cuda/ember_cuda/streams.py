@@ -35,6 +35,7 @@ class Stream(StreamBase):
         be = self.backend
         token = be._asserts.prefetch(self.device_index, self._stream)
         be._api.stream_synchronize(self._stream)
+        be._raise_async(self.device_index)
         be._asserts.verify(token, str(self.device))
 
     def wait_event(self, event) -> None:

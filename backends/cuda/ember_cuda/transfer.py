@@ -43,6 +43,7 @@ def download(be, tensor):
     with api.on_device(index):
         token = be._asserts.prefetch(index, api.current_stream())
         values = api.to_host(be.native(tensor))
+    be._raise_async(index)
     be._asserts.verify(token, str(tensor.device))
     return values
 
