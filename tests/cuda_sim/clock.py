@@ -79,6 +79,14 @@ class SimStream:
     def use(self) -> None:
         self.sim.state.streams[self.device_id] = self
 
+    def __enter__(self):   # cupy's streams are context managers that make them current
+        self._prev = self.sim.current_stream(self.device_id)
+        self.use()
+        return self
+
+    def __exit__(self, *exc):
+        self._prev.use()
+
     def __repr__(self):
         return f"<SimStream {self.ptr:#x} device={self.device_id} seq={self.seq}>"
 

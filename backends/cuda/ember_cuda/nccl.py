@@ -201,15 +201,17 @@ class ProcessGroupNCCL(ProcessGroupBackend):
     def _communicator(self, context):
         import ember
         nccl, api = self._nccl, self._api
-        mpi = context.bootstrap._mpi()
-        uid = ember.zeros(128, dtype=ember.uint8)
+        data = None
         if context.rank == 0:
             raw = nccl.get_unique_id()
             data = bytes(raw) if isinstance(raw, (bytes, bytearray)) else \
                 bytes((int(x) + 256) % 256 for x in raw)
-            uid.copy_(ember.tensor(np.frombuffer(data, dtype=np.uint8).copy()))
-        mpi.broadcast(uid, 0).wait()
-        data = bytes(uid.numpy().tolist())
+        if context.size > 1:   # a world of one needs no exchange (nor MPI)
+            uid = ember.zeros(128, dtype=ember.uint8)
+            if data is not None:
+                uid.copy_(ember.tensor(np.frombuffer(data, dtype=np.uint8).copy()))
+            context.bootstrap._mpi().broadcast(uid, 0).wait()
+            data = bytes(uid.numpy().tolist())
         result = {}
         done = threading.Event()
 
