@@ -173,3 +173,26 @@ def test_a_gpt_step_under_bfloat16_autocast_uses_bfloat16_gemms(be, gemms):
     losses = [amp_step().item() for _ in range(3)]
     assert all(np.isfinite(losses)) and losses[-1] < losses[0]
     assert any(d == 14 for d, _ in gemms)
+
+
+def test_convolution_columns_are_made_in_chunks_within_the_workspace(be, monkeypatch):
+    """A large batch does not materialize every im2col column at once: with a small workspace
+    the convolution runs chunk by chunk (more, smaller GEMMs) and gives the same values."""
+    rng = np.random.default_rng(6)
+    x0, w0 = rng.standard_normal((6, 3, 10, 10)), rng.standard_normal((4, 3, 3, 3))
+
+    def grads(workspace):
+        monkeypatch.setattr(be, "conv_workspace", workspace)
+        calls = []
+        real = be.matmul
+        monkeypatch.setattr(be, "matmul", lambda a, b: calls.append(1) or real(a, b))
+        x = ember.tensor(x0, dtype=ember.float32, device=DEV, requires_grad=True)
+        w = ember.tensor(w0, dtype=ember.float32, device=DEV, requires_grad=True)
+        y = ember.nn.functional.conv2d(x, w, padding=1)
+        (y * y).sum().backward()
+        return [t.detach().cpu().numpy() for t in (y, x.grad, w.grad)], len(calls)
+    whole, n_whole = grads(None)
+    chunked, n_chunked = grads(3 * 9 * 100 * 4 * 2)         # two samples' columns
+    assert n_chunked >= 3 * n_whole                         # 3 chunks for each of 3 GEMMs
+    for a, b in zip(whole, chunked):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

@@ -12,6 +12,7 @@ on first use of the device); the answer and its reason come from ``discovery``.
 """
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 
@@ -42,7 +43,6 @@ BF16_NATIVE_OPS = frozenset({"_to_copy", "copy_", "matmul", "addmm", "convolutio
 
 
 def _bf16_compute():
-    import os
     return {} if os.environ.get("EMBER_CUDA_BF16") == "native" else {D.bfloat16: D.float32}
 
 
@@ -57,6 +57,10 @@ class CUDABackend(ArrayBackend):
     dtypes = CUDA_DTYPES
     storage_native_ops = BF16_NATIVE_OPS
     half_matmul = True       # GemmEx multiplies float16/bfloat16 natively (gemm.py)
+    #: im2col columns of at most this many bytes at once (EMBER_CUDA_CONV_WORKSPACE_MB, 1024 by
+    #: default): chunks of the batch beyond it. A larger budget means fewer, larger GEMMs; the
+    #: right value is a GPU measurement (bench/gpu_check.sh leaves it at the default)
+    conv_workspace = int(os.environ.get("EMBER_CUDA_CONV_WORKSPACE_MB", "1024")) << 20
     Stream = Stream
     Event = Event  # Backend.__init__ binds a subclass to this backend: ember.cuda.Event()
     #: DLPack device types this backend imports (kDLCUDA)

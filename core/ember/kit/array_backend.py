@@ -169,6 +169,10 @@ class ArrayBackend(Backend):
     #: float32): kernels then hand it half-precision operands instead of upcasting them
     half_matmul = False
 
+    #: bytes of im2col columns the convolution kernels materialize at once (None: the whole
+    #: batch); a device backend bounds it so a large batch does not allocate them all
+    conv_workspace = None
+
     def matmul(self, a, b):
         """``a @ b`` for two arrays of one dtype (numpy's broadcasting), in that dtype; half
         precision is computed in float32 and rounded once."""

@@ -4,7 +4,8 @@ Every direction reduces to three primitives over a *regular* convolution ``y = C
 (z: (N, C_in, *Z), W: (C_out, C_in/G, *k), y: (N, C_out, *Y)):
 
 * ``_forward(z, W)``: the windows of the padded ``z`` as a strided view (N, G, C_in/G, *k, *Y)
-  (no copy), one reshape to columns (the only im2col copy), then ``W @ columns`` batched over N
+  (no copy), one reshape to columns (the only im2col copy; in chunks of samples when
+  ``be.conv_workspace`` bounds the columns' bytes), then ``W @ columns`` batched over N
   and the groups — measured fastest of im2col + GEMM (one GEMM over all of N, with the output
   transposed back), tensordot/einsum on the window view and per-offset shifted GEMMs;
 * ``_input_grad(g, W)``: ``W^T @ g`` gives the columns, col2im adds them back with one strided
@@ -49,8 +50,8 @@ def _padded(xp, z, padding, extra=None):
     return out
 
 
-def _columns(xp, zp, groups, kernel, stride, dilation, out_sp):
-    """(N, G, C/G * prod(k), prod(out)): the im2col matrix of padded ``zp``, one copy."""
+def _window(xp, zp, groups, kernel, stride, dilation, out_sp):
+    """(N, G, C/G, *k, *out): every window of padded ``zp`` as a strided view (no copy)."""
     n, c = zp.shape[:2]
     st = zp.strides
     nsp = len(kernel)
@@ -58,8 +59,24 @@ def _columns(xp, zp, groups, kernel, stride, dilation, out_sp):
     strides = (st[0], st[1] * (c // groups), st[1]) + \
         tuple(st[2 + i] * dilation[i] for i in range(nsp)) + \
         tuple(st[2 + i] * stride[i] for i in range(nsp))
-    win = xp.lib.stride_tricks.as_strided(zp, shape, strides)
-    return win.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(out_sp))
+    return xp.lib.stride_tricks.as_strided(zp, shape, strides)
+
+
+def _columns(win, a, b):
+    """Samples ``a:b`` of a ``_window`` as the im2col matrix (b-a, G, C/G * prod(k),
+    prod(out)): the only im2col copy."""
+    n, g, cg = win.shape[:3]
+    nsp = (win.ndim - 3) // 2
+    return win[a:b].reshape(b - a, g, cg * math.prod(win.shape[3:3 + nsp]),
+                            math.prod(win.shape[3 + nsp:]))
+
+
+def _chunks(be, n, sample_bytes):
+    """Sample ranges whose column buffers fit ``be.conv_workspace`` bytes (one range when the
+    backend sets no limit): a large batch never materializes all its columns at once."""
+    limit = be.conv_workspace
+    step = n if limit is None else max(1, limit // max(sample_bytes, 1))
+    return [(a, min(n, a + step)) for a in range(0, n, max(step, 1))] or [(0, 0)]
 
 
 def _forward(be, z, w, stride, padding, dilation, groups):
@@ -69,9 +86,12 @@ def _forward(be, z, w, stride, padding, dilation, groups):
     out_sp = tuple((s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in
                    zip(z.shape[2:], kernel, stride, padding, dilation))
     n, oc = z.shape[0], w.shape[0]
-    cols = _columns(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp)
+    win = _window(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp)
     wm = w.reshape(groups, oc // groups, -1)
-    return be.matmul(wm, cols).reshape((n, oc) + out_sp)
+    per_sample = z.shape[1] * math.prod(kernel) * math.prod(out_sp) * z.itemsize
+    parts = [be.matmul(wm, _columns(win, a, b)) for a, b in _chunks(be, n, per_sample)]
+    r = parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=0)
+    return r.reshape((n, oc) + out_sp)
 
 
 def _input_grad(be, g, w, in_sp, stride, padding, dilation, groups):
@@ -83,16 +103,21 @@ def _input_grad(be, g, w, in_sp, stride, padding, dilation, groups):
     cg = w.shape[1]
     kp = math.prod(kernel)
     wm = w.reshape(groups, oc // groups, cg * kp)
-    cols = be.matmul(wm.transpose(0, 2, 1), g.reshape(n, groups, oc // groups, -1))
-    cols = _wide(xp, cols).reshape((n, groups * cg) + tuple(kernel) + tuple(out_sp))
+    gr = g.reshape(n, groups, oc // groups, -1)
     # the padded input must hold every window, including ones the output padding adds
     full = tuple(max(i + 2 * p, (o - 1) * s + d * (k - 1) + 1) for i, p, o, s, d, k in
                  zip(in_sp, padding, out_sp, stride, dilation, kernel))
-    acc = xp.zeros((n, groups * cg) + full, dtype=cols.dtype)
-    for offset in itertools.product(*(range(k) for k in kernel)):
-        region = tuple(slice(o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in
-                       zip(offset, dilation, out_sp, stride))
-        acc[(Ellipsis,) + region] += cols[(slice(None), slice(None)) + offset]
+    acc = None
+    per_sample = groups * cg * kp * math.prod(out_sp) * 4
+    for a, b in _chunks(be, n, per_sample):
+        cols = _wide(xp, be.matmul(wm.transpose(0, 2, 1), gr[a:b]))
+        cols = cols.reshape((b - a, groups * cg) + tuple(kernel) + tuple(out_sp))
+        if acc is None:
+            acc = xp.zeros((n, groups * cg) + full, dtype=cols.dtype)
+        for offset in itertools.product(*(range(k) for k in kernel)):
+            region = tuple(slice(o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in
+                           zip(offset, dilation, out_sp, stride))
+            acc[(slice(a, b), Ellipsis) + region] += cols[(slice(None), slice(None)) + offset]
     crop = tuple(slice(p, p + i) for p, i in zip(padding, in_sp))
     r = acc[(Ellipsis,) + crop]
     return r if r.flags.c_contiguous else xp.ascontiguousarray(r)
@@ -103,9 +128,14 @@ def _weight_grad(be, g, z, kernel, stride, padding, dilation, groups):
     xp = be.xp
     n, oc = g.shape[:2]
     out_sp = g.shape[2:]
-    cols = _columns(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp)
+    win = _window(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp)
     gm = g.reshape(n, groups, oc // groups, -1)
-    r = _wide(xp, be.matmul(gm, cols.transpose(0, 1, 3, 2))).sum(axis=0)  # (G, OC/G, C/G*k)
+    per_sample = z.shape[1] * math.prod(kernel) * math.prod(out_sp) * z.itemsize
+    r = None
+    for a, b in _chunks(be, n, per_sample):
+        part = _wide(xp, be.matmul(gm[a:b], _columns(win, a, b).transpose(0, 1, 3, 2)))
+        part = part.sum(axis=0)                                   # (G, OC/G, C/G * k)
+        r = part if r is None else r + part
     return r.reshape((oc, z.shape[1] // groups) + tuple(kernel))
 
 
