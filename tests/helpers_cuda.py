@@ -633,3 +633,28 @@ def make_fake_backend(name="fakecuda", device_count=2):
         pass
     FakeCUDABackend.name = name
     return FakeCUDABackend(load_api=lambda: FakeCupyAPI(device_count))
+
+
+def require_simulator():
+    """Skip the calling test module where the simulated GPU cannot run: cupy (whose API it
+    checks calls against) or g++ (which builds the backend's CUDA C for the host) missing."""
+    import pytest
+    pytest.importorskip("cupy", reason="the simulator checks calls against cupy's API "
+                                       "(the dev extra installs cupy-cuda12x)")
+    if not have_compiler():
+        pytest.skip("g++ is needed to run the CUDA kernels on the host",
+                    allow_module_level=True)
+
+
+@contextlib.contextmanager
+def simulated_backend(name, device_count=2):
+    """A fake CUDA backend registered as device type ``name`` while the block runs."""
+    import ember
+    from ember.runtime.registry import registry
+    backend = make_fake_backend(name, device_count)
+    registry.add(backend)
+    assert getattr(ember, name).is_available()
+    try:
+        yield backend
+    finally:
+        registry.remove(name)

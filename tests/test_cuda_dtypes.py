@@ -14,13 +14,10 @@ import numpy as np
 import pytest
 
 import ember
-from ember.runtime.registry import registry
 
-from helpers_cuda import have_compiler, make_fake_backend
+from helpers_cuda import require_simulator, simulated_backend
 
-pytest.importorskip("cupy", reason="the simulator checks calls against cupy's API")
-if not have_compiler():
-    pytest.skip("g++ is needed to run the CUDA kernels on the host", allow_module_level=True)
+require_simulator()
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import tiny_gpt  # noqa: E402
@@ -31,11 +28,8 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 @pytest.fixture(scope="module")
 def be():
-    backend = make_fake_backend(DEV, device_count=1)
-    registry.add(backend)
-    assert getattr(ember, DEV).is_available()
-    yield backend
-    registry.remove(DEV)
+    with simulated_backend(DEV, 1) as backend:
+        yield backend
 
 
 @pytest.fixture

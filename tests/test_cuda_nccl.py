@@ -14,14 +14,11 @@ import pytest
 import ember
 import ember.distributed as dist
 from ember.distributed.backend import registry as pg_registry
-from ember.runtime.registry import registry
 
-from helpers_cuda import have_compiler, make_fake_backend
+from helpers_cuda import require_simulator, simulated_backend
 from helpers_dist import mpi_missing_reason
 
-pytest.importorskip("cupy", reason="the simulator checks calls against cupy's API")
-if not have_compiler():
-    pytest.skip("g++ is needed to run the CUDA kernels on the host", allow_module_level=True)
+require_simulator()
 if mpi_missing_reason() is not None:
     pytest.skip(mpi_missing_reason(), allow_module_level=True)
 
@@ -31,13 +28,11 @@ DEV = "simnccl"
 @pytest.fixture(scope="module")
 def be():
     from ember_cuda.nccl import ProcessGroupNCCL
-    backend = make_fake_backend(DEV, device_count=2)
-    registry.add(backend)
-    assert getattr(ember, DEV).is_available()
-    pg_registry.add(DEV, lambda ctx: ProcessGroupNCCL(ctx, backend, backend._api.nccl_module()),
-                    devices=[DEV])
-    yield backend
-    registry.remove(DEV)
+    with simulated_backend(DEV, 2) as backend:
+        pg_registry.add(DEV, lambda ctx: ProcessGroupNCCL(ctx, backend,
+                                                          backend._api.nccl_module()),
+                        devices=[DEV])
+        yield backend
     # leave no trace for later init_process_group(None) calls in this process
     pg_registry._factories.pop(DEV, None)
     dist.Backend.default_device_backend_map.pop(DEV, None)

@@ -10,24 +10,19 @@ import numpy as np
 import pytest
 
 import ember
-from ember.runtime.registry import registry
 
-from helpers_cuda import have_compiler, make_fake_backend
+from helpers_cuda import require_simulator, simulated_backend
 
-cupy = pytest.importorskip("cupy", reason="the simulator checks calls against cupy's API")
-if not have_compiler():
-    pytest.skip("g++ is needed to run the CUDA kernels on the host", allow_module_level=True)
+cupy = pytest.importorskip("cupy")
+require_simulator()
 
 DEV = "simstream"
 
 
 @pytest.fixture(scope="module")
 def be():
-    backend = make_fake_backend(DEV, device_count=2)
-    registry.add(backend)
-    assert getattr(ember, DEV).is_available()
-    yield backend
-    registry.remove(DEV)
+    with simulated_backend(DEV, 2) as backend:
+        yield backend
 
 
 @pytest.fixture

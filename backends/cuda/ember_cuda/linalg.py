@@ -103,15 +103,26 @@ def inv_ex(be, A):
     return be.wrap(xp.ascontiguousarray(r), A.device), be.wrap(info, A.device)
 
 
+def _wrapped(be, device, *arrays):
+    """Tensors owning C-ordered copies of cupy.linalg's results (some come transposed)."""
+    return tuple(be.wrap(be.xp.ascontiguousarray(a), device) for a in arrays)
+
+
+def _batch_of(xp, *operands):
+    """(common batch shape, each operand broadcast to it and flattened to one batch dim):
+    ``operands`` are (array, number of core dims) pairs."""
+    batch = np.broadcast_shapes(*(a.shape[:a.ndim - core] for a, core in operands))
+    return batch, [xp.broadcast_to(a, batch + a.shape[a.ndim - core:])
+                   .reshape((-1,) + a.shape[a.ndim - core:]) for a, core in operands]
+
+
 def lu_solve(be, LU, pivots, B, left, adjoint):
     lu, p, b = be.native(LU), be.native(pivots), be.native(B)
     if lu.size == 0 or b.size == 0:
         return _host(be, "lu_solve")(LU, pivots, B, left, adjoint)
     xp, sl = be.xp, be._api.scipy_linalg
-    batch = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2])
-    flu = xp.broadcast_to(lu, batch + lu.shape[-2:]).reshape((-1,) + lu.shape[-2:])
-    fp = xp.broadcast_to(p, batch + p.shape[-1:]).reshape(-1, p.shape[-1]) - 1
-    fb = xp.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    batch, (flu, fp, fb) = _batch_of(xp, (lu, 2), (p, 1), (b, 2))
+    fp = fp - 1
     conj = b.dtype.kind == "c"
     out = xp.empty(fb.shape, dtype=b.dtype)
     for i in range(fb.shape[0]):
@@ -132,9 +143,7 @@ def solve_triangular(be, A, B, upper, left, unitriangular):
     if a.size == 0 or b.size == 0:
         return _host(be, "solve_triangular")(A, B, upper, left, unitriangular)
     xp, sl = be.xp, be._api.scipy_linalg
-    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    fa = xp.broadcast_to(a, batch + a.shape[-2:]).reshape((-1,) + a.shape[-2:])
-    fb = xp.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    batch, (fa, fb) = _batch_of(xp, (a, 2), (b, 2))
     out = xp.empty(fb.shape, dtype=b.dtype)
     for i in range(fb.shape[0]):
         if left:
@@ -155,19 +164,14 @@ def qr(be, A, mode):
     if mode == "r":
         return (be.wrap(xp.zeros((0,), dtype=a.dtype), A.device),
                 be.wrap(xp.ascontiguousarray(xp.linalg.qr(a, mode="r")), A.device))
-    q, r = xp.linalg.qr(a, mode=mode)
-    return (be.wrap(xp.ascontiguousarray(q), A.device),
-            be.wrap(xp.ascontiguousarray(r), A.device))
+    return _wrapped(be, A.device, *xp.linalg.qr(a, mode=mode))
 
 
 def eigh(be, A, UPLO):
     a = be.native(A)
     if a.size == 0:
         return _host(be, "eigh")(A, UPLO)
-    xp = be.xp
-    w, v = xp.linalg.eigh(a, UPLO=UPLO)
-    return (be.wrap(xp.ascontiguousarray(w), A.device),
-            be.wrap(xp.ascontiguousarray(v), A.device))
+    return _wrapped(be, A.device, *be.xp.linalg.eigh(a, UPLO=UPLO))
 
 
 def eigvalsh(be, A, UPLO):
@@ -181,9 +185,7 @@ def svd(be, A, full_matrices):
     a = be.native(A)
     if a.size == 0:
         return _host(be, "svd")(A, full_matrices)
-    xp = be.xp
-    u, s, vh = xp.linalg.svd(a, full_matrices=bool(full_matrices))
-    return tuple(be.wrap(xp.ascontiguousarray(t), A.device) for t in (u, s, vh))
+    return _wrapped(be, A.device, *be.xp.linalg.svd(a, full_matrices=bool(full_matrices)))
 
 
 TABLE = {"linalg_cholesky_ex": cholesky_ex, "linalg_lu_factor_ex": lu_factor_ex,
