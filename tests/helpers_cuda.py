@@ -17,40 +17,16 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import hashlib
 import inspect
-import itertools
-import os
-import re
-import shutil
-import subprocess
-import tempfile
-import threading
 import types
 
 import numpy as np
 
 from cuda_sim import DeviceArray, Sim, make_checker, probe_ufunc_method
-from cuda_sim.arrays import ArrayOps, Block, Memory, _arrays_in, host_writer
-
-HOST_SHIM = r"""
-#include <math.h>
-#include <cmath>
-struct ember_dim3 { unsigned int x, y, z; };
-static const ember_dim3 threadIdx = {0u, 0u, 0u}, blockIdx = {0u, 0u, 0u};
-static const ember_dim3 blockDim = {1u, 1u, 1u}, gridDim = {1u, 1u, 1u};
-#define __global__
-#define __device__
-#define __forceinline__ inline
-static inline float cospif(float x) { return cosf((float)M_PI * x); }
-static inline double cospi(double x) { return cos(M_PI * x); }
-"""
-
-
-def have_compiler() -> bool:
-    return shutil.which("g++") is not None
-
+from cuda_sim.arrays import ArrayOps, Block, Memory, _arrays_in
+from cuda_sim.hostcode import HostModule, have_compiler  # noqa: F401 (re-exported)
+from cuda_sim.memory import FakePointer, FakePool, _PinnedBuffer  # noqa: F401
+from cuda_sim.rules import host_writer
 
 # -- cupy's API surface over numpy -----------------------------------------------------------------
 class _Ufunc:
@@ -197,175 +173,6 @@ def special_surface(sim=None):
     import cupyx.scipy.special
     import scipy.special
     return CupySurface(scipy.special, cupyx.scipy.special, "scipy.special", sim=sim)
-
-
-# -- CUDA C on the host ------------------------------------------------------------------------------
-_CT = {np.int64: ctypes.c_longlong, np.uint64: ctypes.c_ulonglong, np.int32: ctypes.c_int,
-       np.float32: ctypes.c_float, np.float64: ctypes.c_double}
-_BUILD_DIR = None
-_BUILD_LOCK = threading.Lock()
-
-
-def _written_params(source, name):
-    """For each parameter of kernel ``name``: True when it is a pointer the kernel may write
-    (not ``const``)."""
-    m = re.search(r"void\s+" + re.escape(name) + r"\s*\(([^)]*)\)", source)
-    if m is None:
-        return None
-    return ["*" in p and "const" not in p for p in m.group(1).split(",")]
-
-
-class HostFunction:
-    def __init__(self, fn, name, writes=None, sim=None):
-        self._fn, self.name, self._writes, self._sim = fn, name, writes, sim
-        self.launches = 0
-
-    def __call__(self, grid, block, args):
-        sim = self._sim
-        stream = stamp = None
-        unreadable = False
-        if sim is not None:
-            stream = sim.current_stream()
-            stamp = stream.issue()
-        cargs, outputs = [], []
-        for k, a in enumerate(args):
-            if isinstance(a, np.ndarray):
-                if isinstance(a, DeviceArray) and sim is not None:
-                    writes = self._writes is None or self._writes[k]
-                    unreadable |= not sim.arrays.check_readable(a, stream)
-                    if writes:
-                        sim.arrays.writable(a, stream, stamp)
-                        outputs.append(a)
-                cargs.append(ctypes.c_void_p(a.ctypes.data))
-            else:
-                cargs.append(_CT[type(a)](a))
-        self.launches += 1
-        self._fn(*cargs)
-        if unreadable:   # the kernel read memory its stream could not know: its results too
-            for a in outputs:
-                a._blk.poisoned = True
-
-
-class HostModule:
-    """A CUDA C program compiled with g++ as host code (see the module docstring)."""
-
-    def __init__(self, source, options=(), sim=None):
-        global _BUILD_DIR
-        with _BUILD_LOCK:
-            if _BUILD_DIR is None:
-                _BUILD_DIR = tempfile.mkdtemp(prefix="ember-cuda-host-")
-            digest = hashlib.sha1(source.encode()).hexdigest()[:16]
-            lib = os.path.join(_BUILD_DIR, f"k{digest}.so")
-            if not os.path.exists(lib):
-                src = os.path.join(_BUILD_DIR, f"k{digest}.cpp")
-                with open(src, "w") as f:
-                    f.write(HOST_SHIM + source)
-                flags = ["-ffp-contract=off"] if "--fmad=false" in options else []
-                r = subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-std=c++14", *flags,
-                                    "-o", lib, src], capture_output=True, text=True)
-                if r.returncode:
-                    raise RuntimeError(f"g++ failed on the CUDA source:\n{r.stderr[:4000]}")
-        self._lib = ctypes.CDLL(lib)
-        self._source, self._sim = source, sim
-        self.functions = {}
-
-    def compile(self):
-        """cupy.RawModule.compile: built already (by g++, when made)."""
-
-    def get_function(self, name):
-        fn = getattr(self._lib, name)
-        fn.restype = None
-        return self.functions.setdefault(
-            name, HostFunction(fn, name, _written_params(self._source, name), self._sim))
-
-
-# -- device memory ----------------------------------------------------------------------------------
-class _FakeMemory:
-    def __init__(self, size):
-        self.size = size
-
-
-class FakePooled:
-    """What cupy's pool hands out: ``ptr``, ``mem.size``, ``device_id``, plus the simulator's
-    bytes (``buf``) and their memory record (``block``). When the last reference goes, the block
-    returns to the free list of the stream it was allocated on (cupy's stream-aware pool)."""
-
-    def __init__(self, pool, ptr, size, device_id, stream_ptr, buf, block):
-        self.ptr, self.mem, self.device_id = ptr, _FakeMemory(size), device_id
-        self.stream_ptr, self.buf, self.block = stream_ptr, buf, block
-        self._pool = pool
-
-    def __del__(self):
-        self._pool.give_back(self)
-
-
-class FakePool:
-    """cupy.cuda.MemoryPool's interface: 512-byte rounding, per-device totals, a device size
-    limit (raises ``oom`` when exceeded), cached free blocks per (device, stream)."""
-
-    _ptrs = itertools.count(1 << 20, 1 << 12)
-
-    def __init__(self, api, capacity=1 << 30, oom=MemoryError):
-        self._api, self.capacity, self._oom = api, capacity, oom
-        self.total = {}
-        self.cached = {}   # (device, stream ptr) -> [(ptr, size, buf, block)]
-        self.fail_next = 0
-        self.mallocs = 0
-
-    def malloc(self, nbytes):
-        api = self._api
-        dev = api.get_device()
-        stream = api.current_stream().ptr
-        size = max(512, (nbytes + 511) // 512 * 512)
-        self.mallocs += 1
-        free = self.cached.setdefault((dev, stream), [])
-        for k, (ptr, sz, buf, block) in enumerate(free):
-            if sz == size:
-                del free[k]
-                return FakePooled(self, ptr, size, dev, stream, buf, block)
-        if self.fail_next or self.total.get(dev, 0) + size > self.capacity:
-            self.fail_next = max(0, self.fail_next - 1)
-            raise self._oom(f"out of memory allocating {nbytes} bytes")
-        self.total[dev] = self.total.get(dev, 0) + size
-        sim = getattr(api, "sim", None)
-        block = Block(sim, dev) if sim is not None else None
-        return FakePooled(self, next(self._ptrs), size, dev, stream, np.empty(size, np.uint8),
-                          block)
-
-    def give_back(self, pooled):
-        self.cached.setdefault((pooled.device_id, pooled.stream_ptr), []).append(
-            (pooled.ptr, pooled.mem.size, pooled.buf, pooled.block))
-
-    def free_all_blocks(self):
-        dev = self._api.get_device()
-        for key in [k for k in self.cached if k[0] == dev]:
-            for _, size, _, _ in self.cached.pop(key):
-                self.total[dev] -= size
-
-    def total_bytes(self):
-        return self.total.get(self._api.get_device(), 0)
-
-    def free_bytes(self):
-        dev = self._api.get_device()
-        return sum(size for key, free in self.cached.items() if key[0] == dev
-                   for _, size, _, _ in free)
-
-
-class FakePointer:
-    """cupy's MemoryPointer over a pooled block, owning ``owner`` (ember's record)."""
-
-    def __init__(self, pooled, owner):
-        self.ptr, self.mem, self.owner = pooled.ptr, pooled, owner
-        self.device_id = pooled.device_id
-
-
-class _PinnedBuffer:
-    """Page-locked host memory (a numpy byte buffer the fake registers as pinned)."""
-
-    def __init__(self, api, nbytes):
-        self.array = np.empty(max(nbytes, 1), np.uint8)
-        self.ptr = self.array.ctypes.data
-        api.pinned.append((self.ptr, self.array.nbytes, self.array))
 
 
 # -- the API stand-in --------------------------------------------------------------------------------

@@ -20,8 +20,7 @@ import numpy as np
 
 from ember.kit import ArrayBackend, register_array_kernels
 from ember.kit.binding import bind
-from ember.runtime import (Backend, Storage, are_deterministic_algorithms_enabled,
-                           tensor_constructor)
+from ember.runtime import Backend, are_deterministic_algorithms_enabled, tensor_constructor
 from ember.runtime import dtypes as D
 
 from . import (cupy_api, devices, discovery, gemm, kernels_indexing, kernels_random, linalg,
