@@ -26,6 +26,20 @@ def _quiet(**kwargs):
     yield
 
 
+class _ThreadAllocator:
+    __slots__ = ("_get", "_put", "_malloc", "_prev")
+
+    def __init__(self, get, put, malloc):
+        self._get, self._put, self._malloc = get, put, malloc
+
+    def __enter__(self):
+        self._prev = self._get()
+        self._put(self._malloc)
+
+    def __exit__(self, *exc):
+        self._put(self._prev)
+
+
 class CupyAPI:
     """cupy for a backend: arrays (``xp``), devices, memory, streams, events, NVRTC programs,
     host transfers and DLPack. ``device_count`` is fixed at construction (discovery)."""
@@ -147,8 +161,14 @@ class CupyAPI:
 
     def using_allocator(self, malloc):
         """A context in which ``malloc(nbytes) -> MemoryPointer`` serves the allocations of the
-        calling thread (cupy's own arrays elsewhere keep cupy's allocator)."""
-        return self.cupy.cuda.using_allocator(malloc)
+        calling thread (cupy's own arrays elsewhere keep cupy's allocator): cupy's
+        ``using_allocator`` without its generator (every kernel enters one)."""
+        memory = self.cupy.cuda.memory
+        get = getattr(memory, "_get_thread_local_allocator", None)
+        put = getattr(memory, "_set_thread_local_allocator", None)
+        if get is None or put is None:
+            return self.cupy.cuda.using_allocator(malloc)
+        return _ThreadAllocator(get, put, malloc)
 
     def owner_of(self, arr):
         """The owner object a ``tracked_pointer`` gave the memory of ``arr`` (None for memory
