@@ -6,7 +6,8 @@ Each rank trains the same MLP on its shard of a synthetic classification set; DD
 gradients across ranks while backward runs. Rank 0 prints the loss after each epoch (averaged
 over ranks with all_reduce) and the final accuracy; with ``--save PATH`` it also saves the
 trained weights there (nothing is written otherwise). Add --device opencl to train on OpenCL
-tensors.
+tensors, or --device cuda (with `ember-run --nproc-per-node gpu`) for one rank per GPU over
+NCCL.
 """
 import argparse
 from datetime import timedelta
@@ -41,7 +42,9 @@ def main():
                    "(default: not saved)")
     args = p.parse_args()
 
-    dist.init_process_group("mpi", timeout=timedelta(minutes=2))
+    # MPI for CPU (and OpenCL) tensors, NCCL for CUDA ones: the NCCL group puts each rank on
+    # GPU LOCAL_RANK, so `ember-run --nproc-per-node gpu ... --device cuda` uses every GPU
+    dist.init_process_group(None, timeout=timedelta(minutes=2))
     rank, world = dist.get_rank(), dist.get_world_size()
 
     x, y = synthetic_dataset()

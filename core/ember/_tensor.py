@@ -256,6 +256,15 @@ class Tensor:
             return backend.pin_host(self.detach())
         return self.clone().contiguous()
 
+    def record_stream(self, stream) -> None:
+        """Mark this tensor's memory as used by work queued on ``stream`` (PyTorch's
+        ``Tensor.record_stream``): when the tensor is freed, a stream-ordered allocator does not
+        hand its memory out again before that work has finished. A no-op on backends whose
+        kernels run when called."""
+        hook = getattr(self._backend(), "record_stream", None)
+        if hook is not None:
+            hook(self, stream)
+
     def item(self):
         if self.device.type == "meta":  # PyTorch's message: there is no value to read
             raise RuntimeError("Tensor.item() cannot be called on meta tensors")

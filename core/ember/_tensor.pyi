@@ -559,6 +559,7 @@ class Tensor:
     def real(self) -> Any: ...
     def reciprocal(self, *, out=...): ...  # ember.ops.elementwise.unary
     def reciprocal_(self): ...  # ember.ops.elementwise.unary
+    def record_stream(self, stream): ...  # ember._tensor
     def register_hook(self, hook): ...  # ember.autograd.tensor_api
     def register_post_accumulate_grad_hook(self, hook): ...  # ember.autograd.tensor_api
     def relu(self, *, out=...): ...  # ember.ops.elementwise.unary

@@ -3,13 +3,16 @@
     ember-run -n 4 train.py --epochs 3          # 4 ranks on this machine
     ember-run -n 8 --hostfile hosts train.py    # 8 ranks over the hosts listed in `hosts`
     ember-run --nproc-per-node 4 --hosts a,b -m pkg.train
+    ember-run --nproc-per-node gpu train.py     # one rank per visible GPU
 
 Underneath is ``mpiexec`` (Hydra) from the ``mpich`` wheel, found next to this Python (the venv's
 ``bin/``) without any PATH change. Each rank runs a small bootstrap that initialises MPI before
 the script (so that a rank failing early can still end the job), sets PyTorch's launcher
 variables ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``, runs the script as
 ``__main__`` and, if it raises or exits non-zero, calls ``MPI_Abort``: mpiexec then kills every
-rank and exits non-zero. A rank killed by a signal ends the job the same way.
+rank and exits non-zero. A rank killed by a signal ends the job the same way. With
+``--nproc-per-node gpu`` there is one rank per GPU; the "nccl" group puts each rank on GPU
+``LOCAL_RANK`` (unless the script chose one with set_device).
 
 A rank that leaves early with status 0 (``os._exit(0)`` in the middle of the job, a library
 calling ``exit(0)`` from C) would look like success to mpiexec. So each rank writes a marker,
@@ -95,8 +98,10 @@ def _parser():
         prog="ember-run", description="Run a Python script on N processes (mpiexec underneath) "
         "with RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE set.")
     p.add_argument("-n", "--np", dest="np", type=int, help="total number of processes")
-    p.add_argument("--nproc-per-node", "--nproc_per_node", dest="ppn", type=int,
-                   help="processes per host (total = this x hosts unless -n is given)")
+    p.add_argument("--nproc-per-node", "--nproc_per_node", dest="ppn",
+                   help="processes per host (total = this x hosts unless -n is given); 'gpu': "
+                        "one per visible CUDA GPU (each rank's LOCAL_RANK picks its GPU in the "
+                        "nccl group), 'auto': 'gpu' with GPUs, else 1")
     p.add_argument("--hostfile", "-f", help="file listing the hosts (host or host:slots per "
                    "line) for a multi-node job")
     p.add_argument("--hosts", help="comma-separated host list (instead of --hostfile)")
@@ -124,8 +129,31 @@ def _host_count(opts) -> int:
     return 1
 
 
+def _gpu_count() -> int:
+    import ember
+    return ember.cuda.device_count() if ember.cuda.is_available() else 0
+
+
+def resolve_ppn(value, gpu_count=_gpu_count):
+    """``--nproc-per-node``: an integer, ``gpu`` (the visible CUDA GPUs; an error without
+    any) or ``auto`` (the GPUs, else 1); None stays None."""
+    if value is None or isinstance(value, int):
+        return value
+    if value in ("gpu", "auto"):
+        n = gpu_count()
+        if n == 0 and value == "gpu":
+            raise SystemExit("ember-run: --nproc-per-node gpu: no CUDA GPU is visible here")
+        return n or 1
+    try:
+        return int(value)
+    except ValueError:
+        raise SystemExit(f"ember-run: --nproc-per-node takes a number, 'gpu' or 'auto', got "
+                         f"{value!r}") from None
+
+
 def build_command(opts):
     """(argv, environment changes) for parsed options."""
+    opts.ppn = resolve_ppn(opts.ppn)
     if opts.hostfile and opts.hosts:
         raise SystemExit("ember-run: give --hostfile or --hosts, not both")
     if opts.hostfile and not os.path.isfile(opts.hostfile):

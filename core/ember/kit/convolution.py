@@ -4,7 +4,8 @@ Every direction reduces to three primitives over a *regular* convolution ``y = C
 (z: (N, C_in, *Z), W: (C_out, C_in/G, *k), y: (N, C_out, *Y)):
 
 * ``_forward(z, W)``: the windows of the padded ``z`` as a strided view (N, G, C_in/G, *k, *Y)
-  (no copy), one reshape to columns (the only im2col copy), then ``W @ columns`` batched over N
+  (no copy), one reshape to columns (the only im2col copy; in chunks of samples when
+  ``be.conv_workspace`` bounds the columns' bytes), then ``W @ columns`` batched over N
   and the groups — measured fastest of im2col + GEMM (one GEMM over all of N, with the output
   transposed back), tensordot/einsum on the window view and per-offset shifted GEMMs;
 * ``_input_grad(g, W)``: ``W^T @ g`` gives the columns, col2im adds them back with one strided
@@ -14,7 +15,8 @@ Every direction reduces to three primitives over a *regular* convolution ``y = C
 A transposed convolution is the adjoint of the regular one with the same weight, so its forward
 is ``_input_grad``, its input gradient ``_forward`` and its weight gradient ``_weight_grad`` with
 the roles of input and output exchanged. Half precision is computed in float32 and rounded
-once.
+once; on a backend whose ``matmul`` multiplies half precision natively (CUDA's GemmEx, float32
+accumulation on tensor cores) only the GEMMs run in it and the sums around them in float32.
 """
 from __future__ import annotations
 
@@ -25,7 +27,14 @@ from .binding import bind
 from .linalg import HALF
 
 
-def _work(xp, a):
+def _work(be, a):
+    """Operands to compute with: half precision in float32, unless the backend multiplies half
+    precision natively (``be.half_matmul``: then only the products run in it)."""
+    return a.astype(be.xp.float32) if a.dtype in HALF and not be.half_matmul else a
+
+
+def _wide(xp, a):
+    """An accumulation dtype: float32 for half-precision products."""
     return a.astype(xp.float32) if a.dtype in HALF else a
 
 
@@ -41,8 +50,8 @@ def _padded(xp, z, padding, extra=None):
     return out
 
 
-def _columns(xp, zp, groups, kernel, stride, dilation, out_sp):
-    """(N, G, C/G * prod(k), prod(out)): the im2col matrix of padded ``zp``, one copy."""
+def _window(xp, zp, groups, kernel, stride, dilation, out_sp):
+    """(N, G, C/G, *k, *out): every window of padded ``zp`` as a strided view (no copy)."""
     n, c = zp.shape[:2]
     st = zp.strides
     nsp = len(kernel)
@@ -50,51 +59,83 @@ def _columns(xp, zp, groups, kernel, stride, dilation, out_sp):
     strides = (st[0], st[1] * (c // groups), st[1]) + \
         tuple(st[2 + i] * dilation[i] for i in range(nsp)) + \
         tuple(st[2 + i] * stride[i] for i in range(nsp))
-    win = xp.lib.stride_tricks.as_strided(zp, shape, strides)
-    return win.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(out_sp))
+    return xp.lib.stride_tricks.as_strided(zp, shape, strides)
 
 
-def _forward(xp, z, w, stride, padding, dilation, groups):
+def _columns(win, a, b):
+    """Samples ``a:b`` of a ``_window`` as the im2col matrix (b-a, G, C/G * prod(k),
+    prod(out)): the only im2col copy."""
+    n, g, cg = win.shape[:3]
+    nsp = (win.ndim - 3) // 2
+    return win[a:b].reshape(b - a, g, cg * math.prod(win.shape[3:3 + nsp]),
+                            math.prod(win.shape[3 + nsp:]))
+
+
+def _chunks(be, n, sample_bytes):
+    """Sample ranges whose column buffers fit ``be.conv_workspace`` bytes (one range when the
+    backend sets no limit): a large batch never materializes all its columns at once."""
+    limit = be.conv_workspace
+    step = n if limit is None else max(1, limit // max(sample_bytes, 1))
+    return [(a, min(n, a + step)) for a in range(0, n, max(step, 1))] or [(0, 0)]
+
+
+def _forward(be, z, w, stride, padding, dilation, groups):
     """Regular convolution of batched ``z`` by ``w``: (N, C_out, *out)."""
+    xp = be.xp
     kernel = w.shape[2:]
     out_sp = tuple((s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in
                    zip(z.shape[2:], kernel, stride, padding, dilation))
     n, oc = z.shape[0], w.shape[0]
-    cols = _columns(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp)
+    win = _window(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp)
     wm = w.reshape(groups, oc // groups, -1)
-    return xp.matmul(wm, cols).reshape((n, oc) + out_sp)
+    per_sample = z.shape[1] * math.prod(kernel) * math.prod(out_sp) * z.itemsize
+    parts = [be.matmul(wm, _columns(win, a, b)) for a, b in _chunks(be, n, per_sample)]
+    r = parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=0)
+    return r.reshape((n, oc) + out_sp)
 
 
-def _input_grad(xp, g, w, in_sp, stride, padding, dilation, groups):
+def _input_grad(be, g, w, in_sp, stride, padding, dilation, groups):
     """The adjoint of ``_forward`` in its input: (N, C_in, *in_sp) from g (N, C_out, *out)."""
+    xp = be.xp
     n, oc = g.shape[:2]
     out_sp = g.shape[2:]
     kernel = w.shape[2:]
     cg = w.shape[1]
     kp = math.prod(kernel)
     wm = w.reshape(groups, oc // groups, cg * kp)
-    cols = xp.matmul(wm.transpose(0, 2, 1), g.reshape(n, groups, oc // groups, -1))
-    cols = cols.reshape((n, groups * cg) + tuple(kernel) + tuple(out_sp))
+    gr = g.reshape(n, groups, oc // groups, -1)
     # the padded input must hold every window, including ones the output padding adds
     full = tuple(max(i + 2 * p, (o - 1) * s + d * (k - 1) + 1) for i, p, o, s, d, k in
                  zip(in_sp, padding, out_sp, stride, dilation, kernel))
-    acc = xp.zeros((n, groups * cg) + full, dtype=cols.dtype)
-    for offset in itertools.product(*(range(k) for k in kernel)):
-        region = tuple(slice(o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in
-                       zip(offset, dilation, out_sp, stride))
-        acc[(Ellipsis,) + region] += cols[(slice(None), slice(None)) + offset]
+    acc = None
+    per_sample = groups * cg * kp * math.prod(out_sp) * 4
+    for a, b in _chunks(be, n, per_sample):
+        cols = _wide(xp, be.matmul(wm.transpose(0, 2, 1), gr[a:b]))
+        cols = cols.reshape((b - a, groups * cg) + tuple(kernel) + tuple(out_sp))
+        if acc is None:
+            acc = xp.zeros((n, groups * cg) + full, dtype=cols.dtype)
+        for offset in itertools.product(*(range(k) for k in kernel)):
+            region = tuple(slice(o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in
+                           zip(offset, dilation, out_sp, stride))
+            acc[(slice(a, b), Ellipsis) + region] += cols[(slice(None), slice(None)) + offset]
     crop = tuple(slice(p, p + i) for p, i in zip(padding, in_sp))
     r = acc[(Ellipsis,) + crop]
     return r if r.flags.c_contiguous else xp.ascontiguousarray(r)
 
 
-def _weight_grad(xp, g, z, kernel, stride, padding, dilation, groups):
+def _weight_grad(be, g, z, kernel, stride, padding, dilation, groups):
     """The adjoint of ``_forward`` in its weight: (C_out, C_in/G, *k)."""
+    xp = be.xp
     n, oc = g.shape[:2]
     out_sp = g.shape[2:]
-    cols = _columns(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp)
+    win = _window(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp)
     gm = g.reshape(n, groups, oc // groups, -1)
-    r = xp.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(axis=0)       # (G, OC/G, C/G * k)
+    per_sample = z.shape[1] * math.prod(kernel) * math.prod(out_sp) * z.itemsize
+    r = None
+    for a, b in _chunks(be, n, per_sample):
+        part = _wide(xp, be.matmul(gm[a:b], _columns(win, a, b).transpose(0, 1, 3, 2)))
+        part = part.sum(axis=0)                                   # (G, OC/G, C/G * k)
+        r = part if r is None else r + part
     return r.reshape((oc, z.shape[1] // groups) + tuple(kernel))
 
 
@@ -109,15 +150,16 @@ def convolution(be, input, weight, bias, stride, padding, dilation, transposed, 
     xp = be.xp
     x, w = be.native(input), be.native(weight)
     dt = x.dtype
-    x, w = _work(xp, x), _work(xp, w)
+    x, w = _work(be, x), _work(be, w)
     if transposed:
         in_sp = tuple((i - 1) * s - 2 * p + d * (k - 1) + 1 + o for i, s, p, d, k, o in
                       zip(x.shape[2:], stride, padding, dilation, w.shape[2:], output_padding))
-        r = _input_grad(xp, x, w, in_sp, stride, padding, dilation, groups)
+        r = _input_grad(be, x, w, in_sp, stride, padding, dilation, groups)
     else:
-        r = _forward(xp, x, w, stride, padding, dilation, groups)
+        r = _forward(be, x, w, stride, padding, dilation, groups)
     if bias is not None:
-        b = _work(xp, be.native(bias))
+        r = _wide(xp, r)
+        b = _wide(xp, be.native(bias))
         r += b.reshape((b.shape[0],) + (1,) * (r.ndim - 2))
     return _result(be, r, dt, input.device)
 
@@ -125,24 +167,24 @@ def convolution(be, input, weight, bias, stride, padding, dilation, transposed, 
 def convolution_backward(be, grad_output, input, weight, bias_sizes, stride, padding, dilation,
                          transposed, output_padding, groups, output_mask):
     xp = be.xp
-    g, x, w = (_work(xp, be.native(t)) for t in (grad_output, input, weight))
+    g, x, w = (_work(be, be.native(t)) for t in (grad_output, input, weight))
     dt = be.native(input).dtype
     dev = input.device
     gi = gw = gb = None
     if output_mask[0]:
         if transposed:
-            r = _forward(xp, g, w, stride, padding, dilation, groups)
+            r = _forward(be, g, w, stride, padding, dilation, groups)
         else:
-            r = _input_grad(xp, g, w, x.shape[2:], stride, padding, dilation, groups)
+            r = _input_grad(be, g, w, x.shape[2:], stride, padding, dilation, groups)
         gi = _result(be, r, dt, dev)
     if output_mask[1]:
         if transposed:  # roles exchanged: x plays the output gradient, g the input
-            r = _weight_grad(xp, x, g, w.shape[2:], stride, padding, dilation, groups)
+            r = _weight_grad(be, x, g, w.shape[2:], stride, padding, dilation, groups)
         else:
-            r = _weight_grad(xp, g, x, w.shape[2:], stride, padding, dilation, groups)
+            r = _weight_grad(be, g, x, w.shape[2:], stride, padding, dilation, groups)
         gw = _result(be, r, dt, dev)
     if output_mask[2]:
-        gb = _result(be, g.sum(axis=(0,) + tuple(range(2, g.ndim))), dt, dev)
+        gb = _result(be, _wide(xp, g).sum(axis=(0,) + tuple(range(2, g.ndim))), dt, dev)
     return gi, gw, gb
 
 

@@ -1,8 +1,9 @@
 """Linear algebra kernels for array-module backends.
 
 ``xp.matmul`` takes strided operands as they are (BLAS reads transposed views directly), so no
-operand is made contiguous here. Half-precision products are computed in float32 and rounded
-once, as PyTorch's CPU kernels accumulate them.
+operand is made contiguous here. Products go through ``be.matmul`` (``ArrayBackend.matmul``:
+half precision computed in float32 and rounded once, as PyTorch's CPU kernels accumulate them; a
+device backend may compute half precision natively, as CUDA's GemmEx does).
 """
 from __future__ import annotations
 
@@ -29,13 +30,8 @@ def _result(be, r, dt, dev):
 
 
 def matmul(be, a, b):
-    dt, (x, y) = _work(be.xp, [be.native(a), be.native(b)])
-    if x.ndim > 2 and y.ndim == 2 and x.flags.c_contiguous:
-        # a batch of rows times one matrix is one GEMM over all the rows, not a loop of small
-        # ones (numpy's matmul calls BLAS per batch element)
-        r = be.xp.matmul(x.reshape(-1, x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[-1:])
-        return _result(be, r, dt, a.device)
-    return _result(be, be.xp.matmul(x, y), dt, a.device)
+    x, y = be.native(a), be.native(b)
+    return _result(be, be.matmul(x, y), x.dtype, a.device)
 
 
 def einsum(be, equation, operands):

@@ -7,7 +7,10 @@ import warnings
 
 from .. import _dtype
 from .. import _tensor as _tensor_mod
+from ..dispatch.grad_mode import no_grad
+from ..ops import reduction as _red
 from ..ops._util import every_example, require_tensor, torch_function
+from ..ops.elementwise import where
 from ..ops.embedding_bag import embedding_bag, embedding_bag_outputs, embedding_renorm_
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
@@ -35,14 +38,19 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= num
     flat = input.reshape(-1)
-    # under ember.compile/export the range check is index_select's own (it raises on every
-    # backend): a host read here would break the graph on every embedding
+    # the range check reads index values: the backend makes it (at once on the CPU, on the
+    # device and at the next synchronization on CUDA, like PyTorch's device-side assert).
+    # Under ember.compile/export the check is index_select's own (it raises on every backend)
     if flat.numel() and not _tensor_mod._capturing():
         every = every_example(flat)   # every example of a vmapped batch
-        lo, hi = int(every.min()), int(every.max())
-        if lo < 0 or hi >= num:
-            raise IndexError(f"index out of range in self (embedding of {num} rows got index "
-                             f"{lo if lo < 0 else hi})")
+        with no_grad():
+            lo, hi = _red.amin(every), _red.amax(every)
+            over = hi >= num
+            ok = (lo >= 0) & ~over
+            value = where(over, hi, lo)
+        every._backend().assert_values(
+            "embedding", ok, value, IndexError,
+            f"index out of range in self (embedding of {num} rows got index {{value}})")
     if max_norm is not None:
         embedding_renorm_(weight, flat, max_norm, norm_type)
     from ..ops.indexing import index_select

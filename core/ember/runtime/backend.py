@@ -117,6 +117,18 @@ class Backend:
         """The size in bytes of a Storage ``data`` handle this backend made."""
         raise NotImplementedError
 
+    # -- value checks ---------------------------------------------------------------------------
+    def assert_values(self, op, ok, value, exc, message):
+        """Fail ``op`` with ``exc(message)`` (``{value}`` replaced by the 0-d tensor ``value``'s
+        value) unless the 0-d bool tensor ``ok`` is True: what the op layer calls for a check
+        that needs tensor values (an embedding index in range). This default reads both at once;
+        a device backend may check on the device and raise at its next synchronization, as
+        PyTorch's device-side asserts do, so that the op does not wait for the device."""
+        if not self.has_data:
+            return
+        if not bool(ok.item()):
+            raise exc(message.format(value=None if value is None else value.item()))
+
     # -- memory ---------------------------------------------------------------------------------
     def allocator(self, index: int):
         """The allocator of device ``index`` (a ``CachingAllocator``, or an object with its

@@ -86,6 +86,19 @@ class DeviceModule(types.ModuleType):
     def synchronize(self, device=None) -> None:
         self._backend.synchronize(self._index(device))
 
+    def set_sync_debug_mode(self, debug_mode) -> None:
+        """Warn ("warn"/1) or raise ("error"/2) at every host synchronization, or neither
+        ("default"/0), where the backend can tell (PyTorch's ``torch.cuda`` function)."""
+        self._optional("set_sync_debug_mode")(debug_mode)
+
+    def get_sync_debug_mode(self) -> int:
+        return self._optional("get_sync_debug_mode")()
+
+    def host_sync_count(self) -> int:
+        """How many times the host has waited for this backend's devices so far (value reads,
+        synchronizations); the difference over a training step is its synchronizations."""
+        return self._optional("host_sync_count")()
+
     def _optional(self, method):
         """A backend method that only some backends have (device properties, driver memory
         info): the bound method, or RuntimeError naming what is missing."""

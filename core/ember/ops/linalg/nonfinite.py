@@ -14,10 +14,13 @@ non-finite matrix (LAPACK and the Jacobi kernels make up finite values for some 
 * inverse and solve: a matrix holding NaN gives an all-NaN inverse / solution (its info stays
   0, as LAPACK's does).
 
-Each check is one sum read on the host when every matrix is finite (the common case);
-the repair (a where per input and output) runs only when a matrix is not. A non-finite matrix
-is replaced by the identity before the kernel runs, so it can neither fail nor report a
-singular or non-converging matrix.
+Where values live on the host (the CPU), each check is one sum read when every matrix is
+finite (the common case), and the repair (a where per input and output) runs only when a matrix
+is not. On a device (CUDA, OpenCL) a read would wait for the device, so the eigh and solve rules
+always run the repair, branch-free on the device (PyTorch's inv_ex/solve_ex do not synchronize
+either); SVD reads once, since it must raise for NaN (as PyTorch's svd synchronizes). A
+non-finite matrix is replaced by the identity before the kernel runs, so it can neither fail
+nor report a singular or non-converging matrix.
 """
 from __future__ import annotations
 
@@ -31,11 +34,14 @@ def _triangle(A, uplo):
     return A if uplo is None else A.tril() if uplo == "L" else A.triu()
 
 
-def _matrices_where(A, test, uplo=None):
+def _matrices_where(A, test, uplo=None, read=True):
     """A bool tensor of A's batch shape (True: the matrix has an entry ``test`` flags), or None
-    when no matrix has one (or there are no values to read)."""
+    when no matrix has one (or there are no values to read). ``read=False`` on a device whose
+    values are not on the host: the flags without looking at them (never None)."""
     if A.device.type == "meta" or A.numel() == 0:
         return None
+    if not read and not getattr(A._backend(), "values_on_host", False):
+        return test(_triangle(A, uplo)).flatten(-2).any(-1)
     # the common case in one reduction: a sum is finite when every term is (it may overflow
     # to infinity: then the exact test below runs and finds nothing)
     if cmath.isfinite(every_example(A).sum().item()):
@@ -95,7 +101,7 @@ def svd(api, A, run, mask=(0, 1, 2)):
 
 def eigh(A, uplo, run, mask=(0, 1)):
     """``run(A)`` (eigh_op / eigvalsh_op) under the Hermitian rule for triangle ``uplo``."""
-    bad = _matrices_where(A, _nonfinite, uplo)
+    bad = _matrices_where(A, _nonfinite, uplo, read=False)
     if bad is None:
         return run(A)
     return _run_masked(A, bad, run, mask)
@@ -103,7 +109,7 @@ def eigh(A, uplo, run, mask=(0, 1)):
 
 def solve(A, run, mask=(0,)):
     """``run(A)`` (inv_ex_op / solve_op) under the inverse rule."""
-    bad = _matrices_where(A, _isnan)
+    bad = _matrices_where(A, _isnan, read=False)
     if bad is None:
         return run(A)
     return _run_masked(A, bad, run, mask)
