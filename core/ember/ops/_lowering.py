@@ -42,7 +42,7 @@ def _named(rule, text):
     return rule
 
 
-def is_scalar(x) -> bool:
+def is_number(x) -> bool:
     """A Python number (not an operand that is a tensor)."""
     return isinstance(x, (int, float, bool))
 
@@ -67,7 +67,7 @@ def compare(symbol):
 def clamp(e, x, lo, hi, *_):
     """``x`` limited to scalar bounds ``lo``/``hi`` (either None); NaN stays NaN. Tensor
     bounds stay a library call."""
-    if (lo is not None and not is_scalar(lo)) or (hi is not None and not is_scalar(hi)):
+    if (lo is not None and not is_number(lo)) or (hi is not None and not is_number(hi)):
         return None
     v = e(x)
     if lo is not None:
