@@ -82,6 +82,66 @@ def test_info_op_lists_facets_and_kernels_with_their_locations():
     assert inplace["functional twin"] == "mul"
 
 
+def test_info_op_lists_the_lowering_facets():
+    from ember.dispatch.describe import describe
+
+    def rows(name):
+        return {facet: (value, where) for facet, value, where in describe(name)}
+    exp = rows("exp")
+    assert exp["pointwise"] == ("call('exp')", exp["pointwise"][1])
+    assert exp["pointwise"][1].split(":")[0].endswith("ops/_lowering.py")
+    assert exp["onnx"][0] == "onnx_unary('Exp')"
+    add = rows("add")
+    assert add["pointwise"][1].split(":")[0].endswith("ops/elementwise/binary.py")
+    assert "folded when its inputs are constants" in add["onnx"][0]
+    assert "predicate" in rows("gt")["pointwise"][0]
+    assert rows("_foreach_mul_")["applies"][0] == "mul at each index of its lists"
+    assert rows("acos")["pointwise"][0].startswith("none: stays op by op")
+    assert rows("erfinv")["onnx"][0] == "none: ember.onnx.export refuses it"
+    assert rows("mul_")["pointwise"][0] == "none"        # in-place: never fused
+
+
+def test_info_missing_lowering_lists_what_compile_and_export_cannot_lower(capsys):
+    import json
+    import ember
+    assert cli.main(["info", "--missing-lowering", "--json"]) == 0
+    missing = json.loads(capsys.readouterr().out)
+    compile_ = {op: fam for fam, ops in missing["compile"].items() for op in ops}
+    export = {op: fam for fam, ops in missing["export"].items() for op in ops}
+    assert compile_["acos"] == "elementwise.unary" and compile_["atan2"] == "elementwise.binary"
+    assert "exp" not in compile_ and "add" not in compile_ and "add_" not in compile_
+    assert export["erfinv"] == "elementwise.unary" and export["convolution_backward"] == "nn.conv"
+    assert "exp" not in export and "convolution" not in export
+    # what it says is what compile does: each listed unary op splits a chain, a facet fuses it
+    compile_ops = set(compile_)
+
+    def fused_ops(fn, x):
+        compiled = ember.compile(fn)
+        compiled(x)
+        (entry,) = compiled.cache.values()
+        return [n.op.name for n in entry.lowered.nodes]
+    x = ember.rand(64) * 0.5 + 0.25
+    for name in missing["compile"]["elementwise.unary"]:
+        fn = getattr(ember, name, None)
+        if fn is None or name in ("bitwise_not", "logical_not") or name.startswith("is"):
+            continue
+        nodes = fused_ops(lambda x, fn=fn: fn(x * 0.5) + 1.0, x)
+        assert name in nodes and not any(n.startswith("fused[") for n in nodes), (name, nodes)
+    if __import__("ember_cpu.fusion", fromlist=["compiler"]).compiler() is not None:
+        for name in ("exp", "sigmoid"):
+            assert name not in compile_ops
+            assert fused_ops(lambda x, fn=getattr(ember, name): fn(x * 0.5) + 1.0, x) == \
+                [f"fused[mul,{name},add]"]
+    with pytest.raises(ember.onnx.errors.UnsupportedOperatorError, match="erfinv"):
+        ember.onnx.export(lambda x: ember.erfinv(x), (x,), __import__("io").BytesIO())
+    # the plain listing: one line per family under each heading
+    assert cli.main(["info", "--missing-lowering"]) == 0
+    text = capsys.readouterr().out
+    assert "compiled graphs run them op by op" in text and "export refuses them" in text
+    assert any(line.strip().startswith("elementwise.unary:") and " acos," in line
+               for line in text.splitlines())
+
+
 def test_info_op_runs_from_the_command_line_and_rejects_unknown_ops():
     out = subprocess.run([sys.executable, "-m", "ember.cli", "info", "--op", "add"],
                          capture_output=True, text=True, env={**__import__("os").environ,

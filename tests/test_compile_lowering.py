@@ -98,6 +98,27 @@ def test_comparisons_where_and_casts_fuse_with_bool_intermediates():
     assert (got - f(x, y)).abs().max().item() < 1e-6
 
 
+def test_an_op_fuses_by_its_pointwise_facet():
+    # an op defined outside the core, with a kernel: a graph node that splits fusion until it
+    # has a pointwise facet, then one statement of the loop
+    from ember.library import Library
+    lib = Library("pointwise_facet_test", "DEF")
+    softsign = lib.define("softsign(Tensor x) -> Tensor",
+                          meta=lambda x: (tuple(x.shape), x.dtype))
+    lib.impl("softsign", lambda x: x / (x.abs() + 1), "cpu")
+    x = ember.randn(300)
+    want = softsign(x * 2.0) + 1.0
+    plain = ember.compile(lambda x: softsign(x * 2.0) + 1.0)
+    plain(x)
+    assert not _fused_names(_entry(plain).lowered)
+    softsign.def_pointwise(lambda e, x, *_: f"({e(x)} / ({e.fn('fabs', e(x))} + {e.lit(1)}))")
+    fused = ember.compile(lambda x: softsign(x * 2.0) + 1.0)
+    fused(x)
+    got = fused(x)
+    assert _fused_names(_entry(fused).lowered) == ["fused[mul,pointwise_facet_test::softsign,add]"]
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+
+
 def test_a_mutation_splits_fusion_so_reads_see_the_old_value():
     def f(x):
         a = x * 2

@@ -11,7 +11,9 @@ it imports everything by design.
 * no import cycle passes through a module of ``ember.runtime`` or ``ember.dispatch``;
 * no module-level import cycle anywhere in ``core/ember``, and counting imports inside
   functions too, no cycle of more than two modules;
-* the layers keep their order: the op families never import autograd, ``ember.func`` or nn;
+* the layers keep their order: the op families never import autograd, ``ember.func``, nn,
+  the compiler or the ONNX exporter (an op's lowering rules get what they need from the
+  objects the compiler and exporter pass them);
   autograd never imports ``ember.func`` (a layer reaches the ones above it only through the
   public ``ember`` namespace at call time, or through ``ops/_primitives`` slots they fill).
 """
@@ -218,7 +220,7 @@ def _in(name, prefixes):
 #: importer -> what it must never import (the layering: ops < autograd < func < nn and above)
 LAYERS = {
     ("ember.ops",): ("ember.autograd", "ember.func", "ember.nn", "ember.compiler",
-                     "ember.distributed", "ember.optim"),
+                     "ember.onnx", "ember.distributed", "ember.optim"),
     ("ember.autograd",): ("ember.func", "ember.nn", "ember.compiler", "ember.profiler"),
     ("ember.dispatch",): ("ember.ops", "ember.autograd", "ember.func", "ember.nn"),
 }
@@ -242,3 +244,9 @@ def test_every_primitive_slot_is_filled_once_ember_is_imported():
     from ember.ops import _primitives
     empty = [name for name in _primitives.SLOTS if getattr(_primitives, name) is None]
     assert not empty, f"ops/_primitives slots no family filled: {empty}"
+
+
+def test_lowering_makers_import_nothing_of_ember():
+    # ops/_lowering.py is under every family (they build their rows' lowering columns from it)
+    ember_imports = {t for t in imports_of("ember.ops._lowering") if _in(t, ("ember",))}
+    assert not ember_imports, f"ember.ops._lowering imports {sorted(ember_imports)}"

@@ -189,6 +189,31 @@ def test_an_op_without_onnx_form_raises_naming_it():
         ember.onnx.export(lambda x: ember.erfinv(x), (ember.rand(4),), io.BytesIO())
 
 
+def test_an_op_exports_by_its_onnx_facet_and_its_refusal_names_it():
+    # an op defined outside the core: no onnx facet, no export; with one, its nodes are used
+    from ember.library import Library
+    lib = Library("onnx_facet_test", "DEF")
+    softsign = lib.define("softsign(Tensor x, float k) -> Tensor",
+                          meta=lambda x, k: (tuple(x.shape), x.dtype))
+    lib.impl("softsign", lambda x, k: x / (x.abs() + k), "cpu")
+    x = ember.randn(5)
+    with pytest.raises(ember.onnx.errors.UnsupportedOperatorError,
+                       match="onnx_facet_test::softsign"):
+        ember.onnx.export(lambda x: softsign(x, 1.0), (x,), io.BytesIO())
+
+    @softsign.def_onnx
+    def _(b, c, x, k):
+        if k <= 0:
+            c.refuse(f"k={k}")
+        return b.op("Div", [x, b.op("Add", [b.op("Abs", [x]), c.scalar(k)])])
+    f = io.BytesIO()
+    ember.onnx.export(lambda x: softsign(x, 2.0) * 3, (x,), f, input_names=["x"])
+    got = ort.InferenceSession(f.getvalue()).run(None, {"x": x.numpy()})[0]
+    np.testing.assert_allclose(got, (softsign(x, 2.0) * 3).numpy(), rtol=1e-6)
+    with pytest.raises(ember.onnx.errors.UnsupportedOperatorError, match="softsign.*k=-1"):
+        ember.onnx.export(lambda x: softsign(x, -1.0), (x,), io.BytesIO())
+
+
 def test_data_dependent_python_raises_naming_the_line():
     def f(x):
         if x.sum() > 0:

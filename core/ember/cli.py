@@ -6,7 +6,10 @@
                   ``ember info --op NAME``: one op's facets and kernels, with where each is;
                   NAME may be a registry op (``nll_loss_forward``) or a public name
                   (``F.cross_entropy``, ``conv2d``, ``Tensor.add_``), which lists the ops it
-                  dispatches; a typo gets suggestions.
+                  dispatches; a typo gets suggestions. ``ember info --missing-lowering``: by
+                  family, the pointwise-shaped ops without a ``pointwise`` facet (compiled
+                  graphs run them op by op) and the ops without an ``onnx`` facet (export
+                  refuses them).
 ``ember run``   — run an unmodified PyTorch script on ember (``ember.run``).
 ``ember demo``  — trains a small digits classifier on every available backend and compares them.
 ``ember --version`` prints the version (``ember_cli``, without importing ember); ``ember`` alone
@@ -113,6 +116,8 @@ def _print_plain(title, blocks) -> None:
 def info(args) -> int:
     if getattr(args, "op", None):
         return op_info(args.op, as_json=getattr(args, "json", False))
+    if getattr(args, "missing_lowering", False):
+        return missing_lowering_info(as_json=getattr(args, "json", False))
     from . import __version__
     backends, left_out = _backends(), _left_out_rows()
     if getattr(args, "json", False):
@@ -192,6 +197,30 @@ def op_info(name: str, as_json: bool = False) -> int:
     return 0
 
 
+_MISSING_TITLES = {
+    "compile": "pointwise-shaped ops without a pointwise facet: compiled graphs run them op by op",
+    "export": "ops without an onnx facet: ember.onnx.export refuses them",
+}
+
+
+def missing_lowering_info(as_json: bool = False) -> int:
+    """``ember info --missing-lowering``: the lists of ``describe.missing_lowering``."""
+    from .dispatch.describe import missing_lowering
+    missing = missing_lowering()
+    if as_json:
+        print(json.dumps(missing, indent=2))
+        return 0
+    for i, (what, families) in enumerate(missing.items()):
+        if i:
+            print()
+        total = sum(len(ops) for ops in families.values())
+        print(f"{_MISSING_TITLES[what]} ({total})")
+        width = max((len(f) for f in families), default=0)
+        for fam, ops in families.items():
+            print(f"  {fam + ':':<{width + 1}} {', '.join(ops)}")
+    return 0
+
+
 def _demo(args) -> int:
     from .demo import run
     return run(args)
@@ -228,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "derivative and other facets, and each backend's kernel, with the "
                           "file:line of each; NAME may be a public name (F.cross_entropy, "
                           "conv2d, Tensor.add_), which lists the ops it dispatches")
+    info_cmd.add_argument("--missing-lowering", action="store_true", help="list, by family, the "
+                          "pointwise-shaped ops that compiled graphs run op by op (no pointwise "
+                          "facet) and the ops ember.onnx.export refuses (no onnx facet)")
     info_cmd.add_argument("--json", action="store_true", help="print JSON instead of a table")
     info_cmd.set_defaults(fn=info)
     sub.add_parser("run", help="run an unmodified PyTorch script on ember: ember run "

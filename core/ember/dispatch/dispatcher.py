@@ -40,8 +40,8 @@ class Op:
     """
 
     __slots__ = ("name", "schema", "meta", "composite", "_derivative", "jvp", "batch_rule",
-                 "decomposition", "functional", "mutates", "_cache", "doc", "defined_at",
-                 "_tensor_pos", "_list_pos", "__weakref__")
+                 "decomposition", "pointwise", "onnx", "applies", "functional", "mutates",
+                 "_cache", "doc", "defined_at", "_tensor_pos", "_list_pos", "__weakref__")
 
     def __init__(self, schema, meta=None, composite=None, mutates=None, doc=None,
                  derivative=None, functional=None):
@@ -53,6 +53,9 @@ class Op:
         self.jvp = None
         self.batch_rule = None
         self.decomposition = None
+        self.pointwise = None
+        self.onnx = None
+        self.applies = None
         self.functional = functional
         if mutates is None:
             mutates = self.schema.mutated_positions
@@ -99,6 +102,16 @@ class Op:
     def def_decomposition(self, fn):
         self.decomposition = fn
         return fn
+
+    def def_pointwise(self, rule):
+        """Attach the op's expression for one element (what fusion renders); a decorator too."""
+        self.pointwise = rule
+        return rule
+
+    def def_onnx(self, rule):
+        """Attach the op's ONNX translation; a decorator too."""
+        self.onnx = rule
+        return rule
 
     def __call__(self, *args, **kwargs):
         if kwargs:  # rare: ops are called positionally by ember's own API

@@ -2,7 +2,8 @@
 ``onnx`` package, imported only here).
 
 The program is captured by ``ember.export`` (whole graph, no graph breaks), then each node is
-translated by its row in ``symbolics.py`` (one function per ember op, emitting ONNX nodes).
+translated by its op's ``onnx`` facet (written beside the op's define in ``ember/ops``; the
+translation loop and the ``Context`` rules read are in ``symbolics.py``).
 Parameters and buffers become initializers named by their module paths; with
 ``do_constant_folding`` a node whose inputs are all initializers (a weight's transpose, a bias
 sum) is computed once and stored. ``dynamic_axes`` marks input/output dimensions symbolic:
@@ -58,6 +59,17 @@ class Builder:
 
     def ints(self, values):
         return self.const(np.asarray(list(values), dtype=np.int64), "shape")
+
+    def cast(self, x, dtype):
+        """A ``Cast`` of ``x`` to the ember ``dtype``."""
+        return self.op("Cast", [x], to=onnx_dtype(dtype))
+
+    def constant_of_shape(self, shape, value, dtype):
+        """A ``ConstantOfShape`` node: the int64 value ``shape`` filled with ``value`` of
+        numpy ``dtype``."""
+        from onnx import numpy_helper
+        fill = numpy_helper.from_array(np.asarray([value], dtype=dtype))
+        return self.op("ConstantOfShape", [shape], value=fill)
 
 
 def export(model, args, f, export_params=True, verbose=False, training=None,

@@ -21,6 +21,7 @@ from .. import _memory_format as _mf
 from . import _batching, _grad, _primitives, _tangents
 from . import _meta
 from . import views as _views
+from ._lowering import CAST, foldable, operands
 from ._util import require_tensor, tensor_method
 
 
@@ -55,6 +56,18 @@ copy_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", meta=_copy_
                  derivative=Derivative(_copy_backward, complex_ok=True, name="CopyBackwards"),
                  doc="Elementwise copy of ``src`` (same shape and device) into ``self``.")
 _primitives.provide(to_copy_op=to_copy_op, copy_op=copy_op)
+
+
+@to_copy_op.def_pointwise
+@operands(CAST)
+def _to_copy_expr(e, x, *_):
+    return e(x)
+
+
+@to_copy_op.def_onnx
+@foldable
+def _to_copy_onnx(b, c, x, dtype, *rest):
+    return b.cast(x, dtype)
 
 
 def _warn_complex_to_real(src, dst_dtype):
@@ -199,6 +212,12 @@ clone_op = define("clone(Tensor self) -> Tensor", meta=_meta.same("clone"),
                   composite=_clone_preserving,
                   derivative=Derivative(_pass_through, complex_ok=True, name="CloneBackward0"),
                   doc="A copy keeping a non-overlapping, dense layout (preserve_format).")
+
+
+@clone_op.def_onnx
+@foldable
+def _clone_onnx(b, c, x, *rest):
+    return b.op("Identity", [x])
 
 
 def order_for(t, memory_format, op):

@@ -52,6 +52,15 @@ eye_op = define("eye(int n, int m, dtype dtype, Device device) -> Tensor", meta=
 _primitives.provide(full_op=full_op)
 
 
+@full_op.def_onnx
+def _full_onnx(b, c, size, value, dtype, device=None, *rest):
+    shape = c.shape_tensor(size)
+    np_dtype = np.dtype(dtype.np)
+    if shape in b.initializers and not c.probe:     # a static size: the tensor itself
+        return b.const(np.full(list(size), value, dtype=np_dtype), "full")
+    return b.constant_of_shape(shape, value, np_dtype)
+
+
 def _empty_composite(size, dtype, device):
     from ..runtime.registry import registry
     return registry.get(device.type).empty(size, dtype, device)

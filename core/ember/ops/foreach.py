@@ -32,6 +32,7 @@ from ..dispatch.grad_mode import no_grad
 from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import NOT_DIFFERENTIABLE
+from .elementwise import binary as _bin, ternary as _tern
 
 __all__ = ["_foreach_add_", "_foreach_mul_", "_foreach_div_", "_foreach_lerp_",
            "_foreach_addcmul_", "_foreach_addcdiv_", "_foreach_maximum_", "_foreach_sqrt",
@@ -193,27 +194,35 @@ def _adam_composite(decoupled):
 
 
 # -- the ops ---------------------------------------------------------------------------------------
-def _op(schema, composite):
-    return define(schema, composite=composite, derivative=NOT_DIFFERENTIABLE, _depth=2)
+def _op(schema, composite, applies=None):
+    """A foreach op; ``applies``: the elementwise op it applies at each index with the same
+    arguments element by element (its ``applies`` facet: fusion's foreach runs)."""
+    op = define(schema, composite=composite, derivative=NOT_DIFFERENTIABLE, _depth=2)
+    op.applies = applies
+    return op
 
 
 foreach_add_op_ = _op("_foreach_add_(Tensor(a!)[] self, Tensor[] other, Scalar alpha) -> ()",
-                      _add_list)
+                      _add_list, applies=_bin.add_op)
 foreach_add_scalar_op_ = _op("_foreach_add_scalar_(Tensor(a!)[] self, Scalar scalar) -> ()",
-                             _add_scalar)
-foreach_mul_op_ = _op("_foreach_mul_(Tensor(a!)[] self, Scalar scalar) -> ()", _mul_scalar)
+                             _add_scalar, applies=_bin.add_op)
+foreach_mul_op_ = _op("_foreach_mul_(Tensor(a!)[] self, Scalar scalar) -> ()", _mul_scalar,
+                      applies=_bin.binary_ops["mul"][1])
 foreach_mul_tensor_op_ = _op("_foreach_mul_tensor_(Tensor(a!)[] self, Tensor scalar) -> ()",
                              _mul_tensor)
 foreach_norm_op = _op("_foreach_norm(Tensor[] self, Scalar ord) -> Tensor[]", _norm)
-foreach_div_op_ = _op("_foreach_div_(Tensor(a!)[] self, Scalar scalar) -> ()", _div_scalar)
+foreach_div_op_ = _op("_foreach_div_(Tensor(a!)[] self, Scalar scalar) -> ()", _div_scalar,
+                      applies=_bin.div_op)
 foreach_lerp_op_ = _op("_foreach_lerp_(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()",
-                       _lerp)
+                       _lerp, applies=_tern.lerp_op)
 foreach_addcmul_op_ = _op("_foreach_addcmul_(Tensor(a!)[] self, Tensor[] tensor1, "
-                          "Tensor[] tensor2, Scalar value) -> ()", _addcmul)
+                          "Tensor[] tensor2, Scalar value) -> ()", _addcmul,
+                          applies=_tern.addcmul_op)
 foreach_addcdiv_op_ = _op("_foreach_addcdiv_(Tensor(a!)[] self, Tensor[] tensor1, "
-                          "Tensor[] tensor2, Scalar value) -> ()", _addcdiv)
+                          "Tensor[] tensor2, Scalar value) -> ()", _addcdiv,
+                          applies=_tern.addcdiv_op)
 foreach_maximum_op_ = _op("_foreach_maximum_(Tensor(a!)[] self, Tensor[] other) -> ()",
-                          _maximum)
+                          _maximum, applies=_bin.binary_ops["maximum"][1])
 foreach_sqrt_op = _op("_foreach_sqrt(Tensor[] self) -> Tensor[]", _sqrt)
 fused_sgd_op_ = _op("_fused_sgd_(Tensor(a!)[] self, Tensor[] grads, "
                     "Tensor(b!)[] momentum_buffer_list, float weight_decay, float momentum, "

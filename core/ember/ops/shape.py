@@ -17,6 +17,7 @@ from ..dispatch.facets import Derivative
 from . import _batching, _grad, _primitives, _tangents
 from . import _meta
 from . import factories as _fac
+from ._lowering import foldable
 from ._util import require_tensor, tensor_method, write_out
 from .views import slice_op, unsqueeze, view_op
 
@@ -108,6 +109,12 @@ flip_op = define("flip(Tensor self, int[] dims) -> Tensor", meta=_meta.same("fli
                  derivative=Derivative(_flip_backward, complex_ok=True))
 roll_op = define("roll(Tensor self, int[] shifts, int[] dims) -> Tensor", meta=_meta.same("roll"),
                  derivative=Derivative(_roll_backward, complex_ok=True))
+
+
+@cat_op.def_onnx
+@foldable
+def _cat_onnx(b, c, xs, dim, *rest):
+    return b.op("Concat", list(xs), axis=int(dim))
 tile_op = define("tile(Tensor self, int[] reps) -> Tensor", meta=_tile_meta,
                  derivative=Derivative(_tile_backward, complex_ok=True, name="RepeatBackward0"))
 tril_op = define("tril(Tensor self, int diagonal) -> Tensor", meta=_meta.same("tril"),

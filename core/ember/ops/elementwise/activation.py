@@ -21,6 +21,7 @@ from ...dispatch.facets import Derivative
 from .. import _grad, _primitives, _tangents
 from .. import _meta
 from .. import conversion as _conv  # formulas and composites only
+from .._lowering import clamp, onnx_clamp
 from .._util import require_tensor, tensor_method
 from ._rules import check_overlap, float_dtype
 
@@ -175,6 +176,78 @@ hardswish__op = define("hardswish_(Tensor(a!) self) -> Tensor(a!)",
                        meta=_meta.inplace("hardswish_"), composite=_written_back(hardswish_op),
                        functional=hardswish_op,
                        derivative=Derivative(_hardswish_backward, save=("self",)))
+
+
+# -- lowering: one element as an expression (fusion), the ONNX nodes (export) -----------------
+_SQRT_HALF = math.sqrt(0.5)   # sqrt(0.5), not _K_ALPHA: the two differ in the last bit
+
+
+@gelu_op.def_pointwise
+def _gelu_expr(e, x, approximate="none", *_):
+    v = e(x)
+    if approximate == "tanh":
+        inner = f"{e.lit(_K_BETA)} * ({v} + {e.lit(_K_KAPPA)} * {v} * {v} * {v})"
+        return f"({e.lit(0.5)} * {v} * ({e.lit(1)} + {e.fn('tanh', inner)}))"
+    return f"({e.lit(0.5)} * {v} * ({e.lit(1)} + {e.fn('erf', f'{v} * {e.lit(_SQRT_HALF)}')}))"
+
+
+@gelu_op.def_onnx
+def _gelu_onnx(b, c, x, approximate="none", *rest):
+    if approximate == "tanh":
+        cube = b.op("Mul", [b.op("Mul", [x, x]), x])
+        inner = b.op("Mul", [b.op("Add", [x, b.op("Mul", [cube, c.scalar(_K_KAPPA)])]),
+                             c.scalar(_K_BETA)])
+        t = b.op("Add", [b.op("Tanh", [inner]), c.scalar(1.0)])
+    else:
+        t = b.op("Add", [b.op("Erf", [b.op("Mul", [x, c.scalar(_SQRT_HALF)])]), c.scalar(1.0)])
+    return b.op("Mul", [b.op("Mul", [x, t]), c.scalar(0.5)])
+
+
+@softplus_op.def_pointwise
+def _softplus_expr(e, x, beta, threshold, *_):
+    v = e(x)
+    return (f"({v} * {e.lit(beta)} > {e.lit(threshold)} ? {v} : "
+            f"{e.fn('log1p', e.fn('exp', f'{v} * {e.lit(beta)}'))} / {e.lit(beta)})")
+
+
+@softplus_op.def_onnx
+def _softplus_onnx(b, c, x, beta=1.0, threshold=20.0, *rest):
+    if beta != 1.0:
+        scaled = b.op("Mul", [x, c.scalar(beta)])
+        return b.op("Div", [b.op("Softplus", [scaled]), c.scalar(beta)])
+    return b.op("Softplus", [x])
+
+
+@leaky_relu_op.def_pointwise
+def _leaky_relu_expr(e, x, slope, *_):
+    return f"({e(x)} > {e.lit(0)} ? {e(x)} : {e(x)} * {e.lit(slope)})"
+
+
+@leaky_relu_op.def_onnx
+def _leaky_relu_onnx(b, c, x, slope=0.01, *rest):
+    return b.op("LeakyRelu", [x], alpha=float(slope))
+
+
+@elu_op.def_pointwise
+def _elu_expr(e, x, alpha, scale, input_scale, *_):
+    v = e(x)
+    return (f"({v} <= {e.lit(0)} ? {e.fn('expm1', f'{v} * {e.lit(input_scale)}')} * "
+            f"{e.lit(alpha * scale)} : {v} * {e.lit(scale)})")
+
+
+@hardtanh_op.def_pointwise
+def _hardtanh_expr(e, x, lo, hi, *_):
+    return clamp(e, x, lo, hi)
+
+
+@hardtanh_op.def_onnx
+def _hardtanh_onnx(b, c, x, lo=-1.0, hi=1.0, *rest):
+    return onnx_clamp(b, c, x, lo, hi)
+
+
+@threshold_op.def_pointwise
+def _threshold_expr(e, x, th, value, *_):
+    return f"({e(x)} <= {e.lit(th)} ? {e.lit(value)} : {e(x)})"
 
 
 def _real_activation(input, op):

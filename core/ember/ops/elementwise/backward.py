@@ -73,3 +73,19 @@ sigmoid_backward_op = define(
     meta=_same_meta("sigmoid_backward"), composite=_sigmoid_composite,
     derivative=Derivative(_sigmoid_double, save={"grad_output": "output", "output": None}),
     doc="grad_output * output * (1 - output)")
+
+
+# -- lowering: one element as an expression (fusion) ------------------------------------------
+@threshold_backward_op.def_pointwise
+def _threshold_backward_expr(e, g, x, th, *_):
+    return f"({e(x)} <= {e.lit(th)} ? {e.lit(0)} : {e(g)})"
+
+
+@tanh_backward_op.def_pointwise
+def _tanh_backward_expr(e, g, y, *_):
+    return f"({e(g)} * ({e.lit(1)} - {e(y)} * {e(y)}))"
+
+
+@sigmoid_backward_op.def_pointwise
+def _sigmoid_backward_expr(e, g, y, *_):
+    return f"({e(g)} * ({e.lit(1)} - {e(y)}) * {e(y)})"

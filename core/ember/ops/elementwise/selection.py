@@ -9,6 +9,7 @@ from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _grad, _primitives, _tangents
 from .. import _meta
+from .._lowering import CONDITION, clamp, onnx_clamp, operands
 from .._meta import broadcast
 from .._util import (_broadcast_pair, _dtype_title, check_inplace, ember_namespace, require_tensor,
                      tensor_method, write_out)
@@ -29,6 +30,17 @@ where_op = define("where(Tensor condition, Tensor self, Tensor other, dtype comp
                   meta=_where_meta,
                   derivative=Derivative(_where_backward, save=("condition",),
                                         diff=("self", "other"), complex_ok=True))
+
+
+@where_op.def_pointwise
+@operands(CONDITION)
+def _where_expr(e, c, a, b, *_):
+    return f"({e(c)} ? {e(a)} : {e(b)})"
+
+
+@where_op.def_onnx
+def _where_onnx(b, c, cond, x, y, *rest):
+    return b.op("Where", [cond, c.operand(x), c.operand(y)])
 
 
 def where(condition, input=None, other=None, *, out=None):
@@ -96,6 +108,8 @@ clamp_op = define("clamp(Tensor self, Tensor? min, Tensor? max, dtype compute) -
                                         name=_clamp_name))
 clamp_op_ = define("clamp_(Tensor(a!) self, Tensor? min, Tensor? max, dtype compute) -> "
                    "Tensor(a!)", meta=_clamp_meta_, functional=clamp_op)
+clamp_op.def_pointwise(clamp)       # tensor bounds stay a library call
+clamp_op.def_onnx(onnx_clamp)
 
 
 def _clamp_args(input, min, max, op):

@@ -106,6 +106,11 @@ index_select_op = define("index_select(Tensor self, int dim, Tensor index) -> Te
                          meta=_index_select_meta,
                          derivative=Derivative(_index_select_backward, save=("index",),
                                                diff=("self",), complex_ok=True))
+
+
+@index_select_op.def_onnx
+def _index_select_onnx(b, c, x, dim, index, *rest):
+    return b.op("Gather", [x, index], axis=int(dim))
 index_add_op = define("index_add(Tensor self, int dim, Tensor index, Tensor source, "
                       "Scalar alpha) -> Tensor", meta=_index_add_meta,
                       derivative=Derivative(_index_add_backward, save=("index",),

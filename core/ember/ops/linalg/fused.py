@@ -74,6 +74,11 @@ addmv_op = define("addmv(Tensor self, Tensor mat, Tensor vec, Scalar beta, Scala
                   "Tensor", composite=_add_product, doc=_FMA_DOC)
 
 
+@addmm_op.def_onnx
+def _addmm_onnx(b, c, bias, m1, m2, beta=1, alpha=1, *rest):
+    return b.op("Gemm", [m1, m2, bias], alpha=float(alpha), beta=float(beta))
+
+
 # the C++ type PyTorch converts beta and alpha to, and the largest finite value of the floating
 # ones: a scalar that does not fit is refused, naming the type
 _SCALAR_TYPE = {"float16": "float", "bfloat16": "float", "float32": "float", "float64": "double",

@@ -8,6 +8,7 @@ from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _meta, _tangents
+from .._lowering import onnx_binary
 from .. import elementwise as _ew
 from .. import views as _views
 from .._util import require_tensor, tensor_method
@@ -89,6 +90,7 @@ matmul_op = define("matmul(Tensor self, Tensor other) -> Tensor", meta=_matmul_m
                                          complex_ok=True, name=_matmul_name,
                                          setup=lambda a, b: (a.ndim, b.ndim, col_major(b))),
                    doc="Matrix product with numpy's matmul rules; one dtype in and out.")
+matmul_op.def_onnx(onnx_binary("MatMul"))
 
 
 def matmul(input, other):

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ... import _dtype
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
@@ -244,6 +246,21 @@ native_batch_norm_op = define(
                           setup=_batch_norm_setup, name="NativeBatchNormBackward0"),
     doc="batch normalisation over dim 1; in training updates the running statistics in place")
 
+
+@native_batch_norm_op.def_onnx
+def _batch_norm_onnx(b, c, x, w, bias, mean, var, training, momentum, eps, *rest):
+    if training:
+        c.fail("ember.onnx.export: batch norm in training mode (export runs the model in eval "
+               "mode; call model.eval())")
+    channels = c.shape(0)[1]
+    dt = np.dtype(c.meta(0)[1].np)
+    w = w if w is not None else b.const(np.ones(channels, dt))
+    bias = bias if bias is not None else b.const(np.zeros(channels, dt))
+    if mean is None:
+        c.fail("ember.onnx.export: batch norm without running statistics "
+               "(track_running_stats=False) normalises by batch statistics")
+    return [b.op("BatchNormalization", [x, w, bias, mean, var], epsilon=float(eps)), None, None]
+
 native_batch_norm_backward_op = define(
     "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, "
     "Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, "
@@ -296,6 +313,15 @@ native_layer_norm_op = define(
                           diff=("input", "weight", "bias"), outputs=(True, False, False),
                           name="NativeLayerNormBackward0"),
     doc="layer normalisation over the trailing normalized_shape dims")
+
+
+@native_layer_norm_op.def_onnx
+def _layer_norm_onnx(b, c, x, shape, w, bias, eps, *rest):
+    dt = np.dtype(c.meta(0)[1].np)
+    w = w if w is not None else b.const(np.ones(shape, dt))
+    inputs = [x, w] + ([bias] if bias is not None else [])
+    return [b.op("LayerNormalization", inputs, axis=-len(shape), epsilon=float(eps)), None,
+            None]
 
 native_layer_norm_backward_op = define(
     "native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, "

@@ -108,6 +108,16 @@ log_softmax_op = define("log_softmax(Tensor self, int dim, dtype dtype) -> Tenso
                         derivative=Derivative(_log_softmax_backward, save=("result",)))
 
 
+@softmax_op.def_onnx
+def _softmax_onnx(b, c, x, dim, *rest):
+    return b.op("Softmax", [x], axis=int(dim))
+
+
+@log_softmax_op.def_onnx
+def _log_softmax_onnx(b, c, x, dim, *rest):
+    return b.op("LogSoftmax", [x], axis=int(dim))
+
+
 def _make_softmax(name, op):
     def fn(input, dim, dtype=None):
         check_tensor(input, name)

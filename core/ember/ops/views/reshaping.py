@@ -9,6 +9,7 @@ from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _primitives, _tangents
+from .._lowering import foldable
 from .._util import broadcast_shapes, contiguous_strides, require_tensor, tensor_method
 from .strided import as_strided_op
 
@@ -85,6 +86,12 @@ def _view_backward(ctx, g, self, size):
 
 view_op = define("view(Tensor self, int[] size) -> Tensor", composite=_view,
                  derivative=Derivative(_view_backward, view=True, complex_ok=True))
+
+
+@view_op.def_onnx
+@foldable
+def _view_onnx(b, c, x, size, *rest):
+    return b.op("Reshape", [x, c.shape_tensor(size)])
 
 
 @tensor_method()
@@ -301,6 +308,12 @@ permute_op = define("permute(Tensor self, int[] dims) -> Tensor", composite=_per
                     derivative=Derivative(_permute_backward, view=True, complex_ok=True))
 
 
+@permute_op.def_onnx
+@foldable
+def _permute_onnx(b, c, x, dims, *rest):
+    return b.op("Transpose", [x], perm=list(dims))
+
+
 def permute(input, *dims):
     dims = _sizes(dims)
     n = input.ndim
@@ -424,6 +437,15 @@ def _expand_backward(ctx, g, self, size):
 expand_op = define("expand(Tensor self, int[] size) -> Tensor", composite=_expand,
                    derivative=Derivative(_expand_backward, view=True, complex_ok=True))
 _primitives.provide(view_op=view_op, expand_op=expand_op)
+
+
+@expand_op.def_onnx
+@foldable
+def _expand_onnx(b, c, x, size, *rest):
+    if any(c.is_symbolic(s) for s in size):
+        return b.op("Expand", [x, c.shape_tensor([1 if s == -1 else s for s in size])])
+    shape = [1 if (s == -1 or s in c.dyn_sizes) else s for s in size]
+    return b.op("Expand", [x, b.ints(shape)])
 
 
 @tensor_method()

@@ -15,6 +15,7 @@ from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _primitives, _tangents
+from .._lowering import foldable
 from .._util import contiguous_strides, tensor_method
 
 
@@ -109,6 +110,24 @@ as_strided_op = define(
     derivative=Derivative(_as_strided_backward, view=True, complex_ok=True, name=_as_strided_name,
                           setup=lambda self, size, stride, offset: (self._shape, self._stride,
                                                                     self._offset)))
+
+
+@as_strided_op.def_onnx
+@foldable
+def _as_strided_onnx(b, c, x, size, stride, offset=0, *rest):
+    """Only as_strided that merely adds or drops size-1 dimensions (how views like unsqueeze
+    and squeeze are recorded) has an ONNX form: a Reshape."""
+    shape, _, layout = c.meta(0)
+    if layout is not None:
+        in_stride, in_offset = layout
+
+        def core(sz, st):
+            return [(c.concrete(n), c.concrete(s)) for n, s in zip(sz, st)
+                    if c.concrete(n) != 1]
+        if c.concrete(offset) == in_offset and core(size, stride) == core(shape, in_stride):
+            return b.op("Reshape", [x, c.shape_tensor(size)])
+    c.refuse(f"a general strided view ({list(shape)} -> size {list(size)}, stride "
+             f"{list(stride)}) has no ONNX equivalent")
 
 
 @tensor_method()
