@@ -10,6 +10,7 @@ looked up at the same ember path; the small lambdas PyTorch's database writes in
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import types
 
@@ -117,7 +118,56 @@ def to_ember(obj, device="cpu"):
         return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
     if isinstance(obj, dict):
         return {k: to_ember(v, device) for k, v in obj.items()}
+    if isinstance(obj, torch.nn.Module):
+        return module_to_ember(obj, device)
+    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)) and \
+            torch_path(obj) is not None:         # distance_function=F.pairwise_distance & co
+        return ember_callable(obj)
     return obj
+
+
+@contextlib.contextmanager
+def recording_init():
+    """While active, every torch.nn module notes its constructor arguments (``_oracle_ctor``),
+    so that a module a sample or a constructor receives can be rebuilt in ember."""
+    classes = [c for c in vars(torch.nn).values()
+               if isinstance(c, type) and issubclass(c, torch.nn.Module)]
+    saved = {c: c.__dict__.get("__init__") for c in classes}
+
+    def wrap(init):
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            if "_oracle_ctor" not in self.__dict__:
+                object.__setattr__(self, "_oracle_ctor", (type(self), args, kwargs))
+            init(self, *args, **kwargs)
+        return __init__
+
+    for c, init in saved.items():
+        if init is not None:
+            c.__init__ = wrap(init)
+    try:
+        yield
+    finally:
+        for c, init in saved.items():
+            if init is not None:
+                c.__init__ = init
+
+
+def module_to_ember(m, device="cpu"):
+    """ember's module of the same class, constructor arguments and parameter values."""
+    ctor = m.__dict__.get("_oracle_ctor")
+    if ctor is None:
+        raise NotImplementedError(f"{type(m).__name__} was not built under recording_init()")
+    cls, args, kwargs = ctor
+    em = ember_at(f"torch.nn.{cls.__name__}")(*to_ember(args, device), **to_ember(kwargs, device))
+    em = em.to(device)
+    values = dict(em.named_parameters()) | dict(em.named_buffers())
+    with ember.no_grad():
+        for name, t in list(m.named_parameters()) + list(m.named_buffers()):
+            if t is not None and values.get(name) is not None:
+                values[name].copy_(tensor_to_ember(t.detach(), device))
+    em.train(m.training)
+    return em
 
 
 def copy_torch(obj):

@@ -12,7 +12,6 @@ notes while the inputs are made.
 """
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import functools
 
@@ -22,7 +21,7 @@ import ember
 
 from . import exclusions
 from .compare import assert_same, assert_same_distribution
-from .convert import MissingName, ember_at, ember_callable, to_ember, torch_path
+from .convert import MissingName, ember_at, recording_init, to_ember
 from .opinfo import _cotangent, _differentiable, _leaves
 from .outcomes import FAIL, PASS, XFAIL, XPASS, Outcome, classify, quiet, time_limit
 
@@ -36,48 +35,10 @@ def module_db():
     return tuple(module_db)
 
 
-@contextlib.contextmanager
-def recording_init():
-    """While active, every torch.nn module notes its constructor arguments (``_oracle_ctor``)."""
-    classes = [c for c in vars(torch.nn).values()
-               if isinstance(c, type) and issubclass(c, torch.nn.Module)]
-    saved = {c: c.__dict__.get("__init__") for c in classes}
-
-    def wrap(init):
-        @functools.wraps(init)
-        def __init__(self, *args, **kwargs):
-            if "_oracle_ctor" not in self.__dict__:
-                object.__setattr__(self, "_oracle_ctor", (type(self), args, kwargs))
-            init(self, *args, **kwargs)
-        return __init__
-
-    for c, init in saved.items():
-        if init is not None:
-            c.__init__ = wrap(init)
-    try:
-        yield
-    finally:
-        for c, init in saved.items():
-            if init is not None:
-                c.__init__ = init
-
-
 def _ember_class(cls):
     return ember_at(f"torch.nn.{cls.__name__}")
 
 
-def ember_argument(obj, device):
-    """A constructor argument in ember's terms (modules rebuilt, torch functions looked up)."""
-    if isinstance(obj, torch.nn.Module):
-        cls, args, kwargs = obj.__dict__["_oracle_ctor"]
-        return _ember_class(cls)(*ember_argument(args, device), **ember_argument(kwargs, device))
-    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
-        return type(obj)(ember_argument(x, device) for x in obj)
-    if isinstance(obj, dict):
-        return {k: ember_argument(v, device) for k, v in obj.items()}
-    if callable(obj) and not isinstance(obj, (type, torch.Tensor)) and torch_path(obj):
-        return ember_callable(obj)
-    return to_ember(obj, device)
 
 
 def _inputs(info, dtype, training):
@@ -117,8 +78,8 @@ def _copy_state(tm, em, device):
 def check_input(info, mi, dtype, training, device, kind):
     fwd = mi.forward_input
     tm = _build_torch(info, mi, dtype, training)
-    em = _ember_class(info.module_cls)(*ember_argument(tuple(mi.constructor_input.args), device),
-                                       **ember_argument(dict(mi.constructor_input.kwargs),
+    em = _ember_class(info.module_cls)(*to_ember(tuple(mi.constructor_input.args), device),
+                                       **to_ember(dict(mi.constructor_input.kwargs),
                                                         device))
     em = em.to(device=device, dtype=to_ember(dtype))
     em.train(training)

@@ -20,7 +20,8 @@ import ember
 
 from . import exclusions
 from .compare import assert_same, assert_same_distribution, assert_same_metadata, op_tolerances
-from .convert import copy_torch, ember_callable, is_test_helper, rebind, to_ember
+from .convert import (copy_torch, ember_callable, is_test_helper, rebind, recording_init,
+                      to_ember)
 from .outcomes import FAIL, PASS, SKIP, XFAIL, XPASS, Outcome, classify, quiet, time_limit
 
 FORWARD_DTYPES = (torch.float32, torch.float64, torch.int64, torch.bool, torch.complex64)
@@ -51,7 +52,7 @@ def _dtype_name(dtype):
 
 def _samples(op, dtype, requires_grad):
     torch.manual_seed(0)       # sample inputs draw from torch's global generator
-    with quiet():
+    with quiet(), recording_init():
         return list(op.sample_inputs("cpu", dtype, requires_grad=requires_grad))
 
 
@@ -112,9 +113,15 @@ def _torch_outcome(fn, *args, **kwargs):
         return False, e
 
 
+def _pick(samples, max_samples, indices):
+    picked = list(enumerate(samples))[:max_samples]
+    return picked if indices is None else [(i, s) for i, s in picked if i in indices]
+
+
 def check_forward(op, devices, dtypes=FORWARD_DTYPES, areas=("forward", "method", "inplace"),
-                  max_samples=None):
-    """Forward, method and in-place outcomes of every sample of ``op`` in ``dtypes``."""
+                  max_samples=None, indices=None):
+    """Forward, method and in-place outcomes of every sample of ``op`` in ``dtypes`` (the first
+    ``max_samples``, or those at ``indices``)."""
     rec = _Recorder(op)
     tolerances = op_tolerances(op)
     supported = op.supported_dtypes("cpu")
@@ -130,7 +137,7 @@ def check_forward(op, devices, dtypes=FORWARD_DTYPES, areas=("forward", "method"
             samples = _samples(op, dtype, requires_grad=False)
         except Exception:
             continue                      # torch cannot make samples for this dtype on cpu
-        for i, sample in enumerate(samples[:max_samples]):
+        for i, sample in _pick(samples, max_samples, indices):
             sid = f"#{i} {sample.name}".strip()
             if "forward" in areas:
                 ok, expected = _torch_outcome(_call, op.op, sample)
@@ -203,7 +210,7 @@ def _cotangent(t, seed):
     return torch.randn(t.shape, generator=g, dtype=torch.float64).to(t.dtype)
 
 
-def check_backward(op, devices, max_samples=None):
+def check_backward(op, devices, max_samples=None, indices=None):
     """float64 gradient outcomes of every sample of ``op`` that has a differentiable input."""
     rec = _Recorder(op)
     dtype = BACKWARD_DTYPE
@@ -218,7 +225,7 @@ def check_backward(op, devices, max_samples=None):
         samples = _samples(op, dtype, requires_grad=True)
     except Exception:
         return rec.out
-    for i, sample in enumerate(samples[:max_samples]):
+    for i, sample in _pick(samples, max_samples, indices):
         sid = f"#{i} {sample.name}".strip()
         reference = _torch_gradients(op, sample)
         if reference is None:

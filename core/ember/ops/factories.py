@@ -382,17 +382,27 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(arange_op.on(dev, start, end, step, dtype, dev), requires_grad)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+def _range_ends(start, end, dtype):
+    """PyTorch converts the ends of an integer linspace/logspace to the integer type first
+    (``linspace(0, 1.9, 2, dtype=int64)`` runs from 0 to 1, so its steps are whole)."""
     start, end = _num(start), _num(end)
+    if dtype.category <= _dtype.INTEGRAL and dtype is not _dtype.bool_:
+        start, end = (int(v.real if isinstance(v, complex) else v) for v in (start, end))
+    return start, end
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
     d, dev = _resolve(dtype, device)
+    start, end = _range_ends(start, end, d)
     return _finish(linspace_op.on(dev, start, end, int(steps), d, dev), requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
              out=None):
     d, dev = _resolve(dtype, device)
+    start, end = _range_ends(start, end, d)
     exps = linspace(start, end, steps, dtype=_dtype.float64, device=dev)
     from .elementwise import binary_api
     return _finish(binary_api["pow"](float(base), exps).to(d), requires_grad)

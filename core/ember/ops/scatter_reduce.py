@@ -78,6 +78,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
         red = vals.amax(d)
     else:
         red = vals.amin(d)
+    red = red.to(x.dtype)     # sum/prod promote bool and small ints; the result keeps self's
     count = hit.to(_dtype.int64).sum(d)                            # other dims + (n_out,)
     red, count = red.movedim(-1, d), count.movedim(-1, d)
     # the region of the input the index reaches (every dim but d limited to the index's)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ... import _dtype
 from ... import return_types as _rt
 from ..._tensor import Tensor
-from .._util import ember_namespace, require_tensor, tensor_method
+from .._util import check_inplace, ember_namespace, require_tensor, tensor_method
 
 __all__ = ["frexp", "ldexp", "nextafter", "float_power"]
 
@@ -77,10 +77,9 @@ def ldexp(input, other):
     em = ember_namespace()
     if not isinstance(other, Tensor):
         other = em.tensor(other, device=input.device)
-    if not input.is_floating_point() and not input.is_complex():
-        input = input.to(_dtype.get_default_dtype())
-    return input * em.pow(2.0, other.to(input.dtype if input.is_floating_point() else
-                                        _dtype.get_default_dtype()))
+    # PyTorch's composite: ``mul(input, pow(2.0, other))`` under the usual promotion (a complex
+    # exponent gives a complex power; integer operands the default float dtype)
+    return input * em.pow(2.0, other)
 
 
 @tensor_method()
@@ -106,11 +105,18 @@ def _float_power_(self, exponent):
     return self.copy_(float_power(self, exponent))
 
 
+def _into_self(op, self, result):
+    """An in-place op's result written into ``self``, refused as PyTorch refuses it when self
+    cannot hold the result's type or shape."""
+    check_inplace(op, self, result.dtype, result._shape)
+    return self.copy_(result)
+
+
 @tensor_method()
 def ldexp_(self, other):
-    return self.copy_(ldexp(self, other))
+    return _into_self("ldexp_", self, ldexp(self, other))
 
 
 @tensor_method()
 def nextafter_(self, other):
-    return self.copy_(nextafter(self, other))
+    return _into_self("nextafter_", self, nextafter(self, other))

@@ -391,6 +391,19 @@ def _matrix_dims(api, A, dim):
     return d0, d1
 
 
+def _amax_or_zero(s, dim, keepdim):
+    """The largest of non-negative values, 0 over an empty dim: PyTorch's positive-order
+    matrix norms of an empty matrix are 0 (the negative orders raise, as amin does)."""
+    if s._shape[dim] == 0:
+        shape = list(s.shape)
+        if keepdim:
+            shape[dim] = 1
+        else:
+            del shape[dim]
+        return s.new_zeros(shape)
+    return s.amax(dim, keepdim=keepdim)
+
+
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     api = "linalg.matrix_norm"
     _norm_float(api, A)
@@ -404,14 +417,15 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         r = vector_norm(A, 2, (d0, d1), keepdim)
     elif ord in ("nuc", 2, -2):
         s = _products.svdvals_op(A.movedim((d0, d1), (-2, -1)))
-        r = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+        r = s.sum(-1) if ord == "nuc" else _amax_or_zero(s, -1, False) if ord == 2 else \
+            s.amin(-1)
         if keepdim:
             for d in sorted((d0, d1)):
                 r = r.unsqueeze(d)
     else:
         inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
         s = A.abs().sum(inner, keepdim=True)
-        r = s.amax(outer, keepdim=True) if ord > 0 else s.amin(outer, keepdim=True)
+        r = _amax_or_zero(s, outer, True) if ord > 0 else s.amin(outer, keepdim=True)
         if not keepdim:
             r = r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
     return r if out is None else write_out(out, r, api)
