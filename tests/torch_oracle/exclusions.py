@@ -122,6 +122,9 @@ OPINFO = {
         "the order of the float32 sums shows (OpenCL's reduction order is not torch's)",
         devices=("opencl",), when=lambda s: s.kwargs.get("aweights") is not None
         and s.kwargs["aweights"].dtype == torch.float32 and s.kwargs.get("correction", 1) != 0),
+    "addbmm": Rule("xfail", "float32 rounding: OpenCL sums the batch of products in another "
+                   "order than torch's per-batch accumulation (6e-4 apart at 367)",
+                   dtypes=("float32",), devices=("opencl",)),
     "empty": _UNINIT,
     "empty_like": _UNINIT,
     "empty_permuted": _UNINIT,

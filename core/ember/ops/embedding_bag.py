@@ -174,7 +174,7 @@ def embedding_bag_outputs(input, weight, offsets=None, max_norm=None, norm_type=
     if mode not in _MODES:
         raise ValueError("mode has to be one of sum, mean or max")
     if max_norm is not None:
-        from ..nn.functional import _embedding_renorm_
+        from ..nn._embedding import _embedding_renorm_
         with _no_grad():
             _embedding_renorm_(weight, input, max_norm, norm_type)
     if per_sample_weights is not None and mode != "sum":

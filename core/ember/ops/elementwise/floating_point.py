@@ -6,11 +6,30 @@ from __future__ import annotations
 from ... import _dtype
 from ... import return_types as _rt
 from ..._tensor import Tensor
+from ...autograd.function import Function
 from .._util import check_inplace, ember_namespace, require_tensor, tensor_method
 
 __all__ = ["frexp", "ldexp", "nextafter", "float_power"]
 
 _rt.frexp = _rt._return_type("frexp", ["mantissa", "exponent"])
+
+
+class _Linked(Function):
+    """``values`` computed from detached inputs, joined to the graph with PyTorch's derivative
+    for them: the first source's gradient is ``grad * scale`` (``grad`` when scale is None),
+    summed to its shape; the other sources get none."""
+
+    @staticmethod
+    def forward(ctx, values, scale, *sources):
+        ctx.scale, ctx.shape = scale, tuple(sources[0].shape)
+        return values
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = grad if ctx.scale is None else grad * ctx.scale
+        if tuple(g.shape) != ctx.shape:
+            g = g.sum_to_size(ctx.shape)
+        return (None, None, g) + (None,) * (len(ctx.needs_input_grad) - 3)
 
 
 _PRECISION = {"float32": (24, -125, 3.4028234663852886e38),
@@ -36,6 +55,8 @@ def frexp(input):
     m = safe.to(_dtype.float64) / em.pow(2.0, e)
     mantissa = em.where(finite, (m * x.sign().to(_dtype.float64)).to(x.dtype), x)
     exponent = em.where(finite, e, em.zeros((), dtype=e.dtype, device=e.device))
+    if input.requires_grad:       # PyTorch's derivative: grad / 2 ** exponent
+        mantissa = _Linked.apply(mantissa, em.pow(2.0, -exponent).to(x.dtype), input)
     return _rt.frexp(mantissa, exponent.to(_dtype.int32))
 
 
@@ -67,7 +88,11 @@ def nextafter(input, other):
     out = em.where(x.isinf() & x.ne(y), em.where(x.gt(0), big, -big), out)
     out = em.where(x.eq(y), y, out)
     nan = x.ne(x) | y.ne(y)
-    return em.where(nan, x + y, out)
+    out = em.where(nan, x + y, out)
+    if input.requires_grad or other.requires_grad:
+        # PyTorch's derivative: the gradient passes to input unchanged, other gets none
+        out = _Linked.apply(out, None, input, other)
+    return out
 
 
 @tensor_method()

@@ -212,7 +212,8 @@ def matrix_power(A, n, *, out=None):
         A = _solvers.inv(A)
         n = -n
     if n == 0:
-        r = eye_like(A._shape[-1], A).expand(*A._shape).clone()
+        # PyTorch copies the identity into a tensor like A: differentiable, gradient zero
+        r = A.clone().copy_(eye_like(A._shape[-1], A).expand(*A._shape))
     else:
         r = None
         z = A

@@ -143,7 +143,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, fn):
         out = em.where(has_nan, em.full((), float("nan"), dtype=out.dtype, device=out.device),
                        out)
     out = out.squeeze(d + 1)                     # (Q, ...rest)
-    if keepdim:
+    if keepdim and input.ndim:                   # (a 0-d input keeps no dim)
         if dim is None:
             out = out.reshape([qv.shape[0]] + [1] * input.ndim)
         else:
