@@ -11,7 +11,8 @@ Every entry is a ``Rule``:
   in torch's gauge by ``align`` (which cannot hide any other difference), then compared.
 * ``skip`` — not run at all (the reason says why the comparison is meaningless).
 * ``xfail`` — compared and known to differ: counted as a failure in the pass rates, listed here so
-  the tests stay green while the gap is open; a listed sample that passes is reported (XPASS).
+  the tests stay green while the gap is open; a rule none of whose samples fails any more is
+  reported by the full (slow) test as stale.
 
 An entry may be a tuple of rules: the first that applies to a sample wins. ``when`` limits a rule
 to the samples a predicate accepts (it gets torch's SampleInput);
@@ -35,7 +36,8 @@ class Rule:
     areas: tuple = AREAS
     dtypes: tuple | None = None
     devices: tuple | None = None
-    align: Callable | None = None     # gauge: puts ember's result in torch's gauge first
+    align: Callable | None = None     # gauge: align(actual, expected, sample) puts ember's
+    #                                   result in torch's gauge first
     when: Callable | None = None      # only for the samples this predicate accepts
 
     def applies(self, area, dtype, device, sample=None):
@@ -61,7 +63,22 @@ def _svd_gauge(vh):
     return Rule("gauge", "singular vectors are unique only up to a sign (phase) per pair; "
                          "ember's are put in torch's gauge, then compared",
                 areas=("forward", "method"),
-                align=lambda actual, expected: align_singular_vectors(actual, expected, vh))
+                align=lambda actual, expected, sample: align_singular_vectors(actual, expected, vh))
+
+
+def _ties(dim_at, keepdim_at=None, distinct=False, indices_only=False, when=None):
+    from .compare import align_tie_indices
+    return Rule("gauge", "which of several equal values an index points to is unspecified "
+                         "(PyTorch picks by its own sort/selection); ember's indices are accepted "
+                         "when they point at the same values, distinct where they must be",
+                areas=("forward", "method"), when=when,
+                align=lambda a, e, s: align_tie_indices(a, e, s, dim_at=dim_at,
+                                                        keepdim_at=keepdim_at, distinct=distinct,
+                                                        indices_only=indices_only))
+
+
+def _unstable(s):
+    return not s.kwargs.get("stable", False)
 
 
 # key: OpInfo name, or "name.variant_test_name"
@@ -120,11 +137,9 @@ OPINFO = {
     "cov": Rule(
         "xfail", "float32 weights: the normalisation w_sum - c * sum(w * aw) / w_sum cancels, so "
         "the order of the float32 sums shows (OpenCL's reduction order is not torch's)",
-        devices=("opencl",), when=lambda s: s.kwargs.get("aweights") is not None
+        areas=("backward",), devices=("opencl",),
+        when=lambda s: s.kwargs.get("aweights") is not None
         and s.kwargs["aweights"].dtype == torch.float32 and s.kwargs.get("correction", 1) != 0),
-    "addbmm": Rule("xfail", "float32 rounding: OpenCL sums the batch of products in another "
-                   "order than torch's per-batch accumulation (6e-4 apart at 367)",
-                   dtypes=("float32",), devices=("opencl",)),
     "empty": _UNINIT,
     "empty_like": _UNINIT,
     "empty_permuted": _UNINIT,

@@ -19,7 +19,8 @@ import torch
 import ember
 
 from . import exclusions
-from .compare import assert_same, assert_same_distribution, assert_same_metadata, op_tolerances
+from .compare import (LOW_PRECISION, Mismatch, as_accurate_as_torch, assert_same,
+                      assert_same_distribution, assert_same_metadata, op_tolerances, upcast)
 from .convert import (copy_torch, ember_callable, is_test_helper, rebind, recording_init,
                       to_ember)
 from .outcomes import FAIL, PASS, SKIP, XFAIL, XPASS, Outcome, classify, quiet, time_limit
@@ -66,10 +67,10 @@ def _ember_args(sample, device):
             to_ember(dict(sample.kwargs), device))
 
 
-def _compare(rule, actual, expected, where, tolerances):
+def _compare(rule, actual, expected, where, tolerances, sample=None):
     kind = rule.kind if rule is not None else "values"
     if kind == "gauge":
-        actual = rule.align(actual, expected)
+        actual = rule.align(actual, expected, sample)
     if kind == "distribution":
         assert_same_distribution(actual, expected, where)
     elif kind == "metadata":
@@ -162,7 +163,30 @@ def check_forward(op, devices, dtypes=FORWARD_DTYPES, areas=("forward", "method"
 
 def _check_variant(fn, name, sample, device, expected, tolerances, rule):
     actual = _call(ember_callable(fn, name), sample, _ember_args(sample, device))
-    _compare(rule, actual, expected, "output", tolerances)
+    try:
+        _compare(rule, actual, expected, "output", tolerances, sample)
+    except Mismatch as e:
+        if not _low_precision_rounding(e, fn, sample, actual, expected, rule):
+            raise
+
+
+def _low_precision_rounding(mismatch, fn, sample, actual, expected, rule):
+    """Whether a value mismatch of a float32/complex64 sample is rounding: ember's result is as
+    accurate as torch's against torch's computation in double precision (compare.
+    as_accurate_as_torch). A reason for a real mismatch is appended to its message."""
+    if not mismatch.values_only or (rule is not None and rule.kind not in ("values", "xfail")) or \
+            not any(isinstance(t, torch.Tensor) and t.dtype in LOW_PRECISION
+                    for t in _leaves([sample.input, sample.args, sample.kwargs])):
+        return False
+    ok, precise = _torch_outcome(fn, upcast(sample.input), *upcast(tuple(sample.args)),
+                                 **upcast(dict(sample.kwargs)))
+    if not ok:
+        return False
+    why = as_accurate_as_torch(actual, expected, precise)
+    if why is not None:
+        mismatch.args = (f"{mismatch.args[0]}; {why}",)
+        return False
+    return True
 
 
 def _check_inplace(fn, name, sample, device, tolerances, rule):
@@ -179,11 +203,16 @@ def _check_inplace(fn, name, sample, device, tolerances, rule):
         raise AssertionError(f"torch refuses ({type(expected).__name__}: "
                              f"{str(expected).splitlines()[0][:120]}); ember does not")
     actual = _call(efn, sample, e_args)
-    _compare(rule, actual, expected, "output", tolerances)
+    try:
+        _compare(rule, actual, expected, "output", tolerances, sample)
+    except Mismatch as e:
+        if not _low_precision_rounding(e, fn, sample, actual, expected, rule):
+            raise
     if isinstance(t_args[0], torch.Tensor):
         if expected is t_args[0] and actual is not e_args[0]:
             raise AssertionError("the in-place variant does not return its input")
-        _compare(rule, e_args[0], t_args[0], "mutated input", tolerances)
+        if actual is not e_args[0]:
+            _compare(rule, e_args[0], t_args[0], "mutated input", tolerances, sample)
 
 
 # ---------------------------------------------------------------- backward

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..runtime import dtypes
 from ..runtime.backend import Backend
+from ..runtime.layout import contiguous_strides
 from ..runtime.storage import Storage
 from ..runtime.tensors import tensor_constructor
 
@@ -110,6 +111,8 @@ class ArrayBackend(Backend):
                 arr = self.xp.ascontiguousarray(arr)
                 return self.wrap(arr, device)
         d, strides = layout
+        if arr.size == 0:       # numpy gives an empty array zero strides; PyTorch contiguous ones
+            strides = contiguous_strides(arr.shape)
         return self._new_tensor(Storage(arr, arr.nbytes, device), arr.shape, strides, 0, d,
                                 device, arr)
 

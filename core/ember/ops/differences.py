@@ -88,6 +88,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     dims = list(range(input.ndim)) if dim is None else \
         ([dim] if isinstance(dim, int) else list(dim))
     dims = [d % input.ndim for d in dims]
+    if spacing is None:              # PyTorch's default: unit spacing
+        spacing = 1
     if isinstance(spacing, (int, float)):
         spacing = [spacing] * len(dims)
     spacing = list(spacing)

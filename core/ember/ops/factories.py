@@ -378,8 +378,24 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if (end - start) * step < 0:
         raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
+    if dtype.category == _dtype.INTEGRAL and any(isinstance(v, float) for v in (start, end, step)):
+        start, end, step = _integer_range(start, end, step, dtype)
     dev = as_device(device)
     return _finish(arange_op.on(dev, start, end, step, dtype, dev), requires_grad)
+
+
+def _integer_range(start, end, step, dtype):
+    """PyTorch's integer arange of float bounds: start, end and step are truncated to integers
+    (its int64 accumulator); the length is counted from those for int64 and from the float
+    bounds for the smaller integer types. Returns integer (start, end, step) of that length."""
+    xs, xe, xt = int(start), int(end), int(step)
+    if xt == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if dtype is _dtype.int64:
+        n = -((xe - xs) // -xt)               # ceil division, exact
+    else:
+        n = math.ceil((end - start) / step)
+    return xs, xs + max(n, 0) * xt, xt
 
 
 def _range_ends(start, end, dtype):

@@ -516,7 +516,8 @@ def tensorsolve(A, B, dims=None, *, out=None):
         A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
     rest = A._shape[B.ndim:]
     p, q = B.numel(), math.prod(rest)
-    if A._shape[:B.ndim] != B._shape or p != q:
+    if math.prod(A._shape[:B.ndim]) != p or p != q:
+        # (PyTorch reshapes other to the leading elements: only the counts must agree)
         raise RuntimeError(f"{api}: Expected self to satisfy the requirement "
                            f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
                            f"but got {q} != {math.prod(A._shape[:B.ndim])}")
@@ -526,8 +527,10 @@ def tensorsolve(A, B, dims=None, *, out=None):
 
 def vander(x, *, N=None):
     api = "linalg.vander"
-    if not isinstance(x, Tensor) or x.ndim < 1:
-        raise RuntimeError(f"{api}: x must have at least one dimension.")
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{api}(): argument 'x' must be Tensor, not {type(x).__name__}")
+    if x.ndim == 0:               # PyTorch reads a 0-d x as one point
+        x = x.reshape(1)
     n = x._shape[-1] if N is None else int(N)
     if n < 1:
         raise RuntimeError(f"{api}: N must be greater than 1.")
