@@ -156,6 +156,7 @@ from .ops.elementwise.ternary import addcdiv as addcdiv
 from .ops.elementwise.ternary import addcmul as addcmul
 from .ops.elementwise.ternary import lerp as lerp
 from .ops.elementwise.unary import conj as conj
+from .ops.elementwise.unary import logit as logit
 from .ops.elementwise.unary import nan_to_num as nan_to_num
 from .ops.elementwise.unary import round as round
 from .ops.factories import arange as arange
@@ -554,7 +555,6 @@ def logical_and(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logical_not(input, *, out=...): ...  # ember.ops.elementwise.unary
 def logical_or(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logical_xor(input, other, *, out=...): ...  # ember.ops.elementwise.binary
-def logit(input, *, out=...): ...  # ember.ops.elementwise.unary
 def lt(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def margin_ranking_loss(input1, input2, target, margin=..., reduction=...): ...  # ember.nn._margin_loss
 def max_pool1d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=...): ...  # ember.nn._pool

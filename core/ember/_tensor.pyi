@@ -451,8 +451,8 @@ class Tensor:
     def logical_or_(self, other): ...  # ember.ops.elementwise.binary
     def logical_xor(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def logical_xor_(self, other): ...  # ember.ops.elementwise.binary
-    def logit(self, *, out=...): ...  # ember.ops.elementwise.unary
-    def logit_(self): ...  # ember.ops.elementwise.unary
+    def logit(self, eps=..., *, out=...): ...  # ember.ops.elementwise.unary
+    def logit_(self, eps=...): ...  # ember.ops.elementwise.unary
     def logsumexp(self, dim, keepdim=...): ...  # ember.ops.reduction.norms
     def long(self, memory_format=...): ...  # ember.ops.conversion
     def lt(self, other, *, out=...): ...  # ember.ops.elementwise.binary

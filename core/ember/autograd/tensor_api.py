@@ -199,9 +199,24 @@ def _is_view(self) -> bool:
 
 
 def sum_to_size(self, *size):
+    """PyTorch's ``at::sum_to``: a public ``sum`` over the broadcast dims (so bool and integer
+    tensors promote as sum does), ``self`` when nothing is reduced, and always a full ``sum()``
+    to the empty size."""
     from ..ops._util import as_shape
-    from ..ops._grad import sum_to
-    return sum_to(self, as_shape(size, "sum_to_size"))
+    from ..ops._grad import expandable
+    shape = as_shape(size, "sum_to_size")
+    if not expandable(shape, self._shape):
+        raise RuntimeError(f"sum_to_size: size {list(shape)} is not expandable to size "
+                           f"{list(self._shape)}")
+    if not shape:
+        return self.sum()
+    lead = self.ndim - len(shape)
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape)
+                                if s == 1 and self._shape[lead + i] != 1]
+    if not dims:
+        return self
+    r = self.sum(dims, keepdim=True)
+    return r.reshape(shape) if lead else r
 
 
 def attach_all():

@@ -13,10 +13,11 @@ import numpy as np
 
 from ..runtime import dtypes
 from ..runtime.backend import Backend
-
-_HALF = frozenset(d.np for d in (dtypes.float16, dtypes.bfloat16) if d.np is not None)
+from ..runtime.layout import contiguous_strides
 from ..runtime.storage import Storage
 from ..runtime.tensors import tensor_constructor
+
+_HALF = frozenset(d.np for d in (dtypes.float16, dtypes.bfloat16) if d.np is not None)
 
 
 def allocate(be, make, size, dt, op, *args):
@@ -112,6 +113,8 @@ class ArrayBackend(Backend):
                 arr = self.xp.ascontiguousarray(arr)
                 return self.wrap(arr, device)
         d, strides = layout
+        if arr.size == 0:       # numpy gives an empty array zero strides; PyTorch contiguous ones
+            strides = contiguous_strides(arr.shape)
         return self._new_tensor(Storage(arr, arr.nbytes, device), arr.shape, strides, 0, d,
                                 device, arr)
 

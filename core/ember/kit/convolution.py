@@ -173,7 +173,9 @@ def convolution_backward(be, grad_output, input, weight, bias_sizes, stride, pad
     gi = gw = gb = None
     if output_mask[0]:
         if transposed:
+            # output padding of a stride or more adds windows past the input's: crop them
             r = _forward(be, g, w, stride, padding, dilation, groups)
+            r = r[(Ellipsis,) + tuple(slice(0, i) for i in x.shape[2:])]
         else:
             r = _input_grad(be, g, w, x.shape[2:], stride, padding, dilation, groups)
         gi = _result(be, r, dt, dev)

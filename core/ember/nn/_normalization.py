@@ -82,14 +82,23 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     running ones in place (unbiased variance, PyTorch's momentum rule)."""
     require_tensor(input, "batch_norm")
     if input.ndim < 2:
-        raise ValueError(f"batch_norm: expected at least 2D input (got {input.ndim}D input)")
+        # PyTorch reads a 1-D input as having no channels: only empty statistics are accepted
+        # and only an empty input computes (to itself)
+        for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                        ("weight", weight), ("bias", bias)):
+            if t is not None and t.numel():
+                raise RuntimeError(f"{name} should contain 0 elements not {t.numel()}")
+        if input.numel():
+            raise IndexError("select(): index 0 out of range for tensor of size [0] at "
+                             "dimension 0")
+        return input.clone()
     c = input._shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
         _check_affine(t, (c,), "batch_norm", name)
     if training:
         count = input.numel() // max(c, 1)
-        if count <= 1:
+        if count == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {input.shape}")
     elif running_mean is None or running_var is None:
@@ -175,7 +184,10 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
                          f"dimensions)")
     if input.numel() == 0:
         return input
-    div = _channel_window_sum(input * input, size // 2, (size - 1) // 2) / size
+    window = _channel_window_sum(input * input, size // 2, (size - 1) // 2)
+    # PyTorch averages with avg_pool, which divides integer squares as integers
+    div = window // size if not (input.is_floating_point() or input.is_complex()) \
+        else window / size
     return input / (div * alpha + k).pow(beta)
 
 

@@ -1,4 +1,4 @@
-"""``pad`` of ``ember.nn.functional``: constant padding (negative pads crop) as a ``cat`` with
+"""``pad`` of ``ember.nn.functional`` (negative pads crop): constant padding as a ``cat`` with
 filled blocks; reflect, replicate and circular padding as an ``index_select`` of source
 positions (so autograd and every backend see ordinary ops); ``torch.constant_pad_nd``."""
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _pad_index(n, left, right, mode, device):
 
 def pad(input, pad, mode="constant", value=None):
     """Pad the last ``len(pad)//2`` dims: ``pad = (left_last, right_last, left_prev, ...)``.
-    Modes: constant (negative pads crop), reflect, replicate, circular."""
+    Modes: constant, reflect, replicate, circular; negative pads crop."""
     require_tensor(input, "pad")
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
@@ -46,11 +46,14 @@ def pad(input, pad, mode="constant", value=None):
         left, right = pad[2 * k], pad[2 * k + 1]
         dim = input.ndim - 1 - k
         n = out._shape[dim]
-        if mode == "constant":
+        # a negative pad crops. PyTorch's circular mode then wraps around what is left;
+        # reflect and replicate read the positions -left .. n+right of the uncropped input
+        if mode in ("constant", "circular"):
             if left < 0:
                 out, n, left = out.narrow(dim, -left, n + left), n + left, 0
             if right < 0:
                 out, n, right = out.narrow(dim, 0, n + right), n + right, 0
+        if mode == "constant":
             if left or right:
                 parts = []
                 fill = 0 if value is None else value
@@ -63,9 +66,6 @@ def pad(input, pad, mode="constant", value=None):
                         parts.append(out.new_full(shape, fill))
                 out = cat(parts, dim)
             continue
-        if left < 0 or right < 0:
-            raise RuntimeError(f"pad: negative padding is only supported in constant mode, got "
-                               f"{pad} with mode '{mode}'")
         if mode == "reflect" and (left >= n or right >= n):
             raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
                                f"input dimension, but got: padding ({left}, {right}) at "

@@ -20,6 +20,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         raise RuntimeError(f"order must be non-negative but got {n}")
     em = ember_namespace()
     dim = _wrap_dim(dim, input.ndim, "diff")
+    if n == 0:           # PyTorch: a copy of the input; prepend and append are not joined
+        return input.clone()
     parts = [t for t in (prepend, input, append) if t is not None]
     if len(parts) > 1:
         parts = [p if p.ndim == input.ndim else p.expand(
@@ -86,6 +88,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     dims = list(range(input.ndim)) if dim is None else \
         ([dim] if isinstance(dim, int) else list(dim))
     dims = [d % input.ndim for d in dims]
+    if spacing is None:              # PyTorch's default: unit spacing
+        spacing = 1
     if isinstance(spacing, (int, float)):
         spacing = [spacing] * len(dims)
     spacing = list(spacing)

@@ -391,6 +391,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if (end - start) * step < 0:
         raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
+    if dtype.category == _dtype.INTEGRAL and any(isinstance(v, float) for v in (start, end, step)):
+        start, end, step = _integer_range(start, end, step, dtype)
     dev = as_device(device)
     return _finish(arange_op.on(dev, start, end, step, dtype, dev), requires_grad)
 
@@ -398,17 +400,41 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 _primitives.provide(arange=arange)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+def _integer_range(start, end, step, dtype):
+    """PyTorch's integer arange of float bounds: start, end and step are truncated to integers
+    (its int64 accumulator); the length is counted from those for int64 and from the float
+    bounds for the smaller integer types. Returns integer (start, end, step) of that length."""
+    xs, xe, xt = int(start), int(end), int(step)
+    if xt == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if dtype is _dtype.int64:
+        n = -((xe - xs) // -xt)               # ceil division, exact
+    else:
+        n = math.ceil((end - start) / step)
+    return xs, xs + max(n, 0) * xt, xt
+
+
+def _range_ends(start, end, dtype):
+    """PyTorch converts the ends of an integer linspace/logspace to the integer type first
+    (``linspace(0, 1.9, 2, dtype=int64)`` runs from 0 to 1, so its steps are whole)."""
     start, end = _num(start), _num(end)
+    if dtype.category <= _dtype.INTEGRAL and dtype is not _dtype.bool_:
+        start, end = (int(v.real if isinstance(v, complex) else v) for v in (start, end))
+    return start, end
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
     d, dev = _resolve(dtype, device, "linspace")
+    start, end = _range_ends(start, end, d)
     return _finish(linspace_op.on(dev, start, end, int(steps), d, dev), requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
              out=None):
     d, dev = _resolve(dtype, device, "logspace")
+    start, end = _range_ends(start, end, d)
     exps = linspace(start, end, steps, dtype=_dtype.float64, device=dev)
     return _finish((float(base) ** exps).to(d), requires_grad)
 

@@ -45,7 +45,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
         elif x.numel():
             lo, hi = float(x.min().item()), float(x.max().item())
         else:
-            lo, hi = 0.0, 0.0
+            lo, hi = 0.0, 1.0           # no data: numpy's and PyTorch's unit range
         if lo > hi:
             raise ValueError(f"torch.histogram(): min should not exceed max, but got min {lo} "
                              f"max {hi}")
@@ -111,7 +111,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
         elif col.numel():
             lo, hi = float(col.min().item()), float(col.max().item())
         else:
-            lo, hi = 0.0, 0.0
+            lo, hi = 0.0, 1.0           # no data: numpy's and PyTorch's unit range
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         edges.append(em.linspace(lo, hi, int(b) + 1, dtype=input.dtype, device=input.device))

@@ -216,7 +216,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         cur, prev = x.narrow(d, 1, n - 1), x.narrow(d, 0, n - 1)
         change = cur.ne(prev)
         if x.ndim > 1:
-            change = change.movedim(d, 0).reshape(n - 1, -1).any(1)
+            change = change.movedim(d, 0).flatten(1).any(1)
         first = em.ones(1, dtype=_dtype.bool_, device=input.device)
         starts_mask = em.cat([first, change], 0)
         starts = starts_mask.nonzero().reshape(-1)

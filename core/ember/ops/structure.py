@@ -167,10 +167,9 @@ def combinations(input, r=2, with_replacement=False):
     pick = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
     rows = list(pick(range(input.shape[0]), r))
-    if not rows:
-        return em.empty(0, r, dtype=input.dtype, device=input.device)
-    index = em.tensor(rows, dtype=_dtype.int64, device=input.device)
-    return input.index_select(0, index.reshape(-1)).reshape(len(rows), r)
+    index = em.tensor(rows, dtype=_dtype.int64, device=input.device).reshape(-1)
+    # (no rows still selects: the empty result is part of input's graph, as PyTorch's stack)
+    return input.index_select(0, index).reshape(len(rows), r)
 
 
 # -- gathers and fills --------------------------------------------------------------------------
@@ -183,7 +182,8 @@ def take_along_dim(input, indices, dim=None):
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be int64 but got "
                            f"{indices.dtype} instead")
     if dim is None:
-        return input.reshape(-1).gather(0, indices.reshape(-1).to(_dtype.int64))
+        flat = input.reshape(-1)
+        return flat.gather(0, _wrapped(indices.reshape(-1), flat.shape[0]))
     if input.ndim != indices.ndim:
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
                            f"number of dimensions, but got {input.ndim} dimensions for input, "
@@ -195,7 +195,13 @@ def take_along_dim(input, indices, dim=None):
     b = list(broadcast_shapes(tuple(shape_i), tuple(shape_x)))
     bi, bx = list(b), list(b)
     bi[dim], bx[dim] = input.shape[dim], indices.shape[dim]
-    return input.expand(*bi).gather(dim, indices.expand(*bx).to(_dtype.int64))
+    return input.expand(*bi).gather(dim, _wrapped(indices.expand(*bx), input.shape[dim]))
+
+
+def _wrapped(indices, size):
+    """int64 indices with negative ones counted from the end, as take_along_dim allows."""
+    idx = indices.to(_dtype.int64)
+    return _ember().where(idx.lt(0), idx + size, idx)
 
 
 def _dim_mask(input, dim, index, fn):

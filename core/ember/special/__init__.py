@@ -67,9 +67,7 @@ def logit(input, eps=None, *, out=None):
     if not isinstance(input, Tensor):
         raise TypeError(f"logit(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
-    x = input if eps is None else _ew.clamp(input, float(eps), 1.0 - float(eps))
-    r = _U["logit"](x)
-    return r if out is None else write_out(out, r, "logit")
+    return _U["logit"](input, eps, out=out)
 
 
 def multigammaln(input, p, *, out=None):

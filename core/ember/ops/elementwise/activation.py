@@ -457,6 +457,8 @@ def prelu(input, weight):
                                f"parameter numbers = {n} and channel size = "
                                f"{input._shape[1] if input.ndim >= 2 else 1}.")
         weight = weight.reshape(n, *([1] * (input.ndim - 2)))
+    elif weight.ndim > input.ndim:        # one weight broadcasts to the input's shape
+        weight = weight.reshape(())
     return _primitives.where(input > 0, input, input * weight)
 
 

@@ -6,11 +6,30 @@ from __future__ import annotations
 from ... import _dtype
 from ... import return_types as _rt
 from ..._tensor import Tensor
-from .._util import ember_namespace, require_tensor, tensor_method
+from ...autograd.function import Function
+from .._util import check_inplace, ember_namespace, require_tensor, tensor_method
 
 __all__ = ["frexp", "ldexp", "nextafter", "float_power"]
 
 _rt.frexp = _rt._return_type("frexp", ["mantissa", "exponent"])
+
+
+class _Linked(Function):
+    """``values`` computed from detached inputs, joined to the graph with PyTorch's derivative
+    for them: the first source's gradient is ``grad * scale`` (``grad`` when scale is None),
+    summed to its shape; the other sources get none."""
+
+    @staticmethod
+    def forward(ctx, values, scale, *sources):
+        ctx.scale, ctx.shape = scale, tuple(sources[0].shape)
+        return values
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = grad if ctx.scale is None else grad * ctx.scale
+        if tuple(g.shape) != ctx.shape:
+            g = g.sum_to_size(ctx.shape)
+        return (None, None, g) + (None,) * (len(ctx.needs_input_grad) - 3)
 
 
 _PRECISION = {"float32": (24, -125, 3.4028234663852886e38),
@@ -36,6 +55,8 @@ def frexp(input):
     m = safe.to(_dtype.float64) / em.pow(2.0, e)
     mantissa = em.where(finite, (m * x.sign().to(_dtype.float64)).to(x.dtype), x)
     exponent = em.where(finite, e, em.zeros((), dtype=e.dtype, device=e.device))
+    if input.requires_grad:       # PyTorch's derivative: grad / 2 ** exponent
+        mantissa = _Linked.apply(mantissa, em.pow(2.0, -exponent).to(x.dtype), input)
     return _rt.frexp(mantissa, exponent.to(_dtype.int32))
 
 
@@ -67,7 +88,11 @@ def nextafter(input, other):
     out = em.where(x.isinf() & x.ne(y), em.where(x.gt(0), big, -big), out)
     out = em.where(x.eq(y), y, out)
     nan = x.ne(x) | y.ne(y)
-    return em.where(nan, x + y, out)
+    out = em.where(nan, x + y, out)
+    if input.requires_grad or other.requires_grad:
+        # PyTorch's derivative: the gradient passes to input unchanged, other gets none
+        out = _Linked.apply(out, None, input, other)
+    return out
 
 
 @tensor_method()
@@ -77,10 +102,9 @@ def ldexp(input, other):
     em = ember_namespace()
     if not isinstance(other, Tensor):
         other = em.tensor(other, device=input.device)
-    if not input.is_floating_point() and not input.is_complex():
-        input = input.to(_dtype.get_default_dtype())
-    return input * em.pow(2.0, other.to(input.dtype if input.is_floating_point() else
-                                        _dtype.get_default_dtype()))
+    # PyTorch's composite: ``mul(input, pow(2.0, other))`` under the usual promotion (a complex
+    # exponent gives a complex power; integer operands the default float dtype)
+    return input * em.pow(2.0, other)
 
 
 @tensor_method()
@@ -106,11 +130,18 @@ def _float_power_(self, exponent):
     return self.copy_(float_power(self, exponent))
 
 
+def _into_self(op, self, result):
+    """An in-place op's result written into ``self``, refused as PyTorch refuses it when self
+    cannot hold the result's type or shape."""
+    check_inplace(op, self, result.dtype, result._shape)
+    return self.copy_(result)
+
+
 @tensor_method()
 def ldexp_(self, other):
-    return self.copy_(ldexp(self, other))
+    return _into_self("ldexp_", self, ldexp(self, other))
 
 
 @tensor_method()
 def nextafter_(self, other):
-    return self.copy_(nextafter(self, other))
+    return _into_self("nextafter_", self, nextafter(self, other))

@@ -337,7 +337,34 @@ Tensor.mvlgamma = lambda self, p: mvlgamma(self, p)
 Tensor.mvlgamma_ = _mvlgamma_
 special_api["mvlgamma"] = mvlgamma
 
-i0, sinc = special_api["i0"], special_api["sinc"]
+_real_sinc, _real_sinc_ = special_api["sinc"], special_api["sinc_"]
+
+
+def _complex_sinc(z):
+    """``sin(pi z) / (pi z)``, 1 at 0, for complex z (PyTorch's sinc takes complex input; the
+    zero is kept out of the quotient so its gradient is PyTorch's 0 there, not NaN)."""
+    from .selection import where
+    zero, one = z.eq(0), z.new_ones(())
+    safe = where(zero, one, z) * math.pi
+    return where(zero, one, safe.sin() / safe)
+
+
+def sinc(input, *, out=None):
+    if isinstance(input, Tensor) and input.dtype.category == COMPLEX:
+        r = _complex_sinc(input)
+        return r if out is None else write_out(out, r, "sinc")
+    return _real_sinc(input, out=out)
+
+
+def sinc_(self):
+    if self.dtype.category == COMPLEX:
+        return self.copy_(_complex_sinc(self))
+    return _real_sinc_(self)
+
+
+special_api["sinc"], special_api["sinc_"] = sinc, sinc_
+Tensor.sinc, Tensor.sinc_ = sinc, sinc_
+i0 = special_api["i0"]
 # -- the pre-special names igamma, igammac ------------------------------------------------------
 @tensor_method()
 def igamma(input, other, *, out=None):

@@ -393,3 +393,28 @@ Tensor.nan_to_num_ = _nan_to_num_
 # -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------
 _tangents.attach_elementwise(*(o for _, op, op_ in unary_ops.values() for o in (op, op_)),
                              round_op, round_op_, nan_to_num_op, nan_to_num_op_)
+
+
+# -- logit's eps: the table op, with the input first clamped to [eps, 1 - eps] -------------------
+_plain_logit, _plain_logit_ = unary_api["logit"], unary_api["logit_"]
+
+
+def logit(input, eps=None, *, out=None):
+    """``log(p / (1 - p))``; with ``eps`` the input is first clamped to [eps, 1 - eps] (the
+    gradient is zero where it was clamped), as PyTorch's."""
+    if eps is not None and isinstance(input, Tensor):
+        from .selection import clamp
+        input = clamp(input, float(eps), 1.0 - float(eps))
+    return _plain_logit(input, out=out)
+
+
+def logit_(self, eps=None):
+    if eps is None:
+        return _plain_logit_(self)
+    from .selection import clamp
+    check_inplace("logit_", self, _unary_dtype("logit", FLOAT, self), self._shape)
+    return self.copy_(_plain_logit(clamp(self, float(eps), 1.0 - float(eps))))
+
+
+unary_api["logit"], unary_api["logit_"] = logit, logit_
+Tensor.logit, Tensor.logit_ = logit, logit_

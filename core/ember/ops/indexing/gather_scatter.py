@@ -119,10 +119,14 @@ index_add_op = define("index_add(Tensor self, int dim, Tensor index, Tensor sour
 
 # -- gather / scatter API -----------------------------------------------------------------------
 def _check_index(op, input, dim, index, src=None):
-    if not isinstance(index, Tensor) or index.dtype not in (_dtype.int64, _dtype.int32):
-        got = index.dtype if isinstance(index, Tensor) else type(index).__name__
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index, but got {got}")
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    # PyTorch checks the dtype of a non-empty index only
+    if index.dtype not in (_dtype.int64, _dtype.int32) and index.numel():
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     d = _wrap_dim(dim, input.ndim, op)
+    if index.numel() == 0:       # PyTorch checks no shapes against an empty index
+        return d
     if index.ndim != input.ndim and not (index.ndim <= 1 and input.ndim <= 1):
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
                            f"{'input' if src is None else 'self'} tensor")
@@ -145,7 +149,10 @@ def _check_index(op, input, dim, index, src=None):
 @tensor_method()
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     d = _check_index("gather", input, dim, index)
-    r = gather_op(input, d, index)
+    if index.numel() == 0 and index.ndim != input.ndim:
+        r = input.reshape(-1).narrow(0, 0, 0).reshape(index.shape)   # empty, in input's graph
+    else:
+        r = gather_op(input, d, index)
     return r if out is None else write_out(out, r, "gather")
 
 
@@ -160,6 +167,8 @@ def _scatter(op_name, input, dim, index, src, reduce):
     if reduce not in (None, "add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
     d = _check_index(op_name, input, dim, index, src)
+    if index.numel() == 0:       # nothing scattered: self, whatever the index's shape
+        return input.clone()
     return scatter_op(input, d, index, src, reduce)
 
 

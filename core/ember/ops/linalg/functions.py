@@ -213,7 +213,8 @@ def matrix_power(A, n, *, out=None):
         A = _solvers.inv(A)
         n = -n
     if n == 0:
-        r = eye_like(A._shape[-1], A).expand(*A._shape).clone()
+        # PyTorch copies the identity into a tensor like A: differentiable, gradient zero
+        r = A.clone().copy_(eye_like(A._shape[-1], A).expand(*A._shape))
     else:
         r = None
         z = A
@@ -521,7 +522,8 @@ def tensorsolve(A, B, dims=None, *, out=None):
         A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
     rest = A._shape[B.ndim:]
     p, q = B.numel(), math.prod(rest)
-    if A._shape[:B.ndim] != B._shape or p != q:
+    if math.prod(A._shape[:B.ndim]) != p or p != q:
+        # (PyTorch reshapes other to the leading elements: only the counts must agree)
         raise RuntimeError(f"{api}: Expected self to satisfy the requirement "
                            f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
                            f"but got {q} != {math.prod(A._shape[:B.ndim])}")
@@ -531,8 +533,10 @@ def tensorsolve(A, B, dims=None, *, out=None):
 
 def vander(x, *, N=None):
     api = "linalg.vander"
-    if not isinstance(x, Tensor) or x.ndim < 1:
-        raise RuntimeError(f"{api}: x must have at least one dimension.")
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{api}(): argument 'x' must be Tensor, not {type(x).__name__}")
+    if x.ndim == 0:               # PyTorch reads a 0-d x as one point
+        x = x.reshape(1)
     n = x._shape[-1] if N is None else int(N)
     if n < 1:
         raise RuntimeError(f"{api}: N must be greater than 1.")

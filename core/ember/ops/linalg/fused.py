@@ -269,6 +269,9 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
 
 def _scaled_sum(input, prod, beta, alpha):
     # beta == 0 ignores input entirely (NaN and inf included), as in PyTorch
+    if not (prod.is_floating_point() or prod.is_complex()):
+        # PyTorch converts the scalars to the integer result type first (0.6 -> 0)
+        beta, alpha = int(beta), int(alpha)
     scaled = prod if alpha == 1 else prod * alpha
     if beta == 0:
         return scaled + input.new_zeros(()).expand(*input.shape) * 0 if \
@@ -278,7 +281,11 @@ def _scaled_sum(input, prod, beta, alpha):
 
 @tensor_method()
 def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
-    return self.copy_(addbmm(self, batch1, batch2, beta=beta, alpha=alpha))
+    result = addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+    if self._shape != result._shape:
+        # PyTorch's addbmm_ is addbmm_out into self, which resizes a self that broadcast
+        self.resize_(result.shape)
+    return self.copy_(result)
 
 
 @tensor_method()

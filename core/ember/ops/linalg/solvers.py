@@ -412,7 +412,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
         smax = S.narrow(-1, 0, 1) if S._shape[-1] else S
         rank = S.gt(smax * rc).sum(-1)
     empty = _fac.empty((0,), dtype=real, device=A.device)
-    residuals = empty
+    # no residuals is still an output of the solution's graph in PyTorch (differentiable)
+    residuals = X.reshape(-1).narrow(0, 0, 0)
+    residuals = residuals.real if residuals.is_complex() else residuals
     if m > n and driver != "gelsy":  # as LAPACK's gels/gelsd/gelss report them
         if n == 0 or bool(every_example(rank.eq(n)).all()):
             R = A_ @ X - B_

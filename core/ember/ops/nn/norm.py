@@ -338,8 +338,26 @@ native_layer_norm_backward_op = define(
 # group norm
 def _group_norm_formula(ctx, grads, input, weight, bias, N, C, HxW, group, eps):
     _, mean, rstd = ctx.result
-    gi, gw, gb = native_group_norm_backward_op(grads[0], input, mean, rstd, weight, N, C, HxW,
-                                               group, _mask(ctx))
+    g_out, g_mean, g_rstd = grads
+    gi = gw = gb = None
+    if g_out is not None:
+        gi, gw, gb = native_group_norm_backward_op(g_out, input, mean, rstd, weight, N, C, HxW,
+                                                   group, _mask(ctx))
+    if (g_mean is not None or g_rstd is not None) and ctx.needs(0):
+        # PyTorch differentiates the statistics too: d mean/dx = 1/m and
+        # d rstd/dx = -rstd^3 (x - mean) / m over each (sample, group)
+        m = (C // group) * HxW
+        view = (N, group, m)
+        x = input.reshape(view)
+        extra = 0
+        if g_mean is not None:
+            extra = extra + g_mean.reshape(N, group, 1) / m
+        if g_rstd is not None:
+            r = rstd.reshape(N, group, 1)
+            extra = extra - g_rstd.reshape(N, group, 1) * r * r * r * \
+                (x - mean.reshape(N, group, 1)) / m
+        extra = (extra + x * 0).reshape(input._shape)
+        gi = extra if gi is None else gi + extra
     return gi, gw, gb
 
 
@@ -364,7 +382,7 @@ native_group_norm_op = define(
     "int group, float eps) -> (Tensor, Tensor, Tensor)",
     meta=_group_norm_meta,
     derivative=Derivative(_group_norm_formula, save=("input", "weight", "result"),
-                          diff=("input", "weight", "bias"), outputs=(True, False, False),
+                          diff=("input", "weight", "bias"),
                           name="NativeGroupNormBackward0"),
     doc="group normalisation: statistics per (sample, group of C/group channels)")
 

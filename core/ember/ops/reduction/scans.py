@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import _dtype
 from ... import return_types as _rt
-from ..._dtype import FLOATING
+from ..._dtype import COMPLEX, FLOATING
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
@@ -125,6 +125,8 @@ def _make_softmax(name, op):
         dt = input.dtype if dtype is None else _dtype.as_dtype(dtype)
         if dt.category != FLOATING:
             raise NotImplementedError(f"\"{name}\" not implemented for '{_dtype_title(dt)}'")
+        if dtype is not None and input.dtype.category == COMPLEX:
+            input = input.to(dt)        # PyTorch casts to dtype first (the imaginary part goes)
         no_complex(input, name)
         return op(input, d, dt)
 
@@ -208,6 +210,8 @@ def logcumsumexp(input, dim):
     dim = _wrap_dim(dim, input.ndim, "logcumsumexp")
     if input.shape[dim] == 0:
         return input.clone()
+    if input.is_complex():
+        return _complex_logcumsumexp(input, dim)
     shift = cummax(input.detach(), dim).values
     shift = em.where(shift.isinf(), em.zeros_like(shift), shift)
     # terms exp(x_j - m_i) for j <= i never overflow: m_i is their running maximum
@@ -246,3 +250,17 @@ def _log_softmax_jvp(ctx, tangents, self, dim, dtype):
 
 softmax_op.def_jvp(_softmax_jvp)
 log_softmax_op.def_jvp(_log_softmax_jvp)
+
+
+def _complex_logcumsumexp(input, dim):
+    """PyTorch's complex scan: fold ``max + log1p(exp(min - max))`` along ``dim``, min and max
+    by real part (a tie keeps the running value as max). Its imaginary parts are not wrapped
+    into (-pi, pi], so a closed form ``log(cumsum(exp(x)))`` would differ by multiples of 2 pi."""
+    em = ember_namespace()
+    outs = [input.select(dim, 0)]
+    for k in range(1, input.shape[dim]):
+        acc, new = outs[-1], input.select(dim, k)
+        acc_smaller = acc.real.lt(new.real)
+        low, high = em.where(acc_smaller, acc, new), em.where(acc_smaller, new, acc)
+        outs.append((low - high).exp().log1p() + high)
+    return em.stack(outs, dim)

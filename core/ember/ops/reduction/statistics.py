@@ -40,7 +40,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         w_sum = float(n_obs)
         avg = x.mean(1)
     else:
-        w = w.to(x.dtype)
+        # the weights keep their dtype, as in PyTorch: the normalisation is computed in it (a
+        # float32 aweights gives a float32 norm) and is real for complex input
         w_sum = w.sum()
         avg = (x * w).sum(1) / w_sum
     if w is None:
@@ -50,7 +51,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     elif aweights is None:
         norm = w_sum - correction
     else:
-        norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+        norm = w_sum - correction * (w * aweights).sum() / w_sum
     if isinstance(norm, float):
         norm = max(norm, 0.0)
     else:
@@ -58,8 +59,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     xm = x - avg.unsqueeze(1)
     xw = xm if w is None else xm * w
     c = xw @ xm.t().conj() if x.is_complex() else xw @ xm.t()
-    out = c / norm
-    return out.squeeze() if input.ndim < 2 else out
+    return (c / norm).squeeze()     # PyTorch squeezes always: one variable gives a 0-d result
 
 
 @tensor_method()
@@ -69,8 +69,11 @@ def corrcoef(input):
     if c.ndim == 0:
         return c / c
     d = c.diagonal()
-    std = d.sqrt()
+    std = (d.real if d.is_complex() else d).sqrt()
     out = c / std.unsqueeze(1) / std.unsqueeze(0)
+    if out.is_complex():      # PyTorch clips the real and imaginary parts separately
+        em = ember_namespace()
+        return em.complex(out.real.clamp(-1, 1), out.imag.clamp(-1, 1))
     return out.clamp(-1, 1)
 
 
@@ -140,7 +143,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, fn):
         out = em.where(has_nan, em.full((), float("nan"), dtype=out.dtype, device=out.device),
                        out)
     out = out.squeeze(d + 1)                     # (Q, ...rest)
-    if keepdim:
+    if keepdim and input.ndim:                   # (a 0-d input keeps no dim)
         if dim is None:
             out = out.reshape([qv.shape[0]] + [1] * input.ndim)
         else:
