@@ -5,6 +5,8 @@ imports none of them; each loads the first time its device is used.
 """
 from __future__ import annotations
 
+import sys as _sys
+
 from . import _dtype
 from ._defaults import get_default_device, set_default_device
 from ._device import device
@@ -90,6 +92,7 @@ from . import nn, utils  # noqa: E402
 from .ops._util import TORCH_FUNCTIONS as _TORCH_FUNCTIONS  # noqa: E402
 globals().update(_TORCH_FUNCTIONS)  # torch.conv2d, torch.dropout, torch.lstm…: nn's native forms
 from . import func  # noqa: E402 - ember.func: vmap, grad, jvp… (registers the Batched key)
+from .func import vmap  # noqa: E402 - torch.vmap is torch.func.vmap
 from . import optim  # noqa: E402
 from . import futures, distributed, jit, profiler  # noqa: E402
 from . import special  # noqa: E402
@@ -179,4 +182,9 @@ def __getattr__(name):
 
 
 __version__ = version.__version__
+
+# every public function and Tensor method takes torch's keywords and raises torch's binding errors
+from ._api import binding as _binding  # noqa: E402
+_binding.install(_sys.modules[__name__])
+del _binding
 del annotations  # the __future__ import's name is not part of ember's API

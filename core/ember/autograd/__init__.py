@@ -30,3 +30,10 @@ tensor_api.attach_all()
 _register(_keys.AUTOGRAD, record.make_handler)
 
 from . import profiler  # noqa: E402 - ember.autograd.profiler, as torch.autograd.profiler
+
+
+def variable(*args, **kwargs):
+    """torch keeps ``torch.autograd.variable`` as a function that only says what replaced it
+    (the ``variable`` submodule stays importable by its dotted name)."""
+    raise RuntimeError("ember.autograd.variable(...) is deprecated, use ember.tensor(...) "
+                       "instead")

@@ -229,6 +229,24 @@ for _alias, _target in ALIASES_UNARY.items():
     if _target + "_" in unary_api:
         setattr(Tensor, _alias + "_", unary_api[_target + "_"])
 conj_physical_op = unary_ops["conj_physical"][1]
+_logit, _logit_ = unary_api["logit"], unary_api["logit_"]
+
+
+def logit(input, eps=None, *, out=None):
+    """``log(p / (1 - p))``; with ``eps``, ``input`` is first clamped to [eps, 1 - eps] (the
+    gradient is zero where it was clamped, as torch's ``logit_backward``)."""
+    if eps is not None and isinstance(input, Tensor):
+        input = input.clamp(float(eps), 1.0 - float(eps))
+    return _logit(input, out=out)
+
+
+def logit_(self, eps=None):
+    if eps is not None:
+        self.clamp_(float(eps), 1.0 - float(eps))
+    return _logit_(self)
+
+
+unary_api["logit"], unary_api["logit_"] = Tensor.logit, Tensor.logit_ = logit, logit_
 
 
 def _logical_not_(self):

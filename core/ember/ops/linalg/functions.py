@@ -461,8 +461,12 @@ def cond(A, p=None, *, out=None):
     return r if out is None else write_out(out, r, api)
 
 
-def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """The rank: singular values above ``max(atol, rtol * largest)``; torch's older overload's
+    ``tol`` is an absolute tolerance (``atol=tol, rtol=0``)."""
     api = "linalg.matrix_rank"
+    if tol is not None:
+        atol, rtol = _solvers.tolerance_overload(api, "tol", tol, atol, rtol, relative=False)
     check_at_least_2d(api, A)
     check_float(api, A)
     from .. import elementwise as _ew

@@ -424,7 +424,8 @@ expand_op = define("expand(Tensor self, int[] size) -> Tensor", composite=_expan
 
 
 @tensor_method()
-def expand(self, *sizes):
+def expand(self, *sizes, implicit=False):
+    # implicit marks expansions torch's tracer inserted; it changes nothing here
     return expand_op(self, _sizes(sizes))
 
 
