@@ -19,14 +19,17 @@ from . import futures as futures
 from . import jit as jit
 from . import library as library
 from . import linalg as linalg
+from . import masked as masked
 from . import nn as nn
 from . import onnx as onnx
 from . import ops as ops
 from . import optim as optim
 from . import profiler as profiler
+from . import random as random
 from . import return_types as return_types
 from . import runtime as runtime
 from . import serialization as serialization
+from . import signal as signal
 from . import sparse as sparse
 from . import special as special
 from . import testing as testing
@@ -40,11 +43,15 @@ from ._memory_format import memory_format as memory_format
 from ._type_info import finfo as finfo
 from ._type_info import iinfo as iinfo
 from .amp.autocast_mode import autocast as autocast
+from .amp.grad_scaler import GradScaler as GradScaler
 from .autograd.grad_mode import enable_grad as enable_grad
 from .autograd.grad_mode import inference_mode as inference_mode
 from .autograd.grad_mode import no_grad as no_grad
 from .autograd.grad_mode import set_grad_enabled as set_grad_enabled
+from .futures import Future as Future
+from .runtime.allocator import OutOfMemoryError as OutOfMemoryError
 
+AcceleratorError: Any
 BFloat16Tensor: Any
 BoolTensor: Any
 ByteTensor: Any
@@ -85,9 +92,12 @@ strided: Any
 uint8: dtype
 
 def abs(input, *, out=...): ...  # ember.ops.elementwise.unary
+def abs_(self): ...  # ember.ops.elementwise.unary
 def absolute(input, *, out=...): ...  # ember.ops.elementwise.unary
 def acos(input, *, out=...): ...  # ember.ops.elementwise.unary
+def acos_(self): ...  # ember.ops.elementwise.unary
 def acosh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def acosh_(self): ...  # ember.ops.elementwise.unary
 def adaptive_avg_pool1d(input, output_size): ...  # ember.nn._pool
 def adaptive_max_pool1d(input, output_size): ...  # ember.nn._pool
 def add(input, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
@@ -96,6 +106,7 @@ def addcdiv(input, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.el
 def addcmul(input, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
 def addmm(input, mat1, mat2, out_dtype=..., *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
 def addmv(input, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
 def addr(input, vec1, vec2, *, beta=..., alpha=..., out=...): ...  # ember.ops.linalg.fused
 def adjoint(input): ...  # ember.ops.views.reshaping
 def affine_grid_generator(theta, size, align_corners): ...  # ember.ops.grid_sampling
@@ -103,6 +114,7 @@ def alias_copy(input): ...  # ember.ops.view_copies
 def all(input, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
 def allclose(input, other, rtol=..., atol=..., equal_nan=...): ...  # ember.ops.elementwise.closeness
 def alpha_dropout(input, p, train): ...  # ember.nn._dropout
+def alpha_dropout_(input, p, train): ...  # ember.nn._dropout
 def amax(input, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
 def amin(input, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
 def aminmax(input, *, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
@@ -110,27 +122,38 @@ def angle(input, *, out=...): ...  # ember.ops.elementwise.complex_numbers
 def any(input, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
 def arange(start=..., end=..., step=..., *, out=..., dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
 def arccos(input, *, out=...): ...  # ember.ops.elementwise.unary
+def arccos_(self): ...  # ember.ops.elementwise.unary
 def arccosh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def arccosh_(self): ...  # ember.ops.elementwise.unary
 def arcsin(input, *, out=...): ...  # ember.ops.elementwise.unary
+def arcsin_(self): ...  # ember.ops.elementwise.unary
 def arcsinh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def arcsinh_(self): ...  # ember.ops.elementwise.unary
 def arctan(input, *, out=...): ...  # ember.ops.elementwise.unary
 def arctan2(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def arctan_(self): ...  # ember.ops.elementwise.unary
 def arctanh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def arctanh_(self): ...  # ember.ops.elementwise.unary
 def are_deterministic_algorithms_enabled(): ...  # ember.runtime.determinism
 def argmax(input, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
 def argmin(input, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
 def argsort(input, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
 def argwhere(input): ...  # ember.ops.indexing.advanced
 def as_strided(self, size, stride, storage_offset=...): ...  # ember.ops.views.strided
+def as_strided_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
 def as_strided_copy(input, size, stride, storage_offset=...): ...  # ember.ops.view_copies
 def as_strided_scatter(input, src, size, stride, storage_offset=...): ...  # ember.ops.views.strided
 def as_tensor(data, dtype=..., device=...): ...  # ember.ops.factories
 def asarray(obj, *, dtype=..., device=..., copy=..., requires_grad=...): ...  # ember.ops.factories
 def asin(input, *, out=...): ...  # ember.ops.elementwise.unary
+def asin_(self): ...  # ember.ops.elementwise.unary
 def asinh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def asinh_(self): ...  # ember.ops.elementwise.unary
 def atan(input, *, out=...): ...  # ember.ops.elementwise.unary
 def atan2(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def atan_(self): ...  # ember.ops.elementwise.unary
 def atanh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def atanh_(self): ...  # ember.ops.elementwise.unary
 def atleast_1d(*tensors): ...  # ember.ops.shape
 def atleast_2d(*tensors): ...  # ember.ops.shape
 def atleast_3d(*tensors): ...  # ember.ops.shape
@@ -138,6 +161,7 @@ def autocast_decrement_nesting(): ...  # ember.amp.autocast_mode
 def autocast_increment_nesting(): ...  # ember.amp.autocast_mode
 def avg_pool1d(input, kernel_size, stride=..., padding=..., ceil_mode=..., count_include_pad=...): ...  # ember.nn._pool
 def baddbmm(input, batch1, batch2, out_dtype=..., *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+def bartlett_window(window_length, periodic=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.signal.windows
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=...): ...  # ember.nn._normalization
 def bernoulli(input, p=..., *, generator=..., out=...): ...  # ember.ops.random
 def bilinear(input1, input2, weight, bias=...): ...  # ember.nn._linear
@@ -150,6 +174,7 @@ def bitwise_not(input, *, out=...): ...  # ember.ops.elementwise.unary
 def bitwise_or(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def bitwise_right_shift(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def bitwise_xor(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def blackman_window(window_length, periodic=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.signal.windows
 def block_diag(*tensors): ...  # ember.ops.structure
 def bmm(input, mat2, out_dtype=...): ...  # ember.ops.linalg.products
 def broadcast_shapes(*shapes): ...  # ember.ops.structure
@@ -161,6 +186,7 @@ def cartesian_prod(*tensors): ...  # ember.ops.structure
 def cat(tensors, dim=..., *, out=...): ...  # ember.ops.shape
 def cdist(x1, x2, p=..., compute_mode=...): ...  # ember.ops.distances
 def ceil(input, *, out=...): ...  # ember.ops.elementwise.unary
+def ceil_(self): ...  # ember.ops.elementwise.unary
 def celu(input, alpha=...): ...  # ember.ops.elementwise.activation
 def celu_(input, alpha=...): ...  # ember.ops.elementwise.activation
 def chain_matmul(*matrices, out=...): ...  # ember.ops.linalg.legacy
@@ -172,7 +198,9 @@ def chunk(input, chunks, dim=...): ...  # ember.ops.views.slicing
 def clamp(input, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
 def clamp_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
 def clamp_max(input, max): ...  # ember.ops.elementwise.selection
+def clamp_max_(self, max): ...  # ember.ops.elementwise.selection
 def clamp_min(input, min): ...  # ember.ops.elementwise.selection
+def clamp_min_(self, min): ...  # ember.ops.elementwise.selection
 def clear_autocast_cache(): ...  # ember.amp.autocast_mode
 def clip(input, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
 def clip_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
@@ -183,8 +211,10 @@ def compile(model=..., *, fullgraph=..., dynamic=..., backend=..., mode=..., opt
 def complex(real, imag, *, out=...): ...  # ember.ops.elementwise.complex_numbers
 def concat(tensors, dim=..., *, out=...): ...  # ember.ops.shape
 def concatenate(tensors, dim=..., *, out=...): ...  # ember.ops.shape
+def cond(pred, true_fn, false_fn, operands=...): ...  # ember._control_flow
 def conj(input): ...  # ember.ops.elementwise.unary
 def conj_physical(input, *, out=...): ...  # ember.ops.elementwise.unary
+def conj_physical_(self): ...  # ember.ops.elementwise.unary
 def constant_pad_nd(input, pad, value=...): ...  # ember.nn._padding
 def conv1d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): ...  # ember.nn._conv
 def conv2d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): ...  # ember.nn._conv
@@ -196,7 +226,9 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
 def copysign(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def corrcoef(input): ...  # ember.ops.reduction.statistics
 def cos(input, *, out=...): ...  # ember.ops.elementwise.unary
+def cos_(self): ...  # ember.ops.elementwise.unary
 def cosh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def cosh_(self): ...  # ember.ops.elementwise.unary
 def cosine_embedding_loss(input1, input2, target, margin=..., reduction=...): ...  # ember.nn._margin_loss
 def cosine_similarity(x1, x2, dim=..., eps=...): ...  # ember.nn._distance
 def count_nonzero(input, dim=...): ...  # ember.ops.reduction.sums
@@ -209,8 +241,10 @@ def cumprod(input, dim, *, dtype=...): ...  # ember.ops.reduction.scans
 def cumsum(input, dim, *, dtype=...): ...  # ember.ops.reduction.scans
 def cumulative_trapezoid(y, x=..., *, dx=..., dim=...): ...  # ember.ops.differences
 def deg2rad(input, *, out=...): ...  # ember.ops.elementwise.unary
+def deg2rad_(self): ...  # ember.ops.elementwise.unary
 def det(input): ...  # ember.ops.linalg.legacy
 def detach(input): ...  # ember.ops.conversion
+def detach_(self): ...  # ember.autograd.tensor_api
 def detach_copy(input): ...  # ember.ops.view_copies
 def diag(input, diagonal=..., *, out=...): ...  # ember.ops.shape
 def diag_embed(input, offset=..., dim1=..., dim2=...): ...  # ember.ops.structure
@@ -225,46 +259,66 @@ def div(input, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwi
 def divide(input, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
 def dot(input, tensor): ...  # ember.ops.linalg.products
 def dropout(input, p, train): ...  # ember.nn._dropout
+def dropout_(input, p, train): ...  # ember.nn._dropout
 def dsplit(input, indices_or_sections): ...  # ember.ops.view_copies
 def dstack(tensors, *, out=...): ...  # ember.ops.shape
+def eig(self, eigenvectors=..., *, e=..., v=...): ...  # ember.ops.removed
 def einsum(*args): ...  # ember.ops.linalg.contractions
 def elu(input, alpha=...): ...  # ember.ops.elementwise.activation
 def embedding(weight, indices, padding_idx=..., scale_grad_by_freq=..., sparse=...): ...  # ember.nn._embedding
 def embedding_bag(weight, indices, offsets, scale_grad_by_freq=..., mode=..., sparse=..., per_sample_weights=..., include_last_offset=..., padding_idx=...): ...  # ember.nn._embedding
+def embedding_renorm_(input, indices, max_norm, norm_type): ...  # ember.nn._embedding
 def empty(*size_args, size=..., dtype=..., layout=..., device=..., requires_grad=..., out=..., memory_format=..., pin_memory=...): ...  # ember.ops.factories
 def empty_like(input, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=..., memory_format=...): ...  # ember.ops.factories
+def empty_permuted(size, physical_layout, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
+def empty_strided(size, stride, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
 def eq(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def equal(input, other): ...  # ember.ops.elementwise.closeness
 def erf(input, *, out=...): ...  # ember.ops.elementwise.unary
+def erf_(self): ...  # ember.ops.elementwise.unary
 def erfc(input, *, out=...): ...  # ember.ops.elementwise.unary
+def erfc_(self): ...  # ember.ops.elementwise.unary
 def erfinv(input, *, out=...): ...  # ember.ops.elementwise.unary
 def exp(input, *, out=...): ...  # ember.ops.elementwise.unary
 def exp2(input, *, out=...): ...  # ember.ops.elementwise.unary
+def exp2_(self): ...  # ember.ops.elementwise.unary
+def exp_(self): ...  # ember.ops.elementwise.unary
 def expand_copy(input, size, *, implicit=...): ...  # ember.ops.view_copies
 def expm1(input, *, out=...): ...  # ember.ops.elementwise.unary
+def expm1_(self): ...  # ember.ops.elementwise.unary
 def eye(n, m=..., *, out=..., dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
 def feature_alpha_dropout(input, p, train): ...  # ember.nn._dropout
+def feature_alpha_dropout_(input, p, train): ...  # ember.nn._dropout
 def feature_dropout(input, p, train): ...  # ember.nn._dropout
+def feature_dropout_(input, p, train): ...  # ember.nn._dropout
+def fill(input, value): ...  # ember.ops.function_forms
+def fill_(self, value): ...  # ember.ops.random
 def fix(input, *, out=...): ...  # ember.ops.elementwise.unary
+def fix_(self): ...  # ember.ops.elementwise.unary
 def flatten(input, start_dim=..., end_dim=...): ...  # ember.ops.views.reshaping
 def flip(input, *dims_args, dims=...): ...  # ember.ops.shape
 def fliplr(input): ...  # ember.ops.shape
 def flipud(input): ...  # ember.ops.shape
 def float_power(input, exponent): ...  # ember.ops.elementwise.floating_point
 def floor(input, *, out=...): ...  # ember.ops.elementwise.unary
+def floor_(self): ...  # ember.ops.elementwise.unary
 def floor_divide(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def fmax(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def fmin(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def fmod(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def fork(func, *args, **kwargs): ...  # ember.jit
 def frac(input, *, out=...): ...  # ember.ops.elementwise.unary
+def frac_(self): ...  # ember.ops.elementwise.unary
 def frexp(input): ...  # ember.ops.elementwise.floating_point
 def frobenius_norm(input, dim=..., keepdim=..., *, out=...): ...  # ember.ops.linalg.legacy
 def from_dlpack(ext_tensor, *, device=..., copy=...): ...  # ember.ops.factories
 def from_numpy(array): ...  # ember.ops.factories
+def frombuffer(buffer, *, dtype, count=..., offset=..., requires_grad=...): ...  # ember.ops.factory_forms
 def full(size, fill_value, *, dtype=..., layout=..., device=..., requires_grad=..., out=..., pin_memory=...): ...  # ember.ops.factories
 def full_like(input, fill_value, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=..., memory_format=...): ...  # ember.ops.factories
 def gather(input, dim, index, *, sparse_grad=..., out=...): ...  # ember.ops.indexing.gather_scatter
 def gcd(input, other): ...  # ember.ops.elementwise.integer
+def gcd_(self, other): ...  # ember.ops.elementwise.integer
 def ge(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def gelu(input, approximate=...): ...  # ember.ops.elementwise.activation
 def geqrf(input, *, out=...): ...  # ember.ops.linalg.householder_qr
@@ -289,6 +343,8 @@ def group_norm(input, num_groups, weight=..., bias=..., eps=..., cudnn_enabled=.
 def gru(*args, **kwargs): ...  # ember.nn._rnn
 def gru_cell(input, hx, w_ih, w_hh, b_ih=..., b_hh=...): ...  # ember.ops.rnn
 def gt(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def hamming_window(window_length, periodic=..., alpha=..., beta=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.signal.windows
+def hann_window(window_length, periodic=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.signal.windows
 def hardshrink(input, lambd=...): ...  # ember.ops.elementwise.activation
 def hardtanh(input, min_val=..., max_val=...): ...  # ember.ops.elementwise.activation
 def heaviside(input, values): ...  # ember.ops.elementwise.selection
@@ -300,6 +356,7 @@ def hsplit(input, indices_or_sections): ...  # ember.ops.view_copies
 def hstack(tensors, *, out=...): ...  # ember.ops.shape
 def hypot(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def i0(input, *, out=...): ...  # ember.ops.elementwise.special
+def i0_(self): ...  # ember.ops.elementwise.special
 def igamma(input, other, *, out=...): ...  # ember.ops.elementwise.special
 def igammac(input, other, *, out=...): ...  # ember.ops.elementwise.special
 def imag(input): ...  # ember.ops.views.reshaping
@@ -307,6 +364,7 @@ def index_add(input, dim, index, source, *, alpha=...): ...  # ember.ops.indexin
 def index_copy(input, dim, index, source): ...  # ember.ops.indexing.gather_scatter
 def index_fill(input, dim, index, value): ...  # ember.ops.structure
 def index_put(input, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
+def index_put_(self, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
 def index_reduce(input, dim, index, source, reduce, *, include_self=..., out=...): ...  # ember.ops.scatter_reduce
 def index_select(input, dim, index, *, out=...): ...  # ember.ops.indexing.gather_scatter
 def indices_copy(input, *, out=...): ...  # ember.sparse
@@ -314,6 +372,8 @@ def initial_seed(): ...  # ember._generator
 def inner(input, other): ...  # ember.ops.linalg.products
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled): ...  # ember.nn._normalization
 def inverse(input, *, out=...): ...  # ember.ops.linalg.legacy
+def is_anomaly_check_nan_enabled(): ...  # ember.autograd.anomaly
+def is_anomaly_enabled(): ...  # ember.autograd.anomaly
 def is_autocast_cache_enabled(): ...  # ember.amp.autocast_mode
 def is_autocast_cpu_enabled(): ...  # ember.amp.autocast_mode
 def is_autocast_enabled(device_type=...): ...  # ember.amp.autocast_mode
@@ -329,6 +389,7 @@ def is_nonzero(input): ...  # ember.ops.view_copies
 def is_same_size(input, other): ...  # ember.ops.view_copies
 def is_signed(input): ...  # ember.ops.view_copies
 def is_tensor(obj): ...  # ember
+def is_vulkan_available(): ...  # ember
 def isclose(input, other, rtol=..., atol=..., equal_nan=...): ...  # ember.ops.elementwise.closeness
 def isfinite(input, *, out=...): ...  # ember.ops.elementwise.unary
 def isin(elements, test_elements, *, assume_unique=..., invert=...): ...  # ember.ops.structure
@@ -338,12 +399,15 @@ def isneginf(input, *, out=...): ...  # ember.ops.elementwise.unary
 def isposinf(input, *, out=...): ...  # ember.ops.elementwise.unary
 def isreal(input): ...  # ember.ops.view_copies
 def istft(input, n_fft, hop_length=..., win_length=..., window=..., center=..., normalized=..., onesided=..., length=..., return_complex=...): ...  # ember.fft._stft
+def kaiser_window(window_length, periodic=..., beta=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.signal.windows
 def kl_div(input, target, reduction=..., *, log_target=...): ...  # ember.nn._loss
 def kron(input, other): ...  # ember.ops.linalg.products
 def kthvalue(input, k, dim=..., keepdim=...): ...  # ember.ops.sorting
 def layer_norm(input, normalized_shape, weight=..., bias=..., eps=..., cudnn_enable=...): ...  # ember.nn._normalization
 def lcm(input, other): ...  # ember.ops.elementwise.integer
+def lcm_(self, other): ...  # ember.ops.elementwise.integer
 def ldexp(input, other): ...  # ember.ops.elementwise.floating_point
+def ldexp_(self, other): ...  # ember.ops.elementwise.floating_point
 def le(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def leaky_relu(input, negative_slope=...): ...  # ember.ops.elementwise.activation
 def lerp(input, end, weight, *, out=...): ...  # ember.ops.elementwise.ternary
@@ -355,8 +419,12 @@ def load(f, map_location=..., pickle_module=..., *, weights_only=..., mmap=..., 
 def lobpcg(A, k=..., B=..., X=..., n=..., iK=..., niter=..., tol=..., largest=..., method=..., tracker=..., ortho_iparams=..., ortho_fparams=..., ortho_bparams=...): ...  # ember.ops.linalg.lobpcg
 def log(input, *, out=...): ...  # ember.ops.elementwise.unary
 def log10(input, *, out=...): ...  # ember.ops.elementwise.unary
+def log10_(self): ...  # ember.ops.elementwise.unary
 def log1p(input, *, out=...): ...  # ember.ops.elementwise.unary
+def log1p_(self): ...  # ember.ops.elementwise.unary
 def log2(input, *, out=...): ...  # ember.ops.elementwise.unary
+def log2_(self): ...  # ember.ops.elementwise.unary
+def log_(self): ...  # ember.ops.elementwise.unary
 def log_softmax(input, dim, dtype=...): ...  # ember.ops.reduction.scans
 def logaddexp(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logaddexp2(input, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -367,10 +435,12 @@ def logical_not(input, *, out=...): ...  # ember.ops.elementwise.unary
 def logical_or(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logical_xor(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logit(input, eps=..., *, out=...): ...  # ember.ops.elementwise.unary
+def logit_(self, eps=...): ...  # ember.ops.elementwise.unary
 def logspace(start, end, steps, base=..., *, out=..., dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
 def logsumexp(input, dim, keepdim=...): ...  # ember.ops.reduction.norms
 def lstm(*args, **kwargs): ...  # ember.nn._rnn
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=..., b_hh=...): ...  # ember.ops.rnn
+def lstsq(input, A, *, out=...): ...  # ember.ops.removed
 def lt(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def lu(A, pivot=..., get_infos=..., out=...): ...  # ember.ops.linalg.legacy
 def lu_solve(b, LU_data, LU_pivots, *, out=...): ...  # ember.ops.linalg.legacy
@@ -383,6 +453,7 @@ def masked_select(input, mask, *, out=...): ...  # ember.ops.indexing.masked
 def matmul(input, other): ...  # ember.ops.linalg.products
 def matrix_exp(input): ...  # ember.ops.linalg.legacy
 def matrix_power(input, n): ...  # ember.ops.linalg.legacy
+def matrix_rank(input, tol=..., symmetric=..., *, out=...): ...  # ember.ops.removed
 def max(input, dim=..., keepdim=..., *, other=...): ...  # ember.ops.reduction.extremes
 def max_pool1d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=...): ...  # ember.nn._pool
 def max_pool1d_with_indices(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=...): ...  # ember.nn._pool
@@ -406,6 +477,7 @@ def multiply(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def mv(input, vec): ...  # ember.ops.linalg.products
 def mvlgamma(input, p, *, out=...): ...  # ember.ops.elementwise.special
 def nan_to_num(input, nan=..., posinf=..., neginf=..., *, out=...): ...  # ember.ops.elementwise.unary
+def nan_to_num_(self, nan=..., posinf=..., neginf=...): ...  # ember.ops.elementwise.unary
 def nanmean(input, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
 def nanmedian(input, dim=..., keepdim=...): ...  # ember.ops.sorting
 def nanquantile(input, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.reduction.statistics
@@ -418,7 +490,9 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps): ...  # ember.
 def native_layer_norm(input, normalized_shape, weight, bias, eps): ...  # ember.ops.nn.norm
 def ne(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def neg(input, *, out=...): ...  # ember.ops.elementwise.unary
+def neg_(self): ...  # ember.ops.elementwise.unary
 def negative(input, *, out=...): ...  # ember.ops.elementwise.unary
+def negative_(self): ...  # ember.ops.elementwise.unary
 def nextafter(input, other): ...  # ember.ops.elementwise.floating_point
 def nonzero(input, *, out=..., as_tuple=...): ...  # ember.ops.indexing.advanced
 def nonzero_static(input, *, size, fill_value=...): ...  # ember.ops.indexing.advanced
@@ -454,6 +528,7 @@ def put(input, index, source, accumulate=...): ...  # ember.ops.structure
 def qr(input, some=..., *, out=...): ...  # ember.ops.linalg.legacy
 def quantile(input, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.reduction.statistics
 def rad2deg(input, *, out=...): ...  # ember.ops.elementwise.unary
+def rad2deg_(self): ...  # ember.ops.elementwise.unary
 def rand(*size_args, size=..., generator=..., out=..., dtype=..., layout=..., device=..., requires_grad=..., pin_memory=...): ...  # ember.ops.random
 def rand_like(input, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=..., memory_format=..., generator=...): ...  # ember.ops.random
 def randint(*args, size=..., low=..., high=..., generator=..., out=..., dtype=..., layout=..., device=..., requires_grad=..., pin_memory=...): ...  # ember.ops.random
@@ -461,15 +536,18 @@ def randint_like(input, *args, low=..., high=..., dtype=..., layout=..., device=
 def randn(*size_args, size=..., generator=..., out=..., dtype=..., layout=..., device=..., requires_grad=..., pin_memory=...): ...  # ember.ops.random
 def randn_like(input, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=..., memory_format=..., generator=...): ...  # ember.ops.random
 def randperm(n, *, generator=..., out=..., dtype=..., layout=..., device=..., requires_grad=..., pin_memory=...): ...  # ember.ops.random
+def range(start=..., end=..., step=..., *, out=..., dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
 def ravel(input): ...  # ember.ops.view_copies
 def real(input): ...  # ember.ops.views.reshaping
 def reciprocal(input, *, out=...): ...  # ember.ops.elementwise.unary
+def reciprocal_(self): ...  # ember.ops.elementwise.unary
 def relu(input, *, out=...): ...  # ember.ops.elementwise.unary
 def relu_(input): ...  # ember.nn._activation
 def remainder(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def renorm(input, p, dim, maxnorm): ...  # ember.ops.reduction.norms
 def repeat_interleave(input, repeats=..., dim=..., *, output_size=...): ...  # ember.ops.shape
 def reshape(input, *shape): ...  # ember.ops.views.reshaping
+def resize_as_(self, other, *, memory_format=...): ...  # ember.ops.inplace_metadata
 def resolve_conj(input): ...  # ember.ops.elementwise.complex_numbers
 def resolve_neg(input): ...  # ember.ops.elementwise.complex_numbers
 def result_type(*operands): ...  # ember._dtype
@@ -481,12 +559,15 @@ def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=..., b_hh=...): ...  # ember.ops.r
 def roll(input, shifts, dims=...): ...  # ember.ops.shape
 def rot90(input, k=..., dims=...): ...  # ember.ops.shape
 def round(input, *, decimals=..., out=...): ...  # ember.ops.elementwise.unary
+def round_(self, *, decimals=...): ...  # ember.ops.elementwise.unary
 def row_stack(tensors, *, out=...): ...  # ember.ops.shape
 def rrelu(input, lower=..., upper=..., training=..., generator=...): ...  # ember.ops.elementwise.activation
 def rrelu_(input, lower=..., upper=..., training=..., generator=...): ...  # ember.ops.elementwise.activation
 def rsqrt(input, *, out=...): ...  # ember.ops.elementwise.unary
+def rsqrt_(self): ...  # ember.ops.elementwise.unary
 def rsub(input, other, alpha=...): ...  # ember.ops.elementwise.binary
 def save(obj, f, pickle_module=..., pickle_protocol=..., _use_new_zipfile_serialization=..., _disable_byteorder_record=...): ...  # ember.serialization
+def scalar_tensor(s, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
 def scatter(input, dim, index, src=..., *, value=..., reduce=...): ...  # ember.ops.indexing.gather_scatter
 def scatter_add(input, dim, index, src): ...  # ember.ops.indexing.gather_scatter
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=..., out=...): ...  # ember.ops.scatter_reduce
@@ -497,9 +578,13 @@ def select_copy(input, dim, index): ...  # ember.ops.view_copies
 def select_scatter(input, src, dim, index): ...  # ember.ops.view_copies
 def selu(input): ...  # ember.ops.elementwise.activation
 def selu_(input): ...  # ember.ops.elementwise.activation
+def set_anomaly_enabled(enabled, check_nan=...): ...  # ember.autograd.anomaly
 def set_autocast_cache_enabled(enabled): ...  # ember.amp.autocast_mode
+def set_autocast_cpu_dtype(dtype): ...  # ember.amp.autocast_mode
+def set_autocast_cpu_enabled(enabled): ...  # ember.amp.autocast_mode
 def set_autocast_dtype(device_type, dtype): ...  # ember.amp.autocast_mode
 def set_autocast_enabled(device_type, enabled=...): ...  # ember.amp.autocast_mode
+def set_autocast_gpu_dtype(dtype): ...  # ember.amp.autocast_mode
 def set_default_device(dev): ...  # ember._defaults
 def set_default_dtype(d): ...  # ember._dtype
 def set_default_tensor_type(t): ...  # ember.ops.factories
@@ -511,17 +596,22 @@ def set_printoptions(precision=..., threshold=..., edgeitems=..., linewidth=...,
 def set_rng_state(state): ...  # ember._generator
 def sgn(input, *, out=...): ...  # ember.ops.elementwise.complex_numbers
 def sigmoid(input, *, out=...): ...  # ember.ops.elementwise.unary
+def sigmoid_(self): ...  # ember.ops.elementwise.unary
 def sign(input, *, out=...): ...  # ember.ops.elementwise.unary
 def signbit(input, *, out=...): ...  # ember.ops.elementwise.unary
 def silu(input, *, out=...): ...  # ember.ops.elementwise.unary
 def sin(input, *, out=...): ...  # ember.ops.elementwise.unary
+def sin_(self): ...  # ember.ops.elementwise.unary
 def sinc(input, *, out=...): ...  # ember.ops.elementwise.special
+def sinc_(self): ...  # ember.ops.elementwise.special
 def sinh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def sinh_(self): ...  # ember.ops.elementwise.unary
 def slice_copy(input, dim=..., start=..., end=..., step=...): ...  # ember.ops.view_copies
 def slice_scatter(input, src, dim=..., start=..., end=..., step=...): ...  # ember.ops.view_copies
 def slogdet(input): ...  # ember.ops.linalg.legacy
 def softmax(input, dim, dtype=...): ...  # ember.ops.reduction.scans
 def softplus(input, beta=..., threshold=...): ...  # ember.ops.elementwise.activation
+def solve(input, A, *, out=...): ...  # ember.ops.removed
 def sort(input, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
 def sparse_coo_tensor(indices=..., values=..., size=..., *, dtype=..., device=..., pin_memory=..., requires_grad=..., check_invariants=..., is_coalesced=...): ...  # ember.sparse._coo
 def special_expit(input, *, out=...): ...  # ember.ops.elementwise.unary
@@ -529,8 +619,11 @@ def split(tensor, split_size_or_sections, dim=...): ...  # ember.ops.views.slici
 def split_copy(input, split_size, dim=...): ...  # ember.ops.view_copies
 def split_with_sizes(input, split_sizes, dim=...): ...  # ember.ops.view_copies
 def split_with_sizes_copy(input, split_sizes, dim=...): ...  # ember.ops.view_copies
+def spmm(input, mat2, out_dtype=...): ...  # ember
 def sqrt(input, *, out=...): ...  # ember.ops.elementwise.unary
+def sqrt_(self): ...  # ember.ops.elementwise.unary
 def square(input, *, out=...): ...  # ember.ops.elementwise.unary
+def square_(self): ...  # ember.ops.elementwise.unary
 def squeeze(input, dim=...): ...  # ember.ops.views.reshaping
 def squeeze_copy(input, dim=...): ...  # ember.ops.view_copies
 def stack(tensors, dim=..., *, out=...): ...  # ember.ops.shape
@@ -544,18 +637,23 @@ def svd(input, some=..., compute_uv=..., *, out=...): ...  # ember.ops.linalg.le
 def svd_lowrank(A, q=..., niter=..., M=...): ...  # ember.ops.linalg.lowrank
 def swapaxes(input, dim0, dim1): ...  # ember.ops.views.reshaping
 def swapdims(input, dim0, dim1): ...  # ember.ops.views.reshaping
+def symeig(input, eigenvectors=..., upper=..., *, out=...): ...  # ember.ops.removed
 def t(input): ...  # ember.ops.views.reshaping
 def t_copy(input): ...  # ember.ops.view_copies
 def take(input, index): ...  # ember.ops.indexing.advanced
 def take_along_dim(input, indices, dim=...): ...  # ember.ops.structure
 def tan(input, *, out=...): ...  # ember.ops.elementwise.unary
+def tan_(self): ...  # ember.ops.elementwise.unary
 def tanh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def tanh_(self): ...  # ember.ops.elementwise.unary
 def tensor(data, *, dtype=..., device=..., requires_grad=..., pin_memory=...): ...  # ember.ops.factories
 def tensor_split(input, indices_or_sections, dim=...): ...  # ember.ops.views.slicing
 def tensordot(a, b, dims=..., out=...): ...  # ember.ops.linalg.contractions
+def thread_safe_generator(): ...  # ember.random
 def threshold(input, threshold, value): ...  # ember.ops.elementwise.activation
 def threshold_(input, threshold, value): ...  # ember.ops.elementwise.activation
 def tile(input, *dims): ...  # ember.ops.shape
+def to_dlpack(tensor): ...  # ember.ops.factory_forms
 def topk(input, k, dim=..., largest=..., sorted=...): ...  # ember.ops.sorting
 def trace(input): ...  # ember.ops.linalg.products
 def transpose(input, dim0, dim1): ...  # ember.ops.views.reshaping
@@ -564,10 +662,14 @@ def trapezoid(y, x=..., *, dx=..., dim=...): ...  # ember.ops.differences
 def trapz(y, x=..., *, dx=..., dim=...): ...  # ember.ops.differences
 def triangular_solve(b, A, upper=..., transpose=..., unitriangular=..., *, out=...): ...  # ember.ops.linalg.legacy
 def tril(input, diagonal=..., *, out=...): ...  # ember.ops.shape
+def tril_indices(row, col, offset=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
 def triplet_margin_loss(anchor, positive, negative, margin=..., p=..., eps=..., swap=..., reduction=...): ...  # ember.nn._margin_loss
 def triu(input, diagonal=..., *, out=...): ...  # ember.ops.shape
+def triu_indices(row, col, offset=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
 def true_divide(input, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
 def trunc(input, *, out=...): ...  # ember.ops.elementwise.unary
+def trunc_(self): ...  # ember.ops.elementwise.unary
+def typename(obj): ...  # ember
 def unbind(input, dim=...): ...  # ember.ops.views.slicing
 def unbind_copy(input, dim=...): ...  # ember.ops.view_copies
 def unflatten(input, dim, sizes): ...  # ember.ops.views.reshaping
@@ -582,6 +684,7 @@ def unsqueeze(input, dim): ...  # ember.ops.views.reshaping
 def unsqueeze_copy(input, dim): ...  # ember.ops.view_copies
 def use_deterministic_algorithms(mode, *, warn_only=...): ...  # ember.runtime.determinism
 def values_copy(input, *, out=...): ...  # ember.sparse
+def vander(x, N=..., increasing=...): ...  # ember.ops.structure
 def var(input, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
 def var_mean(input, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
 def vdot(input, other): ...  # ember.ops.linalg.products
@@ -593,7 +696,11 @@ def view_copy(input, *size, dtype=...): ...  # ember.ops.view_copies
 def vmap(func, in_dims=..., out_dims=..., randomness=..., *, chunk_size=...): ...  # ember.func._vmap
 def vsplit(input, indices_or_sections): ...  # ember.ops.view_copies
 def vstack(tensors, *, out=...): ...  # ember.ops.shape
+def wait(future): ...  # ember.jit
 def where(condition, input=..., other=..., *, out=...): ...  # ember.ops.elementwise.selection
+def while_loop(cond_fn, body_fn, carried_inputs): ...  # ember._control_flow
 def xlogy(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def xlogy_(self, other): ...  # ember.ops.elementwise.binary
+def zero_(self): ...  # ember.ops.random
 def zeros(*size_args, size=..., dtype=..., layout=..., device=..., requires_grad=..., out=..., pin_memory=...): ...  # ember.ops.factories
 def zeros_like(input, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=..., memory_format=...): ...  # ember.ops.factories

@@ -265,6 +265,7 @@ class Tensor:
     def double(self, memory_format=...): ...  # ember.ops.conversion
     def dsplit(self, indices_or_sections): ...  # ember.ops.view_copies
     dtype: Any
+    def eig(self, eigenvectors=...): ...  # ember.ops.removed
     def element_size(self): ...  # ember._tensor
     def eq(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def eq_(self, other): ...  # ember.ops.elementwise.binary
@@ -452,6 +453,7 @@ class Tensor:
     def logit_(self, eps=...): ...  # ember.ops.elementwise.unary
     def logsumexp(self, dim, keepdim=...): ...  # ember.ops.reduction.norms
     def long(self, memory_format=...): ...  # ember.ops.conversion
+    def lstsq(self, other): ...  # ember.ops.removed
     def lt(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def lt_(self, other): ...  # ember.ops.elementwise.binary
     def lu(self, pivot=..., get_infos=..., out=...): ...  # ember.ops.linalg.legacy
@@ -514,6 +516,7 @@ class Tensor:
     def nelement(self): ...  # ember._tensor
     def new(self, *args, **kwargs): ...  # ember.ops.factories
     def new_empty(self, *size, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
+    def new_empty_strided(self, size, stride, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
     def new_full(self, size, fill_value, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
     def new_ones(self, *size, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
     def new_tensor(self, data, *, dtype=..., device=..., requires_grad=..., layout=..., pin_memory=...): ...  # ember.ops.factories
@@ -558,6 +561,7 @@ class Tensor:
     def reciprocal_(self): ...  # ember.ops.elementwise.unary
     def register_hook(self, hook): ...  # ember.autograd.tensor_api
     def register_post_accumulate_grad_hook(self, hook): ...  # ember.autograd.tensor_api
+    def reinforce(self, reward): ...  # ember.ops.removed
     def relu(self, *, out=...): ...  # ember.ops.elementwise.unary
     def relu_(self): ...  # ember.ops.elementwise.unary
     def remainder(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -617,6 +621,7 @@ class Tensor:
     def slice_scatter(self, src, dim=..., start=..., end=..., step=...): ...  # ember.ops.view_copies
     def slogdet(self): ...  # ember.ops.linalg.legacy
     def softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
+    def solve(self, other): ...  # ember.ops.removed
     def sort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
     def sparse_dim(self): ...  # ember.sparse
     def sparse_mask(self, mask): ...  # ember.sparse._coo
@@ -645,6 +650,7 @@ class Tensor:
     def swapaxes_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def swapdims(self, dim0, dim1): ...  # ember.ops.views.reshaping
     def swapdims_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
+    def symeig(self, eigenvectors=...): ...  # ember.ops.removed
     def t(self): ...  # ember.ops.views.reshaping
     def t_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def take(self, index): ...  # ember.ops.indexing.advanced

@@ -312,14 +312,23 @@ _BINDING_MESSAGE = re.compile(
     r"positional|takes no arguments|got multiple values for argument|got some positional-only)")
 
 
+_PASSES_ON = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
 def _binding_error(e: TypeError, passthrough: bool) -> bool:
     """Whether Python raised ``e`` binding the call's arguments: to the wrapped function itself
-    (no frame of it in the traceback), or — for a function that passes its ``*args`` and
-    ``**kwargs`` on — to the function it calls directly."""
+    (no frame of it in the traceback), or to a function it reached by handing its ``*args`` and
+    ``**kwargs`` on (every frame of the traceback takes them)."""
     tb = e.__traceback__.tb_next
     if tb is None:
         return True
-    return passthrough and tb.tb_next is None and _BINDING_MESSAGE.match(str(e)) is not None
+    if not passthrough or _BINDING_MESSAGE.match(str(e)) is None:
+        return False
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_flags & _PASSES_ON:
+            return False
+        tb = tb.tb_next
+    return True
 
 
 def _write_out(name, result, out):

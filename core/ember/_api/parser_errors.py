@@ -81,6 +81,8 @@ def accepts(type_str: str, obj) -> bool:
         return isinstance(obj, (tuple, list))
     if base == "Tensor":
         return isinstance(obj, (Tensor, *number))
+    if base == "Scalar":
+        return isinstance(obj, number) or (isinstance(obj, Tensor) and obj.ndim == 0)
     if base in ("int64_t", "SymInt"):
         return _integral(obj)
     if base == "double":

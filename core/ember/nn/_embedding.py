@@ -74,6 +74,15 @@ def _embedding_renorm_(weight, flat, max_norm, norm_type):
         weight.index_copy_(0, rows, sel * scale)
 
 
+@torch_function("embedding_renorm_")
+def _torch_embedding_renorm_(input, indices, max_norm, norm_type):
+    """``torch.embedding_renorm_``: the rows of ``input`` that ``indices`` name rescaled in place
+    to a ``norm_type`` norm of at most ``max_norm``; returns ``input``."""
+    require_tensor(input, "embedding_renorm_")
+    _embedding_renorm_(input, indices.reshape(-1), float(max_norm), float(norm_type))
+    return input
+
+
 def one_hot(tensor, num_classes=-1):
     from ..ops.indexing import one_hot as _one_hot
     return _one_hot(tensor, num_classes)
