@@ -43,7 +43,7 @@ def vander(x, N=None, increasing=False):
     if n == 0:
         return em.empty((x.shape[0], 0), dtype=x.dtype, device=x.device)
     ones = em.ones((x.shape[0], 1), dtype=x.dtype, device=x.device)
-    powers = em.cat([ones, x.unsqueeze(1).expand(x.shape[0], n - 1)], 1).cumprod(1)
+    powers = em.cat([ones, x.unsqueeze(1).expand(x.shape[0], n - 1).cumprod(1)], 1)
     return powers if increasing else powers.flip(1)
 
 

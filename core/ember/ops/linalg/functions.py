@@ -122,7 +122,7 @@ def _slogdet_backward(ctx, g, A):
 
 slogdet_op = define("linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)",
                     meta=_slogdet_meta, composite=_slogdet_composite,
-                    derivative=Derivative(_slogdet_backward, save=("A", "result"),
+                    derivative=Derivative(_slogdet_backward, save=("A", "result0"),
                                           complex_ok=True),
                     doc="sign and log|det|: sign 0 and logabsdet -inf for singular matrices.")
 
@@ -526,8 +526,9 @@ def vander(x, *, N=None):
     ones = _fac.ones(x._shape + (1,), dtype=x.dtype, device=x.device)
     if n == 1:
         return ones
-    powers = _dec._cat([ones, x.unsqueeze(-1).expand(*x._shape, n - 1)], -1)
-    return powers.cumprod(-1)
+    # the running products first, then the column of ones (torch's order: the result is cat's,
+    # so writing into it leaves cumprod's saved result alone)
+    return _dec._cat([ones, x.unsqueeze(-1).expand(*x._shape, n - 1).cumprod(-1)], -1)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):

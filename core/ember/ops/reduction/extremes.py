@@ -67,11 +67,11 @@ amin_op = define("amin" + _EXTREME_SCHEMA, meta=reduction_meta("amin", "same"),
                                        name=_amax_name("Amin", "MinBackward1")))
 max_dim_op = define("max_dim(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor "
                     "indices)", meta=_extreme_dim_meta("max_dim"),
-                    derivative=Derivative(_extreme_dim_backward, save=("result",),
+                    derivative=Derivative(_extreme_dim_backward, save=("result1",),
                                           outputs=(True, False), name="MaxBackward0"))
 min_dim_op = define("min_dim(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor "
                     "indices)", meta=_extreme_dim_meta("min_dim"),
-                    derivative=Derivative(_extreme_dim_backward, save=("result",),
+                    derivative=Derivative(_extreme_dim_backward, save=("result1",),
                                           outputs=(True, False), name="MinBackward0"))
 
 
