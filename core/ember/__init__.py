@@ -234,5 +234,8 @@ __version__ = version.__version__
 # every public function and Tensor method takes torch's keywords and raises torch's binding errors
 from ._api import binding as _binding  # noqa: E402
 _binding.install(_sys.modules[__name__])
-del _binding
+# torch's import paths where ember's modules are laid out differently (nn.modules.batchnorm…)
+from ._api import paths as _paths  # noqa: E402
+_paths.install()
+del _binding, _paths
 del annotations  # the __future__ import's name is not part of ember's API
