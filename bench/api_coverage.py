@@ -192,12 +192,8 @@ OWNERS: list[tuple[str, str]] = [
 # ----------------------------------------------------------------------------- reference lists
 
 def _resolve(root, path):
-    obj = root
-    for part in filter(None, path.split(".")):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj
+    from ember._api.binding import attribute_path
+    return attribute_path(root, path)
 
 
 def _defined_in_torch(obj) -> bool:

@@ -120,12 +120,8 @@ def test_reference_is_torchs():
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("the reference is a build without devices")
-    import importlib.util
-    path = os.path.join(os.path.dirname(__file__), "..", "tools", "torch_device_modules.py")
-    spec = importlib.util.spec_from_file_location("torch_device_modules", path)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    fresh = json.loads(json.dumps(tool.record()))
+    from helpers_tools import load_tool
+    fresh = json.loads(json.dumps(load_tool("torch_device_modules").record()))
     if fresh["torch"] != REFERENCE["torch"]:
         pytest.skip(f"reference of torch {REFERENCE['torch']}, installed {fresh['torch']}")
     strip = lambda d: {m: {n: {k: v for k, v in o.items() if k != "message"}  # noqa: E731

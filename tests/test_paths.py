@@ -194,12 +194,8 @@ def test_spmm_and_vmap_are_ember_names():
 
 def test_snapshot_is_current():
     torch = pytest.importorskip("torch")
-    import importlib.util
-    path = os.path.join(os.path.dirname(__file__), "..", "tools", "torch_paths.py")
-    spec = importlib.util.spec_from_file_location("torch_paths", path)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    from helpers_tools import load_tool
     if torch.__version__.split("+")[0] != PATHS["torch"]:
         pytest.skip("the snapshot is of another torch")
-    fresh = json.loads(json.dumps(tool.record()))
+    fresh = json.loads(json.dumps(load_tool("torch_paths").record()))
     assert fresh == PATHS

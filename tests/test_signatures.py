@@ -316,13 +316,8 @@ def test_snapshot_is_current(T):
     """The checked-in snapshot is what the generator makes from the installed torch."""
     pytest.importorskip("yaml")
     pytest.importorskip("torchgen")
-    import importlib.util
-    import os
-    path = os.path.join(os.path.dirname(__file__), "..", "tools", "torch_signatures.py")
-    spec = importlib.util.spec_from_file_location("torch_signatures", path)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    fresh = json.loads(json.dumps(tool.snapshot()))
+    from helpers_tools import load_tool
+    fresh = json.loads(json.dumps(load_tool("torch_signatures").snapshot()))
     if fresh["torch"] != binding.snapshot()["torch"]:
         pytest.skip(f"snapshot is of torch {binding.snapshot()['torch']}, "
                     f"installed {fresh['torch']}")

@@ -15,6 +15,7 @@ from . import distributions as distributions
 from . import export as export
 from . import fft as fft
 from . import func as func
+from . import functional as functional
 from . import futures as futures
 from . import jit as jit
 from . import library as library

@@ -96,7 +96,6 @@ class Tensor:
     def _indices(self): ...  # ember.sparse
     def _is_view(self): ...  # ember.autograd.tensor_api
     _ks: Any
-    def _ldexp(self, other): ...  # ember.ops.elementwise.floating_point
     @classmethod
     def _make(cls, storage, shape, stride, offset, dtype, device, native=...): ...  # ember._tensor
     _native: Any
@@ -414,6 +413,7 @@ class Tensor:
     def layout(self) -> Any: ...
     def lcm(self, other): ...  # ember.ops.elementwise.integer
     def lcm_(self, other): ...  # ember.ops.elementwise.integer
+    def ldexp(self, other): ...  # ember.ops.elementwise.floating_point
     def ldexp_(self, other): ...  # ember.ops.elementwise.floating_point
     def le(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def le_(self, other): ...  # ember.ops.elementwise.binary

@@ -400,7 +400,7 @@ def install(ember) -> dict:
     from .shared_names import SHARED
     wrappers: dict = {}
     for ns, (path, method) in NAMESPACES.items():
-        holder = _resolve(ember, path)
+        holder = attribute_path(ember, path)
         if holder is None:
             continue
         module = ember.__name__ + (f".{path}" if path and not method else "")
@@ -439,7 +439,8 @@ def uninstall() -> None:
         setattr(holder, name, original)
 
 
-def _resolve(root, path):
+def attribute_path(root, path):
+    """``root.a.b`` for ``path`` "a.b" (``root`` for ""), or None where an attribute is missing."""
     obj = root
     for part in filter(None, path.split(".")):
         obj = getattr(obj, part, None)

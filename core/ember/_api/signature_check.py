@@ -37,7 +37,7 @@ class Problem:
 def ember_object(ember, ns: str, name: str):
     """The ember callable at the snapshot's ``ns.name``, or None."""
     path = _binding.NAMESPACES.get(ns, (ns, False))[0]
-    holder = _binding._resolve(ember, path)
+    holder = _binding.attribute_path(ember, path)
     if holder is None:
         return None
     if ns == "Tensor":

@@ -157,16 +157,19 @@ def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     if not (dtype.is_floating_point or dtype.is_complex):
         raise ValueError(f"mean(): Could not infer output dtype. {source} dtype must be either "
                          f"a floating point or complex dtype. Got: {dtype}")
-    em = _ember()
-    if mask is None:
-        count = sum(em.ones(input.shape, dtype=_dtype.int64, device=input.device), dim,
-                    keepdim=keepdim)
-        total = sum(input, dim, keepdim=keepdim, dtype=dtype)
-    else:
-        inmask = _input_mask(input, mask)
-        count = inmask.sum(dim=_canonical_dim(dim, input.ndim), keepdim=bool(keepdim))
-        total = sum(input, dim, keepdim=keepdim, dtype=dtype, mask=inmask)
+    count, total, _ = _count_and_sum(input, dim, keepdim, dtype, mask)
     return total / count
+
+
+def _count_and_sum(input, dim, keepdim, dtype, mask):
+    """(how many elements are masked in, their sum, the broadcast mask) over ``dim``."""
+    if mask is None:
+        ones = _ember().ones(input.shape, dtype=_dtype.int64, device=input.device)
+        return (sum(ones, dim, keepdim=keepdim), sum(input, dim, keepdim=keepdim, dtype=dtype),
+                None)
+    inmask = _input_mask(input, mask)
+    return (inmask.sum(dim=_canonical_dim(dim, input.ndim), keepdim=bool(keepdim)),
+            sum(input, dim, keepdim=keepdim, dtype=dtype, mask=inmask), inmask)
 
 
 def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):
@@ -217,23 +220,14 @@ def _std_var(name, input, dim, unbiased, correction, keepdim, dtype, mask, take_
         if not (dtype.is_floating_point or dtype.is_complex):
             dtype = _dtype.float32
     compute = dtype if (dtype.is_floating_point or dtype.is_complex) else _dtype.float32
-    em = _ember()
-    if mask is None:
-        count = sum(em.ones(input.shape, dtype=_dtype.int64, device=input.device), dim,
-                    keepdim=True)
-        sample_total = sum(input, dim, keepdim=True, dtype=dtype)
-    else:
-        inmask = _input_mask(input, mask)
-        count = inmask.sum(dim=_canonical_dim(dim, input.ndim), keepdim=True)
-        sample_total = sum(input, dim, keepdim=True, dtype=dtype, mask=inmask)
+    count, sample_total, inmask = _count_and_sum(input, dim, True, dtype, mask)
     x = input - sample_total / count
-    total = sum(x * x.conj(), dim, keepdim=keepdim, dtype=compute,
-                mask=None if mask is None else inmask)
+    total = sum(x * x.conj(), dim, keepdim=keepdim, dtype=compute, mask=inmask)
     if not keepdim:
         count = count.reshape(total.shape)
     if c != 0:
         count = (count.to(compute.to_real() if compute.is_complex else compute) - c)
-        count = em.maximum(count, count.new_zeros(()))
+        count = _ember().maximum(count, count.new_zeros(()))
     output = (total / count).to(dtype)
     return output.sqrt() if take_sqrt else output
 

@@ -74,7 +74,6 @@ def nextafter(input, other):
     return em.where(nan, x + y, out)
 
 
-@tensor_method()
 def _ldexp(input, other):
     return input * ember_namespace().pow(2.0, other)
 
@@ -92,6 +91,7 @@ ldexp_op = define("ldexp(Tensor self, Tensor other) -> Tensor", composite=_ldexp
                   doc="input * 2 ** other, with torch's saved tensors (other, result)")
 
 
+@tensor_method()
 def ldexp(input, other):
     """``input * 2 ** other``."""
     require_tensor(input, "ldexp")
