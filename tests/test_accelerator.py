@@ -63,17 +63,19 @@ def test_device_objects_of_known_types_exist_like_torch():
 
 
 def test_missing_device_modules_probe_like_a_cpu_only_torch():
+    # function by function against torch's CPU build: tests/test_device_modules.py
     for name in ("xpu", "mps", "mtia"):
         mod = getattr(ember, name)
         assert mod.is_available() is False
         assert f"'{name}' is not installed" in mod.unavailable_reason()
         assert mod.device_count() == 0
-        assert mod.is_initialized() is False
         mod.manual_seed(0)       # seeding is lazy in PyTorch: scripts call it unconditionally
-        mod.manual_seed_all(0)
-        mod.empty_cache()
-        assert mod.memory_allocated() == 0 and mod.max_memory_allocated() == 0
-        assert mod.is_bf16_supported() is False
+    ember.xpu.manual_seed_all(0)
+    ember.xpu.empty_cache()
+    assert ember.xpu.memory_allocated() == 0 and ember.xpu.max_memory_allocated() == 0
+    assert ember.xpu.is_bf16_supported() is False and ember.xpu.is_initialized() is False
+    with pytest.raises(RuntimeError):
+        ember.mps.empty_cache()  # torch.mps.empty_cache() raises without the MPS backend
     import ember.cuda as cuda_module  # importable, like torch.cuda
     assert cuda_module is ember.cuda
 

@@ -5,6 +5,8 @@ imports none of them; each loads the first time its device is used.
 """
 from __future__ import annotations
 
+import sys as _sys
+
 from . import _logging  # noqa: F401 - first: applies EMBER_LOGS before anything below logs
 from . import _dtype
 from ._defaults import get_default_device, set_default_device
@@ -64,6 +66,7 @@ from .ops.distances import *  # noqa: F401,F403
 from .ops.view_copies import *  # noqa: F401,F403
 from .ops.differences import *  # noqa: F401,F403
 from .ops.structure import *  # noqa: F401,F403
+from .ops.factory_forms import *  # noqa: F401,F403
 from .ops.conversion import clone, detach  # noqa: E402
 from .ops.indexing.advanced import nonzero_static, unravel_index  # noqa: E402
 from .ops.sorting import unique_consecutive  # noqa: E402
@@ -91,6 +94,7 @@ from . import nn, utils  # noqa: E402
 from .ops._util import TORCH_FUNCTIONS as _TORCH_FUNCTIONS  # noqa: E402
 globals().update(_TORCH_FUNCTIONS)  # torch.conv2d, torch.dropout, torch.lstm…: nn's native forms
 from . import func  # noqa: E402 - ember.func: vmap, grad, jvp… (registers the Batched key)
+from .func import vmap  # noqa: E402 - torch.vmap is torch.func.vmap
 from . import optim  # noqa: E402
 from . import futures, distributed, jit, profiler  # noqa: E402
 from .autograd import profiler as _autograd_profiler  # noqa: E402,F401 - torch.autograd.profiler
@@ -104,6 +108,10 @@ from .sparse import indices_copy, sparse_coo_tensor, values_copy  # noqa: E402
 from . import distributions  # noqa: E402
 from .jit._interop import get_num_interop_threads, set_num_interop_threads  # noqa: E402
 from . import fft  # noqa: E402 - torch.fft
+from . import signal  # noqa: E402 - torch.signal.windows
+from . import masked  # noqa: E402 - torch.masked's reductions with a mask
+from .signal.windows import (bartlett_window, blackman_window, hamming_window,  # noqa: E402
+                             hann_window, kaiser_window)
 from .fft._stft import istft, stft  # noqa: E402
 from . import accelerator  # noqa: E402
 from . import version  # noqa: E402
@@ -113,8 +121,20 @@ from .amp.autocast_mode import (autocast, autocast_decrement_nesting,  # noqa: E
                                 get_autocast_cpu_dtype, get_autocast_dtype,
                                 get_autocast_gpu_dtype, is_autocast_cache_enabled,
                                 is_autocast_cpu_enabled, is_autocast_enabled,
-                                set_autocast_cache_enabled, set_autocast_dtype,
-                                set_autocast_enabled)
+                                set_autocast_cache_enabled, set_autocast_cpu_dtype,
+                                set_autocast_cpu_enabled, set_autocast_dtype,
+                                set_autocast_enabled, set_autocast_gpu_dtype)
+from .amp import GradScaler  # noqa: E402 - torch.GradScaler is torch.amp.GradScaler
+from .autograd.anomaly import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: E402
+                               set_anomaly_enabled)
+from .futures import Future  # noqa: E402 - torch.Future
+from .jit import fork, wait  # noqa: E402 - torch.fork / torch.wait are torch.jit's
+from .runtime.allocator import OutOfMemoryError  # noqa: E402 - torch.OutOfMemoryError
+from ._control_flow import cond, while_loop  # noqa: E402
+from . import random  # noqa: E402,F811 - torch.random (the module; ember.rand* are the ops)
+from .random import thread_safe_generator  # noqa: E402
+from .ops.removed import REMOVED as _REMOVED  # noqa: E402
+globals().update(_REMOVED)  # torch.lstsq, torch.solve…: removed, saying what replaced them
 from . import backends  # noqa: E402
 from .backends._precision import (get_float32_matmul_precision,  # noqa: E402
                                   set_float32_matmul_precision)
@@ -135,6 +155,8 @@ float = float32  # noqa: A001
 globals().update({k: v for k, v in _elementwise.unary_api.items() if not k.endswith("_")})
 globals().update({k: v for k, v in _elementwise.binary_api.items() if not k.endswith("_")})
 result_type = _dtype.result_type
+# torch.abs_, torch.fill_, torch.zero_…: function forms of the (now all attached) Tensor methods
+from .ops.function_forms import *  # noqa: F401,F403,E402
 
 
 def is_tensor(obj) -> bool:
@@ -151,6 +173,35 @@ def is_complex(t) -> bool:
 
 def numel(t) -> int:
     return t.numel()
+
+
+def typename(obj) -> str:
+    """A tensor's legacy type string (``"ember.FloatTensor"``), else the dotted name of
+    ``obj``'s class or of ``obj`` itself."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if qualname is None:
+        module, qualname = obj.__class__.__module__ or "", obj.__class__.__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
+def is_vulkan_available() -> bool:
+    """False: ember has no Vulkan backend."""
+    return False
+
+
+def spmm(input, mat2, out_dtype=None):
+    """``torch.spmm``: ``mm`` that also takes a sparse COO ``input`` (``ember.sparse.mm``)."""
+    if getattr(input, "layout", None) is sparse_coo:
+        result = sparse.mm(input, mat2)
+        return result if out_dtype is None else result.to(out_dtype)
+    return mm(input, mat2, out_dtype)
+
+
+class AcceleratorError(RuntimeError):
+    """torch.AcceleratorError: an error an accelerator's runtime reported."""
 
 
 def _announce_backend(name: str) -> None:
@@ -184,4 +235,12 @@ def __getattr__(name):
 
 
 __version__ = version.__version__
+
+# every public function and Tensor method takes torch's keywords and raises torch's binding errors
+from ._api import binding as _binding  # noqa: E402
+_binding.install(_sys.modules[__name__])
+# torch's import paths where ember's modules are laid out differently (nn.modules.batchnorm…)
+from ._api import paths as _paths  # noqa: E402
+_paths.install()
+del _binding, _paths
 del annotations  # the __future__ import's name is not part of ember's API

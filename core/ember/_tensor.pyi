@@ -126,7 +126,7 @@ class Tensor:
     def addcdiv_(self, tensor1, tensor2, *, value=...): ...  # ember.ops.elementwise.ternary
     def addcmul(self, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
     def addcmul_(self, tensor1, tensor2, *, value=...): ...  # ember.ops.elementwise.ternary
-    def addmm(self, mat1, mat2, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def addmm(self, mat1, mat2, out_dtype=..., *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmm_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmv(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
@@ -173,7 +173,7 @@ class Tensor:
     def atanh(self, *, out=...): ...  # ember.ops.elementwise.unary
     def atanh_(self): ...  # ember.ops.elementwise.unary
     def backward(self, gradient=..., retain_graph=..., create_graph=..., inputs=...): ...  # ember.autograd.tensor_api
-    def baddbmm(self, batch1, batch2, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def baddbmm(self, batch1, batch2, out_dtype=..., *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def baddbmm_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def bernoulli(self, p=..., *, generator=...): ...  # ember.ops.random
     def bernoulli_(self, p=..., *, generator=...): ...  # ember.ops.random
@@ -191,7 +191,7 @@ class Tensor:
     def bitwise_right_shift_(self, other): ...  # ember.ops.elementwise.binary
     def bitwise_xor(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def bitwise_xor_(self, other): ...  # ember.ops.elementwise.binary
-    def bmm(self, mat2): ...  # ember.ops.linalg.products
+    def bmm(self, mat2, out_dtype=...): ...  # ember.ops.linalg.products
     def bool(self, memory_format=...): ...  # ember.ops.conversion
     def broadcast_to(self, shape): ...  # ember.ops.views.reshaping
     def byte(self, memory_format=...): ...  # ember.ops.conversion
@@ -229,9 +229,9 @@ class Tensor:
     def cosh_(self): ...  # ember.ops.elementwise.unary
     def count_nonzero(self, dim=...): ...  # ember.ops.reduction.sums
     def cov(self, *, correction=..., fweights=..., aweights=...): ...  # ember.ops.reduction.statistics
-    def cpu(self): ...  # ember.ops.conversion
+    def cpu(self, *, memory_format=...): ...  # ember.ops.conversion
     def cross(self, other, dim=..., *, out=...): ...  # ember.ops.linalg.legacy
-    def cuda(self, device=..., non_blocking=...): ...  # ember.ops.conversion
+    def cuda(self, device=..., non_blocking=..., *, memory_format=...): ...  # ember.ops.conversion
     def cummax(self, dim): ...  # ember.ops.reduction.scans
     def cummin(self, dim): ...  # ember.ops.reduction.scans
     def cumprod(self, dim, *, dtype=...): ...  # ember.ops.reduction.scans
@@ -266,6 +266,7 @@ class Tensor:
     def double(self, memory_format=...): ...  # ember.ops.conversion
     def dsplit(self, indices_or_sections): ...  # ember.ops.view_copies
     dtype: Any
+    def eig(self, eigenvectors=...): ...  # ember.ops.removed
     def element_size(self): ...  # ember._tensor
     def eq(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def eq_(self, other): ...  # ember.ops.elementwise.binary
@@ -280,7 +281,7 @@ class Tensor:
     def exp2(self, *, out=...): ...  # ember.ops.elementwise.unary
     def exp2_(self): ...  # ember.ops.elementwise.unary
     def exp_(self): ...  # ember.ops.elementwise.unary
-    def expand(self, *sizes): ...  # ember.ops.views.reshaping
+    def expand(self, *sizes, implicit=...): ...  # ember.ops.views.reshaping
     def expand_as(self, other): ...  # ember.ops.views.reshaping
     def expm1(self, *, out=...): ...  # ember.ops.elementwise.unary
     def expm1_(self): ...  # ember.ops.elementwise.unary
@@ -333,7 +334,7 @@ class Tensor:
     def heaviside(self, values): ...  # ember.ops.elementwise.selection
     def heaviside_(self, values): ...  # ember.ops.elementwise.selection
     def histc(self, bins=..., min=..., max=..., *, out=...): ...  # ember.ops.structure
-    def histogram(self, bins, *, range=..., weight=..., density=..., out=...): ...  # ember.ops.histograms
+    def histogram(self, bins=..., *, range=..., weight=..., density=..., out=...): ...  # ember.ops.histograms
     def hsplit(self, indices_or_sections): ...  # ember.ops.view_copies
     def hypot(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def hypot_(self, other): ...  # ember.ops.elementwise.binary
@@ -360,7 +361,7 @@ class Tensor:
     def inner(self, other): ...  # ember.ops.linalg.products
     def int(self, memory_format=...): ...  # ember.ops.conversion
     def inverse(self, *, out=...): ...  # ember.ops.linalg.legacy
-    def ipu(self, device=..., non_blocking=...): ...  # ember.ops.conversion
+    def ipu(self, device=..., non_blocking=..., *, memory_format=...): ...  # ember.ops.conversion
     def is_coalesced(self): ...  # ember.sparse
     def is_complex(self): ...  # ember._tensor
     def is_conj(self): ...  # ember.ops.elementwise.unary
@@ -455,6 +456,7 @@ class Tensor:
     def logit_(self, eps=...): ...  # ember.ops.elementwise.unary
     def logsumexp(self, dim, keepdim=...): ...  # ember.ops.reduction.norms
     def long(self, memory_format=...): ...  # ember.ops.conversion
+    def lstsq(self, other): ...  # ember.ops.removed
     def lt(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def lt_(self, other): ...  # ember.ops.elementwise.binary
     def lu(self, pivot=..., get_infos=..., out=...): ...  # ember.ops.linalg.legacy
@@ -481,12 +483,12 @@ class Tensor:
     def minimum_(self, other): ...  # ember.ops.elementwise.binary
     def mish(self, *, out=...): ...  # ember.ops.elementwise.unary
     def mish_(self): ...  # ember.ops.elementwise.unary
-    def mm(self, mat2): ...  # ember.ops.linalg.products
+    def mm(self, mat2, out_dtype=...): ...  # ember.ops.linalg.products
     def mode(self, dim=..., keepdim=...): ...  # ember.ops.sorting
     def moveaxis(self, source, destination): ...  # ember.ops.views.reshaping
     def movedim(self, source, destination): ...  # ember.ops.views.reshaping
     def msort(self): ...  # ember.ops.sorting
-    def mtia(self, device=..., non_blocking=...): ...  # ember.ops.conversion
+    def mtia(self, device=..., non_blocking=..., *, memory_format=...): ...  # ember.ops.conversion
     def mul(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def mul_(self, other): ...  # ember.ops.elementwise.binary
     def multinomial(self, num_samples, replacement=..., *, generator=...): ...  # ember.ops.random
@@ -516,16 +518,17 @@ class Tensor:
     def negative_(self): ...  # ember.ops.elementwise.unary
     def nelement(self): ...  # ember._tensor
     def new(self, *args, **kwargs): ...  # ember.ops.factories
-    def new_empty(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
-    def new_full(self, size, fill_value, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
-    def new_ones(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
-    def new_tensor(self, data, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
-    def new_zeros(self, *size, dtype=..., device=..., requires_grad=...): ...  # ember.ops.factories
+    def new_empty(self, *size, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
+    def new_empty_strided(self, size, stride, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
+    def new_full(self, size, fill_value, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
+    def new_ones(self, *size, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
+    def new_tensor(self, data, *, dtype=..., device=..., requires_grad=..., layout=..., pin_memory=...): ...  # ember.ops.factories
+    def new_zeros(self, *size, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
     def nextafter(self, other): ...  # ember.ops.elementwise.floating_point
     def nextafter_(self, other): ...  # ember.ops.elementwise.floating_point
     def nonzero(self, *, out=..., as_tuple=...): ...  # ember.ops.indexing.advanced
     def nonzero_static(self, *, size, fill_value=...): ...  # ember.ops.indexing.advanced
-    def norm(self, p=..., dim=..., keepdim=..., out=..., dtype=...): ...  # ember.ops.linalg.legacy
+    def norm(self, p=..., dim=..., keepdim=..., dtype=...): ...  # ember.ops.linalg.legacy
     def normal_(self, mean=..., std=..., *, generator=...): ...  # ember.ops.random
     def not_equal(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def not_equal_(self, other): ...  # ember.ops.elementwise.binary
@@ -562,6 +565,7 @@ class Tensor:
     def record_stream(self, stream): ...  # ember._tensor
     def register_hook(self, hook): ...  # ember.autograd.tensor_api
     def register_post_accumulate_grad_hook(self, hook): ...  # ember.autograd.tensor_api
+    def reinforce(self, reward): ...  # ember.ops.removed
     def relu(self, *, out=...): ...  # ember.ops.elementwise.unary
     def relu_(self): ...  # ember.ops.elementwise.unary
     def remainder(self, other, *, out=...): ...  # ember.ops.elementwise.binary
@@ -621,6 +625,7 @@ class Tensor:
     def slice_scatter(self, src, dim=..., start=..., end=..., step=...): ...  # ember.ops.view_copies
     def slogdet(self): ...  # ember.ops.linalg.legacy
     def softmax(self, dim, dtype=...): ...  # ember.ops.reduction.scans
+    def solve(self, other): ...  # ember.ops.removed
     def sort(self, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
     def sparse_dim(self): ...  # ember.sparse
     def sparse_mask(self, mask): ...  # ember.sparse._coo
@@ -635,13 +640,13 @@ class Tensor:
     def squeeze(self, dim=...): ...  # ember.ops.views.reshaping
     def squeeze_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def std(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
-    def stft(self, n_fft, hop_length=..., win_length=..., window=..., center=..., pad_mode=..., normalized=..., onesided=..., return_complex=...): ...  # ember.fft._stft
+    def stft(self, n_fft, hop_length=..., win_length=..., window=..., center=..., pad_mode=..., normalized=..., onesided=..., return_complex=..., align_to_window=...): ...  # ember.fft._stft
     def storage_offset(self): ...  # ember._tensor
     def stride(self, dim=...): ...  # ember._tensor
     def sub(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
     def sub_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary
-    def subtract(self, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
-    def subtract_(self, other, *, alpha=...): ...  # ember.ops.elementwise.binary
+    def subtract(self, other, alpha=..., *, out=...): ...  # ember.ops.elementwise.binary
+    def subtract_(self, other, alpha=...): ...  # ember.ops.elementwise.binary
     def sum(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def sum_to_size(self, *size): ...  # ember.autograd.tensor_api
     def svd(self, some=..., compute_uv=..., *, out=...): ...  # ember.ops.linalg.legacy
@@ -649,6 +654,7 @@ class Tensor:
     def swapaxes_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def swapdims(self, dim0, dim1): ...  # ember.ops.views.reshaping
     def swapdims_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
+    def symeig(self, eigenvectors=...): ...  # ember.ops.removed
     def t(self): ...  # ember.ops.views.reshaping
     def t_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def take(self, index): ...  # ember.ops.indexing.advanced
@@ -677,7 +683,7 @@ class Tensor:
     def true_divide_(self, other, *, rounding_mode=...): ...  # ember.ops.elementwise.binary
     def trunc(self, *, out=...): ...  # ember.ops.elementwise.unary
     def trunc_(self): ...  # ember.ops.elementwise.unary
-    def type(self, dtype=..., non_blocking=..., **kwargs): ...  # ember.ops.conversion
+    def type(self, dtype=..., non_blocking=..., *, memory_format=...): ...  # ember.ops.conversion
     def type_as(self, other): ...  # ember.ops.conversion
     def unbind(self, dim=...): ...  # ember.ops.views.slicing
     def unflatten(self, dim, sizes): ...  # ember.ops.views.reshaping
@@ -700,5 +706,5 @@ class Tensor:
     def where(self, condition, other): ...  # ember.ops.elementwise.selection
     def xlogy(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def xlogy_(self, other): ...  # ember.ops.elementwise.binary
-    def xpu(self, device=..., non_blocking=...): ...  # ember.ops.conversion
+    def xpu(self, device=..., non_blocking=..., *, memory_format=...): ...  # ember.ops.conversion
     def zero_(self): ...  # ember.ops.random

@@ -160,6 +160,28 @@ def is_autocast_cpu_enabled() -> bool:
     return S.is_enabled("cpu")
 
 
+def set_autocast_cpu_enabled(enabled) -> None:
+    """Deprecated torch spelling of ``set_autocast_enabled("cpu", enabled)``."""
+    warnings.warn("ember.set_autocast_cpu_enabled(enabled) is deprecated. Please use "
+                  "ember.set_autocast_enabled('cpu', enabled) instead.", DeprecationWarning,
+                  stacklevel=2)
+    S.set_enabled("cpu", enabled)
+
+
+def set_autocast_cpu_dtype(dtype) -> None:
+    warnings.warn("ember.set_autocast_cpu_dtype(dtype) is deprecated. Please use "
+                  "ember.set_autocast_dtype('cpu', dtype) instead.", DeprecationWarning,
+                  stacklevel=2)
+    S.set_dtype("cpu", dtype)
+
+
+def set_autocast_gpu_dtype(dtype) -> None:
+    warnings.warn("ember.set_autocast_gpu_dtype(dtype) is deprecated. Please use "
+                  "ember.set_autocast_dtype('cuda', dtype) instead.", DeprecationWarning,
+                  stacklevel=2)
+    S.set_dtype("cuda", dtype)
+
+
 def is_autocast_cache_enabled() -> bool:
     return S.state.cache_enabled
 

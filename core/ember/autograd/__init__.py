@@ -39,3 +39,10 @@ tensor_api.attach_all()
 _register(_keys.AUTOGRAD, _make_handler)
 # ``ember.autograd.profiler`` (torch.autograd.profiler) is the profiler's legacy face; it is
 # imported with ``ember.profiler``, a layer above autograd, by ``ember/__init__``.
+
+
+def variable(*args, **kwargs):
+    """torch keeps ``torch.autograd.variable`` as a function that only says what replaced it
+    (the ``variable`` submodule stays importable by its dotted name)."""
+    raise RuntimeError("ember.autograd.variable(...) is deprecated, use ember.tensor(...) "
+                       "instead")

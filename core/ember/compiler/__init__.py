@@ -104,8 +104,10 @@ class CompiledFunction:
     """What ``ember.compile(fn)`` returns: call it like ``fn``."""
 
     def __init__(self, fn, *, fullgraph=False, dynamic=None, backend="ember", mode=None,
-                 options=None, module=None):
+                 options=None, module=None, name=None, recompile_limit=None):
         self.fn = fn
+        self.name = name
+        self.recompile_limit = RECOMPILE_LIMIT if recompile_limit is None else recompile_limit
         self.fullgraph = fullgraph
         self.backend = backend
         self.mode = mode
@@ -217,35 +219,37 @@ class CompiledFunction:
                     return _replay(general, tensors)
             previous = self._same_family(family, key)
             if previous is not None and head is None and \
-                    len(self.entries()) < RECOMPILE_LIMIT:
+                    len(self.entries()) < self.recompile_limit:
                 self.recompiles += 1
                 if guard_log.recompiles.isEnabledFor(20):
                     guard_log.recompiles.info(
                         "%s: recompiling (case %d of at most %d, dynamic shapes): %s",
-                        guard_log.name_of(self.fn), len(self.cache) + 1, RECOMPILE_LIMIT,
+                        guard_log.name_of(self.fn), len(self.cache) + 1, self.recompile_limit,
                         guard_log.nearest_difference(self.cache, key))
                 out = self._capture(key, tensors, args, kwargs)
                 self._generalize(family, previous, self.cache.get(key), tensors)
                 return out
         if entry is None:
-            if len(self.entries()) >= RECOMPILE_LIMIT:
+            if len(self.entries()) >= self.recompile_limit:
+                what = (f"ember.compile: {getattr(self.fn, '__name__', self.fn)} hit the "
+                        f"recompile limit ({self.recompile_limit})")
+                if self.fullgraph:
+                    raise RuntimeError(f"{what} with fullgraph=True")
                 if not self._warned_limit:
                     self._warned_limit = True
                     guard_log.recompiles.warning("%s: hit the recompile limit (%d): %s; runs "
                                                  "eagerly", guard_log.name_of(self.fn),
-                                                 RECOMPILE_LIMIT,
+                                                 self.recompile_limit,
                                                  guard_log.nearest_difference(self.cache, key))
-                    warnings.warn(f"ember.compile: {getattr(self.fn, '__name__', self.fn)} hit "
-                                  f"the recompile limit ({RECOMPILE_LIMIT}); new argument "
-                                  f"shapes/dtypes run eagerly from now on", UserWarning,
-                                  stacklevel=2)
+                    warnings.warn(f"{what}; new argument shapes/dtypes run eagerly from now on",
+                                  UserWarning, stacklevel=2)
                 return self.fn(*args, **kwargs)
             if self.cache:
                 self.recompiles += 1
                 if guard_log.recompiles.isEnabledFor(20):
                     guard_log.recompiles.info("%s: recompiling (case %d of at most %d): %s",
                                               guard_log.name_of(self.fn), len(self.cache) + 1,
-                                              RECOMPILE_LIMIT,
+                                              self.recompile_limit,
                                               guard_log.nearest_difference(self.cache, key))
             if guard_log.guards.isEnabledFor(10):
                 guard_log.guards.debug("%s: guards of case %d:\n  %s", guard_log.name_of(self.fn),
@@ -541,13 +545,23 @@ def is_compiling():
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
-            options=None, disable=False):
+            options=None, name=None, disable=False, recompile_limit=None,
+            isolate_recompiles=False, shapes_spec=None):
     """``torch.compile``'s signature. ``backend``: "ember" (or "inductor", which maps to it), or
     a callable ``backend(graph, example_inputs) -> callable``; ``mode``: None, "default",
-    "reduce-overhead", "max-autotune" (accepted; all replay the same way today)."""
+    "reduce-overhead", "max-autotune" (accepted; all replay the same way today).
+    ``recompile_limit`` replaces ``RECOMPILE_LIMIT`` for this call (past it, shapes run eagerly;
+    with ``fullgraph`` it raises); every call already keeps its own graphs, which is what
+    ``isolate_recompiles`` asks torch for; ``name`` is kept on the result."""
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
-                                 mode=mode, options=options, disable=disable)
+                                 mode=mode, options=options, name=name, disable=disable,
+                                 recompile_limit=recompile_limit,
+                                 isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
+    if shapes_spec is not None:
+        warnings.warn("ember.compile: shapes_spec is not used by ember's compiler (dynamic "
+                      "families generalize sizes from the calls seen) and is ignored",
+                      UserWarning, stacklevel=2)
     if mode not in (None, "default", "reduce-overhead", "max-autotune",
                     "max-autotune-no-cudagraphs"):
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: default, "
@@ -562,15 +576,17 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if disable:
         return model
     from ..nn.modules.module import Module
+    limits = {"name": name, "recompile_limit": recompile_limit}
     if isinstance(model, Module):
         compiled = CompiledFunction(model.forward, fullgraph=fullgraph, dynamic=dynamic,
-                                    backend=backend, mode=mode, options=options, module=model)
+                                    backend=backend, mode=mode, options=options, module=model,
+                                    **limits)
         return _CompiledModule(model, compiled)
     if not callable(model):
         raise RuntimeError("ember.compile: expected a callable or an nn.Module, got "
                            f"{type(model).__name__}")
     return CompiledFunction(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
-                            mode=mode, options=options)
+                            mode=mode, options=options, **limits)
 
 
 class _CompiledModule:
@@ -596,7 +612,8 @@ def _module_compile(self, *args, **kwargs):
     (in place, like torch's)."""
     compiled = CompiledFunction(self.forward, module=self,
                                 **{k: v for k, v in kwargs.items() if k in (
-                                    "fullgraph", "dynamic", "backend", "mode", "options")})
+                                    "fullgraph", "dynamic", "backend", "mode", "options", "name",
+                                    "recompile_limit")})
     object.__setattr__(self, "forward", compiled)
 
 

@@ -9,8 +9,10 @@ from ..dispatch.grad_mode import no_grad
 from ..ops import elementwise as _ew
 from ..ops import reduction as _red
 from ..ops.elementwise import activation as _act
-from ..ops.elementwise.activation import hardshrink, prelu, softshrink
-from ..ops._util import require_tensor
+# torch.nn.functional's in-place forms are torch's own functions (F.celu_ is torch.celu_)
+from ..ops.elementwise.activation import (celu_, hardshrink, prelu, rrelu_, selu_, softshrink,
+                                         threshold_)
+from ..ops._util import require_tensor, torch_function
 
 __all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "gelu", "silu", "mish", "elu",
            "elu_", "selu", "selu_", "celu", "celu_", "hardtanh", "hardtanh_", "hardsigmoid",
@@ -24,6 +26,7 @@ def relu(input, inplace=False):
     return input.relu_() if inplace else _ew.unary_api["relu"](input)
 
 
+@torch_function("relu_")
 def relu_(input):
     return relu(input, True)
 
@@ -60,8 +63,8 @@ def elu(input, alpha=1.0, inplace=False):
     return _act.elu_(input, alpha) if inplace else _ew.elu(input, alpha)
 
 
-def elu_(input, alpha=1.0):
-    return _act.elu_(input, alpha)
+def elu_(input, alpha=1.0, scale=1.0, input_scale=1.0):
+    return _act.elu_(input, alpha, scale, input_scale)
 
 
 def selu(input, inplace=False):
@@ -69,17 +72,9 @@ def selu(input, inplace=False):
     return _act.selu_(input) if inplace else _act.selu(input)
 
 
-def selu_(input):
-    return _act.selu_(input)
-
-
 def celu(input, alpha=1.0, inplace=False):
     require_tensor(input, "celu")
     return _act.celu_(input, alpha) if inplace else _act.celu(input, alpha)
-
-
-def celu_(input, alpha=1.0):
-    return _act.celu_(input, alpha)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -107,10 +102,6 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if inplace:
         return _act.rrelu_(input, lower, upper, training)
     return _act.rrelu(input, lower, upper, training)
-
-
-def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
-    return _act.rrelu_(input, lower, upper, training)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -147,10 +138,6 @@ def threshold(input, threshold, value, inplace=False):
     if inplace:
         return _act.threshold_(input, threshold, value)
     return _act.threshold(input, threshold, value)
-
-
-def threshold_(input, threshold, value):
-    return _act.threshold_(input, threshold, value)
 
 
 def glu(input, dim=-1):

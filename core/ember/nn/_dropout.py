@@ -152,3 +152,24 @@ def _torch_feature_alpha_dropout(input, p, train):
 def _torch_feature_dropout(input, p, train):
     """Channel dropout over dims 0 (batch) and 1 (channels), whatever the rank."""
     return _channel_dropout(input, p, train, False, input.ndim >= 2, "feature_dropout")
+
+
+# the in-place native forms: torch.dropout_(input, p, train) & co
+@torch_function("dropout_")
+def _torch_dropout_(input, p, train):
+    return dropout(input, p, train, inplace=True)
+
+
+@torch_function("alpha_dropout_")
+def _torch_alpha_dropout_(input, p, train):
+    return alpha_dropout(input, p, train, inplace=True)
+
+
+@torch_function("feature_alpha_dropout_")
+def _torch_feature_alpha_dropout_(input, p, train):
+    return feature_alpha_dropout(input, p, train, inplace=True)
+
+
+@torch_function("feature_dropout_")
+def _torch_feature_dropout_(input, p, train):
+    return _channel_dropout(input, p, train, True, input.ndim >= 2, "feature_dropout_")

@@ -70,6 +70,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return out.reshape(*input._shape, weight._shape[1])
 
 
+@torch_function("embedding_renorm_")
+def _torch_embedding_renorm_(input, indices, max_norm, norm_type):
+    """``torch.embedding_renorm_``: the rows of ``input`` that ``indices`` name rescaled in place
+    to a ``norm_type`` norm of at most ``max_norm``; returns ``input``."""
+    require_tensor(input, "embedding_renorm_")
+    embedding_renorm_(input, indices.reshape(-1), float(max_norm), float(norm_type))
+    return input
+
+
 def one_hot(tensor, num_classes=-1):
     from ..ops.indexing import one_hot as _one_hot
     return _one_hot(tensor, num_classes)

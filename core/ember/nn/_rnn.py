@@ -22,6 +22,9 @@ dispatch per step.
 """
 from __future__ import annotations
 
+import inspect
+
+from .._api.binding import NoMatchingSignature
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..ops import rnn as _rnn
@@ -155,18 +158,40 @@ def _weights(name, params, has_biases, num_layers, bidirectional, lstm_proj):
     return out
 
 
+# torch's two overloads of torch.lstm & co (every argument required)
+def _overload(*names):
+    return inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                              for n in names])
+
+
+_PACKED = _overload("data", "batch_sizes", "hx", "params", "has_biases", "num_layers", "dropout",
+                    "train", "bidirectional")
+_PADDED = _overload("input", "hx", "params", "has_biases", "num_layers", "dropout", "train",
+                    "bidirectional", "batch_first")
+
+
+def _bind(name, args, kwargs):
+    """(arguments, packed) of the overload the call matches: the packed one's second argument
+    is the integer batch_sizes, the padded one's the (floating) hidden state or a tuple."""
+    second = args[1] if len(args) > 1 else kwargs.get("batch_sizes")
+    packed = isinstance(second, Tensor) and not second.dtype.is_floating_point
+    try:
+        bound = (_PACKED if packed else _PADDED).bind(*args, **kwargs)
+    except TypeError as e:
+        raise NoMatchingSignature(name, str(e)) from None
+    return bound.arguments, packed
+
+
 def _call(mode, name, args, kwargs, n_states):
-    # the packed overload's second argument is the integer batch_sizes; the padded one's is
-    # the (floating) hidden state, or a tuple of them
-    packed = len(args) > 1 and isinstance(args[1], Tensor) and \
-        not args[1].dtype.is_floating_point
+    a, packed = _bind(name, args, kwargs)
+    hx, params, has_biases, num_layers, dropout, train, bidir = (
+        a["hx"], a["params"], a["has_biases"], a["num_layers"], a["dropout"], a["train"],
+        a["bidirectional"])
     if packed:
-        data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidir = args[:9]
-        sizes = [int(s) for s in batch_sizes.tolist()]
-        batch_first = False
+        data, batch_first = a["data"], False
+        sizes = [int(s) for s in a["batch_sizes"].tolist()]
     else:
-        (data, hx, params, has_biases, num_layers, dropout, train, bidir,
-         batch_first) = (list(args) + [kwargs.get("batch_first", False)])[:9]
+        data, batch_first = a["input"], a["batch_first"]
     hx = tuple(hx) if isinstance(hx, (list, tuple)) else (hx,)
     if len(hx) != n_states:
         raise RuntimeError(f"{name}: expected {n_states} hidden state tensor(s), got {len(hx)}")

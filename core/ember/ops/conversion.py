@@ -23,6 +23,7 @@ from . import _meta
 from . import views as _views
 from ._lowering import CAST, foldable, operands
 from ._util import require_tensor, tensor_method
+from .._api.binding import NoMatchingSignature
 
 
 def _to_copy_meta(self, dtype):
@@ -127,7 +128,7 @@ def _parse_to(args, kwargs):
     copy = kwargs.pop("copy", False)
     kwargs.pop("memory_format", None)
     if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        raise NoMatchingSignature("to", f"unexpected keyword arguments {sorted(kwargs)}")
     bools = 0
     for a in args:
         if a is None:  # PyTorch: to(device, None, False) leaves the dtype as is
@@ -146,7 +147,7 @@ def _parse_to(args, kwargs):
                 copy = a
             bools += 1
         else:
-            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+            raise NoMatchingSignature("to", repr(a))
     return device, dtype, non_blocking, copy
 
 
@@ -183,8 +184,8 @@ def to(self, *args, **kwargs):
 
 
 @tensor_method()
-def cpu(self):
-    return self.to("cpu")
+def cpu(self, *, memory_format=None):
+    return self.to("cpu", memory_format=memory_format)
 
 
 def copy_in_order(x, order, dtype):
@@ -286,7 +287,7 @@ builtins_type = builtins.type
 
 
 @tensor_method()
-def type(self, dtype=None, non_blocking=False, **kwargs):
+def type(self, dtype=None, non_blocking=False, *, memory_format=None):
     """Without an argument, PyTorch's legacy type string (``"ember.FloatTensor"``); with a
     dtype, a legacy class (``ember.DoubleTensor``) or a type string, this tensor in that
     dtype."""
@@ -308,10 +309,10 @@ def type_as(self, other):
 def device_tensor_methods(name: str) -> None:
     """``Tensor.<name>()`` and ``Tensor.is_<name>`` for a backend name (called by the registry)."""
     if not hasattr(Tensor, name):
-        def move(self, device=None, non_blocking=False):
+        def move(self, device=None, non_blocking=False, *, memory_format=None):
             target = name if device is None else (
                 f"{name}:{device}" if isinstance(device, int) else device)
-            return self.to(target, non_blocking=non_blocking)
+            return self.to(target, non_blocking=non_blocking, memory_format=memory_format)
         move.__name__ = name
         move.__doc__ = f"A copy of this tensor on the {name} device (or self if already there)."
         setattr(Tensor, name, move)

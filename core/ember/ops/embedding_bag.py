@@ -120,7 +120,7 @@ embedding_bag_op = define(
     "Tensor? per_sample_weights, bool include_last_offset, int padding_idx) -> (Tensor output, "
     "Tensor offset2bag, Tensor bag_size, Tensor max_indices)", meta=_embedding_bag_meta,
     derivative=Derivative(_forward_derivative, save=("weight", "indices", "per_sample_weights",
-                                                     "result"),
+                                                     "result1", "result2", "result3"),
                           diff=("weight", "per_sample_weights"),
                           outputs=(True, False, False, False), name="EmbeddingBagBackward0"))
 embedding_bag_backward_op = define(

@@ -20,7 +20,7 @@ from .._tensor import Size, Tensor
 from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import define
 from . import _meta, _primitives
-from ._util import as_shape
+from ._util import as_shape, tensor_method
 from ..runtime import determinism as _determinism
 
 
@@ -183,10 +183,21 @@ def from_numpy(array):
                         tuple(s // isz for s in array.strides), 0, d, cpu, array)
 
 
-def from_dlpack(ext):
+def from_dlpack(ext_tensor, *, device=None, copy=None):
     """A tensor sharing memory with any object implementing ``__dlpack__``: host memory becomes
     a CPU tensor; device memory goes to the backend that declares its DLPack device type
-    (``Backend.dlpack_device_types``, e.g. kDLCUDA for the CUDA backend)."""
+    (``Backend.dlpack_device_types``, e.g. kDLCUDA for the CUDA backend). ``device`` moves the
+    result there; ``copy=True`` always copies, ``copy=False`` refuses to (torch's keywords)."""
+    t = _from_dlpack(ext_tensor)
+    if device is not None and as_device(device) is not t.device:
+        if copy is False:
+            raise BufferError(f"from_dlpack: moving the tensor from {t.device} to {device} "
+                              f"needs a copy, but copy=False")
+        return t.to(device)
+    return t.clone() if copy else t
+
+
+def _from_dlpack(ext):
     if isinstance(ext, Tensor):
         return ext
     device_type = ext.__dlpack_device__()[0] if hasattr(ext, "__dlpack_device__") else 1
@@ -327,15 +338,16 @@ def in_layout(make, input, memory_format, op):
 
 
 def _like(fn):
-    def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None,
-             **kwargs):
+    def like(input, *, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False, memory_format=None):
+        _check_layout(layout, like.__name__)
         if input.__class__ is not Tensor and hasattr(input, "_like_factory"):
             # ember.func.vmap: the like of a batched tensor is batched (one per example)
-            return input._like_factory(like, *args, dtype=dtype, device=device,
-                                       requires_grad=requires_grad, **kwargs)
-        t = in_layout(lambda shape: fn(shape, *args, dtype=input.dtype if dtype is None else dtype,
-                                       device=input.device if device is None else device,
-                                       **kwargs), input, memory_format, like.__name__)
+            return input._like_factory(like, dtype=dtype, device=device,
+                                       requires_grad=requires_grad)
+        t = in_layout(lambda shape: fn(shape, dtype=input.dtype if dtype is None else dtype,
+                                       device=input.device if device is None else device),
+                      input, memory_format, like.__name__)
         return _finish(t, requires_grad) if requires_grad else t
     like.__name__ = fn.__name__ + "_like"
     return like
@@ -346,8 +358,9 @@ zeros_like = _like(zeros)
 ones_like = _like(ones)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
-              memory_format=None):
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False, memory_format=None):
+    _check_layout(layout, "full_like")
     if input.__class__ is not Tensor and hasattr(input, "_like_factory"):
         return input._like_factory(full_like, fill_value, dtype=dtype, device=device,
                                    requires_grad=requires_grad)
@@ -358,17 +371,45 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return _finish(t, requires_grad) if requires_grad else t
 
 
-Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: empty(
-    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: zeros(
-    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-Tensor.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: ones(
-    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None, requires_grad=False: \
-    full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
-         requires_grad=requires_grad)
-Tensor.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=False: tensor(
-    data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+# x.new_*(...): the factory with x's dtype and device unless given (torch's keyword-only options)
+@tensor_method()
+def new_empty(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False):
+    _check_layout(layout, "new_empty")
+    return empty(*size, dtype=dtype or self.dtype, device=device or self.device,
+                 requires_grad=requires_grad)
+
+
+@tensor_method()
+def new_zeros(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False):
+    _check_layout(layout, "new_zeros")
+    return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
+                 requires_grad=requires_grad)
+
+
+@tensor_method()
+def new_ones(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False):
+    _check_layout(layout, "new_ones")
+    return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)
+
+
+@tensor_method()
+def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False):
+    _check_layout(layout, "new_full")
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)
+
+
+@tensor_method()
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
+               pin_memory=False):
+    _check_layout(layout, "new_tensor")
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
 
 
 # -- ranges -------------------------------------------------------------------------------------
@@ -376,9 +417,17 @@ def _num(x):
     return x.item() if isinstance(x, Tensor) else x
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+           pin_memory=False, requires_grad=False):
+    """``arange(end)``, ``arange(start, end, step=1)`` (``end=`` alone too, as torch)."""
+    _check_layout(layout, "arange")
+    dtype, device = _like_out(out, dtype, device)
     if end is None:
+        if start is None:
+            raise TypeError('arange() missing 1 required positional arguments: "end"')
         start, end = 0, start
+    elif start is None:
+        start = 0
     start, end, step = _num(start), _num(end), _num(step)
     if dtype is None:
         dtype = (_dtype.get_default_dtype()
@@ -394,7 +443,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if dtype.category == _dtype.INTEGRAL and any(isinstance(v, float) for v in (start, end, step)):
         start, end, step = _integer_range(start, end, step, dtype)
     dev = as_device(device)
-    return _finish(arange_op.on(dev, start, end, step, dtype, dev), requires_grad)
+    return _factory_out(arange_op.on(dev, start, end, step, dtype, dev), out, "arange",
+                        requires_grad)
 
 
 _primitives.provide(arange=arange)
@@ -423,27 +473,41 @@ def _range_ends(start, end, dtype):
     return start, end
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+def _like_out(out, dtype, device):
+    """A factory given ``out=`` makes out's dtype on out's device unless told otherwise."""
+    if out is None:
+        return dtype, device
+    return (out.dtype if dtype is None else dtype), (out.device if device is None else device)
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
+             pin_memory=False, requires_grad=False):
+    _check_layout(layout, "linspace")
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
-    d, dev = _resolve(dtype, device, "linspace")
+    d, dev = _resolve(*_like_out(out, dtype, device), "linspace")
     start, end = _range_ends(start, end, d)
-    return _finish(linspace_op.on(dev, start, end, int(steps), d, dev), requires_grad)
+    return _factory_out(linspace_op.on(dev, start, end, int(steps), d, dev), out, "linspace",
+                        requires_grad)
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
-             out=None):
-    d, dev = _resolve(dtype, device, "logspace")
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
+             pin_memory=False, requires_grad=False):
+    _check_layout(layout, "logspace")
+    d, dev = _resolve(*_like_out(out, dtype, device), "logspace")
     start, end = _range_ends(start, end, d)
     exps = linspace(start, end, steps, dtype=_dtype.float64, device=dev)
-    return _finish((float(base) ** exps).to(d), requires_grad)
+    return _factory_out((float(base) ** exps).to(d), out, "logspace", requires_grad)
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+        requires_grad=False):
+    _check_layout(layout, "eye")
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
-    d, dev = _resolve(dtype, device, "eye")
-    return _finish(eye_op.on(dev, int(n), int(n if m is None else m), d, dev), requires_grad)
+    d, dev = _resolve(*_like_out(out, dtype, device), "eye")
+    return _factory_out(eye_op.on(dev, int(n), int(n if m is None else m), d, dev), out, "eye",
+                        requires_grad)
 
 
 # -- the legacy constructors --------------------------------------------------------------------

@@ -23,7 +23,7 @@ def _tensor(x, fn, name="input"):
 
 
 # -- histograms and gradients -------------------------------------------------------------------
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
     """(hist, bin_edges) of the flattened input: ``bins`` equal bins over ``range`` (the data's
     when None) or the given increasing edges; the last bin is closed."""
     _tensor(input, "histogram")
@@ -81,7 +81,7 @@ def _bin_of(x, edges, nb):
     return pos, x.ge(edges[0]) & x.le(edges[-1])
 
 
-def histogramdd(input, bins, *, range=None, weight=None, density=False):
+def histogramdd(input, bins, range=None, weight=None, density=False):
     """(hist, bin_edges) of the points in the rows of ``input`` (..., D): per dim ``bins[d]``
     equal bins over its range (``range`` flat as [lo0, hi0, lo1, hi1, ...], else the data's)
     or given edges."""

@@ -23,6 +23,7 @@ from ..dispatch.dispatcher import define
 from ..dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from . import _batching, _grad, _tangents
 from . import _meta
+from .._api.binding import NoMatchingSignature
 from ._util import _dtype_title, as_shape, broadcast_shapes, tensor_method, write_out
 from . import factories as _fac
 from .factories import _finish, empty, empty_like
@@ -212,13 +213,13 @@ def _from_to(op, args, kwargs, defaults):
     """PyTorch's ``(from, to)`` arguments (``from`` is a Python keyword, so they come as
     ``*args, **kwargs``)."""
     if len(args) > 2:
-        raise TypeError(f"{op}() takes at most 2 positional arguments ({len(args)} given)")
+        raise NoMatchingSignature(op, f"at most 2 positional arguments ({len(args)} given)")
     params = dict(zip(("from", "to"), args))
     for k, v in kwargs.items():
         if k not in ("from", "to"):
-            raise TypeError(f"{op}() got an unexpected keyword argument '{k}'")
+            raise NoMatchingSignature(op, f"unexpected keyword argument '{k}'")
         if k in params:
-            raise TypeError(f"{op}() got multiple values for argument '{k}'")
+            raise NoMatchingSignature(op, f"multiple values for argument '{k}'")
         params[k] = v
     return params.get("from", defaults[0]), params.get("to", defaults[1])
 
@@ -349,8 +350,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 
 
 def _like_sampler(fn):
-    def like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
-             memory_format=None, generator=None):
+    def like(input, *, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False, memory_format=None, generator=None):
         t = _fac.in_layout(lambda shape: fn(shape, dtype=input.dtype if dtype is None else dtype,
                                             device=input.device if device is None else device,
                                             generator=generator), input, memory_format,
@@ -365,7 +366,7 @@ randn_like = _like_sampler(randn)
 
 
 def randint_like(input, *args, low=None, high=None, dtype=None, layout=None, device=None,
-                 requires_grad=False, memory_format=None, generator=None):
+                 pin_memory=False, requires_grad=False, memory_format=None, generator=None):
     """``randint_like(input, high)`` or ``randint_like(input, low, high)``."""
     if len(args) > 2:
         raise TypeError("randint_like() takes at most 3 positional arguments")

@@ -2,7 +2,8 @@
 and block construction (``diag_embed``, ``diagflat``, ``block_diag``), index products
 (``cartesian_prod``, ``combinations``, ``meshgrid``), gathers and fills (``take_along_dim``,
 ``index_fill``, ``masked_scatter``, ``put``), membership (``isin``) and sorted search
-(``searchsorted``, ``bucketize``), counting (``bincount``, ``histc``)."""
+(``searchsorted``, ``bucketize``), counting (``bincount``, ``histc``), and the Vandermonde
+matrix (``vander``, issue #30)."""
 from __future__ import annotations
 
 import itertools
@@ -14,7 +15,7 @@ from .view_copies import diagonal_scatter
 
 __all__ = ["broadcast_shapes", "diag_embed", "diagflat", "block_diag", "cartesian_prod", "combinations",
            "meshgrid", "take_along_dim", "index_fill", "masked_scatter", "put", "isin",
-           "searchsorted", "bucketize", "bincount", "histc"]
+           "searchsorted", "bucketize", "bincount", "histc", "vander"]
 
 
 def _ember():
@@ -25,6 +26,25 @@ def _ember():
 def _tensor(x, fn, name="input"):
     if not isinstance(x, Tensor):
         raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def vander(x, N=None, increasing=False):
+    """The columns ``x**(N-1), …, x**0`` (``increasing``: the other way round) of a 1-D ``x``, as
+    running products, so the gradient flows through every power; integers widen to int64."""
+    _tensor(x, "vander", "x")
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    em = _ember()
+    if x.dtype.category < _dtype.FLOATING:
+        x = x.to(_dtype.int64)
+    if n == 0:
+        return em.empty((x.shape[0], 0), dtype=x.dtype, device=x.device)
+    ones = em.ones((x.shape[0], 1), dtype=x.dtype, device=x.device)
+    powers = em.cat([ones, x.unsqueeze(1).expand(x.shape[0], n - 1).cumprod(1)], 1)
+    return powers if increasing else powers.flip(1)
 
 
 def broadcast_shapes(*shapes):

@@ -1,20 +1,63 @@
 """``ember.<backend>``: the generated device module (``ember.cuda``-style API) of a backend.
 
 It exists for every backend name the registry knows, before the backend is loaded;
-``is_available()`` never raises (it is how users probe), the rest load the backend on first use
-and raise with the reason when it is unavailable.
+``is_available()`` never raises (it is how users probe). Where the device is not there — the
+backend cannot run here, or no backend provides the type (``MissingDeviceModule``) — each
+function does what torch's build without that device does (``device_absence.py``: seeding and
+cache calls do nothing, counters read 0, the rest raise the reason). Otherwise the functions
+load the backend on first use.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import sys
 import threading
 import types
+import warnings
 
-from . import device_types, events
+from . import device_absence, device_types, events
 from .devices import device as _device_cls
 from .devices import resolve_type
 from .registry import registry
+
+
+def _absent_aware(name, method):
+    """``method``, answering as torch's device-less build does when the device is absent:
+    its answer from the table, or the reason the device is missing."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        if not self.is_available():
+            absent = self._without_device.get(name)
+            if absent is not None:
+                return absent(*args, **kwargs)
+            if name in self._needs_device:
+                self._backend  # noqa: B018 - raises why the device is missing
+        return method(self, *args, **kwargs)
+    return call
+
+
+def _nested(stats: dict) -> dict:
+    """``{"a.b.c": v}`` -> ``{"a": {"b": {"c": v}}}`` (torch's memory_stats_as_nested_dict)."""
+    out: dict = {}
+    for key, value in stats.items():
+        node = out
+        *path, last = key.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return out
+
+
+def _guard(cls):
+    """Make every method of ``cls`` that torch answers without the device answer so too."""
+    names = set().union(*(device_absence.torch_names(t) for t in device_absence.DEVICE_TYPES))
+    for name in names - {"is_available"}:  # the probe itself
+        method = cls.__dict__.get(name)
+        if callable(method) and not hasattr(method, "__wrapped__"):
+            setattr(cls, name, _absent_aware(name, method))
+
 
 
 class DeviceModule(types.ModuleType):
@@ -24,6 +67,34 @@ class DeviceModule(types.ModuleType):
     def __init__(self, name: str):
         super().__init__(f"ember.{name}", f"The {name} device module.")
         self._name = name
+        self._without_device = device_absence.without_device(name)
+        self._needs_device = device_absence.needs_device(name)
+        self._torch_names = device_absence.torch_names(name)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _guard(cls)
+
+    def __getattr__(self, name):
+        # torch's functions of this device type that ember has no generic form of
+        # (torch.cuda.cudart, torch.mps.recommended_max_memory…): the backend's, if it has one
+        if name.startswith("_") or name not in self.__dict__.get("_torch_names", ()):
+            raise AttributeError(f"module 'ember.{self.__dict__.get('_name')}' has no "
+                                 f"attribute '{name}'")
+        return functools.partial(self._backend_function, name)
+
+    def _backend_function(self, name, *args, **kwargs):
+        absent = self._without_device.get(name)
+        if absent is not None and not self.is_available():
+            return absent(*args, **kwargs)
+        fn = getattr(self._backend, name, None)  # raises why the device is missing
+        if fn is None:
+            raise RuntimeError(f"ember.{self._name}.{name}(): the {self._name} backend does not "
+                               f"provide it")
+        return fn(*args, **kwargs)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | self._torch_names)
 
     @property
     def _backend(self):
@@ -197,6 +268,65 @@ class DeviceModule(types.ModuleType):
             if a is not None:
                 a.empty_cache()
 
+    def memory_cached(self, device=None) -> int:
+        warnings.warn(f"ember.{self._name}.memory_cached has been renamed to "
+                      f"ember.{self._name}.memory_reserved", FutureWarning, stacklevel=2)
+        return self.memory_reserved(device)
+
+    def max_memory_cached(self, device=None) -> int:
+        warnings.warn(f"ember.{self._name}.max_memory_cached has been renamed to "
+                      f"ember.{self._name}.max_memory_reserved", FutureWarning, stacklevel=2)
+        return self.max_memory_reserved(device)
+
+    def reset_max_memory_allocated(self, device=None) -> None:
+        """Deprecated in torch: resets every peak, as ``reset_peak_memory_stats``."""
+        warnings.warn(f"ember.{self._name}.reset_max_memory_allocated now calls "
+                      f"ember.{self._name}.reset_peak_memory_stats, which resets /all/ peak "
+                      f"memory stats.", FutureWarning, stacklevel=2)
+        self.reset_peak_memory_stats(device)
+
+    def reset_max_memory_cached(self, device=None) -> None:
+        warnings.warn(f"ember.{self._name}.reset_max_memory_cached now calls "
+                      f"ember.{self._name}.reset_peak_memory_stats, which resets /all/ peak "
+                      f"memory stats.", FutureWarning, stacklevel=2)
+        self.reset_peak_memory_stats(device)
+
+    def memory_stats_as_nested_dict(self, device=None) -> dict:
+        return _nested(self.memory_stats(device))
+
+    def memory_snapshot(self) -> list:
+        """The allocator's segments, where the backend's allocator records them."""
+        a = self._allocator(None)
+        snapshot = getattr(a, "snapshot", None)
+        return snapshot() if snapshot is not None else []
+
+    # ember keeps no pinned host memory of its own: the host statistics are empty
+    def host_memory_stats(self) -> dict:
+        return collections.OrderedDict()
+
+    def host_memory_stats_as_nested_dict(self) -> dict:
+        return {}
+
+    def reset_peak_host_memory_stats(self) -> None:
+        """Nothing to reset: ember keeps no pinned host memory."""
+
+    def reset_accumulated_host_memory_stats(self) -> None:
+        """Nothing to reset: ember keeps no pinned host memory."""
+
+    # compilation targets: ember's kernels are compiled at run time for the device in use
+    def get_arch_list(self) -> list:
+        return list(getattr(self._backend, "arch_list", ()))
+
+    def get_gencode_flags(self) -> str:
+        return " ".join(f"-gencode compute={a},code={a}" for a in self.get_arch_list())
+
+    def is_tf32_supported(self) -> bool:
+        return bool(getattr(self._backend, "tf32_supported", False))
+
+    def init(self) -> None:
+        """Load the backend now (raising why it cannot run here)."""
+        self._backend  # noqa: B018 - loading is the point
+
     # random numbers
     def manual_seed(self, seed) -> None:
         self._backend.default_generator(self.current_device()).manual_seed(seed)
@@ -205,6 +335,18 @@ class DeviceModule(types.ModuleType):
         backend = self._backend
         for i in range(backend.device_count()):
             backend.default_generator(i).manual_seed(seed)
+
+    def seed_all(self) -> None:
+        """A fresh random seed, the same on every device (torch's ``seed_all``)."""
+        import random
+        self.manual_seed_all(random.getrandbits(63))
+
+    def get_rng_state_all(self) -> list:
+        return [self.get_rng_state(i) for i in range(self._backend.device_count())]
+
+    def set_rng_state_all(self, new_states) -> None:
+        for i, state in enumerate(new_states):
+            self.set_rng_state(state, i)
 
     def seed(self) -> int:
         return self._backend.default_generator(self.current_device()).seed()
@@ -225,8 +367,8 @@ class DeviceModule(types.ModuleType):
 class MissingDeviceModule(DeviceModule):
     """``ember.cuda`` (``xpu``, ``mps``…) when no installed backend provides that device type.
 
-    Probing works as on a PyTorch build without the device: ``is_available()`` is False (with
-    ``unavailable_reason()``), ``device_count()`` is 0, ``is_initialized()`` is False, the
+    Probing works as on a PyTorch build without the device (``device_absence.py``):
+    ``is_available()`` is False (with ``unavailable_reason()``), ``device_count()`` is 0, the
     seeding functions do nothing (PyTorch seeds lazily, so scripts call them unconditionally),
     ``empty_cache()`` does nothing and the memory counters read 0. Everything that needs a
     device raises ``DeviceNotInstalled`` naming the package or extra that provides it.
@@ -247,46 +389,11 @@ class MissingDeviceModule(DeviceModule):
     def unavailable_reason(self):
         return device_types.not_installed_reason(self._name)
 
-    def device_count(self) -> int:
-        return 0
-
-    def is_initialized(self) -> bool:
-        return False
-
-    def is_bf16_supported(self, including_emulation: bool = True) -> bool:
-        return False
-
-    def manual_seed(self, seed) -> None:
-        """Does nothing: there is no device to seed (PyTorch's lazy seeding does the same)."""
-
-    def manual_seed_all(self, seed) -> None:
-        """Does nothing: there is no device to seed."""
-
-    def seed(self) -> None:
-        """Does nothing: there is no device to seed."""
-
-    def seed_all(self) -> None:
-        """Does nothing: there is no device to seed."""
-
-    def empty_cache(self) -> None:
-        """Does nothing: no memory is cached for a device that is not installed."""
-
-    def memory_allocated(self, device=None) -> int:
-        return 0
-
-    def max_memory_allocated(self, device=None) -> int:
-        return 0
-
-    def memory_reserved(self, device=None) -> int:
-        return 0
-
-    def max_memory_reserved(self, device=None) -> int:
-        return 0
-
     def __repr__(self):
         return f"<ember device module '{self._name}' (not installed)>"
 
 
+_guard(DeviceModule)
 _modules: dict = {}
 _lock = threading.Lock()
 _extensions: dict = {}   # attribute -> factory(device type) -> module; installed from above

@@ -45,8 +45,12 @@ REFERENCE = "cpu"  # the backend every other one is checked against; always regi
 _PLUGIN_ERRORS = (Exception, SystemExit)
 
 
-class BackendUnavailable(RuntimeError):
-    """A backend was asked for that cannot run here (the message says why)."""
+class BackendUnavailable(RuntimeError, AssertionError):
+    """A backend was asked for that cannot run here (the message says why).
+
+    Also an AssertionError, like ``DeviceNotInstalled``: torch's build without a device raises
+    AssertionError ("Torch not compiled with CUDA enabled") where ember's device is unusable,
+    and scripts catch that."""
 
 
 class _Registration:

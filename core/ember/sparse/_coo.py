@@ -55,11 +55,24 @@ def make(indices, values, shape, coalesced):
     return t
 
 
-def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
-                      requires_grad=False, check_invariants=None, is_coalesced=None):
+def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, device=None,
+                      pin_memory=False, requires_grad=False, check_invariants=None,
+                      is_coalesced=None):
     """``torch.sparse_coo_tensor``: a COO tensor from ``indices`` (sparse_dim x nnz) and
-    ``values`` (nnz x dense dims); ``size`` defaults to the smallest that holds the indices."""
+    ``values`` (nnz x dense dims); ``size`` defaults to the smallest that holds the indices.
+    ``sparse_coo_tensor(size)`` alone is an empty sparse tensor of that size."""
     from .. import tensor as to_tensor
+    if values is None:
+        if size is None and indices is not None and not isinstance(indices, Tensor):
+            indices, size = None, indices   # torch's sparse_coo_tensor(size) overload
+        if indices is not None or size is None:
+            raise TypeError("sparse_coo_tensor() missing 1 required positional arguments: "
+                            "\"values\"")
+        size = tuple(int(s) for s in size)
+        from .. import zeros
+        return sparse_coo_tensor(zeros((len(size), 0), dtype=_dtype.int64, device=device),
+                                 zeros((0,), dtype=dtype, device=device), size,
+                                 requires_grad=requires_grad)
     if not isinstance(indices, Tensor):
         indices = to_tensor(indices, dtype=_dtype.int64, device=device)
     if not isinstance(values, Tensor):

@@ -1,6 +1,8 @@
 """Activation modules: thin wrappers over ``nn.functional`` that print like PyTorch's."""
 from __future__ import annotations
 
+import warnings
+
 from ... import _dtype
 from ...ops.factories import full
 from .. import functional as F
@@ -128,11 +130,20 @@ class CELU(ELU):
 
 
 class Hardtanh(Module):
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None,
+                 max_value=None):
         super().__init__()
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`",
+                          FutureWarning, stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`",
+                          FutureWarning, stacklevel=2)
+            max_val = max_value
         if max_val <= min_val:
-            raise ValueError(f"Hardtanh: max_val ({max_val}) must be greater than min_val "
-                             f"({min_val})")
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val "
+                                 f"({min_val})")
         self.min_val = min_val
         self.max_val = max_val
         self.inplace = inplace

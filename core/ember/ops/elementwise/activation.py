@@ -319,9 +319,10 @@ def leaky_relu_(input, negative_slope=0.01):
     return _write_in_place(leaky_relu__op, "leaky_relu_", input, float(negative_slope))
 
 
-def elu_(input, alpha=1.0):
+def elu_(input, alpha=1.0, scale=1.0, input_scale=1.0):
     _require_float(input, "elu_")
-    return _write_in_place(elu__op, "elu_", input, float(alpha), 1.0, 1.0)
+    return _write_in_place(elu__op, "elu_", input, float(alpha), float(scale),
+                           float(input_scale))
 
 
 def _celu_alpha(input, alpha, name):
@@ -405,29 +406,29 @@ def _rrelu_args(input, lower, upper, name):
     return lower, upper
 
 
-def _rrelu_noise(input, lower, upper):
-    """Per element: 1 where ``input > 0``, else a slope drawn from U(lower, upper) with the
-    default generator of the input's device (PyTorch's ``noise``)."""
-    slopes = input.new_empty(input.shape).uniform_(lower, upper)
+def _rrelu_noise(input, lower, upper, generator):
+    """Per element: 1 where ``input > 0``, else a slope drawn from U(lower, upper) with
+    ``generator`` (None: the input device's default; PyTorch's ``noise``)."""
+    slopes = input.new_empty(input.shape).uniform_(lower, upper, generator=generator)
     return _primitives.where(input.gt(0), 1.0, slopes).to(input.dtype)
 
 
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     """Randomized leaky ReLU: in training each negative element is scaled by its own slope from
     U(lower, upper); in evaluation by the fixed slope (lower + upper) / 2."""
     lower, upper = _rrelu_args(input, lower, upper, "rrelu")
     if not training:
         return leaky_relu_op(input, (lower + upper) / 2)
-    return input * _rrelu_noise(input, lower, upper)
+    return input * _rrelu_noise(input, lower, upper, generator)
 
 
-def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     """In place: the backward reads the noise (training) or the result (evaluation), never the
     overwritten input."""
     lower, upper = _rrelu_args(input, lower, upper, "rrelu_")
     if not training:
         return leaky_relu_(input, (lower + upper) / 2)
-    return input.mul_(_rrelu_noise(input, lower, upper))
+    return input.mul_(_rrelu_noise(input, lower, upper, generator))
 
 
 # -- compositions: the shrinks and prelu -------------------------------------------------------

@@ -484,8 +484,18 @@ def _make_add_sub(name, op, op_):
 add, add_ = _make_add_sub("add", add_op, add_op_)
 sub, sub_ = _make_add_sub("sub", sub_op, sub_op_)
 Tensor.add, Tensor.add_, Tensor.sub, Tensor.sub_ = add, add_, sub, sub_
-subtract = sub
-Tensor.subtract, Tensor.subtract_ = sub, sub_
+
+
+def subtract(input, other, alpha=1, *, out=None):
+    """``sub``; torch's overload for a number ``other`` takes ``alpha`` positionally."""
+    return sub(input, other, alpha=alpha, out=out)
+
+
+def subtract_(self, other, alpha=1):
+    return sub_(self, other, alpha=alpha)
+
+
+Tensor.subtract, Tensor.subtract_ = subtract, subtract_
 
 _ROUNDING = (None, "trunc", "floor")
 

@@ -3,10 +3,14 @@ unit in the last place toward another value) and ``float_power`` (``pow`` in dou
 precision) — compositions of ember ops, so they batch under vmap like any elementwise op."""
 from __future__ import annotations
 
+import math
+
 from ... import _dtype
 from ... import return_types as _rt
 from ..._tensor import Tensor
 from ...autograd.function import Function
+from ...dispatch.dispatcher import define
+from ...dispatch.facets import Derivative
 from .._util import check_inplace, ember_namespace, require_tensor, tensor_method
 
 __all__ = ["frexp", "ldexp", "nextafter", "float_power"]
@@ -95,6 +99,23 @@ def nextafter(input, other):
     return out
 
 
+def _ldexp(input, other):
+    return input * ember_namespace().pow(2.0, other)
+
+
+def _ldexp_backward(ctx, g, input, other):
+    # torch's LdexpBackward0: 2**other for input, result * ln 2 for other (input not saved)
+    em = ember_namespace()
+    return (g * em.pow(2.0, other) if ctx.needs(0) else None,
+            g * ctx.result * math.log(2.0) if ctx.needs(1) else None)
+
+
+ldexp_op = define("ldexp(Tensor self, Tensor other) -> Tensor", composite=_ldexp,
+                  derivative=Derivative(_ldexp_backward, save=({"other": "self",
+                                                                "result": "other"})),
+                  doc="input * 2 ** other, with torch's saved tensors (other, result)")
+
+
 @tensor_method()
 def ldexp(input, other):
     """``input * 2 ** other``."""
@@ -102,9 +123,10 @@ def ldexp(input, other):
     em = ember_namespace()
     if not isinstance(other, Tensor):
         other = em.tensor(other, device=input.device)
-    # PyTorch's composite: ``mul(input, pow(2.0, other))`` under the usual promotion (a complex
-    # exponent gives a complex power; integer operands the default float dtype)
-    return input * em.pow(2.0, other)
+    if not input.is_floating_point() and not input.is_complex():
+        input = input.to(_dtype.get_default_dtype())
+    return ldexp_op(input, other.to(input.dtype if input.is_floating_point() else
+                                    _dtype.get_default_dtype()))
 
 
 @tensor_method()

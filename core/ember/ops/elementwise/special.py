@@ -77,7 +77,11 @@ UNARY_ROWS = [
     ("special_i0e", _from_both(lambda x, r: _api("special_i1e")(x) - x.sign() * r)),
     ("special_i1", _from_both(_i1_d)),
     ("special_i1e", _from_both(_i1e_d)),
-    ("special_ndtr", _from_input(lambda x: (x * x * -0.5).exp() * (1 / _SQRT_2PI))),
+    # torch's ndtr is (1 + erf(x / sqrt 2)) / 2: its graph keeps x / sqrt 2, not x itself, so
+    # writing to x before backward is allowed; the same here
+    ("special_ndtr", Derivative(lambda ctx, g, x, compute: (
+        g * ((-(ctx.info * ctx.info)).exp() * (1 / _SQRT_2PI)),),
+        setup=lambda x, compute: x * (1 / math.sqrt(2)))),
     ("special_ndtri", Derivative(lambda ctx, g, x, compute: (
         g * ((ctx.result * ctx.result * 0.5).exp() * _SQRT_2PI),), save=("result",))),
     ("special_log_ndtr", _from_both(lambda x, r: (-(r + x * x * 0.5)).exp() * (1 / _SQRT_2PI))),

@@ -123,7 +123,7 @@ def _slogdet_backward(ctx, g, A):
 
 slogdet_op = define("linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)",
                     meta=_slogdet_meta, composite=_slogdet_composite,
-                    derivative=Derivative(_slogdet_backward, save=("A", "result"),
+                    derivative=Derivative(_slogdet_backward, save=("A", "result0"),
                                           complex_ok=True),
                     doc="sign and log|det|: sign 0 and logabsdet -inf for singular matrices.")
 
@@ -482,8 +482,12 @@ def cond(A, p=None, *, out=None):
     return r if out is None else write_out(out, r, api)
 
 
-def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """The rank: singular values above ``max(atol, rtol * largest)``; torch's older overload's
+    ``tol`` is an absolute tolerance (``atol=tol, rtol=0``)."""
     api = "linalg.matrix_rank"
+    if tol is not None:
+        atol, rtol = _solvers.tolerance_overload(api, "tol", tol, atol, rtol, relative=False)
     check_at_least_2d(api, A)
     check_float(api, A)
     from .. import elementwise as _ew
@@ -546,8 +550,9 @@ def vander(x, *, N=None):
     ones = _fac.ones(x._shape + (1,), dtype=x.dtype, device=x.device)
     if n == 1:
         return ones
-    powers = _dec._cat([ones, x.unsqueeze(-1).expand(*x._shape, n - 1)], -1)
-    return powers.cumprod(-1)
+    # the running products first, then the column of ones (torch's order: the result is cat's,
+    # so writing into it leaves cumprod's saved result alone)
+    return _dec._cat([ones, x.unsqueeze(-1).expand(*x._shape, n - 1).cumprod(-1)], -1)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):

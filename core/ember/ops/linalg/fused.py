@@ -132,8 +132,9 @@ def _expanded(t, shape):
 
 
 @tensor_method()
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
     check_tensors("addmm", input=input, mat1=mat1, mat2=mat2)
+    input, mat1, mat2 = _products.with_out_dtype("addmm", out_dtype, input, mat1, mat2)
     if mat1.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor")
     mm_check(mat1, mat2, ("mat1", "mat2"), op="addmm")
@@ -148,8 +149,10 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 @tensor_method()
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm(input, batch1, batch2, out_dtype=None, *, beta=1, alpha=1):
     check_tensors("baddbmm", input=input, batch1=batch1, batch2=batch2)
+    input, batch1, batch2 = _products.with_out_dtype("baddbmm", out_dtype, input, batch1,
+                                                     batch2)
     bmm_check(batch1, batch2, op="baddbmm")
     if input.dtype is not batch1.dtype:
         raise RuntimeError(f"Input dtypes must be the same, got: input "

@@ -202,7 +202,12 @@ def _fmt_ord(p):
     return int(p) if math.isfinite(p) and p == int(p) else p
 
 
-@tensor_method()
+@tensor_method("norm")
+def _norm_method(self, p="fro", dim=None, keepdim=False, dtype=None):
+    """``Tensor.norm``: torch's method takes no ``out``, so ``dtype`` is its fourth argument."""
+    return norm(self, p, dim, keepdim, dtype=dtype)
+
+
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     check_tensor(input, "norm")
     if input.dtype.category < FLOATING:

@@ -106,20 +106,34 @@ Tensor.__rmatmul__ = lambda self, other: matmul(other, self) if isinstance(other
     else NotImplemented
 
 
+def with_out_dtype(op, out_dtype, *tensors):
+    """The operands for torch's ``out_dtype`` overloads (mm, bmm, addmm, baddbmm): float16 and
+    bfloat16 products accumulated and returned in float32, or the inputs' own dtype."""
+    if out_dtype is None:
+        return tensors
+    d, out_dtype = tensors[0].dtype, _dtype.as_dtype(out_dtype)
+    if out_dtype is d:
+        return tensors
+    if out_dtype is _dtype.float32 and d in (_dtype.float16, _dtype.bfloat16):
+        return tuple(t.to(_dtype.float32) for t in tensors)
+    raise RuntimeError(f"{op}: out_dtype must be the same as input dtype or fp32 for fp16/bf16 "
+                       f"inputs, got {d} inputs and out_dtype {out_dtype}")
+
+
 @tensor_method()
-def mm(input, mat2):
+def mm(input, mat2, out_dtype=None):
     check_tensors("mm", input=input, mat2=mat2)
     mm_check(input, mat2)
     no_bool("mm", input)
-    return matmul_op(input, mat2)
+    return matmul_op(*with_out_dtype("mm", out_dtype, input, mat2))
 
 
 @tensor_method()
-def bmm(input, mat2):
+def bmm(input, mat2, out_dtype=None):
     check_tensors("bmm", input=input, mat2=mat2)
     bmm_check(input, mat2)
     no_bool("bmm", input)
-    return matmul_op(input, mat2)
+    return matmul_op(*with_out_dtype("bmm", out_dtype, input, mat2))
 
 
 @tensor_method()

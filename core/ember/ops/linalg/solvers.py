@@ -358,8 +358,21 @@ def _tolerances(A, atol, rtol, api):
     return as_t(atol), as_t(rtol)
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+def tolerance_overload(api, name, value, atol, rtol, *, relative):
+    """torch's single-tolerance overloads (``pinv(A, rcond)``: relative, ``matrix_rank(A,
+    tol)``: absolute): the (atol, rtol) they stand for; not both forms at once."""
+    if atol is not None or rtol is not None:
+        raise TypeError(f"{api}() received an invalid combination of arguments - {name} "
+                        f"cannot be given together with atol or rtol")
+    return (0.0, value) if relative else (value, 0.0)
+
+
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """The pseudoinverse; torch's older overload's ``rcond`` is a relative tolerance
+    (``rtol=rcond, atol=0``, numpy's meaning)."""
     api = "linalg.pinv"
+    if rcond is not None:
+        atol, rtol = tolerance_overload(api, "rcond", rcond, atol, rtol, relative=True)
     check_at_least_2d(api, A)
     check_float(api, A)
     if hermitian:

@@ -70,11 +70,11 @@ amax_op.def_onnx(onnx_reduce("ReduceMax"))
 amin_op.def_onnx(onnx_reduce("ReduceMin"))
 max_dim_op = define("max_dim(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor "
                     "indices)", meta=_extreme_dim_meta("max_dim"),
-                    derivative=Derivative(_extreme_dim_backward, save=("result",),
+                    derivative=Derivative(_extreme_dim_backward, save=("result1",),
                                           outputs=(True, False), name="MaxBackward0"))
 min_dim_op = define("min_dim(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor "
                     "indices)", meta=_extreme_dim_meta("min_dim"),
-                    derivative=Derivative(_extreme_dim_backward, save=("result",),
+                    derivative=Derivative(_extreme_dim_backward, save=("result1",),
                                           outputs=(True, False), name="MinBackward0"))
 
 

@@ -449,7 +449,8 @@ def _expand_onnx(b, c, x, size, *rest):
 
 
 @tensor_method()
-def expand(self, *sizes):
+def expand(self, *sizes, implicit=False):
+    # implicit marks expansions torch's tracer inserted; it changes nothing here
     return expand_op(self, _sizes(sizes))
 
 
