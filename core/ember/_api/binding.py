@@ -345,7 +345,7 @@ def _write_out(name, result, out):
 
 def _check_out_autograd(name, args, kwargs):
     from .._tensor import Tensor
-    from ..autograd.grad_mode import is_grad_enabled
+    from ..dispatch.grad_mode import is_grad_enabled
     if not is_grad_enabled():
         return
     for a in (*args, *kwargs.values()):

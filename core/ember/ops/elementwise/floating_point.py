@@ -8,7 +8,6 @@ import math
 from ... import _dtype
 from ... import return_types as _rt
 from ..._tensor import Tensor
-from ...autograd.function import Function
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .._util import check_inplace, ember_namespace, require_tensor, tensor_method
@@ -18,22 +17,38 @@ __all__ = ["frexp", "ldexp", "nextafter", "float_power"]
 _rt.frexp = _rt._return_type("frexp", ["mantissa", "exponent"])
 
 
-class _Linked(Function):
-    """``values`` computed from detached inputs, joined to the graph with PyTorch's derivative
-    for them: the first source's gradient is ``grad * scale`` (``grad`` when scale is None),
-    summed to its shape; the other sources get none."""
+def _linked(values, scale, source):
+    return values.clone()
 
-    @staticmethod
-    def forward(ctx, values, scale, *sources):
-        ctx.scale, ctx.shape = scale, tuple(sources[0].shape)
-        return values
 
-    @staticmethod
-    def backward(ctx, grad):
-        g = grad if ctx.scale is None else grad * ctx.scale
-        if tuple(g.shape) != ctx.shape:
-            g = g.sum_to_size(ctx.shape)
-        return (None, None, g) + (None,) * (len(ctx.needs_input_grad) - 3)
+def _linked_backward(ctx, grad, values, scale, source):
+    # the source's gradient is ``grad * scale`` (``grad`` without a scale); values get none
+    return None, None, grad if scale is None else grad * scale
+
+
+def _linked_op(name):
+    """An op whose value is ``values`` (computed from detached inputs) and whose derivative is
+    PyTorch's for ``name``: ``grad * scale`` to ``source`` (summed to its shape by the node)."""
+    return define(f"_{name.lower()}_linked(Tensor values, Tensor? scale, Tensor source) -> Tensor",
+                  composite=_linked,
+                  derivative=Derivative(_linked_backward, save=("scale",), diff=("source",),
+                                        name=f"{name}Backward0"))
+
+
+def _nextafter_linked(values, input, other):
+    return values.clone()
+
+
+def _nextafter_backward(ctx, grad, values, input, other):
+    # PyTorch's NextafterBackward0: grad to input, a zero gradient to other
+    return None, grad, grad.new_zeros(ctx.meta(2)[0]) if ctx.needs(2) else None
+
+
+frexp_linked_op = _linked_op("Frexp")
+nextafter_linked_op = define("_nextafter_linked(Tensor values, Tensor self, Tensor other) -> Tensor",
+                             composite=_nextafter_linked,
+                             derivative=Derivative(_nextafter_backward, diff=("self", "other"),
+                                                   name="NextafterBackward0"))
 
 
 _PRECISION = {"float32": (24, -125, 3.4028234663852886e38),
@@ -60,7 +75,7 @@ def frexp(input):
     mantissa = em.where(finite, (m * x.sign().to(_dtype.float64)).to(x.dtype), x)
     exponent = em.where(finite, e, em.zeros((), dtype=e.dtype, device=e.device))
     if input.requires_grad:       # PyTorch's derivative: grad / 2 ** exponent
-        mantissa = _Linked.apply(mantissa, em.pow(2.0, -exponent).to(x.dtype), input)
+        mantissa = frexp_linked_op(mantissa, em.pow(2.0, -exponent).to(x.dtype), input)
     return _rt.frexp(mantissa, exponent.to(_dtype.int32))
 
 
@@ -95,7 +110,7 @@ def nextafter(input, other):
     out = em.where(nan, x + y, out)
     if input.requires_grad or other.requires_grad:
         # PyTorch's derivative: the gradient passes to input unchanged, other gets none
-        out = _Linked.apply(out, None, input, other)
+        out = nextafter_linked_op(out, input, other)
     return out
 
 
