@@ -97,7 +97,6 @@ def _calls():
     ]
     if not E.cuda.is_available():  # a machine without CUDA: the call that needed it is named
         calls += [("get_device_name", lambda: E.cuda.get_device_name()),
-                  ("memory_allocated", lambda: E.cuda.memory_allocated()),
                   ("cuda", lambda: t.cuda()), ("cuda", lambda: E.zeros(2, device="cuda"))]
     return calls
 

@@ -17,7 +17,7 @@ def test_py_typed_is_shipped_with_the_stubs():
     assert (package / "py.typed").exists()
     assert (package / "__init__.pyi").exists() and (package / "_tensor.pyi").exists()
     config = (ROOT / "pyproject.toml").read_text()
-    assert 'ember = ["*.pyi", "py.typed"]' in config
+    assert "py.typed" in config.split("ember = [", 1)[1].split("]", 1)[0]
 
 
 def _mypy(*args, cwd=ROOT):

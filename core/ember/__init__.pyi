@@ -15,7 +15,6 @@ from . import distributions as distributions
 from . import export as export
 from . import fft as fft
 from . import func as func
-from . import functional as functional
 from . import futures as futures
 from . import jit as jit
 from . import library as library
@@ -51,6 +50,7 @@ from .dispatch.grad_mode import no_grad as no_grad
 from .dispatch.grad_mode import set_grad_enabled as set_grad_enabled
 from .futures import Future as Future
 from .runtime.allocator import OutOfMemoryError as OutOfMemoryError
+from types import ModuleType as _ModuleType
 
 AcceleratorError: Any
 BFloat16Tensor: Any
@@ -79,6 +79,7 @@ float16: dtype
 float32: dtype
 float64: dtype
 float: dtype
+functional: _ModuleType
 half: dtype
 int16: dtype
 int32: dtype

@@ -107,7 +107,13 @@ def _package_stub(ember) -> str:
     for name in sorted(n for n in dir(ember) if not n.startswith("_")):
         obj = getattr(ember, name)
         if isinstance(obj, types.ModuleType):
-            if obj.__name__.startswith("ember."):
+            if getattr(obj, "__file__", None) is None and obj.__name__.startswith("ember."):
+                # a module made at import time for a torch path (ember._api.paths): no file
+                # for a type checker to follow
+                if "from types import ModuleType as _ModuleType\n" not in imports:
+                    imports.append("from types import ModuleType as _ModuleType\n")
+                values.append(f"{name}: _ModuleType\n")
+            elif obj.__name__.startswith("ember."):
                 rel = obj.__name__[len("ember."):]
                 if "." not in rel:
                     imports.append(f"from . import {rel} as {name}\n")

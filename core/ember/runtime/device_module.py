@@ -33,7 +33,10 @@ def _absent_aware(name, method):
             if absent is not None:
                 return absent(*args, **kwargs)
             if name in self._needs_device:
-                self._backend  # noqa: B018 - raises why the device is missing
+                try:
+                    registry.get(self._name)
+                except RuntimeError as e:  # why the device is missing, naming the call
+                    raise type(e)(f"ember.{self._name}.{name}(): {e}") from None
         return method(self, *args, **kwargs)
     return call
 

@@ -237,6 +237,16 @@ def _relu_or_gelu(activation):
     return 0
 
 
+def _public(activation):
+    """``F.relu``/``F.gelu`` as the public API wraps them, for the function the default argument
+    captured before the wrapping: the object a checkpoint's allow-list names
+    (``safe_globals([torch.nn.functional.relu, ...])``) and pickling finds at its public path."""
+    for public in (F.relu, F.gelu):
+        if activation is not public and inspect.unwrap(public) is activation:
+            return public
+    return activation
+
+
 class TransformerEncoderLayer(Module):
     __constants__ = ["norm_first"]
 
@@ -258,7 +268,7 @@ class TransformerEncoderLayer(Module):
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
         self.activation_relu_or_gelu = _relu_or_gelu(activation)
-        self.activation = activation
+        self.activation = _public(activation)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         src_key_padding_mask = F._canonical_mask(src_key_padding_mask, "src_key_padding_mask",
@@ -307,7 +317,7 @@ class TransformerDecoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
         self.activation = _get_activation_fn(activation) if isinstance(activation, str) \
-            else activation
+            else _public(activation)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):

@@ -138,10 +138,13 @@ def ldexp(input, other):
     em = ember_namespace()
     if not isinstance(other, Tensor):
         other = em.tensor(other, device=input.device)
-    if not input.is_floating_point() and not input.is_complex():
-        input = input.to(_dtype.get_default_dtype())
-    return ldexp_op(input, other.to(input.dtype if input.is_floating_point() else
-                                    _dtype.get_default_dtype()))
+    dt = _dtype.promote_types(input.dtype, other.dtype)
+    if dt.category < _dtype.FLOATING:    # integer operands: the default float dtype
+        dt = _dtype.get_default_dtype()
+    if dt.category == _dtype.COMPLEX:
+        # PyTorch's composite ``mul(input, pow(2, other))``: a complex power of two
+        return input.to(dt) * em.pow(2.0, other.to(dt))
+    return ldexp_op(input.to(dt), other.to(dt))
 
 
 @tensor_method()

@@ -385,9 +385,9 @@ native_group_norm_op = define(
     "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, int N, int C, int HxW, "
     "int group, float eps) -> (Tensor, Tensor, Tensor)",
     meta=_group_norm_meta,
+    # the statistics are differentiable outputs too, as PyTorch's (their gradient reaches input)
     derivative=Derivative(_group_norm_formula, save=("input", "weight", "result1", "result2"),
-                          diff=("input", "weight", "bias"), outputs=(True, False, False),
-                          name="NativeGroupNormBackward0"),
+                          diff=("input", "weight", "bias"), name="NativeGroupNormBackward0"),
     doc="group normalisation: statistics per (sample, group of C/group channels)")
 
 native_group_norm_backward_op = define(
