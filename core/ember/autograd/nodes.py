@@ -32,15 +32,24 @@ class Spec:
         save = f.save
         pairs = save.items() if isinstance(save, dict) else ((s, None) for s in save)
         self.save_pos = []
+        # False, True (every output) or, for "result<k>" entries, the output positions to keep
+        # (PyTorch's result1/result2: an in-place write to an output the formula never reads,
+        # like ``out += x`` after batch norm, must not fail the saved-version check)
         self.save_result = False
+        picked = []
         for name, cond in pairs:
             if name == "result":
                 self.save_result = True
+                continue
+            if name.startswith("result") and name[6:].isdigit():
+                picked.append(int(name[6:]))
                 continue
             if name not in names:
                 raise ValueError(f"derivative of {op.name}: no argument {name!r} to save in "
                                  f"{op.schema}")
             self.save_pos.append((names.index(name), None if cond is None else names.index(cond)))
+        if picked and not self.save_result:
+            self.save_result = tuple(sorted(picked))
 
     def needs(self, args, edges):
         """Per argument position: does it need a gradient (for lists: any element)."""

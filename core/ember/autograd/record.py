@@ -249,8 +249,10 @@ def _outputs(spec, node, args, out, diff_out):
     if fixed is not None:
         outs = tuple(fixed)
         out = outs if multi else outs[0]
-    if spec.save_result:
-        node._result = tuple(SavedTensor(o, k) if isinstance(o, Tensor) else None
+    keep = spec.save_result
+    if keep:
+        node._result = tuple(SavedTensor(o, k) if isinstance(o, Tensor) and
+                             (keep is True or k in keep) else None
                              for k, o in enumerate(outs)) if multi else SavedTensor(out, 0)
     if multi:
         node._out_meta = tuple((o._shape, o.dtype, o.device) if isinstance(o, Tensor) else None

@@ -68,7 +68,8 @@ class Derivative:
     saved output), ``ctx.meta(i)`` ((shape, dtype, device) of tensor argument i), ``ctx.info``
     (what ``setup(*args)`` returned at record time).
 
-    save        the argument names (and ``"result"``) the backward reads; a dict entry
+    save        the argument names (and ``"result"``, or ``"result1"``, ``"result2"``… for
+                only those outputs of a multi-output op) the backward reads; a dict entry
                 ``{"self": "other"}`` saves ``self`` only when ``other`` needs a gradient (what
                 PyTorch's generated code does), so in-place ops don't save what they overwrite.
     name        the node's class name, or ``callable(*args) -> name`` for ops PyTorch names by

@@ -49,11 +49,11 @@ def _mode_backward(ctx, g, self, dim):
 
 sort_op = define("sort(Tensor self, int dim, bool descending, bool stable) -> "
                  "(Tensor values, Tensor indices)", meta=_sort_meta,
-                 derivative=Derivative(_sort_backward, save=("result",), outputs=(True, False),
+                 derivative=Derivative(_sort_backward, save=("result1",), outputs=(True, False),
                                        complex_ok=True))
 mode_op = define("mode(Tensor self, int dim) -> (Tensor values, Tensor indices)",
                  meta=_mode_meta,
-                 derivative=Derivative(_mode_backward, save=("result",), outputs=(True, False)))
+                 derivative=Derivative(_mode_backward, save=("result1",), outputs=(True, False)))
 # unique has no derivative (as in PyTorch): its outputs get a node that raises in backward
 unique_op = define("unique(Tensor self, int? dim) -> (Tensor values, Tensor inverse, "
                    "Tensor counts)")

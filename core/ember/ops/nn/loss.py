@@ -91,7 +91,7 @@ nll_loss_forward_op = define(
     "nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, "
     "int ignore_index) -> (Tensor output, Tensor total_weight)",
     meta=_meta, composite=_forward_composite,
-    derivative=Derivative(_nll_backward, save=("self", "target", "weight", "result"),
+    derivative=Derivative(_nll_backward, save=("self", "target", "weight", "result1"),
                           diff=("self",), outputs=(True, False), name="NllLossBackward0"),
     doc="negative log-likelihood of class targets over (N, C) log-probabilities")
 

@@ -239,7 +239,7 @@ native_batch_norm_op = define(
     "Tensor(b!)? running_var, bool training, float momentum, float eps) -> "
     "(Tensor, Tensor, Tensor)",
     meta=_batch_norm_meta,
-    derivative=Derivative(_batch_norm_backward, save=("input", "weight", "result"),
+    derivative=Derivative(_batch_norm_backward, save=("input", "weight", "result1", "result2"),
                           diff=("input", "weight", "bias"), outputs=(True, False, False),
                           setup=_batch_norm_setup, name="NativeBatchNormBackward0"),
     doc="batch normalisation over dim 1; in training updates the running statistics in place")
@@ -292,7 +292,7 @@ native_layer_norm_op = define(
     "native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, "
     "float eps) -> (Tensor, Tensor, Tensor)",
     meta=_layer_norm_meta,
-    derivative=Derivative(_layer_norm_formula, save=("input", "weight", "bias", "result"),
+    derivative=Derivative(_layer_norm_formula, save=("input", "weight", "bias", "result1", "result2"),
                           diff=("input", "weight", "bias"), outputs=(True, False, False),
                           name="NativeLayerNormBackward0"),
     doc="layer normalisation over the trailing normalized_shape dims")
@@ -337,7 +337,7 @@ native_group_norm_op = define(
     "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, int N, int C, int HxW, "
     "int group, float eps) -> (Tensor, Tensor, Tensor)",
     meta=_group_norm_meta,
-    derivative=Derivative(_group_norm_formula, save=("input", "weight", "result"),
+    derivative=Derivative(_group_norm_formula, save=("input", "weight", "result1", "result2"),
                           diff=("input", "weight", "bias"), outputs=(True, False, False),
                           name="NativeGroupNormBackward0"),
     doc="group normalisation: statistics per (sample, group of C/group channels)")

@@ -120,7 +120,7 @@ def _define_max_pool(nsp):
     backward, double_backward, attach = _max_pool_derivatives(nsp)
     fwd = define(f"{name}(Tensor self, int[] kernel_size, int[] stride, int[] padding, "
                  f"int[] dilation, bool ceil_mode) -> (Tensor, Tensor)", meta=_max_meta(nsp),
-                 derivative=Derivative(backward, save=("self", "result"), outputs=(True, False),
+                 derivative=Derivative(backward, save=("self", "result1"), outputs=(True, False),
                                        name=f"MaxPool{_dims(nsp)}WithIndicesBackward0"),
                  doc=f"{nsp}-d max pooling: (values, flat per-plane indices of the maxima)",
                  _depth=2)
@@ -195,7 +195,7 @@ def _define_adaptive_max(nsp):
 
     ops["fwd"] = define(f"{name}(Tensor self, int[] output_size) -> (Tensor, Tensor)",
                         meta=_adaptive_meta(nsp, name, True),
-                        derivative=Derivative(backward, save=("self", "result"),
+                        derivative=Derivative(backward, save=("self", "result1"),
                                               outputs=(True, False),
                                               name=f"AdaptiveMaxPool{_dims(nsp)}Backward0"),
                         doc=f"{nsp}-d adaptive max pooling: (values, flat per-plane indices)",
