@@ -90,6 +90,7 @@ from . import compiler  # noqa: E402
 from . import export, onnx  # noqa: E402 - torch.export, torch.onnx
 from . import sparse  # noqa: E402 - sparse COO tensors (layout=sparse_coo)
 from .sparse import indices_copy, sparse_coo_tensor, values_copy  # noqa: E402
+from .sparse import spmm_alias as spmm  # noqa: E402 - torch.spmm
 from . import distributions  # noqa: E402
 from .jit._interop import get_num_interop_threads, set_num_interop_threads  # noqa: E402
 from . import fft  # noqa: E402 - torch.fft

@@ -589,6 +589,7 @@ def silu(input, *, out=...): ...  # ember.ops.elementwise.unary
 def sin(input, *, out=...): ...  # ember.ops.elementwise.unary
 def sinh(input, *, out=...): ...  # ember.ops.elementwise.unary
 def special_expit(input, *, out=...): ...  # ember.ops.elementwise.unary
+def spmm(input, mat2): ...  # ember.sparse
 def sqrt(input, *, out=...): ...  # ember.ops.elementwise.unary
 def square(input, *, out=...): ...  # ember.ops.elementwise.unary
 def tan(input, *, out=...): ...  # ember.ops.elementwise.unary
