@@ -653,3 +653,25 @@ def test_tricky_cases_match_torch():
                     torch.tensor(a).index_put((torch.tensor([0, 0]), torch.tensor([1, 1])),
                                               torch.tensor(1), accumulate=True))):
         check(ta, tt.numpy())
+
+
+def test_whole_dim_slices_in_a_tuple_record_no_node():
+    """x[:, 3, :] is one select with one SelectBackward0, as in PyTorch (a slice of a whole dim
+    inside a tuple index is skipped); a lone x[:] still slices. Gradients equal torch's."""
+    torch = pytest.importorskip("torch")
+    cases = [(slice(None), 1), (slice(0, 100), 1), (slice(None, None, 1), 1, slice(None)),
+             (slice(None), slice(1, 3)), slice(None), (Ellipsis, 1), (None, slice(None)),
+             (slice(0, 2), 0), (slice(None), [0, 2])]
+    for idx in cases:
+        w = ember.randn(4, 5, 6, requires_grad=True)
+        tw = torch.tensor(w.detach().numpy(), requires_grad=True)
+        y, ty = w[idx], tw[idx]
+        chain, tchain = [], []
+        for fn, out in ((y.grad_fn, chain), (ty.grad_fn, tchain)):
+            while fn is not None and "AccumulateGrad" not in fn.name():
+                out.append(fn.name())
+                fn = fn.next_functions[0][0]
+        assert chain == tchain, idx
+        (y * 2).sum().backward()
+        (ty * 2).sum().backward()
+        np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
