@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import importlib
 import importlib.abc
 import importlib.util
@@ -160,6 +161,9 @@ def main(argv=None):
                         help="intra-op threads for torch and ember (default 1)")
     parser.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
     parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="wall time (default) or the process's CPU time (on a loaded "
+                             "machine: time descheduled does not count)")
     parser.add_argument("--list", action="store_true", help="list the programs and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -183,8 +187,9 @@ def main(argv=None):
     cols = "".join(f"{'ember ' + d + ' ms':>18}{'ratio':>8}" for d in devices)
     extra = f"{'launches/transfers':>20}" if any(d != "cpu" for d in devices) else ""
     header = f"{'program':<26}{'kind':<9}{'torch ms':>10}{cols}{extra}"
-    print(f"threads {args.threads}, torch {torch.__version__ if torch else '-'}, "
-          f"ember {ember.__version__}")
+    print(f"threads {args.threads}, {args.clock} clock, torch "
+          f"{torch.__version__ if torch else '-'}, ember {ember.__version__}, load average "
+          f"{os.getloadavg()[0]:.1f}")
     print(header)
     print("-" * len(header))
     ratios = {d: [] for d in devices}
@@ -206,7 +211,9 @@ def main(argv=None):
                 errors[d] = f"{type(e).__name__}: {e}"
                 fns.pop(d, None)
                 traceback.print_exc(limit=-3, file=sys.stderr)
-        times = interleaved(fns, rounds=rounds, round_time=round_time) if fns else {}
+        clock = time.process_time if args.clock == "cpu" else time.perf_counter
+        times = interleaved(fns, rounds=rounds, round_time=round_time, clock=clock) \
+            if fns else {}
         t = times.get("torch", (None,))[0]
         row = f"{name:<26}{prog.kind:<9}{t * 1e3 if t else float('nan'):10.2f}"
         notes = []

@@ -95,6 +95,8 @@ def info(args) -> int:
         for row in left_out:
             skipped.add_row(*row)
         console.print(skipped)
+    from . import _fastpath
+    print(f"hot path (dispatch, tensors, autograd recording): {_fastpath.describe()}")
     return 0
 
 

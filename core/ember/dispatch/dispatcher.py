@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import warnings
 
-from .. import _dtype
+from .. import _dtype, _fastpath
 from .._tensor import Tensor
 from ..runtime.devices import device
 from ..runtime.fallback_warning import CPUFallbackWarning
@@ -27,7 +27,7 @@ _warned_fallback: set = set()
 _PLAIN = (int, float, bool, complex, str, type(None), _dtype.dtype)
 
 
-class Op:
+class Op(_fastpath.C.OpBase if _fastpath.C is not None else object):
     """One operator and its facets (see ``ember.dispatch.facets``), keyed by this object.
 
     ``schema`` reads like PyTorch's: ``"add(Tensor self, Tensor other, Scalar alpha, dtype
@@ -96,7 +96,9 @@ class Op:
         self.decomposition = fn
         return fn
 
-    def __call__(self, *args, **kwargs):
+    def _call_python(self, *args, **kwargs):
+        """``op(*args)``: the handler for the call's key set, called. The Python reference of
+        ``csrc/dispatch.c``, which runs it for calls with keywords and untyped ops."""
         if kwargs:  # rare: ops are called positionally by ember's own API
             args, kwargs = self.schema.positional(args, kwargs)
         ks = 0
@@ -201,6 +203,11 @@ class Op:
     def __repr__(self):
         return f"<ember op {self.schema}>"
 
+
+if _fastpath.C is None:
+    Op.__call__ = Op._call_python
+else:
+    _fastpath.C.install_dispatch(Op, Tensor, Op._call_python)
 
 _FIRST_TWO = (0, 1)  # the commonest layout (binary ops): an identity check selects its path
 

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from .. import _fastpath
 from ..runtime import dtypes
 from ..runtime.backend import Backend
 from ..runtime.storage import Storage
@@ -42,6 +43,9 @@ def ieee_caller(xp):
         if state is not None:
             with np.errstate(all="ignore"):
                 quiet = state.get()
+            if _fastpath.C is not None:  # the same, compiled (csrc/tensors.c)
+                _fastpath.C.install_ieee(state, quiet)
+                return _fastpath.C.ieee_call
 
             def call(f, *args):
                 token = state.set(quiet)
@@ -75,6 +79,9 @@ class ArrayBackend(Backend):
         self._new_tensor = tensor_constructor()
         #: ``ieee(f, *args)``: ``f`` with floating-point warnings off (kit kernels use it)
         self.ieee = ieee_caller(self.xp)
+        if _fastpath.C is not None and self.xp is np and type(self).wrap is ArrayBackend.wrap:
+            # wrap compiled for numpy arrays (csrc/tensors.c); other arrays take this method
+            self.wrap = _fastpath.C.array_wrapper(self._np2dt, self.wrap)
 
     # -- array-module specifics (override for cupy & co) ----------------------------------------
     def _flat_bytes(self, arr):

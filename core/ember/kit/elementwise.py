@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 from functools import partial
 
+import numpy as np
+
+from .. import _fastpath
 from .._tensor import Tensor
 from . import parallel
 from .binding import bind, bind_with
@@ -538,3 +541,28 @@ def register(backend) -> None:
         bind_with(backend, name, add_sub, ufunc)
         bind_with(backend, name + "_", add_sub_, ufunc)
     bind(backend, TABLE)
+    if _fastpath.C is not None and xp is np:
+        _compile_common_cases(backend)
+
+
+def _compile_common_cases(backend):
+    """The unary, binary and add/sub kernels of a numpy backend behind their compiled common
+    case (csrc/kernels.c: operands already in the compute dtype, small enough for one thread),
+    which calls the Python kernel above for everything else."""
+    C = _fastpath.C
+    kernels = backend.kernels
+
+    def compiled(kind, name, f, out):
+        out = None if out is None else np.dtype(out)
+        kernels.register(name, C.UfuncKernel(kind, f, out, kernels.get(name), backend.wrap,
+                                             parallel.MIN_PARALLEL, name))
+
+    for name, resolve in UNARY.items():
+        # (|complex| is real: the compiled kernel sees a result not in the compute dtype and
+        # hands abs of a complex tensor to the Python kernel)
+        compiled(2, name, resolve(backend), bool if name in PREDICATES else None)
+    for name, resolve in BINARY.items():
+        compiled(0, name, resolve(backend), bool if name in TO_BOOL else None)
+    for name, ufunc in (("add", np.add), ("sub", np.subtract)):
+        compiled(1, name, ufunc, None)
+    compiled(3, "div", np.true_divide, None)
