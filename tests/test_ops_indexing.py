@@ -675,3 +675,19 @@ def test_whole_dim_slices_in_a_tuple_record_no_node():
         (y * 2).sum().backward()
         (ty * 2).sum().backward()
         np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
+
+
+@pytest.mark.parametrize("start", ["zeros", "values"])
+def test_index_add_sums_rows_in_index_order(start):
+    """index_add along dim 0 equals np.add.at bit for bit (each row's sources added in index
+    order), whether the destination is fresh zeros (a sparse product's scatter) or not."""
+    rng = np.random.default_rng(5)
+    for shape, n in [((300, 16), 2000), ((40, 3, 4), 500), ((100,), 700)]:
+        idx = rng.integers(0, shape[0], n)
+        src = rng.standard_normal((n,) + shape[1:]).astype(np.float32)
+        dst = np.zeros(shape, np.float32) if start == "zeros" else \
+            rng.standard_normal(shape).astype(np.float32)
+        ref = dst.copy()
+        np.add.at(ref, idx, src)
+        got = ember.tensor(dst).index_add(0, ember.tensor(idx), ember.tensor(src))
+        np.testing.assert_array_equal(got.numpy(), ref)

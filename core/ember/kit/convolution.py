@@ -11,6 +11,13 @@ Every direction reduces to three primitives over a *regular* convolution ``y = C
   add per kernel offset (prod(k) adds, each over the whole batch);
 * ``_weight_grad(g, z)``: ``g @ columns^T`` batched over N, summed over N.
 
+When each sample's output is small (fewer than ``WHOLE_BATCH`` positions: the deep layers of a
+ResNet, 4x4 to 8x8), GEMMs batched over N are too thin for BLAS, so the columns take the whole
+batch instead — (G, C/G * prod(k), N * prod(out)), one GEMM per group in each direction — at
+the price of transposing the output or gradient between (N, C, ...) and (C, N, ...). At batch
+8 and 512 channels of 4x4 this halves the forward and cuts the weight gradient from 23 to 8 ms
+(the batched form also wrote an N-times larger product only to sum it).
+
 A transposed convolution is the adjoint of the regular one with the same weight, so its forward
 is ``_input_grad``, its input gradient ``_forward`` and its weight gradient ``_weight_grad`` with
 the roles of input and output exchanged. Half precision is computed in float32 and rounded
@@ -41,17 +48,36 @@ def _padded(xp, z, padding, extra=None):
     return out
 
 
-def _columns(xp, zp, groups, kernel, stride, dilation, out_sp):
-    """(N, G, C/G * prod(k), prod(out)): the im2col matrix of padded ``zp``, one copy."""
+WHOLE_BATCH = 256   # output positions per sample below which the GEMMs take the whole batch
+
+
+def _columns(xp, zp, groups, kernel, stride, dilation, out_sp, whole=False):
+    """The im2col matrix of padded ``zp``, one copy: (N, G, C/G * prod(k), prod(out)), or
+    with ``whole`` (G, C/G * prod(k), N * prod(out))."""
     n, c = zp.shape[:2]
     st = zp.strides
     nsp = len(kernel)
-    shape = (n, groups, c // groups) + tuple(kernel) + tuple(out_sp)
-    strides = (st[0], st[1] * (c // groups), st[1]) + \
-        tuple(st[2 + i] * dilation[i] for i in range(nsp)) + \
+    window = tuple(kernel) + tuple(out_sp)
+    window_strides = tuple(st[2 + i] * dilation[i] for i in range(nsp)) + \
         tuple(st[2 + i] * stride[i] for i in range(nsp))
+    if whole:
+        shape = (groups, c // groups) + tuple(kernel) + (n,) + tuple(out_sp)
+        strides = (st[1] * (c // groups), st[1]) + window_strides[:nsp] + (st[0],) + \
+            window_strides[nsp:]
+        win = xp.lib.stride_tricks.as_strided(zp, shape, strides)
+        return win.reshape(groups, (c // groups) * math.prod(kernel), n * math.prod(out_sp))
+    shape = (n, groups, c // groups) + window
+    strides = (st[0], st[1] * (c // groups), st[1]) + window_strides
     win = xp.lib.stride_tricks.as_strided(zp, shape, strides)
     return win.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(out_sp))
+
+
+def _channels_first(xp, a, groups):
+    """(N, C, *sp) -> (G, C/G, N * prod(sp)), a copy: an output gradient for whole-batch
+    GEMMs."""
+    n, c = a.shape[:2]
+    m = a.reshape(n, groups, c // groups, -1).transpose(1, 2, 0, 3)
+    return xp.ascontiguousarray(m).reshape(groups, c // groups, -1)
 
 
 def _forward(xp, z, w, stride, padding, dilation, groups):
@@ -60,9 +86,14 @@ def _forward(xp, z, w, stride, padding, dilation, groups):
     out_sp = tuple((s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in
                    zip(z.shape[2:], kernel, stride, padding, dilation))
     n, oc = z.shape[0], w.shape[0]
-    cols = _columns(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp)
+    whole = math.prod(out_sp) < WHOLE_BATCH
+    cols = _columns(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp,
+                    whole)
     wm = w.reshape(groups, oc // groups, -1)
-    return xp.matmul(wm, cols).reshape((n, oc) + out_sp)
+    r = xp.matmul(wm, cols)
+    if whole:   # (G, OC/G, N * out) -> (N, OC, *out)
+        r = xp.ascontiguousarray(r.reshape(oc, n, -1).transpose(1, 0, 2))
+    return r.reshape((n, oc) + out_sp)
 
 
 def _input_grad(xp, g, w, in_sp, stride, padding, dilation, groups):
@@ -73,8 +104,16 @@ def _input_grad(xp, g, w, in_sp, stride, padding, dilation, groups):
     cg = w.shape[1]
     kp = math.prod(kernel)
     wm = w.reshape(groups, oc // groups, cg * kp)
-    cols = xp.matmul(wm.transpose(0, 2, 1), g.reshape(n, groups, oc // groups, -1))
-    cols = cols.reshape((n, groups * cg) + tuple(kernel) + tuple(out_sp))
+    if math.prod(out_sp) < WHOLE_BATCH:
+        cols = xp.matmul(wm.transpose(0, 2, 1), _channels_first(xp, g, groups))
+        # (G, C/G * k, N * out) seen as (N, C, *k, *out): col2im reads it strided
+        cols = cols.reshape((groups * cg,) + tuple(kernel) + (n,) + tuple(out_sp))
+        nk = len(kernel)
+        cols = cols.transpose((nk + 1, 0) + tuple(range(1, nk + 1)) +
+                              tuple(range(nk + 2, 2 * nk + 2)))
+    else:
+        cols = xp.matmul(wm.transpose(0, 2, 1), g.reshape(n, groups, oc // groups, -1))
+        cols = cols.reshape((n, groups * cg) + tuple(kernel) + tuple(out_sp))
     # the padded input must hold every window, including ones the output padding adds
     full = tuple(max(i + 2 * p, (o - 1) * s + d * (k - 1) + 1) for i, p, o, s, d, k in
                  zip(in_sp, padding, out_sp, stride, dilation, kernel))
@@ -92,9 +131,14 @@ def _weight_grad(xp, g, z, kernel, stride, padding, dilation, groups):
     """The adjoint of ``_forward`` in its weight: (C_out, C_in/G, *k)."""
     n, oc = g.shape[:2]
     out_sp = g.shape[2:]
-    cols = _columns(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp)
-    gm = g.reshape(n, groups, oc // groups, -1)
-    r = xp.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(axis=0)       # (G, OC/G, C/G * k)
+    whole = math.prod(out_sp) < WHOLE_BATCH
+    cols = _columns(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp,
+                    whole)
+    if whole:   # one GEMM over the batch: (G, OC/G, N * out) @ (G, N * out, C/G * k)
+        r = xp.matmul(_channels_first(xp, g, groups), cols.transpose(0, 2, 1))
+    else:
+        gm = g.reshape(n, groups, oc // groups, -1)
+        r = xp.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(axis=0)   # (G, OC/G, C/G * k)
     return r.reshape((oc, z.shape[1] // groups) + tuple(kernel))
 
 
