@@ -10,7 +10,8 @@ README): each trimmed to the code one training step runs, otherwise as published
 program is loaded twice: once with the real torch, once with ember standing in for it — an
 import shim maps ``torch`` and ``torch.*`` to ``ember`` and ``ember.*`` while the program's
 module executes, so the program's text is not edited. ember runs on each device in
-``--devices`` (tensors made without a device follow ``set_default_device``); torch on the CPU.
+``--devices`` (a program written for the CPU only, making tensors without a device, runs there
+under ``set_default_device``); torch on the CPU.
 
 Timing: the contenders' steps alternate in rounds (``_timing.py``) and the minimum per step is
 reported, so load on the machine hits both alike; OpenCL steps end with a synchronize. The
@@ -117,8 +118,10 @@ class _Discard:
 
 
 @contextlib.contextmanager
-def default_device(lib, device):
-    if lib is torch or device == "cpu":
+def default_device(prog, lib, device):
+    """A program written for the CPU runs on another device under set_default_device (as it
+    would with torch on CUDA); programs that place their tensors themselves run as written."""
+    if lib is torch or device == "cpu" or not prog.default_device:
         yield
         return
     lib.set_default_device(device)
@@ -132,12 +135,12 @@ def contender(prog, lib, device):
     """A zero-argument callable running one step of ``prog`` with ``lib`` on ``device``."""
     sync = (lambda: None) if lib is torch or device == "cpu" else \
         getattr(ember, device.split(":")[0]).synchronize
-    with default_device(lib, device), contextlib.redirect_stdout(_Discard()):
+    with default_device(prog, lib, device), contextlib.redirect_stdout(_Discard()):
         lib.manual_seed(0)
         step = prog.setup(loader_for(lib), lib, lib.device(device))
 
     def run():
-        with default_device(lib, device), contextlib.redirect_stdout(_Discard()):
+        with default_device(prog, lib, device), contextlib.redirect_stdout(_Discard()):
             step()
         sync()
     return run

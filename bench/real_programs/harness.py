@@ -30,14 +30,16 @@ class Program:
     cpu_only: bool = False   # the program builds inputs with torch.from_numpy and never moves
                              # them: it runs on the CPU only, in torch as in ember
     what: str = ""
+    default_device: bool = False   # written for the CPU (tensors made without a device): on
+                                   # another device it runs under set_default_device
 
 
 PROGRAMS: dict = {}
 
 
-def program(name, kind, what, cpu_only=False):
+def program(name, kind, what, cpu_only=False, default_device=False):
     def register(setup):
-        PROGRAMS[name] = Program(name, kind, setup, cpu_only, what)
+        PROGRAMS[name] = Program(name, kind, setup, cpu_only, what, default_device)
         return setup
     return register
 
@@ -254,7 +256,7 @@ def mnist_rnn(load, lib, device):
 
 @program("time_sequence_prediction", "small-op",
          "pytorch/examples time_sequence_prediction: two LSTMCells unrolled over 20 steps "
-         "(float64), LBFGS (up to 20 evaluations per step)")
+         "(float64), LBFGS (up to 20 evaluations per step)", default_device=True)
 def time_sequence_prediction(load, lib, device):
     torch = lib
     mod = load("time_sequence_prediction")
@@ -309,7 +311,8 @@ def actor_critic(load, lib, device):
 
 
 @program("dqn", "small-op", "seungeunrho/minimalRL dqn.py: train() = 10 minibatch updates of a "
-         "4-128-128-2 Q-network from a replay buffer of CartPole transitions, Adam")
+         "4-128-128-2 Q-network from a replay buffer of CartPole transitions, Adam",
+         default_device=True)
 def dqn(load, lib, device):
     mod = load("dqn")
     q, q_target = mod.Qnet().to(device), mod.Qnet().to(device)
@@ -330,7 +333,7 @@ def dqn(load, lib, device):
 
 
 @program("regression", "small-op", "pytorch/examples regression: a 4-feature linear fit, "
-         "smooth L1, manual SGD through param.data")
+         "smooth L1, manual SGD through param.data", default_device=True)
 def regression(load, lib, device):
     mod = load("regression")
     F = lib.nn.functional

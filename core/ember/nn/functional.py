@@ -384,8 +384,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         padding_idx %= num
     flat = input.reshape(-1)
     # under ember.compile/export the range check is index_select's own (it raises on every
-    # backend): a host read here would break the graph on every embedding
-    if flat.numel() and not _tensor_mod._capture_hooks:
+    # backend): a host read here would break the graph on every embedding. On a device the
+    # same holds (index_select flags a bad index on the device, raised at the next read, as
+    # CUDA's device asserts): reading the indices back would stall every step
+    if flat.numel() and not _tensor_mod._capture_hooks and flat.device.type == "cpu":
         every = every_example(flat)   # every example of a vmapped batch
         lo, hi = int(every.min()), int(every.max())
         if lo < 0 or hi >= num:
