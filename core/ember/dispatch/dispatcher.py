@@ -283,8 +283,25 @@ def _dtype_checked(op, backend, dev, kernel, dtypes, fallback):
     storage = backend.storage_dtypes
     if op.name in backend.storage_native_ops:
         storage = {}
+    # the common case, tested in one pass: positional tensors and dtypes the kernel takes as
+    # they are (lists, keywords and anything else take the full check below)
+    direct = frozenset(d for d in dtypes if d not in storage)
+    dtype_cls = _dtype.dtype
 
     def checked(*args, **kwargs):
+        if not kwargs:
+            for a in args:
+                c = a.__class__
+                if c is Tensor:
+                    if a.dtype not in direct:
+                        break
+                elif c is dtype_cls:
+                    if a not in direct:
+                        break
+                elif c is list or c is tuple or isinstance(a, Tensor):
+                    break
+            else:
+                return kernel(*args)
         wide = False
         for d in _arg_dtypes(args, kwargs):
             if d not in dtypes:

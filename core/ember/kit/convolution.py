@@ -16,7 +16,9 @@ ResNet, 4x4 to 8x8), GEMMs batched over N are too thin for BLAS, so the columns 
 batch instead — (G, C/G * prod(k), N * prod(out)), one GEMM per group in each direction — at
 the price of transposing the output or gradient between (N, C, ...) and (C, N, ...). At batch
 8 and 512 channels of 4x4 this halves the forward and cuts the weight gradient from 23 to 8 ms
-(the batched form also wrote an N-times larger product only to sum it).
+(the batched form also wrote an N-times larger product only to sum it). Either way the columns
+are made for a slice of the batch at a time (``COLUMN_BYTES``), so the im2col matrix never
+dominates a training step's peak memory.
 
 A transposed convolution is the adjoint of the regular one with the same weight, so its forward
 is ``_input_grad``, its input gradient ``_forward`` and its weight gradient ``_weight_grad`` with
@@ -49,6 +51,18 @@ def _padded(xp, z, padding, extra=None):
 
 
 WHOLE_BATCH = 256   # output positions per sample below which the GEMMs take the whole batch
+# the im2col matrix is made for this many bytes of samples at a time, so a step's peak memory
+# holds a slice of it, not all of it (whole-batch GEMMs still get >= WHOLE_BATCH columns)
+COLUMN_BYTES = 1 << 18
+
+
+def _chunks(n, positions, per_position):
+    """Sample ranges whose columns take about COLUMN_BYTES: (whole, [(start, stop), ...])."""
+    whole = positions < WHOLE_BATCH
+    m = max(1, COLUMN_BYTES // max(positions * per_position, 1))
+    if whole:
+        m = max(m, -(-WHOLE_BATCH // positions))
+    return whole, [(s, min(n, s + m)) for s in range(0, n, m)]
 
 
 def _columns(xp, zp, groups, kernel, stride, dilation, out_sp, whole=False):
@@ -86,13 +100,18 @@ def _forward(xp, z, w, stride, padding, dilation, groups):
     out_sp = tuple((s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in
                    zip(z.shape[2:], kernel, stride, padding, dilation))
     n, oc = z.shape[0], w.shape[0]
-    whole = math.prod(out_sp) < WHOLE_BATCH
-    cols = _columns(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp,
-                    whole)
+    zp = _padded(xp, z, padding)
     wm = w.reshape(groups, oc // groups, -1)
-    r = xp.matmul(wm, cols)
-    if whole:   # (G, OC/G, N * out) -> (N, OC, *out)
-        r = xp.ascontiguousarray(r.reshape(oc, n, -1).transpose(1, 0, 2))
+    positions = math.prod(out_sp)
+    r = xp.empty((n, groups, oc // groups, positions), dtype=wm.dtype)
+    whole, chunks = _chunks(n, positions, wm.shape[2] * r.itemsize)
+    for a, b in chunks:
+        cols = _columns(xp, zp[a:b], groups, kernel, stride, dilation, out_sp, whole)
+        if whole:   # (G, OC/G, m * out) -> (m, G, OC/G, out)
+            part = xp.matmul(wm, cols).reshape(groups, oc // groups, b - a, positions)
+            r[a:b] = part.transpose(2, 0, 1, 3)
+        else:
+            xp.matmul(wm, cols, out=r[a:b])
     return r.reshape((n, oc) + out_sp)
 
 
@@ -101,27 +120,31 @@ def _input_grad(xp, g, w, in_sp, stride, padding, dilation, groups):
     n, oc = g.shape[:2]
     out_sp = g.shape[2:]
     kernel = w.shape[2:]
+    nk = len(kernel)
     cg = w.shape[1]
     kp = math.prod(kernel)
-    wm = w.reshape(groups, oc // groups, cg * kp)
-    if math.prod(out_sp) < WHOLE_BATCH:
-        cols = xp.matmul(wm.transpose(0, 2, 1), _channels_first(xp, g, groups))
-        # (G, C/G * k, N * out) seen as (N, C, *k, *out): col2im reads it strided
-        cols = cols.reshape((groups * cg,) + tuple(kernel) + (n,) + tuple(out_sp))
-        nk = len(kernel)
-        cols = cols.transpose((nk + 1, 0) + tuple(range(1, nk + 1)) +
-                              tuple(range(nk + 2, 2 * nk + 2)))
-    else:
-        cols = xp.matmul(wm.transpose(0, 2, 1), g.reshape(n, groups, oc // groups, -1))
-        cols = cols.reshape((n, groups * cg) + tuple(kernel) + tuple(out_sp))
+    wt = w.reshape(groups, oc // groups, cg * kp).transpose(0, 2, 1)
     # the padded input must hold every window, including ones the output padding adds
     full = tuple(max(i + 2 * p, (o - 1) * s + d * (k - 1) + 1) for i, p, o, s, d, k in
                  zip(in_sp, padding, out_sp, stride, dilation, kernel))
-    acc = xp.zeros((n, groups * cg) + full, dtype=cols.dtype)
-    for offset in itertools.product(*(range(k) for k in kernel)):
-        region = tuple(slice(o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in
-                       zip(offset, dilation, out_sp, stride))
-        acc[(Ellipsis,) + region] += cols[(slice(None), slice(None)) + offset]
+    acc = xp.zeros((n, groups * cg) + full, dtype=wt.dtype)
+    positions = math.prod(out_sp)
+    whole, chunks = _chunks(n, positions, cg * kp * acc.itemsize)
+    gm = g.reshape(n, groups, oc // groups, positions)
+    for a, b in chunks:
+        if whole:
+            cols = xp.matmul(wt, _channels_first(xp, g[a:b], groups))
+            # (G, C/G * k, m * out) seen as (m, C, *k, *out): col2im reads it strided
+            cols = cols.reshape((groups * cg,) + tuple(kernel) + (b - a,) + tuple(out_sp))
+            cols = cols.transpose((nk + 1, 0) + tuple(range(1, nk + 1)) +
+                                  tuple(range(nk + 2, 2 * nk + 2)))
+        else:
+            cols = xp.matmul(wt, gm[a:b])
+            cols = cols.reshape((b - a, groups * cg) + tuple(kernel) + tuple(out_sp))
+        for offset in itertools.product(*(range(k) for k in kernel)):  # col2im
+            region = tuple(slice(o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in
+                           zip(offset, dilation, out_sp, stride))
+            acc[(slice(a, b), Ellipsis) + region] += cols[(slice(None), slice(None)) + offset]
     crop = tuple(slice(p, p + i) for p, i in zip(padding, in_sp))
     r = acc[(Ellipsis,) + crop]
     return r if r.flags.c_contiguous else xp.ascontiguousarray(r)
@@ -131,14 +154,19 @@ def _weight_grad(xp, g, z, kernel, stride, padding, dilation, groups):
     """The adjoint of ``_forward`` in its weight: (C_out, C_in/G, *k)."""
     n, oc = g.shape[:2]
     out_sp = g.shape[2:]
-    whole = math.prod(out_sp) < WHOLE_BATCH
-    cols = _columns(xp, _padded(xp, z, padding), groups, kernel, stride, dilation, out_sp,
-                    whole)
-    if whole:   # one GEMM over the batch: (G, OC/G, N * out) @ (G, N * out, C/G * k)
-        r = xp.matmul(_channels_first(xp, g, groups), cols.transpose(0, 2, 1))
-    else:
-        gm = g.reshape(n, groups, oc // groups, -1)
-        r = xp.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(axis=0)   # (G, OC/G, C/G * k)
+    zp = _padded(xp, z, padding)
+    positions = math.prod(out_sp)
+    ck = (z.shape[1] // groups) * math.prod(kernel)
+    whole, chunks = _chunks(n, positions, ck * g.itemsize)
+    gm = g.reshape(n, groups, oc // groups, positions)
+    r = None
+    for a, b in chunks:
+        cols = _columns(xp, zp[a:b], groups, kernel, stride, dilation, out_sp, whole)
+        if whole:   # one GEMM over the chunk: (G, OC/G, m * out) @ (G, m * out, C/G * k)
+            part = xp.matmul(_channels_first(xp, g[a:b], groups), cols.transpose(0, 2, 1))
+        else:
+            part = xp.matmul(gm[a:b], cols.transpose(0, 1, 3, 2)).sum(axis=0)
+        r = part if r is None else xp.add(r, part, out=r)   # (G, OC/G, C/G * k)
     return r.reshape((oc, z.shape[1] // groups) + tuple(kernel))
 
 

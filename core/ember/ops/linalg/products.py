@@ -63,7 +63,13 @@ def _matmul_backward(ctx, g, self, other):
             ga = _views.reshape(ga, ga._shape[:-2] + ga._shape[-1:])
     if ctx.needs(1):
         a2 = self.unsqueeze(0) if a_vec else self
-        if ctx.info[2] and ctx.info[0] == 2:
+        if ctx.info[1] == 2 and a2.ndim > 2:
+            # one matrix under a batch of self's (x @ W.t() in a Linear over (B, T, C)): the
+            # batch folds into the rows, one (K, N) GEMM, as PyTorch does, instead of a batch
+            # of (K, N) products summed afterwards (B times the memory at the step's peak)
+            a2 = _views.reshape(a2, (-1, a2._shape[-1]))
+            g2 = _views.reshape(g2, (-1, g2._shape[-1]))
+        if ctx.info[2] and a2.ndim == 2:
             gb = mT(matmul_op(mT(g2), _grad.conj(a2)))  # other is W.t(): see col_major
         else:
             gb = matmul_op(mT(_grad.conj(a2)), g2)
