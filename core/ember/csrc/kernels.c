@@ -158,6 +158,8 @@ static PyMemberDef kernel_members[] = {
     {"fallback", T_OBJECT, offsetof(UfuncKernel, fallback), READONLY,
      "the Python kernel this one transcribes (and calls for every other case)"},
     {"__name__", T_OBJECT, offsetof(UfuncKernel, name), READONLY, NULL},
+    {"__wrapped__", T_OBJECT, offsetof(UfuncKernel, fallback), READONLY,
+     "the Python function this one transcribes (for inspect and ember info)"},
     {NULL},
 };
 

@@ -378,6 +378,8 @@ static PyObject *recorder_repr(PyObject *self)
 
 static PyMemberDef recorder_members[] = {
     {"__name__", T_OBJECT, offsetof(Recorder, name), READONLY, NULL},
+    {"__wrapped__", T_OBJECT, offsetof(Recorder, fallback), READONLY,
+     "the Python function this one transcribes (for inspect and ember info)"},
     {"fallback", T_OBJECT, offsetof(Recorder, fallback), READONLY,
      "the Python handler this one transcribes"},
     {NULL},
