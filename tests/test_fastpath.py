@@ -174,3 +174,19 @@ def test_compiled_recorder_keeps_the_python_handler():
     handler = get_op("mul")._cache[x._ks | ember.device("cpu")._key]
     assert isinstance(handler, _fastpath.C.FormulaRecorder)
     assert handler.__name__ == "autograd_mul" and callable(handler.fallback)
+
+
+@compiled
+def test_compiled_native_view_matches_the_python_method():
+    be = _registry.get("cpu")
+    python_native = be.native.__self__     # the bound Python method it falls back to
+    x = ember.arange(60.0).reshape(3, 4, 5)
+    views = [x.permute(2, 0, 1), x[1:, ::2, 1:4], x[2:2], x.t() if x.ndim == 2 else x.mT,
+             x.reshape(12, 5)[3], x.expand(2, 3, 4, 5)]
+    for v in views:
+        a = be.native(v)
+        v2 = ember.Tensor._make(v._storage, v._shape, v._stride, v._offset, v.dtype, v.device)
+        b = python_native(v2)
+        assert a.shape == b.shape and a.strides == b.strides and a.flags.writeable
+        np.testing.assert_array_equal(a, b)
+        assert be.native(v) is a                # cached on the tensor

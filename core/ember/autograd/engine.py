@@ -518,4 +518,4 @@ if _fastpath.C is not None:
     from .nodes import FormulaNode, Spec, _unpack, validate
     from ..dispatch.facets import Derivative
     _fastpath.C.install_engine(FormulaNode, AccumulateGrad, Spec, Derivative, _Run, validate,
-                               _unpack)
+                               _unpack, accumulate)

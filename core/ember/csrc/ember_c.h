@@ -77,6 +77,7 @@ PyObject *py_make_tensor(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 PyObject *py_new_storage(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_ieee_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_array_wrapper(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *py_array_native(PyObject *self, PyObject *fallback);
 PyObject *install_tensors(PyObject *self, PyObject *args);
 PyObject *install_ieee(PyObject *self, PyObject *args);
 int tensors_init_numpy(void);

@@ -3,13 +3,16 @@
  * Python references: ember/autograd/engine.py — execute()'s while loop (run_graph here, used
  * when nothing is captured, anomaly mode is off and no profiler observes nodes), _add,
  * _Run.route, _dependencies; ember/autograd/nodes.py — FormulaNode.apply, finish and release,
- * for single-output nodes without Tensor[] arguments (others run their Python methods).
+ * for single-output nodes without Tensor[] arguments (others run their Python methods);
+ * graph.py — AccumulateGrad.apply (engine.accumulate called directly).
  * A node with hooks or metadata (n._x) goes through the Python helper the engine passes.
  */
 #include "ember_c.h"
 
 static PyTypeObject *FormulaNodeType, *AccumulateGradType;
 static PyObject *apply_ref, *release_ref;   /* FormulaNode.apply / .release (not overridden) */
+static PyObject *accumulate_fn;   /* engine.accumulate: AccumulateGrad.apply's body */
+static Py_ssize_t off_acc_variable;
 static PyObject *validate_fn, *unpack_list_fn, *str_apply, *str_release, *str_num_outputs,
     *str_unpack, *str_finish;
 static Py_ssize_t off_spec_n_out, off_spec_formula, off_spec_slots, off_spec_has_list,
@@ -405,6 +408,15 @@ PyObject *py_run_graph(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                                                 keep_graph ? Py_True : Py_False, NULL);
         } else if (buf == NULL || !PyList_CheckExact(buf) || all_none(buf)) {
             outs = PyTuple_New(0);
+        } else if (Py_TYPE(n) == AccumulateGradType) {
+            /* AccumulateGrad.apply: accumulate(self.variable, grads[0]); nothing flows on */
+            PyObject *v = SLOT(n, off_acc_variable);
+            PyObject *r = v == NULL ? NULL :
+                PyObject_CallFunctionObjArgs(accumulate_fn, v, PyList_GET_ITEM(buf, 0), NULL);
+            if (v == NULL)
+                PyErr_SetString(PyExc_AttributeError, "AccumulateGrad without its variable");
+            outs = r == NULL ? NULL : PyTuple_New(0);
+            Py_XDECREF(r);
         } else if (plain_formula(n)) {
             outs = formula_apply(n, buf);
             if (outs != NULL && !keep_graph)
@@ -580,9 +592,15 @@ error:
 PyObject *install_engine(PyObject *self, PyObject *args)
 {
     PyObject *formula_node, *acc, *spec_cls, *derivative_cls, *run_cls, *validate, *unpack_list;
-    if (!PyArg_ParseTuple(args, "O!O!OOOOO", &PyType_Type, &formula_node, &PyType_Type, &acc,
-                          &spec_cls, &derivative_cls, &run_cls, &validate, &unpack_list))
+    PyObject *accumulate;
+    if (!PyArg_ParseTuple(args, "O!O!OOOOOO", &PyType_Type, &formula_node, &PyType_Type, &acc,
+                          &spec_cls, &derivative_cls, &run_cls, &validate, &unpack_list,
+                          &accumulate))
         return NULL;
+    if (slot_offset(acc, "variable", &off_acc_variable) < 0)
+        return NULL;
+    Py_INCREF(accumulate);
+    Py_XSETREF(accumulate_fn, accumulate);
     if (slot_offset(spec_cls, "n_out", &off_spec_n_out) < 0 ||
         slot_offset(spec_cls, "formula", &off_spec_formula) < 0 ||
         slot_offset(spec_cls, "slots", &off_spec_slots) < 0 ||

@@ -184,6 +184,92 @@ PyObject *py_array_wrapper(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return f;
 }
 
+/* ArrayBackend.native for a tensor of a numpy storage: its cached view, else a strided view of
+   the storage's flat bytes (the storage's cache), made here and cached; the Python method
+   (`fallback`) for anything else (no flat view yet, another array type, strides or an offset
+   the flat bytes don't hold — the Python raises numpy's error for those). */
+static PyObject *native_view(PyObject *fallback, PyObject *t)
+{
+    PyObject *arr, *st, *flat, *shape, *stride, *offset, *dtype, *npdt;
+    if (!is_tensor(t))
+        return PyObject_CallOneArg(fallback, t);
+    arr = SLOT(t, OFF.t_native);
+    if (arr != NULL && arr != Py_None) {
+        Py_INCREF(arr);
+        return arr;
+    }
+    st = SLOT(t, OFF.t_storage);
+    flat = st == NULL ? NULL : SLOT(st, OFF.s_cache);
+    shape = SLOT(t, OFF.t_shape);
+    stride = SLOT(t, OFF.t_stride);
+    offset = SLOT(t, OFF.t_offset);
+    dtype = SLOT(t, OFF.t_dtype);
+    npdt = dtype == NULL || Py_TYPE(dtype) != DtypeType ? NULL : SLOT(dtype, OFF.dt_np);
+    if (flat == NULL || Py_TYPE(flat) != &PyArray_Type || shape == NULL || stride == NULL ||
+        offset == NULL || npdt == NULL || !PyArray_DescrCheck(npdt) || !PyTuple_Check(shape) ||
+        !PyTuple_Check(stride) || PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(stride) ||
+        PyTuple_GET_SIZE(shape) > NPY_MAXDIMS || PyArray_NDIM((PyArrayObject *)flat) != 1)
+        return PyObject_CallOneArg(fallback, t);
+    int nd = (int)PyTuple_GET_SIZE(shape);
+    npy_intp dims[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+    PyArray_Descr *descr = (PyArray_Descr *)npdt;
+    npy_intp isz = PyDataType_ELSIZE(descr), lo = 0, hi = 0, empty = 0;
+    for (int i = 0; i < nd; i++) {
+        dims[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+        npy_intp s = PyLong_AsSsize_t(PyTuple_GET_ITEM(stride, i));
+        if ((dims[i] == -1 || s == -1) && PyErr_Occurred())
+            return NULL;
+        if (dims[i] < 0 || s < 0)
+            return PyObject_CallOneArg(fallback, t);
+        strides[i] = s * isz;
+        if (dims[i] == 0)
+            empty = 1;
+        else
+            hi += (dims[i] - 1) * strides[i];
+    }
+    npy_intp off = PyLong_AsSsize_t(offset) * isz;
+    if (off < 0 && PyErr_Occurred())
+        return NULL;
+    if (empty)
+        off = 0;   /* an empty slice may start past the end of its storage */
+    npy_intp size = PyArray_SIZE((PyArrayObject *)flat);
+    if (off < 0 || (!empty && off + hi + isz > size) || lo < 0)
+        return PyObject_CallOneArg(fallback, t);
+    Py_INCREF(descr);
+    int writeable = PyArray_ISWRITEABLE((PyArrayObject *)flat);
+    arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, strides,
+                               PyArray_BYTES((PyArrayObject *)flat) + off,
+                               writeable ? NPY_ARRAY_WRITEABLE : 0, NULL);
+    if (arr == NULL)
+        return NULL;
+    Py_INCREF(flat);
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, flat) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    PyArray_UpdateFlags((PyArrayObject *)arr, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_F_CONTIGUOUS |
+                                              NPY_ARRAY_ALIGNED);
+    Py_INCREF(arr);
+    Py_XSETREF(SLOT(t, OFF.t_native), arr);
+    return arr;
+}
+
+static PyObject *native_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 1)
+        return PyObject_Vectorcall(self, args, nargs, NULL);
+    return native_view(self, args[0]);
+}
+
+static PyMethodDef native_def = {
+    "native", (PyCFunction)(void (*)(void))native_call, METH_FASTCALL,
+    "ArrayBackend.native(t), compiled for numpy storages"};
+
+PyObject *py_array_native(PyObject *self, PyObject *fallback)
+{
+    return PyCFunction_New(&native_def, fallback);
+}
+
 /* ieee_caller's call(f, *args): f(*args) with numpy's error state set to "ignore" */
 PyObject *py_ieee_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {

@@ -80,8 +80,12 @@ class ArrayBackend(Backend):
         #: ``ieee(f, *args)``: ``f`` with floating-point warnings off (kit kernels use it)
         self.ieee = ieee_caller(self.xp)
         if _fastpath.C is not None and self.xp is np and type(self).wrap is ArrayBackend.wrap:
-            # wrap compiled for numpy arrays (csrc/tensors.c); other arrays take this method
+            # wrap and native compiled for numpy arrays (csrc/tensors.c); everything else
+            # takes the methods below
             self.wrap = _fastpath.C.array_wrapper(self._np2dt, self.wrap)
+            if type(self).native is ArrayBackend.native and \
+                    type(self)._view is ArrayBackend._view:
+                self.native = _fastpath.C.array_native(self.native)
 
     # -- array-module specifics (override for cupy & co) ----------------------------------------
     def _flat_bytes(self, arr):
