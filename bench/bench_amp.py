@@ -5,6 +5,7 @@ float32 vs under CPU autocast (bfloat16), ember beside torch when installed.
 """
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -58,4 +59,5 @@ def main():
 
 
 if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)  # each result shows at once, also piped
     main()

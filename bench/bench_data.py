@@ -14,6 +14,7 @@ Ratios are ember / reference: above 1 means ember is faster. Each figure is the 
 """
 from __future__ import annotations
 
+import sys
 import argparse
 import os
 import random
@@ -192,4 +193,5 @@ def main():
 
 
 if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)  # each result shows at once, also piped
     main()

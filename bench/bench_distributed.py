@@ -181,4 +181,5 @@ def main():
 
 
 if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)  # each result shows at once, also piped
     main()

@@ -14,6 +14,7 @@ Medians of several rounds; the machine may be shared, so run it twice before tru
 """
 from __future__ import annotations
 
+import sys
 import argparse
 import math
 import statistics
@@ -109,4 +110,5 @@ def main():
 
 
 if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)  # each result shows at once, also piped
     main()

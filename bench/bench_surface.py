@@ -12,6 +12,7 @@ Ratios are ember / torch: below 1 means ember is faster.
 """
 from __future__ import annotations
 
+import sys
 import argparse
 import statistics
 import time
@@ -133,4 +134,5 @@ def main():
 
 
 if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)  # each result shows at once, also piped
     main()

@@ -3,8 +3,11 @@
     ember-run -n 2 examples/ddp_train.py --epochs 5
 
 Each rank trains the same MLP on its shard of a synthetic classification set; DDP averages the
-gradients across ranks while backward runs. Rank 0 prints the loss (averaged over ranks with
-all_reduce) and saves the final weights. Add --device opencl to train on OpenCL tensors.
+gradients across ranks while backward runs. Rank 0 prints the loss after each epoch (averaged
+over ranks with all_reduce) and the final accuracy; with ``--save PATH`` it also saves the
+trained weights there (nothing is written otherwise). Add --device opencl to train on OpenCL
+tensors, or --device cuda (with `ember-run --nproc-per-node gpu`) for one rank per GPU over
+NCCL.
 """
 import argparse
 from datetime import timedelta
@@ -27,16 +30,21 @@ def synthetic_dataset(n=2048, features=20, classes=4, seed=0):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--epochs", type=int, default=5)
-    p.add_argument("--batch-size", type=int, default=64, help="per rank")
-    p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--static-graph", action="store_true")
-    p.add_argument("--save", default=None, help="where rank 0 saves the trained weights")
+    p = argparse.ArgumentParser(description="DistributedDataParallel on a synthetic "
+                                "classification set: run under `ember-run -n N`",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--epochs", type=int, default=5, help="passes over each rank's shard")
+    p.add_argument("--batch-size", type=int, default=64, help="samples per step, per rank")
+    p.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (momentum 0.9)")
+    p.add_argument("--device", default="cpu", help="device of every rank's model and data")
+    p.add_argument("--static-graph", action="store_true", help="DDP(static_graph=True)")
+    p.add_argument("--save", default=None, help="where rank 0 saves the trained weights "
+                   "(default: not saved)")
     args = p.parse_args()
 
-    dist.init_process_group("mpi", timeout=timedelta(minutes=2))
+    # MPI for CPU (and OpenCL) tensors, NCCL for CUDA ones: the NCCL group puts each rank on
+    # GPU LOCAL_RANK, so `ember-run --nproc-per-node gpu ... --device cuda` uses every GPU
+    dist.init_process_group(None, timeout=timedelta(minutes=2))
     rank, world = dist.get_rank(), dist.get_world_size()
 
     x, y = synthetic_dataset()

@@ -9,8 +9,11 @@
 4. a batched MAML inner loop (second-order meta-gradients through ``grad(vmap(grad))``) against
    a loop over the tasks.
 
-Every function returns the largest difference it found, so tests (tests/test_func_examples.py)
-and this script check the same thing.
+Every function returns the largest *relative* difference it found (max |a - b| / max |b| per
+compared tensor), so tests (tests/test_func_examples.py) and this script check the same thing.
+Both sides of each comparison compute the same sums in different orders, so they agree to
+rounding: at most about n * eps of the dtype for dot products of length n (finite differences
+add eps / h and h^2). ``rounding_bound`` is that bound; the script prints it beside each result.
 """
 from __future__ import annotations
 
@@ -24,13 +27,22 @@ from ember.func import (functional_call, grad, hessian, jacrev, stack_module_sta
 
 
 def _max_diff(a, b) -> float:
-    return (a.detach() - b.detach()).abs().max().item()
+    """max |a - b| / max |b|: the difference relative to the reference's scale."""
+    a, b = a.detach(), b.detach()
+    scale = b.abs().max().item()
+    return (a - b).abs().max().item() / (scale if scale > 0 else 1.0)
+
+
+def rounding_bound(dtype, n: int) -> float:
+    """The relative difference two orders of summing dot products of length ``n`` (summed over
+    the chain of layers) can reach in ``dtype``: n * eps (Higham's gamma_n)."""
+    return n * ember.finfo(dtype).eps
 
 
 # -- 1. per-sample gradients --------------------------------------------------------------------
 def per_sample_gradients(sizes=(784, 256, 10), batch=64, seed=0):
-    """Largest difference between vmap(grad) per-sample gradients and one backward per
-    example."""
+    """Largest relative difference between vmap(grad) per-sample gradients and one backward
+    per example (float32; bound: ``rounding_bound(float32, sum(sizes))``)."""
     ember.manual_seed(seed)
     model = nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.ReLU(), nn.Linear(sizes[1], sizes[2]))
     params = {k: v.detach() for k, v in model.named_parameters()}
@@ -53,7 +65,8 @@ def per_sample_gradients(sizes=(784, 256, 10), batch=64, seed=0):
 
 # -- 2. ensembles -------------------------------------------------------------------------------
 def ensemble(n_models=5, batch=16, seed=1):
-    """Largest difference between vmap over stacked weights and running each model."""
+    """Largest relative difference between vmap over stacked weights and running each model
+    (float32; dot products of length 8 and 32)."""
     ember.manual_seed(seed)
     models = [nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 3))
               for _ in range(n_models)]
@@ -75,7 +88,9 @@ def ensemble(n_models=5, batch=16, seed=1):
 
 # -- 3. Jacobian and Hessian --------------------------------------------------------------------
 def jacobian_and_hessian(seed=2, eps=1e-6):
-    """(largest Jacobian error, largest Hessian error) against central differences (float64)."""
+    """(Jacobian error, Hessian error) relative to central differences in float64: the
+    differences carry about n * eps / eps_step of rounding (dot products of length n = 4 + 6)
+    and eps_step**2 of truncation."""
     ember.manual_seed(seed)
     net = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3)).double()
     params = {k: v.detach() for k, v in net.named_parameters()}
@@ -110,7 +125,8 @@ def _sine_tasks(n_tasks, shots, generator):
 
 
 def maml(n_tasks=4, shots=10, inner_steps=2, inner_lr=0.01, seed=3):
-    """(meta-loss, largest difference of its batched and looped values and meta-gradients)."""
+    """(meta-loss before, after 20 meta-steps, largest relative difference of the batched and
+    looped meta-loss and meta-gradients; float32)."""
     ember.manual_seed(seed)
     net = nn.Sequential(nn.Linear(1, 32), nn.ReLU(), nn.Linear(32, 1))
     params = {k: v.detach() for k, v in net.named_parameters()}
@@ -147,14 +163,19 @@ def maml(n_tasks=4, shots=10, inner_steps=2, inner_lr=0.01, seed=3):
 
 
 def main():
+    f32 = ember.float32
     print(f"per-sample gradients (784-256-10, batch 64): max |vmap(grad) - 64 backward passes| "
-          f"= {per_sample_gradients():.2e}")
-    print(f"ensemble of 5 MLPs: max |vmap - each model| = {ensemble():.2e}")
+          f"= {per_sample_gradients():.2e} relative (rounding bound "
+          f"{rounding_bound(f32, 784 + 256 + 10):.1e})")
+    print(f"ensemble of 5 MLPs: max |vmap - each model| = {ensemble():.2e} relative (bound "
+          f"{rounding_bound(f32, 8 + 32 + 3):.1e})")
     jac_err, hess_err = jacobian_and_hessian()
-    print(f"Jacobian vs finite differences: {jac_err:.2e}; Hessian: {hess_err:.2e}")
+    print(f"Jacobian vs finite differences: {jac_err:.2e}; Hessian: {hess_err:.2e} relative "
+          f"(bound {rounding_bound(ember.float64, 10) / 1e-6 + 1e-12:.1e})")
     before, after, err = maml()
     print(f"MAML (4 tasks, 2 inner steps): meta-loss {before:.3f} -> {after:.3f} after 20 "
-          f"meta-steps; max |batched - looped| (loss and meta-gradients) = {err:.2e}")
+          f"meta-steps; max |batched - looped| (loss and meta-gradients) = {err:.2e} relative "
+          f"(bound {rounding_bound(f32, (32 + 10) * 5):.1e})")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,13 @@ kernels, so the two directions of a model, and the models of the ensemble, overl
 multi-core machine. The profile of the forked run is written to ``parallel.json`` (open it in
 chrome://tracing or https://ui.perfetto.dev): each forked task is on its own thread row.
 
-Run: ``python examples/lstm_ensemble.py [--T 50 --B 50 --C 1024] [--models 4] [--out
-parallel.json]``. The tutorial's size (C=1024) takes a few seconds per pass on 2 cores; pass
-``--C 256`` for a quick look.
+Run: ``python examples/lstm_ensemble.py [--T 50 --B 50 --C 1024] [--models 4] [--repeat 3]
+[--out parallel.json]``. The script makes ``2 * repeat + 3`` passes over the ensemble (two to
+warm up and compare the versions, ``repeat`` timed passes of each, one profiled). At the
+tutorial's size (C=1024: 4 models x 2 directions x 50 steps of a 1024-wide LSTM) a pass took
+20-27 s on a shared 2-core machine, so the default run takes 3-4 minutes; a progress line per
+pass shows where it is (a bar in a terminal). ``--C 256`` is a quick look (about a second per
+pass).
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import time
 from typing import List
 
 import ember as torch
+from ember.utils.progress import Progress
 
 T, B, C = 50, 50, 1024
 
@@ -81,45 +86,52 @@ def _serial(ens, x):
     return torch.stack(results).sum(dim=0)
 
 
-def best_time(fn, repeat):
+def best_time(fn, repeat, task=None, name=""):
     times = []
     for _ in range(repeat):
         s = time.perf_counter()
         fn()
         times.append(time.perf_counter() - s)
+        if task is not None:
+            task.advance(note=f"{name} {times[-1]:.1f} s")
     return min(times)
 
 
 def main(argv=None):
     global T, B, C
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--T", type=int, default=T)
-    parser.add_argument("--B", type=int, default=B)
-    parser.add_argument("--C", type=int, default=C)
-    parser.add_argument("--models", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", default="parallel.json")
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()),
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--T", type=int, default=T, help="sequence length")
+    parser.add_argument("--B", type=int, default=B, help="batch size")
+    parser.add_argument("--C", type=int, default=C, help="input and hidden size of each LSTM")
+    parser.add_argument("--models", type=int, default=4, help="models in the ensemble")
+    parser.add_argument("--repeat", type=int, default=3, help="timed passes of each version")
+    parser.add_argument("--out", default="parallel.json", help="chrome trace of the forked run")
     args = parser.parse_args(argv)
     T, B, C = args.T, args.B, args.C
 
     torch.manual_seed(0)
     ens = torch.jit.script(LSTMEnsemble(n_models=args.models))
-    x = torch.rand(T, B, C)
-    forked_out = ens(x)           # warm up the allocator and check both versions agree
-    serial_out = _serial(ens, x)
-    diff = float((forked_out - serial_out).abs().max())
-    assert diff < 1e-4, f"forked and serial results differ by {diff}"
+    with Progress("lstm_ensemble") as progress:
+        task = progress.task("passes", total=2 * args.repeat + 3)
+        x = torch.rand(T, B, C)
+        forked_out = ens(x)           # warm up the allocator and check both versions agree
+        task.advance(note="warm-up (forked)")
+        serial_out = _serial(ens, x)
+        task.advance(note="warm-up (serial)")
+        diff = float((forked_out - serial_out).abs().max())
+        assert diff < 1e-4, f"forked and serial results differ by {diff}"
 
-    x = torch.rand(T, B, C)
-    serial = best_time(lambda: _serial(ens, x), args.repeat)
-    forked = best_time(lambda: ens(x), args.repeat)
+        x = torch.rand(T, B, C)
+        serial = best_time(lambda: _serial(ens, x), args.repeat, task, "serial")
+        forked = best_time(lambda: ens(x), args.repeat, task, "forked")
+        with torch.autograd.profiler.profile() as prof:
+            ens(x)
+        task.advance(note="profiled")
     print(f"T={T} B={B} C={C}, {args.models} models, "
           f"{torch.get_num_interop_threads()} inter-op threads")
     print(f"Inference took (serial): {serial:.3f} s")
     print(f"Inference took (forked): {forked:.3f} s  -> speedup {serial / forked:.2f}x")
-
-    with torch.autograd.profiler.profile() as prof:
-        ens(x)
     prof.export_chrome_trace(args.out)
     threads = {e.thread for e in prof.function_events}
     print(f"profile of the forked run written to {args.out} ({len(threads)} threads)")

@@ -83,12 +83,13 @@ def accuracy(model, loader, device):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--data", default=DATA_DIR)
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()),
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--workers", type=int, default=2, help="DataLoader worker processes")
+    parser.add_argument("--epochs", type=int, default=8, help="passes over the training split")
+    parser.add_argument("--batch-size", type=int, default=32, help="reviews per step")
+    parser.add_argument("--device", default="cpu", help="device of the model")
+    parser.add_argument("--data", default=DATA_DIR, help="directory holding reviews.tsv")
     args = parser.parse_args(argv)
     ember.manual_seed(0)
 
@@ -114,7 +115,7 @@ def main(argv=None):
             optimizer.step()
             total += loss.item()
             batches += 1
-        print(f"epoch {epoch + 1}: train loss {total / batches:.4f}")
+        print(f"epoch {epoch + 1}: train loss {total / batches:.4f}", flush=True)  # also piped
     acc = accuracy(model, test_loader, args.device)
     print(f"test accuracy {acc:.3f}")
     return acc

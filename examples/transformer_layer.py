@@ -71,13 +71,14 @@ def check_against_multihead_attention(layer, x):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--seq", type=int, default=32)
-    p.add_argument("--d-model", type=int, default=64)
-    p.add_argument("--heads", type=int, default=4)
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()),
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--device", default="cpu", help="device of the layer and data")
+    p.add_argument("--steps", type=int, default=20, help="AdamW training steps")
+    p.add_argument("--batch", type=int, default=8, help="sequences per step")
+    p.add_argument("--seq", type=int, default=32, help="sequence length")
+    p.add_argument("--d-model", type=int, default=64, help="model width")
+    p.add_argument("--heads", type=int, default=4, help="attention heads")
     args = p.parse_args(argv)
 
     ember.manual_seed(0)
@@ -95,7 +96,7 @@ def main(argv=None):
         opt.step()
         losses.append(loss.item())
         if step % max(1, args.steps // 5) == 0 or step == args.steps - 1:
-            print(f"step {step:3d}  loss {losses[-1]:.4f}")
+            print(f"step {step:3d}  loss {losses[-1]:.4f}", flush=True)  # also when piped
     training = last_sdpa_backend().name  # dropout > 0 needs the math path
     layer.eval()
     with ember.no_grad():

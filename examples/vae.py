@@ -70,7 +70,11 @@ class VAE(nn.Module):
         return (log_w.logsumexp(0) - math.log(k)).mean()
 
 
-def train(epochs=30, latent=4, device="cpu", batch=64, lr=2e-3, seed=0, log=print):
+def _log(line):
+    print(line, flush=True)   # a line per epoch, also when the output is piped
+
+
+def train(epochs=30, latent=4, device="cpu", batch=64, lr=2e-3, seed=0, log=_log):
     ember.manual_seed(seed)
     train_x, test_x = load_digits(seed)
     xtr = ember.tensor(train_x, device=device)
@@ -101,10 +105,11 @@ def train(epochs=30, latent=4, device="cpu", batch=64, lr=2e-3, seed=0, log=prin
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="A VAE on the 8x8 digits with ember.distributions")
-    p.add_argument("--epochs", type=int, default=30)
-    p.add_argument("--latent", type=int, default=4)
-    p.add_argument("--device", default="cpu")
+    p = argparse.ArgumentParser(description="A VAE on the 8x8 digits with ember.distributions",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--epochs", type=int, default=30, help="passes over the training images")
+    p.add_argument("--latent", type=int, default=4, help="size of the latent code z")
+    p.add_argument("--device", default="cpu", help="device of the model and data")
     args = p.parse_args(argv)
     model, history, ll, images = train(args.epochs, args.latent, args.device)
     first, last = history[0][1], history[-1][1]

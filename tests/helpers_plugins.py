@@ -7,9 +7,11 @@ ones.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 
@@ -43,3 +45,26 @@ def run(code: str, path, *args, extra_paths=(), timeout=120, **env):
     return subprocess.run([sys.executable, "-W", "always", "-c", textwrap.dedent(code),
                            *map(str, args)], capture_output=True, text=True, env=full_env,
                           timeout=timeout)
+
+
+def _normalized(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
+def project_site_without(dest: Path, *dists: str) -> Path:
+    """A directory of links to this venv's site-packages entries, leaving out the files of the
+    installed distributions ``dists``: what a test venv adds (``site.addsitedir``) to see the
+    project's packages while it installs and uninstalls one of those plug-ins itself, whether or
+    not the project venv has the plug-in too."""
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    wanted = {_normalized(n) for n in dists}
+    hidden = set()
+    # only what is installed there (a plug-in's source tree on sys.path has metadata too)
+    for dist in importlib.metadata.distributions(path=[str(purelib)]):
+        if _normalized(dist.metadata["Name"]) in wanted:
+            hidden.update(Path(f).parts[0] for f in dist.files or ())
+    dest.mkdir(parents=True)
+    for entry in purelib.iterdir():
+        if entry.name not in hidden:
+            (dest / entry.name).symlink_to(entry)
+    return dest

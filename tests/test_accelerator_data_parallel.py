@@ -123,7 +123,8 @@ def test_scatter_replicate_apply_gather_on_cpu():
 
 def test_data_parallel_matches_torch_on_one_device():
     """With torch on the CPU DataParallel runs the module itself: same numbers as ember's run
-    on its accelerator (or CPU)."""
+    over its accelerator's devices (or the CPU). As in torch with several GPUs, the module must
+    be on device_ids[0] first (only a single device moves it there itself)."""
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
     tm = torch.nn.Linear(4, 3)
@@ -131,6 +132,9 @@ def test_data_parallel_matches_torch_on_one_device():
     with ember.no_grad():
         em.weight.copy_(ember.tensor(tm.weight.detach().numpy()))
         em.bias.copy_(ember.tensor(tm.bias.detach().numpy()))
+    acc = ember.accelerator.current_accelerator(check_available=True)
+    if acc is not None:
+        em.to(f"{acc.type}:0")
     x = np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32)
     ty = torch.nn.DataParallel(tm)(torch.tensor(x))
     ey = nn.DataParallel(em)(ember.tensor(x))

@@ -550,6 +550,9 @@ def test_gradients_stay_on_the_device(device):
         gx, gw = run(device)
     assert gx.device.type == device and gw.device.type == device
     cx, cw = run("cpu")
+    if not ember._registry.get(device).has_data:   # the meta device: shapes and dtypes only
+        assert [(g.shape, g.dtype) for g in (gx, gw)] == [(g.shape, g.dtype) for g in (cx, cw)]
+        return
     assert_close(gx.cpu(), cx, rtol=1e-4, atol=1e-5)
     assert_close(gw.cpu(), cw, rtol=1e-4, atol=1e-5)
 

@@ -45,7 +45,8 @@ def test_environment_header(report):
 def test_sections_in_order_failures_first_contracts_near_the_top(report):
     page, _, _ = report
     order = [page.index(s) for s in ("<h2>Summary", "<h2>Failures (", "<h2>Contracts",
-                                     "CPU fallback (", "<h2>Op entries × dtypes")]
+                                     "CPU fallback: what to implement next (",
+                                     "<h2>Op entries × dtypes")]
     assert order == sorted(order)
     failures = page[order[1]:order[2]]
     assert "max rel error 0.001" in failures and "--ops mul --dtypes float32 --sample" in failures
@@ -77,6 +78,57 @@ def test_cell_details_carry_errors_and_the_reproducing_command(report):
     assert forward["status"] == "fail" and forward["max_rel"] == pytest.approx(0.001, rel=1e-3)
     assert forward["repro"].startswith("ember-conformance --backend buggydev --ops mul")
     assert cells["sum [float32]"][0]["fallback_ops"] == ["sum"]
+
+
+def test_fallback_ops_ranked_by_cells_they_would_turn_native(report):
+    page, data, d = report
+    section = page[page.index("what to implement next"):page.index("<h2>Op entries")]
+    # buggydev runs only add and mul natively: sum's cells need sum alone
+    sum_cells = sum(1 for r in data["results"] if r["suite"] == "forward" and r["name"] == "sum")
+    assert '<tr class="family"><th colspan="5">reduction' in section
+    row = section.split("<code>sum</code>")[1].split("</tr>")[0]
+    assert f'<td class="n">{sum_cells}</td><td class="n">0</td>' in row
+    command = "ember-conformance --backend buggydev --ops sum --suites forward,gradient"
+    assert html.escape(command) in row
+    # the command reruns exactly those cells
+    out = _script(*command.split()[1:], "--json", str(d / "rerun.json"))
+    assert out.returncode == 0, out.stderr
+    rerun = json.loads((d / "rerun.json").read_text())
+    assert {r["name"] for r in rerun["results"] if r["suite"] in ("forward", "gradient")} == \
+        {"sum"}
+    assert rerun["summary"]["cells"] == {"fallback": sum_cells}
+
+
+def test_grid_is_grouped_by_family(report):
+    page, _, _ = report
+    grid = page[page.index('<table class="grid">'):]
+    families = re.findall(r'<tr class="family" data-family="(\w+)">', grid)
+    assert families == ["elementwise", "reduction"]
+    assert grid.index('data-name="mul"') < grid.index('data-family="reduction"') < \
+        grid.index('data-name="sum"')
+
+
+def test_vmap_and_jvp_cells_of_fallback_entries_are_marked(report):
+    page, data, _ = report
+    statuses = {(r["suite"], r["name"]): r["status"] for r in data["results"]}
+    assert statuses[("vmap", "sum")] == "pass"      # the check itself passed ...
+    assert 'class="fallback" data-key="sum [vmap]"' in page   # ... on the CPU fallback
+    assert 'class="fallback" data-key="sum [jvp]"' in page
+    assert 'class="pass" data-key="add [vmap]"' in page
+
+
+def test_ranking_counts_cells_alone_and_with_others():
+    from ember_conformance.checks import Result
+    from ember_conformance.ranking import by_family, fallback_ranking
+    rows = [Result("forward", "a", "float32", "fallback", fallback_ops=("sum",)),
+            Result("forward", "a", "float64", "fallback", fallback_ops=("sum",)),
+            Result("forward", "b", "float32", "fallback", fallback_ops=("sum", "exp")),
+            Result("forward", "c", "float32", "fallback", fallback_ops=("exp",)),
+            Result("forward", "d", "float32", "fail", fallback_ops=("cat",))]
+    ranked = fallback_ranking(rows)
+    assert [(r.op, r.cells_alone, r.cells_with_others, r.entries) for r in ranked] == [
+        ("sum", 2, 1, ["a", "b"]), ("exp", 1, 1, ["b", "c"])]
+    assert [f for f, _ in by_family(ranked)] == ["reduction", "elementwise"]
 
 
 def _chromium():

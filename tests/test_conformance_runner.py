@@ -248,3 +248,11 @@ def test_compare_rejects_files_that_are_not_runs(tmp_path, capsys):
     (tmp_path / "x.json").write_text('{"hello": 1}')
     assert main(["--compare", str(tmp_path / "x.json"), str(tmp_path / "x.json")]) == 2
     assert "is not an ember-conformance --json file" in capsys.readouterr().err
+
+
+def test_a_piped_run_reports_progress_lines_on_stderr(buggy_run):
+    out, _ = buggy_run
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("[ember-conformance] ")]
+    assert lines[0].startswith("[ember-conformance] buggydev: 0/")
+    assert lines[-1].endswith(" done") and "(100%)" in lines[-1]
+    assert "[ember-conformance]" not in out.stdout      # the summary stays clean

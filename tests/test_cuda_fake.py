@@ -41,13 +41,18 @@ def _np(t):
 
 
 # -- the whole conformance suite through the CUDA backend's code --------------------------------------
+#: contracts the simulator shows broken (issue #33), each until its fix lands
+KNOWN_FAILURES = {
+}
+
+
 def test_conformance_passes_with_no_op_on_the_cpu_fallback(be):
     from ember_conformance.runner import run
     results = run(DEV, check_fd=False)
-    # the fake's arrays are numpy's: they never reach the pool allocator, whose statistics
-    # tests/test_cuda_memory.py checks instead
-    failed = [r for r in results if r.status == "fail" and r.name != "allocator_statistics"]
+    failed = [r for r in results if r.status == "fail" and r.name not in KNOWN_FAILURES]
     assert not failed, "\n".join(f"{r.name} {r.dtype}: {r.message[:300]}" for r in failed[:20])
+    still = {r.name for r in results if r.status == "fail"}
+    assert still == set(KNOWN_FAILURES), f"fixed, take off KNOWN_FAILURES: {set(KNOWN_FAILURES) - still}"
     assert sum(r.status == "pass" for r in results) > 1000
     assert not any(r.fallback_ops for r in results)
 
@@ -93,7 +98,6 @@ EXACT = {
     "bernoulli_p": lambda d: ember.zeros(500, device=d).bernoulli_(0.3),
     "bernoulli_int": lambda d: ember.zeros(500, dtype=ember.int64, device=d).bernoulli_(0.7),
     "bernoulli_t": lambda d: ember.bernoulli(ember.linspace(0, 1, 400, device=d)),
-    "randperm": lambda d: ember.randperm(1000, device=d),
     "multinomial_r": lambda d: ember.multinomial(ember.tensor([[1., 2, 3, 0], [0, 0, 1, 5]],
                                                               device=d), 50, True),
     "multinomial": lambda d: ember.multinomial(ember.tensor([[1., 2, 3, 0, 4, 4]] * 3,
@@ -125,6 +129,25 @@ def test_random_numbers_with_transcendentals_equal_opencls_to_rounding(be, openc
     assert np.abs(a).max() > 0
 
 
+def test_randperm_is_a_parallel_sort_of_random_keys(be):
+    """A permutation, reproducible from the seed, fresh per call, and uniform: every value
+    lands in every position about equally often (randperm sorts Philox keys on the device;
+    the OpenCL backend's Fisher-Yates gives other permutations)."""
+    ember.manual_seed(11)
+    a = _np(ember.randperm(1000, device=DEV))
+    ember.manual_seed(11)
+    b = _np(ember.randperm(1000, device=DEV))
+    c = _np(ember.randperm(1000, device=DEV))
+    assert sorted(a) == list(range(1000)) and (a == b).all() and not (b == c).all()
+    counts = np.zeros((5, 5))
+    for _ in range(2000):
+        p = _np(ember.randperm(5, device=DEV))
+        counts[np.arange(5), p] += 1
+    chi2 = ((counts - 400) ** 2 / 400).sum()
+    assert chi2 < 60, chi2          # 16 degrees of freedom: p < 1e-6 above 60
+    assert _np(ember.randperm(0, device=DEV)).shape == (0,)
+
+
 def test_generator_state_round_trips_and_differs_between_calls(be):
     gen = ember.fakecuda.get_rng_state()
     assert gen.numel() == 24
@@ -136,13 +159,13 @@ def test_generator_state_round_trips_and_differs_between_calls(be):
     assert not np.array_equal(_np(b), _np(c))
 
 
-def test_random_value_checks_raise_like_pytorch(be):
+def test_random_value_checks_raise_like_pytorch_at_the_next_synchronization(be):
     with pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
-        ember.normal(ember.zeros(3, device=DEV), -ember.ones(3, device=DEV))
+        ember.normal(ember.zeros(3, device=DEV), -ember.ones(3, device=DEV)).cpu()
     with pytest.raises(RuntimeError, match="Expected p_in >= 0 && p_in <= 1"):
-        ember.bernoulli(ember.full((3,), 1.5, device=DEV))
+        ember.bernoulli(ember.full((3,), 1.5, device=DEV)).cpu()
     with pytest.raises(RuntimeError, match="invalid multinomial distribution"):
-        ember.multinomial(ember.zeros(2, 3, device=DEV), 1)
+        ember.multinomial(ember.zeros(2, 3, device=DEV), 1).cpu()
 
 
 # -- accumulating writes: the CPU's results bit for bit ------------------------------------------------
@@ -205,7 +228,10 @@ def test_device_module_answers(be):
     props = m.get_device_properties(0)
     assert props.total_memory == 80 << 30 and "multi_processor_count=132" in repr(props)
     assert m.mem_get_info() == (70 << 30, 80 << 30)
-    assert m.memory_allocated() == 0 and "memory summary" in m.memory_summary()
+    before = m.memory_allocated()
+    x = ember.empty(1000, device=DEV)                    # the pool serves ember's arrays
+    assert m.memory_allocated() >= before + 4000 and "memory summary" in m.memory_summary()
+    del x
     with m.device(1):
         assert m.current_device() == 1
     assert m.current_device() == 0
@@ -217,6 +243,14 @@ def test_copies_between_devices_and_the_host(be):
     y = x.to(f"{DEV}:1")
     assert y.device == ember.device(DEV, 1)
     np.testing.assert_array_equal(_np(y), np.arange(12.).reshape(3, 4).T)
+    # a strided source copied into the other device's tensor: made contiguous on its own
+    # device, the copy ordered against both devices' streams
+    w = ember.zeros(4, 3, device=f"{DEV}:1", dtype=ember.float64)
+    w.copy_(x * 2)
+    np.testing.assert_array_equal(_np(w), np.arange(12.).reshape(3, 4).T * 2)
+    v = ember.zeros(3, 4, device=f"{DEV}:1").t()
+    v.copy_(x)
+    np.testing.assert_array_equal(_np(v), np.arange(12.).reshape(3, 4).T)
     z = ember.zeros(4, 3, device=DEV)
     z.copy_(ember.ones(4, 3, dtype=ember.float64))
     assert _np(z).sum() == 12
@@ -255,6 +289,7 @@ def test_streams_and_events(be):
     assert start.elapsed_time(end) >= 0
     s.wait_stream(m.current_stream())
     assert s._stream.waited, "wait_stream must queue an event wait, not block the host"
+    m.current_stream().wait_stream(s)        # x was made on s: order the reader after it
     assert _np(x).tolist() == [2.0, 2.0, 2.0]
 
 
@@ -279,8 +314,3 @@ def test_dlpack_import_shares_memory_and_export_names_the_device(be):
     assert _np(t)[0] == 42
     assert t.__dlpack_device__() == (2, 0)
     assert t.__dlpack__(max_version=(1, 0)) is not None  # the fake's views are read-only
-
-
-def test_bfloat16_is_refused_with_the_reason(be):
-    with pytest.raises(TypeError, match="bfloat16"):
-        ember.zeros(2, dtype=ember.bfloat16, device=DEV)

@@ -252,6 +252,19 @@ def test_killed_worker_raises_instead_of_hanging():
         list(DataLoader(Killer(), batch_size=1, num_workers=2))
 
 
+@pytest.mark.timeout(60)
+def test_other_workers_stop_when_one_is_killed():
+    # issue #36: after the error the surviving worker used to live as long as the iterator
+    it = iter(DataLoader(Killer(), batch_size=1, num_workers=2))
+    workers = list(it._workers)
+    with pytest.raises(RuntimeError, match="exited unexpectedly"):
+        for _ in it:
+            pass
+    assert not any(w.is_alive() for w in workers)  # the iterator is still referenced here
+    with pytest.raises(RuntimeError, match="exited unexpectedly"):  # and stays failed
+        next(it)
+
+
 class Slow(Dataset):
     def __getitem__(self, i):
         if i == 1:

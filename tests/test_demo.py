@@ -57,3 +57,15 @@ def test_opencl_trains_like_the_cpu(digits):
     ocl = demo.train_on("opencl:0", digits, epochs=1, batch_size=64, lr=0.05, seed=0)
     ok, detail = demo.agreement(cpu, ocl)
     assert ok, detail
+
+
+def test_piped_demo_reports_progress_on_stderr(capsys, monkeypatch):
+    # not a terminal: plain progress lines (here one per step), results on stdout
+    monkeypatch.setenv("EMBER_PROGRESS_INTERVAL", "0")
+    monkeypatch.delenv("EMBER_PROGRESS", raising=False)
+    assert cli.main(["demo", "--backends", "cpu", "--epochs", "1"]) == 0
+    captured = capsys.readouterr()
+    lines = [ln for ln in captured.err.splitlines() if ln.startswith("[demo] cpu:0: ")]
+    assert len(lines) >= 23 and "loss" in lines[5]
+    assert lines[-1].startswith("[demo] cpu:0: 23/23 (100%)") and lines[-1].endswith(" done")
+    assert "[demo]" not in captured.out and "cpu:0" in captured.out

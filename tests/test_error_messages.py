@@ -67,6 +67,38 @@ def _calls():
      ("swapaxes", lambda: t.swapaxes(0, 4)), ("diag", lambda: E.diag(E.randn(2,2,2))),
      ("trace", lambda: E.trace(E.randn(3))), ("cross", lambda: E.cross(t, E.randn(2, 4))), ("histc", lambda: E.histc(t, bins=-1)),
     ]
+    # issue #36: the calls whose messages named neither the op nor the value
+    F = E.nn.functional
+    x4, w4 = E.randn(1, 3, 5, 5), E.randn(4, 3, 3, 3)
+    calls += [
+     ("mm", lambda: E.mm(t, E.randn(3, 2, dtype=E.float64))), ("mm", lambda: E.mm(t, E.ones(3, 2, dtype=E.int64))),
+     ("matmul", lambda: E.matmul(t, E.randn(3, 2, dtype=E.float64))), ("addmm", lambda: E.addmm(E.randn(2, 2), t, E.randn(3, 2, dtype=E.float64))),
+     ("bmm", lambda: E.bmm(E.randn(1, 2, 3), E.randn(1, 3, 2, dtype=E.float64))),
+     ("bmm", lambda: E.bmm(E.randn(1, 2, 3), E.randn(1, 4, 2))),
+     ("einsum", lambda: E.einsum("ij,jk->ik", t, E.randn(3, 2, dtype=E.float64))),
+     ("cat", lambda: E.cat([t, E.randn(2, 4)])), ("cat", lambda: E.cat([t, E.randn(3)])),
+     ("conv2d", lambda: F.conv2d(x4, E.randn(4, 2, 3, 3))), ("conv2d", lambda: F.conv2d(x4, E.randn(4, 3, 7, 7))),
+     ("conv1d", lambda: F.conv1d(E.randn(1, 3, 5), E.randn(4, 3, 3), stride=0)),
+     ("conv2d", lambda: F.conv2d(x4, w4, padding=-1)), ("conv2d", lambda: F.conv2d(x4, w4, bias=E.randn(5))),
+     ("conv2d", lambda: F.conv2d(x4, w4, groups=0)), ("conv2d", lambda: F.conv2d(x4, w4, dilation=0)),
+     ("conv_transpose2d", lambda: F.conv_transpose2d(x4, E.randn(2, 4, 3, 3))),
+     ("conv2d", lambda: E.nn.Conv2d(3, 4, 3)(E.randn(1, 2, 5, 5))),
+     ("zeros", lambda: E.zeros(2, dtype=3)), ("zeros", lambda: E.zeros(2, dtype="bogus")),
+     ("ones", lambda: E.ones(2, dtype=object)), ("empty", lambda: E.empty(2, dtype="x")),
+     ("full", lambda: E.full((2,), 1.0, dtype=7)), ("arange", lambda: E.arange(3, dtype=[1])),
+     ("load_state_dict", lambda: E.nn.Linear(2, 3).load_state_dict({"weight": E.randn(2, 2)})),
+     ("load_state_dict", lambda: E.nn.Linear(2, 3).load_state_dict(5)),
+     ("gather", lambda: t.gather(1, E.tensor([[0., 1.], [1., 0.]]))), ("scatter", lambda: t.scatter(1, E.tensor([[0., 1.]]), t)),
+     ("gather", lambda: t.gather(1, E.tensor([0, 1]))),
+     ("requires_grad", lambda: E.ones(2, dtype=E.int64).requires_grad_()),
+     ("requires_grad", lambda: E.tensor([1, 2], requires_grad=True)),
+     ("requires_grad", lambda: E.zeros(2, dtype=E.int64, requires_grad=True)),
+     ("index", lambda: t[E.tensor([0.5])]),
+    ]
+    if not E.cuda.is_available():  # a machine without CUDA: the call that needed it is named
+        calls += [("get_device_name", lambda: E.cuda.get_device_name()),
+                  ("memory_allocated", lambda: E.cuda.memory_allocated()),
+                  ("cuda", lambda: t.cuda()), ("cuda", lambda: E.zeros(2, device="cuda"))]
     return calls
 
 

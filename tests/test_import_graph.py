@@ -8,7 +8,14 @@ it imports everything by design.
 
 * the runtime is the floor: no module of ``ember.runtime`` imports the dispatcher, the
   library, the op modules or a concrete backend;
-* no import cycle passes through a module of ``ember.runtime`` or ``ember.dispatch``.
+* no import cycle passes through a module of ``ember.runtime`` or ``ember.dispatch``;
+* no module-level import cycle anywhere in ``core/ember``, and counting imports inside
+  functions too, no cycle of more than two modules;
+* the layers keep their order: the op families never import autograd, ``ember.func``, nn,
+  the compiler or the ONNX exporter (an op's lowering rules get what they need from the
+  objects the compiler and exporter pass them);
+  autograd never imports ``ember.func`` (a layer reaches the ones above it only through the
+  public ``ember`` namespace at call time, or through ``ops/_primitives`` slots they fill).
 """
 from __future__ import annotations
 
@@ -49,11 +56,27 @@ def _resolve_relative(importer: str, level: int, module: str | None) -> str:
     return ".".join(base + ([module] if module else []))
 
 
-def imports_of(name: str) -> set:
+def _import_nodes(tree, top_level_only):
+    """The import statements of a module: all of them, or those outside any function."""
+    if not top_level_only:
+        yield from (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+        return
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child
+            stack.append(child)
+
+
+def imports_of(name: str, top_level_only: bool = False) -> set:
     """Every name ``name`` imports (modules of the tree or not), with ancestor packages."""
     tree = ast.parse(MODULES[name].read_text(), filename=str(MODULES[name]))
     targets = set()
-    for node in ast.walk(tree):
+    for node in _import_nodes(tree, top_level_only):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -71,11 +94,11 @@ def imports_of(name: str) -> set:
     return out
 
 
-def graph() -> dict:
+def graph(top_level_only: bool = False) -> dict:
     edges = {}
     for name in MODULES:
         own_packages = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
-        edges[name] = {t for t in imports_of(name)
+        edges[name] = {t for t in imports_of(name, top_level_only)
                        if t in MODULES and t != name and t != "ember" and t not in own_packages}
     return edges
 
@@ -174,3 +197,56 @@ def test_runtime_imports_no_dispatch_library_ops_or_backend():
                 bad.append(f"{name} imports {t}")
     assert not bad, "the runtime must stay below dispatch, library, ops and backends:\n" + \
         "\n".join(sorted(bad))
+
+
+def test_no_module_level_import_cycle():
+    edges = graph(top_level_only=True)
+    bad = [" -> ".join(a_cycle(edges, comp, comp[0])) for comp in strongly_connected(edges)]
+    assert not bad, "module-level import cycles in core/ember:\n" + "\n".join(bad)
+
+
+def test_function_level_imports_close_no_cycle_longer_than_two():
+    edges = graph()
+    bad = [" -> ".join(a_cycle(edges, comp, comp[0])) for comp in strongly_connected(edges)
+           if len(comp) > 2]
+    assert not bad, "import cycles of more than two modules (imports in functions count):\n" + \
+        "\n".join(bad)
+
+
+def _in(name, prefixes):
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+#: importer -> what it must never import (the layering: ops < autograd < func < nn and above)
+LAYERS = {
+    ("ember.ops",): ("ember.autograd", "ember.func", "ember.nn", "ember.compiler",
+                     "ember.onnx", "ember.distributed", "ember.optim"),
+    ("ember.autograd",): ("ember.func", "ember.nn", "ember.compiler", "ember.profiler"),
+    ("ember.dispatch",): ("ember.ops", "ember.autograd", "ember.func", "ember.nn"),
+}
+
+
+#: public addresses that only re-export a higher layer (torch.autograd.profiler is the profiler)
+ALIAS_MODULES = {"ember.autograd.profiler"}
+
+
+def test_layers_import_only_downward():
+    edges = graph()
+    bad = [f"{a} imports {b}" for a in sorted(edges) if a not in ALIAS_MODULES
+           for b in sorted(edges[a])
+           for lower, upper in LAYERS.items() if _in(a, lower) and _in(b, upper)]
+    assert not bad, "imports that run up the layers:\n" + "\n".join(bad)
+
+
+def test_every_primitive_slot_is_filled_once_ember_is_imported():
+    # the rules layer calls these at run time; an empty slot would be an AttributeError on None
+    import ember  # noqa: F401
+    from ember.ops import _primitives
+    empty = [name for name in _primitives.SLOTS if getattr(_primitives, name) is None]
+    assert not empty, f"ops/_primitives slots no family filled: {empty}"
+
+
+def test_lowering_makers_import_nothing_of_ember():
+    # ops/_lowering.py is under every family (they build their rows' lowering columns from it)
+    ember_imports = {t for t in imports_of("ember.ops._lowering") if _in(t, ("ember",))}
+    assert not ember_imports, f"ember.ops._lowering imports {sorted(ember_imports)}"

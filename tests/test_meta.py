@@ -11,6 +11,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 import warnings
 
@@ -21,6 +22,7 @@ import ember
 from ember._tensor import Tensor
 from ember.dispatch.dispatcher import all_ops
 from ember.runtime import registry
+from helpers_plugins import project_site_without
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PLUGIN = ROOT / "plugins" / "ember-meta"
@@ -340,7 +342,10 @@ def test_install_and_uninstall_through_the_entry_point(tmp_path):
     python = str(venv / "bin" / "python")
     own = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                          capture_output=True, text=True, check=True).stdout.strip()
-    parents = [p for p in site.getsitepackages() if os.path.isdir(p)]
+    # the project's packages without its own ember-meta, if it has one installed
+    parents = [str(project_site_without(tmp_path / "project-site", "ember-meta"))]
+    parents += [p for p in site.getsitepackages() if os.path.isdir(p) and
+                os.path.realpath(p) != os.path.realpath(sysconfig.get_paths()["purelib"])]
     pathlib.Path(own, "_project_venv.pth").write_text(
         "".join(f"import site; site.addsitedir({p!r})\n" for p in parents))
     # built from a copy: setuptools writes build/ and *.egg-info next to the sources

@@ -9,7 +9,7 @@ import pytest
 import ember
 import ember.nn as nn
 from ember.autograd import gradcheck
-from ember.nn import _conv as F
+import ember.nn.functional as F
 
 rng = np.random.default_rng(1234)
 

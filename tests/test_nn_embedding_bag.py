@@ -110,3 +110,18 @@ def test_matches_torch():
                 np.testing.assert_allclose(e.detach().cpu().numpy(), t.detach().numpy(),
                                            rtol=1e-12)
                 np.testing.assert_allclose(we.grad.cpu().numpy(), wt.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_max_norm_renormalizes_the_looked_up_rows_in_place(dev):
+    w = rng.standard_normal((10, 3)) * 5
+    idx, off = [1, 2, 4, 5, 2], [0, 2]
+    weight = ember.tensor(w, device=dev)
+    out = F.embedding_bag(ember.tensor(idx, device=dev), weight, ember.tensor(off, device=dev),
+                          max_norm=1.0, mode="sum")
+    scaled = w.copy()
+    for r in set(idx):   # PyTorch's embedding_renorm_: each looked-up row to norm <= max_norm
+        n = np.linalg.norm(w[r])
+        scaled[r] = w[r] / (n + 1e-7) if n > 1.0 else w[r]
+    np.testing.assert_allclose(weight.cpu().numpy(), scaled, rtol=1e-6)
+    np.testing.assert_allclose(out.cpu().numpy(), ref(idx, scaled, off, "sum"), rtol=1e-5)

@@ -148,8 +148,10 @@ def test_load_state_dict_errors_match_torch_format():
     sd["extra"] = ember.zeros(1)
     with pytest.raises(RuntimeError) as e:
         m.load_state_dict(sd)
-    assert str(e.value) == ('Error(s) in loading state_dict for Linear:\n\tMissing key(s) in '
-                            'state_dict: "bias". \n\tUnexpected key(s) in state_dict: "extra". ')
+    # PyTorch's text, after the name of the call that failed (issue #36)
+    assert str(e.value) == ('Linear.load_state_dict: Error(s) in loading state_dict for Linear:'
+                            '\n\tMissing key(s) in state_dict: "bias". \n\tUnexpected key(s) in '
+                            'state_dict: "extra". ')
     r = m.load_state_dict(sd, strict=False)
     assert r.missing_keys == ["bias"] and r.unexpected_keys == ["extra"]
     bad = {"weight": ember.zeros(3, 3), "bias": ember.zeros(3)}

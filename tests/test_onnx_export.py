@@ -1,9 +1,12 @@
 """ember.export and ember.onnx.export: the captured graph as an ExportedProgram and as an ONNX
-model, checked by running the model in onnxruntime against ember's eager outputs (MLP, CNN,
-LSTM language model, transformer block), with a dynamic batch axis."""
+model, checked by running the model in onnxruntime against ember's eager outputs — MLP, CNN,
+ResNet block with batch norm, LSTM, GRU, transformer encoder, GPT block with causal SDPA,
+U-Net with upsampling — at three batch sizes of a dynamic axis, the export's example batch
+equal to another dimension."""
 from __future__ import annotations
 
 import io
+import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +17,9 @@ from ember.compiler import GraphBreak
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
+
+
+F = nn.functional
 
 
 class TinyLM(nn.Module):
@@ -28,42 +34,143 @@ class TinyLM(nn.Module):
         return self.out(h)
 
 
+class GRUTagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(6, 8, num_layers=2, batch_first=True)
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, x):
+        h, _ = self.gru(x)
+        return self.out(h)
+
+
+class ResBlock(nn.Module):
+    """ResNet's BasicBlock: two 3x3 convolutions with batch norm, and the identity shortcut."""
+
+    def __init__(self, c=8):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + x)
+
+
+class GPTBlock(nn.Module):
+    """nanoGPT's Block: pre-norm causal self-attention through SDPA and a GELU MLP."""
+
+    def __init__(self, d=16, h=4):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        self.h = h
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.attn(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        return x + self.mlp(self.ln2(x))
+
+
+class UNet(nn.Module):
+    """A two-level U-Net: max-pool down, nearest and bilinear upsampling back, skip concat."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU())
+        self.mid = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.ReLU())
+        self.up_nearest = nn.Upsample(scale_factor=2, mode="nearest")
+        self.up_linear = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.dec = nn.Conv2d(8 + 4 + 8, 2, 3, padding=1)
+
+    def forward(self, x):
+        a = self.down(x)
+        m = self.mid(F.max_pool2d(a, 2))
+        return self.dec(ember.cat([self.up_nearest(m), a, self.up_linear(m)], dim=1))
+
+
 def _models():
+    """name -> (model, input of batch b, batch sizes: the export's first, equal to another
+    dimension of the input or of the model — the case value matching got wrong)."""
     ember.manual_seed(0)
     return {
         "mlp": (nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Dropout(0.1), nn.Linear(32, 10),
-                              nn.GELU(), nn.LogSoftmax(-1)), lambda b: ember.randn(b, 20)),
+                              nn.GELU(), nn.LogSoftmax(-1)), lambda b: ember.randn(b, 20),
+                (20, 3, 9)),
         "cnn": (nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
                               nn.MaxPool2d(2), nn.Conv2d(4, 8, 3), nn.AdaptiveAvgPool2d(1),
                               nn.Flatten(), nn.Linear(8, 10)),
-                lambda b: ember.randn(b, 1, 12, 12)),
-        "lstm_lm": (TinyLM(), lambda b: ember.randint(0, 50, (b, 7))),
-        "transformer_block": (nn.TransformerEncoderLayer(16, 4, 32, dropout=0.1,
-                                                         batch_first=True),
-                              lambda b: ember.randn(b, 5, 16)),
+                lambda b: ember.randn(b, 1, 12, 12), (8, 3, 12)),
+        "resnet_block": (ResBlock(), lambda b: ember.randn(b, 8, 6, 6), (6, 2, 8)),
+        "lstm_lm": (TinyLM(), lambda b: ember.randint(0, 50, (b, 7)), (7, 3, 16)),
+        "gru": (GRUTagger(), lambda b: ember.randn(b, 5, 6), (6, 5, 2)),
+        "transformer_encoder": (nn.TransformerEncoderLayer(16, 4, 32, dropout=0.1,
+                                                           batch_first=True),
+                                lambda b: ember.randn(b, 5, 16), (4, 5, 9)),
+        "gpt_block": (GPTBlock(), lambda b: ember.randn(b, 5, 16), (4, 3, 16)),
+        "unet": (UNet(), lambda b: ember.randn(b, 1, 8, 8), (8, 3, 4)),
     }
 
 
 @pytest.mark.parametrize("name", list(_models()))
 def test_onnxruntime_matches_eager_with_a_dynamic_batch(name):
-    model, make = _models()[name]
+    model, make, batches = _models()[name]
     model.train()     # export switches to eval mode and back, as torch's does
     f = io.BytesIO()
-    ember.onnx.export(model, (make(6),), f, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # no fallback to matching sizes by value
+        ember.onnx.export(model, (make(batches[0]),), f, input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
     assert model.training
     model.eval()
     proto = onnx.load_from_string(f.getvalue())
     onnx.checker.check_model(proto)
     assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
     session = ort.InferenceSession(f.getvalue())
-    for batch in (6, 3, 9):
+    for batch in batches:
         x = make(batch)
         with ember.no_grad():
             want = model(x).numpy()
         got = session.run(["y"], {"x": x.numpy()})[0]
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_dynamic_sequence_length_builds_the_causal_mask_at_run_time():
+    ember.manual_seed(1)
+    model = GPTBlock().eval()
+    f = io.BytesIO()
+    ember.onnx.export(model, (ember.randn(2, 4, 16),), f, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "b", 1: "t"}})
+    session = ort.InferenceSession(f.getvalue())
+    for shape in ((2, 4, 16), (3, 7, 16), (1, 16, 16)):
+        x = ember.randn(*shape)
+        with ember.no_grad():
+            want = model(x).numpy()
+        np.testing.assert_allclose(session.run(["y"], {"x": x.numpy()})[0], want, rtol=1e-4,
+                                   atol=1e-5)
+
+
+def test_a_scalar_picked_from_a_parameter_keeps_its_0d_shape():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(ember.tensor([2.0, 3.0]))
+
+        def forward(self, x):
+            return (x * self.w[1]).sum() + self.w[0]
+    model = Scaled()
+    f = io.BytesIO()
+    ember.onnx.export(model, (ember.ones(4),), f, input_names=["x"], output_names=["y"])
+    proto = onnx.load_from_string(f.getvalue())
+    assert all(len(i.dims) == 0 for i in proto.graph.initializer if i.name.startswith("fold"))
+    got = ort.InferenceSession(f.getvalue()).run(["y"], {"x": np.ones(4, np.float32)})[0]
+    assert got.shape == () and got == 14.0
 
 
 def test_parameters_are_named_initializers_and_export_to_a_path(tmp_path):
@@ -80,6 +187,31 @@ def test_parameters_are_named_initializers_and_export_to_a_path(tmp_path):
 def test_an_op_without_onnx_form_raises_naming_it():
     with pytest.raises(ember.onnx.errors.UnsupportedOperatorError, match="erfinv"):
         ember.onnx.export(lambda x: ember.erfinv(x), (ember.rand(4),), io.BytesIO())
+
+
+def test_an_op_exports_by_its_onnx_facet_and_its_refusal_names_it():
+    # an op defined outside the core: no onnx facet, no export; with one, its nodes are used
+    from ember.library import Library
+    lib = Library("onnx_facet_test", "DEF")
+    softsign = lib.define("softsign(Tensor x, float k) -> Tensor",
+                          meta=lambda x, k: (tuple(x.shape), x.dtype))
+    lib.impl("softsign", lambda x, k: x / (x.abs() + k), "cpu")
+    x = ember.randn(5)
+    with pytest.raises(ember.onnx.errors.UnsupportedOperatorError,
+                       match="onnx_facet_test::softsign"):
+        ember.onnx.export(lambda x: softsign(x, 1.0), (x,), io.BytesIO())
+
+    @softsign.def_onnx
+    def _(b, c, x, k):
+        if k <= 0:
+            c.refuse(f"k={k}")
+        return b.op("Div", [x, b.op("Add", [b.op("Abs", [x]), c.scalar(k)])])
+    f = io.BytesIO()
+    ember.onnx.export(lambda x: softsign(x, 2.0) * 3, (x,), f, input_names=["x"])
+    got = ort.InferenceSession(f.getvalue()).run(None, {"x": x.numpy()})[0]
+    np.testing.assert_allclose(got, (softsign(x, 2.0) * 3).numpy(), rtol=1e-6)
+    with pytest.raises(ember.onnx.errors.UnsupportedOperatorError, match="softsign.*k=-1"):
+        ember.onnx.export(lambda x: softsign(x, -1.0), (x,), io.BytesIO())
 
 
 def test_data_dependent_python_raises_naming_the_line():

@@ -117,6 +117,52 @@ def test_unary_special_values():
         check(getattr(ember, name), x)
 
 
+SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -2.5, 1e-30, 88.5,
+                    -88.5, 3e38], np.float32)
+
+
+def _check_special(fn, *arrays, zero_signs=True):
+    """``check`` plus the place of every NaN and the sign of every zero (assert_close lets
+    -0.0 pass for 0.0)."""
+    actual = check(fn, *arrays).cpu().numpy()
+    expected = fn(*[ember.tensor(a) for a in arrays]).numpy()
+    if actual.dtype.kind == "f":
+        assert (np.isnan(actual) == np.isnan(expected)).all()
+        zero = expected == 0
+        assert not zero_signs or (np.signbit(actual[zero]) == np.signbit(expected[zero])).all()
+
+
+def test_bodies_made_from_pointwise_rules_keep_the_cpu_results_on_special_values():
+    # these ops' eager kernels are their ops' pointwise rules (codegen.rule_body), for the dtype
+    # kinds listed: NaN, infinities and signed zeros must come out as on the CPU
+    from ember_opencl import math_unary
+    floats = [SPECIAL] + ([SPECIAL.astype(np.float64)] if HAS_FP64 else [])
+    ints = np.array([0, 1, -1, 7, -7, 2 ** 31 - 1, -2 ** 31], np.int64)
+    for name, covers in math_unary.FROM_RULE.items():
+        fn = getattr(ember, name)
+        for x in floats:
+            # relu(-0.0) is -0.0 here, in fused loops and in PyTorch; the CPU kernel gives +0.0
+            _check_special(fn, x, zero_signs=name != "relu")
+        if "i" in covers:
+            _check_special(fn, ints.astype(np.int32))
+    from ember.ops.elementwise.backward import tanh_backward_op
+    a, b = (v.ravel() for v in np.meshgrid(SPECIAL, SPECIAL))
+    F = ember.nn.functional
+    for fn in (ember.mul, ember.pow, ember.eq, ember.ne, ember.lt, ember.le, ember.gt, ember.ge,
+               ember.add, ember.sub, ember.div, lambda x, y: ember.add(x, y, alpha=2.5),
+               lambda x, y: ember.sub(x, y, alpha=-0.5), lambda x, y: ember.where(x > y, x, y),
+               lambda x, y: ember.addcmul(x, x, y, value=0.5),
+               lambda x, y: ember.addcdiv(x, x, y, value=-3.0), tanh_backward_op):
+        _check_special(fn, a, b)
+    for fn in (lambda x: x * 0.5, lambda x: x - 2.0, lambda x: x < 0.5, lambda x: x / 3.0,
+               lambda x: F.softplus(x, beta=2.0, threshold=1.5), lambda x: F.leaky_relu(x, -2.0)):
+        _check_special(fn, SPECIAL)
+    i, j = np.meshgrid(ints, ints)
+    for fn in (ember.mul, ember.add, ember.sub, ember.lt, ember.eq,
+               lambda x, y: ember.add(x, y, alpha=3), lambda x, y: ember.where(x > y, x, y)):
+        _check_special(fn, i.ravel(), j.ravel())
+
+
 def test_unary_integer_and_bool():
     i = randint(40)
     for name in ("neg", "abs", "sign", "floor", "square", "relu", "bitwise_not", "signbit",

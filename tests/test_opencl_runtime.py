@@ -96,7 +96,7 @@ def _fake_pyopencl(monkeypatch, broken):
         def __init__(self, ctx, src):
             self.device = ctx
 
-        def build(self):
+        def build(self, cache_dir=None):
             if self.device.name in broken:
                 raise RuntimeError("clBuildProgram failed: BUILD_PROGRAM_FAILURE\n\n"
                                    "error: unknown target CPU 'generic'\nDevice failed")

@@ -8,6 +8,8 @@ installed, a sample is also compared with it directly.
 import math
 import warnings
 
+from inspect import unwrap  # the public names are the binding layer's wrappers
+
 import numpy as np
 import pytest
 from scipy import special
@@ -51,6 +53,11 @@ def _sigmoid(x):
 
 
 # name: (reference, float domain, int domain, complex supported)
+def _lgamma(x):
+    """C99's lgamma (PyTorch's): scipy's gammaln, but +inf at -inf (scipy gives -inf)."""
+    return np.where(np.isneginf(x), np.inf, special.gammaln(x))
+
+
 FLOAT_UNARY = {
     "exp": (np.exp, (-3, 3), (-3, 3), True),
     "exp2": (np.exp2, (-3, 3), (-3, 3), True),
@@ -80,7 +87,7 @@ FLOAT_UNARY = {
     "reciprocal": (lambda x: 1 / x, (0.2, 3), (1, 5), True),
     "silu": (lambda x: x * _sigmoid(x), (-5, 5), (-5, 5), True),
     "mish": (lambda x: x * np.tanh(np.log1p(np.exp(x))), (-5, 5), (-5, 5), False),
-    "lgamma": (special.gammaln, (0.1, 5), (1, 5), False),
+    "lgamma": (_lgamma, (0.1, 5), (1, 5), False),
     "digamma": (special.psi, (0.1, 5), (1, 5), False),
     "logit": (special.logit, (0.02, 0.98), (0, 1), False),
     "deg2rad": (np.deg2rad, (-360, 360), (-360, 360), False),
@@ -146,7 +153,7 @@ def _unary_input(name, shape, dtype):
 def test_float_unary(name, dtype):
     ref, _, _, cplx = FLOAT_UNARY[name]
     fn = E.unary_api[name]
-    assert getattr(ember, name) is fn
+    assert unwrap(getattr(ember, name)) is fn
     if dtype == "complex64" and not cplx:
         with pytest.raises(RuntimeError, match="complex"):
             fn(ember.ones(2, dtype=ember.complex64))
@@ -210,10 +217,10 @@ def test_predicates(name, dtype):
 
 def test_unary_aliases():
     for alias, target in E.ALIASES_UNARY.items():
-        assert getattr(ember, alias) is E.unary_api[target]
-        assert getattr(ember.Tensor, alias) is E.unary_api[target]
+        assert unwrap(getattr(ember, alias)) is E.unary_api[target]
+        assert unwrap(getattr(ember.Tensor, alias)) is E.unary_api[target]
         if target + "_" in E.unary_api:
-            assert getattr(ember.Tensor, alias + "_") is E.unary_api[target + "_"]
+            assert unwrap(getattr(ember.Tensor, alias + "_")) is E.unary_api[target + "_"]
     x = ember.tensor([0.25, -0.5])
     check(x.arcsin(), np.arcsin(np.float32([0.25, -0.5])), "float32")
     check(ember.negative(x), np.float32([-0.25, 0.5]), "float32")
@@ -261,7 +268,7 @@ INPLACE_UNARY = sorted(n for n in E.unary_api if n.endswith("_"))
 def test_unary_inplace_float(name):
     op = name[:-1]
     fn_ = E.unary_api[name]
-    assert getattr(ember.Tensor, name) is fn_
+    assert unwrap(getattr(ember.Tensor, name)) is fn_
     if op == "bitwise_not":
         with pytest.raises(RuntimeError, match="integral"):
             ember.ones(2).bitwise_not_()
@@ -548,7 +555,7 @@ def _tol(rt, name):
 @pytest.mark.parametrize("name", sorted(BINARY))
 def test_binary_tensor_tensor(name, da, db):
     fn = E.binary_api[name]
-    assert getattr(ember, name) is fn and getattr(ember.Tensor, name) is fn
+    assert unwrap(getattr(ember, name)) is fn and unwrap(getattr(ember.Tensor, name)) is fn
     for sa, sb in BCAST:
         a, b = binary_inputs(name, sa, sb, da, db)
         ta, tb = ember.from_numpy(a), ember.from_numpy(b)
@@ -615,9 +622,9 @@ def test_binary_tensor_scalar(name, dtype):
 
 def test_binary_aliases():
     for alias, target in E.ALIASES_BINARY.items():
-        assert getattr(ember, alias) is E.binary_api[target]
-        assert getattr(ember.Tensor, alias) is E.binary_api[target]
-        assert getattr(ember.Tensor, alias + "_") is E.binary_api[target + "_"]
+        assert unwrap(getattr(ember, alias)) is E.binary_api[target]
+        assert unwrap(getattr(ember.Tensor, alias)) is E.binary_api[target]
+        assert unwrap(getattr(ember.Tensor, alias + "_")) is E.binary_api[target + "_"]
 
 
 def test_numpy_scalars_are_python_scalars():

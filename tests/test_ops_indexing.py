@@ -401,7 +401,7 @@ def test_scatter_inplace_and_errors():
         a.scatter(1, T([[-1]]), 1.0)
     with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 0"):
         a.gather(0, T([[-1]]))
-    with pytest.raises(RuntimeError, match="Expected dtype int64 for index"):
+    with pytest.raises(RuntimeError, match="Expected dtype int32/int64 for index"):
         a.gather(1, T([[0.0]]))
     with pytest.raises(RuntimeError, match="Index tensor must have the same number of "
                                            "dimensions as input tensor"):
@@ -691,3 +691,44 @@ def test_index_add_sums_rows_in_index_order(start):
         np.add.at(ref, idx, src)
         got = ember.tensor(dst).index_add(0, ember.tensor(idx), ember.tensor(src))
         np.testing.assert_array_equal(got.numpy(), ref)
+
+
+# -- issue #36: a one-element value through a single mask is cast, as torch's masked_fill_ path
+@pytest.mark.parametrize("case", ["half-inf", "float-long", "float-double1", "mask-then-int",
+                                  "long-index-refused", "mask-vector-refused"])
+def test_mask_setitem_casts_a_one_element_value_like_torch(case):
+    torch = pytest.importorskip("torch")
+
+    def run(m):
+        inf = float("inf")
+        if case == "half-inf":
+            a = m.zeros(2, 3, dtype=m.float16)
+            a[a.new_ones(2, 3).bool().logical_and(m.tensor([[True, False, True]] * 2))] = \
+                m.tensor(-inf)
+        elif case == "float-long":
+            a = m.zeros(4)
+            a[m.tensor([True, False, True, False])] = m.tensor(3)
+        elif case == "float-double1":
+            a = m.zeros(2, 3)
+            a[m.tensor([True, False])] = m.tensor([5.0], dtype=m.float64)
+        elif case == "mask-then-int":
+            a = m.zeros(2, 3)
+            a[m.tensor([True, False]), 1] = m.tensor(5)
+        elif case == "long-index-refused":  # an integer index: index_put_, no cast
+            a = m.zeros(4)
+            a[m.tensor([0, 2])] = m.tensor(2)
+        else:  # more than one element: no cast either
+            a = m.zeros(2, 3)
+            a[m.tensor([True, False])] = m.tensor([1, 2, 3])
+        return a
+
+    try:
+        want = run(torch)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match="dtypes match"):
+            run(ember)
+        assert "dtypes match" in str(e)
+        return
+    got = run(ember)
+    assert got.dtype.name == str(want.dtype).split(".")[-1]
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())

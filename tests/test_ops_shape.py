@@ -104,9 +104,10 @@ def test_cat_legacy_empty_and_single_and_out():
 
 def test_cat_errors():
     a = ember.zeros(2, 3)
-    with pytest.raises(RuntimeError, match=r"^Sizes of tensors must match except in dimension "
-                                           r"1. Expected size 2 but got size 3 for tensor number "
-                                           r"1 in the list.$"):
+    # PyTorch's text after the op's name (issue #36: every message names the op)
+    with pytest.raises(RuntimeError, match=r"^cat\(\): Sizes of tensors must match except in "
+                                           r"dimension 1. Expected size 2 but got size 3 for "
+                                           r"tensor number 1 in the list.$"):
         ember.cat([a, ember.zeros(3, 3)], 1)
     with pytest.raises(RuntimeError, match="Tensors must have same number of dimensions: got 2 "
                                            "and 3"):

@@ -1,4 +1,4 @@
-"""The compositions of ``ops/numeric_more.py``, ``ops/structure.py`` and ``ops/view_copies.py``
+"""The compositions of the numeric compositions (``ops/differences.py``, scans, statistics, products), ``ops/structure.py`` and ``ops/view_copies.py``
 against torch (values, dtypes, shapes and gradients), and their errors."""
 import warnings
 

@@ -312,7 +312,9 @@ def test_type_errors():
     with pytest.raises(TypeError, match="can only optimize Tensors"):
         optim.SGD([p, 3.0])
     with pytest.raises(TypeError, match="Python number"):
-        optim.SGD([p], lr=ember.tensor(0.1))
+        optim.Adadelta([p], lr=ember.tensor(0.1))   # SGD/Adam/AdamW/RMSprop/Adagrad take one
+    with pytest.raises(ValueError, match="1-element"):
+        optim.SGD([p], lr=ember.tensor([0.1, 0.2]))
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         optim.SGD([p, p])

@@ -62,8 +62,12 @@ def _problem(lib, dtype):
     return [x, y], loss_fn
 
 
-def _steps(lib, mod, dtype, kw, steps):
+def _steps(lib, mod, dtype, kw, steps, perturb=None):
     params, loss_fn = _problem(lib, dtype)
+    if perturb is not None:   # each parameter times (1 + sign * eps): one rounding's worth
+        with lib.no_grad():
+            for p, signs in zip(params, perturb):
+                p.mul_(lib.tensor(1 + signs * np.finfo(np.float64).eps, dtype=dtype))
     opt = mod.LBFGS(params, **kw)
 
     def closure():
@@ -88,16 +92,34 @@ TORCH_CASES = [{}, {"line_search_fn": "strong_wolfe"},
                {"max_iter": 4, "max_eval": 3}]
 
 
+def _flat(params):
+    return np.concatenate([p.ravel() for p in params])
+
+
 @pytest.mark.parametrize("kw", TORCH_CASES, ids=[str(k) for k in TORCH_CASES])
 def test_matches_torch_step_by_step(kw):
+    # Both sides round differently (ember's kernels are not torch's), and L-BFGS on Rosenbrock
+    # amplifies a rounding difference step after step (1e-16 becomes 4e-8 in 80 evaluations of
+    # the lr=0.5 case), so the tolerance of step k is measured, not guessed: torch's own run
+    # from parameters moved by one ulp (three random sign patterns) gives the trajectory's
+    # amplification of one rounding; every evaluation so far injects at most one such
+    # rounding, so |ember - torch| <= evaluations * (that spread + eps), relative to the values.
     torch = pytest.importorskip("torch")
+    eps = np.finfo(np.float64).eps
     got, _ = _steps(ember, optim, ember.float64, kw, 4)
     want, _ = _steps(torch, torch.optim, torch.float64, kw, 4)
-    for (gl, gp, ge, gi), (wl, wp, we, wi) in zip(got, want):
+    rng = np.random.default_rng(0)
+    nudged = [_steps(torch, torch.optim, torch.float64, kw, 4,
+                     [rng.choice([-1.0, 1.0], size=p.shape) for p in want[0][1]])[0]
+              for _ in range(3)]
+    for k, ((gl, gp, ge, gi), (wl, wp, we, wi)) in enumerate(zip(got, want)):
         assert (ge, gi) == (we, wi)  # same number of evaluations and iterations
-        assert gl == pytest.approx(wl, rel=1e-10)
-        for a, b in zip(gp, wp):
-            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)
+        scale = np.abs(_flat(wp)).max()
+        spread = max(np.abs(_flat(n[k][1]) - _flat(wp)).max() for n in nudged) / scale
+        loss_spread = max(abs(n[k][0] - wl) for n in nudged) / abs(wl)
+        rtol = we * (spread + eps)
+        assert np.abs(_flat(gp) - _flat(wp)).max() <= rtol * scale, (k, rtol)
+        assert gl == pytest.approx(wl, rel=we * (loss_spread + eps), abs=we * eps)
 
 
 def test_matches_torch_in_float32():

@@ -27,6 +27,7 @@ from ember_openreg import memory  # noqa: E402
 from ember_openreg.streams import Event, Stream, Worker  # noqa: E402
 
 from ember.runtime.allocator import OutOfMemoryError  # noqa: E402
+from helpers_plugins import project_site_without  # noqa: E402
 
 
 # -- the arena allocator --------------------------------------------------------------------------
@@ -212,8 +213,9 @@ def venv(tmp_path_factory):
                            "print(sysconfig.get_paths()['purelib'])"], check=True,
                           capture_output=True, text=True).stdout.strip()
     # ember, numpy & co. come from the project venv (a .pth line that starts with import runs)
-    Path(site, "_ember_project.pth").write_text(
-        f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    # (without the project venv's own ember-openreg, if it has one: uninstalling must hide it)
+    project = project_site_without(root / "project-site", "ember-openreg")
+    Path(site, "_ember_project.pth").write_text(f"import site; site.addsitedir({str(project)!r})\n")
     src = root / "ember-openreg"  # build from a copy: the build leaves files next to the sources
     shutil.copytree(PLUGIN, src, ignore=shutil.ignore_patterns("build", "*.egg-info",
                                                                "__pycache__"))

@@ -182,3 +182,17 @@ def test_disable_plugin_autoload_reads_no_entry_points(plugins):
     assert lines[0] == "['cpu'] [1.0, 1.0]"
     assert lines[1].startswith("refused: Expected one of cpu, ")  # then PyTorch's types
     assert lines[1].endswith("device type at start of device string: toy")
+
+
+def test_backend_order_does_not_depend_on_install_order(tmp_path):
+    # "aaa" sorts before "cpu" and is on PYTHONPATH, so its distribution is listed before
+    # ember's own: the registry still puts the reference and the built-in backends first and
+    # the plug-ins by name, so the current accelerator never depends on site-packages order
+    make_dist(tmp_path, "aaa_first", {"zzz": "toy_mod", "aaa": "toy_mod"}, {"toy_mod": TOY})
+    out = run("import ember; print(ember._registry.names())", tmp_path)
+    assert out.returncode == 0, out.stderr
+    names = eval(out.stdout.strip().splitlines()[-1])
+    builtin = [n for n in names if n in ("cpu", "cuda", "opencl")]
+    assert names[0] == "cpu" and names[:len(builtin)] == builtin, names
+    rest = names[len(builtin):]
+    assert rest == sorted(rest) and {"aaa", "zzz"} <= set(rest), names

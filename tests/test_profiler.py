@@ -243,3 +243,20 @@ def test_device_kernels_on_their_own_rows(tmp_path):
                for e in events)
     mm = next(e for e in prof.events() if e.name == "matmul")
     assert mm.device_time_total > 0
+
+
+def test_record_function_exited_on_another_thread():
+    # issue #36: a range around work handed to another thread, closed there (torch allows it)
+    with profile() as prof:
+        rf = record_function("handoff")
+        rf.__enter__()
+        ember.ones(3) + 1
+        t = threading.Thread(target=rf.__exit__, args=(None, None, None))
+        t.start()
+        t.join()
+        with record_function("after"):
+            ember.ones(3) * 2
+    names = [e.name for e in prof.events()]
+    assert "handoff" in names and "after" in names
+    after = next(e for e in prof.events() if e.name == "after")
+    assert after.cpu_parent is None or after.cpu_parent.name != "handoff"

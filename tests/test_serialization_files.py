@@ -7,6 +7,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -22,20 +23,25 @@ def _temp_files(folder):
 
 
 @posix_only
-def test_a_save_killed_mid_write_is_cleaned_up_by_the_next_save(tmp_path):
-    # the child writes a 4 MB checkpoint and is killed (SIGKILL) once the temporary file is
-    # complete but not yet renamed: the worst moment, it leaves a checkpoint-sized file
+def _stalled_writer(path, rows):
+    """A child saving ``rows`` x 1024 float32 to ``path`` that stops once the temporary file is
+    complete but not yet renamed (the worst moment to be killed: it leaves a checkpoint-sized
+    file); it prints "written" then."""
     script = textwrap.dedent(f"""
-        import os, sys, time
+        import os, time
         import ember
         def stall(fd):
             print("written", flush=True)
             time.sleep(120)
         os.fsync = stall
-        ember.save({{"w": ember.ones(1024, 1024)}}, {str(tmp_path / 'ckpt.ember')!r})
+        ember.save({{"w": ember.ones({rows}, 1024)}}, {str(path)!r})
     """)
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_a_save_killed_mid_write_is_cleaned_up_by_the_next_save(tmp_path):
+    child = _stalled_writer(tmp_path / "ckpt.ember", 1024)  # 4 MB, then SIGKILL
     try:
         line = child.stdout.readline()
         assert line.strip() == "written", child.stderr.read()
@@ -79,6 +85,42 @@ def test_only_stale_temp_files_of_this_host_are_removed(tmp_path):
     finally:
         alive.kill()
         alive.wait()
+
+
+@posix_only
+def test_a_killed_writer_not_yet_reaped_is_cleaned_up(tmp_path):
+    # issue #36: the killed writer is a zombie until its parent waits for it; its pid still
+    # "exists", but it will never finish the save
+    child = _stalled_writer(tmp_path / "ckpt.ember", 512)
+    try:
+        assert child.stdout.readline().strip() == "written", child.stderr.read()
+        os.kill(child.pid, signal.SIGKILL)
+        for _ in range(200):  # the kernel makes it a zombie (not reaped: no wait() here)
+            with open(f"/proc/{child.pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            time.sleep(0.05)
+        assert len(_temp_files(tmp_path)) == 1
+        ember.save({"x": ember.zeros(1)}, tmp_path / "ckpt.ember")  # the next save there
+        assert _temp_files(tmp_path) == []
+    finally:
+        child.kill()
+        child.wait()
+
+
+@posix_only
+def test_a_temp_file_whose_pid_was_reused_is_cleaned_up(tmp_path):
+    host = _files._host_tag()
+    later = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        name = f".ember-save.{host}.{later.pid}.abc123.tmp"
+        (tmp_path / name).write_bytes(b"x" * 100)
+        hour_ago = time.time() - 3600  # written before that process existed
+        os.utime(tmp_path / name, (hour_ago, hour_ago))
+        assert _files.remove_stale_temp_files(tmp_path) == [name]
+    finally:
+        later.kill()
+        later.wait()
 
 
 @posix_only

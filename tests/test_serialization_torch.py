@@ -562,3 +562,80 @@ def test_torch_scheduler_states_continue_in_ember(name, kw):
             s.step()
         assert s.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)
         assert opt.param_groups[0]["momentum"] == pytest.approx(topt.param_groups[0]["momentum"])
+
+
+# -- issue #36: damaged and hostile files give clear errors naming the file ----------------------
+def _set_zip_header_field(data, name, offset, fmt, value):
+    """Set a field of ``name``'s local and central headers (``offset`` from each signature)."""
+    raw = bytearray(data)
+    for sig, name_at in ((b"PK\x03\x04", 30), (b"PK\x01\x02", 46)):
+        pos = raw.find(sig)
+        while pos >= 0:
+            n = struct.unpack_from("<H", raw, pos + (26 if sig == b"PK\x03\x04" else 28))[0]
+            if raw[pos + name_at:pos + name_at + n] == name.encode():
+                struct.pack_into(fmt, raw, pos + offset, value)
+            pos = raw.find(sig, pos + 4)
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("field", ["strong encryption", "encrypted", "unknown method",
+                                   "garbled deflate"])
+def test_zip_damage_is_a_corrupted_file_error(field, tmp_path):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("archive/data.pkl", pickle.dumps({"a": 1}, protocol=2))
+        z.writestr("archive/byteorder", "little")
+    data = out.getvalue()
+    if field == "strong encryption":   # flag bit 6: zipfile raises NotImplementedError
+        data = _set_zip_header_field(data, "archive/data.pkl", 6, "<H", 0x41)
+        data = _set_zip_header_field(data, "archive/data.pkl", 8, "<H", 0x41)
+    elif field == "encrypted":         # flag bit 0: zipfile asks for a password
+        data = _set_zip_header_field(data, "archive/data.pkl", 6, "<H", 0x01)
+        data = _set_zip_header_field(data, "archive/data.pkl", 8, "<H", 0x01)
+    elif field == "unknown method":
+        data = _set_zip_header_field(data, "archive/data.pkl", 8, "<H", 99)
+        data = _set_zip_header_field(data, "archive/data.pkl", 10, "<H", 99)
+    else:
+        start = data.find(b"archive/data.pkl") + len("archive/data.pkl")
+        data = data[:start] + bytes(b ^ 0x5A for b in data[start:start + 12]) + \
+            data[start + 12:]
+    path = tmp_path / "damaged.pt"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=r"damaged\.pt' is a corrupted file") as e:
+        ember.load(path)
+    assert not isinstance(e.value, NotImplementedError)
+
+
+def test_fuzzed_torch_zip_checkpoints_fail_clearly(tmp_path):
+    torch = pytest.importorskip("torch")
+    buf = io.BytesIO()
+    torch.save({"w": torch.arange(6.0).reshape(2, 3), "b": torch.ones(3, dtype=torch.float64),
+                "n": 3}, buf)
+    raw = buf.getvalue()
+    rng = np.random.default_rng(36)
+    path = tmp_path / "fuzzed.pt"
+    for _ in range(400):
+        data = bytearray(raw)
+        for j in rng.integers(0, len(data), size=int(rng.integers(1, 5))):
+            data[j] = int(rng.integers(0, 256))
+        path.write_bytes(bytes(data))
+        try:
+            ember.load(path)
+        except (ValueError, pickle.UnpicklingError) as e:  # CorruptCheckpoint is a ValueError
+            assert "fuzzed.pt" in str(e), str(e)
+            assert not type(e).__name__.startswith("_"), type(e)
+
+
+@pytest.mark.parametrize("which", [0, 1, 2, 3], ids=["magic", "protocol", "sys_info", "keys"])
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_refused_legacy_header_pickle_names_the_file(which, weights_only, side_file, tmp_path):
+    parts = [pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2), pickle.dumps(1001, protocol=2),
+             pickle.dumps({"protocol_version": 1001, "little_endian": True}, protocol=2),
+             pickle.dumps({}, protocol=2), pickle.dumps([], protocol=2)]
+    parts[which if which < 3 else 4] = _call_pickle(*_posix_system(), f"touch {side_file}")
+    path = tmp_path / "legacy_evil.pt"
+    path.write_bytes(b"".join(parts))
+    with pytest.raises(pickle.UnpicklingError) as e:
+        ember.load(path, weights_only=weights_only)
+    assert type(e.value) is pickle.UnpicklingError  # not the private _Refused
+    assert "legacy_evil.pt" in str(e.value)

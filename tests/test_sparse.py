@@ -215,3 +215,13 @@ def test_spmm_is_mm_for_sparse_and_strided():
         np.testing.assert_allclose(eb.grad.numpy(), tb.grad.numpy(), rtol=1e-5)
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
         ember.spmm(ember.ones(3, 3), ember.ones(2, 2))
+
+
+@pytest.mark.parametrize("indices", [[[0.0, 1.0]], [[0.5, 1.7]], [[True, False]]],
+                         ids=["float", "fraction", "bool"])
+def test_sparse_coo_tensor_casts_real_indices_like_torch(indices):
+    torch = pytest.importorskip("torch")
+    want = torch.sparse_coo_tensor(torch.tensor(indices), torch.tensor([1.0, 2.0]), (3,))
+    got = ember.sparse_coo_tensor(ember.tensor(indices), ember.tensor([1.0, 2.0]), (3,))
+    assert got._indices().dtype is ember.int64
+    np.testing.assert_array_equal(got.to_dense().numpy(), want.to_dense().numpy())

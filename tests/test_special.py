@@ -149,3 +149,25 @@ def test_against_torch_special():
                                rtol=1e-10)
     np.testing.assert_allclose(S.polygamma(3, ember.tensor(x)).numpy(),
                                torch.special.polygamma(3, torch.tensor(x)).numpy(), rtol=1e-10)
+
+
+# -- issue #36: the infinities ----------------------------------------------------------------
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gammaln_and_spherical_j0_at_the_infinities(device, dtype):
+    if device == "opencl" and not ember.opencl.is_available():
+        pytest.skip("no OpenCL device")
+    vals = [-np.inf, np.inf, -1.0, 0.0, 2.5, np.nan]
+    x = ember.tensor(vals, dtype=getattr(ember, dtype), device=device)
+    # C99 (and PyTorch): lgamma(-inf) = +inf; scipy's gammaln gives -inf there
+    want_lgamma = [np.inf, np.inf, np.inf, np.inf, sp.gammaln(2.5), np.nan]
+    np.testing.assert_allclose(S.gammaln(x).cpu().numpy(), want_lgamma, rtol=1e-6)
+    want_j0 = [0.0, 0.0, np.sin(-1.0) / -1.0, 1.0, np.sin(2.5) / 2.5, np.nan]  # scipy's j0(inf) = 0
+    np.testing.assert_allclose(S.spherical_bessel_j0(x).cpu().numpy(), want_j0, rtol=1e-6)
+    np.testing.assert_allclose(sp.spherical_jn(0, np.array([np.inf, -np.inf])), [0.0, 0.0])
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(vals, dtype=getattr(torch, dtype))
+    np.testing.assert_allclose(S.gammaln(x).cpu().numpy(), torch.special.gammaln(t).numpy(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(S.spherical_bessel_j0(x).cpu().numpy(),
+                               torch.special.spherical_bessel_j0(t).numpy(), rtol=1e-6)

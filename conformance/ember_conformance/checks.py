@@ -135,6 +135,9 @@ def check_forward(info, dtype: str, device, only_sample=None) -> Result:
         except Exception as e:  # the reference rejects this input: the backend must too
             try:
                 _call(info, device, sample)
+                # a device may report a value error (an index out of range) at its next
+                # synchronization, as CUDA's device-side asserts do
+                backend.synchronize(device.index)
             except type(e):
                 first_rejection = first_rejection or f"{sample.desc}: {type(e).__name__}: {e}"
                 checks += 1

@@ -129,17 +129,16 @@ def _installed():
 
 
 def _run(selection, args, argv) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from ember.utils.progress import Progress
 
     from . import report
     from .environment import describe
     from .runner import execute, total_steps
     env = describe(selection.device, argv)
-    with Progress(TextColumn("[bold]{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
-                  transient=True) as bar:
-        task = bar.add_task(selection.backend, total=total_steps(selection))
-        output = execute(selection, progress=lambda n=1, desc="": bar.update(
-            task, advance=n, description=desc[:28]))
+    # a bar in a terminal; on a pipe (CI) a line every few seconds naming the entry it is at
+    with Progress("ember-conformance") as progress:
+        task = progress.task(selection.backend, total=total_steps(selection))
+        output = execute(selection, progress=lambda n=1, desc="": task.advance(n, note=desc))
     report.print_summary(output, env)
     if args.report:
         from .html_report import write_html

@@ -38,6 +38,10 @@ VMAP_INPLACE_ERROR: dict[str, str] = {
     "_fused_adam_": "updates the moment buffers it made (unbatched) from batched parameters",
     "_fused_adam_ amsgrad": "updates the moment buffers it made (unbatched) from batched "
                             "parameters",
+    "_fused_adam_capturable_": "updates the moment buffers and step counts it made "
+                               "(unbatched) from batched parameters",
+    "_fused_adam_capturable_ amsgrad": "updates the moment buffers and step counts it made "
+                                       "(unbatched) from batched parameters",
 }
 INPLACE_MESSAGE = "is not possible because there exists a Tensor `other`"
 # as_strided reads memory positions, which depend on the layout: an example taken from dim 1 of
@@ -163,7 +167,7 @@ def check_vmap(info, dtype, device, only_sample=None) -> Result:
 def _factory_pattern(info, sample, device, vmap):
     """A function of no tensor under vmap: the same output for every example, or (random
     entries) one draw per example with randomness='different' and an error with 'error'."""
-    from ember.func._handler import RANDOMNESS_ERROR
+    from ember.ops._batching import RANDOMNESS_ERROR
     args, kwargs = sample.build(device)
     dummy = ember.zeros(BATCH, device=device)
     f = vmap(lambda _: info.fn(*args, **kwargs),

@@ -1,14 +1,18 @@
 """The HTML report: one self-contained file (inline CSS, JS and data; nothing fetched).
 
 Top to bottom: the environment, the counts (units stated), failures with their errors and
-reproducing commands, the contracts, the CPU-fallback list, the double-backward skip list, and
-the op × dtype grid with a filter box, status toggles and per-cell details on click.
+reproducing commands, the contracts, what to implement next (the ops on the CPU fallback ranked
+by the cells each would turn native, grouped by family, each with the command rerunning its
+cells), the double-backward skip list, and the op × dtype grid grouped by family, with a filter
+box, status toggles and per-cell details on click. A vmap/jvp cell of an entry whose ops ran on
+the CPU fallback is marked fallback, not pass: its check ran those ops on the CPU too.
 """
 from __future__ import annotations
 
 import html
 import json
 
+from .ranking import by_family, entry_families, fallback_ranking, rerun_command
 from .report import SYMBOLS, _failure_lines, _row
 from .selection import FD_SUITES, FUNC_SUITES, OP_SUITES, ROW_SUITES
 from .summary import (STATUS_ORDER, UNITS, cell_status, cells, error_text,
@@ -50,6 +54,8 @@ font-weight:700;margin-left:.6em;vertical-align:middle}
 background:#fff;border:1px solid #999;box-shadow:0 2px 10px rgba(0,0,0,.25);padding:8px 12px;
 font-size:12px;display:none;z-index:3} #details h3{margin:.2em 0;font-size:14px}
 #details .row{border-top:1px solid #eee;padding:4px 0} .muted{color:#666}
+.grid tr.family th{text-align:left;background:#eceff1;font-weight:700;padding-top:6px}
+.ranking td.n{text-align:right} .ranking tr.family th{text-align:left;background:#eceff1}
 """
 
 _JS = """
@@ -92,6 +98,11 @@ function applyFilter(){
     const ok = tr.dataset.name.toLowerCase().includes(text) && statuses.some(s=>on.has(s));
     tr.style.display = ok ? '' : 'none'; if (ok) shown++;
   });
+  document.querySelectorAll('.grid tr.family').forEach(tr=>{   // a family with no row shown
+    const rows = [...document.querySelectorAll('tr.op-row')].filter(
+      r=>r.dataset.family===tr.dataset.family);
+    tr.style.display = rows.some(r=>r.style.display!=='none') ? '' : 'none';
+  });
   document.getElementById('shown').textContent = shown;
 }
 const cellsWithData = [...document.querySelectorAll('.grid td[data-key]')];
@@ -109,6 +120,10 @@ if (location.hash.startsWith('#cell=')) {   // a link to one cell opens its deta
 
 def _e(text) -> str:
     return html.escape(str(text))
+
+
+def _n(count, one, many=None) -> str:
+    return f"{count} {one if count == 1 else many or one + 's'}"
 
 
 def _chip(status, count, unit) -> str:
@@ -194,7 +209,7 @@ def _contracts(results) -> str:
             f"<th>message</th></tr>{body}</table>")
 
 
-def _fallback(output) -> str:
+def _fallback(output, backend) -> str:
     vmap_ops = getattr(output, "vmap_fallback_ops", None)
     vmap = (f"<h2>{SYMBOLS['fallback']} vmap fallback ({len(vmap_ops)} registry ops)</h2><p>These "
             f"ops have no batching rule: under <code>ember.func.vmap</code> they ran once per "
@@ -202,10 +217,33 @@ def _fallback(output) -> str:
             f"class=\"mono\">{_e(', '.join(vmap_ops))}</p>") if vmap_ops else ""
     if not output.fallback_ops:
         return vmap
-    return vmap + (f"<h2>{SYMBOLS['fallback']} CPU fallback ({len(output.fallback_ops)} registry ops)"
-            f"</h2><p>These ops ran on the CPU instead of the backend (their cells count as "
-            f"'fallback'; the warning's category is <code>ember.runtime.CPUFallbackWarning</code>):"
-            f"</p><p class=\"mono\">{_e(', '.join(output.fallback_ops))}</p>")
+    ranked = fallback_ranking(output.results)
+    rows = []
+    for family, items in by_family(ranked):
+        alone = sum(r.cells_alone for r in items)
+        rows.append(f'<tr class="family"><th colspan="5">{_e(family)} <span class="muted">'
+                    f'· {_n(len(items), "op")} · {_n(alone, "cell")} native once all are '
+                    f'implemented</span></th></tr>')
+        for r in items:
+            rows.append(f'<tr><td><code>{_e(r.op)}</code></td><td class="n">{r.cells_alone}'
+                        f'</td><td class="n">{r.cells_with_others}</td><td>'
+                        f'{_e(", ".join(r.entries))}</td><td><code class="repro">'
+                        f'{_e(rerun_command(backend, r))}</code></td></tr>')
+    ranked_ops = {r.op for r in ranked}
+    elsewhere = [op for op in output.fallback_ops if op not in ranked_ops]
+    rest = (f'<p class="muted">Also on the fallback, in cells that failed or in contract cases '
+            f'(so not counted above): <span class="mono">{_e(", ".join(elsewhere))}</span></p>'
+            if elsewhere else "")
+    return vmap + (
+        f"<h2>{SYMBOLS['fallback']} CPU fallback: what to implement next "
+        f"({len(output.fallback_ops)} registry ops)</h2><p>These ops ran on the CPU instead of "
+        f"the backend (their cells count as 'fallback'; the warning's category is "
+        f"<code>ember.runtime.CPUFallbackWarning</code>). Ranked by the cells a native kernel "
+        f"would turn native — <b>alone</b>: cells that need only this op; <b>with others</b>: "
+        f"cells that also need other ops — grouped by the family that defines them, the family "
+        f"that frees the most cells first. The command reruns the op's cells.</p>"
+        f'<table class="ranking"><tr><th>op</th><th>cells alone</th><th>cells with others</th>'
+        f'<th>op entries</th><th>rerun</th></tr>{"".join(rows)}</table>{rest}')
 
 
 def _double_backward_skips(results) -> str:
@@ -219,8 +257,8 @@ def _double_backward_skips(results) -> str:
 
 
 def _grid(results, backend) -> tuple:
-    """The op × dtype table (plus the cpu-only finite-difference columns) and the per-cell data
-    the details panel shows."""
+    """The op × dtype table (plus the finite-difference and ember.func columns), grouped by
+    family, and the per-cell data the details panel shows."""
     grouped = cells(results)
     fd = {(r.suite, r.name): r for r in results if r.suite in ROW_SUITES}
     fd_cols = [s for s in ROW_SUITES if any(k[0] == s for k in fd)]
@@ -230,8 +268,25 @@ def _grid(results, backend) -> tuple:
             dtypes.append(dtype)
         if name not in names:
             names.append(name)
-    data, rows = {}, []
+    names += [n for _, n in fd if n not in names]
+    # the fallback ops of each entry's forward and gradient checks: its vmap/jvp checks ran the
+    # same ops on the backend, so on the fallback too
+    on_fallback = {}
+    for (name, _), rs in grouped.items():
+        on_fallback.setdefault(name, set()).update(op for r in rs for op in r.fallback_ops)
+    families = entry_families()
+    order = {f: i for i, f in enumerate(dict.fromkeys(families.values()))}
+    names.sort(key=lambda n: order.get(families.get(n, "other"), len(order)))
+    data, rows, current = {}, [], None
+    width = 1 + len(dtypes) + len(fd_cols)
     for name in names:
+        family = families.get(name, "other")
+        if family != current:
+            current = family
+            count = sum(1 for n in names if families.get(n, "other") == family)
+            rows.append(f'<tr class="family" data-family="{_e(family)}"><th colspan="{width}">'
+                        f'{_e(family)} <span class="muted">· {_n(count, "entry", "entries")}'
+                        f'</span></th></tr>')
         tds, statuses = [], set()
         for col in dtypes + fd_cols:
             rs = grouped.get((name, col)) if col in dtypes else \
@@ -240,15 +295,22 @@ def _grid(results, backend) -> tuple:
                 tds.append('<td class="na"></td>')
                 continue
             status = cell_status(rs)
+            details = [dict(_row(r, backend), errors=error_text(r)) for r in rs]
+            if col in FUNC_SUITES and status == "pass" and on_fallback.get(name):
+                status = "fallback"
+                details[0]["status"] = "fallback"
+                details[0]["fallback_ops"] = sorted(on_fallback[name])
+                details[0]["message"] = ("passed, but this entry's ops ran on the CPU "
+                                         "fallback (see its dtype cells)")
             statuses.add(status)
             key = f"{name} [{col}]"
-            data[key] = [dict(_row(r, backend), errors=error_text(r)) for r in rs]
-            tip = "; ".join(f"{r.suite}: {r.status}" for r in rs)
+            data[key] = details
+            tip = "; ".join(f"{d['suite']}: {d['status']}" for d in details)
             tds.append(f'<td class="{status}" data-key="{_e(key)}" title="{_e(tip)} — click for '
                        f'details">{SYMBOLS[status]}</td>')
-        rows.append(f'<tr class="op-row" data-name="{_e(name)}" data-statuses='
-                    f'"{" ".join(sorted(statuses))}"><th class="op">{_e(name)}</th>'
-                    f'{"".join(tds)}</tr>')
+        rows.append(f'<tr class="op-row" data-name="{_e(name)}" data-family="{_e(family)}" '
+                    f'data-statuses="{" ".join(sorted(statuses))}"><th class="op">{_e(name)}'
+                    f'</th>{"".join(tds)}</tr>')
     head = "".join(f"<th>{_e(c)}</th>" for c in dtypes + fd_cols)
     table = (f'<table class="grid"><tr><th class="op">op entry</th>{head}</tr>{"".join(rows)}'
              f"</table>")
@@ -277,7 +339,7 @@ def write_html(output, env, path):
 <h2>Summary</h2>{_counts(summary)}
 {_failures(results, backend)}
 {_contracts(results)}
-{_fallback(output)}
+{_fallback(output, backend)}
 {_double_backward_skips(results)}
 <h2>Op entries × dtypes</h2>
 <p class="muted">{legend}</p>

@@ -5,6 +5,9 @@ imports none of them; each loads the first time its device is used.
 """
 from __future__ import annotations
 
+import sys as _sys
+
+from . import _logging  # noqa: F401 - first: applies EMBER_LOGS before anything below logs
 from . import _dtype
 from ._defaults import get_default_device, set_default_device
 from ._device import device
@@ -17,7 +20,6 @@ from ._layout import layout, sparse_coo, strided
 from ._memory_format import (channels_last, channels_last_3d, contiguous_format, memory_format,
                              preserve_format)
 from ._tensor import Size, Tensor
-from ._legacy_tensors import *  # noqa: F401,F403 - FloatTensor, LongTensor, ...
 from ._type_info import finfo, iinfo
 from ._tensor_str import set_printoptions
 from .dispatch import keys as _keys
@@ -27,15 +29,23 @@ from .ops import factories as _factories
 from .ops import views as _views
 from .ops.elementwise import (addcdiv, addcmul, lerp)
 from .ops.elementwise import (angle, complex, polar, sgn)  # noqa: A004 - PyTorch's names
+from .ops.elementwise.complex_numbers import is_conj, is_neg, resolve_conj, resolve_neg
+from .ops.elementwise.special import igamma, igammac
 from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, clip_, div,
-                              divide, elu, gelu, hardtanh, i0, leaky_relu, mvlgamma, nan_to_num,
-                              polygamma, round, sinc, softplus, sub, subtract, true_divide, where)
+                              divide, elu, float_power, frexp, gcd, gelu, hardtanh, heaviside, i0,
+                              lcm, ldexp, leaky_relu, mvlgamma, nan_to_num, nextafter,
+                              polygamma, round, rsub, sinc, softplus, sub, subtract, true_divide,
+                              where)
+from .ops.elementwise.activation import hardshrink, prelu
 from .ops.elementwise.closeness import allclose, equal, isclose
 from .ops.elementwise.activation import (celu, celu_, rrelu, rrelu_, selu, selu_, threshold,
                                          threshold_)
 from .ops.factories import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
                             from_numpy, full, full_like, linspace, logspace, ones, ones_like,
-                            tensor, zeros, zeros_like)
+                            set_default_tensor_type, tensor, zeros, zeros_like)
+from .ops.factories import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor,  # noqa: F401
+                            ComplexDoubleTensor, ComplexFloatTensor, DoubleTensor, FloatTensor,
+                            HalfTensor, IntTensor, LongTensor, ShortTensor)
 from .ops.views import (as_strided, as_strided_scatter, broadcast_tensors, broadcast_to, chunk,
                         diagonal, flatten, movedim, moveaxis, narrow, permute, reshape, select,
                         split, squeeze, swapaxes, swapdims, t, tensor_split, transpose, unbind,
@@ -54,13 +64,14 @@ from .ops.spatial import *  # noqa: F401,F403
 from .ops.grid_sampling import *  # noqa: F401,F403
 from .ops.distances import *  # noqa: F401,F403
 from .ops.view_copies import *  # noqa: F401,F403
-from .ops.numeric_more import *  # noqa: F401,F403
+from .ops.differences import *  # noqa: F401,F403
 from .ops.structure import *  # noqa: F401,F403
-from ._nn_aliases import *  # noqa: F401,F403
-from ._rnn_aliases import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401,E402
-from ._legacy_aliases import *  # noqa: F401,F403
-from .ops.tensor_extras import *  # noqa: F401,F403
-from .ops import tensor_set as _tensor_set  # noqa: F401,E402 - Tensor.set_, __setstate__
+from .ops.factory_forms import *  # noqa: F401,F403
+from .ops.conversion import clone, detach  # noqa: E402
+from .ops.indexing.advanced import nonzero_static, unravel_index  # noqa: E402
+from .ops.sorting import unique_consecutive  # noqa: E402
+from .ops.views.reshaping import adjoint  # noqa: E402
+from .ops import inplace_metadata as _inplace_metadata  # noqa: F401,E402 - set_, resize_, …
 from .ops.linalg.lowrank import pca_lowrank, svd_lowrank  # noqa: F401,E402
 from .ops.linalg.householder_qr import geqrf, ormqr  # noqa: F401,E402
 from .autograd.inference import is_inference  # noqa: F401,E402
@@ -80,9 +91,13 @@ from . import return_types  # noqa: E402 - PyTorch's torch.return_types
 from . import testing  # noqa: E402
 from . import autograd  # noqa: E402
 from . import nn, utils  # noqa: E402
+from .ops._util import TORCH_FUNCTIONS as _TORCH_FUNCTIONS  # noqa: E402
+globals().update(_TORCH_FUNCTIONS)  # torch.conv2d, torch.dropout, torch.lstm…: nn's native forms
 from . import func  # noqa: E402 - ember.func: vmap, grad, jvp… (registers the Batched key)
+from .func import vmap  # noqa: E402 - torch.vmap is torch.func.vmap
 from . import optim  # noqa: E402
 from . import futures, distributed, jit, profiler  # noqa: E402
+from .autograd import profiler as _autograd_profiler  # noqa: E402,F401 - torch.autograd.profiler
 from . import special  # noqa: E402
 from . import linalg  # noqa: E402
 from .compiler import compile  # noqa: E402,A004 - torch.compile's name
@@ -90,10 +105,13 @@ from . import compiler  # noqa: E402
 from . import export, onnx  # noqa: E402 - torch.export, torch.onnx
 from . import sparse  # noqa: E402 - sparse COO tensors (layout=sparse_coo)
 from .sparse import indices_copy, sparse_coo_tensor, values_copy  # noqa: E402
-from .sparse import spmm_alias as spmm  # noqa: E402 - torch.spmm
 from . import distributions  # noqa: E402
 from .jit._interop import get_num_interop_threads, set_num_interop_threads  # noqa: E402
 from . import fft  # noqa: E402 - torch.fft
+from . import signal  # noqa: E402 - torch.signal.windows
+from . import masked  # noqa: E402 - torch.masked's reductions with a mask
+from .signal.windows import (bartlett_window, blackman_window, hamming_window,  # noqa: E402
+                             hann_window, kaiser_window)
 from .fft._stft import istft, stft  # noqa: E402
 from . import accelerator  # noqa: E402
 from . import version  # noqa: E402
@@ -103,8 +121,20 @@ from .amp.autocast_mode import (autocast, autocast_decrement_nesting,  # noqa: E
                                 get_autocast_cpu_dtype, get_autocast_dtype,
                                 get_autocast_gpu_dtype, is_autocast_cache_enabled,
                                 is_autocast_cpu_enabled, is_autocast_enabled,
-                                set_autocast_cache_enabled, set_autocast_dtype,
-                                set_autocast_enabled)
+                                set_autocast_cache_enabled, set_autocast_cpu_dtype,
+                                set_autocast_cpu_enabled, set_autocast_dtype,
+                                set_autocast_enabled, set_autocast_gpu_dtype)
+from .amp import GradScaler  # noqa: E402 - torch.GradScaler is torch.amp.GradScaler
+from .autograd.anomaly import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: E402
+                               set_anomaly_enabled)
+from .futures import Future  # noqa: E402 - torch.Future
+from .jit import fork, wait  # noqa: E402 - torch.fork / torch.wait are torch.jit's
+from .runtime.allocator import OutOfMemoryError  # noqa: E402 - torch.OutOfMemoryError
+from ._control_flow import cond, while_loop  # noqa: E402
+from . import random  # noqa: E402,F811 - torch.random (the module; ember.rand* are the ops)
+from .random import thread_safe_generator  # noqa: E402
+from .ops.removed import REMOVED as _REMOVED  # noqa: E402
+globals().update(_REMOVED)  # torch.lstsq, torch.solve…: removed, saying what replaced them
 from . import backends  # noqa: E402
 from .backends._precision import (get_float32_matmul_precision,  # noqa: E402
                                   set_float32_matmul_precision)
@@ -114,7 +144,7 @@ from .runtime.determinism import (are_deterministic_algorithms_enabled,  # noqa:
                                   set_deterministic_debug_mode, use_deterministic_algorithms)
 from .accelerator import get_device_module  # noqa: E402
 from .serialization import load, save  # noqa: E402
-from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
+from .dispatch.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 
 # aliases PyTorch has
@@ -125,6 +155,8 @@ float = float32  # noqa: A001
 globals().update({k: v for k, v in _elementwise.unary_api.items() if not k.endswith("_")})
 globals().update({k: v for k, v in _elementwise.binary_api.items() if not k.endswith("_")})
 result_type = _dtype.result_type
+# torch.abs_, torch.fill_, torch.zero_…: function forms of the (now all attached) Tensor methods
+from .ops.function_forms import *  # noqa: F401,F403,E402
 
 
 def is_tensor(obj) -> bool:
@@ -141,6 +173,35 @@ def is_complex(t) -> bool:
 
 def numel(t) -> int:
     return t.numel()
+
+
+def typename(obj) -> str:
+    """A tensor's legacy type string (``"ember.FloatTensor"``), else the dotted name of
+    ``obj``'s class or of ``obj`` itself."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if qualname is None:
+        module, qualname = obj.__class__.__module__ or "", obj.__class__.__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
+def is_vulkan_available() -> bool:
+    """False: ember has no Vulkan backend."""
+    return False
+
+
+def spmm(input, mat2, out_dtype=None):
+    """``torch.spmm``: ``mm`` that also takes a sparse COO ``input`` (``ember.sparse.mm``)."""
+    if getattr(input, "layout", None) is sparse_coo:
+        result = sparse.mm(input, mat2)
+        return result if out_dtype is None else result.to(out_dtype)
+    return mm(input, mat2, out_dtype)
+
+
+class AcceleratorError(RuntimeError):
+    """torch.AcceleratorError: an error an accelerator's runtime reported."""
 
 
 def _announce_backend(name: str) -> None:
@@ -161,6 +222,9 @@ _conversion.torch_device_surface()
 
 
 def __getattr__(name):
+    if name == "fx":                    # torch.fx is reachable from torch; loaded on first use
+        import importlib
+        return importlib.import_module("ember.fx")
     # ember.<backend>: the device module of any installed backend, loaded or not; for PyTorch's
     # device modules that no backend provides, a module whose is_available() says why
     if _registry.is_known(name):
@@ -171,4 +235,12 @@ def __getattr__(name):
 
 
 __version__ = version.__version__
+
+# every public function and Tensor method takes torch's keywords and raises torch's binding errors
+from ._api import binding as _binding  # noqa: E402
+_binding.install(_sys.modules[__name__])
+# torch's import paths where ember's modules are laid out differently (nn.modules.batchnorm…)
+from ._api import paths as _paths  # noqa: E402
+_paths.install()
+del _binding, _paths
 del annotations  # the __future__ import's name is not part of ember's API

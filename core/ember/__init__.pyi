@@ -15,444 +15,49 @@ from . import distributions as distributions
 from . import export as export
 from . import fft as fft
 from . import func as func
+from . import functional as functional
 from . import futures as futures
 from . import jit as jit
 from . import library as library
 from . import linalg as linalg
+from . import masked as masked
 from . import nn as nn
 from . import onnx as onnx
 from . import ops as ops
 from . import optim as optim
 from . import profiler as profiler
+from . import random as random
 from . import return_types as return_types
 from . import runtime as runtime
 from . import serialization as serialization
+from . import signal as signal
 from . import sparse as sparse
 from . import special as special
 from . import testing as testing
 from . import utils as utils
 from . import version as version
-from ._defaults import get_default_device as get_default_device
-from ._defaults import set_default_device as set_default_device
 from ._device import device as device
-from ._dtype import can_cast as can_cast
 from ._dtype import dtype as dtype
-from ._dtype import get_default_dtype as get_default_dtype
-from ._dtype import promote_types as promote_types
-from ._dtype import result_type as result_type
-from ._dtype import set_default_dtype as set_default_dtype
 from ._generator import Generator as Generator
-from ._generator import get_rng_state as get_rng_state
-from ._generator import initial_seed as initial_seed
-from ._generator import manual_seed as manual_seed
-from ._generator import seed as seed
-from ._generator import set_rng_state as set_rng_state
 from ._layout import layout as layout
-from ._legacy_aliases import chain_matmul as chain_matmul
-from ._legacy_aliases import frobenius_norm as frobenius_norm
-from ._legacy_aliases import igamma as igamma
-from ._legacy_aliases import igammac as igammac
-from ._legacy_aliases import is_conj as is_conj
-from ._legacy_aliases import is_neg as is_neg
-from ._legacy_aliases import lu as lu
-from ._legacy_aliases import lu_solve as lu_solve
-from ._legacy_aliases import nuclear_norm as nuclear_norm
-from ._legacy_aliases import orgqr as orgqr
-from ._legacy_aliases import resolve_conj as resolve_conj
-from ._legacy_aliases import resolve_neg as resolve_neg
-from ._legacy_aliases import triangular_solve as triangular_solve
-from ._legacy_tensors import set_default_tensor_type as set_default_tensor_type
 from ._memory_format import memory_format as memory_format
-from ._nn_aliases import adaptive_avg_pool1d as adaptive_avg_pool1d
-from ._nn_aliases import adaptive_max_pool1d as adaptive_max_pool1d
-from ._nn_aliases import alpha_dropout as alpha_dropout
-from ._nn_aliases import avg_pool1d as avg_pool1d
-from ._nn_aliases import batch_norm as batch_norm
-from ._nn_aliases import bilinear as bilinear
-from ._nn_aliases import binary_cross_entropy_with_logits as binary_cross_entropy_with_logits
-from ._nn_aliases import constant_pad_nd as constant_pad_nd
-from ._nn_aliases import conv1d as conv1d
-from ._nn_aliases import conv2d as conv2d
-from ._nn_aliases import conv3d as conv3d
-from ._nn_aliases import conv_transpose1d as conv_transpose1d
-from ._nn_aliases import conv_transpose2d as conv_transpose2d
-from ._nn_aliases import conv_transpose3d as conv_transpose3d
-from ._nn_aliases import cosine_embedding_loss as cosine_embedding_loss
-from ._nn_aliases import cosine_similarity as cosine_similarity
-from ._nn_aliases import ctc_loss as ctc_loss
-from ._nn_aliases import dropout as dropout
-from ._nn_aliases import embedding as embedding
-from ._nn_aliases import embedding_bag as embedding_bag
-from ._nn_aliases import feature_alpha_dropout as feature_alpha_dropout
-from ._nn_aliases import feature_dropout as feature_dropout
-from ._nn_aliases import group_norm as group_norm
-from ._nn_aliases import hardshrink as hardshrink
-from ._nn_aliases import hinge_embedding_loss as hinge_embedding_loss
-from ._nn_aliases import instance_norm as instance_norm
-from ._nn_aliases import kl_div as kl_div
-from ._nn_aliases import layer_norm as layer_norm
-from ._nn_aliases import margin_ranking_loss as margin_ranking_loss
-from ._nn_aliases import max_pool1d as max_pool1d
-from ._nn_aliases import max_pool1d_with_indices as max_pool1d_with_indices
-from ._nn_aliases import max_pool2d as max_pool2d
-from ._nn_aliases import max_pool3d as max_pool3d
-from ._nn_aliases import pairwise_distance as pairwise_distance
-from ._nn_aliases import poisson_nll_loss as poisson_nll_loss
-from ._nn_aliases import prelu as prelu
-from ._nn_aliases import rms_norm as rms_norm
-from ._nn_aliases import triplet_margin_loss as triplet_margin_loss
-from ._rnn_aliases import gru as gru
-from ._rnn_aliases import lstm as lstm
-from ._rnn_aliases import rnn_relu as rnn_relu
-from ._rnn_aliases import rnn_tanh as rnn_tanh
-from ._tensor_str import set_printoptions as set_printoptions
-from ._threads import get_num_threads as get_num_threads
-from ._threads import set_num_threads as set_num_threads
 from ._type_info import finfo as finfo
 from ._type_info import iinfo as iinfo
-from .accelerator import get_device_module as get_device_module
 from .amp.autocast_mode import autocast as autocast
-from .amp.autocast_mode import autocast_decrement_nesting as autocast_decrement_nesting
-from .amp.autocast_mode import autocast_increment_nesting as autocast_increment_nesting
-from .amp.autocast_mode import clear_autocast_cache as clear_autocast_cache
-from .amp.autocast_mode import get_autocast_cpu_dtype as get_autocast_cpu_dtype
-from .amp.autocast_mode import get_autocast_dtype as get_autocast_dtype
-from .amp.autocast_mode import get_autocast_gpu_dtype as get_autocast_gpu_dtype
-from .amp.autocast_mode import is_autocast_cache_enabled as is_autocast_cache_enabled
-from .amp.autocast_mode import is_autocast_cpu_enabled as is_autocast_cpu_enabled
-from .amp.autocast_mode import is_autocast_enabled as is_autocast_enabled
-from .amp.autocast_mode import set_autocast_cache_enabled as set_autocast_cache_enabled
-from .amp.autocast_mode import set_autocast_dtype as set_autocast_dtype
-from .amp.autocast_mode import set_autocast_enabled as set_autocast_enabled
-from .autograd.grad_mode import enable_grad as enable_grad
-from .autograd.grad_mode import inference_mode as inference_mode
-from .autograd.grad_mode import is_grad_enabled as is_grad_enabled
-from .autograd.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
-from .autograd.grad_mode import no_grad as no_grad
-from .autograd.grad_mode import set_grad_enabled as set_grad_enabled
-from .autograd.inference import is_inference as is_inference
-from .backends._precision import get_float32_matmul_precision as get_float32_matmul_precision
-from .backends._precision import set_float32_matmul_precision as set_float32_matmul_precision
-from .compiler import compile as compile
-from .fft._stft import istft as istft
-from .fft._stft import stft as stft
-from .jit._interop import get_num_interop_threads as get_num_interop_threads
-from .jit._interop import set_num_interop_threads as set_num_interop_threads
-from .ops.distances import cdist as cdist
-from .ops.distances import dist as dist
-from .ops.elementwise.activation import celu as celu
-from .ops.elementwise.activation import celu_ as celu_
-from .ops.elementwise.activation import elu as elu
-from .ops.elementwise.activation import gelu as gelu
-from .ops.elementwise.activation import hardtanh as hardtanh
-from .ops.elementwise.activation import leaky_relu as leaky_relu
-from .ops.elementwise.activation import rrelu as rrelu
-from .ops.elementwise.activation import rrelu_ as rrelu_
-from .ops.elementwise.activation import selu as selu
-from .ops.elementwise.activation import selu_ as selu_
-from .ops.elementwise.activation import softplus as softplus
-from .ops.elementwise.activation import threshold as threshold
-from .ops.elementwise.activation import threshold_ as threshold_
+from .amp.grad_scaler import GradScaler as GradScaler
+from .dispatch.grad_mode import enable_grad as enable_grad
+from .dispatch.grad_mode import inference_mode as inference_mode
+from .dispatch.grad_mode import no_grad as no_grad
+from .dispatch.grad_mode import set_grad_enabled as set_grad_enabled
+from .futures import Future as Future
 from .ops.elementwise.binary import add as add
 from .ops.elementwise.binary import div as div
 from .ops.elementwise.binary import div as divide
 from .ops.elementwise.binary import div as true_divide
 from .ops.elementwise.binary import sub as sub
-from .ops.elementwise.binary import sub as subtract
-from .ops.elementwise.closeness import allclose as allclose
-from .ops.elementwise.closeness import equal as equal
-from .ops.elementwise.closeness import isclose as isclose
-from .ops.elementwise.complex_numbers import angle as angle
-from .ops.elementwise.complex_numbers import complex as complex
-from .ops.elementwise.complex_numbers import polar as polar
-from .ops.elementwise.complex_numbers import sgn as sgn
-from .ops.elementwise.selection import clamp as clamp
-from .ops.elementwise.selection import clamp as clip
-from .ops.elementwise.selection import clamp_ as clamp_
-from .ops.elementwise.selection import clamp_ as clip_
-from .ops.elementwise.selection import clamp_max as clamp_max
-from .ops.elementwise.selection import clamp_min as clamp_min
-from .ops.elementwise.selection import where as where
-from .ops.elementwise.special import i0 as i0
-from .ops.elementwise.special import mvlgamma as mvlgamma
-from .ops.elementwise.special import polygamma as polygamma
-from .ops.elementwise.special import sinc as sinc
-from .ops.elementwise.ternary import addcdiv as addcdiv
-from .ops.elementwise.ternary import addcmul as addcmul
-from .ops.elementwise.ternary import lerp as lerp
-from .ops.elementwise.unary import conj as conj
-from .ops.elementwise.unary import nan_to_num as nan_to_num
-from .ops.elementwise.unary import round as round
-from .ops.factories import arange as arange
-from .ops.factories import as_tensor as as_tensor
-from .ops.factories import asarray as asarray
-from .ops.factories import empty as empty
-from .ops.factories import empty_like as empty_like
-from .ops.factories import eye as eye
-from .ops.factories import from_dlpack as from_dlpack
-from .ops.factories import from_numpy as from_numpy
-from .ops.factories import full as full
-from .ops.factories import full_like as full_like
-from .ops.factories import linspace as linspace
-from .ops.factories import logspace as logspace
-from .ops.factories import ones as ones
-from .ops.factories import ones_like as ones_like
-from .ops.factories import tensor as tensor
-from .ops.factories import zeros as zeros
-from .ops.factories import zeros_like as zeros_like
-from .ops.grid_sampling import affine_grid_generator as affine_grid_generator
-from .ops.grid_sampling import grid_sampler as grid_sampler
-from .ops.histograms import histogram as histogram
-from .ops.histograms import histogramdd as histogramdd
-from .ops.indexing.advanced import argwhere as argwhere
-from .ops.indexing.advanced import index_put as index_put
-from .ops.indexing.advanced import nonzero as nonzero
-from .ops.indexing.advanced import take as take
-from .ops.indexing.gather_scatter import gather as gather
-from .ops.indexing.gather_scatter import index_add as index_add
-from .ops.indexing.gather_scatter import index_copy as index_copy
-from .ops.indexing.gather_scatter import index_select as index_select
-from .ops.indexing.gather_scatter import scatter as scatter
-from .ops.indexing.gather_scatter import scatter_add as scatter_add
-from .ops.indexing.masked import masked_fill as masked_fill
-from .ops.indexing.masked import masked_select as masked_select
-from .ops.indexing.masked import one_hot as one_hot
-from .ops.linalg.contractions import einsum as einsum
-from .ops.linalg.contractions import tensordot as tensordot
-from .ops.linalg.decompositions import lu_unpack as lu_unpack
-from .ops.linalg.fused import addmm as addmm
-from .ops.linalg.fused import addmv as addmv
-from .ops.linalg.fused import baddbmm as baddbmm
-from .ops.linalg.householder_qr import geqrf as geqrf
-from .ops.linalg.householder_qr import ormqr as ormqr
-from .ops.linalg.legacy import cholesky as cholesky
-from .ops.linalg.legacy import cholesky_inverse as cholesky_inverse
-from .ops.linalg.legacy import cholesky_solve as cholesky_solve
-from .ops.linalg.legacy import cross as cross
-from .ops.linalg.legacy import det as det
-from .ops.linalg.legacy import inverse as inverse
-from .ops.linalg.legacy import logdet as logdet
-from .ops.linalg.legacy import matrix_exp as matrix_exp
-from .ops.linalg.legacy import matrix_power as matrix_power
-from .ops.linalg.legacy import pinverse as pinverse
-from .ops.linalg.legacy import qr as qr
-from .ops.linalg.legacy import slogdet as slogdet
-from .ops.linalg.legacy import svd as svd
-from .ops.linalg.lobpcg import lobpcg as lobpcg
-from .ops.linalg.lowrank import pca_lowrank as pca_lowrank
-from .ops.linalg.lowrank import svd_lowrank as svd_lowrank
-from .ops.linalg.products import bmm as bmm
-from .ops.linalg.products import dot as dot
-from .ops.linalg.products import matmul as matmul
-from .ops.linalg.products import mm as mm
-from .ops.linalg.products import mv as mv
-from .ops.linalg.products import outer as ger
-from .ops.linalg.products import outer as outer
-from .ops.linalg.products import vdot as vdot
-from .ops.nn.conv import convolution as convolution
-from .ops.nn.norm import native_batch_norm as native_batch_norm
-from .ops.nn.norm import native_group_norm as native_group_norm
-from .ops.nn.norm import native_layer_norm as native_layer_norm
-from .ops.numeric_more import corrcoef as corrcoef
-from .ops.numeric_more import cov as cov
-from .ops.numeric_more import cummax as cummax
-from .ops.numeric_more import cummin as cummin
-from .ops.numeric_more import cumulative_trapezoid as cumulative_trapezoid
-from .ops.numeric_more import diff as diff
-from .ops.numeric_more import float_power as float_power
-from .ops.numeric_more import gcd as gcd
-from .ops.numeric_more import gradient as gradient
-from .ops.numeric_more import heaviside as heaviside
-from .ops.numeric_more import inner as inner
-from .ops.numeric_more import kron as kron
-from .ops.numeric_more import lcm as lcm
-from .ops.numeric_more import ldexp as ldexp
-from .ops.numeric_more import logcumsumexp as logcumsumexp
-from .ops.numeric_more import renorm as renorm
-from .ops.numeric_more import rot90 as rot90
-from .ops.numeric_more import rsub as rsub
-from .ops.numeric_more import trace as trace
-from .ops.numeric_more import trapezoid as trapezoid
-from .ops.numeric_more import trapz as trapz
-from .ops.random import bernoulli as bernoulli
-from .ops.random import multinomial as multinomial
-from .ops.random import normal as normal
-from .ops.random import rand as rand
-from .ops.random import rand_like as rand_like
-from .ops.random import randint as randint
-from .ops.random import randint_like as randint_like
-from .ops.random import randn as randn
-from .ops.random import randn_like as randn_like
-from .ops.random import randperm as randperm
-from .ops.reduction.extremes import all as all
-from .ops.reduction.extremes import amax as amax
-from .ops.reduction.extremes import amin as amin
-from .ops.reduction.extremes import aminmax as aminmax
-from .ops.reduction.extremes import any as any
-from .ops.reduction.extremes import argmax as argmax
-from .ops.reduction.extremes import argmin as argmin
-from .ops.reduction.extremes import max as max
-from .ops.reduction.extremes import min as min
-from .ops.reduction.norms import logsumexp as logsumexp
-from .ops.reduction.norms import norm as norm
-from .ops.reduction.scans import cumprod as cumprod
-from .ops.reduction.scans import cumsum as cumsum
-from .ops.reduction.scans import log_softmax as log_softmax
-from .ops.reduction.scans import softmax as softmax
-from .ops.reduction.sums import count_nonzero as count_nonzero
-from .ops.reduction.sums import mean as mean
-from .ops.reduction.sums import nanmean as nanmean
-from .ops.reduction.sums import nansum as nansum
-from .ops.reduction.sums import prod as prod
-from .ops.reduction.sums import std as std
-from .ops.reduction.sums import std_mean as std_mean
-from .ops.reduction.sums import sum as sum
-from .ops.reduction.sums import var as var
-from .ops.reduction.sums import var_mean as var_mean
-from .ops.rnn import gru_cell as gru_cell
-from .ops.rnn import lstm_cell as lstm_cell
-from .ops.rnn import rnn_relu_cell as rnn_relu_cell
-from .ops.rnn import rnn_tanh_cell as rnn_tanh_cell
-from .ops.sampling import binomial as binomial
-from .ops.sampling import poisson as poisson
-from .ops.scatter_reduce import index_reduce as index_reduce
-from .ops.scatter_reduce import scatter_reduce as scatter_reduce
-from .ops.shape import atleast_1d as atleast_1d
-from .ops.shape import atleast_2d as atleast_2d
-from .ops.shape import atleast_3d as atleast_3d
-from .ops.shape import cat as cat
-from .ops.shape import cat as concat
-from .ops.shape import cat as concatenate
-from .ops.shape import column_stack as column_stack
-from .ops.shape import diag as diag
-from .ops.shape import dstack as dstack
-from .ops.shape import flip as flip
-from .ops.shape import fliplr as fliplr
-from .ops.shape import flipud as flipud
-from .ops.shape import hstack as hstack
-from .ops.shape import repeat_interleave as repeat_interleave
-from .ops.shape import roll as roll
-from .ops.shape import stack as stack
-from .ops.shape import tile as tile
-from .ops.shape import tril as tril
-from .ops.shape import triu as triu
-from .ops.shape import vstack as row_stack
-from .ops.shape import vstack as vstack
-from .ops.sorting import argsort as argsort
-from .ops.sorting import kthvalue as kthvalue
-from .ops.sorting import median as median
-from .ops.sorting import mode as mode
-from .ops.sorting import msort as msort
-from .ops.sorting import nanmedian as nanmedian
-from .ops.sorting import sort as sort
-from .ops.sorting import topk as topk
-from .ops.sorting import unique as unique
-from .ops.spatial import channel_shuffle as channel_shuffle
-from .ops.spatial import channel_shuffle as native_channel_shuffle
-from .ops.spatial import pixel_shuffle as pixel_shuffle
-from .ops.spatial import pixel_unshuffle as pixel_unshuffle
-from .ops.structure import bincount as bincount
-from .ops.structure import block_diag as block_diag
-from .ops.structure import broadcast_shapes as broadcast_shapes
-from .ops.structure import bucketize as bucketize
-from .ops.structure import cartesian_prod as cartesian_prod
-from .ops.structure import combinations as combinations
-from .ops.structure import diag_embed as diag_embed
-from .ops.structure import diagflat as diagflat
-from .ops.structure import histc as histc
-from .ops.structure import index_fill as index_fill
-from .ops.structure import isin as isin
-from .ops.structure import masked_scatter as masked_scatter
-from .ops.structure import meshgrid as meshgrid
-from .ops.structure import put as put
-from .ops.structure import searchsorted as searchsorted
-from .ops.structure import take_along_dim as take_along_dim
-from .ops.tensor_extras import addbmm as addbmm
-from .ops.tensor_extras import addr as addr
-from .ops.tensor_extras import adjoint as adjoint
-from .ops.tensor_extras import clone as clone
-from .ops.tensor_extras import detach as detach
-from .ops.tensor_extras import frexp as frexp
-from .ops.tensor_extras import nanquantile as nanquantile
-from .ops.tensor_extras import nextafter as nextafter
-from .ops.tensor_extras import nonzero_static as nonzero_static
-from .ops.tensor_extras import quantile as quantile
-from .ops.tensor_extras import unique_consecutive as unique_consecutive
-from .ops.tensor_extras import unravel_index as unravel_index
-from .ops.view_copies import alias_copy as alias_copy
-from .ops.view_copies import as_strided_copy as as_strided_copy
-from .ops.view_copies import detach_copy as detach_copy
-from .ops.view_copies import diagonal_copy as diagonal_copy
-from .ops.view_copies import diagonal_scatter as diagonal_scatter
-from .ops.view_copies import dsplit as dsplit
-from .ops.view_copies import expand_copy as expand_copy
-from .ops.view_copies import get_device as get_device
-from .ops.view_copies import hsplit as hsplit
-from .ops.view_copies import is_nonzero as is_nonzero
-from .ops.view_copies import is_same_size as is_same_size
-from .ops.view_copies import is_signed as is_signed
-from .ops.view_copies import isreal as isreal
-from .ops.view_copies import narrow_copy as narrow_copy
-from .ops.view_copies import permute_copy as permute_copy
-from .ops.view_copies import ravel as ravel
-from .ops.view_copies import select_copy as select_copy
-from .ops.view_copies import select_scatter as select_scatter
-from .ops.view_copies import slice_copy as slice_copy
-from .ops.view_copies import slice_scatter as slice_scatter
-from .ops.view_copies import split_copy as split_copy
-from .ops.view_copies import split_with_sizes as split_with_sizes
-from .ops.view_copies import split_with_sizes_copy as split_with_sizes_copy
-from .ops.view_copies import squeeze_copy as squeeze_copy
-from .ops.view_copies import t_copy as t_copy
-from .ops.view_copies import transpose_copy as transpose_copy
-from .ops.view_copies import unbind_copy as unbind_copy
-from .ops.view_copies import unfold_copy as unfold_copy
-from .ops.view_copies import unsafe_chunk as unsafe_chunk
-from .ops.view_copies import unsafe_split as unsafe_split
-from .ops.view_copies import unsafe_split_with_sizes as unsafe_split_with_sizes
-from .ops.view_copies import unsqueeze_copy as unsqueeze_copy
-from .ops.view_copies import view_as_complex_copy as view_as_complex_copy
-from .ops.view_copies import view_as_real_copy as view_as_real_copy
-from .ops.view_copies import view_copy as view_copy
-from .ops.view_copies import vsplit as vsplit
-from .ops.views.reshaping import broadcast_tensors as broadcast_tensors
-from .ops.views.reshaping import broadcast_to as broadcast_to
-from .ops.views.reshaping import flatten as flatten
-from .ops.views.reshaping import imag as imag
-from .ops.views.reshaping import movedim as moveaxis
-from .ops.views.reshaping import movedim as movedim
-from .ops.views.reshaping import permute as permute
-from .ops.views.reshaping import real as real
-from .ops.views.reshaping import reshape as reshape
-from .ops.views.reshaping import squeeze as squeeze
-from .ops.views.reshaping import t as t
-from .ops.views.reshaping import transpose as swapaxes
-from .ops.views.reshaping import transpose as swapdims
-from .ops.views.reshaping import transpose as transpose
-from .ops.views.reshaping import unflatten as unflatten
-from .ops.views.reshaping import unsqueeze as unsqueeze
-from .ops.views.reshaping import view_as_complex as view_as_complex
-from .ops.views.reshaping import view_as_real as view_as_real
-from .ops.views.slicing import chunk as chunk
-from .ops.views.slicing import diagonal as diagonal
-from .ops.views.slicing import narrow as narrow
-from .ops.views.slicing import select as select
-from .ops.views.slicing import split as split
-from .ops.views.slicing import tensor_split as tensor_split
-from .ops.views.slicing import unbind as unbind
-from .ops.views.strided import as_strided as as_strided
-from .ops.views.strided import as_strided_scatter as as_strided_scatter
-from .runtime.determinism import are_deterministic_algorithms_enabled as are_deterministic_algorithms_enabled
-from .runtime.determinism import get_deterministic_debug_mode as get_deterministic_debug_mode
-from .runtime.determinism import is_deterministic_algorithms_warn_only_enabled as is_deterministic_algorithms_warn_only_enabled
-from .runtime.determinism import set_deterministic_debug_mode as set_deterministic_debug_mode
-from .runtime.determinism import use_deterministic_algorithms as use_deterministic_algorithms
-from .serialization import load as load
-from .serialization import save as save
-from .sparse import indices_copy as indices_copy
-from .sparse import values_copy as values_copy
-from .sparse._coo import sparse_coo_tensor as sparse_coo_tensor
+from .runtime.allocator import OutOfMemoryError as OutOfMemoryError
 
+AcceleratorError: Any
 BFloat16Tensor: Any
 BoolTensor: Any
 ByteTensor: Any
@@ -493,106 +98,610 @@ strided: Any
 uint8: dtype
 
 def abs(input, *, out=...): ...  # ember.ops.elementwise.unary
+def abs_(self): ...  # ember.ops.elementwise.unary
 def absolute(input, *, out=...): ...  # ember.ops.elementwise.unary
 def acos(input, *, out=...): ...  # ember.ops.elementwise.unary
+def acos_(self): ...  # ember.ops.elementwise.unary
 def acosh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def acosh_(self): ...  # ember.ops.elementwise.unary
+def adaptive_avg_pool1d(input, output_size): ...  # ember.nn._pool
+def adaptive_max_pool1d(input, output_size): ...  # ember.nn._pool
+def addbmm(input, batch1, batch2, *, beta=..., alpha=..., out=...): ...  # ember.ops.linalg.fused
+def addcdiv(input, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
+def addcmul(input, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
+def addmm(input, mat1, mat2, out_dtype=..., *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+def addmv(input, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+def addr(input, vec1, vec2, *, beta=..., alpha=..., out=...): ...  # ember.ops.linalg.fused
+def adjoint(input): ...  # ember.ops.views.reshaping
+def affine_grid_generator(theta, size, align_corners): ...  # ember.ops.grid_sampling
+def alias_copy(input): ...  # ember.ops.view_copies
+def all(input, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+def allclose(input, other, rtol=..., atol=..., equal_nan=...): ...  # ember.ops.elementwise.closeness
+def alpha_dropout(input, p, train): ...  # ember.nn._dropout
+def alpha_dropout_(input, p, train): ...  # ember.nn._dropout
+def amax(input, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+def amin(input, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+def aminmax(input, *, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+def angle(input, *, out=...): ...  # ember.ops.elementwise.complex_numbers
+def any(input, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+def arange(start=..., end=..., step=..., *, out=..., dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
 def arccos(input, *, out=...): ...  # ember.ops.elementwise.unary
+def arccos_(self): ...  # ember.ops.elementwise.unary
 def arccosh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def arccosh_(self): ...  # ember.ops.elementwise.unary
 def arcsin(input, *, out=...): ...  # ember.ops.elementwise.unary
+def arcsin_(self): ...  # ember.ops.elementwise.unary
 def arcsinh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def arcsinh_(self): ...  # ember.ops.elementwise.unary
 def arctan(input, *, out=...): ...  # ember.ops.elementwise.unary
 def arctan2(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def arctan_(self): ...  # ember.ops.elementwise.unary
 def arctanh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def arctanh_(self): ...  # ember.ops.elementwise.unary
+def are_deterministic_algorithms_enabled(): ...  # ember.runtime.determinism
+def argmax(input, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+def argmin(input, dim=..., keepdim=...): ...  # ember.ops.reduction.extremes
+def argsort(input, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
+def argwhere(input): ...  # ember.ops.indexing.advanced
+def as_strided(self, size, stride, storage_offset=...): ...  # ember.ops.views.strided
+def as_strided_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
+def as_strided_copy(input, size, stride, storage_offset=...): ...  # ember.ops.view_copies
+def as_strided_scatter(input, src, size, stride, storage_offset=...): ...  # ember.ops.views.strided
+def as_tensor(data, dtype=..., device=...): ...  # ember.ops.factories
+def asarray(obj, *, dtype=..., device=..., copy=..., requires_grad=...): ...  # ember.ops.factories
 def asin(input, *, out=...): ...  # ember.ops.elementwise.unary
+def asin_(self): ...  # ember.ops.elementwise.unary
 def asinh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def asinh_(self): ...  # ember.ops.elementwise.unary
 def atan(input, *, out=...): ...  # ember.ops.elementwise.unary
 def atan2(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def atan_(self): ...  # ember.ops.elementwise.unary
 def atanh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def atanh_(self): ...  # ember.ops.elementwise.unary
+def atleast_1d(*tensors): ...  # ember.ops.shape
+def atleast_2d(*tensors): ...  # ember.ops.shape
+def atleast_3d(*tensors): ...  # ember.ops.shape
+def autocast_decrement_nesting(): ...  # ember.amp.autocast_mode
+def autocast_increment_nesting(): ...  # ember.amp.autocast_mode
+def avg_pool1d(input, kernel_size, stride=..., padding=..., ceil_mode=..., count_include_pad=...): ...  # ember.nn._pool
+def baddbmm(input, batch1, batch2, out_dtype=..., *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+def bartlett_window(window_length, periodic=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.signal.windows
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=...): ...  # ember.nn._normalization
+def bernoulli(input, p=..., *, generator=..., out=...): ...  # ember.ops.random
+def bilinear(input1, input2, weight, bias=...): ...  # ember.nn._linear
+def binary_cross_entropy_with_logits(input, target, weight=..., pos_weight=..., reduction=...): ...  # ember.nn._loss
+def bincount(input, weights=..., minlength=...): ...  # ember.ops.structure
+def binomial(count, prob, generator=...): ...  # ember.ops.sampling
 def bitwise_and(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def bitwise_left_shift(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def bitwise_not(input, *, out=...): ...  # ember.ops.elementwise.unary
 def bitwise_or(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def bitwise_right_shift(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def bitwise_xor(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def blackman_window(window_length, periodic=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.signal.windows
+def block_diag(*tensors): ...  # ember.ops.structure
+def bmm(input, mat2, out_dtype=...): ...  # ember.ops.linalg.products
+def broadcast_shapes(*shapes): ...  # ember.ops.structure
+def broadcast_tensors(*tensors): ...  # ember.ops.views.reshaping
+def broadcast_to(input, shape): ...  # ember.ops.views.reshaping
+def bucketize(input, boundaries, *, out_int32=..., right=..., out=...): ...  # ember.ops.structure
+def can_cast(from_, to): ...  # ember._dtype
+def cartesian_prod(*tensors): ...  # ember.ops.structure
+def cat(tensors, dim=..., *, out=...): ...  # ember.ops.shape
+def cdist(x1, x2, p=..., compute_mode=...): ...  # ember.ops.distances
 def ceil(input, *, out=...): ...  # ember.ops.elementwise.unary
+def ceil_(self): ...  # ember.ops.elementwise.unary
+def celu(input, alpha=...): ...  # ember.ops.elementwise.activation
+def celu_(input, alpha=...): ...  # ember.ops.elementwise.activation
+def chain_matmul(*matrices, out=...): ...  # ember.ops.linalg.legacy
+def channel_shuffle(input, groups): ...  # ember.ops.spatial
+def cholesky(input, upper=..., *, out=...): ...  # ember.ops.linalg.legacy
+def cholesky_inverse(input, upper=..., *, out=...): ...  # ember.ops.linalg.legacy
+def cholesky_solve(input, input2, upper=..., *, out=...): ...  # ember.ops.linalg.legacy
+def chunk(input, chunks, dim=...): ...  # ember.ops.views.slicing
+def clamp(input, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
+def clamp_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
+def clamp_max(input, max): ...  # ember.ops.elementwise.selection
+def clamp_max_(self, max): ...  # ember.ops.elementwise.selection
+def clamp_min(input, min): ...  # ember.ops.elementwise.selection
+def clamp_min_(self, min): ...  # ember.ops.elementwise.selection
+def clear_autocast_cache(): ...  # ember.amp.autocast_mode
+def clip(input, min=..., max=..., *, out=...): ...  # ember.ops.elementwise.selection
+def clip_(self, min=..., max=...): ...  # ember.ops.elementwise.selection
+def clone(input, *, memory_format=...): ...  # ember.ops.conversion
+def column_stack(tensors, *, out=...): ...  # ember.ops.shape
+def combinations(input, r=..., with_replacement=...): ...  # ember.ops.structure
+def compile(model=..., *, fullgraph=..., dynamic=..., backend=..., mode=..., options=..., name=..., disable=..., recompile_limit=..., isolate_recompiles=..., shapes_spec=...): ...  # ember.compiler
+def complex(real, imag, *, out=...): ...  # ember.ops.elementwise.complex_numbers
+def concat(tensors, dim=..., *, out=...): ...  # ember.ops.shape
+def concatenate(tensors, dim=..., *, out=...): ...  # ember.ops.shape
+def cond(pred, true_fn, false_fn, operands=...): ...  # ember._control_flow
+def conj(input): ...  # ember.ops.elementwise.unary
 def conj_physical(input, *, out=...): ...  # ember.ops.elementwise.unary
+def conj_physical_(self): ...  # ember.ops.elementwise.unary
+def constant_pad_nd(input, pad, value=...): ...  # ember.nn._padding
+def conv1d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): ...  # ember.nn._conv
+def conv2d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): ...  # ember.nn._conv
+def conv3d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): ...  # ember.nn._conv
+def conv_transpose1d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): ...  # ember.nn._conv
+def conv_transpose2d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): ...  # ember.nn._conv
+def conv_transpose3d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): ...  # ember.nn._conv
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups): ...  # ember.ops.nn.conv
 def copysign(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def corrcoef(input): ...  # ember.ops.reduction.statistics
 def cos(input, *, out=...): ...  # ember.ops.elementwise.unary
+def cos_(self): ...  # ember.ops.elementwise.unary
 def cosh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def cosh_(self): ...  # ember.ops.elementwise.unary
+def cosine_embedding_loss(input1, input2, target, margin=..., reduction=...): ...  # ember.nn._margin_loss
+def cosine_similarity(x1, x2, dim=..., eps=...): ...  # ember.nn._distance
+def count_nonzero(input, dim=...): ...  # ember.ops.reduction.sums
+def cov(input, *, correction=..., fweights=..., aweights=...): ...  # ember.ops.reduction.statistics
+def cross(input, other, dim=..., *, out=...): ...  # ember.ops.linalg.legacy
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=..., reduction=..., zero_infinity=...): ...  # ember.nn._loss
+def cummax(input, dim): ...  # ember.ops.reduction.scans
+def cummin(input, dim): ...  # ember.ops.reduction.scans
+def cumprod(input, dim, *, dtype=...): ...  # ember.ops.reduction.scans
+def cumsum(input, dim, *, dtype=...): ...  # ember.ops.reduction.scans
+def cumulative_trapezoid(y, x=..., *, dx=..., dim=...): ...  # ember.ops.differences
 def deg2rad(input, *, out=...): ...  # ember.ops.elementwise.unary
+def deg2rad_(self): ...  # ember.ops.elementwise.unary
+def det(input): ...  # ember.ops.linalg.legacy
+def detach(input): ...  # ember.ops.conversion
+def detach_(self): ...  # ember.autograd.tensor_api
+def detach_copy(input): ...  # ember.ops.view_copies
+def diag(input, diagonal=..., *, out=...): ...  # ember.ops.shape
+def diag_embed(input, offset=..., dim1=..., dim2=...): ...  # ember.ops.structure
+def diagflat(input, offset=...): ...  # ember.ops.structure
+def diagonal(input, offset=..., dim1=..., dim2=...): ...  # ember.ops.views.slicing
+def diagonal_copy(input, offset=..., dim1=..., dim2=...): ...  # ember.ops.view_copies
+def diagonal_scatter(input, src, offset=..., dim1=..., dim2=...): ...  # ember.ops.view_copies
+def diff(input, n=..., dim=..., prepend=..., append=...): ...  # ember.ops.differences
 def digamma(input, *, out=...): ...  # ember.ops.elementwise.unary
+def dist(input, other, p=...): ...  # ember.ops.distances
+def dot(input, tensor): ...  # ember.ops.linalg.products
+def dropout(input, p, train): ...  # ember.nn._dropout
+def dropout_(input, p, train): ...  # ember.nn._dropout
+def dsplit(input, indices_or_sections): ...  # ember.ops.view_copies
+def dstack(tensors, *, out=...): ...  # ember.ops.shape
+def eig(self, eigenvectors=..., *, e=..., v=...): ...  # ember.ops.removed
+def einsum(*args): ...  # ember.ops.linalg.contractions
+def elu(input, alpha=...): ...  # ember.ops.elementwise.activation
+def embedding(weight, indices, padding_idx=..., scale_grad_by_freq=..., sparse=...): ...  # ember.nn._embedding
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=..., mode=..., sparse=..., per_sample_weights=..., include_last_offset=..., padding_idx=...): ...  # ember.nn._embedding
+def embedding_renorm_(input, indices, max_norm, norm_type): ...  # ember.nn._embedding
+def empty(*size_args, size=..., dtype=..., layout=..., device=..., requires_grad=..., out=..., memory_format=..., pin_memory=...): ...  # ember.ops.factories
+def empty_like(input, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=..., memory_format=...): ...  # ember.ops.factories
+def empty_permuted(size, physical_layout, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
+def empty_strided(size, stride, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
 def eq(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def equal(input, other): ...  # ember.ops.elementwise.closeness
 def erf(input, *, out=...): ...  # ember.ops.elementwise.unary
+def erf_(self): ...  # ember.ops.elementwise.unary
 def erfc(input, *, out=...): ...  # ember.ops.elementwise.unary
+def erfc_(self): ...  # ember.ops.elementwise.unary
 def erfinv(input, *, out=...): ...  # ember.ops.elementwise.unary
 def exp(input, *, out=...): ...  # ember.ops.elementwise.unary
 def exp2(input, *, out=...): ...  # ember.ops.elementwise.unary
+def exp2_(self): ...  # ember.ops.elementwise.unary
+def exp_(self): ...  # ember.ops.elementwise.unary
+def expand_copy(input, size, *, implicit=...): ...  # ember.ops.view_copies
 def expm1(input, *, out=...): ...  # ember.ops.elementwise.unary
+def expm1_(self): ...  # ember.ops.elementwise.unary
+def eye(n, m=..., *, out=..., dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
+def feature_alpha_dropout(input, p, train): ...  # ember.nn._dropout
+def feature_alpha_dropout_(input, p, train): ...  # ember.nn._dropout
+def feature_dropout(input, p, train): ...  # ember.nn._dropout
+def feature_dropout_(input, p, train): ...  # ember.nn._dropout
+def fill(input, value): ...  # ember.ops.function_forms
+def fill_(self, value): ...  # ember.ops.random
 def fix(input, *, out=...): ...  # ember.ops.elementwise.unary
+def fix_(self): ...  # ember.ops.elementwise.unary
+def flatten(input, start_dim=..., end_dim=...): ...  # ember.ops.views.reshaping
+def flip(input, *dims_args, dims=...): ...  # ember.ops.shape
+def fliplr(input): ...  # ember.ops.shape
+def flipud(input): ...  # ember.ops.shape
+def float_power(input, exponent): ...  # ember.ops.elementwise.floating_point
 def floor(input, *, out=...): ...  # ember.ops.elementwise.unary
+def floor_(self): ...  # ember.ops.elementwise.unary
 def floor_divide(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def fmax(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def fmin(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def fmod(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def fork(func, *args, **kwargs): ...  # ember.jit
 def frac(input, *, out=...): ...  # ember.ops.elementwise.unary
+def frac_(self): ...  # ember.ops.elementwise.unary
+def frexp(input): ...  # ember.ops.elementwise.floating_point
+def frobenius_norm(input, dim=..., keepdim=..., *, out=...): ...  # ember.ops.linalg.legacy
+def from_dlpack(ext_tensor, *, device=..., copy=...): ...  # ember.ops.factories
+def from_numpy(array): ...  # ember.ops.factories
+def frombuffer(buffer, *, dtype, count=..., offset=..., requires_grad=...): ...  # ember.ops.factory_forms
+def full(size, fill_value, *, dtype=..., layout=..., device=..., requires_grad=..., out=..., pin_memory=...): ...  # ember.ops.factories
+def full_like(input, fill_value, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=..., memory_format=...): ...  # ember.ops.factories
+def gather(input, dim, index, *, sparse_grad=..., out=...): ...  # ember.ops.indexing.gather_scatter
+def gcd(input, other): ...  # ember.ops.elementwise.integer
+def gcd_(self, other): ...  # ember.ops.elementwise.integer
 def ge(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def gelu(input, approximate=...): ...  # ember.ops.elementwise.activation
+def geqrf(input, *, out=...): ...  # ember.ops.linalg.householder_qr
+def ger(input, vec2): ...  # ember.ops.linalg.products
+def get_autocast_cpu_dtype(): ...  # ember.amp.autocast_mode
+def get_autocast_dtype(device_type): ...  # ember.amp.autocast_mode
+def get_autocast_gpu_dtype(): ...  # ember.amp.autocast_mode
+def get_default_device(): ...  # ember._defaults
+def get_default_dtype(): ...  # ember._dtype
+def get_deterministic_debug_mode(): ...  # ember.runtime.determinism
+def get_device(input): ...  # ember.ops.view_copies
+def get_device_module(device=...): ...  # ember.accelerator
+def get_float32_matmul_precision(): ...  # ember.backends._precision
+def get_num_interop_threads(): ...  # ember.jit._interop
+def get_num_threads(): ...  # ember._threads
+def get_rng_state(): ...  # ember._generator
+def gradient(input, *, spacing=..., dim=..., edge_order=...): ...  # ember.ops.differences
 def greater(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def greater_equal(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners): ...  # ember.ops.grid_sampling
+def group_norm(input, num_groups, weight=..., bias=..., eps=..., cudnn_enabled=...): ...  # ember.nn._normalization
+def gru(*args, **kwargs): ...  # ember.nn._rnn
+def gru_cell(input, hx, w_ih, w_hh, b_ih=..., b_hh=...): ...  # ember.ops.rnn
 def gt(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def hamming_window(window_length, periodic=..., alpha=..., beta=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.signal.windows
+def hann_window(window_length, periodic=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.signal.windows
+def hardshrink(input, lambd=...): ...  # ember.ops.elementwise.activation
+def hardtanh(input, min_val=..., max_val=...): ...  # ember.ops.elementwise.activation
+def heaviside(input, values): ...  # ember.ops.elementwise.selection
+def hinge_embedding_loss(input, target, margin=..., reduction=...): ...  # ember.nn._margin_loss
+def histc(input, bins=..., min=..., max=..., *, out=...): ...  # ember.ops.structure
+def histogram(input, bins=..., *, range=..., weight=..., density=..., out=...): ...  # ember.ops.histograms
+def histogramdd(input, bins, range=..., weight=..., density=...): ...  # ember.ops.histograms
+def hsplit(input, indices_or_sections): ...  # ember.ops.view_copies
+def hstack(tensors, *, out=...): ...  # ember.ops.shape
 def hypot(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def i0(input, *, out=...): ...  # ember.ops.elementwise.special
+def i0_(self): ...  # ember.ops.elementwise.special
+def igamma(input, other, *, out=...): ...  # ember.ops.elementwise.special
+def igammac(input, other, *, out=...): ...  # ember.ops.elementwise.special
+def imag(input): ...  # ember.ops.views.reshaping
+def index_add(input, dim, index, source, *, alpha=...): ...  # ember.ops.indexing.gather_scatter
+def index_copy(input, dim, index, source): ...  # ember.ops.indexing.gather_scatter
+def index_fill(input, dim, index, value): ...  # ember.ops.structure
+def index_put(input, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
+def index_put_(self, indices, values, accumulate=...): ...  # ember.ops.indexing.advanced
+def index_reduce(input, dim, index, source, reduce, *, include_self=..., out=...): ...  # ember.ops.scatter_reduce
+def index_select(input, dim, index, *, out=...): ...  # ember.ops.indexing.gather_scatter
+def indices_copy(input, *, out=...): ...  # ember.sparse
+def initial_seed(): ...  # ember._generator
+def inner(input, other): ...  # ember.ops.linalg.products
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled): ...  # ember.nn._normalization
+def inverse(input, *, out=...): ...  # ember.ops.linalg.legacy
+def is_anomaly_check_nan_enabled(): ...  # ember.autograd.anomaly
+def is_anomaly_enabled(): ...  # ember.autograd.anomaly
+def is_autocast_cache_enabled(): ...  # ember.amp.autocast_mode
+def is_autocast_cpu_enabled(): ...  # ember.amp.autocast_mode
+def is_autocast_enabled(device_type=...): ...  # ember.amp.autocast_mode
 def is_complex(t): ...  # ember
+def is_conj(input): ...  # ember.ops.elementwise.complex_numbers
+def is_deterministic_algorithms_warn_only_enabled(): ...  # ember.runtime.determinism
 def is_floating_point(t): ...  # ember
+def is_grad_enabled(): ...  # ember.dispatch.grad_mode
+def is_inference(input): ...  # ember.autograd.inference
+def is_inference_mode_enabled(): ...  # ember.dispatch.grad_mode
+def is_neg(input): ...  # ember.ops.elementwise.complex_numbers
+def is_nonzero(input): ...  # ember.ops.view_copies
+def is_same_size(input, other): ...  # ember.ops.view_copies
+def is_signed(input): ...  # ember.ops.view_copies
 def is_tensor(obj): ...  # ember
+def is_vulkan_available(): ...  # ember
+def isclose(input, other, rtol=..., atol=..., equal_nan=...): ...  # ember.ops.elementwise.closeness
 def isfinite(input, *, out=...): ...  # ember.ops.elementwise.unary
+def isin(elements, test_elements, *, assume_unique=..., invert=...): ...  # ember.ops.structure
 def isinf(input, *, out=...): ...  # ember.ops.elementwise.unary
 def isnan(input, *, out=...): ...  # ember.ops.elementwise.unary
 def isneginf(input, *, out=...): ...  # ember.ops.elementwise.unary
 def isposinf(input, *, out=...): ...  # ember.ops.elementwise.unary
+def isreal(input): ...  # ember.ops.view_copies
+def istft(input, n_fft, hop_length=..., win_length=..., window=..., center=..., normalized=..., onesided=..., length=..., return_complex=...): ...  # ember.fft._stft
+def kaiser_window(window_length, periodic=..., beta=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.signal.windows
+def kl_div(input, target, reduction=..., *, log_target=...): ...  # ember.nn._loss
+def kron(input, other): ...  # ember.ops.linalg.products
+def kthvalue(input, k, dim=..., keepdim=...): ...  # ember.ops.sorting
+def layer_norm(input, normalized_shape, weight=..., bias=..., eps=..., cudnn_enable=...): ...  # ember.nn._normalization
+def lcm(input, other): ...  # ember.ops.elementwise.integer
+def lcm_(self, other): ...  # ember.ops.elementwise.integer
+def ldexp(input, other): ...  # ember.ops.elementwise.floating_point
+def ldexp_(self, other): ...  # ember.ops.elementwise.floating_point
 def le(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def leaky_relu(input, negative_slope=...): ...  # ember.ops.elementwise.activation
+def lerp(input, end, weight, *, out=...): ...  # ember.ops.elementwise.ternary
 def less(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def less_equal(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def lgamma(input, *, out=...): ...  # ember.ops.elementwise.unary
+def linspace(start, end, steps, *, out=..., dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
+def load(f, map_location=..., pickle_module=..., *, weights_only=..., mmap=..., **pickle_load_args): ...  # ember.serialization
+def lobpcg(A, k=..., B=..., X=..., n=..., iK=..., niter=..., tol=..., largest=..., method=..., tracker=..., ortho_iparams=..., ortho_fparams=..., ortho_bparams=...): ...  # ember.ops.linalg.lobpcg
 def log(input, *, out=...): ...  # ember.ops.elementwise.unary
 def log10(input, *, out=...): ...  # ember.ops.elementwise.unary
+def log10_(self): ...  # ember.ops.elementwise.unary
 def log1p(input, *, out=...): ...  # ember.ops.elementwise.unary
+def log1p_(self): ...  # ember.ops.elementwise.unary
 def log2(input, *, out=...): ...  # ember.ops.elementwise.unary
+def log2_(self): ...  # ember.ops.elementwise.unary
+def log_(self): ...  # ember.ops.elementwise.unary
+def log_softmax(input, dim, dtype=...): ...  # ember.ops.reduction.scans
 def logaddexp(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logaddexp2(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def logcumsumexp(input, dim): ...  # ember.ops.reduction.scans
+def logdet(input): ...  # ember.ops.linalg.legacy
 def logical_and(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logical_not(input, *, out=...): ...  # ember.ops.elementwise.unary
 def logical_or(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def logical_xor(input, other, *, out=...): ...  # ember.ops.elementwise.binary
-def logit(input, *, out=...): ...  # ember.ops.elementwise.unary
+def logit(input, eps=..., *, out=...): ...  # ember.ops.elementwise.unary
+def logit_(self, eps=...): ...  # ember.ops.elementwise.unary
+def logspace(start, end, steps, base=..., *, out=..., dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factories
+def logsumexp(input, dim, keepdim=...): ...  # ember.ops.reduction.norms
+def lstm(*args, **kwargs): ...  # ember.nn._rnn
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=..., b_hh=...): ...  # ember.ops.rnn
+def lstsq(input, A, *, out=...): ...  # ember.ops.removed
 def lt(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def lu(A, pivot=..., get_infos=..., out=...): ...  # ember.ops.linalg.legacy
+def lu_solve(b, LU_data, LU_pivots, *, out=...): ...  # ember.ops.linalg.legacy
+def lu_unpack(LU_data, LU_pivots, unpack_data=..., unpack_pivots=..., *, out=...): ...  # ember.ops.linalg.decompositions
+def manual_seed(seed): ...  # ember._generator
+def margin_ranking_loss(input1, input2, target, margin=..., reduction=...): ...  # ember.nn._margin_loss
+def masked_fill(input, mask, value): ...  # ember.ops.indexing.masked
+def masked_scatter(input, mask, source): ...  # ember.ops.structure
+def masked_select(input, mask, *, out=...): ...  # ember.ops.indexing.masked
+def matmul(input, other): ...  # ember.ops.linalg.products
+def matrix_exp(input): ...  # ember.ops.linalg.legacy
+def matrix_power(input, n): ...  # ember.ops.linalg.legacy
+def matrix_rank(input, tol=..., symmetric=..., *, out=...): ...  # ember.ops.removed
+def max(input, dim=..., keepdim=..., *, other=...): ...  # ember.ops.reduction.extremes
+def max_pool1d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=...): ...  # ember.nn._pool
+def max_pool1d_with_indices(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=...): ...  # ember.nn._pool
+def max_pool2d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=...): ...  # ember.nn._pool
+def max_pool3d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=...): ...  # ember.nn._pool
 def maximum(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def mean(input, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
+def median(input, dim=..., keepdim=...): ...  # ember.ops.sorting
+def meshgrid(*tensors, indexing=...): ...  # ember.ops.structure
+def min(input, dim=..., keepdim=..., *, other=...): ...  # ember.ops.reduction.extremes
 def minimum(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def mish(input, *, out=...): ...  # ember.ops.elementwise.unary
+def mm(input, mat2, out_dtype=...): ...  # ember.ops.linalg.products
+def mode(input, dim=..., keepdim=...): ...  # ember.ops.sorting
+def moveaxis(input, source, destination): ...  # ember.ops.views.reshaping
+def movedim(input, source, destination): ...  # ember.ops.views.reshaping
+def msort(input): ...  # ember.ops.sorting
 def mul(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def multinomial(input, num_samples, replacement=..., *, generator=..., out=...): ...  # ember.ops.random
 def multiply(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def mv(input, vec): ...  # ember.ops.linalg.products
+def mvlgamma(input, p, *, out=...): ...  # ember.ops.elementwise.special
+def nan_to_num(input, nan=..., posinf=..., neginf=..., *, out=...): ...  # ember.ops.elementwise.unary
+def nan_to_num_(self, nan=..., posinf=..., neginf=...): ...  # ember.ops.elementwise.unary
+def nanmean(input, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
+def nanmedian(input, dim=..., keepdim=...): ...  # ember.ops.sorting
+def nanquantile(input, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.reduction.statistics
+def nansum(input, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
+def narrow(input, dim, start, length): ...  # ember.ops.views.slicing
+def narrow_copy(input, dim, start, length): ...  # ember.ops.view_copies
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps): ...  # ember.ops.nn.norm
+def native_channel_shuffle(input, groups): ...  # ember.ops.spatial
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps): ...  # ember.ops.nn.norm
+def native_layer_norm(input, normalized_shape, weight, bias, eps): ...  # ember.ops.nn.norm
 def ne(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def neg(input, *, out=...): ...  # ember.ops.elementwise.unary
+def neg_(self): ...  # ember.ops.elementwise.unary
 def negative(input, *, out=...): ...  # ember.ops.elementwise.unary
+def negative_(self): ...  # ember.ops.elementwise.unary
+def nextafter(input, other): ...  # ember.ops.elementwise.floating_point
+def nonzero(input, *, out=..., as_tuple=...): ...  # ember.ops.indexing.advanced
+def nonzero_static(input, *, size, fill_value=...): ...  # ember.ops.indexing.advanced
+def norm(input, p=..., dim=..., keepdim=..., out=..., dtype=...): ...  # ember.ops.linalg.legacy
+def normal(mean, std=..., size=..., *, generator=..., out=..., dtype=..., layout=..., device=..., requires_grad=..., pin_memory=...): ...  # ember.ops.random
 def not_equal(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def nuclear_norm(input, dim=..., keepdim=..., *, out=...): ...  # ember.ops.linalg.legacy
 def numel(t): ...  # ember
+def one_hot(tensor, num_classes=...): ...  # ember.ops.indexing.masked
+def ones(*size_args, size=..., dtype=..., layout=..., device=..., requires_grad=..., out=..., pin_memory=...): ...  # ember.ops.factories
+def ones_like(input, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=..., memory_format=...): ...  # ember.ops.factories
+def orgqr(input, tau, *, out=...): ...  # ember.ops.linalg.legacy
+def ormqr(input, tau, other, left=..., transpose=..., *, out=...): ...  # ember.ops.linalg.householder_qr
+def outer(input, vec2): ...  # ember.ops.linalg.products
+def pairwise_distance(x1, x2, p=..., eps=..., keepdim=...): ...  # ember.nn._distance
+def pca_lowrank(A, q=..., center=..., niter=...): ...  # ember.ops.linalg.lowrank
 def pdist(input, p=...): ...  # ember.ops.distances
+def permute(input, *dims): ...  # ember.ops.views.reshaping
+def permute_copy(input, dims): ...  # ember.ops.view_copies
+def pinverse(input, rcond=...): ...  # ember.ops.linalg.legacy
+def pixel_shuffle(input, upscale_factor): ...  # ember.ops.spatial
+def pixel_unshuffle(input, downscale_factor): ...  # ember.ops.spatial
+def poisson(input, generator=...): ...  # ember.ops.sampling
+def poisson_nll_loss(input, target, log_input, full, eps, reduction): ...  # ember.nn._loss
+def polar(abs, angle, *, out=...): ...  # ember.ops.elementwise.complex_numbers
+def polygamma(n, input, *, out=...): ...  # ember.ops.elementwise.special
 def positive(input, *, out=...): ...  # ember.ops.elementwise.unary
 def pow(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def prelu(input, weight): ...  # ember.ops.elementwise.activation
+def prod(input, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
+def promote_types(a, b): ...  # ember._dtype
+def put(input, index, source, accumulate=...): ...  # ember.ops.structure
+def qr(input, some=..., *, out=...): ...  # ember.ops.linalg.legacy
+def quantile(input, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.reduction.statistics
 def rad2deg(input, *, out=...): ...  # ember.ops.elementwise.unary
+def rad2deg_(self): ...  # ember.ops.elementwise.unary
+def rand(*size_args, size=..., generator=..., out=..., dtype=..., layout=..., device=..., requires_grad=..., pin_memory=...): ...  # ember.ops.random
+def rand_like(input, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=..., memory_format=..., generator=...): ...  # ember.ops.random
+def randint(*args, size=..., low=..., high=..., generator=..., out=..., dtype=..., layout=..., device=..., requires_grad=..., pin_memory=...): ...  # ember.ops.random
+def randint_like(input, *args, low=..., high=..., dtype=..., layout=..., device=..., pin_memory=..., requires_grad=..., memory_format=..., generator=...): ...  # ember.ops.random
+def randn(*size_args, size=..., generator=..., out=..., dtype=..., layout=..., device=..., requires_grad=..., pin_memory=...): ...  # ember.ops.random
+def randn_like(input, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=..., memory_format=..., generator=...): ...  # ember.ops.random
+def randperm(n, *, generator=..., out=..., dtype=..., layout=..., device=..., requires_grad=..., pin_memory=...): ...  # ember.ops.random
+def range(start=..., end=..., step=..., *, out=..., dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
+def ravel(input): ...  # ember.ops.view_copies
+def real(input): ...  # ember.ops.views.reshaping
 def reciprocal(input, *, out=...): ...  # ember.ops.elementwise.unary
+def reciprocal_(self): ...  # ember.ops.elementwise.unary
 def relu(input, *, out=...): ...  # ember.ops.elementwise.unary
+def relu_(input): ...  # ember.nn._activation
 def remainder(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def renorm(input, p, dim, maxnorm): ...  # ember.ops.reduction.norms
+def repeat_interleave(input, repeats=..., dim=..., *, output_size=...): ...  # ember.ops.shape
+def reshape(input, *shape): ...  # ember.ops.views.reshaping
+def resize_as_(self, other, *, memory_format=...): ...  # ember.ops.inplace_metadata
+def resolve_conj(input): ...  # ember.ops.elementwise.complex_numbers
+def resolve_neg(input): ...  # ember.ops.elementwise.complex_numbers
+def result_type(*operands): ...  # ember._dtype
+def rms_norm(input, normalized_shape, weight=..., eps=...): ...  # ember.nn._normalization
+def rnn_relu(*args, **kwargs): ...  # ember.nn._rnn
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=..., b_hh=...): ...  # ember.ops.rnn
+def rnn_tanh(*args, **kwargs): ...  # ember.nn._rnn
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=..., b_hh=...): ...  # ember.ops.rnn
+def roll(input, shifts, dims=...): ...  # ember.ops.shape
+def rot90(input, k=..., dims=...): ...  # ember.ops.shape
+def round(input, *, decimals=..., out=...): ...  # ember.ops.elementwise.unary
+def round_(self, *, decimals=...): ...  # ember.ops.elementwise.unary
+def row_stack(tensors, *, out=...): ...  # ember.ops.shape
+def rrelu(input, lower=..., upper=..., training=..., generator=...): ...  # ember.ops.elementwise.activation
+def rrelu_(input, lower=..., upper=..., training=..., generator=...): ...  # ember.ops.elementwise.activation
 def rsqrt(input, *, out=...): ...  # ember.ops.elementwise.unary
+def rsqrt_(self): ...  # ember.ops.elementwise.unary
+def rsub(input, other, alpha=...): ...  # ember.ops.elementwise.binary
+def save(obj, f, pickle_module=..., pickle_protocol=..., _use_new_zipfile_serialization=..., _disable_byteorder_record=...): ...  # ember.serialization
+def scalar_tensor(s, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
+def scatter(input, dim, index, src=..., *, value=..., reduce=...): ...  # ember.ops.indexing.gather_scatter
+def scatter_add(input, dim, index, src): ...  # ember.ops.indexing.gather_scatter
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=..., out=...): ...  # ember.ops.scatter_reduce
+def searchsorted(sorted_sequence, input, *, out_int32=..., right=..., side=..., sorter=..., out=...): ...  # ember.ops.structure
+def seed(): ...  # ember._generator
+def select(input, dim, index): ...  # ember.ops.views.slicing
+def select_copy(input, dim, index): ...  # ember.ops.view_copies
+def select_scatter(input, src, dim, index): ...  # ember.ops.view_copies
+def selu(input): ...  # ember.ops.elementwise.activation
+def selu_(input): ...  # ember.ops.elementwise.activation
+def set_anomaly_enabled(enabled, check_nan=...): ...  # ember.autograd.anomaly
+def set_autocast_cache_enabled(enabled): ...  # ember.amp.autocast_mode
+def set_autocast_cpu_dtype(dtype): ...  # ember.amp.autocast_mode
+def set_autocast_cpu_enabled(enabled): ...  # ember.amp.autocast_mode
+def set_autocast_dtype(device_type, dtype): ...  # ember.amp.autocast_mode
+def set_autocast_enabled(device_type, enabled=...): ...  # ember.amp.autocast_mode
+def set_autocast_gpu_dtype(dtype): ...  # ember.amp.autocast_mode
+def set_default_device(dev): ...  # ember._defaults
+def set_default_dtype(d): ...  # ember._dtype
+def set_default_tensor_type(t): ...  # ember.ops.factories
+def set_deterministic_debug_mode(debug_mode): ...  # ember.runtime.determinism
+def set_float32_matmul_precision(precision): ...  # ember.backends._precision
+def set_num_interop_threads(nthreads): ...  # ember.jit._interop
+def set_num_threads(num_threads): ...  # ember._threads
+def set_printoptions(precision=..., threshold=..., edgeitems=..., linewidth=..., profile=..., sci_mode=...): ...  # ember._tensor_str
+def set_rng_state(state): ...  # ember._generator
+def sgn(input, *, out=...): ...  # ember.ops.elementwise.complex_numbers
 def sigmoid(input, *, out=...): ...  # ember.ops.elementwise.unary
+def sigmoid_(self): ...  # ember.ops.elementwise.unary
 def sign(input, *, out=...): ...  # ember.ops.elementwise.unary
 def signbit(input, *, out=...): ...  # ember.ops.elementwise.unary
 def silu(input, *, out=...): ...  # ember.ops.elementwise.unary
 def sin(input, *, out=...): ...  # ember.ops.elementwise.unary
+def sin_(self): ...  # ember.ops.elementwise.unary
+def sinc(input, *, out=...): ...  # ember.ops.elementwise.special
+def sinc_(self): ...  # ember.ops.elementwise.special
 def sinh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def sinh_(self): ...  # ember.ops.elementwise.unary
+def slice_copy(input, dim=..., start=..., end=..., step=...): ...  # ember.ops.view_copies
+def slice_scatter(input, src, dim=..., start=..., end=..., step=...): ...  # ember.ops.view_copies
+def slogdet(input): ...  # ember.ops.linalg.legacy
+def softmax(input, dim, dtype=...): ...  # ember.ops.reduction.scans
+def softplus(input, beta=..., threshold=...): ...  # ember.ops.elementwise.activation
+def solve(input, A, *, out=...): ...  # ember.ops.removed
+def sort(input, dim=..., descending=..., stable=...): ...  # ember.ops.sorting
+def sparse_coo_tensor(indices=..., values=..., size=..., *, dtype=..., device=..., pin_memory=..., requires_grad=..., check_invariants=..., is_coalesced=...): ...  # ember.sparse._coo
 def special_expit(input, *, out=...): ...  # ember.ops.elementwise.unary
-def spmm(input, mat2): ...  # ember.sparse
+def split(tensor, split_size_or_sections, dim=...): ...  # ember.ops.views.slicing
+def split_copy(input, split_size, dim=...): ...  # ember.ops.view_copies
+def split_with_sizes(input, split_sizes, dim=...): ...  # ember.ops.view_copies
+def split_with_sizes_copy(input, split_sizes, dim=...): ...  # ember.ops.view_copies
+def spmm(input, mat2, out_dtype=...): ...  # ember
 def sqrt(input, *, out=...): ...  # ember.ops.elementwise.unary
+def sqrt_(self): ...  # ember.ops.elementwise.unary
 def square(input, *, out=...): ...  # ember.ops.elementwise.unary
+def square_(self): ...  # ember.ops.elementwise.unary
+def squeeze(input, dim=...): ...  # ember.ops.views.reshaping
+def squeeze_copy(input, dim=...): ...  # ember.ops.view_copies
+def stack(tensors, dim=..., *, out=...): ...  # ember.ops.shape
+def std(input, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
+def std_mean(input, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
+def stft(input, n_fft, hop_length=..., win_length=..., window=..., center=..., pad_mode=..., normalized=..., onesided=..., return_complex=..., align_to_window=...): ...  # ember.fft._stft
+def subtract(input, other, alpha=..., *, out=...): ...  # ember.ops.elementwise.binary
+def sum(input, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
+def svd(input, some=..., compute_uv=..., *, out=...): ...  # ember.ops.linalg.legacy
+def svd_lowrank(A, q=..., niter=..., M=...): ...  # ember.ops.linalg.lowrank
+def swapaxes(input, dim0, dim1): ...  # ember.ops.views.reshaping
+def swapdims(input, dim0, dim1): ...  # ember.ops.views.reshaping
+def symeig(input, eigenvectors=..., upper=..., *, out=...): ...  # ember.ops.removed
+def t(input): ...  # ember.ops.views.reshaping
+def t_copy(input): ...  # ember.ops.view_copies
+def take(input, index): ...  # ember.ops.indexing.advanced
+def take_along_dim(input, indices, dim=...): ...  # ember.ops.structure
 def tan(input, *, out=...): ...  # ember.ops.elementwise.unary
+def tan_(self): ...  # ember.ops.elementwise.unary
 def tanh(input, *, out=...): ...  # ember.ops.elementwise.unary
+def tanh_(self): ...  # ember.ops.elementwise.unary
+def tensor(data, *, dtype=..., device=..., requires_grad=..., pin_memory=...): ...  # ember.ops.factories
+def tensor_split(input, indices_or_sections, dim=...): ...  # ember.ops.views.slicing
+def tensordot(a, b, dims=..., out=...): ...  # ember.ops.linalg.contractions
+def thread_safe_generator(): ...  # ember.random
+def threshold(input, threshold, value): ...  # ember.ops.elementwise.activation
+def threshold_(input, threshold, value): ...  # ember.ops.elementwise.activation
+def tile(input, *dims): ...  # ember.ops.shape
+def to_dlpack(tensor): ...  # ember.ops.factory_forms
+def topk(input, k, dim=..., largest=..., sorted=...): ...  # ember.ops.sorting
+def trace(input): ...  # ember.ops.linalg.products
+def transpose(input, dim0, dim1): ...  # ember.ops.views.reshaping
+def transpose_copy(input, dim0, dim1): ...  # ember.ops.view_copies
+def trapezoid(y, x=..., *, dx=..., dim=...): ...  # ember.ops.differences
+def trapz(y, x=..., *, dx=..., dim=...): ...  # ember.ops.differences
+def triangular_solve(b, A, upper=..., transpose=..., unitriangular=..., *, out=...): ...  # ember.ops.linalg.legacy
+def tril(input, diagonal=..., *, out=...): ...  # ember.ops.shape
+def tril_indices(row, col, offset=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
+def triplet_margin_loss(anchor, positive, negative, margin=..., p=..., eps=..., swap=..., reduction=...): ...  # ember.nn._margin_loss
+def triu(input, diagonal=..., *, out=...): ...  # ember.ops.shape
+def triu_indices(row, col, offset=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
 def trunc(input, *, out=...): ...  # ember.ops.elementwise.unary
+def trunc_(self): ...  # ember.ops.elementwise.unary
+def typename(obj): ...  # ember
+def unbind(input, dim=...): ...  # ember.ops.views.slicing
+def unbind_copy(input, dim=...): ...  # ember.ops.view_copies
+def unflatten(input, dim, sizes): ...  # ember.ops.views.reshaping
+def unfold_copy(input, dimension, size, step): ...  # ember.ops.view_copies
+def unique(input, sorted=..., return_inverse=..., return_counts=..., dim=...): ...  # ember.ops.sorting
+def unique_consecutive(input, return_inverse=..., return_counts=..., dim=...): ...  # ember.ops.sorting
+def unravel_index(indices, shape): ...  # ember.ops.indexing.advanced
+def unsafe_chunk(input, chunks, dim=...): ...  # ember.ops.view_copies
+def unsafe_split(input, split_size, dim=...): ...  # ember.ops.view_copies
+def unsafe_split_with_sizes(input, split_sizes, dim=...): ...  # ember.ops.view_copies
+def unsqueeze(input, dim): ...  # ember.ops.views.reshaping
+def unsqueeze_copy(input, dim): ...  # ember.ops.view_copies
+def use_deterministic_algorithms(mode, *, warn_only=...): ...  # ember.runtime.determinism
+def values_copy(input, *, out=...): ...  # ember.sparse
+def vander(x, N=..., increasing=...): ...  # ember.ops.structure
+def var(input, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
+def var_mean(input, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
+def vdot(input, other): ...  # ember.ops.linalg.products
+def view_as_complex(input): ...  # ember.ops.views.reshaping
+def view_as_complex_copy(input, *, out=...): ...  # ember.ops.view_copies
+def view_as_real(input): ...  # ember.ops.views.reshaping
+def view_as_real_copy(input, *, out=...): ...  # ember.ops.view_copies
+def view_copy(input, *size, dtype=...): ...  # ember.ops.view_copies
+def vmap(func, in_dims=..., out_dims=..., randomness=..., *, chunk_size=...): ...  # ember.func._vmap
+def vsplit(input, indices_or_sections): ...  # ember.ops.view_copies
+def vstack(tensors, *, out=...): ...  # ember.ops.shape
+def wait(future): ...  # ember.jit
+def where(condition, input=..., other=..., *, out=...): ...  # ember.ops.elementwise.selection
+def while_loop(cond_fn, body_fn, carried_inputs): ...  # ember._control_flow
 def xlogy(input, other, *, out=...): ...  # ember.ops.elementwise.binary
+def xlogy_(self, other): ...  # ember.ops.elementwise.binary
+def zero_(self): ...  # ember.ops.random
+def zeros(*size_args, size=..., dtype=..., layout=..., device=..., requires_grad=..., out=..., pin_memory=...): ...  # ember.ops.factories
+def zeros_like(input, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=..., memory_format=...): ...  # ember.ops.factories

@@ -114,8 +114,9 @@ def from_numpy_dtype(np_dtype) -> dtype:
             f"{', '.join(d.name for d in all_dtypes)}") from None
 
 
-def as_dtype(value) -> dtype:
-    """Accept an ember dtype, a numpy dtype, a Python type or a name; raise TypeError otherwise."""
+def as_dtype(value, api=None) -> dtype:
+    """Accept an ember dtype, a numpy dtype, a Python type or a name; raise TypeError otherwise
+    (naming ``api``, the public function given the dtype, when known)."""
     if value.__class__ is dtype:
         return value
     if value is bool:
@@ -129,10 +130,14 @@ def as_dtype(value) -> dtype:
     if isinstance(value, str):
         if value in ALIASES:
             return ALIASES[value]
-        raise TypeError(f"unknown dtype name {value!r}")
+        raise TypeError(f"{api}(): unknown dtype name {value!r}" if api else
+                        f"unknown dtype name {value!r}")
     try:
         return from_numpy_dtype(value)
     except TypeError:
+        if api:
+            raise TypeError(f"{api}(): argument 'dtype' must be ember.dtype, not "
+                            f"{type(value).__name__} ({value!r})") from None
         raise TypeError(f"expected an ember dtype, got {value!r}") from None
 
 

@@ -7,6 +7,8 @@ autograd metadata created only for tensors that take part in autograd.
 """
 from __future__ import annotations
 
+import threading as _threading
+
 import numpy as np
 
 from . import _dtype, _fastpath
@@ -19,8 +21,28 @@ from .runtime.registry import registry as _registry
 # (ember.compile's capture notes a graph break there); empty, it costs one truth test
 _capture_hooks: list = []
 # ember.compile capturing a whole training step: the recorder that writes ``.grad`` itself
-# (autograd's accumulation and ``p.grad = ...`` become graph nodes); empty otherwise
+# (autograd's accumulation and ``p.grad = ...`` become graph nodes); empty otherwise. Hooks and
+# recorders belong to the thread whose capture installed them (``thread``): other threads
+# run as if none were installed.
 _grad_recorders: list = []
+
+
+def _grad_recorder():
+    """This thread's training-step recorder, or None (call only when the list is non-empty)."""
+    me = _threading.get_ident()
+    for r in _grad_recorders:
+        if r.thread == me:
+            return r
+    return None
+
+
+def _capturing():
+    """Whether a capture runs on this thread (its hooks would see this thread's reads)."""
+    if not _capture_hooks:
+        return False
+    me = _threading.get_ident()
+    return any(getattr(h, "__self__", None) is None or h.__self__.thread == me
+               for h in _capture_hooks)
 
 
 class Tensor:
@@ -233,6 +255,15 @@ class Tensor:
         if backend is not None:
             return backend.pin_host(self.detach())
         return self.clone().contiguous()
+
+    def record_stream(self, stream) -> None:
+        """Mark this tensor's memory as used by work queued on ``stream`` (PyTorch's
+        ``Tensor.record_stream``): when the tensor is freed, a stream-ordered allocator does not
+        hand its memory out again before that work has finished. A no-op on backends whose
+        kernels run when called."""
+        hook = getattr(self._backend(), "record_stream", None)
+        if hook is not None:
+            hook(self, stream)
 
     def item(self):
         if self.device.type == "meta":  # PyTorch's message: there is no value to read

@@ -2,9 +2,11 @@
 
 PyTorch's accelerator is the one device type it was built with besides the CPU. ember's devices
 are plug-ins, so the accelerator is chosen among the installed backends other than ``cpu`` and
-``meta``: the first one (registry order; ``EMBER_BACKENDS`` sets it) that is available, else the
-first one installed (then ``is_available()`` is False, as on a CUDA build without a GPU), else
-none. Every function delegates to that backend's device module (``ember.<type>``).
+``meta``: the first one (registry order: the built-in backends, then plug-ins by name;
+``EMBER_BACKENDS`` sets it) that is available, else the first one installed (then
+``is_available()`` is False, as on a CUDA build without a GPU), else none. A device redirect
+(``ember run --device cuda=opencl``) makes its target the accelerator. Every function
+delegates to that backend's device module (``ember.<type>``).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import warnings
 
 from ._device import device as _device_cls
 from .runtime.device_module import device_module as _device_module
+from .runtime.devices import redirected_accelerator as _redirected_accelerator
 from .runtime.registry import registry as _registry
 
 __all__ = ["current_accelerator", "current_device_idx", "current_device_index", "current_stream",
@@ -28,6 +31,9 @@ def _candidates():
 
 
 def _accelerator_name(check_available: bool):
+    redirected = _redirected_accelerator()    # `ember run --device cuda=opencl`: OpenCL
+    if redirected is not None:
+        return redirected
     names = _candidates()
     for name in names:
         if _registry.unavailable_reason(name) is None:

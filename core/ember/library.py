@@ -155,9 +155,7 @@ class CustomOp:
         ``info.randomness`` describe the vmap and ``in_dims`` has the batch dim of each argument
         (None if not batched). Without one the op runs once per example (the fallback)."""
         def add(f):
-            def rule(args, bdims):
-                from .func._levels import rule_layer
-                layer = rule_layer()
+            def rule(args, bdims, layer):
                 return f(_VmapInfo(layer.batch_size, layer.randomness), tuple(bdims), *args)
             self._op.def_batch_rule(rule)
             return f

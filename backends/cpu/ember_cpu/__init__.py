@@ -53,6 +53,10 @@ class CPUBackend(ArrayBackend):
         from .fusion import compile_foreach
         return compile_foreach(self, kernel)
 
+    def compile_norm(self, name, dtype):
+        from .norms import compile_norm
+        return compile_norm(self, name, dtype)
+
     def device_name(self, index: int) -> str:
         import platform
         return platform.processor() or platform.machine() or "cpu"

@@ -15,23 +15,29 @@ semantics (no -ffast-math: nan and inf behave as in the eager kernels).
 The loop walks the output in row segments: dimensions where every operand is contiguous are
 merged, the innermost becomes a SIMD loop whose per-input stride class (0 for a broadcast
 operand, 1 for a contiguous one, any other) is part of the generated code, and outer indices
-are decoded per segment. Kernels are cached in memory and on disk
-(``$EMBER_CACHE_DIR`` or ``~/.cache/ember``) by the hash of their source and the compiler."""
+are decoded per segment. Kernels are cached in memory and on disk, in ember's private,
+hash-verified ``DiskCache("kernels")`` (``ember.runtime.disk_cache``), by the hash of their
+source and the compiler; the bytes the cache verified are what gets loaded."""
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import logging
 import math
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
+import time
 
 import numpy as np
 
 from ember.kit import parallel
+from ember.runtime import DiskCache
 from ember.compiler.pointwise import C_TYPES, Dialect
+
+log = logging.getLogger("ember.kernels")
 
 _FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd",
           "-fPIC", "-shared",
@@ -191,32 +197,65 @@ def _source(kernel, classes, level=0):
     return "\n".join(lines) + "\n"
 
 
-def _cache_dir():
-    root = os.environ.get("EMBER_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ember")
-    path = os.path.join(root, "kernels")
-    os.makedirs(path, exist_ok=True)
-    return path
+_KERNELS = DiskCache("kernels")
+
+
+def cache_key(source):
+    """The disk cache entry of the loop ``source``: its hash with the compiler's, the flags' and
+    the CPU's (a kernel built for another CPU may use instructions this one lacks)."""
+    return f"pointwise_{_digest(source)[:24]}.so"
+
+
+def _compile(source):
+    """The shared object's bytes for ``source`` (built in a scratch directory)."""
+    cc = compiler()
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.c")
+        with open(src, "w") as f:
+            f.write(source)
+        tmp_so = os.path.join(tmp, "k.so")
+        libs = ["-lmvec"] if _vector_math() else []
+        proc = subprocess.run([cc, *_FLAGS, src, "-o", tmp_so, *libs, "-lm"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"ember.compile: the C compiler failed on a fused kernel:\n"
+                               f"{proc.stderr[-2000:]}")
+        with open(tmp_so, "rb") as f:
+            data = f.read()
+    log.info("fused kernel %s: compiled with %s in %.0f ms (%d lines of C)", _digest(source)[:12],
+             os.path.basename(cc), 1e3 * (time.perf_counter() - start), source.count("\n"))
+    return data
+
+
+def _load_library(data):
+    """dlopen the verified bytes ``data`` from a once-used file in the cache's private
+    directory (a name never loaded before: the loader returns an already loaded library for a
+    name it has seen, and it is not the cache entry, which may change after the check)."""
+    with _KERNELS.private_copy(data, ".so") as path:
+        return ctypes.CDLL(path)
+
+
+def _cached(source, build):
+    """The loaded kernel of ``source``: this process's, else ``build(source)`` (which finds it
+    on disk or compiles it). Runners ask once per variant, never per call."""
+    with _lock:
+        fn = _loaded.get(source)
+        if fn is None:
+            fn = _loaded[source] = build(source)
+        else:
+            log.debug("fused kernel %s: already loaded", _digest(source)[:12])
+    return fn
+
+
+def _digest(source):
+    return hashlib.sha256((source + compiler() + " ".join(_FLAGS) + _machine()).encode()
+                          ).hexdigest()
 
 
 def _build(source):
-    cc = compiler()
-    digest = hashlib.sha256((source + cc + " ".join(_FLAGS) + _machine()).encode()).hexdigest()
-    so = os.path.join(_cache_dir(), f"pointwise_{digest[:24]}.so")
-    if not os.path.exists(so):
-        with tempfile.TemporaryDirectory() as tmp:
-            src = os.path.join(tmp, "k.c")
-            with open(src, "w") as f:
-                f.write(source)
-            tmp_so = os.path.join(tmp, "k.so")
-            libs = ["-lmvec"] if _vector_math() else []
-            proc = subprocess.run([cc, *_FLAGS, src, "-o", tmp_so, *libs, "-lm"],
-                                  capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise RuntimeError(f"ember.compile: the C compiler failed on a fused kernel:\n"
-                                   f"{proc.stderr[-2000:]}")
-            os.replace(tmp_so, so)       # atomic: another process may build the same kernel
-    lib = ctypes.CDLL(so)
+    key = cache_key(source)
+    lib = _load_library(_KERNELS.get_or_build(key, lambda: _compile(source)))
     fn = lib.kernel
     fn.restype = ctypes.c_int
     i64p, ptrs = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p)
@@ -289,11 +328,7 @@ class PointwiseRunner:
     def _variant(self, classes, level=0):
         fn = self.variants.get((classes, level))
         if fn is None:
-            source = _source(self.kernel, classes, level)
-            with _lock:
-                fn = _loaded.get(source)
-                if fn is None:
-                    fn = _loaded[source] = _build(source)
+            fn = _cached(_source(self.kernel, classes, level), _build)
             self.variants[(classes, level)] = fn
         return fn
 
@@ -398,12 +433,7 @@ class ForeachRunner:
                 if a.shape != shape or not a.flags.c_contiguous or not a.flags.writeable:
                     return False
         if self.fn is None:
-            source = _foreach_source(self.kernel)
-            with _lock:
-                fn = _loaded.get(source)
-                if fn is None:
-                    fn = _loaded[source] = _build_foreach(source)
-            self.fn = fn
+            self.fn = _cached(_foreach_source(self.kernel), _build_foreach)
         counts = [a.size for a in arrays[0]]
         sizes = (ctypes.c_int64 * n)(*counts)
         ptrs = (ctypes.c_void_p * (n * len(arrays)))(*[_address(a) for row in arrays
@@ -484,11 +514,7 @@ class ReductionRunner:
     def _fn(self, level):
         fn = self.fns.get(level)
         if fn is None:
-            source = _reduce_source(self.kernel, level)
-            with _lock:
-                fn = _loaded.get(source)
-                if fn is None:
-                    fn = _loaded[source] = _build_reduce(source)
+            fn = _cached(_reduce_source(self.kernel, level), _build_reduce)
             self.fns[level] = fn
         return fn
 

@@ -9,12 +9,16 @@ Layout:
 * ``cupy_api``   -- every call into cupy, behind one object (tests substitute a numpy stand-in)
 * ``backend``    -- ``CUDABackend``: the core's ArrayBackend over cupy, plus what a GPU needs
 * ``devices``    -- which device a kernel runs on; device properties
-* ``memory``     -- cupy's MemoryPool with PyTorch's statistics and OutOfMemoryError
+* ``memory``     -- ember's stream-aware pool (record_stream), statistics, OutOfMemoryError
+* ``pinned``     -- stream-aware pinned host memory for non-blocking copies
 * ``streams``    -- streams and events are cupy's
+* ``asserts``    -- device-side asserts: value checks raised at the next synchronization
 * ``transfer``   -- host/device copies (pinned, non-blocking), device-to-device, DLPack
 * ``launch``     -- NVRTC programs and kernel launches
+* ``gemm``       -- products on cuBLAS GemmEx: float16/bfloat16 natively, TF32 when allowed
+* ``linalg``     -- decompositions and solvers on cuSOLVER (cupy.linalg / cupyx)
 * ``philox`` / ``kernels_random`` -- Philox4x32-10 random numbers (the OpenCL backend's stream)
-* ``kernels_indexing`` -- deterministic accumulating index writes (add and multiply)
+* ``kernels_indexing`` -- deterministic accumulating writes (add and multiply), parallel
 * ``sources``    -- every hand-written CUDA C program (the NVRTC compile test builds them all)
 * ``nccl``       -- the "nccl" process group for ``ember.distributed``
 """

@@ -5,6 +5,8 @@ one GPU nothing needs switching, so kernels run unwrapped; only the kernels that
 on a named device (their op has a ``device`` argument) check its index, so ``device="cuda:1"``
 on a one-GPU machine fails with a clear error instead of silently using GPU 0. With several GPUs,
 every kernel makes the device of its first tensor (or its ``device`` argument) current first.
+Every kernel runs with ember's pool as the thread's allocator (``backend.memory()``), so the
+arrays it makes are ember's memory and a program's own cupy arrays are not.
 """
 from __future__ import annotations
 
@@ -39,23 +41,38 @@ def _index_in(args):
 
 def creating(backend, kernel):
     """``kernel`` (which makes tensors on its ``device`` argument) after checking the index."""
+    memory = backend.memory
+
     def run(*args):
         check_index(backend, _index_in(args))
-        return kernel(*args)
+        with memory():
+            return kernel(*args)
     run.__wrapped__ = kernel
     return run
 
 
 def switching(backend, kernel):
     """``kernel`` run with the device of its arguments current (several GPUs)."""
-    api = backend._api
+    api, memory = backend._api, backend.memory
 
     def run(*args):
         index = _index_in(args)
         if index is None or index == api.get_device():
-            return kernel(*args)
+            with memory():
+                return kernel(*args)
         check_index(backend, index)
-        with api.on_device(index):
+        with api.on_device(index), memory():
+            return kernel(*args)
+    run.__wrapped__ = kernel
+    return run
+
+
+def in_pool(backend, kernel):
+    """``kernel`` allocating from ember's pool (one GPU, no device argument)."""
+    memory = backend.memory
+
+    def run(*args):
+        with memory():
             return kernel(*args)
     run.__wrapped__ = kernel
     return run
@@ -69,7 +86,8 @@ def takes_device(kernel) -> bool:
 
 
 def place_kernels(backend) -> None:
-    """Wrap the backend's kernels as the module docstring says."""
+    """Wrap the backend's kernels as the module docstring says; every kernel allocates from
+    ember's pool (``memory.py``)."""
     table = backend.kernels
     several = backend._api.device_count > 1
     for name in table.names():
@@ -78,6 +96,8 @@ def place_kernels(backend) -> None:
             table.register(name, switching(backend, fn))
         elif takes_device(fn):
             table.register(name, creating(backend, fn))
+        else:
+            table.register(name, in_pool(backend, fn))
 
 
 class DeviceProperties:

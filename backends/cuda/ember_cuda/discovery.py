@@ -13,7 +13,8 @@ import importlib.util
 import os
 import re
 
-INSTALL_HINT = "install ember's CUDA support with `pip install 'ember[cuda]'` (cupy-cuda12x)"
+INSTALL_HINT = ("install ember's CUDA support with `pip install 'ember[cuda]'` (cupy-cuda12x) or "
+                "`pip install 'ember[cuda13]'` (cupy-cuda13x)")
 _LIBCUDA = ("nvcuda.dll",) if os.name == "nt" else ("libcuda.so.1", "libcuda.so")
 
 
@@ -96,7 +97,7 @@ def probe(find_spec=importlib.util.find_spec, import_module=None, env=None,
     except Exception as e:  # a broken wheel, a CUDA-version mismatch, a missing libcudart...
         raise Unavailable(f"cupy is installed but failed to import ({type(e).__name__}: {e}); "
                           f"reinstall the wheel matching your CUDA version (cupy-cuda12x for "
-                          f"CUDA 12)") from None
+                          f"CUDA 12, cupy-cuda13x for CUDA 13)") from None
     visible = parse_visible_devices(env.get("CUDA_VISIBLE_DEVICES"))
     if visible is not None and not visible:
         raise Unavailable(f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES')!r} hides "

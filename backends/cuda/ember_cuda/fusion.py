@@ -53,7 +53,7 @@ class PointwiseRunner:
         if self.fn is None:
             ins, outs = params(self.kernel)
             self.fn = cp.ElementwiseKernel(ins, outs, body(self.kernel), "ember_fused")
-        with be._api.on_device(device.index):
+        with be._api.on_device(device.index), be.memory():
             arrays = [be.native(t) for t in inputs]
             shape = cp.broadcast_shapes(*[a.shape for a in arrays]) if hasattr(
                 cp, "broadcast_shapes") else __import__("numpy").broadcast_shapes(

@@ -1,19 +1,22 @@
 """Accumulating writes (``index_put_(accumulate=True)``, ``scatter`` with a reduction,
-``index_add``): one deterministic kernel instead of cupy's atomics.
+``index_add``, and the kit's ``add_at`` under deterministic mode): deterministic kernels instead
+of cupy's atomics.
 
 cupy's ``add.at`` adds with atomics (the order of the additions, and so the rounding, changes
 from run to run; bool, int8/16 and complex are not covered) and it has no ``multiply.at`` at all.
-Here every write is a (target offset, value) pair; the pairs are sorted stably by offset, and one
-thread per distinct offset applies its values in their original order -- the order numpy's
-``ufunc.at`` uses, so results match the CPU backend bit for bit (float16 included: each step is
-rounded to half precision as numpy does). Offsets are computed from the target view's strides,
-so the target is written in place whatever its layout.
+Here every write is a (target offset, value) pair; the pairs are sorted stably by offset and each
+offset's values are applied in their original order -- the order numpy's ``ufunc.at`` uses, so
+results match the CPU backend bit for bit (float16 included: each step is rounded to half
+precision as numpy does) -- except that a segment longer than ``LONG`` writes is folded in
+``CHUNK``-long pieces first, in parallel, and the pieces applied in order (still deterministic).
+Offsets are computed from the target view's strides, so the target is written in place whatever
+its layout; nothing is read back to the host (two launches sized by the write count).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ember.kit.indexing import check_bounds
+from ember.kit.value_checks import bounds
 
 from . import philox
 from .launch import launch
@@ -98,21 +101,49 @@ EMBER_COMPLEX_OPS(ember_c128)
 """
 
 
+#: positions per chunk thread in the first pass; segments longer than LONG are combined from
+#: chunk partials (deterministic, but not numpy's strict one-by-one order), shorter ones are
+#: applied one value at a time from the target's value, as numpy's ``ufunc.at`` does
+CHUNK = 32
+LONG = 8 * CHUNK
+
+
 def _kernels(code: str) -> str:
     t, add, mul = TYPES[code]
     out = []
     for op, expr in (("add", add), ("mul", mul)):
         out.append(f"""
 __device__ __forceinline__ {t} ember_{op}_{code}({t} a, {t} b) {{ return {expr}; }}
-/* segment s = positions [starts[s], starts[s + 1]) of `order`, all writing offset offs[order[.]] */
+/* pass 1, a thread per chunk of CHUNK sorted positions: the fold of each run of one offset */
+extern "C" __global__ void ordered_{op}_{code}_pieces(const long long* offs,
+    const {t}* vals, const long long* order, {t}* pieces, long long total) {{
+  EMBER_LOOP(c, (total + {CHUNK} - 1) / {CHUNK}) {{
+    const long long end = (c + 1) * {CHUNK} < total ? (c + 1) * {CHUNK} : total;
+    long long p = c * {CHUNK};
+    while (p < end) {{
+      const long long begin = p, o = offs[order[p]];
+      {t} acc = vals[order[p]];
+      for (p++; p < end && offs[order[p]] == o; p++) acc = ember_{op}_{code}(acc, vals[order[p]]);
+      pieces[begin] = acc;
+    }}
+  }}
+}}
+/* pass 2, a thread per sorted position; the first of each offset applies the segment */
 extern "C" __global__ void ordered_{op}_{code}({t}* target, const long long* offs,
-    const {t}* vals, const long long* order, const long long* starts, long long nseg,
-    long long total) {{
-  EMBER_LOOP(s, nseg) {{
-    const long long begin = starts[s], end = s + 1 < nseg ? starts[s + 1] : total;
-    const long long o = offs[order[begin]];
+    const {t}* vals, const long long* order, const {t}* pieces, long long total) {{
+  EMBER_LOOP(j, total) {{
+    const long long o = offs[order[j]];
+    if (j > 0 && offs[order[j - 1]] == o) continue;
     {t} acc = target[o];
-    for (long long j = begin; j < end; j++) acc = ember_{op}_{code}(acc, vals[order[j]]);
+    if (j + {LONG} < total && offs[order[j + {LONG}]] == o) {{
+      acc = ember_{op}_{code}(acc, pieces[j]);
+      for (long long k = (j / {CHUNK} + 1) * {CHUNK}; k < total && offs[order[k]] == o;
+           k += {CHUNK})
+        acc = ember_{op}_{code}(acc, pieces[k]);
+    }} else {{
+      for (long long p = j; p < total && offs[order[p]] == o; p++)
+        acc = ember_{op}_{code}(acc, vals[order[p]]);
+    }}
     target[o] = acc;
   }}
 }}""")
@@ -146,27 +177,31 @@ def _element_offsets(xp, a, key):
 
 
 def accumulate(be, a, key, values, op):
-    """``a[key] op= values`` with repeated positions applied in order (numpy's ``ufunc.at``),
-    in place in the array ``a`` (a view of device memory); ``op`` is "add" or "mul"."""
+    """``a[key] op= values`` with repeated positions applied in order, deterministically, in
+    place in the array ``a`` (a view of device memory); ``op`` is "add" or "mul". The writes are
+    sorted stably by target offset; a segment of one offset up to LONG writes long is applied
+    one value at a time in numpy's ``ufunc.at`` order (bit for bit the CPU's result), a longer
+    one from the partial folds of CHUNK-position pieces, in order -- parallel over pieces, so a
+    hot index (a padding token) does not serialize. No value is read back: the launch sizes are
+    the write count, known on the host."""
     xp = be.xp
     if a.ndim == 0:
         a = a.reshape(1)
     grid = _element_offsets(xp, a, key)
-    offs = grid.reshape(-1)
+    offs = xp.ascontiguousarray(grid.reshape(-1))
     total = offs.shape[0]
     if total == 0:
         return
     vals = xp.ascontiguousarray(
         xp.broadcast_to(xp.asarray(values).astype(a.dtype, copy=False), grid.shape)).reshape(-1)
-    order = xp.argsort(offs, kind="stable")
-    ordered = offs[order]
-    first = xp.ones(1, dtype=bool)
-    starts = xp.nonzero(xp.concatenate([first, ordered[1:] != ordered[:-1]]))[0]
-    starts = starts.astype(np.int64, copy=False)
+    order = xp.argsort(offs, kind="stable").astype(np.int64, copy=False)
+    pieces = xp.empty(total, dtype=a.dtype)
     code = _code(a.dtype)
-    launch(be, be.program("ordered", source), f"ordered_{op}_{code}", starts.shape[0],
-           (a, offs, vals, order.astype(np.int64, copy=False), starts,
-            np.int64(starts.shape[0]), np.int64(total)))
+    prog = be.program("ordered", source)
+    launch(be, prog, f"ordered_{op}_{code}_pieces", (total + CHUNK - 1) // CHUNK,
+           (offs, vals, order, pieces, np.int64(total)))
+    launch(be, prog, f"ordered_{op}_{code}", total,
+           (a, offs, vals, order, pieces, np.int64(total)))
 
 
 # -- the kernels that write through accumulate ----------------------------------------------------
@@ -177,7 +212,7 @@ def _key(be, indices, a):
             out.append(slice(None))
         else:
             i = be.native(t)
-            check_bounds(i, a.shape[d], d, negative=True)
+            bounds(be, "index_put_", i, a.shape[d], d, prefix="index_put_: ", negative=True)
             out.append(i)
     return tuple(out)
 
@@ -206,15 +241,16 @@ def _scatter_key(xp, shape, dim, i):
 
 def scatter(be, x, dim, index, src, reduce):
     xp = be.xp
+    op = "scatter_add" if reduce == "add" else "scatter"
     out = be.native(x).copy()
     i, s = be.native(index), be.native(src)
     if out.ndim == 0 or i.ndim == 0:
         view = out.reshape(-1)
-        check_bounds(i, view.shape[0], dim, RuntimeError)
+        bounds(be, op, i, view.shape[0], dim, RuntimeError, f"{op}: ")
         i, s = i.reshape(-1), s.reshape(-1)[:i.size]
         k = (i,)
     else:
-        check_bounds(i, out.shape[dim], dim, RuntimeError)
+        bounds(be, op, i, out.shape[dim], dim, RuntimeError, f"{op}: ")
         view = out
         if s.ndim:
             s = s[tuple(slice(0, n) for n in i.shape)]
@@ -232,7 +268,7 @@ def index_add(be, x, dim, index, source, alpha):
     out = be.native(x).copy()
     view = out.reshape(1) if out.ndim == 0 else out
     i, s = be.native(index), be.native(source)
-    check_bounds(i, view.shape[dim], dim, RuntimeError)
+    bounds(be, "index_add", i, view.shape[dim], dim, RuntimeError, "index_add: ")
     s = s.reshape(view.shape[:dim] + (i.size,) + view.shape[dim + 1:])
     if alpha != 1:
         s = (s * alpha).astype(out.dtype, copy=False)

@@ -5,14 +5,16 @@ C order uses counter ``offset + i`` whatever the output's strides (kernels fill 
 buffer that is then stored into the target), uniforms keep as many random bits as the output's
 mantissa (24, 11 for float16, 53 from two words for float64; outputs that are not floating point
 draw in float64), normals are Box-Muller from one counter's four words, integers are a 64-bit word
-modulo the range, exponential is ``-log1p(-u) / lambd``, bernoulli ``u < p``, randperm a
-Fisher-Yates shuffle in one thread (counter ``offset + i`` draws the swap at step i), and
+modulo the range, exponential is ``-log1p(-u) / lambd``, bernoulli ``u < p``, randperm a sort
+of 64-bit random keys (counter ``offset + i`` keys position i; parallel, where the OpenCL
+backend's Fisher-Yates runs on one work-item, so the two devices' permutations differ), and
 multinomial a per-row CDF with a binary search per sample, or the exponential race without
 replacement. Complex outputs (which OpenCL lacks) are drawn as their (real, imag) pairs, as the
 CPU kernels do.
 
-Value checks that need the data (``std`` < 0, ``p`` outside [0, 1], bad probabilities) read one
-reduced flag back, as PyTorch's CUDA kernels do for these ops.
+Value checks that need the data (``std`` < 0, ``p`` outside [0, 1], bad probabilities) are device
+asserts (``ember.kit.value_checks``): recorded on the device and raised at the next
+synchronization, so drawing never waits for the GPU.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import math
 import numpy as np
 
 from ember import Tensor
+from ember.kit.value_checks import all_true
 from ember.runtime import dtypes as D
 
 from . import philox
@@ -67,15 +70,12 @@ extern "C" __global__ void rng_integers(long long* out, long long n, unsigned lo
     out[i] = (long long)((unsigned long long)low + (m ? x % m : x));
   }
 }
-extern "C" __global__ void rng_randperm(long long* out, long long n, unsigned long long seed,
-                                        unsigned long long off) {
-  if ((long long)blockIdx.x * blockDim.x + threadIdx.x != 0) return;
-  for (long long i = 0; i < n; i++) out[i] = i;
-  for (long long i = n - 1; i > 0; i--) {
+/* randperm's sort keys: 64 random bits per position (counter offset + i) */
+extern "C" __global__ void rng_perm_keys(unsigned long long* keys, long long n,
+                                         unsigned long long seed, unsigned long long off) {
+  EMBER_LOOP(i, n) {
     const ember_u4 w = philox_rnd(seed, off + i);
-    const unsigned long long x = ((unsigned long long)w.x << 32) | w.y;
-    const long long j = (long long)(x % (unsigned long long)(i + 1));
-    const long long t = out[i]; out[i] = out[j]; out[j] = t;
+    keys[i] = ((unsigned long long)w.x << 32) | w.y;
   }
 }
 /* rows of k probabilities (checked finite, >= 0, positive sum) -> normalized CDF rows */
@@ -196,10 +196,10 @@ def _operand(be, x, shape, ct):
     return xp.ascontiguousarray(xp.broadcast_to(be.native(x).astype(ct), shape))
 
 
-def _require(be, ok_array, message):
-    """Raise ``message`` unless every element of ``ok_array`` is true (one flag read back)."""
-    if ok_array.size and not bool(be.xp.all(ok_array)):
-        raise RuntimeError(message)
+def _require(be, op, ok_array, message):
+    """``message`` (a RuntimeError) unless every element of ``ok_array`` is true: a device
+    assert, raised at the next synchronization (the kernel draws on regardless)."""
+    all_true(be, op, ok_array, RuntimeError, message)
 
 
 _COMPLEX_SCALE = math.sqrt(0.5)  # unit variance for a complex normal as a whole
@@ -222,12 +222,17 @@ def randint(be, low, high, size, gen, dtype, device):
 
 
 def randperm(be, n, gen, dtype, device):
-    buf = be.xp.empty(n, dtype=np.int64)
-    if n:
-        seed, off = gen.take(n)
-        launch(be, _program(be), "rng_randperm", 1,
-               (buf, np.int64(n), np.uint64(seed), np.uint64(off)))
-    return be.wrap(_as_output(be.xp, buf, (n,), dtype), device)
+    """A random permutation in parallel: 64 random bits per position, then a stable sort of
+    them (cupy's radix sort); equal keys (probability ~n^2 / 2^65) keep index order."""
+    xp = be.xp
+    if not n:
+        return be.wrap(xp.empty(0, dtype=dtype.np), device)
+    keys = xp.empty(n, dtype=np.uint64)
+    seed, off = gen.take(n)
+    launch(be, _program(be), "rng_perm_keys", n,
+           (keys, np.int64(n), np.uint64(seed), np.uint64(off)))
+    perm = xp.argsort(keys, kind="stable").astype(np.int64, copy=False)
+    return be.wrap(_as_output(xp, perm, (n,), dtype), device)
 
 
 def normal(be, mean, std, size, gen, dtype, device):
@@ -237,7 +242,7 @@ def normal(be, mean, std, size, gen, dtype, device):
         buf = _fill(be, size, dtype, "normal", gen, std * scale, mean)
         return be.wrap(_as_output(xp, buf, size, dtype), device)
     if isinstance(std, Tensor):
-        _require(be, be.native(std) >= 0, "normal expects all elements of std >= 0.0")
+        _require(be, "normal", be.native(std) >= 0, "normal expects all elements of std >= 0.0")
     suf, ct, bits = _work(dtype)
     n = math.prod(size)
     m = _operand(be, mean, size, ct) if isinstance(mean, Tensor) else xp.full(size, mean, ct)
@@ -261,10 +266,10 @@ def multinomial(be, probs, num_samples, replacement, gen):
         return be.wrap(out.reshape(shape[:-1] + (num_samples,)), probs.device)
     if k == 0:  # no category: every row sums to 0, known without reading a value
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    _require(be, xp.isfinite(p) & (p >= 0), "probability tensor contains either `inf`, `nan` "
-             "or element < 0")
-    _require(be, p.sum(axis=1) > 0, "invalid multinomial distribution (sum of probabilities "
-             "<= 0)")
+    _require(be, "multinomial", xp.isfinite(p) & (p >= 0), "probability tensor contains either "
+             "`inf`, `nan` or element < 0")
+    _require(be, "multinomial", p.sum(axis=1) > 0, "invalid multinomial distribution (sum of "
+             "probabilities <= 0)")
     prog = _program(be)
     if replacement:
         cdf = xp.empty((rows, k), dtype=np.float64)
@@ -306,7 +311,7 @@ def bernoulli_(be, self, p, gen):
     if not isinstance(p, Tensor):
         return _store(be, self, _fill(be, self._shape, self.dtype, "bernoulli", gen, p, 0.0))
     pa = be.native(p)
-    _require(be, (pa >= 0) & (pa <= 1),
+    _require(be, "bernoulli", (pa >= 0) & (pa <= 1),
              "Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     # a tensor p draws in float64 whatever the output, as the OpenCL kernel does
     n = math.prod(self._shape)

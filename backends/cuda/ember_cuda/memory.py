@@ -1,16 +1,24 @@
-"""Device memory: cupy's MemoryPool, with PyTorch's statistics and out-of-memory error.
+"""Device memory: ember's own caching pool, stream-aware, with PyTorch's statistics and
+out-of-memory error.
 
-cupy's pool is the allocator (size-class caching in C, stream-aware: a freed block is reused on
-the stream it was allocated on, as PyTorch's caching allocator does without ``record_stream``).
-``PoolAllocator.malloc`` is installed as cupy's allocator, so every array -- the kit's kernels
-included -- comes through it. It hands out a pointer that keeps a small ``_Live`` record alive;
-when the last array using the memory dies, the record's ``__del__`` takes the bytes off the
-device's count. That makes ``memory_allocated`` and its peak exact without walking the pool
-(cupy's ``used_bytes`` is a walk over every live block). ``memory_reserved`` is the pool's total.
+The pool is a private ``cupy.cuda.MemoryPool`` (C size classes; a freed block is reused on the
+stream it was allocated on, as PyTorch's caching allocator does). It serves ember's memory only:
+it is not installed as cupy's process-wide allocator, but made the allocator of the calling
+thread for the duration of each ember kernel and transfer (``CupyAPI.using_allocator``), so a
+program's own cupy arrays stay in cupy's pool and ember's tensors in ember's.
 
-When the pool cannot allocate, every cached block of the pool is freed and the allocation retried
-once; if it still fails, ``OutOfMemoryError`` names the device, the request, what the driver
-reports free and total, and what ember holds.
+``PoolAllocator.malloc`` hands out a pointer that keeps a small ``_Live`` record alive; when the
+last array using the memory dies, the record's ``__del__`` gives the block back. A block that
+``Tensor.record_stream`` marked as used by other streams is not given back at once: an event is
+recorded on each of those streams and the block is held until every event has completed
+(checked, without waiting, at the next allocation), so a stream still reading the memory never
+sees it reused -- PyTorch's ``record_stream`` contract. ``memory_allocated`` counts a block until
+it is given back; its peak is exact without walking the pool. ``memory_reserved`` is the pool's
+total.
+
+When the pool cannot allocate, held blocks are waited for and given back, every cached block is
+freed and the allocation retried once; if it still fails, ``OutOfMemoryError`` names the
+device, the request, what the driver reports free and total, and what ember holds.
 """
 from __future__ import annotations
 
@@ -36,27 +44,26 @@ class DeviceStats:
 
 
 class _Live:
-    """Owned by the pointer cupy's arrays hold: keeps the pool's block and gives its bytes back
-    to the statistics when collected."""
+    """Owned by the pointer cupy's arrays hold: keeps the pool's block while arrays use it, and
+    hands it back to the allocator (``_release``) when the last one dies."""
 
-    __slots__ = ("pooled", "size", "stats", "lock", "__weakref__")
+    __slots__ = ("pooled", "size", "allocator", "stream_ptr", "streams", "__weakref__")
 
-    def __init__(self, pooled, size, stats, lock):
+    def __init__(self, pooled, size, allocator, stream_ptr):
         self.pooled = pooled
         self.size = size
-        self.stats = stats
-        self.lock = lock
+        self.allocator = allocator
+        self.stream_ptr = stream_ptr   # the stream it was allocated on (reuse is ordered there)
+        self.streams = None            # other streams that used the block (record_stream)
 
     def __del__(self):
-        st = self.stats
-        with self.lock:
-            st.allocated -= self.size
-            st.num_frees += 1
+        self.allocator._release(self)
 
 
 class PoolAllocator:
-    """cupy's allocator function (``malloc``) over one ``MemoryPool`` for all devices, and the
-    per-device statistics ``ember.cuda.memory_*`` read (``DeviceMemory``)."""
+    """The allocator function (``malloc``) over one private ``MemoryPool`` for all devices, the
+    per-device statistics ``ember.cuda.memory_*`` read (``DeviceMemory``), and
+    ``record_stream``'s deferred reuse."""
 
     def __init__(self, api, pool=None):
         self._api = api
@@ -64,9 +71,12 @@ class PoolAllocator:
         self.stats = [DeviceStats() for _ in range(api.device_count)]
         # re-entrant: a collection inside malloc may run a _Live.__del__ on this thread
         self._lock = threading.RLock()
+        self._held = []         # (pooled, size, device, [events]): freed, other streams pending
 
     def malloc(self, nbytes: int):
         api, pool = self._api, self.pool
+        if self._held:
+            self._give_back_finished()
         try:
             pooled = pool.malloc(nbytes)
         except api.oom_errors:
@@ -82,13 +92,66 @@ class PoolAllocator:
                 st.peak_allocated = st.allocated
             if reserved > st.peak_reserved:
                 st.peak_reserved = reserved
-        return api.tracked_pointer(pooled, _Live(pooled, size, st, self._lock))
+        return api.tracked_pointer(pooled, _Live(pooled, size, self, api.current_stream().ptr))
+
+    # -- streams ----------------------------------------------------------------------------------
+    def record_stream(self, owner, stream) -> None:
+        """The block of ``owner`` (a ``_Live``) is used by ``stream`` (a cupy stream): when it is
+        freed, it is not reused before the work queued on ``stream`` by then has finished."""
+        if stream.ptr == owner.stream_ptr:
+            return   # the stream it was allocated on: reuse there is ordered already
+        with self._lock:
+            if owner.streams is None:
+                owner.streams = []
+            if all(s is not stream for s in owner.streams):
+                owner.streams.append(stream)
+
+    def _release(self, live) -> None:
+        pooled = live.pooled
+        if live.streams:
+            api = self._api
+            events = []
+            with api.on_device(pooled.device_id):
+                for s in live.streams:
+                    ev = api.new_event(False, False, False)
+                    ev.record(s)
+                    events.append(ev)
+            with self._lock:
+                self._held.append((pooled, live.size, pooled.device_id, events))
+            return
+        self._freed(pooled.device_id, live.size)
+
+    def _freed(self, index, size) -> None:
+        st = self.stats[index]
+        with self._lock:
+            st.allocated -= size
+            st.num_frees += 1
+
+    def _give_back_finished(self, wait=False) -> None:
+        """Give the pool the held blocks whose streams are done (all of them, waiting for their
+        events, when ``wait``)."""
+        with self._lock:
+            held, self._held = self._held, []
+        keep = []
+        for entry in held:
+            pooled, size, index, events = entry
+            if wait:
+                for ev in events:
+                    self._api.event_synchronize(ev)
+            elif not all(ev.done for ev in events):
+                keep.append(entry)
+                continue
+            self._freed(index, size)   # dropping ``pooled`` returns the block to the pool
+        if keep:
+            with self._lock:
+                self._held.extend(keep)
 
     def _retry(self, nbytes):
         api, pool = self._api, self.pool
         index = api.get_device()
         st = self.stats[index]
         st.num_retries += 1
+        self._give_back_finished(wait=True)
         pool.free_all_blocks()
         try:
             return pool.malloc(nbytes)
@@ -124,6 +187,7 @@ class PoolAllocator:
             return self.pool.free_bytes()
 
     def empty_cache(self, index) -> None:
+        self._give_back_finished()
         with self._api.on_device(index):
             self.pool.free_all_blocks()
 

@@ -32,7 +32,11 @@ class Stream(StreamBase):
         return self._stream.done
 
     def synchronize(self) -> None:
-        self._stream.synchronize()
+        be = self.backend
+        token = be._asserts.prefetch(self.device_index, self._stream)
+        be._api.stream_synchronize(self._stream)
+        be._raise_async(self.device_index)
+        be._asserts.verify(token, str(self.device))
 
     def wait_event(self, event) -> None:
         if event._event is not None:
@@ -79,7 +83,7 @@ class Event(EventBase):
 
     def synchronize(self) -> None:
         if self._event is not None:
-            self._event.synchronize()
+            self.backend._api.event_synchronize(self._event)
 
     def _elapsed_ms(self, end) -> float:
         return self.backend._api.elapsed_ms(self._event, end._event)

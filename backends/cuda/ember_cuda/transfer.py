@@ -5,8 +5,10 @@
   ``non_blocking=True`` from pinned memory (``Tensor.pin_memory()``), as in PyTorch;
 * download (``to_numpy``, ``.cpu()``): waits for the current stream, except
   ``.to("cpu", non_blocking=True)``, which queues the copy into pinned memory and returns a CPU
-  tensor whose values are valid once the stream is synchronized (PyTorch's contract);
-* between two GPUs: a device-to-device copy (peer access where the driver has it);
+  tensor whose values are valid once the stream is synchronized (PyTorch's contract); pinned
+  blocks come from ember's stream-aware pool (``pinned.py``), never reused under a running copy;
+* between two GPUs: a peer copy on the source's stream, with an event barrier each way
+  (``between_devices``), the source made contiguous on its own device;
 * DLPack both ways without copies (``ember.from_dlpack(cupy_array or torch_cuda_tensor)``,
   ``cupy.from_dlpack(tensor)``, ``torch.from_dlpack(tensor)``).
 """
@@ -24,17 +26,26 @@ from . import devices
 def upload(be, array, device, non_blocking=False):
     api = be._api
     with api.on_device(device.index):
-        if non_blocking and array.flags.c_contiguous and api.is_pinned(array):
-            arr = api.from_host(array, stream=api.current_stream())
+        if non_blocking and array.flags.c_contiguous and be.is_pinned_host(array):
+            stream = api.current_stream()
+            arr = api.from_host(array, stream=stream)
+            be._pinned.record(array, stream)   # the block is not reused before the copy ran
         else:
             arr = api.from_host(array)
         return be.wrap(arr, device)
 
 
 def download(be, tensor):
+    """The tensor's values on the host: one wait for its device's current stream, which also
+    covers the stream's device-assert records (queued to the host just before)."""
     api = be._api
-    with api.on_device(tensor.device.index):
-        return api.to_host(be.native(tensor))
+    index = tensor.device.index
+    with api.on_device(index):
+        token = be._asserts.prefetch(index, api.current_stream())
+        values = api.to_host(be.native(tensor))
+    be._raise_async(index)
+    be._asserts.verify(token, str(tensor.device))
+    return values
 
 
 def _host_values(src):
@@ -52,21 +63,45 @@ def copy_into(be, dst, src, non_blocking=False):
                 host = host.real
             if d.flags.c_contiguous and host.dtype == d.dtype and host.flags.c_contiguous:
                 if host.size:
-                    d.set(host)
+                    api.upload_into(d, host)
             else:
                 d[...] = api.from_host(np.ascontiguousarray(host))
         return dst
     if src.device.index != dst.device.index:
-        s = be.native(src)
-        with api.on_device(dst.device.index):
-            d = be.native(dst)
-            if s.dtype != d.dtype:
-                with api.on_device(src.device.index):
-                    s = s.astype(d.dtype)
-            api.copy_between_devices(d, s)
+        between_devices(be, be.native(dst), be.native(src))
         return dst
     with api.on_device(dst.device.index):
         return ArrayBackend.copy_(be, dst, src, non_blocking)
+
+
+def between_devices(be, dst, src) -> None:
+    """``dst[...] = src`` for arrays on two GPUs, ordered as PyTorch orders it: the source's
+    stream first waits for the destination's (nothing still uses ``dst``), makes the source
+    contiguous and of ``dst``'s dtype on the source's device, copies peer to peer, and the
+    destination's stream then waits for the copy -- a barrier each way, no host wait."""
+    api, xp = be._api, be.xp
+    sdev, ddev = api.device_of(src), api.device_of(dst)
+    if not dst.size:
+        return
+    with api.on_device(ddev):
+        target = dst if dst.flags.c_contiguous else xp.empty(dst.shape, dtype=dst.dtype)
+        dst_stream = api.current_stream()
+        dst_ready = api.new_event(False, False, False)
+        dst_ready.record(dst_stream)
+    with api.on_device(sdev):
+        src_stream = api.current_stream()
+        src_stream.wait_event(dst_ready)
+        if src.dtype != dst.dtype:
+            s = xp.ascontiguousarray(src).astype(dst.dtype)
+        else:
+            s = src if src.flags.c_contiguous else xp.ascontiguousarray(src)
+        api.peer_copy(target, s, src_stream)
+        src_ready = api.new_event(False, False, False)
+        src_ready.record(src_stream)
+    with api.on_device(ddev):
+        dst_stream.wait_event(src_ready)
+        if target is not dst:
+            dst[...] = target
 
 
 def to_device(be, x, device, non_blocking):
@@ -74,18 +109,19 @@ def to_device(be, x, device, non_blocking):
     ``non_blocking``), to another GPU, or through the host to any other backend."""
     api = be._api
     if device.type == "cpu":
+        if not non_blocking:
+            return ember.from_numpy(download(be, x))
         a = be.native(x)
         with api.on_device(x.device.index):
-            if non_blocking:
-                host = api.pinned_empty(a.shape, a.dtype)
-                api.to_host(a, out=host, stream=api.current_stream(), blocking=False)
-            else:
-                host = api.to_host(a)
+            stream = api.current_stream()
+            host = be._pinned.empty(a.shape, a.dtype)
+            api.to_host(a, out=host, stream=stream, blocking=False)
+            be._pinned.record(host, stream)   # dropped early, its block still waits for the copy
         return ember.from_numpy(host)
     if device.type == be.name:
         target = be._concrete(device)
         out = be.empty(x._shape, x.dtype, target)
-        api.copy_between_devices(be.native(out), be.native(x))
+        between_devices(be, be.native(out), be.native(x))
         return out
     return registry.get(device.type).from_numpy(download(be, x), device, non_blocking)
 
@@ -95,7 +131,7 @@ def pinned_copy(be, tensor):
         raise RuntimeError(f"cannot pin '{tensor.device}' tensor of dtype {tensor.dtype}: only "
                            f"dense CPU tensors can be pinned")
     values = _host_values(tensor)
-    host = be._api.pinned_empty(values.shape, values.dtype)
+    host = be._pinned.empty(values.shape, values.dtype)
     host[...] = values
     return ember.from_numpy(host)
 

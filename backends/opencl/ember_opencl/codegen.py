@@ -5,24 +5,38 @@ conversions, copies, factories) is a *body*: C statements that compute ``r`` fro
 ``x0, x1, ...`` (already converted to their load dtypes), the parameters ``p0, p1, ...`` and the
 output's linear index ``i``. ``run`` wraps a body in the index math and launches it.
 
+An op with a ``pointwise`` facet (its expression for one element, written beside its define in
+``ember.ops``) gets its body from that rule (``rule_body``), rendered by ``Dialect`` — the same
+rendering ``fusion.py`` gives the statements of a fused kernel, so eager and fused kernels
+compute one expression. Operands are ``X[j]`` (input j) and the numbers a rule would write as
+literals can be ``P[k]`` (parameter k), so one kernel serves every value. Bodies stay
+hand-written where the rule does not say what the eager kernel must do: complex, integer
+division and powers, and where the CPU reference rounds differently from the rule (those are
+listed in ``math_unary``/``math_binary``).
+
 Index math: the output shape and each tensor operand's offset and strides (broadcast dims get
 stride 0) are collapsed -- size-1 dims dropped, dims that are contiguous for every operand merged
 -- and passed in a small int64 *metadata buffer*, so a new shape reuses the compiled kernel. A
 kernel is compiled once per (body, dtypes, operand kinds, collapsed rank) and kept in memory;
-pyopencl's on-disk binary cache makes later processes skip the compiler too. Metadata buffers
+ember's verified on-disk binary cache (``binaries``) makes later processes skip the compiler too. Metadata buffers
 are cached per layout (shapes, strides, offsets) as well.
 """
 from __future__ import annotations
 
+import logging
+import time
 import warnings
 from typing import NamedTuple
 
 import numpy as np
 
-from ember.runtime import dtypes as D
+from ember.compiler.pointwise import Dialect as _CDialect
+from ember.runtime import dtypes as D, get_op
 from ember import Tensor
 
-from . import cltypes
+from . import binaries, cltypes
+
+log = logging.getLogger("ember.kernels")
 
 _MAX_META = 4096
 UNIT = -1              # the "rank" of a layout whose operands are all contiguous and 1-D       # cached layouts per device before the cache is dropped and refilled
@@ -74,6 +88,55 @@ class KernelKey(NamedTuple):
     params: tuple        # dtypes of the extra arguments p{k}
     rank: int            # collapsed rank, or UNIT for unit-stride contiguous operands
     check: bool          # the body may flag a device-side error
+
+
+# -- bodies from an op's pointwise rule -------------------------------------------------------------
+class Operand:
+    """A rule's operand or number as a kernel variable: ``x{j}`` (input j: a tensor element or a
+    scalar argument) or ``p{k}`` (parameter k)."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+X = tuple(Operand(f"x{j}") for j in range(4))
+P = tuple(Operand(f"p{k}") for k in range(4))
+
+
+class Dialect(_CDialect):
+    """OpenCL C spelling of pointwise rules, for fused kernels and for bodies made from rules:
+    math functions are overloaded by type (``exp`` of a float is the float exp), literals of
+    types other than float and double are cast to the compute type (``((char)1)``), and an
+    ``Operand`` where a rule writes a number is that kernel variable."""
+
+    def __init__(self, dtype, render_var=lambda operand: operand.name):
+        super().__init__(dtype, render_var)
+
+    def lit(self, value):
+        if isinstance(value, Operand):
+            return value.name
+        if self.dtype is D.float32 or self.dtype is D.float64:
+            return super().lit(value)
+        return cltypes.lit(value, self.dtype)
+
+
+def rule_body(name, op_name, *args, covers="f", kinds=None, otherwise=None, prelude=None):
+    """A ``Body`` computing ``r`` by ``op_name``'s pointwise rule over ``args`` (``X``/``P``
+    operands, Python values for the rule's other arguments; the compute dtype follows) for
+    the dtype kinds in ``covers``; ``otherwise(ctx)`` is hand-written code for the rest of
+    ``kinds`` (default: ``covers``)."""
+    def code(ctx):
+        if otherwise is not None and _KIND_LETTER.get(ctx.ct.category, "") not in covers:
+            return otherwise(ctx)
+        expr = get_op(op_name).pointwise(Dialect(ctx.ct), *args, ctx.ct)
+        if expr is None:
+            raise TypeError(f"opencl: the pointwise rule of '{op_name}' declines {args}")
+        return f"r = {expr};"
+    return Body(name, code, prelude, kinds=kinds or covers)
 
 
 def group(*bodies):
@@ -270,10 +333,16 @@ def compile_program(state, src, what, options=()):
     """Build ``src`` for the device (every module of the backend compiles through here):
     compiler warnings are PoCL's chatter, a failure names ``what`` and shows the source."""
     import pyopencl as cl
+    start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cl.CompilerWarning)
         try:
-            return cl.Program(state.context, src).build(options=list(options))
+            program = binaries.build(state.context, state.device, src, options)
+            # once per program and device (callers keep the kernels); ember's binary cache
+            # makes a rebuild in a later process fast
+            log.info("opencl: built %s for %s in %.0f ms", what, state.device.name,
+                     1e3 * (time.perf_counter() - start))
+            return program
         except cl.RuntimeError as e:
             raise RuntimeError(f"opencl: building {what} failed:\n{e}\n--- source ---\n"
                                f"{src}") from None

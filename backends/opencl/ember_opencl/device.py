@@ -32,6 +32,8 @@ def discover() -> Discovery:
     except Exception as e:  # ImportError, or a broken ICD loader raising at import
         return Discovery([], f"pyopencl can't be imported ({type(e).__name__}: {e}); install "
                              f"it with `pip install 'ember[opencl]'`")
+    from .binaries import use_private_driver_cache
+    use_private_driver_cache()  # before the driver reads its settings
     try:
         platforms = cl.get_platforms()
     except Exception as e:  # cl.LogicError PLATFORM_NOT_FOUND_KHR when no ICD is installed
@@ -97,7 +99,7 @@ def _compiler_problem(cl, device):
     with a reason.
     """
     try:
-        cl.Program(cl.Context([device]), _PROBE).build()
+        cl.Program(cl.Context([device]), _PROBE).build(cache_dir=False)
     except Exception as e:  # RuntimeError(BUILD_PROGRAM_FAILURE), LogicError, driver crashes
         lines = [ln.strip() for ln in str(e).splitlines()]
         errors = [ln for ln in lines if ln.startswith("error:")]

@@ -3,20 +3,22 @@ OpenCL C kernel, a work-item per output element.
 
 Operands are read through the elementwise template's layout metadata (``progs.layout``: the
 collapsed sizes, then each operand's offset and strides), so broadcast and strided inputs need
-no copies; outputs are fresh contiguous tensors. The statements come from
-``ember.compiler.pointwise`` rendered in OpenCL C, whose math functions are overloaded by type
-(``sin`` on a float is the float sine), with ``FP_CONTRACT OFF`` as in every ember kernel so
-results round like the eager kernels'. One program per kernel and device, cached."""
+no copies; outputs are fresh contiguous tensors. The statements are the ops' pointwise rules
+rendered by ``codegen.Dialect`` in OpenCL C — the rendering the eager bodies made from those
+rules get — whose math functions are overloaded by type (``sin`` on a float is the float sine),
+with ``FP_CONTRACT OFF`` as in every ember kernel so results round like the eager kernels'. One
+program per kernel and device, cached."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from ember.compiler.pointwise import C_TYPES, Dialect
+from ember.compiler.pointwise import C_TYPES
 from ember.runtime import dtypes as D
 
 from . import cltypes, progs
+from .codegen import Dialect
 
 
 def _source(state, kernel, flat):

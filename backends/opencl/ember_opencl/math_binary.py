@@ -5,10 +5,15 @@ Integer division and remainder guard their inputs: x86 traps on ``n / 0`` and on
 backend is done before the op by ``ANY_ZERO``, which sets the error flag (``ERR``) that the
 launcher reads back; inside the op's kernel ``ERR`` is null. Integer powers with a negative
 exponent tensor give 1, -1 or 0 as PyTorch's do (the op layer refuses a negative scalar one).
+
+mul, pow (floats), the comparisons, add, sub, div (true division) and where are rendered from
+their ops' pointwise rules (``codegen.rule_body``, for the dtype kinds given); written here are
+their complex forms, integer powers, and maximum/minimum, whose rules pick the second operand
+of equal ones (the CPU's numpy picks the first: ``maximum(-0.0, 0.0)`` is -0.0).
 """
 from __future__ import annotations
 
-from .codegen import ERR_ZERO_DIV, Body, group
+from .codegen import ERR_ZERO_DIV, P, X, Body, group, rule_body
 
 
 def _maxmin(ctx, ge, nan_first):
@@ -118,10 +123,14 @@ def _logaddexp2(ctx):
             f"(t <= 0 ? x1 + log1p(exp2(t)) * {log2e} : t); }}")
 
 
+def _complex(expr):
+    return lambda ctx: f"r = {expr};"
+
+
 def _build():
     ops = {
-        "mul": Body("mul", lambda c: "r = c_mul(x0, x1);" if c.is_complex else "r = x0 * x1;",
-                    kinds="fibc"),
+        "mul": rule_body("mul", "mul", X[0], X[1], covers="fib", kinds="fibc",
+                         otherwise=_complex("c_mul(x0, x1)")),
         "maximum": Body("maximum", lambda c: _maxmin(c, ">=", True)),
         "minimum": Body("minimum", lambda c: _maxmin(c, "<=", True)),
         "fmax": Body("fmax", lambda c: _maxmin(c, ">=", False)),
@@ -129,22 +138,20 @@ def _build():
         "remainder": Body("remainder", "r = ew_pymod(x0, x1, ERR);", _int_div_prelude),
         "fmod": Body("fmod", "r = ew_cmod(x0, x1, ERR);", _int_div_prelude),
         "floor_divide": Body("floor_divide", "r = ew_fdiv(x0, x1, ERR);", _int_div_prelude),
-        "pow": Body("pow", lambda c: "r = pow(x0, x1);" if c.is_float else
-                    "r = ew_ipow(x0, x1, ERR);", _ipow_prelude),
+        "pow": rule_body("pow", "pow", X[0], X[1], covers="f", kinds="fib",
+                         otherwise=lambda c: "r = ew_ipow(x0, x1, ERR);", prelude=_ipow_prelude),
         "atan2": Body("atan2", "r = atan2(x0, x1);"),
         "hypot": Body("hypot", "r = hypot(x0, x1);"),
         "logaddexp": Body("logaddexp", _logaddexp),
         "logaddexp2": Body("logaddexp2", _logaddexp2),
         "copysign": Body("copysign", "r = copysign(x0, x1);"),
         "xlogy": Body("xlogy", "r = (x0 == 0 && !isnan(x1)) ? (CT)0 : x0 * log(x1);"),
-        "eq": Body("eq", lambda c: "r = x0.x == x1.x && x0.y == x1.y;" if c.is_complex else
-                   "r = x0 == x1;", kinds="fibc"),
-        "ne": Body("ne", lambda c: "r = x0.x != x1.x || x0.y != x1.y;" if c.is_complex else
-                   "r = x0 != x1;", kinds="fibc"),
-        "lt": Body("lt", "r = x0 < x1;"),
-        "le": Body("le", "r = x0 <= x1;"),
-        "gt": Body("gt", "r = x0 > x1;"),
-        "ge": Body("ge", "r = x0 >= x1;"),
+        "eq": rule_body("eq", "eq", X[0], X[1], covers="fib", kinds="fibc",
+                        otherwise=_complex("x0.x == x1.x && x0.y == x1.y")),
+        "ne": rule_body("ne", "ne", X[0], X[1], covers="fib", kinds="fibc",
+                        otherwise=_complex("x0.x != x1.x || x0.y != x1.y")),
+        **{name: rule_body(name, name, X[0], X[1], covers="fib")
+           for name in ("lt", "le", "gt", "ge")},
         "logical_and": Body("logical_and", "r = (x0 != 0) && (x1 != 0);"),
         "logical_or": Body("logical_or", "r = (x0 != 0) || (x1 != 0);"),
         "logical_xor": Body("logical_xor", "r = (x0 != 0) != (x1 != 0);"),
@@ -170,22 +177,22 @@ TO_BOOL = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "log
 CHECKED = {"remainder", "fmod", "floor_divide"}
 ANY_ZERO = Body("any_zero", f"r = 0; if (x0 == 0) *ERR = {ERR_ZERO_DIV};", store=False)
 
-ADD = Body("add", "r = x0 + x1;", kinds="fibc")
-ADD_ALPHA = Body("add_alpha", lambda c: "r = x0 + c_mul(x1, p0);" if c.is_complex else
-                 "r = x0 + x1 * p0;", kinds="fibc")
-SUB = Body("sub", "r = x0 - x1;", kinds="fibc")
-SUB_ALPHA = Body("sub_alpha", lambda c: "r = x0 - c_mul(x1, p0);" if c.is_complex else
-                 "r = x0 - x1 * p0;", kinds="fibc")
+ADD = rule_body("add", "add", X[0], X[1], 1, covers="fibc")
+ADD_ALPHA = rule_body("add_alpha", "add", X[0], X[1], P[0], covers="fib", kinds="fibc",
+                      otherwise=_complex("x0 + c_mul(x1, p0)"))
+SUB = rule_body("sub", "sub", X[0], X[1], 1, covers="fibc")
+SUB_ALPHA = rule_body("sub_alpha", "sub", X[0], X[1], P[0], covers="fib", kinds="fibc",
+                      otherwise=_complex("x0 - c_mul(x1, p0)"))
 DIV = {
-    None: Body("div", lambda c: "r = c_div(x0, x1);" if c.is_complex else "r = x0 / x1;"),
+    None: rule_body("div", "div", X[0], X[1], None, covers="f", kinds="fc",
+                    otherwise=_complex("c_div(x0, x1)")),
     "trunc": Body("div_trunc", "r = ew_tdiv(x0, x1, ERR);", _int_div_prelude),
     "floor": Body("div_floor", "r = ew_fdiv(x0, x1, ERR);", _int_div_prelude),
 }
-DIV[None].kinds = "fc"
 group(*[b for n, b in BINARY.items() if n not in TO_BOOL], ADD, SUB, *DIV.values())
 group(*[b for n, b in BINARY.items() if n in TO_BOOL])
 group(ADD_ALPHA, SUB_ALPHA)
-WHERE = Body("where", "r = x0 ? x1 : x2;", kinds="fibc")
+WHERE = rule_body("where", "where", X[0], X[1], X[2], covers="fibc")
 
 
 # numpy's maximum then minimum: NaN anywhere gives NaN

@@ -3,6 +3,13 @@
 The semantics are the CPU backend's (numpy/scipy, i.e. PyTorch's): NaN-propagating relu,
 sign(NaN) = NaN, predicates false for integers. scipy's special functions evaluate float32
 inputs in double; so do ours where the device has fp64 (``W``, the widest float).
+
+Ops with a pointwise rule are rendered from it (``codegen.rule_body``: ``FROM_RULE`` below, for
+the dtype kinds given there); written here are the complex forms and the ops whose rule rounds
+otherwise than the CPU reference: erf (evaluated in ``W`` here, in the compute dtype by the
+rule), silu (``x * (1 / (1 + exp(-x)))`` here, ``x / (1 + exp(-x))`` by the rule), mish (a
+stable softplus here), abs on integers, and gelu, elu and hardtanh below (``W`` erf, and
+parameters the rule computes with in Python).
 """
 from __future__ import annotations
 
@@ -10,7 +17,7 @@ import math
 
 import numpy as np
 
-from .codegen import Body, group
+from .codegen import P, X, Body, group, rule_body
 
 
 def _w(ctx, v):
@@ -29,6 +36,12 @@ def _float_only(expr):
 
 _BUILTIN = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
             "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"]
+#: op -> the dtype kinds whose body is the op's pointwise rule (identical results, measured on a
+#: grid of special values against the hand-written bodies they replaced)
+FROM_RULE = {**{name: "f" for name in ("exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt",
+                                       "sin", "cos", "tan", "tanh", "rsqrt", "reciprocal",
+                                       "sigmoid")},
+             "neg": "fibc", "abs": "f", "square": "fib", "relu": "fib"}
 
 
 def _erfinv_prelude(ctx):
@@ -114,10 +127,9 @@ def _deg(ctx, to_rad):
 
 
 def _abs(ctx):
+    """abs of integers and complex numbers (floats: its rule)."""
     if ctx.is_complex:
         return "r = c_abs(x0);"  # the kernel's result dtype is the real one
-    if ctx.is_float:
-        return "r = fabs(x0);"
     return "r = x0 < 0 ? -x0 : x0;" if ctx.signed else "r = x0;"
 
 
@@ -126,12 +138,6 @@ def _sign(ctx):
         # PyTorch's (x > 0) - (x < 0): NaN and -0.0 give +0
         return "r = x0 > 0 ? (CT)1 : (x0 < 0 ? (CT)-1 : (CT)0);"
     return "r = x0;" if ctx.is_bool else "r = (x0 > 0) - (x0 < 0);"
-
-
-def _relu(ctx):
-    if ctx.is_float:
-        return "r = (x0 >= 0 || isnan(x0)) ? x0 : (CT)0;"
-    return "r = x0;" if ctx.is_bool else "r = x0 > 0 ? x0 : (CT)0;"
 
 
 def _pred(float_expr, int_expr, complex_expr=None):
@@ -153,16 +159,17 @@ _COMPLEX = {"exp": "c_exp(x0)", "log": "c_log(x0)", "sqrt": "c_sqrt(x0)",
 
 def _build():
     ops = {}
+    for name, covers in FROM_RULE.items():
+        ops[name] = rule_body(name, name, X[0], covers=covers, kinds="fib" if name == "abs" else
+                              None, otherwise=_abs if name == "abs" else None)
     for name in _BUILTIN:
-        ops[name] = Body(name, f"r = {name}(x0);")
+        if name not in FROM_RULE:
+            ops[name] = Body(name, f"r = {name}(x0);")
     for name in ("erf", "erfc", "lgamma"):
         ops[name] = Body(name, _via_wide(name))
     ops["erfinv"] = Body("erfinv", "r = (CT)ew_erfinv((W)x0);", _erfinv_prelude)
     ops["digamma"] = Body("digamma", "r = (CT)ew_digamma((W)x0);", _digamma_prelude)
     ops["logit"] = Body("logit", "r = (CT)ew_logit((W)x0);", _logit_prelude)
-    ops["rsqrt"] = Body("rsqrt", "r = (CT)1 / sqrt(x0);")
-    ops["reciprocal"] = Body("reciprocal", "r = (CT)1 / x0;")
-    ops["sigmoid"] = Body("sigmoid", "r = (CT)1 / ((CT)1 + exp(-x0));")
     ops["silu"] = Body("silu", "r = x0 * ((CT)1 / ((CT)1 + exp(-x0)));")
     # numpy's logaddexp(x, 0), then tanh
     ops["mish"] = Body("mish", "CT sp = x0 > 0 ? x0 + log1p(exp(-x0)) : log1p(exp(x0)); "
@@ -170,14 +177,10 @@ def _build():
     ops["deg2rad"] = Body("deg2rad", lambda ctx: _deg(ctx, True))
     ops["rad2deg"] = Body("rad2deg", lambda ctx: _deg(ctx, False))
     # same-dtype family
-    ops["neg"] = Body("neg", "r = -x0;")
-    ops["abs"] = Body("abs", _abs)
     ops["sign"] = Body("sign", _sign)
     for name in ("floor", "ceil", "trunc"):
         ops[name] = Body(name, _float_only(f"{name}(x0)"))
     ops["frac"] = Body("frac", "r = x0 - trunc(x0);")
-    ops["square"] = Body("square", "r = x0 * x0;")
-    ops["relu"] = Body("relu", _relu)
     ops["positive"] = Body("positive", "r = x0;")
     ops["conj_physical"] = Body("conj_physical", "r = x0;")
     ops["bitwise_not"] = Body("bitwise_not", lambda ctx: "r = !x0;" if ctx.is_bool else
@@ -201,7 +204,7 @@ def _build():
         ops[name].kinds = "fc" if name in _COMPLEX else "f"
     for name in ("neg", "abs", "square", "positive", "conj_physical", "isnan", "isinf",
                  "isfinite"):
-        ops[name].kinds += "c"
+        ops[name].kinds += "" if "c" in ops[name].kinds else "c"
     ops["bitwise_not"].kinds = "ib"
     group(*[b for n, b in ops.items() if n not in PREDICATES])
     group(*[b for n, b in ops.items() if n in PREDICATES])
@@ -226,9 +229,8 @@ GELU = Body("gelu", lambda ctx: (
 GELU_TANH = Body("gelu_tanh", lambda ctx: (
     f"r = ({ctx.lit(0.5)} * x0) * ((CT)1 + tanh({ctx.lit(math.sqrt(2.0 / math.pi))} * "
     f"(x0 + {ctx.lit(0.044715)} * x0 * x0 * x0)));"))
-SOFTPLUS = Body("softplus", "CT ab = x0 * p0; r = ab > p1 ? x0 : log1p(exp(ab)) / p0;",
-                kinds="f")
-LEAKY_RELU = Body("leaky_relu", "r = x0 > 0 ? x0 : x0 * p0;")
+SOFTPLUS = rule_body("softplus", "softplus", X[0], P[0], P[1])
+LEAKY_RELU = rule_body("leaky_relu", "leaky_relu", X[0], P[0], covers="fib")
 ELU = Body("elu", "r = x0 > 0 ? x0 * p1 : p0 * expm1(x0 * p2);")
 # numpy's maximum/minimum: NaN from either side wins
 HARDTANH = Body("hardtanh", "CT lo = (x0 >= p0 || isnan(x0)) ? x0 : p0; "

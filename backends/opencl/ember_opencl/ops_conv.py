@@ -99,7 +99,12 @@ def convolution_backward(backend, grad_output, input, weight, bias_sizes, stride
     gi = gw = gb = None
     if output_mask[0]:
         if transposed:
+            # output padding of a stride or more adds windows past the input's: crop them
             gi = _forward(backend, g, weight, stride, padding, dilation, groups)
+            if gi._shape[2:] != input._shape[2:]:
+                for d, n in enumerate(input._shape[2:]):
+                    gi = gi.narrow(2 + d, 0, n)
+                gi = gi.contiguous()
         else:
             gi = _input_grad(backend, g, weight, input._shape[2:], stride, padding, dilation,
                              groups)

@@ -48,7 +48,7 @@ def _stats(x, dims, eps):
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     o = _o()
     n, c = input._shape[:2]
-    x = _acc(input).reshape(n, c, -1)
+    x = _acc(input).reshape(n, c, _prod(input._shape[2:]))
     wt = x.dtype
     if training:
         mean, xm, var, invstd = _stats(x, (0, 2), eps)
@@ -80,9 +80,10 @@ def batch_norm_backward(grad_out, input, weight, running_mean, running_var, save
                         save_invstd, train, eps, output_mask):
     o = _o()
     n, c = input._shape[:2]
-    x = _acc(input).reshape(n, c, -1)
+    hw = _prod(input._shape[2:])
+    x = _acc(input).reshape(n, c, hw)
     wt = x.dtype
-    g = _acc(grad_out).reshape(n, c, -1)
+    g = _acc(grad_out).reshape(n, c, hw)
     if train:
         mean, invstd = _acc(save_mean).reshape(1, c, 1), _acc(save_invstd).reshape(1, c, 1)
     else:
@@ -168,7 +169,7 @@ def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, b
 
 def group_norm(input, weight, bias, N, C, HxW, group, eps):
     o = _o()
-    x = _acc(input).reshape(N * group, -1)
+    x = _acc(input).reshape(N * group, (C // group) * HxW)   # (-1: ambiguous when empty)
     wt = x.dtype
     mean, xm, _, rstd = _stats(x, (1,), eps)
     out = o["mul"](xm, rstd, wt).reshape(N, C, HxW)

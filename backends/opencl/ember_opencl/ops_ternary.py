@@ -1,15 +1,17 @@
 """Ternary elementwise kernels (``ember.ops.elementwise.ternary``): addcmul, addcdiv, lerp as
 bodies of the elementwise template, in PyTorch's association order (no fused multiply-add:
-the template compiles with FP_CONTRACT OFF)."""
+the template compiles with FP_CONTRACT OFF). addcmul and addcdiv are their ops' pointwise rules
+(``codegen.rule_body``, the value a parameter); lerp is written here: its rule switches
+formulas at ``w < 0.5``, PyTorch's kernels (and the CPU's) at ``|w| < 0.5``."""
 from __future__ import annotations
 
 from functools import partial
 
-from .codegen import Body, run
+from .codegen import P, X, Body, rule_body, run
 from .ops_elementwise import _no_overlap, _shape
 
-ADDCMUL = Body("addcmul", "r = x0 + p0 * x1 * x2;", kinds="fi")
-ADDCDIV = Body("addcdiv", "r = x0 + p0 * x1 / x2;", kinds="f")
+ADDCMUL = rule_body("addcmul", "addcmul", X[0], X[1], X[2], P[0], covers="fi")
+ADDCDIV = rule_body("addcdiv", "addcdiv", X[0], X[1], X[2], P[0])
 LERP = Body("lerp", "const CT d = x1 - x0; "
                     "r = fabs(x2) < (CT)0.5 ? x0 + x2 * d : x1 - d * ((CT)1 - x2);", kinds="f")
 

@@ -94,7 +94,9 @@ _FAMILIES = ["elementwise", "special", "views", "conversion", "factories", "redu
              "attention", "rnn", "complex", "fft",
              # issue #25's families
              "ternary", "spatial", "resampling", "grid_sampling", "embedding_bag",
-             "distances", "ctc", "losses_more", "surface", "sparse"]
+             "distances", "ctc", "nn_compositions", "surface", "sparse",
+             # issue #30: torch.masked, windows and the other factories
+             "masked"]
 
 
 def all_opinfos() -> list:

@@ -65,6 +65,20 @@ def _adam(name, amsgrad):
     return run
 
 
+def _adam_capturable(amsgrad, tensor_lr):
+    def run(params, grads, m, v):
+        params, m, vv = _copies(params), _copies(m), [x.abs() for x in v]
+        maxs = [x * 1.5 for x in vv] if amsgrad else []
+        dev, dt = params[0].device, params[0].dtype
+        steps = [ember.full((), 2.0, dtype=dt, device=dev) for _ in params]
+        lr = ember.tensor(0.01, dtype=dt, device=dev) if tensor_lr else 0.01
+        ember._fused_adam_capturable_(params, grads, m, vv, maxs, steps, lr=lr, beta1=0.9,
+                                      beta2=0.99, weight_decay=0.1, eps=1e-8, amsgrad=amsgrad,
+                                      maximize=True, decoupled=not amsgrad)
+        return params + m + vv + maxs + steps
+    return run
+
+
 def _binary_samples(positive_second=False):
     def gen(dtype):
         for i, (shape, layout) in enumerate([((3, 4), "contiguous"), ((2, 5), "transposed")]):
@@ -92,6 +106,12 @@ OPS = [
            ("_foreach_mul_",)),
     _entry("_foreach_div_", _inplace(lambda a: ember._foreach_div_(a, 3.0)), 1,
            ("_foreach_div_",)),
+    _entry("_foreach_mul_ tensor", _inplace(lambda a: ember._foreach_mul_(
+        a, ember.tensor(0.9, dtype=a[0].dtype, device=a[0].device))), 1,
+        ("_foreach_mul_tensor_",)),
+    _entry("_foreach_norm", lambda a: ember._foreach_norm(a), 1, ("_foreach_norm",)),
+    _entry("_foreach_norm inf", lambda a: ember._foreach_norm(a, float("inf")), 1,
+           ("_foreach_norm",)),
     _entry("_foreach_lerp_", _inplace(lambda a, b: ember._foreach_lerp_(a, b, 0.1)), 2,
            ("_foreach_lerp_",)),
     _entry("_foreach_lerp_ weight > 0.5", _inplace(lambda a, b: ember._foreach_lerp_(a, b, 0.8)),
@@ -110,6 +130,10 @@ OPS = [
     _entry("_fused_adam_", _adam("_fused_adam_", False), 4, ("_fused_adam_",)),
     _entry("_fused_adam_ amsgrad", _adam("_fused_adam_", True), 4, ("_fused_adam_",)),
     _entry("_fused_adamw_", _adam("_fused_adamw_", False), 4, ("_fused_adamw_",)),
+    _entry("_fused_adam_capturable_", _adam_capturable(False, True), 4,
+           ("_fused_adam_capturable_",)),
+    _entry("_fused_adam_capturable_ amsgrad", _adam_capturable(True, False), 4,
+           ("_fused_adam_capturable_",)),
     _backward_op("threshold_backward", 0.25),
     _backward_op("tanh_backward"),
     _backward_op("sigmoid_backward"),

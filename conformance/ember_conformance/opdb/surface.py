@@ -1,4 +1,4 @@
-"""Entries for the compositions of ``ops/numeric_more.py``, ``ops/structure.py`` and
+"""Entries for the compositions of the numeric compositions (``ops/differences.py``, the scans, statistics and products), ``ops/structure.py`` and
 ``ops/view_copies.py`` (issue #25): values on the backend under test against the CPU,
 gradients and double backward against finite differences where differentiable. They cover no
 registry op of their own. ``bincount`` and ``histc`` read their input's values for the output
@@ -79,7 +79,8 @@ OPS = [
           differentiable=False),
     entry("lcm", ember.lcm, ("signs, zeros", [((6,), ("i", -30, 30)), ((6,), ("i", -12, 12))],
                              {}), dtypes=_INTS, differentiable=False),
-    entry("ldexp", ember.ldexp, ("int exponents", [((5,), "x"), ((5,), ("i", -3, 3))], {})),
+    entry("ldexp", ember.ldexp, ("int exponents", [((5,), "x"), ((5,), ("i", -3, 3))], {}),
+          ("float exponents", [((2, 3), "x"), ((3,), "l")], {}), covers=("ldexp",)),
     entry("sinc", ember.sinc, ("with 0", [_sorted([0.0, 0.25, -1.5, 2.0, 0.7])], {}),
           ("[3,4]", [((3, 4), "l")], {})),
     entry("float_power", ember.float_power,
@@ -238,8 +239,8 @@ OPS += [
           differentiable=False),
 ]
 
-# torch.* native forms, pre-linalg names and the pooling extras (ember/_legacy_aliases.py,
-# nn/_pool_extras.py): compositions of registry ops, so every backend runs them natively
+# torch.* native forms, pre-linalg names and the pooling extras (ops/linalg/legacy.py,
+# nn/_pool.py): compositions of registry ops, so every backend runs them natively
 def _unpool(x):
     from ember.nn import functional as F
     values, indices = F.max_pool2d(x, 2, return_indices=True)

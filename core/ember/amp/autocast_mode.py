@@ -17,6 +17,7 @@ import warnings
 
 from .. import _dtype
 from ..runtime import device_types
+from ..runtime.devices import resolve_type
 from ..runtime.registry import registry
 from . import state as S
 
@@ -54,6 +55,7 @@ class autocast:
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        device_type = resolve_type(device_type)   # autocast("cuda") under a cuda=opencl redirect
         if not is_autocast_available(device_type):
             raise RuntimeError(f"User specified an unsupported autocast device_type "
                                f"'{device_type}'")
@@ -120,7 +122,7 @@ class autocast:
 # -- the state functions ember (like torch) exposes at the top level ----------------------------
 def is_autocast_enabled(device_type=None) -> bool:
     """Is autocast on for ``device_type`` in this thread (no argument: "cuda", as PyTorch)?"""
-    return S.is_enabled("cuda" if device_type is None else device_type)
+    return S.is_enabled(resolve_type("cuda" if device_type is None else device_type))
 
 
 def set_autocast_enabled(device_type, enabled=None) -> None:
@@ -128,16 +130,16 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
     CUDA)."""
     if enabled is None:
         device_type, enabled = "cuda", device_type
-    S.set_enabled(device_type, enabled)
+    S.set_enabled(resolve_type(device_type), enabled)
 
 
 def get_autocast_dtype(device_type: str):
     """The dtype autocast uses for ``device_type`` (its default until one is set)."""
-    return S.get_dtype(device_type)
+    return S.get_dtype(resolve_type(device_type))
 
 
 def set_autocast_dtype(device_type: str, dtype) -> None:
-    S.set_dtype(device_type, dtype)
+    S.set_dtype(resolve_type(device_type), dtype)
 
 
 def get_autocast_cpu_dtype():
@@ -156,6 +158,28 @@ def is_autocast_cpu_enabled() -> bool:
     warnings.warn("ember.is_autocast_cpu_enabled() is deprecated. Please use "
                   "ember.is_autocast_enabled('cpu') instead.", DeprecationWarning, stacklevel=2)
     return S.is_enabled("cpu")
+
+
+def set_autocast_cpu_enabled(enabled) -> None:
+    """Deprecated torch spelling of ``set_autocast_enabled("cpu", enabled)``."""
+    warnings.warn("ember.set_autocast_cpu_enabled(enabled) is deprecated. Please use "
+                  "ember.set_autocast_enabled('cpu', enabled) instead.", DeprecationWarning,
+                  stacklevel=2)
+    S.set_enabled("cpu", enabled)
+
+
+def set_autocast_cpu_dtype(dtype) -> None:
+    warnings.warn("ember.set_autocast_cpu_dtype(dtype) is deprecated. Please use "
+                  "ember.set_autocast_dtype('cpu', dtype) instead.", DeprecationWarning,
+                  stacklevel=2)
+    S.set_dtype("cpu", dtype)
+
+
+def set_autocast_gpu_dtype(dtype) -> None:
+    warnings.warn("ember.set_autocast_gpu_dtype(dtype) is deprecated. Please use "
+                  "ember.set_autocast_dtype('cuda', dtype) instead.", DeprecationWarning,
+                  stacklevel=2)
+    S.set_dtype("cuda", dtype)
 
 
 def is_autocast_cache_enabled() -> bool:

@@ -214,7 +214,9 @@ def install() -> None:
         if fn is None or getattr(fn, "__autocast_rule_name__", None) or not callable(fn):
             continue
         wrapped = autocast_function(name, fn)
-        for module in {F, sys.modules.get(getattr(fn, "__module__", ""), F)}:
+        # ember.conv2d & co are the same functions as F's (torch's native forms): wrapped too
+        root = sys.modules[__name__.split(".")[0]]
+        for module in {F, root, sys.modules.get(getattr(fn, "__module__", ""), F)}:
             if getattr(module, name, None) is fn:
                 setattr(module, name, wrapped)
         _rebind_layer_classes(fn, wrapped)

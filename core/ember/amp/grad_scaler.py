@@ -15,10 +15,11 @@ from enum import Enum
 
 from .. import _dtype
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..ops.elementwise import where
 from ..ops.factories import full
 from ..runtime.registry import registry
+from ..runtime.devices import resolve_type
 
 __all__ = ["GradScaler", "OptState"]
 
@@ -77,6 +78,7 @@ class GradScaler:
                  backoff_factor=0.5, growth_interval=2000, enabled=True):
         if not isinstance(device, str):
             device = str(device)
+        device = resolve_type(device)    # GradScaler("cuda") under a cuda=opencl redirect
         self._device = device
         self._enabled = enabled
         if enabled and (not registry.is_known(device) or

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import register_functionality as _register
-from . import forward_ad, graph, inference, record, tensor_api
+from ..dispatch.facets import CustomDerivative as _CustomDerivative
+from . import forward_ad, function, grad_mode, graph, inference, record, tensor_api
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, \
     set_detect_anomaly
 from .engine import backward, grad
@@ -26,7 +27,22 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck",
            "GradcheckError", "Node", "graph", "forward_ad", "Variable"]
 
-tensor_api.attach_all()
-_register(_keys.AUTOGRAD, record.make_handler)
+def _make_handler(op, bit):
+    # ops with a formula record through record.py; custom ops (ember.library's
+    # register_autograd) through function.py's machinery, as a custom Function does
+    if op.derivative.__class__ is _CustomDerivative:
+        return function.custom_op_handler(op)
+    return record.make_handler(op, bit)
 
-from . import profiler  # noqa: E402 - ember.autograd.profiler, as torch.autograd.profiler
+
+tensor_api.attach_all()
+_register(_keys.AUTOGRAD, _make_handler)
+# ``ember.autograd.profiler`` (torch.autograd.profiler) is the profiler's legacy face; it is
+# imported with ``ember.profiler``, a layer above autograd, by ``ember/__init__``.
+
+
+def variable(*args, **kwargs):
+    """torch keeps ``torch.autograd.variable`` as a function that only says what replaced it
+    (the ``variable`` submodule stays importable by its dotted name)."""
+    raise RuntimeError("ember.autograd.variable(...) is deprecated, use ember.tensor(...) "
+                       "instead")

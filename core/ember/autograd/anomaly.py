@@ -80,6 +80,11 @@ class set_detect_anomaly:
         _set(*self._prev)
 
 
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """``torch.set_anomaly_enabled``: turn anomaly detection on or off for this thread."""
+    _set(enabled, check_nan)
+
+
 def _forward_op(node) -> str:
     name = node.name()
     return name[:-len("Backward0")] if name.endswith("Backward0") else name

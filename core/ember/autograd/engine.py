@@ -10,20 +10,20 @@ them. Every gradient is computed on its tensor's device.
 from __future__ import annotations
 
 import heapq
+import itertools
 import weakref
-import threading
 import warnings
 
 from .. import _fastpath, _tensor
 from .._dtype import COMPLEX
 from .._tensor import Tensor
 from ..dispatch import keys as K
+from ..ops import _primitives
 from . import anomaly
-from .graph import AccumulateGrad, leaf_lock
-from .grad_mode import _restore, _save, _set_enabled
+from .graph import AccumulateGrad, _clone, _local, accumulate
+from ..dispatch.grad_mode import _restore, _save, _set_enabled
 
 _AG = K.AUTOGRAD
-_local = threading.local()
 # set by a running profiler: ``node_observer(node)`` is a context manager around each node's
 # backward (the engine's fast path is taken only while it is None)
 node_observer = None
@@ -69,46 +69,6 @@ class _Run:
             self.counts[id(g)] = [1, weakref.ref(g)]
 
 
-def _clone(g):
-    from ..ops.conversion import to_copy_op
-    return to_copy_op(g, g.dtype)
-
-
-def accumulate(t: Tensor, g) -> None:
-    """Add ``g`` into ``t.grad`` after running ``t``'s hooks (AccumulateGrad's body)."""
-    ag = t._ag
-    run = getattr(_local, "run", None)
-    if ag.hooks:
-        for h in list(ag.hooks.values()):
-            r = h(g)
-            if r is not None:
-                g = r
-                if run is not None:
-                    run.pinned.add(id(g))
-    if g is None:
-        return
-    if _tensor._grad_recorders:      # ember.compile records the accumulation as a step node
-        _tensor._grad_recorders[-1].accumulate(t, g)
-    else:
-        _accumulate(ag, g, run)
-    if ag.post_acc_hooks:
-        for h in list(ag.post_acc_hooks.values()):
-            h(t)
-
-
-def _accumulate(ag, g, run):
-    with leaf_lock:  # backward passes on other threads may accumulate into the same leaf
-        old = ag.grad
-        if old is None:
-            ag.grad = g if run is not None and run.owned(g) else _clone(g)
-        elif K.state.grad_enabled or old.requires_grad:
-            ag.grad = old + g
-        else:
-            from .grad_mode import no_grad
-            with no_grad():
-                old.add_(g)
-
-
 _LEAF_FIRST = -(1 << 62)
 
 
@@ -148,12 +108,15 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
     buffers = {}
     ready = []
     pushed = set()
+    # ties (leaf accumulators) run in the order they became ready, not by address: the same
+    # graph then accumulates in the same order every time (ember.compile compares two steps)
+    order = itertools.count()
     for (n, nr), g in zip(root_edges, root_grads):
         _add(buffers, n, nr, g, run)
     for n, _ in root_edges:
         if deps.get(n, 0) == 0 and n not in pushed:
             pushed.add(n)
-            heapq.heappush(ready, (_key(n), id(n), n))
+            heapq.heappush(ready, (_key(n), next(order), n))
 
     st = K.state
     saved_mode = _save(st)
@@ -210,7 +173,7 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
                     deps[m] = left
                     if left == 0:  # once per node: only edges from nodes that ran count down
                         push(ready, (_LEAF_FIRST if m.__class__ is AccumulateGrad else -m.seq,
-                                     id(m), m))
+                                     next(order), m))
                 k += 1
         callbacks = run.callbacks
         while callbacks:  # a callback may queue another one
@@ -454,7 +417,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``."""
     if is_grads_batched:  # the first dim of each grad_output is a batch: one vmapped backward
-        from ..func import vmap
+        import ember   # ember.func is a layer above autograd: reached through the public face
+        vmap = ember.func.vmap
         outs = _as_tuple(outputs)
 
         def one(*gs):
@@ -513,6 +477,8 @@ def _warn_nonleaf_grad():
                   "mistake, make sure you access the leaf Tensor instead.", UserWarning,
                   stacklevel=3)
 
+
+_primitives.provide(grad=grad)   # for ops whose backward differentiates their composite
 
 if _fastpath.C is not None:
     from .nodes import FormulaNode, Spec, _unpack, validate

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .._tensor import Tensor
+from ..dispatch import levels as _levels
+from . import dual as _dual
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
            "UnpackedDualTensor"]
@@ -27,7 +29,6 @@ class UnpackedDualTensor(NamedTuple):
 
 def enter_dual_level():
     """Enter a new forward grad level; returns its index. Prefer ``with dual_level():``."""
-    from ..func import _levels
     if _current:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     layer = _levels.push("jvp", name="forward_ad")
@@ -37,7 +38,6 @@ def enter_dual_level():
 
 def exit_dual_level(*, level=None):
     """Exit the forward grad level (its tangents are dropped from every tensor)."""
-    from ..func import _dual, _levels
     if not _current or (level is not None and _current[-1].level != level):
         raise RuntimeError("Trying to exit a forward AD level that was not the last one that was "
                            "created. This is not supported.")
@@ -60,7 +60,6 @@ def _level(level):
 
 def make_dual(tensor, tangent, *, level=None):
     """A tensor with ``tensor``'s values (it aliases them) whose tangent is ``tangent``."""
-    from ..func._autodiff import make_dual_at
     if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
         raise TypeError(f"make_dual: expected Tensors, got {type(tensor).__name__} and "
                         f"{type(tangent).__name__}")
@@ -71,17 +70,16 @@ def make_dual(tensor, tangent, *, level=None):
     if tangent.device is not tensor.device:
         raise RuntimeError(f"Expected tangent to be on the same device as the primal, but got "
                            f"{tangent.device} and {tensor.device}")
-    return make_dual_at(tensor, tangent, lvl)
+    return _dual.make_dual_at(tensor, tangent, lvl)
 
 
 def unpack_dual(tensor, *, level=None):
     """``(primal, tangent)`` of a dual tensor at the current level (tangent None if none)."""
-    from ..func._autodiff import unpack_at
     if not isinstance(tensor, Tensor):
         raise TypeError(f"unpack_dual: expected a Tensor, got {type(tensor).__name__}")
     if level is None and not _current:
         return UnpackedDualTensor(tensor, None)
-    primal, tangent = unpack_at(tensor, _level(level))
+    primal, tangent = _dual.unpack_at(tensor, _level(level))
     return UnpackedDualTensor(primal, tangent)
 
 

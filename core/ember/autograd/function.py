@@ -12,8 +12,11 @@ import functools
 
 from .._tensor import Tensor
 from ..dispatch import keys as K
+from ..dispatch import levels as _levels
+from ..ops import _grad
+from . import dual as _dual
 from .graph import DelayedError, Node, SavedTensor, alias, attach, differentiable_dtype
-from .grad_mode import _restore, _save, _set_enabled
+from ..dispatch.grad_mode import _restore, _save, _set_enabled
 
 _AG = K.AUTOGRAD
 
@@ -254,7 +257,6 @@ def _tangent_level(args) -> int:
     """The highest visible forward-AD level among the tensor arguments (0: none)."""
     if not any(getattr(a, "_fw", None) for a in args if isinstance(a, Tensor)):
         return 0
-    from ..func import _dual, _levels
     ceiling = _levels.state.ceiling
     return max((_dual.visible_level(a, ceiling) for a in args if isinstance(a, Tensor)),
                default=0)
@@ -263,9 +265,6 @@ def _tangent_level(args) -> int:
 def _apply_forward_ad(cls, level, args, kwargs):
     """A Function under forward AD: its forward one level down, then its ``jvp`` gives the
     outputs' tangents (PyTorch's contract: without a ``jvp`` it raises)."""
-    from ..func import _dual, _levels
-    from ..func._forward import attach
-    from ..ops import _grad
     if cls.jvp is Function.jvp:
         Function.jvp(None)   # raises PyTorch's "You must implement the jvp function" error
     with _levels.Ceiling(level - 1):
@@ -277,7 +276,7 @@ def _apply_forward_ad(cls, level, args, kwargs):
             t_out = cls.jvp(ctx, *tangents)
         finally:
             ctx._in_jvp = False
-    attach(out, t_out, level)
+    _dual.attach(out, t_out, level)
     return out
 
 
@@ -285,7 +284,7 @@ def once_differentiable(fn):
     """Backward runs without recording; differentiating its result again raises."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
-        from .grad_mode import no_grad
+        from ..dispatch.grad_mode import no_grad
         with no_grad():
             outputs = fn(ctx, *args)
         if not K.state.grad_enabled:

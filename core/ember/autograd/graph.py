@@ -11,10 +11,15 @@ import itertools
 import threading
 import weakref
 
+from .. import _tensor
 from .._dtype import FLOATING
 from .._tensor import Tensor
+from ..dispatch.grad_mode import no_grad
+from ..ops._util import _dtype_title
+from ..ops.conversion import to_copy_op
 from ..utils.hooks import RemovableHandle
 from ..dispatch import keys as K
+from ..ops import _primitives
 
 _AG = K.AUTOGRAD
 _seq = itertools.count()
@@ -70,7 +75,6 @@ def attach(t: Tensor, node, output_nr: int) -> None:
 
 
 def tensor_desc(t: Tensor) -> str:
-    from ..ops._util import _dtype_title
     dev = "" if t.device.type == "cpu" else f"{t.device.type}."
     return f"[ember.{dev}{_dtype_title(t.dtype)}Tensor {list(t._shape)}]"
 
@@ -241,7 +245,6 @@ class AccumulateGrad(Node):
         self.variable = variable
 
     def apply(self, grads):
-        from .engine import accumulate
         accumulate(self.variable, grads[0])
         return []
 
@@ -250,6 +253,48 @@ class AccumulateGrad(Node):
 # AccumulateGrad (two threads recording at once must get the same node, or grad(inputs=leaf)
 # looks for an edge the other graph never used) and ``leaf.grad += g`` (torch locks it too).
 leaf_lock = threading.RLock()
+# the backward pass running on this thread (engine.py sets it): which gradients it owns, so a
+# leaf can take them without a copy
+_local = threading.local()
+
+
+def _clone(g):
+    return to_copy_op(g, g.dtype)
+
+
+def accumulate(t: Tensor, g) -> None:
+    """Add ``g`` into ``t.grad`` after running ``t``'s hooks (AccumulateGrad's body)."""
+    ag = t._ag
+    run = getattr(_local, "run", None)
+    if ag.hooks:
+        for h in list(ag.hooks.values()):
+            r = h(g)
+            if r is not None:
+                g = r
+                if run is not None:
+                    run.pinned.add(id(g))
+    if g is None:
+        return
+    rec = _tensor._grad_recorders and _tensor._grad_recorder()
+    if rec:                          # ember.compile records the accumulation as a step node
+        rec.accumulate(t, g)
+    else:
+        _accumulate(ag, g, run)
+    if ag.post_acc_hooks:
+        for h in list(ag.post_acc_hooks.values()):
+            h(t)
+
+
+def _accumulate(ag, g, run):
+    with leaf_lock:  # backward passes on other threads may accumulate into the same leaf
+        old = ag.grad
+        if old is None:
+            ag.grad = g if run is not None and run.owned(g) else _clone(g)
+        elif K.state.grad_enabled or old.requires_grad:
+            ag.grad = old + g
+        else:
+            with no_grad():
+                old.add_(g)
 
 
 def grad_accumulator(t: Tensor) -> AccumulateGrad:
@@ -309,3 +354,6 @@ class ZeroGradNode(Node):
 
     def apply(self, grads):
         return []
+
+
+_primitives.provide(SavedTensor=SavedTensor)   # statistics ops save for their derivative

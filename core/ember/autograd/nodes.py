@@ -42,7 +42,11 @@ class Spec:
                 self.save_result = True
                 continue
             if name.startswith("result") and name[6:].isdigit():
-                picked.append(int(name[6:]))
+                k = int(name[6:])
+                if k >= n_out:
+                    raise ValueError(f"derivative of {op.name}: no output {k} to save in "
+                                     f"{op.schema}")
+                picked.append(k)
                 continue
             if name not in names:
                 raise ValueError(f"derivative of {op.name}: no argument {name!r} to save in "

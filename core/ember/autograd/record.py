@@ -34,9 +34,6 @@ _state = K.state
 
 def make_handler(op, bit):
     d = op.derivative
-    if d.__class__ is CustomDerivative:
-        from .function import custom_op_handler
-        return custom_op_handler(op)
     f = d if d.__class__ is Derivative else None
     # an op with a formula that writes only buffers autograd does not track (batch norm's
     # running statistics, never argument 0) records like any formula op

@@ -29,8 +29,9 @@ def _set_requires_grad(self, value):
         return
     if value:
         if not differentiable_dtype(self.dtype):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require "
-                               "gradients")
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require "
+                               f"gradients (requires_grad=True on a tensor of dtype "
+                               f"{self.dtype})")
         if ag is None:
             self._ag = AutogradMeta(True)
         else:
@@ -67,8 +68,9 @@ def _set_grad(self, value):
             raise RuntimeError("assigned grad has data located on a different device")
         if value._shape != self._shape:
             raise RuntimeError("assigned grad has data of a different size")
-    if _tensor._grad_recorders:      # ember.compile records the write as a step node
-        _tensor._grad_recorders[-1].set_grad(self, value)
+    rec = _tensor._grad_recorders and _tensor._grad_recorder()
+    if rec:                          # ember.compile records the write as a step node
+        rec.set_grad(self, value)
     ag = self._ag
     if ag is None:
         if value is None:
@@ -197,9 +199,24 @@ def _is_view(self) -> bool:
 
 
 def sum_to_size(self, *size):
+    """PyTorch's ``at::sum_to``: a public ``sum`` over the broadcast dims (so bool and integer
+    tensors promote as sum does), ``self`` when nothing is reduced, and always a full ``sum()``
+    to the empty size."""
     from ..ops._util import as_shape
-    from ..ops._grad import sum_to
-    return sum_to(self, as_shape(size, "sum_to_size"))
+    from ..ops._grad import expandable
+    shape = as_shape(size, "sum_to_size")
+    if not expandable(shape, self._shape):
+        raise RuntimeError(f"sum_to_size: size {list(shape)} is not expandable to size "
+                           f"{list(self._shape)}")
+    if not shape:
+        return self.sum()
+    lead = self.ndim - len(shape)
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape)
+                                if s == 1 and self._shape[lead + i] != 1]
+    if not dims:
+        return self
+    r = self.sum(dims, keepdim=True)
+    return r.reshape(shape) if lead else r
 
 
 def attach_all():

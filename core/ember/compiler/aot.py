@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import is_grad_enabled
-from .graph import Graph, Node, Ref, _refs, rebuild
+from ..dispatch.grad_mode import is_grad_enabled
+from .graph import Graph, Ref, _refs, rebuild
 
 
 def _flat_tensors(x):
@@ -36,6 +36,17 @@ def _flat_tensors(x):
     if isinstance(x, dict):
         return [t for v in x.values() for t in _flat_tensors(v)]
     return []
+
+
+def _unique_tensors(x):
+    """The tensors in ``x``, each once (a loss returned and also stored by a side effect is
+    one output of the compiled forward, so it keeps one autograd history)."""
+    seen, out = set(), []
+    for t in _flat_tensors(x):
+        if id(t) not in seen:
+            seen.add(id(t))
+            out.append(t)
+    return out
 
 
 class JointGraph:
@@ -73,7 +84,7 @@ def capture_joint(cap, out, inputs):
 def _differentiate(cap, out, inputs, graph, n_inputs):
     from ..autograd import grad as autograd_grad
     from .. import ones_like
-    out_tensors = _flat_tensors(out)
+    out_tensors = _unique_tensors(out)
     diff_outputs = [i for i, t in enumerate(out_tensors) if t.requires_grad]
     if not diff_outputs:
         return "no output requires grad"
@@ -123,6 +134,7 @@ def _split(graph, n_fwd, n_inputs, n_grads, grad_refs, sources, diff_outputs, in
             saved.append(r)
 
     forward = Graph(nodes=graph.nodes[:n_fwd], constants=graph.constants, n_inputs=n_inputs)
+    forward.plain = getattr(graph, "plain", False)
     forward.output = (graph.output, tuple(saved))
     forward.input_meta = input_meta[:n_inputs]
 
@@ -145,8 +157,9 @@ def _split(graph, n_fwd, n_inputs, n_grads, grad_refs, sources, diff_outputs, in
         return x
 
     backward = Graph(constants=graph.constants, n_inputs=n_grads + len(saved) + n_inputs)
+    backward.plain = forward.plain
     for node in bwd_nodes:
-        backward.nodes.append(Node(node.op, move(node.args), move(node.kwargs), node.meta))
+        backward.nodes.append(node.moved(args=move(node.args), kwargs=move(node.kwargs)))
     backward.output = tuple(move(r) if r is not None else None for r in grad_refs)
     saved_meta = []
     for r in saved:
@@ -164,8 +177,8 @@ class CompiledAutograd(Function):
     def forward(ctx, joint, inputs, structure, *sources):
         from . import run_graph
         out, saved = run_graph(joint.forward_run, inputs)
-        structure.append(out)
-        tensors = _flat_tensors(out)
+        tensors = _unique_tensors(out)
+        structure.append((out, tensors))
         ctx.joint = joint
         ctx.n_saved = len(saved)
         ctx.save_for_backward(*saved, *inputs)
@@ -202,14 +215,16 @@ def run(joint, inputs, constants):
     flat = CompiledAutograd.apply(joint, list(inputs), structure, *sources)
     if not isinstance(flat, tuple):
         flat = (flat,)
-    return _rebuild(structure[0], iter(flat))
+    out, tensors = structure[0]
+    returned = {id(t): r for t, r in zip(tensors, flat)}
+    return _rebuild(out, returned)
 
 
-def _rebuild(x, flat):
+def _rebuild(x, returned):
     if isinstance(x, Tensor):
-        return next(flat)
+        return returned[id(x)]
     if isinstance(x, (list, tuple)):
-        return rebuild(x, [_rebuild(v, flat) for v in x])
+        return rebuild(x, [_rebuild(v, returned) for v in x])
     if isinstance(x, dict):
-        return {k: _rebuild(v, flat) for k, v in x.items()}
+        return {k: _rebuild(v, returned) for k, v in x.items()}
     return x

@@ -11,6 +11,7 @@ and the function keeps running eagerly, so results stay correct. The compiled fu
 runs that case eagerly (see ``compiler/__init__.py``)."""
 from __future__ import annotations
 
+import sys
 import threading
 import traceback
 
@@ -39,10 +40,15 @@ def _user_line():
 class Capture:
     def __init__(self, inputs, fullgraph=False, allow_backward=False):
         self.graph = Graph(n_inputs=len(inputs))
+        self.thread = threading.get_ident()
         self.refs = {}
         self.same_memory = {}     # (storage, layout, dtype) -> Ref: aliases map to their value
         self.alive = []           # keeps every seen tensor alive, so ids stay unique
         self.breaks = []
+        #: per break, the line of ``target_code`` (the compiled function's own code) running
+        #: when it happened: where resuming splits the function (None: not inside it)
+        self.break_lines = []
+        self.target_code = None
         self.fullgraph = fullgraph
         self.allow_backward = allow_backward   # a whole training step is being captured
         #: "forward", or "backward" while ``aot.capture_joint`` differentiates the forward
@@ -88,10 +94,13 @@ class Capture:
 
     def record(self, op, args, kwargs, out):
         index = len(self.graph.nodes)
-        self.graph.nodes.append(Node(op, tuple(self.encode(a) for a in args),
-                                     {k: self.encode(v) for k, v in kwargs.items()},
-                                     _meta(out)))
-        self.graph.nodes[-1].layout = _layout(out)
+        keys = 0
+        for t in _dispatcher.tensors_in(args):
+            keys |= t._ks
+        node = Node(op, tuple(self.encode(a) for a in args),
+                    {k: self.encode(v) for k, v in kwargs.items()}, _meta(out), keys,
+                    _layout(out), _view_of(op, args, out))
+        self.graph.nodes.append(node)
         if isinstance(out, Tensor):
             self._bind(out, Ref("node", index))
         elif isinstance(out, (list, tuple)):
@@ -100,10 +109,13 @@ class Capture:
                     self._bind(o, Ref("node", index, k))
 
     def value_read(self, reason, kind="value"):
+        if threading.get_ident() != self.thread:
+            return               # another thread's read: not this capture's business
         if kind == "backward" and (self.phase == "backward" or self.allow_backward):
             return               # the backward compile's own autograd.grad call
         where = _user_line()
         self.breaks.append((reason, where))
+        self.break_lines.append(_line_in(self.target_code))
         if self.fullgraph:
             raise GraphBreak(f"ember.compile(fullgraph=True): graph break at {where}: {reason}")
 
@@ -119,6 +131,9 @@ class Capture:
         _local.capture = self
         st = K.state
         self._masks = st.masks
+        # no functionality forced on around the capture (autocast, a Python mode, inference
+        # mode): a replay may then call kernels directly (codegen.py)
+        self.graph.plain = not (st.masks[0] & K.FUNCTIONALITY_MASK)
         st.masks = (st.masks[0] | TRACER, st.masks[1] | TRACER)
         _tensor._capture_hooks.append(self.value_read)
         return self
@@ -128,6 +143,18 @@ class Capture:
         _tensor._capture_hooks.remove(self.value_read)
         _local.capture = None
         return False
+
+
+def _line_in(code):
+    """The line the innermost frame running ``code`` is at (None when none is)."""
+    if code is None:
+        return None
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is code:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
 
 
 def _engine_running():
@@ -149,6 +176,19 @@ class _Paused:
     def __exit__(self, *exc):
         K.state.masks = self._masks
         return False
+
+
+def _view_of(op, args, out):
+    """The position of the argument ``out`` is a view of (same storage, dtype and device), for
+    a non-mutating op; None otherwise."""
+    if not isinstance(out, Tensor) or op.mutates:
+        return None
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            if a._storage is out._storage and a.dtype == out.dtype and a.device == out.device:
+                return i
+            return None
+    return None
 
 
 def _layout(out):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .graph import Graph, Node, Ref, rebuild
+from .graph import Graph, Ref, rebuild
 
 
 @dataclass(frozen=True)
@@ -109,13 +109,15 @@ def generalize(a: Graph, b: Graph, shapes_a, shapes_b):
         for x, y in zip(a.nodes, b.nodes):
             if x.op is not y.op:
                 return None
-            node = Node(x.op, merge(x.args, y.args), merge(x.kwargs, y.kwargs), x.meta)
-            node.layout = getattr(x, "layout", None)
+            node = x.moved(args=merge(x.args, y.args), kwargs=merge(x.kwargs, y.kwargs))
+            if x.view_of is not None and (x.layout != y.layout or x.meta != y.meta):
+                node.view_of = None          # the view's geometry follows the sizes
             nodes.append(node)
         output = merge(a.output, b.output)
     except _Unexplained:
         return None
     graph = Graph(nodes=nodes, constants=a.constants, n_inputs=a.n_inputs, output=output)
+    graph.plain = getattr(a, "plain", False) and getattr(b, "plain", False)
     return graph, guard
 
 

@@ -1,8 +1,8 @@
 """Fusion: chains of pointwise nodes become one generated loop per backend.
 
-``fuse(graph)`` walks the captured nodes in order and grows *groups*: a pointwise node (a row of
-``pointwise.RULES`` whose operands have the types a loop handles) joins the open groups of its
-operands that have its output shape and device. A group closes when anything outside it reads
+``fuse(graph)`` walks the captured nodes in order and grows *groups*: a pointwise node (one whose
+op has a ``pointwise`` facet and whose operands have the types a loop handles) joins the open
+groups of its operands that have its output shape and device. A group closes when anything outside it reads
 one of its values, or when any node writes a tensor in place — so a fused loop, placed where its
 last member was, reads only values made before it and never runs across a mutation.
 
@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import _dtype
+from ..ops._lowering import CAST, CONDITION, PREDICATE, SAME
+from ..ops.nn import norm as _norm
 from .graph import Graph, Node, Ref, rebuild
-from .pointwise import C_TYPES, COMPARISONS, RULES, Dialect
+from .pointwise import C_TYPES, Dialect
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class Local:
 
 @dataclass(frozen=True)
 class Statement:
-    op: str                  # the op whose rule computes it
+    op: object               # the Op whose ``pointwise`` rule computes it
     args: tuple              # Locals where tensors were, Python values elsewhere
     compute: object          # the dtype its literals and arithmetic use
     dtype: object            # the dtype of the value it makes
@@ -59,7 +61,7 @@ class PointwiseKernel:
         for j, st in enumerate(self.statements):
             d = dialect_for(st.compute)
             d._var = var
-            expr = RULES[st.op](d, *st.args)
+            expr = st.op.pointwise(d, *st.args)
             lines.append(f"{C_TYPES[st.dtype]} t{j} = ({C_TYPES[st.dtype]})({expr});")
         return lines
 
@@ -114,9 +116,14 @@ def _tensor_args(node):
     return [a for a in node.args if isinstance(a, Ref)]
 
 
+def _operands(rule):
+    """How the rule's operand, compute and result dtypes relate (``ops/_lowering.py``)."""
+    return getattr(rule, "operands", SAME)
+
+
 def _pointwise(node, meta_of):
     """Whether ``node`` can be a statement of a fused loop."""
-    rule = RULES.get(node.op.name) if hasattr(node.op, "schema") else None
+    rule = getattr(node.op, "pointwise", None)
     if rule is None or node.kwargs or not isinstance(node.meta, tuple):
         return False
     shape, dtype, device = node.meta
@@ -125,23 +132,23 @@ def _pointwise(node, meta_of):
     if any(isinstance(a, (list, tuple)) or type(a).__name__ == "SymInt" for a in node.args):
         return False
     compute = node.args[-1] if isinstance(node.args[-1], _dtype.dtype) else dtype
-    name = node.op.name
+    kind = _operands(rule)
     for pos, a in enumerate(node.args):
         if not isinstance(a, Ref):
             continue
         m = meta_of(a)
         if m is None or m[2] != device:
             return False
-        want = _dtype.bool_ if (name == "where" and pos == 0) else compute
-        if name == "_to_copy":
+        want = _dtype.bool_ if (kind == CONDITION and pos == 0) else compute
+        if kind == CAST:
             if m[1] not in C_TYPES or dtype is _dtype.bool_:
                 return False
         elif m[1] is not want:
             return False
-    if name in COMPARISONS:
+    if kind == PREDICATE:
         if dtype is not _dtype.bool_ or compute not in (_dtype.float32, _dtype.float64):
             return False
-    elif name != "_to_copy" and compute is not dtype:
+    elif kind != CAST and compute is not dtype:
         return False
     probe = Dialect(compute if compute in (_dtype.float32, _dtype.float64) else dtype,
                     lambda x: "x")
@@ -279,9 +286,9 @@ def _kernel_for(graph, group, meta_of, used_outside):
                 args.append(a)
         dtype = node.meta[1]
         compute = node.args[-1] if isinstance(node.args[-1], _dtype.dtype) else dtype
-        if node.op.name == "_to_copy":
+        if _operands(node.op.pointwise) == CAST:
             compute = dtype
-        statements.append(Statement(node.op.name, tuple(args), compute, dtype))
+        statements.append(Statement(node.op, tuple(args), compute, dtype))
     names = tuple(graph.nodes[m].op.name for m in members)
     if reduce_at is not None:
         node = graph.nodes[reduce_at]
@@ -322,6 +329,7 @@ def _rewrite(graph, groups, meta_of, lower):
                 member_of.pop(m, None)
 
     new = Graph(constants=list(graph.constants), n_inputs=graph.n_inputs)
+    new.plain = getattr(graph, "plain", False)
     remap = {}      # old node index -> Ref in the new graph
 
     def move(x):
@@ -354,21 +362,51 @@ def _rewrite(graph, groups, meta_of, lower):
         if i in member_of:
             continue
         index = len(new.nodes)
-        moved = Node(node.op, move(node.args), move(node.kwargs))
-        moved.meta = node.meta
+        moved = node.moved(args=move(node.args), kwargs=move(node.kwargs))
         new.nodes.append(moved)
         remap[i] = Ref("node", index)
     new.output = move(graph.output)
     return new
 
 
+# -- ops a backend runs faster inside compiled graphs ----------------------------------------------
+#: ops a backend may replace in a compiled graph (``Backend.compile_norm``)
+LOWERED_OPS = (_norm.native_layer_norm_op, _norm.native_layer_norm_backward_op)
+
+
+class LoweredOp:
+    """A node whose op the backend runs with its own runner in compiled graphs; the original
+    op whenever the runner declines the operands (returns None)."""
+
+    def __init__(self, op, runner):
+        self.op, self.runner = op, runner
+        self.name = op.name
+
+    def __call__(self, *args):
+        out = self.runner(*args)
+        return self.op(*args) if out is None else out
+
+
+def lower_ops(graph, lower_norm):
+    """Replaces, in place, the ops of ``LOWERED_OPS`` in ``graph`` (a lowered copy) by
+    ``LoweredOp`` nodes where ``lower_norm(device, name, dtype)`` gives a runner."""
+    for node in graph.nodes:
+        if node.op not in LOWERED_OPS or node.kwargs:
+            continue
+        name = node.op.name
+        metas = node.meta if isinstance(node.meta, list) else [node.meta]
+        first = next((m for m in metas if m is not None), None)
+        if first is None:
+            continue
+        runner = lower_norm(first[2], name, first[1])
+        if runner is not None:
+            node.op = LoweredOp(node.op, runner)
+    return graph
+
+
 # -- foreach chains (optimizer updates) ----------------------------------------------------------
-#: in-place foreach op -> the pointwise rule it applies to each ``self[i]``
-FOREACH_RULES = {
-    "_foreach_add_": "add", "_foreach_add_scalar_": "add", "_foreach_mul_": "mul",
-    "_foreach_div_": "div", "_foreach_addcmul_": "addcmul", "_foreach_addcdiv_": "addcdiv",
-    "_foreach_lerp_": "lerp", "_foreach_maximum_": "maximum",
-}
+# an in-place foreach op joins a run when its ``applies`` facet names the elementwise op it
+# applies to each ``self[i]`` (whose ``pointwise`` rule then computes it)
 
 
 @dataclass(frozen=True)
@@ -430,7 +468,7 @@ def _foreach_run_kernel(graph, run, meta_of):
     statements, writes_at = [], {}
     originals = []
     for node in run:
-        rule = FOREACH_RULES[node.op.name]
+        applied = node.op.applies
         args, layout = [], []
         for a in node.args:
             if isinstance(a, list):
@@ -441,7 +479,7 @@ def _foreach_run_kernel(graph, run, meta_of):
                 args.append(a)
                 layout.append(("value", a))
         self_slot = slot(node.args[0])
-        statements.append((rule, tuple(args)))
+        statements.append((applied, tuple(args)))
         current[self_slot] = Local("t", len(statements) - 1)
         writes_at[self_slot] = len(statements) - 1
 
@@ -463,7 +501,7 @@ def _foreach_run_kernel(graph, run, meta_of):
         return None
     dt = next(iter(dtypes))
     kernel = ForeachKernel(tuple(dt for _ in slots),
-                           tuple(Statement(rule, args, dt, dt) for rule, args in statements),
+                           tuple(Statement(op, args, dt, dt) for op, args in statements),
                            tuple(sorted(writes_at.items())),
                            tuple(node.op.name for node in run))
     return kernel, [list(k) for k in slots], originals
@@ -477,7 +515,7 @@ def fuse_foreach(graph: Graph, input_meta, lower_foreach) -> Graph:
 
     runs, current = [], []
     for i, node in enumerate(nodes):
-        if getattr(node.op, "name", None) in FOREACH_RULES and not node.kwargs:
+        if getattr(node.op, "applies", None) is not None and not node.kwargs:
             current.append(i)
             continue
         if len(current) >= 2:
@@ -502,6 +540,7 @@ def fuse_foreach(graph: Graph, input_meta, lower_foreach) -> Graph:
     if not replaced:
         return graph
     new = Graph(constants=list(graph.constants), n_inputs=graph.n_inputs)
+    new.plain = getattr(graph, "plain", False)
     remap, skip = {}, set()
 
     def move(x):
@@ -527,7 +566,7 @@ def fuse_foreach(graph: Graph, input_meta, lower_foreach) -> Graph:
             continue
         if i in skip:
             continue
-        moved = Node(node.op, move(node.args), move(node.kwargs), node.meta)
+        moved = node.moved(args=move(node.args), kwargs=move(node.kwargs))
         new.nodes.append(moved)
         remap[i] = Ref("node", len(new.nodes) - 1)
     new.output = move(graph.output)

@@ -5,6 +5,7 @@ function closed over (parameters, buffers, tensors made before the call), or the
 node. ``print(graph)`` shows one line per node, like torch.fx's readable form."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 
@@ -30,6 +31,21 @@ class Node:
     #: what the capture saw it make: (shape, dtype, device) for a tensor, a list of those for
     #: several outputs, None otherwise
     meta: object = None
+    #: the dispatch key set of its tensor arguments at capture (device bits, autograd...):
+    #: a replay that needs no autograd may call the device's kernel directly (codegen.py)
+    keys: int = 0
+    #: (strides, storage offset) of each output as captured (exporters tell a reshape from a
+    #: general as_strided by it; replays rebuild views from it)
+    layout: object = None
+    #: for an op whose output is a view of one argument: that argument's position
+    view_of: int | None = None
+
+    def moved(self, op=None, args=None, kwargs=None, meta=None):
+        """A copy with other arguments (and op/meta), keeping what the capture recorded."""
+        return dataclasses.replace(self, op=self.op if op is None else op,
+                                   args=self.args if args is None else args,
+                                   kwargs=self.kwargs if kwargs is None else kwargs,
+                                   meta=self.meta if meta is None else meta)
 
     def __str__(self):
         def show(a):

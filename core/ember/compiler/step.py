@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .. import _tensor
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from .graph import Node, Ref
 
 
@@ -63,6 +63,7 @@ class StepRecorder:
     def __init__(self, cap):
         self.cap = cap
         self.saw_backward = False
+        self.thread = cap.thread
 
     def __enter__(self):
         _tensor._grad_recorders.append(self)

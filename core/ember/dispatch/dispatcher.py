@@ -8,6 +8,7 @@ handler, which accepts 0-d CPU tensors as scalars and raises PyTorch's error oth
 """
 from __future__ import annotations
 
+import logging
 import sys
 import warnings
 
@@ -19,6 +20,9 @@ from ..runtime.registry import registry
 from . import keys as K
 from .facets import Derivative
 from .schema import Schema
+
+log = logging.getLogger("ember.dispatch")
+fallback_log = logging.getLogger("ember.fallback")
 
 _ops: dict = {}
 _state = K.state
@@ -36,8 +40,8 @@ class Op(_fastpath.C.OpBase if _fastpath.C is not None else object):
     """
 
     __slots__ = ("name", "schema", "meta", "composite", "_derivative", "jvp", "batch_rule",
-                 "decomposition", "functional", "mutates", "_cache", "doc", "defined_at",
-                 "_tensor_pos", "_list_pos", "__weakref__")
+                 "decomposition", "pointwise", "onnx", "applies", "functional", "mutates",
+                 "_cache", "doc", "defined_at", "_tensor_pos", "_list_pos", "__weakref__")
 
     def __init__(self, schema, meta=None, composite=None, mutates=None, doc=None,
                  derivative=None, functional=None):
@@ -49,6 +53,9 @@ class Op(_fastpath.C.OpBase if _fastpath.C is not None else object):
         self.jvp = None
         self.batch_rule = None
         self.decomposition = None
+        self.pointwise = None
+        self.onnx = None
+        self.applies = None
         self.functional = functional
         if mutates is None:
             mutates = self.schema.mutated_positions
@@ -95,6 +102,16 @@ class Op(_fastpath.C.OpBase if _fastpath.C is not None else object):
     def def_decomposition(self, fn):
         self.decomposition = fn
         return fn
+
+    def def_pointwise(self, rule):
+        """Attach the op's expression for one element (what fusion renders); a decorator too."""
+        self.pointwise = rule
+        return rule
+
+    def def_onnx(self, rule):
+        """Attach the op's ONNX translation; a decorator too."""
+        self.onnx = rule
+        return rule
 
     def _call_python(self, *args, **kwargs):
         """``op(*args)``: the handler for the call's key set, called. The Python reference of
@@ -176,6 +193,9 @@ class Op(_fastpath.C.OpBase if _fastpath.C is not None else object):
             else:
                 handler = self._mixed_device_handler
         self._cache[ks] = handler
+        if log.isEnabledFor(logging.DEBUG):   # a cache miss: once per (op, key set)
+            log.debug("%s: keys %s -> %s", self.name, K.describe(ks),
+                      getattr(handler, "__qualname__", None) or type(handler).__name__)
         return handler
 
     def _no_tensor_handler(self, *args, **kwargs):
@@ -368,6 +388,8 @@ def _cpu_fallback(op: Op, backend):
         key = (backend.name, op.name)
         if key not in _warned_fallback:
             _warned_fallback.add(key)
+            fallback_log.info("op '%s' runs on the CPU fallback for backend '%s'", op.name,
+                              backend.name)
             warnings.warn(f"ember: op '{op.name}' has no kernel for backend '{backend.name}'; it "
                           f"runs on the CPU (inputs and outputs are copied). This warning is "
                           f"shown once per op.", CPUFallbackWarning, stacklevel=3)

@@ -23,11 +23,32 @@ Facets (attributes of ``Op``):
                   decomposes; otherwise a backward through it raises, naming the op).
 ``jvp``           forward-mode rule ``jvp(ctx, tangents, *args) -> tangent(s)`` (ember.func):
                   ``tangents`` mirrors the arguments (None where there is none), ``ctx.result``
-                  is the primal output; None means a zero tangent. Helpers: ``ops/_tangents.py``.
+                  is the primal output; None means a zero tangent, ``NotImplemented`` leaves
+                  the case to the transpose of the backward formula. Helpers:
+                  ``ops/_tangents.py``.
 ``batch_rule``    vmap rule ``rule(args, batch_dims) -> (outputs, out_dims)`` (ember.func):
                   batched arguments arrive as physical tensors with their batch dim in
                   ``batch_dims`` (None: not batched). Helpers: ``ops/_batching.py``.
 ``decomposition`` ``fn(*args)`` in simpler ops, for graph compilers (ember.compile).
+``pointwise``     the op's value for one element as a dialect-neutral expression
+                  ``rule(e, *args) -> str | None`` (``op.def_pointwise``): fusion renders it in
+                  C for the CPU compiler, OpenCL C and CUDA C. ``args`` are the schema
+                  arguments, tensors as operands: ``e(x)`` an operand (a variable, or a literal
+                  for a Python number), ``e.fn("exp", v)`` a math call, ``e.lit(0.5)`` a
+                  constant in the compute dtype. None: this variant stays a library call (``div``
+                  with a rounding mode). A rule keeps the op's eager NaN/inf behaviour. Its
+                  ``operands`` attribute (``ops/_lowering.py``) says how operand, compute and
+                  result dtypes relate when not all alike (comparisons, casts, ``where``).
+                  Helpers: ``ops/_lowering.py``.
+``onnx``          the op's ONNX translation ``rule(b, c, *args)`` (``op.def_onnx``): ``b`` the
+                  exporter's builder (``b.op(type, inputs, **attrs)``, ``b.const``, ``b.ints``),
+                  ``c`` the node's context (``c.shape(i)``, ``c.out_dtype``, ``c.scalar(v)``,
+                  ``c.refuse(detail)``), tensors given as ONNX value names; returns the output
+                  name(s). A rule marked ``fold`` (``ops/_lowering.foldable``) is computed once
+                  at export when every tensor it reads is a parameter or buffer.
+``applies``       for a foreach op (``_foreach_mul_``), the elementwise op it applies at each
+                  index of its lists, with the same arguments element by element (``mul``):
+                  fusion runs runs of them as one loop with that op's ``pointwise`` rule.
 ``functional``    for an in-place op (``add_``), its functional twin (``add``) with the same
                   arguments, through which autograd records it.
 
@@ -68,8 +89,8 @@ class Derivative:
     saved output), ``ctx.meta(i)`` ((shape, dtype, device) of tensor argument i), ``ctx.info``
     (what ``setup(*args)`` returned at record time).
 
-    save        the argument names (and ``"result"``, or ``"result1"``, ``"result2"``… for
-                only those outputs of a multi-output op) the backward reads; a dict entry
+    save        the argument names (and ``"result"``, or ``"result0"``, ``"result1"``… for single
+                outputs of several) the backward reads; a dict entry
                 ``{"self": "other"}`` saves ``self`` only when ``other`` needs a gradient (what
                 PyTorch's generated code does), so in-place ops don't save what they overwrite.
     name        the node's class name, or ``callable(*args) -> name`` for ops PyTorch names by

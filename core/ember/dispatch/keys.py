@@ -64,6 +64,12 @@ def devices_in(keyset: int):
     return out
 
 
+def describe(keyset: int) -> str:
+    """``Autograd|cpu`` (for logs): the functionality keys, then the devices."""
+    names = [name for bit, name in sorted(NAMES.items()) if keyset & bit]
+    return "|".join(names + [str(d) for d in devices_in(keyset)]) or "none"
+
+
 class _DispatchState(threading.local):
     """Per thread: ``masks = (include, keep)`` — keys forced on, and the mask of keys left on
     (``keep = ~exclude``). One tuple, because the dispatcher reads both on every op."""

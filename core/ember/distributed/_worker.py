@@ -1,13 +1,16 @@
 """What each rank of ``ember-run`` runs (MPI is already initialised by the bootstrap line):
 set the launcher variables, run the target as ``__main__``, and end the whole job with
 ``MPI_Abort`` if it fails — a rank that merely exits non-zero would leave the others waiting
-until their timeouts."""
+until their timeouts. A rank whose script returns writes its finish marker for ``ember-run``
+(``run.mark_finished``)."""
 from __future__ import annotations
 
 import os
 import runpy
 import sys
 import traceback
+
+from .run import mark_finished
 
 
 def _launcher_env(comm) -> None:
@@ -53,6 +56,7 @@ def main() -> None:
     except SystemExit as e:
         code = e.code
         if code is None or code == 0:
+            mark_finished(MPI.COMM_WORLD.Get_rank())
             return
         if not isinstance(code, int):
             print(code, file=sys.stderr)
@@ -62,3 +66,4 @@ def main() -> None:
         rank = os.environ.get("RANK", "?")
         sys.stderr.write(f"[ember-run] rank {rank} failed:\n" + traceback.format_exc())
         _end_job(1)
+    mark_finished(MPI.COMM_WORLD.Get_rank())

@@ -134,7 +134,7 @@ def _finish(work, async_op):
 def _copy_out(dst_list, flat, sizes):
     """A post step: copy consecutive blocks of ``flat`` into the tensors of ``dst_list``."""
     def run():
-        from ..autograd.grad_mode import no_grad
+        from ..dispatch.grad_mode import no_grad
         with no_grad():
             start = 0
             for t, n in zip(dst_list, sizes):
@@ -144,7 +144,7 @@ def _copy_out(dst_list, flat, sizes):
 
 
 def _flat_cat(ts):
-    from ..autograd.grad_mode import no_grad
+    from ..dispatch.grad_mode import no_grad
     from ..ops.shape import cat
     with no_grad():
         return cat([t.detach().reshape(-1) for t in ts]) if ts else None

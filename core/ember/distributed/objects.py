@@ -28,15 +28,22 @@ __all__ = ["broadcast_object_list", "all_gather_object", "gather_object",
 _FAILED = -1
 
 
+def _formats():
+    """``ember.save``/``ember.load``: serialization rebuilds nn's classes (``Parameter``), and nn
+    holds DistributedDataParallel, which runs on this package: the objects travel through the
+    public namespace rather than an import of ``ember.serialization``."""
+    import ember
+    return ember
+
+
 def _encode(obj, fn):
     """``obj`` as ember.save's bytes, checked by loading them the way the receivers will (so an
     object they would refuse fails here, on its own rank, and the peers are told)."""
-    from ..serialization import load, save
     buf = io.BytesIO()
     try:
-        save(obj, buf)
+        _formats().save(obj, buf)
         data = buf.getvalue()
-        load(io.BytesIO(data))
+        _formats().load(io.BytesIO(data))
     except Exception as e:  # noqa: BLE001 - any refusal becomes one clear error
         raise TypeError(f"{fn}: objects travel in ember.save's format and are read back by "
                         f"ember.load's safe loader (no code runs on receipt); this object "
@@ -45,8 +52,7 @@ def _encode(obj, fn):
 
 
 def _decode(arr):
-    from ..serialization import load
-    return load(io.BytesIO(arr.tobytes()))
+    return _formats().load(io.BytesIO(arr.tobytes()))
 
 
 def _tensor(arr):

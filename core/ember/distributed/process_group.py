@@ -10,12 +10,15 @@ backend instance: it runs the collectives for devices no other backend claims an
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import sys
 from datetime import timedelta
 
 from ._types import GroupMember, default_pg_timeout
 from .backend import BackendContext, parse_backend_spec, registry
+
+log = logging.getLogger("ember.distributed")
 
 __all__ = ["ProcessGroup", "init_process_group", "destroy_process_group", "new_group",
            "is_initialized", "get_rank", "get_world_size", "get_backend",
@@ -182,6 +185,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     _world.rank, _world.size = world_rank, size
     GroupMember.WORLD = pg
     _install_exit_handlers(size)
+    log.info("rank %d of %d joined the default process group (backend %s, timeout %s, "
+             "engines %s)", world_rank, size, backend_str, timeout,
+             ", ".join(f"{d}: {b}" for d, b in spec.items()))
 
 
 def _install_exit_handlers(size):
@@ -219,7 +225,8 @@ def _at_exit():
 
 def destroy_process_group(group=None) -> None:
     """Shut down ``group`` (None: every group, leaving the package uninitialized)."""
-    if group is None or group is GroupMember.WORLD:
+    whole = group is None or group is GroupMember.WORLD
+    if whole:
         pg = _default()
         groups = list(_world.groups)
         _world.default = None
@@ -233,6 +240,9 @@ def destroy_process_group(group=None) -> None:
     for g in reversed(groups):
         for impl in g._impls.values():
             impl.shutdown()
+    if whole:
+        from .run import mark_finished
+        mark_finished()  # ember-run: this rank left the job properly
 
 
 def new_group(ranks=None, timeout=None, backend=None, pg_options=None,

@@ -160,6 +160,25 @@ class Distribution:
                              f"of the distribution {self!r}, but found invalid values:\n"
                              f"{value}")
 
+    def _expand_params(self, cls, batch_shape, _instance, names, copied=()):
+        """The common body of ``expand``: a ``cls`` instance (``cls`` the class defining
+        ``expand``, as PyTorch's ``super(cls, new)``) whose tensor parameters ``names`` are this
+        one's expanded to ``batch_shape`` (lazily computed twins such as probs/logits only when
+        present, the present one becoming ``_param``), with ``copied`` attributes shared."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = Size(batch_shape)
+        for name in copied:
+            setattr(new, name, getattr(self, name))
+        for name in names:
+            if name in self.__dict__:
+                value = self.__dict__[name].expand(batch_shape)
+                setattr(new, name, value)
+                if name in ("probs", "logits") and "_param" in self.__dict__:
+                    new._param = value
+        super(cls, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def _get_checked_instance(self, cls, _instance=None):
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(f"Subclass {self.__class__.__name__} of {cls.__name__} "

@@ -140,6 +140,15 @@ class Transform:
         return shape
 
 
+class _ParameterFree(Transform):
+    """A transform without parameters: all its instances are equal."""
+
+    def __eq__(self, other):
+        return isinstance(other, type(self))
+
+    __hash__ = object.__hash__
+
+
 class _InverseTransform(Transform):
     """The inverse of a transform (what ``.inv`` returns)."""
 
@@ -406,18 +415,13 @@ class ReshapeTransform(Transform):
         return Size(tuple(shape[:cut]) + tuple(self.in_shape))
 
 
-class ExpTransform(Transform):
+class ExpTransform(_ParameterFree):
     """y = exp(x)."""
 
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, ExpTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.exp()
@@ -475,18 +479,13 @@ def _clipped_sigmoid(x):
     return x.sigmoid().clamp(min=f.tiny, max=1.0 - f.eps)
 
 
-class SigmoidTransform(Transform):
+class SigmoidTransform(_ParameterFree):
     """y = 1 / (1 + exp(-x)), clipped into (0, 1)."""
 
     domain = constraints.real
     codomain = constraints.unit_interval
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, SigmoidTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return _clipped_sigmoid(x)
@@ -500,18 +499,13 @@ class SigmoidTransform(Transform):
         return -_softplus(-x) - _softplus(x)
 
 
-class SoftplusTransform(Transform):
+class SoftplusTransform(_ParameterFree):
     """y = log(1 + exp(x))."""
 
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, SoftplusTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return _softplus(x)
@@ -523,18 +517,13 @@ class SoftplusTransform(Transform):
         return -_softplus(-x)
 
 
-class TanhTransform(Transform):
+class TanhTransform(_ParameterFree):
     """y = tanh(x)."""
 
     domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, TanhTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tanh()
@@ -547,16 +536,11 @@ class TanhTransform(Transform):
         return 2.0 * (math.log(2.0) - x - _softplus(-2.0 * x))
 
 
-class AbsTransform(Transform):
+class AbsTransform(_ParameterFree):
     """y = |x| (not bijective)."""
 
     domain = constraints.real
     codomain = constraints.positive
-
-    def __eq__(self, other):
-        return isinstance(other, AbsTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.abs()
@@ -694,16 +678,11 @@ class CorrCholeskyTransform(Transform):
         return Size(tuple(shape[:-2]) + (D * (D - 1) // 2,))
 
 
-class SoftmaxTransform(Transform):
+class SoftmaxTransform(_ParameterFree):
     """Unconstrained vectors to the simplex by softmax (not bijective; ``inv`` is log)."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
-
-    def __eq__(self, other):
-        return isinstance(other, SoftmaxTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         probs = (x - x.amax(-1, True)).exp()
@@ -723,17 +702,12 @@ class SoftmaxTransform(Transform):
         return shape
 
 
-class StickBreakingTransform(Transform):
+class StickBreakingTransform(_ParameterFree):
     """Unconstrained vectors of length K-1 to the K-simplex by stick breaking (bijective)."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, StickBreakingTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         offset = x.shape[-1] + 1 - x.new_ones(x.shape[-1]).cumsum(-1)
@@ -768,17 +742,12 @@ def _diag_embed(v):
     return v.unsqueeze(-1) * em.eye(v.shape[-1], dtype=v.dtype, device=v.device)
 
 
-class LowerCholeskyTransform(Transform):
+class LowerCholeskyTransform(_ParameterFree):
     """Unconstrained matrices to lower-triangular ones with a positive diagonal (exp of the
     diagonal)."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
-
-    def __eq__(self, other):
-        return isinstance(other, LowerCholeskyTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tril(-1) + _diag_embed(x.diagonal(0, -2, -1).exp())
@@ -787,16 +756,11 @@ class LowerCholeskyTransform(Transform):
         return y.tril(-1) + _diag_embed(y.diagonal(0, -2, -1).log())
 
 
-class PositiveDefiniteTransform(Transform):
+class PositiveDefiniteTransform(_ParameterFree):
     """Unconstrained matrices to positive-definite ones (L L^T of LowerCholeskyTransform)."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite
-
-    def __eq__(self, other):
-        return isinstance(other, PositiveDefiniteTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         x = LowerCholeskyTransform()(x)

@@ -12,7 +12,7 @@ import sys
 import types
 
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..compiler.capture import Capture
 
 __all__ = ["export", "ExportedProgram"]

@@ -371,14 +371,16 @@ def _freq(fname, values, n, d, out, dtype, device, requires_grad):
     return r if out is None else write_out(out, r, fname)
 
 
-def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+            requires_grad=False):
     """Sample frequencies of an ``n``-point FFT with spacing ``d``:
     ``[0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (d * n)``."""
     values = list(range((n + 1) // 2)) + list(range(-(n // 2), 0)) if isinstance(n, int) else []
     return _freq("fftfreq", values, n, d, out, dtype, device, requires_grad)
 
 
-def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False):
     """Sample frequencies of ``rfft``: ``[0, 1, ..., n // 2] / (d * n)``."""
     values = list(range(n // 2 + 1)) if isinstance(n, int) else []
     return _freq("rfftfreq", values, n, d, out, dtype, device, requires_grad)

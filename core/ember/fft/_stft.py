@@ -47,11 +47,16 @@ def _ones(n, like):
 
 
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
-         pad_mode="reflect", normalized=False, onesided=None, return_complex=None):
-    """Short-time Fourier transform: ``(n_fft // 2 + 1 or n_fft, n_frames)`` per signal."""
+         pad_mode="reflect", normalized=False, onesided=None, return_complex=None,
+         align_to_window=None):
+    """Short-time Fourier transform: ``(n_fft // 2 + 1 or n_fft, n_frames)`` per signal.
+    ``align_to_window`` (only without ``center``) pads the signal by the window's offset in
+    the frame, so frames start where their windows do."""
     if not isinstance(input, Tensor):
         raise TypeError(f"stft(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
+    if center and align_to_window is not None:
+        raise RuntimeError("stft align_to_window should only be set when center = false")
     complex_io = input.dtype.is_complex or (window is not None and window.dtype.is_complex)
     if return_complex is None:
         if not complex_io:
@@ -78,8 +83,9 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     x = input if input.ndim == 2 else input.unsqueeze(0)
     if x.dtype.category < _dtype.FLOATING:
         x = x.to(_dtype.get_default_dtype())
-    if center:
-        pad = n_fft // 2
+    pad = n_fft // 2 if center else (
+        (n_fft - (n_fft if win_length is None else win_length)) // 2 if align_to_window else 0)
+    if pad:
         from ..nn import functional as F
         x = F.pad(x.unsqueeze(1), (pad, pad), mode=pad_mode).squeeze(1)
     length = x.shape[-1]
@@ -177,20 +183,7 @@ def _zeros_like_real(spec, real):
     return spec.new_zeros(0, dtype=real)
 
 
-def _stft_method(self, n_fft, hop_length=None, win_length=None, window=None, center=True,
-                 pad_mode="reflect", normalized=False, onesided=None, return_complex=None):
-    return stft(self, n_fft, hop_length, win_length, window, center, pad_mode, normalized,
-                onesided, return_complex)
-
-
-def _istft_method(self, n_fft, hop_length=None, win_length=None, window=None, center=True,
-                  normalized=False, onesided=None, length=None, return_complex=False):
-    return istft(self, n_fft, hop_length, win_length, window, center, normalized, onesided,
-                 length, return_complex)
-
-
-Tensor.stft = _stft_method
-Tensor.istft = _istft_method
+Tensor.stft, Tensor.istft = stft, istft
 
 from .. import fft as _fft  # noqa: E402 - the package imports this module last
 from ..ops import shape as _shape_ops  # noqa: E402

@@ -18,11 +18,12 @@ import functools
 
 from .._tensor import Tensor
 from ..autograd import engine
-from ..autograd.grad_mode import enable_grad
+from ..dispatch.grad_mode import enable_grad
 from ..autograd.graph import AccumulateGrad, AutogradMeta, alias
 from ..dispatch import keys as K
 from ..utils._pytree import tree_flatten, tree_map, tree_unflatten
-from . import _dual, _levels
+from ..autograd import dual as _dual
+from ..dispatch import levels as _levels
 from ._batched import BatchedTensor, make_batched
 
 _AG = K.AUTOGRAD
@@ -90,7 +91,8 @@ def _grad_input(x, vmap_layer):
             del y._view_base   # a fresh input: in-place ops on it must not reach x
     if not y.requires_grad:
         if not y.dtype.category >= 2:
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError(f"ember.func: only Tensors of floating point dtype can require "
+                               f"gradients (a differentiated input has dtype {y.dtype})")
         y._ag = AutogradMeta(True)
         y._ks |= _AG
     return y
@@ -271,38 +273,6 @@ def vjp(func, *primals, has_aux=False):
 
 
 # -- forward mode -------------------------------------------------------------------------------
-def make_dual_at(primal, tangent, level):
-    """A differentiable alias of ``primal`` carrying ``tangent`` at ``level``."""
-    from ..ops.views import view_op
-    if tangent._shape != primal._shape:
-        raise RuntimeError(f"Trying to set a forward gradient that has a different size than "
-                           f"that of the original Tensor, this is not supported. Tensor is of "
-                           f"size {list(primal._shape)} while the given forward gradient is of "
-                           f"size {list(tangent._shape)}.")
-    if primal.dtype.category < 2:
-        raise ValueError(f"Expected primal to be floating point or complex, but got: "
-                         f"{primal.dtype}")
-    if tangent.dtype.category < 2:
-        raise ValueError(f"Expected tangent to be floating point or complex, but got: "
-                         f"{tangent.dtype}")
-    dual = view_op(primal, primal._shape)
-    if getattr(dual, "_view_base", None) is not None and not primal.requires_grad:
-        del dual._view_base
-    _dual.set_tangent(dual, level, tangent)
-    return dual
-
-
-def unpack_at(dual, level):
-    """(primal, tangent at ``level`` or None): the primal is an alias without that tangent."""
-    from ..ops.views import view_op
-    tangent = _dual.tangent_at(dual, level)
-    with _levels.Ceiling(level - 1):
-        primal = view_op(dual, dual._shape)
-    if getattr(primal, "_view_base", None) is not None and not dual.requires_grad:
-        del primal._view_base
-    return primal, tangent
-
-
 _JVP = "jvp(f, primals, tangents)"
 
 
@@ -327,7 +297,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                                    f"{type(e)}")
     layer = _levels.push("jvp")
     try:
-        duals = [make_dual_at(p, t, layer.level) for p, t in zip(flat_p, flat_t)]
+        duals = [_dual.make_dual_at(p, t, layer.level) for p, t in zip(flat_p, flat_t)]
         out = func(*tree_unflatten(duals, p_spec))
         aux = None
         if has_aux:
@@ -344,7 +314,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             if not isinstance(o, Tensor):
                 raise RuntimeError(f"{_JVP}: expected f(*args) to return only tensors, got "
                                    f"unsupported type {type(o)}")
-            p, t = unpack_at(o, layer.level)
+            p, t = _dual.unpack_at(o, layer.level)
             if t is None:
                 if strict:
                     raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f "
@@ -354,7 +324,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             primals_out.append(p)
             tangents_out.append(t)
         if has_aux:
-            aux = tree_map(lambda x: unpack_at(x, layer.level)[0] if isinstance(x, Tensor)
+            aux = tree_map(lambda x: _dual.unpack_at(x, layer.level)[0] if isinstance(x, Tensor)
                            else x, aux)
     finally:
         _dual.clear_layer(layer)

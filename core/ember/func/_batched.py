@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ..dispatch import keys as K
+from ..ops.views import permute_op
 
 _BATCHED = K.BATCHED
 _AG = K.AUTOGRAD
@@ -127,3 +128,12 @@ def _new_factory(name):
 
 for _name in ("new_empty", "new_zeros", "new_ones", "new_full"):
     setattr(BatchedTensor, _name, _new_factory(_name))
+
+
+def move_bdim_to_front(t, dim):
+    n = t.ndim
+    dim = dim % n
+    if dim == 0:
+        return t
+    order = (dim,) + tuple(i for i in range(n) if i != dim)
+    return permute_op(t, order)

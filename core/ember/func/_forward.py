@@ -17,8 +17,9 @@ from ..dispatch.facets import NOT_DIFFERENTIABLE, CustomDerivative, Derivative
 from ..ops import _grad
 from ..ops import conversion as _conv
 from ..ops import views as _views
-from . import _dual, _levels
-from ._handler import _decomposes, _positional
+from ..autograd import dual as _dual
+from ..dispatch import levels as _levels
+from ._calls import _decomposes, _positional
 
 
 class JvpContext:
@@ -68,62 +69,10 @@ def forward_level(op, args, kwargs, level):
     with _levels.Ceiling(level - 1):
         out = op(*args)
         t_out = rule(JvpContext(op, out), tangents, *args)
-    attach(out, t_out, level)
+        if t_out is NotImplemented:   # the op's rule leaves this case to the general one
+            t_out = transposed_jvp(op, d, args, out, tangents)
+    _dual.attach(out, t_out, level)
     return out
-
-
-def attach(out, t_out, level):
-    if isinstance(out, (tuple, list)):
-        ts = t_out if isinstance(t_out, (tuple, list)) else (t_out,) + (None,) * (len(out) - 1)
-        for o, t in zip(out, ts):
-            _attach_one(o, t, level)
-    else:
-        _attach_one(out, t_out, level)
-
-
-def _attach_one(o, t, level):
-    if t is None or not isinstance(o, Tensor) or o.dtype.category < _dtype.FLOATING:
-        return
-    with _levels.Ceiling(level - 1):
-        t = conform(t, o._shape, o.dtype, o.device)
-    _dual.set_tangent(o, level, t)
-    _share_with_saved_output(o)
-
-
-def conform(t, shape, dtype, device):
-    """A tangent brought to its primal's shape (expanded), dtype and device."""
-    if not isinstance(t, Tensor):
-        return _grad.ones(shape, _Like(dtype, device)) * t
-    if t._shape != shape:
-        t = _views.expand_op(t, tuple(shape))
-    if t.dtype is not dtype:
-        if t.dtype.category == _dtype.COMPLEX and dtype.category != _dtype.COMPLEX:
-            t = _views.real(t)
-        t = _grad.cast(t, dtype)
-    if t.device is not device:
-        t = t.to(device)
-    return t
-
-
-class _Like:
-    __slots__ = ("dtype", "device")
-
-    def __init__(self, dtype, device):
-        self.dtype, self.device = dtype, device
-
-
-def _share_with_saved_output(o):
-    """The output an autograd node saved (an alias) sees the tangent too: a backward run under
-    forward AD (forward-over-reverse) needs the saved result's tangent."""
-    ag = o._ag
-    if ag is None or ag.grad_fn is None:
-        return
-    saved = getattr(ag.grad_fn, "_result", None)
-    if isinstance(saved, tuple):
-        saved = saved[ag.output_nr] if ag.output_nr < len(saved) else None
-    data = getattr(saved, "data", None)
-    if data is not None and getattr(saved, "output_nr", None) == ag.output_nr:
-        _dual.share_tangents(o, data)
 
 
 # -- in-place ops -------------------------------------------------------------------------------
@@ -158,7 +107,7 @@ def set_inplace_tangent(target, new_t, level):
                 old.zero_()
         return
     with _levels.Ceiling(level - 1):
-        new_t = conform(new_t, target._shape, target.dtype, target.device)
+        new_t = _dual.conform(new_t, target._shape, target.dtype, target.device)
         if old is not None and old.__class__ is new_t.__class__ and old._shape == target._shape:
             _conv.copy_op(old, new_t)
             return

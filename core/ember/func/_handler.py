@@ -22,9 +22,9 @@ import warnings
 from .._tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch import keys as K
-from ..dispatch.facets import Derivative
-from . import _levels
-from ._batched import BatchedTensor, make_batched
+from ..dispatch import levels as _levels
+from ._batched import BatchedTensor, make_batched, move_bdim_to_front
+from ._calls import _decomposes, _positional
 
 _BATCHED = K.BATCHED
 _AG = K.AUTOGRAD
@@ -97,7 +97,7 @@ class _Handler:
             layer = _levels.innermost_vmap()
             if layer is not None:
                 if layer.randomness == "error":
-                    raise RuntimeError(RANDOMNESS_ERROR)
+                    raise RuntimeError(_batching.RANDOMNESS_ERROR)
                 if layer.randomness == "different":
                     return batch_level(op, args, kwargs, layer.level)
                 with _levels.Ceiling(layer.level - 1):
@@ -116,11 +116,6 @@ class _Handler:
             return self.op(*args, **kwargs)
         finally:
             st.masks = prev
-
-
-RANDOMNESS_ERROR = ("vmap: called random operation while in randomness error mode. Please either "
-                    "use the 'same' or 'different' randomness flags on vmap or perform the "
-                    "randomness operation out of vmap")
 
 
 def _tensors(handler, args):
@@ -152,18 +147,6 @@ def _unwrap(a, level):
     if a.__class__ is BatchedTensor and a._level == level:
         return a._value, 0
     return a, None
-
-
-def _positional(op, args, kwargs):
-    if not kwargs:
-        return tuple(args)
-    names = op.schema.arg_names
-    out = list(args)
-    for name in names[len(args):]:
-        if name not in kwargs:
-            break
-        out.append(kwargs[name])
-    return tuple(out)
 
 
 def physical_grad_mode(level) -> bool:
@@ -225,7 +208,7 @@ def batch_level(op, args, kwargs, level):
         if rule is None:
             outs, out_dims = fallback(op, tuple(phys), tuple(bdims), layer)
         else:
-            outs, out_dims = rule(tuple(phys), tuple(bdims))
+            outs, out_dims = rule(tuple(phys), tuple(bdims), layer)
         return _wrap_outputs(op, args, phys, outs, out_dims, level)
     finally:
         ls.ceiling, ls.rule_layer = prev_ceiling, prev_layer
@@ -248,16 +231,6 @@ def _repeat(outs, size):
     return _batching.materialize(outs, None, size) if isinstance(outs, Tensor) else outs
 
 
-def _decomposes(op) -> bool:
-    """A core composite (written in ember ops) runs on the batched tensors themselves; views
-    build their output from the input's strides, so they need rules, and plug-in composites may
-    read host data, so they take the fallback."""
-    if op.composite is None or "::" in op.name:
-        return False
-    d = op.derivative
-    return not (d.__class__ is Derivative and d.is_view)
-
-
 def _wrap_outputs(op, args, phys, outs, out_dims, level):
     multi = isinstance(outs, (tuple, list))
     if not multi:
@@ -278,15 +251,6 @@ def _wrap_one(op, args, phys, out, dim, level):
     return make_batched(out, level)
 
 
-def move_bdim_to_front(t, dim):
-    n = t.ndim
-    dim = dim % n
-    if dim == 0:
-        return t
-    order = (dim,) + tuple(i for i in range(n) if i != dim)
-    return _views.permute_op(t, order)
-
-
 # -- the fallback: once per example -------------------------------------------------------------
 def fallback(op, args, bdims, layer):
     name = op.name
@@ -300,70 +264,13 @@ def fallback(op, args, bdims, layer):
                       f"results are stacked (ember.func.vmap fallback; shown once per op).",
                       VmapFallbackWarning, stacklevel=4)
     _batching.inplace_check(op, args, bdims)
-    return per_example(op, args, bdims, layer.batch_size)
-
-
-def per_example(op, args, bdims, size, before_each=None):
-    """``op`` on each example (``before_each(b)`` first), the outputs stacked along dim 0; an
-    in-place op writes each example's slice of its (batched) target."""
-    select_op = _views.select_op
-    name = op.name
-    results = []
-    for b in range(size):
-        lane = []
-        for a, d in zip(args, bdims):
-            if d is None:
-                lane.append(a)
-            elif isinstance(d, tuple):
-                lane.append(type(a)(x if dx is None else select_op(x, dx, b)
-                                    for x, dx in zip(a, d)))
-            else:
-                lane.append(select_op(a, d, b))
-        if before_each is not None:
-            before_each(b)
-        results.append(op(*lane))
-    # an in-place op returns its target (Tensor(a!)); an op that also writes an argument on
-    # the side (batch norm's running statistics) returns fresh outputs, stacked like any op's
-    returns_target = bool(op.mutates) and (not op.schema.returns or
-                                           any(r.mutated for r in op.schema.returns))
-    if returns_target and all(d is None for d in bdims):
-        return results[0], None
-    first = results[0]
-    if returns_target:
-        i = op.mutates[0]
-        return args[i], bdims[i]
-    if isinstance(first, (tuple, list)):
-        stacked = tuple(_stack(name, [r[k] for r in results]) for k in range(len(first)))
-        return (stacked if isinstance(first, tuple) else list(stacked)), 0
-    return _stack(name, results), 0
-
-
-def _stack(name, items):
-    for x in items:
-        if not isinstance(x, Tensor):
-            raise RuntimeError(f"vmap: {name} returned a {type(x).__name__} for an example of "
-                               f"the batch; only Tensors can be stacked")
-    shape = items[0]._shape
-    for x in items[1:]:
-        if x._shape != shape:
-            raise RuntimeError(f"vmap: {name} gives outputs of different shapes across the batch "
-                               f"({list(shape)} and {list(x._shape)}): its output shape depends "
-                               f"on the values, which vmap can't batch")
-    return _shape.cat_op([_views.view_op(x, (1,) + shape) for x in items], 0, items[0].dtype)
-
-
-def inplace_error(op_name, arg_name="self"):
-    return RuntimeError(
-        f"vmap: {op_name}({arg_name}, *extra_args) is not possible because there exists a Tensor "
-        f"`other` in extra_args that has more elements than `{arg_name}`. This happened due to "
-        f"`other` being vmapped over but `{arg_name}` not being vmapped over in a vmap. Please "
-        f"try to use out-of-place operators instead of {op_name}. If said operator is being "
-        f"called inside the PyTorch framework, please file a bug report instead.")
+    return _batching.per_example(op, args, bdims, layer.batch_size)
 
 
 def register() -> None:
     dispatcher.register_functionality(_BATCHED, make_handler)
+    _levels.set_fallback(fallback)
 
 
-from ..ops import _batching, shape as _shape, views as _views  # noqa: E402 - ops load first
+from ..ops import _batching, views as _views  # noqa: E402 - ops load first
 from . import _forward  # noqa: E402 - it imports this module's helpers

@@ -140,7 +140,7 @@ def stack_module_state(models):
 
 def _stacked(tensors, name):
     from ..ops.shape import stack
-    from ..autograd.grad_mode import no_grad
+    from ..dispatch.grad_mode import no_grad
     all_req = all(t.requires_grad for t in tensors)
     if not all_req and any(t.requires_grad for t in tensors):
         raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")

@@ -6,8 +6,8 @@ import functools
 
 from .._tensor import Tensor
 from ..utils._pytree import broadcast_prefix, tree_flatten, tree_unflatten
-from . import _levels
-from ._batched import BatchedTensor, make_batched
+from ..dispatch import levels as _levels
+from ._batched import BatchedTensor, make_batched, move_bdim_to_front
 
 RANDOMNESS = ("error", "different", "same")
 
@@ -99,7 +99,6 @@ def _process_inputs(func, in_dims, args):
 def _to_front(t, d):
     if d == 0:
         return t
-    from ._handler import move_bdim_to_front
     return move_bdim_to_front(t, d)
 
 

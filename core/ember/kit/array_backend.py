@@ -14,8 +14,11 @@ import numpy as np
 from .. import _fastpath
 from ..runtime import dtypes
 from ..runtime.backend import Backend
+from ..runtime.layout import contiguous_strides
 from ..runtime.storage import Storage
 from ..runtime.tensors import tensor_constructor
+
+_HALF = frozenset(d.np for d in (dtypes.float16, dtypes.bfloat16) if d.np is not None)
 
 
 def allocate(be, make, size, dt, op, *args):
@@ -121,6 +124,8 @@ class ArrayBackend(Backend):
                 arr = self.xp.ascontiguousarray(arr)
                 return self.wrap(arr, device)
         d, strides = layout
+        if arr.size == 0:       # numpy gives an empty array zero strides; PyTorch contiguous ones
+            strides = contiguous_strides(arr.shape)
         return self._new_tensor(Storage(arr, arr.nbytes, device), arr.shape, strides, 0, d,
                                 device, arr)
 
@@ -172,3 +177,59 @@ class ArrayBackend(Backend):
 
     def storage_nbytes(self, data) -> int:
         return data.nbytes
+
+    # -- products -------------------------------------------------------------------------------
+    #: True when ``matmul`` computes float16/bfloat16 products natively (accumulating in
+    #: float32): kernels then hand it half-precision operands instead of upcasting them
+    half_matmul = False
+
+    #: bytes of im2col columns the convolution kernels materialize at once (None: the whole
+    #: batch); a device backend bounds it so a large batch does not allocate them all
+    conv_workspace = None
+
+    def matmul(self, a, b):
+        """``a @ b`` for two arrays of one dtype (numpy's broadcasting), in that dtype; half
+        precision is computed in float32 and rounded once."""
+        xp = self.xp
+        if a.dtype in _HALF:
+            f32 = xp.dtype(xp.float32)
+            return self.matmul(a.astype(f32), b.astype(f32)).astype(a.dtype)
+        if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
+            # a batch of rows times one matrix is one GEMM over all the rows, not a loop of small
+            # ones (numpy's matmul calls BLAS per batch element)
+            return xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+        return xp.matmul(a, b)
+
+    # -- accumulation ---------------------------------------------------------------------------
+    def add_at(self, op, target, key, values):
+        """``target[key] += values`` with repeated positions all added (numpy's ``add.at``, in
+        index order). A device backend adds with atomics, or -- under
+        ``use_deterministic_algorithms`` -- in a fixed order; ``op`` names the caller."""
+        self.xp.add.at(target, key, values)
+
+    def bincount(self, op, idx, weights, minlength):
+        """``xp.bincount(idx, weights, minlength)``; every index is below ``minlength``."""
+        return self.xp.bincount(idx, weights=weights, minlength=minlength)
+
+    # -- value checks (``kit/value_checks.py``) -------------------------------------------------
+    #: True when arrays are host memory, so reading a value costs no device round trip: kernels
+    #: may branch on data (a NaN check) where a device backend computes both ways
+    values_on_host = True
+
+    def host_constant(self, array, dtype=None):
+        """A host array the caller never changes (a table from an ``lru_cache``) as an array of
+        this backend, in ``dtype`` when given. Host arrays: the array itself; a device backend
+        uploads each once per device instead of on every call."""
+        return array if dtype is None or array.dtype == dtype else array.astype(dtype)
+
+    def device_assert(self, op, bad, value, exc, message):
+        """Raise ``exc(message)`` (``{value}`` filled from the 0-d ``value``) when the 0-d flag
+        ``bad`` is set. Host arrays: read now. A device backend overrides this to record the
+        flag on the device and raise at the next synchronization."""
+        if bool(bad):
+            raise exc(message.format(value=None if value is None else value.item()))
+
+    def assert_values(self, op, ok, value, exc, message):
+        """``Backend.assert_values`` on arrays: the check ``device_assert`` makes."""
+        v = None if value is None else self.native(value)
+        self.device_assert(op, ~self.native(ok), v, exc, message)

@@ -17,13 +17,14 @@ batch instead — (G, C/G * prod(k), N * prod(out)), one GEMM per group in each 
 the price of transposing the output or gradient between (N, C, ...) and (C, N, ...). At batch
 8 and 512 channels of 4x4 this halves the forward and cuts the weight gradient from 23 to 8 ms
 (the batched form also wrote an N-times larger product only to sum it). Either way the columns
-are made for a slice of the batch at a time (``COLUMN_BYTES``), so the im2col matrix never
-dominates a training step's peak memory.
+are made for a slice of the batch at a time (``COLUMN_BYTES``, or the backend's
+``conv_workspace``), so the im2col matrix never dominates a training step's peak memory.
 
 A transposed convolution is the adjoint of the regular one with the same weight, so its forward
 is ``_input_grad``, its input gradient ``_forward`` and its weight gradient ``_weight_grad`` with
 the roles of input and output exchanged. Half precision is computed in float32 and rounded
-once.
+once; on a backend whose ``matmul`` multiplies half precision natively (CUDA's GemmEx, float32
+accumulation on tensor cores) only the GEMMs run in it and the sums around them in float32.
 """
 from __future__ import annotations
 
@@ -34,7 +35,14 @@ from .binding import bind
 from .linalg import HALF
 
 
-def _work(xp, a):
+def _work(be, a):
+    """Operands to compute with: half precision in float32, unless the backend multiplies half
+    precision natively (``be.half_matmul``: then only the products run in it)."""
+    return a.astype(be.xp.float32) if a.dtype in HALF and not be.half_matmul else a
+
+
+def _wide(xp, a):
+    """An accumulation dtype: float32 for half-precision products."""
     return a.astype(xp.float32) if a.dtype in HALF else a
 
 
@@ -51,18 +59,21 @@ def _padded(xp, z, padding, extra=None):
 
 
 WHOLE_BATCH = 256   # output positions per sample below which the GEMMs take the whole batch
-# the im2col matrix is made for this many bytes of samples at a time, so a step's peak memory
-# holds a slice of it, not all of it (whole-batch GEMMs still get >= WHOLE_BATCH columns)
+# the im2col matrix is made for this many bytes of samples at a time (unless the backend sets its
+# own ``conv_workspace``), so a step's peak memory holds a slice of it, not all of it
+# (whole-batch GEMMs still get >= WHOLE_BATCH columns)
 COLUMN_BYTES = 1 << 18
 
 
-def _chunks(n, positions, per_position):
-    """Sample ranges whose columns take about COLUMN_BYTES: (whole, [(start, stop), ...])."""
+def _chunks(be, n, positions, per_position):
+    """Sample ranges whose columns take about ``be.conv_workspace`` (else COLUMN_BYTES) bytes:
+    (whole, [(start, stop), ...])."""
+    limit = be.conv_workspace or COLUMN_BYTES
     whole = positions < WHOLE_BATCH
-    m = max(1, COLUMN_BYTES // max(positions * per_position, 1))
+    m = max(1, limit // max(positions * per_position, 1))
     if whole:
         m = max(m, -(-WHOLE_BATCH // positions))
-    return whole, [(s, min(n, s + m)) for s in range(0, n, m)]
+    return whole, [(s, min(n, s + m)) for s in range(0, n, m)] or [(0, 0)]
 
 
 def _columns(xp, zp, groups, kernel, stride, dilation, out_sp, whole=False):
@@ -94,8 +105,9 @@ def _channels_first(xp, a, groups):
     return xp.ascontiguousarray(m).reshape(groups, c // groups, -1)
 
 
-def _forward(xp, z, w, stride, padding, dilation, groups):
+def _forward(be, z, w, stride, padding, dilation, groups):
     """Regular convolution of batched ``z`` by ``w``: (N, C_out, *out)."""
+    xp = be.xp
     kernel = w.shape[2:]
     out_sp = tuple((s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in
                    zip(z.shape[2:], kernel, stride, padding, dilation))
@@ -103,20 +115,25 @@ def _forward(xp, z, w, stride, padding, dilation, groups):
     zp = _padded(xp, z, padding)
     wm = w.reshape(groups, oc // groups, -1)
     positions = math.prod(out_sp)
-    r = xp.empty((n, groups, oc // groups, positions), dtype=wm.dtype)
-    whole, chunks = _chunks(n, positions, wm.shape[2] * r.itemsize)
+    r = None
+    whole, chunks = _chunks(be, n, positions, wm.shape[2] * z.itemsize)
     for a, b in chunks:
         cols = _columns(xp, zp[a:b], groups, kernel, stride, dilation, out_sp, whole)
+        part = be.matmul(wm, cols)
         if whole:   # (G, OC/G, m * out) -> (m, G, OC/G, out)
-            part = xp.matmul(wm, cols).reshape(groups, oc // groups, b - a, positions)
-            r[a:b] = part.transpose(2, 0, 1, 3)
-        else:
-            xp.matmul(wm, cols, out=r[a:b])
+            part = part.reshape(groups, oc // groups, b - a, positions).transpose(2, 0, 1, 3)
+        if len(chunks) == 1:
+            r = part
+            break
+        if r is None:
+            r = xp.empty((n,) + part.shape[1:], dtype=part.dtype)
+        r[a:b] = part
     return r.reshape((n, oc) + out_sp)
 
 
-def _input_grad(xp, g, w, in_sp, stride, padding, dilation, groups):
+def _input_grad(be, g, w, in_sp, stride, padding, dilation, groups):
     """The adjoint of ``_forward`` in its input: (N, C_in, *in_sp) from g (N, C_out, *out)."""
+    xp = be.xp
     n, oc = g.shape[:2]
     out_sp = g.shape[2:]
     kernel = w.shape[2:]
@@ -127,20 +144,22 @@ def _input_grad(xp, g, w, in_sp, stride, padding, dilation, groups):
     # the padded input must hold every window, including ones the output padding adds
     full = tuple(max(i + 2 * p, (o - 1) * s + d * (k - 1) + 1) for i, p, o, s, d, k in
                  zip(in_sp, padding, out_sp, stride, dilation, kernel))
-    acc = xp.zeros((n, groups * cg) + full, dtype=wt.dtype)
+    acc = None
     positions = math.prod(out_sp)
-    whole, chunks = _chunks(n, positions, cg * kp * acc.itemsize)
+    whole, chunks = _chunks(be, n, positions, cg * kp * 4)
     gm = g.reshape(n, groups, oc // groups, positions)
     for a, b in chunks:
         if whole:
-            cols = xp.matmul(wt, _channels_first(xp, g[a:b], groups))
+            cols = _wide(xp, be.matmul(wt, _channels_first(xp, g[a:b], groups)))
             # (G, C/G * k, m * out) seen as (m, C, *k, *out): col2im reads it strided
             cols = cols.reshape((groups * cg,) + tuple(kernel) + (b - a,) + tuple(out_sp))
             cols = cols.transpose((nk + 1, 0) + tuple(range(1, nk + 1)) +
                                   tuple(range(nk + 2, 2 * nk + 2)))
         else:
-            cols = xp.matmul(wt, gm[a:b])
+            cols = _wide(xp, be.matmul(wt, gm[a:b]))
             cols = cols.reshape((b - a, groups * cg) + tuple(kernel) + tuple(out_sp))
+        if acc is None:
+            acc = xp.zeros((n, groups * cg) + full, dtype=cols.dtype)
         for offset in itertools.product(*(range(k) for k in kernel)):  # col2im
             region = tuple(slice(o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in
                            zip(offset, dilation, out_sp, stride))
@@ -150,22 +169,24 @@ def _input_grad(xp, g, w, in_sp, stride, padding, dilation, groups):
     return r if r.flags.c_contiguous else xp.ascontiguousarray(r)
 
 
-def _weight_grad(xp, g, z, kernel, stride, padding, dilation, groups):
+def _weight_grad(be, g, z, kernel, stride, padding, dilation, groups):
     """The adjoint of ``_forward`` in its weight: (C_out, C_in/G, *k)."""
+    xp = be.xp
     n, oc = g.shape[:2]
     out_sp = g.shape[2:]
     zp = _padded(xp, z, padding)
     positions = math.prod(out_sp)
     ck = (z.shape[1] // groups) * math.prod(kernel)
-    whole, chunks = _chunks(n, positions, ck * g.itemsize)
+    whole, chunks = _chunks(be, n, positions, ck * z.itemsize)
     gm = g.reshape(n, groups, oc // groups, positions)
     r = None
     for a, b in chunks:
         cols = _columns(xp, zp[a:b], groups, kernel, stride, dilation, out_sp, whole)
         if whole:   # one GEMM over the chunk: (G, OC/G, m * out) @ (G, m * out, C/G * k)
-            part = xp.matmul(_channels_first(xp, g[a:b], groups), cols.transpose(0, 2, 1))
+            part = _wide(xp, be.matmul(_channels_first(xp, g[a:b], groups),
+                                       cols.transpose(0, 2, 1)))
         else:
-            part = xp.matmul(gm[a:b], cols.transpose(0, 1, 3, 2)).sum(axis=0)
+            part = _wide(xp, be.matmul(gm[a:b], cols.transpose(0, 1, 3, 2))).sum(axis=0)
         r = part if r is None else xp.add(r, part, out=r)   # (G, OC/G, C/G * k)
     return r.reshape((oc, z.shape[1] // groups) + tuple(kernel))
 
@@ -181,15 +202,16 @@ def convolution(be, input, weight, bias, stride, padding, dilation, transposed, 
     xp = be.xp
     x, w = be.native(input), be.native(weight)
     dt = x.dtype
-    x, w = _work(xp, x), _work(xp, w)
+    x, w = _work(be, x), _work(be, w)
     if transposed:
         in_sp = tuple((i - 1) * s - 2 * p + d * (k - 1) + 1 + o for i, s, p, d, k, o in
                       zip(x.shape[2:], stride, padding, dilation, w.shape[2:], output_padding))
-        r = _input_grad(xp, x, w, in_sp, stride, padding, dilation, groups)
+        r = _input_grad(be, x, w, in_sp, stride, padding, dilation, groups)
     else:
-        r = _forward(xp, x, w, stride, padding, dilation, groups)
+        r = _forward(be, x, w, stride, padding, dilation, groups)
     if bias is not None:
-        b = _work(xp, be.native(bias))
+        r = _wide(xp, r)
+        b = _wide(xp, be.native(bias))
         r += b.reshape((b.shape[0],) + (1,) * (r.ndim - 2))
     return _result(be, r, dt, input.device)
 
@@ -197,24 +219,26 @@ def convolution(be, input, weight, bias, stride, padding, dilation, transposed, 
 def convolution_backward(be, grad_output, input, weight, bias_sizes, stride, padding, dilation,
                          transposed, output_padding, groups, output_mask):
     xp = be.xp
-    g, x, w = (_work(xp, be.native(t)) for t in (grad_output, input, weight))
+    g, x, w = (_work(be, be.native(t)) for t in (grad_output, input, weight))
     dt = be.native(input).dtype
     dev = input.device
     gi = gw = gb = None
     if output_mask[0]:
         if transposed:
-            r = _forward(xp, g, w, stride, padding, dilation, groups)
+            # output padding of a stride or more adds windows past the input's: crop them
+            r = _forward(be, g, w, stride, padding, dilation, groups)
+            r = r[(Ellipsis,) + tuple(slice(0, i) for i in x.shape[2:])]
         else:
-            r = _input_grad(xp, g, w, x.shape[2:], stride, padding, dilation, groups)
+            r = _input_grad(be, g, w, x.shape[2:], stride, padding, dilation, groups)
         gi = _result(be, r, dt, dev)
     if output_mask[1]:
         if transposed:  # roles exchanged: x plays the output gradient, g the input
-            r = _weight_grad(xp, x, g, w.shape[2:], stride, padding, dilation, groups)
+            r = _weight_grad(be, x, g, w.shape[2:], stride, padding, dilation, groups)
         else:
-            r = _weight_grad(xp, g, x, w.shape[2:], stride, padding, dilation, groups)
+            r = _weight_grad(be, g, x, w.shape[2:], stride, padding, dilation, groups)
         gw = _result(be, r, dt, dev)
     if output_mask[2]:
-        gb = _result(be, g.sum(axis=(0,) + tuple(range(2, g.ndim))), dt, dev)
+        gb = _result(be, _wide(xp, g).sum(axis=(0,) + tuple(range(2, g.ndim))), dt, dev)
     return gi, gw, gb
 
 

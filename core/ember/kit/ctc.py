@@ -146,7 +146,7 @@ def ctc_loss_backward(be, grad, log_probs, targets, input_lengths, target_length
         xp.maximum.at(top, (nn_, tt, cc), ab)
         shift = xp.where(xp.isinf(top), 0, top)
         total = xp.zeros((n, t_max, c), dtype=lp.dtype)
-        xp.add.at(total, (nn_, tt, cc), xp.exp(ab - shift[nn_, tt, cc]))
+        be.add_at("ctc_loss_backward", total, (nn_, tt, cc), xp.exp(ab - shift[nn_, tt, cc]))
         lcab = xp.where(total > 0, xp.log(total) + shift, -xp.inf)
         lpt = lp.transpose(1, 0, 2)                          # (N, T, C)
         out = xp.exp(lpt) - xp.exp(lcab + loss[:, None, None] - lpt)

@@ -62,7 +62,7 @@ def embedding_bag(be, weight, indices, offsets, mode, psw, include_last_offset, 
             rows = rows * be.native(psw)[:, None]
         rows = xp.where(valid[:, None], rows, 0)
         out = xp.zeros((b, d), dtype=rows.dtype)
-        xp.add.at(out, offset2bag, rows)
+        be.add_at("embedding_bag", out, offset2bag, rows)
         out = xp.where(nonempty[:, None], out, 0)
         if mode == MEAN:
             out = xp.where((bag_size > 0)[:, None], out / xp.maximum(bag_size, 1)[:, None], 0)
@@ -82,7 +82,7 @@ def embedding_bag_backward(be, grad, indices, offset2bag, bag_size, max_indices,
         filled = be.native(bag_size) > 0
         rows = xp.broadcast_to(filled[:, None], mi.shape)
         cols = xp.broadcast_to(xp.arange(d), mi.shape)
-        xp.add.at(gw, (mi[rows], cols[rows]), g[rows])
+        be.add_at("embedding_bag_backward", gw, (mi[rows], cols[rows]), g[rows])
         return be.wrap(gw, grad.device)
     idx = be.native(indices).astype(xp.int64)
     bags = be.native(offset2bag)
@@ -94,7 +94,7 @@ def embedding_bag_backward(be, grad, indices, offset2bag, bag_size, max_indices,
     if padding_idx >= 0:
         keep = idx != padding_idx
         idx, contrib = idx[keep], contrib[keep]
-    xp.add.at(gw, idx, contrib.astype(g.dtype, copy=False))
+    be.add_at("embedding_bag_backward", gw, idx, contrib.astype(g.dtype, copy=False))
     return be.wrap(gw, grad.device)
 
 

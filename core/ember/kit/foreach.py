@@ -54,6 +54,34 @@ def mul_(be, selfs, scalar):
         xp.multiply(a, _scalar_for(a, scalar), out=a, casting="unsafe")
 
 
+def mul_tensor_(be, selfs, scalar):
+    xp = be.xp
+    s = be.native(scalar)
+    for a in _nat(be, selfs):
+        xp.multiply(a, s, out=a, casting="unsafe")
+
+
+def norm(be, selfs, ord):
+    """Each tensor's vector norm, accumulated like ``linalg.vector_norm``'s kernel (2: the
+    square root of the dot product with itself)."""
+    xp = be.xp
+    out = []
+    for t, a in zip(selfs, _nat(be, selfs)):
+        flat = a.reshape(-1)
+        if ord == 2:
+            r = xp.sqrt(xp.dot(flat, flat)) if flat.size else xp.zeros((), a.dtype)
+        elif ord == float("inf"):
+            r = xp.abs(flat).max() if flat.size else xp.zeros((), a.dtype)
+        elif ord == -float("inf"):
+            r = xp.abs(flat).min() if flat.size else xp.full((), xp.inf, a.dtype)
+        elif ord == 0:
+            r = xp.count_nonzero(flat)
+        else:
+            r = (xp.abs(flat) ** ord).sum() ** (1.0 / ord)
+        out.append(be.wrap(xp.asarray(r, dtype=a.dtype).reshape(()), t.device))
+    return out
+
+
 def div_(be, selfs, scalar):
     xp = be.xp
     for a in _nat(be, selfs):
@@ -129,6 +157,24 @@ def fused_sgd_(be, params, grads, bufs, weight_decay, momentum, lr, dampening, n
             p += d * -lr
 
 
+def _adam_moments(xp, p, g, m, v, lr, beta1, beta2, weight_decay, maximize, decoupled):
+    """Weight decay and the two moment updates of an Adam step (in place); returns a scratch
+    array shaped like ``m`` for the rest of the update."""
+    d = xp.negative(g) if maximize else g
+    if weight_decay != 0:
+        if decoupled:
+            p *= 1 - lr * weight_decay
+        else:
+            d = xp.add(d, xp.multiply(p, weight_decay))
+    tmp = xp.empty_like(m)
+    _lerp_into(xp, m, d, 1 - beta1, tmp)
+    v *= beta2
+    xp.multiply(d, d, out=tmp)
+    tmp *= 1 - beta2
+    v += tmp
+    return tmp
+
+
 def _fused_adam(decoupled):
     def kernel(be, params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, beta1, beta2,
                weight_decay, eps, amsgrad, maximize):
@@ -136,18 +182,8 @@ def _fused_adam(decoupled):
         ms = _nat(be, max_sqs) if amsgrad else [None] * len(params)
         for p, g, m, v, mx, step in zip(_nat(be, params), _nat(be, grads), _nat(be, exp_avgs),
                                         _nat(be, exp_avg_sqs), ms, steps):
-            d = xp.negative(g) if maximize else g
-            if weight_decay != 0:
-                if decoupled:
-                    p *= 1 - lr * weight_decay
-                else:
-                    d = xp.add(d, xp.multiply(p, weight_decay))
-            tmp = xp.empty_like(m)
-            _lerp_into(xp, m, d, 1 - beta1, tmp)
-            v *= beta2
-            xp.multiply(d, d, out=tmp)
-            tmp *= 1 - beta2
-            v += tmp
+            tmp = _adam_moments(xp, p, g, m, v, lr, beta1, beta2, weight_decay, maximize,
+                                decoupled)
             bias_correction1 = 1 - beta1 ** step
             bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
             if amsgrad:
@@ -163,12 +199,37 @@ def _fused_adam(decoupled):
     return kernel
 
 
+def fused_adam_capturable_(be, params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps,
+                           lr_tensor, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize,
+                           decoupled):
+    """The capturable update (ops/foreach.py's ``adam_capturable_one``) in array ops: the step
+    count and a tensor lr are read where they live, as 0-d arrays in their own dtype."""
+    xp = be.xp
+    rate = be.native(lr_tensor[0]) if lr_tensor else lr
+    ms = _nat(be, max_sqs) if amsgrad else [None] * len(params)
+    for p, g, m, v, mx, st in zip(_nat(be, params), _nat(be, grads), _nat(be, exp_avgs),
+                                  _nat(be, exp_avg_sqs), ms, _nat(be, steps)):
+        st += 1
+        tmp = _adam_moments(xp, p, g, m, v, rate, beta1, beta2, weight_decay, maximize,
+                            decoupled)
+        step_size_neg = -(rate / (1 - beta1 ** st))
+        bias_correction2_sqrt = xp.sqrt(1 - beta2 ** st)
+        if amsgrad:
+            xp.maximum(mx, v, out=mx)
+        xp.sqrt(mx if amsgrad else v, out=tmp)
+        tmp /= bias_correction2_sqrt * step_size_neg
+        tmp += eps / step_size_neg
+        xp.divide(m, tmp, out=tmp)
+        p += tmp
+
+
 TABLE = {
     "_foreach_add_": add_, "_foreach_add_scalar_": add_scalar_, "_foreach_mul_": mul_,
+    "_foreach_mul_tensor_": mul_tensor_, "_foreach_norm": norm,
     "_foreach_div_": div_, "_foreach_lerp_": lerp_, "_foreach_addcmul_": addcmul_,
     "_foreach_addcdiv_": addcdiv_, "_foreach_maximum_": maximum_, "_foreach_sqrt": sqrt,
     "_fused_sgd_": fused_sgd_, "_fused_adam_": _fused_adam(False),
-    "_fused_adamw_": _fused_adam(True),
+    "_fused_adamw_": _fused_adam(True), "_fused_adam_capturable_": fused_adam_capturable_,
 }
 
 

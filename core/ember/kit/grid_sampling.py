@@ -173,8 +173,8 @@ def grid_sampler_backward(be, grad_output, input, grid, mode, padding_mode, alig
             lin, valid = _linear_index(xp, pos, sizes)
             weight = valid.astype(flat.dtype) if w is None else xp.where(valid, w, 0)
             contrib = go * weight[:, None, :]
-            gi += xp.bincount((rows + lin[:, None, :]).reshape(-1),
-                              weights=contrib.reshape(-1).astype(xp.float64), minlength=n * c * s)
+            gi += be.bincount("grid_sampler_backward", (rows + lin[:, None, :]).reshape(-1),
+                              contrib.reshape(-1).astype(xp.float64), n * c * s)
             if dws is None:
                 continue
             v = xp.take_along_axis(flat, lin[:, None, :], axis=2)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .array_backend import ArrayBackend
+
 
 class on_host:  # noqa: N801 - used like a function: bind(on_host(backend), TABLE)
     """``backend`` seen by a numpy kernel: ``native`` downloads, ``wrap`` uploads."""
@@ -30,6 +32,11 @@ class on_host:  # noqa: N801 - used like a function: bind(on_host(backend), TABL
 
     def wrap(self, arr, device):
         return self._backend.from_numpy(np.asarray(arr, order="C"), device)  # (0-d stays 0-d)
+
+    # the values are host copies: checks read them at once
+    values_on_host = True
+
+    device_assert = ArrayBackend.device_assert
 
     def __getattr__(self, name):  # kernels (the table), names of the backend
         return getattr(self._backend, name)

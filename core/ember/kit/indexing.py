@@ -1,22 +1,15 @@
 """Kernels for ``ember.ops.indexing`` on array-module backends.
 
 Index tensors arrive validated for dtype and broadcastability but not for bounds (that needs
-their values), so each kernel checks bounds on the indices it reads. As in PyTorch, ``index``
-and ``index_put_`` accept negative indices; gather, scatter, index_select and index_add do not.
+their values), so each kernel checks bounds on the indices it reads (``value_checks.bounds``:
+at once on host arrays, on the device and at the next synchronization on a device backend). As
+in PyTorch, ``index`` and ``index_put_`` accept negative indices; gather, scatter,
+index_select and index_add do not.
 """
 from __future__ import annotations
 
 from .binding import bind
-
-
-def check_bounds(idx, size, dim, exc=IndexError, prefix="", negative=False):
-    """Raise ``exc`` (PyTorch's message) when an index in ``idx`` is outside ``[0, size)`` (or
-    ``[-size, size)`` when ``negative`` indices are allowed)."""
-    if idx.size:
-        hi, lo = int(idx.max()), int(idx.min())
-        if hi >= size or lo < (-size if negative else 0):
-            raise exc(f"{prefix}index {hi if hi >= size else lo} is out of bounds for "
-                      f"dimension {dim} with size {size}")
+from .value_checks import bounds
 
 
 def _key(be, indices, a, op):
@@ -26,7 +19,7 @@ def _key(be, indices, a, op):
             out.append(slice(None))
         else:
             i = be.native(t)
-            check_bounds(i, a.shape[d], d, prefix=f"{op}: ", negative=True)
+            bounds(be, op, i, a.shape[d], d, prefix=f"{op}: ", negative=True)
             out.append(i)
     return tuple(out)
 
@@ -57,10 +50,10 @@ def gather(be, x, dim, index):
     xp = be.xp
     a, i = be.native(x), be.native(index)
     if a.ndim == 0 or i.ndim == 0:
-        check_bounds(i, a.shape[dim] if a.ndim else 1, dim, RuntimeError, "gather: ")
+        bounds(be, "gather", i, a.shape[dim] if a.ndim else 1, dim, RuntimeError, "gather: ")
         return be.wrap(xp.broadcast_to(a.reshape(-1)[i.reshape(-1)].reshape(i.shape),
                                        i.shape).copy(), x.device)
-    check_bounds(i, a.shape[dim], dim, RuntimeError, "gather: ")
+    bounds(be, "gather", i, a.shape[dim], dim, RuntimeError, "gather: ")
     return be.wrap(xp.take_along_axis(_trim(a, i.shape, dim), i, axis=dim), x.device)
 
 
@@ -68,14 +61,14 @@ def scatter(be, x, dim, index, src, reduce):
     xp = be.xp
     out = be.native(x).copy()
     i, s = be.native(index), be.native(src)
-    op = {None: "scatter: ", "add": "scatter_add: "}.get(reduce, "scatter: ")
+    op = "scatter_add" if reduce == "add" else "scatter"
     if out.ndim == 0 or i.ndim == 0:
         view = out.reshape(-1)
-        check_bounds(i, view.shape[0], dim, RuntimeError, op)
+        bounds(be, op, i, view.shape[0], dim, RuntimeError, f"{op}: ")
         i, s = i.reshape(-1), s.reshape(-1)[:i.size]
         k = (i,)
     else:
-        check_bounds(i, out.shape[dim], dim, RuntimeError, op)
+        bounds(be, op, i, out.shape[dim], dim, RuntimeError, f"{op}: ")
         view = out
         s = _trim(s, i.shape, -1) if s.ndim else xp.broadcast_to(s, i.shape)
         k = list(xp.indices(i.shape, sparse=True))
@@ -93,9 +86,9 @@ def scatter(be, x, dim, index, src, reduce):
 def index_select(be, x, dim, index):
     a, i = be.native(x), be.native(index)
     if a.ndim == 0:
-        check_bounds(i, 1, 0, prefix="index_select: ")
+        bounds(be, "index_select", i, 1, 0, prefix="index_select: ")
         return be.wrap(a.reshape(1)[i].reshape(()), x.device)
-    check_bounds(i, a.shape[dim], dim, prefix="index_select: ")
+    bounds(be, "index_select", i, a.shape[dim], dim, prefix="index_select: ")
     return be.wrap(be.xp.take(a, i, axis=dim), x.device)
 
 
@@ -103,7 +96,7 @@ def index_add(be, x, dim, index, source, alpha):
     out = be.native(x).copy()
     view = out.reshape(1) if out.ndim == 0 else out
     i, s = be.native(index), be.native(source)
-    check_bounds(i, view.shape[dim], dim, RuntimeError, "index_add: ")
+    bounds(be, "index_add", i, view.shape[dim], dim, RuntimeError, "index_add: ")
     s = s.reshape(view.shape[:dim] + (i.size,) + view.shape[dim + 1:])
     if alpha != 1:
         s = (s * alpha).astype(out.dtype, copy=False)

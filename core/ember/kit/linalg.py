@@ -1,8 +1,9 @@
 """Linear algebra kernels for array-module backends.
 
 ``xp.matmul`` takes strided operands as they are (BLAS reads transposed views directly), so no
-operand is made contiguous here. Half-precision products are computed in float32 and rounded
-once, as PyTorch's CPU kernels accumulate them.
+operand is made contiguous here. Products go through ``be.matmul`` (``ArrayBackend.matmul``:
+half precision computed in float32 and rounded once, as PyTorch's CPU kernels accumulate them; a
+device backend may compute half precision natively, as CUDA's GemmEx does).
 """
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ def _result(be, r, dt, dev):
 
 
 def matmul(be, a, b):
-    dt, (x, y) = _work(be.xp, [be.native(a), be.native(b)])
-    return _result(be, be.xp.matmul(x, y), dt, a.device)
+    x, y = be.native(a), be.native(b)
+    return _result(be, be.matmul(x, y), x.dtype, a.device)
 
 
 def einsum(be, equation, operands):
@@ -51,7 +52,12 @@ def svdvals(be, A):
         k = min(a.shape[-2:])
         return be.wrap(xp.zeros(a.shape[:-2] + (k,), dtype=real), A.device)
     _, (x,) = _work(xp, [a])
-    return _result(be, xp.linalg.svd(x, compute_uv=False), real, A.device)
+    try:
+        s = xp.linalg.svd(x, compute_uv=False)
+    except xp.linalg.LinAlgError:  # numpy's bare "SVD did not converge"
+        from .linalg_lapack import _converge_error
+        raise _converge_error("linalg.svdvals", "singular values") from None
+    return _result(be, s, real, A.device)
 
 
 def addmm(be, self, mat1, mat2, beta, alpha):

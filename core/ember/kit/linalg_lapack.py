@@ -220,6 +220,9 @@ def cholesky_ex(be, A, upper):
             r = np.linalg.cholesky(a, upper=bool(upper))
         except np.linalg.LinAlgError:
             r, info = _potrf_each(a, upper)
+        else:
+            if np.isnan(r).any():
+                r, info = _potrf_each(a, upper)
     else:
         r, info = _potrf_real(a, upper)
     return _out(be, r, a.dtype, A.device), _info(be, batch, A.device, info)
@@ -236,10 +239,33 @@ def _potrf_real(a, upper):
     for i in range(nb):
         c, info[i] = potrf(fa[i].T, lower=bool(upper), clean=True)
         out[i] = c.T
+        if not info[i]:
+            info[i] = _nan_pivot(fa[i], out[i], upper)
     if info.any():  # LAPACK stops at the failing minor: the rest of the factor is unspecified
         for i in np.nonzero(info)[0]:
             out[i] = np.triu(out[i]) if upper else np.tril(out[i])
     return out.reshape(a.shape), info.reshape(a.shape[:-2])
+
+
+def _nan_pivot(a, factor, upper):
+    """LAPACK's info for a factor whose diagonal went NaN (OpenBLAS's potrf does not test
+    for NaN; reference LAPACK stops there, as PyTorch reports): the order of the first such
+    pivot, with ``factor`` left as LAPACK leaves it (the columns from that pivot on hold A's
+    triangle, the pivot itself its NaN)."""
+    d = np.diagonal(factor)
+    bad = np.flatnonzero(np.isnan(d))
+    if not bad.size:
+        return 0
+    j = int(bad[0])
+    pivot = factor[j, j]
+    if upper:
+        factor[j:, j:] = np.triu(a[j:, j:])
+        factor[j:, :j] = 0
+    else:
+        factor[j:, j:] = np.tril(a[j:, j:])
+        factor[:j, j:] = 0
+    factor[j, j] = pivot
+    return j + 1
 
 
 def _potrf_each(a, upper):
@@ -250,6 +276,8 @@ def _potrf_each(a, upper):
     for i in range(nb):
         c, info[i] = potrf(fa[i], lower=not upper, clean=True)
         out[i] = np.triu(c) if upper else np.tril(c)
+        if not info[i]:
+            info[i] = _nan_pivot(fa[i], out[i], upper)
     return out.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
@@ -475,6 +503,7 @@ def slogdet(be, A):
                 be.wrap(np.zeros(a.shape[:-2], dtype=real), A.device))
     with np.errstate(all="ignore"):
         sign, lad = np.linalg.slogdet(a)
+    sign = np.where(np.isnan(lad), 0, sign)  # LAPACK's NaN pivot has no sign (PyTorch: 0)
     return _out(be, sign, a.dtype, A.device), _out(be, lad, real, A.device)
 
 

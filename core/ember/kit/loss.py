@@ -1,22 +1,24 @@
 """Kernels of ``nll_loss_forward`` / ``nll_loss_backward`` for array-module backends: one
-fancy-index read (or write) of the target column of each row, the class-range check on the
-host as PyTorch's CPU kernel does."""
+fancy-index read (or write) of the target column of each row; the class-range check is a
+``value_checks`` device assert."""
 from __future__ import annotations
 
 from .binding import bind
+from .value_checks import first_failure
 
 
 def _weights(be, self, target, weight, ignore_index):
-    """(row indices, safe targets, per-row weights) after the bounds check."""
+    """(row indices, safe targets, per-row weights) after the class-range check (at once on
+    host arrays, at the next synchronization on a device: ``value_checks``)."""
     xp = be.xp
     t = be.native(target)
     c = self.shape[1]
     keep = t != ignore_index
     bad = keep & ((t < 0) | (t >= c))
-    if bad.any():
-        raise IndexError(f"Target {int(t[bad][0])} is out of bounds. (nll_loss: {c} classes, "
-                         f"ignore_index={ignore_index})")
-    safe = xp.where(keep, t, 0)
+    first_failure(be, "nll_loss", bad, t, IndexError,
+                  f"Target {{value}} is out of bounds. (nll_loss: {c} classes, "
+                  f"ignore_index={ignore_index})")
+    safe = xp.where(keep & ~bad, t, 0)
     dt = be.native(self).dtype
     w = keep.astype(dt)
     if weight is not None:

@@ -31,12 +31,20 @@ def _wrap(be, arr, dtype, device):
 
 
 # -- batch norm -----------------------------------------------------------------------------------
+def _spatial(x):
+    """The product of the dims after the channel dim (explicit: -1 is ambiguous when empty)."""
+    n = 1
+    for s in x.shape[2:]:
+        n *= s
+    return n
+
+
 def batch_norm(be, input, weight, bias, running_mean, running_var, training, momentum, eps):
     xp = be.xp
     x0 = be.native(input)
     dt = x0.dtype
     n, c = x0.shape[:2]
-    x = _work(xp, x0).reshape(n, c, -1)
+    x = _work(xp, x0).reshape(n, c, _spatial(x0))
     dev = input.device
     if training:
         mean, xm, var, invstd = _stats(xp, x, (0, 2), eps)
@@ -73,8 +81,8 @@ def batch_norm_backward(be, grad_out, input, weight, running_mean, running_var, 
     x0 = be.native(input)
     dt = x0.dtype
     n, c = x0.shape[:2]
-    x = _work(xp, x0).reshape(n, c, -1)
-    g = _work(xp, be.native(grad_out)).reshape(n, c, -1)
+    x = _work(xp, x0).reshape(n, c, _spatial(x0))
+    g = _work(xp, be.native(grad_out)).reshape(n, c, _spatial(x0))
     dev = input.device
     if train:
         mean = _work(xp, be.native(save_mean)).reshape(1, c, 1)
@@ -103,10 +111,10 @@ def batch_norm_backward(be, grad_out, input, weight, running_mean, running_var, 
 
 
 # -- layer norm and group norm: statistics per row of a (rows, elements) view --------------------
-def _row_norm(be, input, rows, eps):
+def _row_norm(be, input, rows, cols, eps):
     xp = be.xp
     x0 = be.native(input)
-    x = _work(xp, x0).reshape(rows, -1)
+    x = _work(xp, x0).reshape(rows, cols)        # (not -1: ambiguous for an empty input)
     mean, xm, var, rstd = _stats(xp, x, (1,), eps)
     return x0, xm * rstd, mean, rstd
 
@@ -115,10 +123,12 @@ def layer_norm(be, input, normalized_shape, weight, bias, eps):
     xp = be.xp
     k = len(normalized_shape)
     lead = tuple(input.shape[:input.ndim - k])
-    rows = 1
+    rows = cols = 1
     for s in lead:
         rows *= s
-    x0, xh, mean, rstd = _row_norm(be, input, rows, eps)
+    for s in normalized_shape:
+        cols *= s
+    x0, xh, mean, rstd = _row_norm(be, input, rows, cols, eps)
     dt = x0.dtype
     out = xh
     if weight is not None:
@@ -169,7 +179,7 @@ def layer_norm_backward(be, grad_out, input, normalized_shape, mean, rstd, weigh
 
 def group_norm(be, input, weight, bias, N, C, HxW, group, eps):
     xp = be.xp
-    x0, xh, mean, rstd = _row_norm(be, input, N * group, eps)
+    x0, xh, mean, rstd = _row_norm(be, input, N * group, (C // group) * HxW, eps)
     dt = x0.dtype
     out = xh.reshape(N, C, HxW)
     if weight is not None:

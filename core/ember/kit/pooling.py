@@ -95,29 +95,44 @@ def _position_table(sp, out, kernel, stride, padding, dilation):
     return np.ascontiguousarray(table.reshape(math.prod(out), math.prod(kernel)))
 
 
-def _argmax_pick(xp, flat, table):
+def _argmax_pick(be, flat, table):
     """(values, indices) of the window maxima: ``flat`` is (N, C, L, K), table (L, K)."""
+    xp = be.xp
     arg = flat.argmax(axis=-1)
     values = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
-    indices = xp.asarray(table)[xp.arange(table.shape[0])[None, None, :], arg]
+    indices = be.host_constant(table)[xp.arange(table.shape[0])[None, None, :], arg]
     return values, indices
 
 
-def _window_maxima(xp, parts, table, shape):
+def _floating(dt):
+    return dt.kind == "f" or dt.name == "bfloat16"
+
+
+def _window_maxima(be, parts, table, shape):
     """(values, indices) from the window elements ``parts`` (one strided view per kernel
     offset, in window order) without data-dependent branches: ``argmax`` and ``where`` over
     random data mispredict a branch per element (about 10x slower here). The first element
-    equal to the maximum wins; NaN is left to ``argmax`` (it compares unequal to itself)."""
+    equal to the maximum wins, a NaN maximum matching the first NaN (as PyTorch's). On host
+    arrays a window with a NaN is left to ``argmax`` (one check beats NaN-aware compares); a
+    device backend compares NaN-aware rather than read the check back."""
+    xp = be.xp
     values = parts[0].copy()
     for p in parts[1:]:
         xp.maximum(values, p, out=values)
-    if values.dtype.kind == "f" and xp.isnan(values).any():
-        return None
-    t = xp.asarray(table).reshape(shape[2:] + (len(parts),))
+    nan = None
+    if _floating(values.dtype):
+        if be.values_on_host:
+            if xp.isnan(values).any():
+                return None
+        else:
+            nan = values != values
+    t = be.host_constant(table).reshape(shape[2:] + (len(parts),))
     indices = xp.zeros(shape, dtype=xp.int64)
     found = xp.zeros(shape, dtype=bool)
     for k, p in enumerate(parts):
         hit = p == values
+        if nan is not None:
+            hit |= (p != p) & nan
         hit &= ~found
         found |= hit
         indices += hit * t[..., k]
@@ -134,10 +149,10 @@ def max_pool(be, self, kernel_size, stride, padding, dilation, ceil_mode):
     padded = _padded(xp, x, p, hi, _lowest(x.dtype))
     table = _position_table(sp, out, k, s, p, d)
     parts = [padded[region] for region in _offsets(k, s, out, d)]
-    picked = _window_maxima(xp, parts, table, (n, c) + out)
+    picked = _window_maxima(be, parts, table, (n, c) + out)
     if picked is None:  # NaNs: argmax finds the first one, as PyTorch does
         win = _windows(xp, padded, k, s, d, out)
-        picked = _argmax_pick(xp, win.reshape(n, c, math.prod(out), math.prod(k)), table)
+        picked = _argmax_pick(be, win.reshape(n, c, math.prod(out), math.prod(k)), table)
     values, indices = picked
     dev = self.device
     return (be.wrap(xp.ascontiguousarray(values).reshape((n, c) + out), dev),
@@ -159,7 +174,7 @@ def _scatter_to_indices(be, grad_output, self, indices, overlapping):
         xp.put_along_axis(out, i2, g2, axis=1)
     else:
         flat = (i2 + (xp.arange(rows) * plane)[:, None]).ravel()
-        acc = xp.bincount(flat, weights=g2.ravel(), minlength=rows * plane)
+        acc = be.bincount("max_pool_backward", flat, g2.ravel(), rows * plane)
         out = acc.astype(g.dtype) if g.dtype.kind != "c" else acc
     return be.wrap(out.reshape(tuple(self.shape)), self.device)
 
@@ -225,7 +240,7 @@ def avg_pool(be, self, kernel_size, stride, padding, ceil_mode, count_include_pa
         part = xp_[region]
         total = part.copy() if total is None else xp.add(total, part, out=total)
     r = _divide(xp, total, div if isinstance(div, float) or isinstance(div, int)
-                else xp.asarray(div), dt)
+                else be.host_constant(div), dt)
     return be.wrap(xp.ascontiguousarray(r), self.device)
 
 
@@ -237,7 +252,7 @@ def avg_pool_backward(be, grad_output, self, kernel_size, stride, padding, ceil_
     sp, k, s, p, out, hi, div = _avg_setup(self, kernel_size, stride, padding, ceil_mode,
                                           count_include_pad, divisor_override)
     work = g.astype(xp.float32) if dt in HALF else g
-    gd = work / (div if isinstance(div, (int, float)) else xp.asarray(div, dtype=work.dtype))
+    gd = work / (div if isinstance(div, (int, float)) else be.host_constant(div, work.dtype))
     acc = xp.zeros(tuple(self.shape[:2]) + tuple(L + a + b for L, a, b in zip(sp, p, hi)),
                    dtype=gd.dtype)
     for region in _offsets(k, s, out):
@@ -275,7 +290,7 @@ def adaptive_avg_pool(be, self, output_size):
     for i, (L, o) in enumerate(zip(x.shape[2:], output_size)):
         if L == o:
             continue
-        r = _along(xp, r, 2 + i, xp.asarray(_avg_matrix(L, o), dtype=r.dtype))
+        r = _along(xp, r, 2 + i, be.host_constant(_avg_matrix(L, o), r.dtype))
     return be.wrap(xp.ascontiguousarray(r, dtype=dt), self.device)
 
 
@@ -287,7 +302,7 @@ def adaptive_avg_pool_backward(be, grad_output, self):
     for i, (L, o) in enumerate(zip(self.shape[2:], g.shape[2:])):
         if L == o:
             continue
-        r = _along(xp, r, 2 + i, xp.asarray(_avg_matrix(L, o), dtype=r.dtype).T)
+        r = _along(xp, r, 2 + i, be.host_constant(_avg_matrix(L, o), r.dtype).T)
     return be.wrap(xp.ascontiguousarray(r, dtype=dt), self.device)
 
 
@@ -322,8 +337,8 @@ def adaptive_max_pool(be, self, output_size):
     sp = tuple(x.shape[2:])
     out = tuple(output_size)
     table = _adaptive_table(sp, out)
-    flat = x.reshape(n, c, -1)[:, :, xp.asarray(table)]        # (N, C, L, K)
-    values, indices = _argmax_pick(xp, flat, table)
+    flat = x.reshape(n, c, -1)[:, :, be.host_constant(table)]        # (N, C, L, K)
+    values, indices = _argmax_pick(be, flat, table)
     dev = self.device
     return (be.wrap(xp.ascontiguousarray(values).reshape((n, c) + out), dev),
             be.wrap(xp.ascontiguousarray(indices).reshape((n, c) + out), dev))

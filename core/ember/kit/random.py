@@ -12,6 +12,7 @@ import math
 
 from .._tensor import Tensor
 from .binding import bind
+from .value_checks import all_true
 
 
 def _into(be, self, r):
@@ -82,8 +83,8 @@ def randperm(be, n, gen, dtype, device):
 def normal(be, mean, std, size, gen, dtype, device):
     xp = be.xp
     s = _operand(be, std)
-    if isinstance(std, Tensor) and s.size and bool(xp.any(s < 0)):
-        raise RuntimeError("normal expects all elements of std >= 0.0")
+    if isinstance(std, Tensor):
+        all_true(be, "normal", s >= 0, RuntimeError, "normal expects all elements of std >= 0.0")
     wd = _work_dtype(xp, dtype)
     m = _operand(be, mean)
     m = m.astype(wd, copy=False) if isinstance(mean, Tensor) else m  # (no 4 MB copies per 1M)
@@ -98,12 +99,11 @@ def multinomial(be, probs, num_samples, replacement, gen):
     xp = be.xp
     p = be.native(probs).astype(xp.float64)
     rows = p.reshape(-1, p.shape[-1])
-    if rows.size:
-        if not bool(xp.all(xp.isfinite(rows) & (rows >= 0))):
-            raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or "
-                               "element < 0")
-    if rows.shape[0] and bool(xp.any(rows.sum(axis=1) <= 0)):
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    all_true(be, "multinomial", xp.isfinite(rows) & (rows >= 0), RuntimeError,
+             "multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+    if rows.shape[0]:
+        all_true(be, "multinomial", rows.sum(axis=1) > 0, RuntimeError,
+                 "invalid multinomial distribution (sum of probabilities <= 0)")
     g = gen.impl
     if replacement:
         cdf = xp.cumsum(rows, axis=1)
@@ -153,8 +153,8 @@ def bernoulli_(be, self, p, gen):
     xp = be.xp
     if isinstance(p, Tensor):
         p = be.native(p)
-        if p.size and not bool(xp.all((p >= 0) & (p <= 1))):
-            raise RuntimeError("bernoulli: Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        all_true(be, "bernoulli", (p >= 0) & (p <= 1), RuntimeError,
+                 "bernoulli: Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
         p = xp.broadcast_to(p, self._shape)
     return _into(be, self, gen.impl.random(self._shape) < p)
 

@@ -1,6 +1,6 @@
 """``ember.nn``: modules, parameters, functional forms, initializers and utilities, with the
 names of ``torch.nn``."""
-from .parameter import Parameter  # noqa: F401
+from .parameter import Parameter, UninitializedParameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module  # noqa: F401
 from . import functional  # noqa: F401

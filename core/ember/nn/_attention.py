@@ -14,7 +14,10 @@ from ..ops import factories as _fac
 from ..ops import linalg as _la
 from ..ops import shape as _shape
 from ..ops.attention import scaled_dot_product_attention
-from . import functional as _F  # partially imported here: read at call time only
+from ._activation import softmax
+from ._dropout import dropout
+from ._linear import linear
+from ._padding import pad
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -86,17 +89,17 @@ def _in_projection_packed(q, k, v, w, b=None):
     E = q.size(-1)
     if k is v:
         if q is k:  # self-attention
-            proj = _F.linear(q, w, b).unflatten(-1, (3, E))
+            proj = linear(q, w, b).unflatten(-1, (3, E))
             proj = proj.unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
             return proj[0], proj[1], proj[2]
         w_q, w_kv = w.split([E, E * 2])
         b_q, b_kv = (None, None) if b is None else b.split([E, E * 2])
-        kv = _F.linear(k, w_kv, b_kv).unflatten(-1, (2, E))
+        kv = linear(k, w_kv, b_kv).unflatten(-1, (2, E))
         kv = kv.unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
-        return _F.linear(q, w_q, b_q), kv[0], kv[1]
+        return linear(q, w_q, b_q), kv[0], kv[1]
     w_q, w_k, w_v = w.chunk(3)
     b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
-    return _F.linear(q, w_q, b_q), _F.linear(k, w_k, b_k), _F.linear(v, w_v, b_v)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
 
 
 def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
@@ -107,7 +110,7 @@ def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
         if t is not None and tuple(t.shape) != shape:
             raise AssertionError(f"expecting {what} shape of {shape}, but got "
                                  f"{tuple(t.shape)}")
-    return _F.linear(q, w_q, b_q), _F.linear(k, w_k, b_k), _F.linear(v, w_v, b_v)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
 
 
 def _check_static(name, t, bsz, num_heads, head_dim):
@@ -199,9 +202,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         k = _shape.cat([k, bias_k.repeat(1, bsz, 1)])
         v = _shape.cat([v, bias_v.repeat(1, bsz, 1)])
         if attn_mask is not None:
-            attn_mask = _F.pad(attn_mask, (0, 1))
+            attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
-            key_padding_mask = _F.pad(key_padding_mask, (0, 1))
+            key_padding_mask = pad(key_padding_mask, (0, 1))
     elif bias_k is not None:
         raise AssertionError("bias_k is set but bias_v is None")
     elif bias_v is not None:
@@ -225,9 +228,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         k = _shape.cat([k, zeros], dim=1)
         v = _shape.cat([v, zeros.to(v.dtype)], dim=1)
         if attn_mask is not None:
-            attn_mask = _F.pad(attn_mask, (0, 1))
+            attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
-            key_padding_mask = _F.pad(key_padding_mask, (0, 1))
+            key_padding_mask = pad(key_padding_mask, (0, 1))
     src_len = k.size(1)
 
     if key_padding_mask is not None:
@@ -252,11 +255,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         kt = k.transpose(-2, -1)
         weights = _la.bmm(q_scaled, kt) if attn_mask is None else \
             _la.baddbmm(attn_mask, q_scaled, kt)
-        weights = _F.softmax(weights, dim=-1)
+        weights = softmax(weights, dim=-1)
         if dropout_p > 0.0:
-            weights = _F.dropout(weights, p=dropout_p)
+            weights = dropout(weights, p=dropout_p)
         out = _la.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = _F.linear(out, out_proj_weight, out_proj_bias)
+        out = linear(out, out_proj_weight, out_proj_bias)
         out = out.view(tgt_len, bsz, out.size(1))
         weights = weights.view(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
@@ -276,7 +279,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     v = v.view(bsz, num_heads, src_len, head_dim)
     out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = _F.linear(out, out_proj_weight, out_proj_bias)
+    out = linear(out, out_proj_weight, out_proj_bias)
     out = out.view(tgt_len, bsz, out.size(1))
     if not is_batched:
         out = out.squeeze(1)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..ops import nn as _nn_ops
-from ..ops._util import _dtype_title
+from ..ops._util import _dtype_title, torch_function
 from ..ops.factories import tensor, zeros
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -146,21 +146,22 @@ def _common_checks(op, x, weight, bias, nsp, groups):
     if not isinstance(groups, int) or isinstance(groups, bool):
         raise TypeError(f"{op}(): argument 'groups' must be int, not {type(groups).__name__}")
     if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
+        raise RuntimeError(f"{op}: non-positive groups is not supported")
     if weight._shape[0] % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size {list(weight._shape)} "
+        raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by "
+                           f"{groups} at dimension 0, but got weight of size {list(weight._shape)} "
                            f"instead")
     _same_dtype(op, x, weight, bias)
 
 
-def _check_positive(stride, padding, dilation):
+def _check_positive(op, stride, padding, dilation):
     if any(s <= 0 for s in stride):
-        raise RuntimeError("non-positive stride is not supported")
+        raise RuntimeError(f"{op}: non-positive stride is not supported (stride={list(stride)})")
     if any(p < 0 for p in padding):
-        raise RuntimeError("negative padding is not supported")
+        raise RuntimeError(f"{op}: negative padding is not supported (padding={list(padding)})")
     if any(d <= 0 for d in dilation):
-        raise RuntimeError("non-positive dilation is not supported")
+        raise RuntimeError(f"{op}: non-positive dilation is not supported "
+                           f"(dilation={list(dilation)})")
 
 
 def _conv_padding(op, padding, kernel, stride, dilation, nsp):
@@ -169,15 +170,15 @@ def _conv_padding(op, padding, kernel, stride, dilation, nsp):
         if padding == "valid":
             return [(0, 0)] * nsp
         if padding != "same":
-            raise RuntimeError(f"Invalid padding string: '{padding}'")
+            raise RuntimeError(f"{op}: Invalid padding string: '{padding}'")
         if any(s != 1 for s in stride):
-            raise RuntimeError("padding='same' is not supported for strided convolutions")
+            raise RuntimeError(f"{op}: padding='same' is not supported for strided convolutions")
         # PyTorch puts the odd extra element on the high side
         return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
                 for k, d in zip(kernel, dilation)]
     p = ntuple(padding, nsp, "padding", op)
     if any(v < 0 for v in p):
-        raise RuntimeError("negative padding is not supported")
+        raise RuntimeError(f"{op}: negative padding is not supported (padding={list(p)})")
     return [(v, v) for v in p]
 
 
@@ -186,25 +187,25 @@ def _conv(op, nsp, input, weight, bias, stride, padding, dilation, groups):
     x, added = batched(op, input, nsp)
     stride = ntuple(stride, nsp, "stride", op)
     dilation = ntuple(dilation, nsp, "dilation", op)
-    _check_positive(stride, (), dilation)
+    _check_positive(op, stride, (), dilation)
     kernel = weight._shape[2:]
     pads = _conv_padding(op, padding, kernel, stride, dilation, nsp)
     n, c = x._shape[:2]
     oc = weight._shape[0]
     if c != weight._shape[1] * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight._shape)}, "
+        raise RuntimeError(f"{op}: Given groups={groups}, weight of size {list(weight._shape)}, "
                            f"expected input{list(x._shape)} to have {weight._shape[1] * groups} "
                            f"channels, but got {c} channels instead")
     if bias is not None and (bias.ndim != 1 or bias._shape[0] != oc):
-        raise RuntimeError(f"Given weight of size {list(weight._shape)}, expected bias to be "
-                           f"1-dimensional with {oc} elements, but got bias of size "
+        raise RuntimeError(f"{op}: Given weight of size {list(weight._shape)}, expected bias to "
+                           f"be 1-dimensional with {oc} elements, but got bias of size "
                            f"{list(bias._shape)} instead")
     padded = [s + lo + hi for s, (lo, hi) in zip(x._shape[2:], pads)]
     eff = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
     if any(p < e for p, e in zip(padded, eff)):
-        raise RuntimeError(f"Calculated padded input size per channel: ({fmt_sizes(padded)}). "
-                           f"Kernel size: ({fmt_sizes(eff)}). Kernel size can't be greater than "
-                           f"actual input size")
+        raise RuntimeError(f"{op}: Calculated padded input size per channel: "
+                           f"({fmt_sizes(padded)}). Kernel size: ({fmt_sizes(eff)}). Kernel "
+                           f"size can't be greater than actual input size")
     if any(hi != lo for lo, hi in pads):
         # asymmetric ('same' with an even effective kernel): the extra high-side zeros first,
         # as PyTorch does, then a symmetric convolution
@@ -227,14 +228,15 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 # -- transposed convolution ---------------------------------------------------------------------
-def _output_padding_error(nsp, output_padding, stride, dilation):
+def _output_padding_error(op, nsp, output_padding, stride, dilation):
     if nsp == 2:
         return RuntimeError(
-            f"output padding must be smaller than either stride or dilation, but got "
+            f"{op}: output padding must be smaller than either stride or dilation, but got "
             f"output_padding_height: {output_padding[0]} output_padding_width: "
             f"{output_padding[1]} stride_height: {stride[0]} stride_width: {stride[1]} "
             f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}")
-    return RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+    return RuntimeError(f"{op}: output padding must be smaller than either stride or dilation, "
+                        f"but got "
                         f"output_padding: {list(output_padding)} stride: {list(stride)} "
                         f"dilation: {list(dilation)}")
 
@@ -247,28 +249,29 @@ def _conv_transpose(op, nsp, input, weight, bias, stride, padding, output_paddin
     padding = ntuple(padding, nsp, "padding", op)
     output_padding = ntuple(output_padding, nsp, "output_padding", op)
     dilation = ntuple(dilation, nsp, "dilation", op)
-    _check_positive(stride, padding, dilation)
+    _check_positive(op, stride, padding, dilation)
     if any(o < 0 for o in output_padding):
-        raise RuntimeError("negative output_padding is not supported")
+        raise RuntimeError(f"{op}: negative output_padding is not supported")
     if any(o >= max(s, d) for o, s, d in zip(output_padding, stride, dilation)):
-        raise _output_padding_error(nsp, output_padding, stride, dilation)
+        raise _output_padding_error(op, nsp, output_padding, stride, dilation)
     n, c = x._shape[:2]
     kernel, in_sp = weight._shape[2:], x._shape[2:]
     if c != weight._shape[0]:
-        raise RuntimeError(f"Given transposed=1, weight of size {list(weight._shape)}, expected "
-                           f"input{list(x._shape)} to have {weight._shape[0]} channels, but got "
-                           f"{c} channels instead")
+        raise RuntimeError(f"{op}: Given transposed=1, weight of size {list(weight._shape)}, "
+                           f"expected input{list(x._shape)} to have {weight._shape[0]} "
+                           f"channels, but got {c} channels instead")
     g, ocg = groups, weight._shape[1]
     oc = ocg * g
     if bias is not None and (bias.ndim != 1 or bias._shape[0] != oc):
-        raise RuntimeError(f"Given transposed=1, weight of size {list(weight._shape)}, expected "
-                           f"bias to be 1-dimensional with {oc} elements, but got bias of size "
-                           f"{list(bias._shape)} instead")
+        raise RuntimeError(f"{op}: Given transposed=1, weight of size {list(weight._shape)}, "
+                           f"expected bias to be 1-dimensional with {oc} elements, but got "
+                           f"bias of size {list(bias._shape)} instead")
     full_sp = tuple((i - 1) * s + d * (k - 1) + 1
                     for i, s, d, k in zip(in_sp, stride, dilation, kernel))
     out_sp = [f - 2 * p + o for f, p, o in zip(full_sp, padding, output_padding)]
     if any(o <= 0 for o in out_sp):
-        raise RuntimeError(f"Given input size per channel: ({fmt_sizes(in_sp)}). Calculated "
+        raise RuntimeError(f"{op}: Given input size per channel: ({fmt_sizes(in_sp)}). "
+                           f"Calculated "
                            f"output size per channel: ({fmt_sizes(out_sp)}). Output size is too "
                            f"small")
     out = _nn_ops.convolution_op(x, weight, bias, stride, padding, dilation, True,
@@ -360,7 +363,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return out.squeeze(0) if added else out
 
 
-from ._pool import *  # noqa: E402,F401,F403 - pooling shares the helpers above
-from ._pool import __all__ as _pool_all  # noqa: E402
-
-__all__ = __all__ + _pool_all
+# torch.conv2d & co are the same functions as nn.functional's
+for _fn in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d):
+    torch_function(_fn.__name__)(_fn)
+del _fn

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
+from ..ops._util import torch_function
 from ..ops.distances import pdist
 
 __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
@@ -39,3 +40,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         c1 = n1.clamp_min(eps) - n1
         c2 = n2.clamp_min(eps) - n2
     return ((x1 / (n1 + c1)) * (x2 / (n2 + c2))).sum(dim)
+
+
+# torch.cosine_similarity and torch.pairwise_distance are these functions, as in torch
+torch_function("cosine_similarity")(cosine_similarity)
+torch_function("pairwise_distance")(pairwise_distance)

@@ -1,15 +1,17 @@
-"""Dropout variants of ``ember.nn.functional``: channel dropout (``dropout1d/2d/3d``: whole
+"""Dropout in ``ember.nn.functional``: ``dropout``, channel dropout (``dropout1d/2d/3d``: whole
 feature maps zeroed), ``alpha_dropout`` (keeps SELU's mean and variance) and
-``feature_alpha_dropout``. Masks come from the input device's generator."""
+``feature_alpha_dropout``, with the ``torch.*`` native forms (a positional ``train``). Masks
+come from the input device's generator."""
 from __future__ import annotations
 
 import math
 import warnings
 
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
+from ..ops._util import torch_function
 
-__all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -21,6 +23,19 @@ def _check(input, p, fn):
         raise TypeError(f"{fn}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability ``p`` (ember RNG of the input's device) and scale the
+    rest by ``1/(1-p)``."""
+    _check(input, p, "dropout")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input.mul_(0) if inplace else input * 0
+    with no_grad():
+        mask = input.new_empty(input.shape).bernoulli_(1.0 - p).div_(1.0 - p)
+    return input.mul_(mask) if inplace else input * mask
 
 
 def _feature_mask(input, p, batched):
@@ -115,3 +130,46 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """``alpha_dropout`` that drops whole channels."""
     return _alpha(input, p, training, inplace, True, "feature_alpha_dropout")
+
+
+# -- the torch.* native forms -------------------------------------------------------------------
+@torch_function("dropout")
+def _torch_dropout(input, p, train):
+    return dropout(input, p, train)
+
+
+@torch_function("alpha_dropout")
+def _torch_alpha_dropout(input, p, train):
+    return alpha_dropout(input, p, train)
+
+
+@torch_function("feature_alpha_dropout")
+def _torch_feature_alpha_dropout(input, p, train):
+    return feature_alpha_dropout(input, p, train)
+
+
+@torch_function("feature_dropout")
+def _torch_feature_dropout(input, p, train):
+    """Channel dropout over dims 0 (batch) and 1 (channels), whatever the rank."""
+    return _channel_dropout(input, p, train, False, input.ndim >= 2, "feature_dropout")
+
+
+# the in-place native forms: torch.dropout_(input, p, train) & co
+@torch_function("dropout_")
+def _torch_dropout_(input, p, train):
+    return dropout(input, p, train, inplace=True)
+
+
+@torch_function("alpha_dropout_")
+def _torch_alpha_dropout_(input, p, train):
+    return alpha_dropout(input, p, train, inplace=True)
+
+
+@torch_function("feature_alpha_dropout_")
+def _torch_feature_alpha_dropout_(input, p, train):
+    return feature_alpha_dropout(input, p, train, inplace=True)
+
+
+@torch_function("feature_dropout_")
+def _torch_feature_dropout_(input, p, train):
+    return _channel_dropout(input, p, train, True, input.ndim >= 2, "feature_dropout_")

@@ -7,16 +7,21 @@ KL-divergence uses ``xlogy`` so zero targets contribute zero.
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 from .._tensor import Tensor
+from ..dispatch.grad_mode import no_grad
 from ..ops import elementwise as _ew
+from ..ops import linalg as _la
 from ..ops.nn import loss as _nn_loss
-from ..ops._util import _dtype_title, broadcast_shapes, every_example
+from ..ops._util import _dtype_title, broadcast_shapes, every_example, torch_function
+from ..ops.ctc import ctc_loss
 from ..ops.reduction import log_softmax
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+           "poisson_nll_loss", "gaussian_nll_loss", "linear_cross_entropy", "ctc_loss"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -40,6 +45,19 @@ def _reduction(reduction, size_average=None, reduce=None, allowed=_REDUCTIONS) -
     return reduction
 
 
+_REDUCTION_ENUM = {0: "none", 1: "mean", 2: "sum"}
+
+
+def reduction_from_enum(reduction, fn) -> str:
+    """The ``torch.*`` native forms' ``reduction``: the enum 0/1/2 = none/mean/sum."""
+    if isinstance(reduction, str):
+        return reduction
+    if reduction not in _REDUCTION_ENUM:
+        raise ValueError(f"{fn}(): reduction must be 0 (none), 1 (mean) or 2 (sum), got "
+                         f"{reduction}")
+    return _REDUCTION_ENUM[reduction]
+
+
 def _reduce(loss, reduction):
     if reduction == "mean":
         return loss.mean()
@@ -51,6 +69,12 @@ def _reduce(loss, reduction):
 def _tensors(op, **named):
     for name, t in named.items():
         if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+
+
+def _required_tensors(op, **named):
+    for name, t in named.items():
+        if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
 
 
@@ -344,3 +368,114 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if reduction == "batchmean":
         return loss.sum() / input._shape[0] if input.ndim else loss.sum()
     return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """Negative log likelihood of ``target ~ Poisson(input)`` (``exp(input)`` with
+    ``log_input``), plus Stirling's approximation of ``log(target!)`` when ``full``."""
+    _required_tensors("poisson_nll_loss", input=input, target=target)
+    reduction = _reduction(reduction, size_average, reduce)
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        loss = loss + _ew.where(target.gt(1), stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """``0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps))`` (+ ``0.5 log 2 pi``
+    when ``full``); the clamp does not change var's gradient, as in PyTorch."""
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = input.new_full((), float(var))
+    _required_tensors("gaussian_nll_loss", input=input, target=target, var=var)
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = var.unsqueeze(-1)
+        elif input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1:
+            pass
+        elif var.ndim != 0:
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    with no_grad():
+        # a data-dependent check, which ember.func.vmap cannot run on a batched var
+        if type(var) is Tensor and bool(var.lt(0).any()):
+            raise ValueError("var has negative entry/entries")
+        shift = var.clamp_min(eps) - var
+    var = var + shift
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,
+                         reduction="mean", ignore_index=None, label_smoothing=0.0,
+                         options=None):
+    """``cross_entropy`` of the logits ``input @ linear_weight^T (+ linear_bias)``;
+    ``linear_weight`` is (C, *out_features, in_features) for a K-dimensional loss. PyTorch's
+    ``options`` choose a chunked schedule of the same computation; ember computes the reference
+    form whatever they say."""
+    _required_tensors("linear_cross_entropy", input=input, linear_weight=linear_weight, target=target)
+    if input.ndim < 1 or input.ndim > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.ndim}")
+    if linear_weight.ndim < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.ndim}")
+    batches = tuple(input.shape[:-1])
+    in_features = input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(f"expected equal input and linear_weight last dimensions "
+                           f"(in_features), got {input.shape[-1]} and {linear_weight.shape[-1]}, "
+                           f"respectively")
+    num_classes = linear_weight.shape[0]
+    out_features = tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if out_features and not batches:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape "
+                           f"{tuple(linear_weight.shape)} requires batched input, (N, "
+                           f"{in_features}), got unbatched input with shape {tuple(input.shape)}")
+    logits_shape = (*batches, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    logits = _la.matmul(input, linear_weight.reshape(-1, in_features).t()).reshape(logits_shape)
+    if linear_bias is not None:
+        logits = logits + linear_bias
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                         ignore_index=-100 if ignore_index is None else ignore_index,
+                         label_smoothing=label_smoothing)
+
+
+# -- the torch.* native forms (reduction as the enum 0/1/2) -------------------------------------
+@torch_function("binary_cross_entropy_with_logits")
+def _torch_bce_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
+    return binary_cross_entropy_with_logits(
+        input, target, weight, pos_weight=pos_weight,
+        reduction=reduction_from_enum(reduction, "binary_cross_entropy_with_logits"))
+
+
+@torch_function("kl_div")
+def _torch_kl_div(input, target, reduction=1, *, log_target=False):
+    return kl_div(input, target, reduction=reduction_from_enum(reduction, "kl_div"),
+                  log_target=log_target)
+
+
+@torch_function("poisson_nll_loss")
+def _torch_poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    return poisson_nll_loss(input, target, log_input, full, eps=eps,
+                            reduction=reduction_from_enum(reduction, "poisson_nll_loss"))
+
+
+@torch_function("ctc_loss")
+def _torch_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1,
+                    zero_infinity=False):
+    return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                    reduction_from_enum(reduction, "ctc_loss"), zero_infinity)

@@ -1,10 +1,16 @@
 """Pooling (max, average, adaptive; 1-3 spatial dims): argument checks with PyTorch's messages,
 then one op (``ember.ops.nn.pool``: native kernels per backend, backward ops of their own).
-1-D pooling runs the 2-D op on an input with a size-1 height, as PyTorch does.
+1-D pooling runs the 2-D op on an input with a size-1 height, as PyTorch does. Power-average
+pooling (``lp_pool``: an average pool of ``x ** p`` scaled back by the window size) and max
+unpooling (each value scattered to where ``max_pool(..., return_indices=True)`` took it) are
+compositions; the ``torch.*`` native forms (stride defaulting to ``()``) are registered too.
 """
 from __future__ import annotations
 
-from ..ops._util import _dtype_title
+import math
+
+from .._tensor import Tensor
+from ..ops._util import _dtype_title, every_example, torch_function
 from ..ops.nn import pool as _pool_ops
 from ._conv import batched, check_tensor
 
@@ -13,7 +19,8 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
            "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-           "adaptive_max_pool3d_with_indices"]
+           "adaptive_max_pool3d_with_indices", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+           "max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
 _WORDS = {1: "a single int", 2: "a tuple of two ints", 3: "a tuple of three ints"}
 
@@ -129,19 +136,19 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
+                            ceil_mode=False, return_indices=False):
     return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode,
                      True)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
+                            ceil_mode=False, return_indices=False):
     return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode,
                      True)
 
 
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
+                            ceil_mode=False, return_indices=False):
     return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode,
                      True)
 
@@ -253,13 +260,150 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)
 
 
-def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
     return _adaptive_max("adaptive_max_pool1d", 1, input, output_size, True)
 
 
-def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
     return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, True)
 
 
-def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, True)
+
+
+# -- power-average pooling and max unpooling, as PyTorch composes them --------------------------
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, n, avg, fn):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    kernel = _pool_tuple(fn, "kernel_size", kernel_size, n)
+    if stride is not None:
+        out = avg(input.pow(norm_type), kernel, stride, 0, ceil_mode)
+    else:
+        out = avg(input.pow(norm_type), kernel, padding=0, ceil_mode=ceil_mode)
+    # sign * relu(|out|): PyTorch's guard against tiny negative averages of x ** p
+    return (out.sign() * out.abs().relu()).mul(math.prod(kernel)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum over the window of x ** p) ** (1 / p)`` over (N, C, L) or (C, L)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1, avg_pool1d,
+                    "lp_pool1d")
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum over the window of x ** p) ** (1 / p)`` over (N, C, H, W) or (C, H, W)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2, avg_pool2d,
+                    "lp_pool2d")
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum over the window of x ** p) ** (1 / p)`` over (N, C, D, H, W) or (C, D, H, W)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3, avg_pool3d,
+                    "lp_pool3d")
+
+
+def _unpool_size(input, kernel, stride, padding, output_size, n, fn):
+    spatial = tuple(input.shape[-n:])
+    default = tuple((spatial[i] - 1) * stride[i] - 2 * padding[i] + kernel[i] for i in range(n))
+    if output_size is None:
+        return default
+    size = tuple(int(s) for s in output_size)
+    if len(size) == input.ndim:
+        size = size[-n:]
+    if len(size) != n:
+        raise ValueError(f"{fn}: output_size must have {n} or {input.ndim} elements, got "
+                         f"{list(output_size)}")
+    for i in range(n):
+        low, high = default[i] - stride[i], default[i] + stride[i]
+        if not low < size[i] < high:
+            raise ValueError(f"{fn}: invalid output_size {list(output_size)} (dim {i} must be "
+                             f"between {low + 1} and {high - 1})")
+    return size
+
+
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n, fn):
+    for name, t in (("input", input), ("indices", indices)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"{fn}: expected indices of the input's shape {list(input.shape)}, "
+                           f"got {list(indices.shape)}")
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{fn}: expected a {n + 1}-D or {n + 2}-D input, got "
+                           f"{input.ndim}-D")
+    kernel = _pool_tuple(fn, "kernel_size", kernel_size, n)
+    stride = _pool_tuple(fn, "stride", stride, n, default=kernel)
+    padding = _pool_tuple(fn, "padding", padding, n)
+    size = _unpool_size(input, kernel, stride, padding, output_size, n, fn)
+    lead = tuple(input.shape[:-n])
+    plane = math.prod(size)
+    values = input.reshape(lead + (-1,))
+    where = indices.reshape(lead + (-1,))
+    if where.numel():
+        every = every_example(where)   # under vmap: the check holds for the whole batch
+        low, high = int(every.min().item()), int(every.max().item())
+        if low < 0 or high >= plane:
+            bad = high if high >= plane else low
+            raise RuntimeError(f"{fn}: Found an invalid max index: {bad} (output volumes are "
+                               f"of size {'x'.join(str(v) for v in size)})")
+    out = values.new_zeros(lead + (plane,)).scatter(-1, where, values)
+    return out.reshape(lead + size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool1d``: each value back at its index, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1,
+                       "max_unpool1d")
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool2d``: each value back at its index, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2,
+                       "max_unpool2d")
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool3d``: each value back at its index, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3,
+                       "max_unpool3d")
+
+
+# -- the torch.* native forms -------------------------------------------------------------------
+def _native_stride(stride):
+    # the native forms default stride to () — the kernel size
+    return None if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
+        else stride
+
+
+@torch_function("adaptive_max_pool1d")
+def _torch_adaptive_max_pool1d(input, output_size):
+    """``torch.adaptive_max_pool1d`` returns (values, indices)."""
+    return adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
+@torch_function("max_pool1d")
+def _torch_max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return max_pool1d(input, kernel_size, _native_stride(stride), padding, dilation, ceil_mode)
+
+
+@torch_function("max_pool1d_with_indices")
+def _torch_max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1,
+                                   ceil_mode=False):
+    return max_pool1d(input, kernel_size, _native_stride(stride), padding, dilation, ceil_mode,
+                      return_indices=True)
+
+
+@torch_function("max_pool2d")
+def _torch_max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return max_pool2d(input, kernel_size, _native_stride(stride), padding, dilation, ceil_mode)
+
+
+@torch_function("max_pool3d")
+def _torch_max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return max_pool3d(input, kernel_size, _native_stride(stride), padding, dilation, ceil_mode)
+
+
+# the same functions as nn.functional's, as in torch (F.avg_pool1d accepts stride=() too)
+torch_function("adaptive_avg_pool1d")(adaptive_avg_pool1d)
+torch_function("avg_pool1d")(avg_pool1d)

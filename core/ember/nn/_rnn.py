@@ -22,9 +22,14 @@ dispatch per step.
 """
 from __future__ import annotations
 
+import inspect
+
+from .._api.binding import NoMatchingSignature
+from .._tensor import Tensor
 from ..autograd.function import Function
 from ..ops import rnn as _rnn
 from ..ops import shape as _shape
+from ..ops._util import torch_function
 from . import functional as F
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -124,3 +129,110 @@ def run(mode, data, sizes, hx, weights, num_layers, dropout, training, bidirecti
         if dropout and training and layer < num_layers - 1:
             layer_input = F.dropout(layer_input, dropout, True)
     return layer_input, tuple(_shape.stack(acc, 0) for acc in finals)
+
+
+# -- the native forms torch.lstm, torch.gru, torch.rnn_tanh, torch.rnn_relu -----------------------
+# Both overloads of each: padded (input, hx, params, has_biases, num_layers, dropout, train,
+# bidirectional, batch_first) -> (output, h_n[, c_n]) and packed (data, batch_sizes, hx, params,
+# has_biases, num_layers, dropout, train, bidirectional) -> the output rows and final states.
+# params is torch's order per layer and direction: w_ih, w_hh[, b_ih, b_hh][, w_hr].
+def _weights(name, params, has_biases, num_layers, bidirectional, lstm_proj):
+    groups = num_layers * (2 if bidirectional else 1)
+    params = list(params)
+    if groups == 0 or len(params) % groups:
+        raise RuntimeError(f"{name}: got {len(params)} parameters for {num_layers} layers"
+                           f"{' (bidirectional)' if bidirectional else ''}: expected a multiple "
+                           f"of {groups}")
+    per = len(params) // groups
+    want = 2 + 2 * bool(has_biases)
+    if per not in (want, want + 1) or (per == want + 1 and not lstm_proj):
+        raise RuntimeError(f"{name}: expected {want} parameters per layer and direction "
+                           f"(w_ih, w_hh{', b_ih, b_hh' if has_biases else ''}), got {per}")
+    out = []
+    for g in range(groups):
+        chunk = params[g * per:(g + 1) * per]
+        w_ih, w_hh = chunk[0], chunk[1]
+        b_ih, b_hh = (chunk[2], chunk[3]) if has_biases else (None, None)
+        w_hr = chunk[-1] if per == want + 1 else None
+        out.append((w_ih, w_hh, b_ih, b_hh, w_hr))
+    return out
+
+
+# torch's two overloads of torch.lstm & co (every argument required)
+def _overload(*names):
+    return inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                              for n in names])
+
+
+_PACKED = _overload("data", "batch_sizes", "hx", "params", "has_biases", "num_layers", "dropout",
+                    "train", "bidirectional")
+_PADDED = _overload("input", "hx", "params", "has_biases", "num_layers", "dropout", "train",
+                    "bidirectional", "batch_first")
+
+
+def _bind(name, args, kwargs):
+    """(arguments, packed) of the overload the call matches: the packed one's second argument
+    is the integer batch_sizes, the padded one's the (floating) hidden state or a tuple."""
+    second = args[1] if len(args) > 1 else kwargs.get("batch_sizes")
+    packed = isinstance(second, Tensor) and not second.dtype.is_floating_point
+    try:
+        bound = (_PACKED if packed else _PADDED).bind(*args, **kwargs)
+    except TypeError as e:
+        raise NoMatchingSignature(name, str(e)) from None
+    return bound.arguments, packed
+
+
+def _call(mode, name, args, kwargs, n_states):
+    a, packed = _bind(name, args, kwargs)
+    hx, params, has_biases, num_layers, dropout, train, bidir = (
+        a["hx"], a["params"], a["has_biases"], a["num_layers"], a["dropout"], a["train"],
+        a["bidirectional"])
+    if packed:
+        data, batch_first = a["data"], False
+        sizes = [int(s) for s in a["batch_sizes"].tolist()]
+    else:
+        data, batch_first = a["input"], a["batch_first"]
+    hx = tuple(hx) if isinstance(hx, (list, tuple)) else (hx,)
+    if len(hx) != n_states:
+        raise RuntimeError(f"{name}: expected {n_states} hidden state tensor(s), got {len(hx)}")
+    weights = _weights(name, params, has_biases, num_layers, bidir,
+                       lstm_proj=mode == "LSTM" and hx[0].shape[-1] != hx[-1].shape[-1])
+    if packed:
+        rows, finals = run(mode, data, sizes, hx, weights, num_layers, dropout, train,
+                                bidir)
+        return (rows,) + finals
+    x = data.transpose(0, 1) if batch_first else data
+    if x.ndim != 3:
+        raise RuntimeError(f"{name}: expected a 3-D input (seq, batch, features), got "
+                           f"{list(data.shape)}")
+    steps, batch = x.shape[0], x.shape[1]
+    rows, finals = run(mode, x.reshape(steps * batch, x.shape[2]), [batch] * steps, hx,
+                            weights, num_layers, dropout, train, bidir)
+    out = rows.reshape(steps, batch, rows.shape[-1])
+    if batch_first:
+        out = out.transpose(0, 1)
+    return (out,) + finals
+
+
+@torch_function("lstm")
+def lstm(*args, **kwargs):
+    """``torch.lstm``: -> (output, h_n, c_n)."""
+    return _call("LSTM", "lstm", args, kwargs, 2)
+
+
+@torch_function("gru")
+def gru(*args, **kwargs):
+    """``torch.gru``: -> (output, h_n)."""
+    return _call("GRU", "gru", args, kwargs, 1)
+
+
+@torch_function("rnn_tanh")
+def rnn_tanh(*args, **kwargs):
+    """``torch.rnn_tanh``: -> (output, h_n)."""
+    return _call("RNN_TANH", "rnn_tanh", args, kwargs, 1)
+
+
+@torch_function("rnn_relu")
+def rnn_relu(*args, **kwargs):
+    """``torch.rnn_relu``: -> (output, h_n)."""
+    return _call("RNN_RELU", "rnn_relu", args, kwargs, 1)

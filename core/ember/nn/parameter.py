@@ -66,7 +66,7 @@ class UninitializedParameter(Parameter):
         pass
 
     def materialize(self, shape, device=None, dtype=None):
-        from ..autograd.grad_mode import no_grad
+        from ..dispatch.grad_mode import no_grad
         from ..ops.factories import empty
         with no_grad():
             self.data = empty(tuple(shape), device=device or self.device,

@@ -2,12 +2,16 @@
 ``onnx`` package, imported only here).
 
 The program is captured by ``ember.export`` (whole graph, no graph breaks), then each node is
-translated by its row in ``symbolics.py`` (one function per ember op, emitting ONNX nodes).
+translated by its op's ``onnx`` facet (written beside the op's define in ``ember/ops``; the
+translation loop and the ``Context`` rules read are in ``symbolics.py``).
 Parameters and buffers become initializers named by their module paths; with
 ``do_constant_folding`` a node whose inputs are all initializers (a weight's transpose, a bias
-sum) is computed once and stored. ``dynamic_axes`` marks input/output dimensions symbolic;
-reshapes that baked a dynamic size keep it symbolic where ONNX can (``0`` = copy the input's
-dimension, ``-1`` = infer), which covers the flatten/head-split patterns of common models.
+sum) is computed once and stored. ``dynamic_axes`` marks input/output dimensions symbolic:
+the model is captured a second time with each dynamic input axis at another size, and
+``compiler.dynamic.generalize`` turns the ints that follow it (reshape targets, slice bounds,
+``full`` sizes) into ``SymInt``s, emitted as arithmetic on the input's runtime ``Shape`` — so an
+example size that happens to equal another dimension is not mistaken for it. A model that
+can't be captured at another size falls back to matching sizes by value, with a warning.
 An op without a translation raises ``errors.UnsupportedOperatorError`` naming it."""
 from __future__ import annotations
 
@@ -56,6 +60,17 @@ class Builder:
     def ints(self, values):
         return self.const(np.asarray(list(values), dtype=np.int64), "shape")
 
+    def cast(self, x, dtype):
+        """A ``Cast`` of ``x`` to the ember ``dtype``."""
+        return self.op("Cast", [x], to=onnx_dtype(dtype))
+
+    def constant_of_shape(self, shape, value, dtype):
+        """A ``ConstantOfShape`` node: the int64 value ``shape`` filled with ``value`` of
+        numpy ``dtype``."""
+        from onnx import numpy_helper
+        fill = numpy_helper.from_array(np.asarray([value], dtype=dtype))
+        return self.op("ConstantOfShape", [shape], value=fill)
+
 
 def export(model, args, f, export_params=True, verbose=False, training=None,
            input_names=None, output_names=None, operator_export_type=None,
@@ -78,22 +93,30 @@ def export(model, args, f, export_params=True, verbose=False, training=None,
     was_training = isinstance(model, Module) and model.training
     if isinstance(model, Module) and training is not True:
         model.eval()               # torch exports in eval mode (TrainingMode.EVAL) by default
+    dynamic_axes = _normalise_axes(dynamic_axes or {})
     try:
         program = capture(model, args)
+        inputs = list(program.example_inputs)
+        input_names = list(input_names or [])
+        input_names += [f"input_{i}" for i in range(len(input_names), len(inputs))]
+        # which ints follow a dynamic axis is learnt from a second capture at other sizes
+        # (compiler/dynamic.py), not by matching sizes by value
+        general = _generalize(program, model, args, input_names, dynamic_axes, capture)
     finally:
         if was_training:
             model.train()
     graph = program.graph
-    inputs = list(program.example_inputs)
-    input_names = list(input_names or [])
-    input_names += [f"input_{i}" for i in range(len(input_names), len(inputs))]
-    dynamic_axes = _normalise_axes(dynamic_axes or {})
+    probe = None
+    if general is not None:
+        graph, probe = general
 
     b = Builder(opset, do_constant_folding)
     values = {}
-    dyn_sizes = {}          # an example size of a dynamic axis -> (input name, axis)
+    dyn_sizes = {}          # (fallback only) an example size of a dynamic axis -> (input, axis)
     for i, (name, t) in enumerate(zip(input_names, inputs)):
         values[("input", i, None)] = name
+        if probe is not None:
+            continue
         for d in dynamic_axes.get(name, {}):
             size = int(t.shape[d])
             if size in dyn_sizes and dyn_sizes[size][0] != name:
@@ -101,10 +124,10 @@ def export(model, args, f, export_params=True, verbose=False, training=None,
             dyn_sizes.setdefault(size, (name, d))
             others = [s for j, s in enumerate(t.shape) if j != d and s == size]
             if others or size == 1:
-                warnings.warn(f"ember.onnx.export: dynamic axis {d} of {name!r} has the example "
-                              f"size {size}, which another dimension also has (or is 1); "
-                              f"shapes computed from it may be misread — export with an "
-                              f"example size that differs from the other dimensions",
+                warnings.warn(f"ember.onnx.export: the model could not be captured at a second "
+                              f"size of dynamic axis {d} of {name!r}, so sizes are matched by "
+                              f"value, and its example size {size} is also another "
+                              f"dimension's (or is 1): shapes computed from it may be misread",
                               UserWarning, stacklevel=2)
     const_arrays = {}
     graph_inputs_extra = []
@@ -117,7 +140,8 @@ def export(model, args, f, export_params=True, verbose=False, training=None,
         else:
             graph_inputs_extra.append((cname, arr))
 
-    translate(b, graph, values, inputs, dyn_sizes, const_arrays if export_params else {})
+    translate(b, graph, values, inputs, dyn_sizes, const_arrays if export_params else {},
+              probe)
 
     out_refs = _flat_refs(graph.output)
     output_names = list(output_names or [])
@@ -136,7 +160,9 @@ def export(model, args, f, export_params=True, verbose=False, training=None,
         graph_inputs.append(helper.make_tensor_value_info(
             cname, helper.np_dtype_to_tensor_dtype(arr.dtype), list(arr.shape)))
     used = {i for n in b.nodes for i in n.input}
-    initializers = [numpy_helper.from_array(np.ascontiguousarray(a), name)
+    # np.asarray(order="C"), not ascontiguousarray: that makes a 0-d array 1-d, and a folded
+    # scalar (a select from a parameter) would change shape
+    initializers = [numpy_helper.from_array(np.asarray(a, order="C"), name)
                     for name, a in b.initializers.items() if name in used]
     onnx_graph = helper.make_graph(b.nodes, "ember_graph", graph_inputs, final_outputs,
                                    initializer=initializers)
@@ -156,6 +182,58 @@ def export(model, args, f, export_params=True, verbose=False, training=None,
         raise TypeError(f"ember.onnx.export: f must be a path or a binary file object, got "
                         f"{type(f).__name__}")
     return None
+
+
+def _generalize(program, model, args, input_names, dynamic_axes, capture):
+    """(graph with ``SymInt``s where ints follow a dynamic input axis, the second capture's
+    graph) — from capturing the model again with each dynamic axis at another size — or None
+    when there are no dynamic input axes or the two captures can't be reconciled."""
+    from .._tensor import Tensor
+    from ..compiler import dynamic
+    from ..ops.shape import cat
+    inputs = list(program.example_inputs)
+    axes = [(i, d, label) for i, name in enumerate(input_names[:len(inputs)])
+            for d, label in dynamic_axes.get(name, {}).items()]
+    if not axes:
+        return None
+    taken = {s for t in inputs for s in t.shape}
+    new_size = {}
+    for i, d, label in axes:
+        if label not in new_size:
+            size = int(inputs[i].shape[d])
+            new_size[label] = next(n for n in (size + 1, size + 2, size + 3, size - 1)
+                                   if n > 1 and n not in taken and n <= 2 * size)
+    probe_inputs = []
+    for i, t in enumerate(inputs):
+        for j, d, label in axes:
+            if j != i:
+                continue
+            n, size = new_size[label], int(t.shape[d])
+            t = t.narrow(d, 0, n) if n < size else cat([t, t.narrow(d, 0, n - size)], d)
+        probe_inputs.append(t)
+    swap = {id(a): b for a, b in zip(inputs, probe_inputs)}
+
+    def replace(x):
+        if isinstance(x, Tensor):
+            return swap.get(id(x), x)
+        if isinstance(x, (list, tuple)):
+            return type(x)(replace(v) for v in x)
+        if isinstance(x, dict):
+            return {k: replace(v) for k, v in x.items()}
+        return x
+    try:
+        other = capture(model, replace(args))
+    except Exception:  # noqa: BLE001 - the model doesn't take the other size: value matching
+        return None
+    result = dynamic.generalize(program.graph, other.graph,
+                                [tuple(t.shape) for t in inputs],
+                                [tuple(t.shape) for t in other.example_inputs])
+    if result is None:
+        return None
+    graph = result[0]
+    graph.input_layouts = program.graph.input_layouts
+    graph.input_meta = program.graph.input_meta
+    return graph, (other.graph, list(other.example_inputs))
 
 
 def _normalise_axes(dynamic_axes):

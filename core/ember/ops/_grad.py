@@ -1,14 +1,14 @@
 """Helpers the derivative formulas of every family share: reductions to a shape, conjugation,
 zeros, masks, the gradient of values picked at indices.
 
-Every op family imports this module, and these helpers call into several families, so they
-reach the families through module objects imported at the end of this file (``_red.sum_op``):
-whichever family loads first, this module's functions exist before any family module is read.
+Part of the rules layer under the op families: the ops these helpers call are the families'
+primitives, reached through ``_primitives`` (filled in as the families load), never imported.
 """
 from __future__ import annotations
 
 from .. import _dtype
 from .._tensor import Tensor
+from . import _primitives as P
 
 
 def sum_to(g: Tensor, shape: tuple) -> Tensor:
@@ -27,8 +27,8 @@ def sum_to(g: Tensor, shape: tuple) -> Tensor:
         elif s != n:
             raise RuntimeError(f"sum_to_size: size {list(shape)} is not expandable to size "
                                f"{list(gs)}")
-    r = _red.sum_op(g, tuple(dims), True, g.dtype) if dims else g
-    return r if r._shape == shape else _views.view_op(r, shape)
+    r = P.sum_op(g, tuple(dims), True, g.dtype) if dims else g
+    return r if r._shape == shape else P.view_op(r, shape)
 
 
 def expandable(shape: tuple, to: tuple) -> bool:
@@ -41,16 +41,16 @@ def expandable(shape: tuple, to: tuple) -> bool:
 def conj(x):
     """Complex conjugate (identity for real values), as gradient formulas of complex ops need."""
     if isinstance(x, Tensor):
-        return _ew.conj_physical_op(x, x.dtype) if x.dtype.category == _dtype.COMPLEX else x
+        return P.conj_physical_op(x, x.dtype) if x.dtype.category == _dtype.COMPLEX else x
     return x.conjugate() if isinstance(x, complex) else x
 
 
 def zeros(shape, like: Tensor, dtype=None) -> Tensor:
-    return _fac.full_op.on(like.device, tuple(shape), 0, dtype or like.dtype, like.device)
+    return P.full_op.on(like.device, tuple(shape), 0, dtype or like.dtype, like.device)
 
 
 def ones(shape, like: Tensor, dtype=None) -> Tensor:
-    return _fac.full_op.on(like.device, tuple(shape), 1, dtype or like.dtype, like.device)
+    return P.full_op.on(like.device, tuple(shape), 1, dtype or like.dtype, like.device)
 
 
 def zeros_like(t: Tensor) -> Tensor:
@@ -63,11 +63,11 @@ def zero_grad(ctx, g, *args):
 
 
 def expand_to(g: Tensor, shape: tuple) -> Tensor:
-    return g if g._shape == shape else _views.expand_op(g, tuple(shape))
+    return g if g._shape == shape else P.expand_op(g, tuple(shape))
 
 
 def cast(g: Tensor, dtype) -> Tensor:
-    return g if g.dtype is dtype else _conv.to_copy_op(g, dtype)
+    return g if g.dtype is dtype else P.to_copy_op(g, dtype)
 
 
 def unsqueeze_dims(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> Tensor:
@@ -75,17 +75,17 @@ def unsqueeze_dims(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> Tenso
     if keepdim or not dims:
         return g
     kept = [1 if i in dims else s for i, s in enumerate(shape)]
-    return _views.view_op(g, tuple(kept))
+    return P.view_op(g, tuple(kept))
 
 
 def mask_fill_zero(g: Tensor, mask: Tensor) -> Tensor:
     """``g`` where ``mask`` is False, 0 where it is True (broadcast)."""
-    return _ew.where(mask, 0.0, g)
+    return P.where(mask, 0.0, g)
 
 
 def keep_where(g: Tensor, mask: Tensor) -> Tensor:
     """``g`` where ``mask`` is True, 0 elsewhere (broadcast)."""
-    return _ew.where(mask, g, 0.0)
+    return P.where(mask, g, 0.0)
 
 
 def scatter_selected(g: Tensor, indices: Tensor, shape: tuple, dim: int, keepdim=True) -> Tensor:
@@ -97,13 +97,5 @@ def scatter_selected(g: Tensor, indices: Tensor, shape: tuple, dim: int, keepdim
     if not keepdim:
         g = g.unsqueeze(dim)
         indices = indices.unsqueeze(dim)
-    return _idx.scatter_into_zeros(g, shape, dim, indices)
+    return P.scatter_into_zeros(g, shape, dim, indices)
 
-
-# last: the families import this module (see the docstring)
-from . import conversion as _conv  # noqa: E402
-from . import elementwise as _ew  # noqa: E402
-from . import factories as _fac  # noqa: E402
-from . import indexing as _idx  # noqa: E402
-from . import reduction as _red  # noqa: E402
-from . import views as _views  # noqa: E402

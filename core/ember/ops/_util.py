@@ -24,6 +24,36 @@ def tensor_method(*names):
     return attach
 
 
+def require_tensor(x, fn: str, name: str = "input") -> None:
+    """PyTorch's message for a non-tensor where a function takes a Tensor."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def ember_namespace():
+    """The public ``ember`` namespace, for compositions written with its functions (imported
+    when called: op modules load while ``ember`` itself is still importing)."""
+    import ember
+    return ember
+
+
+#: ``ember.<name>`` functions defined away from the op families ``ember/__init__`` star-imports
+#: (the ``torch.*`` native forms of nn functions): filled by ``torch_function``
+TORCH_FUNCTIONS: dict = {}
+
+
+def torch_function(name: str):
+    """Register the decorated function as ``ember.<name>`` (PyTorch's ``torch.<name>``), named
+    so in tracebacks and reprs; for a native form whose signature differs from the
+    ``nn.functional`` function of the same name that its module also defines."""
+    def register(fn):
+        fn.__name__ = fn.__qualname__ = name
+        TORCH_FUNCTIONS[name] = fn
+        return fn
+    return register
+
+
 def shape_of(x) -> tuple:
     return x._shape if isinstance(x, Tensor) else ()
 
@@ -75,6 +105,17 @@ def check_inplace(op: str, self, result_dtype, result_shape) -> None:
     if result_shape != self._shape:
         raise RuntimeError(f"{op}: output with shape {list(self._shape)} doesn't match the "
                            f"broadcast shape {list(result_shape)}")
+
+
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int", "int16": "short int",
+              "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+              "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def cpp_dtype_name(d) -> str:
+    """The C++ spelling of a dtype in PyTorch's kernel messages (``c10::Half``, ``long int``)."""
+    return _CPP_NAMES[d.name]
 
 
 def _dtype_title(d) -> str:

@@ -41,6 +41,8 @@ import enum
 import math
 import warnings
 
+import numpy as np
+
 from .. import _dtype
 from .._dtype import FLOATING
 from .._tensor import Tensor
@@ -52,9 +54,9 @@ from . import linalg as _la
 from . import reduction as _red
 from . import shape as _shape
 from ._util import _broadcast_pair
-from ..autograd.grad_mode import is_grad_enabled
+from ..dispatch.grad_mode import is_grad_enabled
 from ..runtime.registry import registry
-from .linalg import cpp_dtype_name as _cpp
+from ._util import cpp_dtype_name as _cpp
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -358,6 +360,63 @@ def _run_fused(query, key, value, attn_mask, is_causal, scale, enable_gqa):
 sdpa_op = define(
     "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, "
     "float dropout_p, bool is_causal, float scale, bool enable_gqa) -> Tensor", composite=_sdpa)
+
+
+# -- ONNX: attention decomposed into MatMul / Softmax, for the three ops -------------------------
+def _attention_onnx(b, c, q, k, v, mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                    enable_gqa=False):
+    """(output, weights) ONNX values of attention without dropout."""
+    qs, ks = c.shape(0), c.shape(1)
+    if enable_gqa and qs[-3] != ks[-3]:
+        c.refuse("grouped-query attention (enable_gqa)", op="scaled_dot_product_attention")
+    rank = len(ks)
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    scale = 1.0 / math.sqrt(qs[-1]) if scale is None else scale
+    scores = b.op("Mul", [b.op("MatMul", [q, b.op("Transpose", [k], perm=perm)]),
+                          c.scalar(scale, c.meta(0)[1])])
+    dt = np.dtype(c.meta(0)[1].np)
+    if is_causal:
+        L, S = qs[-2], ks[-2]
+        if (len(qs) - 2) in c.dynamic_dims(0) or (len(ks) - 2) in c.dynamic_dims(1):
+            # a dynamic sequence length: the lower triangle made at run time (Trilu)
+            size = b.op("Concat", [b.op("Gather", [b.op("Shape", [q]), b.ints([-2])], axis=0),
+                                   b.op("Gather", [b.op("Shape", [k]), b.ints([-2])], axis=0)],
+                        axis=0)
+            ones = b.constant_of_shape(size, 1, np.int64)
+            keep = b.op("Cast", [b.op("Trilu", [ones], upper=0)], to=9)   # bool
+            zero, neg = b.const(np.asarray(0, dt)), b.const(np.asarray(-np.inf, dt))
+            scores = b.op("Add", [scores, b.op("Where", [keep, zero, neg])])
+        else:
+            causal = np.where(np.tril(np.ones((L, S), bool)), 0, -np.inf).astype(dt)
+            scores = b.op("Add", [scores, b.const(causal, "causal_mask")])
+    if mask is not None:
+        if c.meta(3)[1].is_floating_point:
+            scores = b.op("Add", [scores, mask])
+        else:
+            scores = b.op("Where", [mask, scores, b.const(np.asarray(-np.inf, dt))])
+    weights = b.op("Softmax", [scores], axis=-1)
+    return b.op("MatMul", [weights, v]), weights
+
+
+@sdpa_op.def_onnx
+def _sdpa_onnx(b, c, q, k, v, mask=None, dropout_p=0.0, is_causal=False, scale=None,
+               enable_gqa=False, *rest):
+    return _attention_onnx(b, c, q, k, v, mask, dropout_p, is_causal, scale, enable_gqa)[0]
+
+
+@fused_op.def_onnx
+def _fused_onnx(b, c, q, k, v, mask, is_causal, scale, *rest):
+    """The fused kernel's (output, log-sum-exp): the log-sum-exp has no ONNX counterpart."""
+    return [_attention_onnx(b, c, q, k, v, mask, 0.0, is_causal, scale)[0], None]
+
+
+@math_op.def_onnx
+def _math_onnx(b, c, q, k, v, mask, dropout_p, is_causal, dropout_mask, scale,
+               enable_gqa=False, *rest):
+    if dropout_mask is not None:
+        c.refuse("attention dropout in an exported graph")
+    out, weights = _attention_onnx(b, c, q, k, v, mask, 0.0, is_causal, scale, enable_gqa)
+    return [out, weights]
 
 
 # -- the Python API -----------------------------------------------------------------------------

@@ -5,18 +5,25 @@ dtype and device."""
 from __future__ import annotations
 
 import builtins
+import copy
 import warnings
 
 from .. import _dtype
 from .._device import as_device, device as _device_cls
+import copy
+
 from .._tensor import Tensor
+from ..dispatch.grad_mode import no_grad
 from ..dispatch.dispatcher import define
+from ..runtime.devices import resolve_type
 from ..dispatch.facets import Derivative
 from .. import _memory_format as _mf
-from . import _batching, _grad, _tangents
+from . import _batching, _grad, _primitives, _tangents
 from . import _meta
-from . import views as _views  # inside functions only: views import this module
-from ._util import tensor_method
+from . import views as _views
+from ._lowering import CAST, foldable, operands
+from ._util import require_tensor, tensor_method
+from .._api.binding import NoMatchingSignature
 
 
 def _to_copy_meta(self, dtype):
@@ -49,6 +56,19 @@ to_copy_op = define("_to_copy(Tensor self, dtype dtype) -> Tensor", meta=_to_cop
 copy_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", meta=_copy_meta,
                  derivative=Derivative(_copy_backward, complex_ok=True, name="CopyBackwards"),
                  doc="Elementwise copy of ``src`` (same shape and device) into ``self``.")
+_primitives.provide(to_copy_op=to_copy_op, copy_op=copy_op)
+
+
+@to_copy_op.def_pointwise
+@operands(CAST)
+def _to_copy_expr(e, x, *_):
+    return e(x)
+
+
+@to_copy_op.def_onnx
+@foldable
+def _to_copy_onnx(b, c, x, dtype, *rest):
+    return b.cast(x, dtype)
 
 
 def _warn_complex_to_real(src, dst_dtype):
@@ -78,8 +98,7 @@ to_device_op = define("_to_device(Tensor self, Device device, bool non_blocking)
 @tensor_method()
 def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
-        from .factories import tensor
-        src = tensor(src, dtype=self.dtype, device=self.device)
+        src = _primitives.tensor(src, dtype=self.dtype, device=self.device)
     if src.device is not self.device:
         src = to_device_op(src, self.device, non_blocking)
     if src.dtype is not self.dtype and src.dtype.category == _dtype.COMPLEX:
@@ -91,9 +110,8 @@ def copy_(self, src, non_blocking=False):
                                    "written-to tensor refers to a single memory location. Please "
                                    "clone() the tensor before performing the operation.")
     if src._shape != self._shape:
-        from .views import expand_op
         try:
-            src = expand_op(src, self._shape)
+            src = _views.expand_op(src, self._shape)
         except RuntimeError:
             raise RuntimeError(f"copy_: the source of shape {list(src._shape)} can't be "
                                f"broadcast to the destination's shape {list(self._shape)}") \
@@ -110,7 +128,7 @@ def _parse_to(args, kwargs):
     copy = kwargs.pop("copy", False)
     kwargs.pop("memory_format", None)
     if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        raise NoMatchingSignature("to", f"unexpected keyword arguments {sorted(kwargs)}")
     bools = 0
     for a in args:
         if a is None:  # PyTorch: to(device, None, False) leaves the dtype as is
@@ -129,7 +147,7 @@ def _parse_to(args, kwargs):
                 copy = a
             bools += 1
         else:
-            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+            raise NoMatchingSignature("to", repr(a))
     return device, dtype, non_blocking, copy
 
 
@@ -166,8 +184,8 @@ def to(self, *args, **kwargs):
 
 
 @tensor_method()
-def cpu(self):
-    return self.to("cpu")
+def cpu(self, *, memory_format=None):
+    return self.to("cpu", memory_format=memory_format)
 
 
 def copy_in_order(x, order, dtype):
@@ -195,6 +213,12 @@ clone_op = define("clone(Tensor self) -> Tensor", meta=_meta.same("clone"),
                   composite=_clone_preserving,
                   derivative=Derivative(_pass_through, complex_ok=True, name="CloneBackward0"),
                   doc="A copy keeping a non-overlapping, dense layout (preserve_format).")
+
+
+@clone_op.def_onnx
+@foldable
+def _clone_onnx(b, c, x, *rest):
+    return b.op("Identity", [x])
 
 
 def order_for(t, memory_format, op):
@@ -263,14 +287,14 @@ builtins_type = builtins.type
 
 
 @tensor_method()
-def type(self, dtype=None, non_blocking=False, **kwargs):
+def type(self, dtype=None, non_blocking=False, *, memory_format=None):
     """Without an argument, PyTorch's legacy type string (``"ember.FloatTensor"``); with a
     dtype, a legacy class (``ember.DoubleTensor``) or a type string, this tensor in that
     dtype."""
-    from .. import _legacy_tensors
+    from .factories import dtype_of_type, type_name  # factories import this module
     if dtype is None:
-        return _legacy_tensors.type_name(self)
-    d = _legacy_tensors.dtype_of_type(dtype)
+        return type_name(self)
+    d = dtype_of_type(dtype)
     if d is None:
         raise TypeError(f"type(): argument 'dtype' must be a dtype, a tensor type or a type "
                         f"string, not {builtins_type(dtype).__name__}")
@@ -285,16 +309,23 @@ def type_as(self, other):
 def device_tensor_methods(name: str) -> None:
     """``Tensor.<name>()`` and ``Tensor.is_<name>`` for a backend name (called by the registry)."""
     if not hasattr(Tensor, name):
-        def move(self, device=None, non_blocking=False):
+        def move(self, device=None, non_blocking=False, *, memory_format=None):
             target = name if device is None else (
                 f"{name}:{device}" if isinstance(device, int) else device)
-            return self.to(target, non_blocking=non_blocking)
+            return self.to(target, non_blocking=non_blocking, memory_format=memory_format)
         move.__name__ = name
         move.__doc__ = f"A copy of this tensor on the {name} device (or self if already there)."
         setattr(Tensor, name, move)
     prop = f"is_{name}"
     if not hasattr(Tensor, prop):
-        setattr(Tensor, prop, property(lambda self: self.device.type == name))
+        setattr(Tensor, prop, _device_flag(name))
+
+
+def _device_flag(name: str) -> property:
+    """``Tensor.is_<name>``: on a device of that type (or of the type it is redirected to, so
+    ``is_cuda`` holds for tensors a ``cuda=opencl`` redirect put on OpenCL)."""
+    return property(lambda self: self.device.type == resolve_type(name),
+                    doc=f"True if the tensor is on a {name} device.")
 
 
 # PyTorch's Tensor has these whatever it was built with: moving to a device type no backend
@@ -309,13 +340,13 @@ def torch_device_surface() -> None:
     for name in _TORCH_DEVICE_FLAGS:
         prop = f"is_{name}"
         if not hasattr(Tensor, prop):
-            setattr(Tensor, prop, property(lambda self, n=name: self.device.type == n))
+            setattr(Tensor, prop, _device_flag(name))
     if not hasattr(Tensor, "is_mkldnn"):
         Tensor.is_mkldnn = property(lambda self: False, doc="False: ember has no mkldnn layout.")
 
 
 # -- ember.func ---------------------------------------------------------------------------------
-def _copy_batch_rule(args, bdims):
+def _copy_batch_rule(args, bdims, layer):
     self, src = args
     _batching.inplace_check(copy_op, args, bdims)
     if bdims[0] is None:
@@ -323,8 +354,7 @@ def _copy_batch_rule(args, bdims):
     if bdims[1] is not None:
         src = _batching.pad_logical(src, self.ndim - 1)
     if src._shape != self._shape:
-        from .views import expand_op
-        src = expand_op(src, self._shape)
+        src = _views.expand_op(src, self._shape)
     return copy_op(self, src), 0
 
 
@@ -338,3 +368,35 @@ copy_op.def_batch_rule(_copy_batch_rule)
 to_copy_op.def_jvp(_tangents.linear(to_copy_op))
 to_device_op.def_jvp(_tangents.linear(to_device_op))
 copy_op.def_jvp(_copy_jvp)
+
+
+def clone(input, *, memory_format=None):
+    require_tensor(input, "clone")
+    return input.clone(memory_format=memory_format)
+
+
+def detach(input):
+    require_tensor(input, "detach")
+    return input.detach()
+
+
+@tensor_method("__deepcopy__")
+def _deepcopy(self, memo):
+    """PyTorch's rule: only leaves deep-copy; the copy keeps requires_grad and a copy of
+    ``.grad``. Subclasses (Parameter...) keep their own reduce protocol."""
+    if self.__class__ is not Tensor:   # (``type`` is Tensor.type's name in this module)
+        rv = self.__reduce_ex__(4)
+        return copy._reconstruct(self, memo, *rv)
+    if not self.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                           "the deepcopy protocol at the moment.")
+    if id(self) in memo:
+        return memo[id(self)]
+    with no_grad():
+        new = self.clone()
+    if self.requires_grad:
+        new.requires_grad_(True)
+    if self.grad is not None:
+        new.grad = _deepcopy(self.grad, memo)
+    memo[id(self)] = new
+    return new

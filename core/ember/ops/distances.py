@@ -135,8 +135,9 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     mode = _COMPUTE_MODES[compute_mode]
     batch = broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
     P, R, M = x1.shape[-2], x2.shape[-2], x1.shape[-1]
-    a = x1.expand(*batch, P, M).reshape(-1, P, M)
-    b = x2.expand(*batch, R, M).reshape(-1, R, M)
+    nb = math.prod(batch)      # (not -1: an empty operand leaves it ambiguous)
+    a = x1.expand(*batch, P, M).reshape(nb, P, M)
+    b = x2.expand(*batch, R, M).reshape(nb, R, M)
     use_mm = p == 2.0 and (mode == 1 or (mode is None and (P > 25 or R > 25)))
     out = _euclid_mm(a, b) if use_mm else _cdist_forward_op(a, b, p, mode)
     return out.reshape(*batch, P, R)
@@ -169,8 +170,7 @@ def pdist(input, p=2):
 
 def dist(input, other, p=2):
     """``norm(input - other, p)`` over all elements (broadcast)."""
-    from .reduction import norm
-    return norm(input - other, p)
+    return (input - other).norm(p)
 
 
 Tensor.dist = dist

@@ -22,11 +22,26 @@ from .. import _dtype
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
+from ..dispatch.grad_mode import no_grad
+from . import factories as _fac
+from .elementwise import where
+from .sorting import unique
 
 __all__: list = []
 
 SUM, MEAN, MAX = 0, 1, 2
 _MODES = {"sum": SUM, "mean": MEAN, "max": MAX}
+
+
+def embedding_renorm_(weight, flat, max_norm, norm_type):
+    """``max_norm``: the rows of ``weight`` that ``flat`` looks up, scaled in place down to
+    ``norm_type``-norm ``max_norm`` (PyTorch's ``embedding_renorm_``: no autograd)."""
+    with no_grad():
+        rows = unique(flat)
+        sel = weight.index_select(0, rows)
+        norms = sel.norm(norm_type, 1, keepdim=True)
+        scale = where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight.index_copy_(0, rows, sel * scale)
 
 
 def _n_bags(offsets, include_last_offset):
@@ -105,7 +120,7 @@ embedding_bag_op = define(
     "Tensor? per_sample_weights, bool include_last_offset, int padding_idx) -> (Tensor output, "
     "Tensor offset2bag, Tensor bag_size, Tensor max_indices)", meta=_embedding_bag_meta,
     derivative=Derivative(_forward_derivative, save=("weight", "indices", "per_sample_weights",
-                                                     "result"),
+                                                     "result1", "result2", "result3"),
                           diff=("weight", "per_sample_weights"),
                           outputs=(True, False, False, False), name="EmbeddingBagBackward0"))
 embedding_bag_backward_op = define(
@@ -139,7 +154,6 @@ def embedding_bag_outputs(input, weight, offsets=None, max_norm=None, norm_type=
                           per_sample_weights=None, include_last_offset=False, padding_idx=None):
     """``embedding_bag`` with all four outputs of the op (output, offset2bag, bag_size,
     max_indices), as ``torch.embedding_bag`` returns them."""
-    from . import factories as _fac
     if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
         raise TypeError("embedding_bag(): input and weight must be Tensors")
     if weight.dtype is _dtype.int64 and input.is_floating_point():
@@ -174,9 +188,7 @@ def embedding_bag_outputs(input, weight, offsets=None, max_norm=None, norm_type=
     if mode not in _MODES:
         raise ValueError("mode has to be one of sum, mean or max")
     if max_norm is not None:
-        from ..nn.functional import _embedding_renorm_
-        with _no_grad():
-            _embedding_renorm_(weight, input, max_norm, norm_type)
+        embedding_renorm_(weight, input, max_norm, norm_type)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "
@@ -196,11 +208,6 @@ def embedding_bag_outputs(input, weight, offsets=None, max_norm=None, norm_type=
         _check_bags(input, offsets, weight.shape[0], include_last_offset)
     return embedding_bag_op(weight, input, offsets, _MODES[mode], per_sample_weights,
                             bool(include_last_offset), padding_idx)
-
-
-def _no_grad():
-    from ..autograd.grad_mode import no_grad
-    return no_grad()
 
 
 def _check_bags(indices, offsets, num_weights, include_last_offset):

@@ -1,22 +1,26 @@
-"""Factories: tensors from data, constants and ranges, each op with its meta.
+"""Factories: tensors from data, constants and ranges, each op with its meta; and PyTorch's
+legacy constructors (``Tensor(...)``, ``FloatTensor(...)`` & co, ``Tensor.new``).
 
 Factory ops have no tensor input; they dispatch on their ``device`` argument (``Op.on``), and
 never reach autograd (``requires_grad=True`` marks the new leaf).
 """
 from __future__ import annotations
 
-from ..dispatch import keys as _keys
-
 import math
+import numbers
+import warnings
 
 import numpy as np
 
 from .. import _dtype
+from .._defaults import set_default_device
 from .._device import as_device
-from .._tensor import Tensor
+from .._device import device as _device_cls
+from .._tensor import Size, Tensor
+from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import define
-from . import _meta
-from ._util import as_shape
+from . import _meta, _primitives
+from ._util import as_shape, tensor_method
 from ..runtime import determinism as _determinism
 
 
@@ -45,6 +49,16 @@ arange_op = define("arange(Scalar start, Scalar end, Scalar step, dtype dtype, D
 linspace_op = define("linspace(Scalar start, Scalar end, int steps, dtype dtype, Device device) "
                      "-> Tensor", meta=_linspace_meta)
 eye_op = define("eye(int n, int m, dtype dtype, Device device) -> Tensor", meta=_eye_meta)
+_primitives.provide(full_op=full_op)
+
+
+@full_op.def_onnx
+def _full_onnx(b, c, size, value, dtype, device=None, *rest):
+    shape = c.shape_tensor(size)
+    np_dtype = np.dtype(dtype.np)
+    if shape in b.initializers and not c.probe:     # a static size: the tensor itself
+        return b.const(np.full(list(size), value, dtype=np_dtype), "full")
+    return b.constant_of_shape(shape, value, np_dtype)
 
 
 def _empty_composite(size, dtype, device):
@@ -64,8 +78,8 @@ def _finish(t, requires_grad):
     return t
 
 
-def _resolve(dtype, device):
-    return (_dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype),
+def _resolve(dtype, device, api):
+    return (_dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype, api),
             as_device(device))
 
 
@@ -118,7 +132,7 @@ def _first_bad(data):
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    dtype = None if dtype is None else _dtype.as_dtype(dtype)
+    dtype = None if dtype is None else _dtype.as_dtype(dtype, "tensor")
     dev = as_device(device) if device is not None else (
         data.device if isinstance(data, Tensor) and device is None else as_device(None))
     arr = _infer_host_array(data, dtype)
@@ -127,8 +141,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return _finish(t, requires_grad)
 
 
+_primitives.provide(tensor=tensor)
+
+
 def as_tensor(data, dtype=None, device=None):
-    dtype = None if dtype is None else _dtype.as_dtype(dtype)
+    dtype = None if dtype is None else _dtype.as_dtype(dtype, "as_tensor")
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype)
     if isinstance(data, np.ndarray) and (device is None or as_device(device).type == "cpu") \
@@ -166,10 +183,21 @@ def from_numpy(array):
                         tuple(s // isz for s in array.strides), 0, d, cpu, array)
 
 
-def from_dlpack(ext):
+def from_dlpack(ext_tensor, *, device=None, copy=None):
     """A tensor sharing memory with any object implementing ``__dlpack__``: host memory becomes
     a CPU tensor; device memory goes to the backend that declares its DLPack device type
-    (``Backend.dlpack_device_types``, e.g. kDLCUDA for the CUDA backend)."""
+    (``Backend.dlpack_device_types``, e.g. kDLCUDA for the CUDA backend). ``device`` moves the
+    result there; ``copy=True`` always copies, ``copy=False`` refuses to (torch's keywords)."""
+    t = _from_dlpack(ext_tensor)
+    if device is not None and as_device(device) is not t.device:
+        if copy is False:
+            raise BufferError(f"from_dlpack: moving the tensor from {t.device} to {device} "
+                              f"needs a copy, but copy=False")
+        return t.to(device)
+    return t.clone() if copy else t
+
+
+def _from_dlpack(ext):
     if isinstance(ext, Tensor):
         return ext
     device_type = ext.__dlpack_device__()[0] if hasattr(ext, "__dlpack_device__") else 1
@@ -225,7 +253,7 @@ def empty(*size_args, size=None, dtype=None, layout=None, device=None, requires_
     _check_layout(layout, "empty")
     if out is not None and dtype is None:
         dtype = out.dtype
-    d, dev = _resolve(dtype, device)
+    d, dev = _resolve(dtype, device, "empty")
     if memory_format is not None and memory_format is not _mf.contiguous_format:
         if memory_format is _mf.preserve_format:
             raise RuntimeError("empty(): preserve memory format is unsupported by the "
@@ -258,7 +286,7 @@ def _fill_dtype(fill_value, dtype):
         raise TypeError(f"full(): argument 'fill_value' must be a number, not "
                         f"{type(fill_value).__name__}")
     if dtype is not None:
-        return _dtype.as_dtype(dtype)
+        return _dtype.as_dtype(dtype, "full")
     if isinstance(fill_value, Tensor):
         return fill_value.dtype
     return _dtype.scalar_dtype(fill_value)
@@ -283,7 +311,7 @@ def zeros(*size_args, size=None, dtype=None, layout=None, device=None, requires_
     _check_layout(layout, "zeros")
     if out is not None and dtype is None:
         dtype = out.dtype
-    d, dev = _resolve(dtype, device)
+    d, dev = _resolve(dtype, device, "zeros")
     return _factory_out(full_op.on(dev, shape, 0, d, dev), out, "zeros", requires_grad)
 
 
@@ -293,7 +321,7 @@ def ones(*size_args, size=None, dtype=None, layout=None, device=None, requires_g
     _check_layout(layout, "ones")
     if out is not None and dtype is None:
         dtype = out.dtype
-    d, dev = _resolve(dtype, device)
+    d, dev = _resolve(dtype, device, "ones")
     return _factory_out(full_op.on(dev, shape, 1, d, dev), out, "ones", requires_grad)
 
 
@@ -310,15 +338,16 @@ def in_layout(make, input, memory_format, op):
 
 
 def _like(fn):
-    def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None,
-             **kwargs):
+    def like(input, *, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False, memory_format=None):
+        _check_layout(layout, like.__name__)
         if input.__class__ is not Tensor and hasattr(input, "_like_factory"):
             # ember.func.vmap: the like of a batched tensor is batched (one per example)
-            return input._like_factory(like, *args, dtype=dtype, device=device,
-                                       requires_grad=requires_grad, **kwargs)
-        t = in_layout(lambda shape: fn(shape, *args, dtype=input.dtype if dtype is None else dtype,
-                                       device=input.device if device is None else device,
-                                       **kwargs), input, memory_format, like.__name__)
+            return input._like_factory(like, dtype=dtype, device=device,
+                                       requires_grad=requires_grad)
+        t = in_layout(lambda shape: fn(shape, dtype=input.dtype if dtype is None else dtype,
+                                       device=input.device if device is None else device),
+                      input, memory_format, like.__name__)
         return _finish(t, requires_grad) if requires_grad else t
     like.__name__ = fn.__name__ + "_like"
     return like
@@ -329,8 +358,9 @@ zeros_like = _like(zeros)
 ones_like = _like(ones)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
-              memory_format=None):
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False, memory_format=None):
+    _check_layout(layout, "full_like")
     if input.__class__ is not Tensor and hasattr(input, "_like_factory"):
         return input._like_factory(full_like, fill_value, dtype=dtype, device=device,
                                    requires_grad=requires_grad)
@@ -341,17 +371,45 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return _finish(t, requires_grad) if requires_grad else t
 
 
-Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: empty(
-    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: zeros(
-    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-Tensor.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: ones(
-    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None, requires_grad=False: \
-    full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
-         requires_grad=requires_grad)
-Tensor.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=False: tensor(
-    data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+# x.new_*(...): the factory with x's dtype and device unless given (torch's keyword-only options)
+@tensor_method()
+def new_empty(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False):
+    _check_layout(layout, "new_empty")
+    return empty(*size, dtype=dtype or self.dtype, device=device or self.device,
+                 requires_grad=requires_grad)
+
+
+@tensor_method()
+def new_zeros(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False):
+    _check_layout(layout, "new_zeros")
+    return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
+                 requires_grad=requires_grad)
+
+
+@tensor_method()
+def new_ones(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False):
+    _check_layout(layout, "new_ones")
+    return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)
+
+
+@tensor_method()
+def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False):
+    _check_layout(layout, "new_full")
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)
+
+
+@tensor_method()
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
+               pin_memory=False):
+    _check_layout(layout, "new_tensor")
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
 
 
 # -- ranges -------------------------------------------------------------------------------------
@@ -359,14 +417,22 @@ def _num(x):
     return x.item() if isinstance(x, Tensor) else x
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+           pin_memory=False, requires_grad=False):
+    """``arange(end)``, ``arange(start, end, step=1)`` (``end=`` alone too, as torch)."""
+    _check_layout(layout, "arange")
+    dtype, device = _like_out(out, dtype, device)
     if end is None:
+        if start is None:
+            raise TypeError('arange() missing 1 required positional arguments: "end"')
         start, end = 0, start
+    elif start is None:
+        start = 0
     start, end, step = _num(start), _num(end), _num(step)
     if dtype is None:
         dtype = (_dtype.get_default_dtype()
                  if any(isinstance(v, float) for v in (start, end, step)) else _dtype.int64)
-    dtype = _dtype.as_dtype(dtype)
+    dtype = _dtype.as_dtype(dtype, "arange")
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     if any(isinstance(v, float) and not math.isfinite(v) for v in (start, end)):
@@ -374,31 +440,240 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if (end - start) * step < 0:
         raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
+    if dtype.category == _dtype.INTEGRAL and any(isinstance(v, float) for v in (start, end, step)):
+        start, end, step = _integer_range(start, end, step, dtype)
     dev = as_device(device)
-    return _finish(arange_op.on(dev, start, end, step, dtype, dev), requires_grad)
+    return _factory_out(arange_op.on(dev, start, end, step, dtype, dev), out, "arange",
+                        requires_grad)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+_primitives.provide(arange=arange)
+
+
+def _integer_range(start, end, step, dtype):
+    """PyTorch's integer arange of float bounds: start, end and step are truncated to integers
+    (its int64 accumulator); the length is counted from those for int64 and from the float
+    bounds for the smaller integer types. Returns integer (start, end, step) of that length."""
+    xs, xe, xt = int(start), int(end), int(step)
+    if xt == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if dtype is _dtype.int64:
+        n = -((xe - xs) // -xt)               # ceil division, exact
+    else:
+        n = math.ceil((end - start) / step)
+    return xs, xs + max(n, 0) * xt, xt
+
+
+def _range_ends(start, end, dtype):
+    """PyTorch converts the ends of an integer linspace/logspace to the integer type first
+    (``linspace(0, 1.9, 2, dtype=int64)`` runs from 0 to 1, so its steps are whole)."""
     start, end = _num(start), _num(end)
+    if dtype.category <= _dtype.INTEGRAL and dtype is not _dtype.bool_:
+        start, end = (int(v.real if isinstance(v, complex) else v) for v in (start, end))
+    return start, end
+
+
+def _like_out(out, dtype, device):
+    """A factory given ``out=`` makes out's dtype on out's device unless told otherwise."""
+    if out is None:
+        return dtype, device
+    return (out.dtype if dtype is None else dtype), (out.device if device is None else device)
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
+             pin_memory=False, requires_grad=False):
+    _check_layout(layout, "linspace")
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
-    d, dev = _resolve(dtype, device)
-    return _finish(linspace_op.on(dev, start, end, int(steps), d, dev), requires_grad)
+    d, dev = _resolve(*_like_out(out, dtype, device), "linspace")
+    start, end = _range_ends(start, end, d)
+    return _factory_out(linspace_op.on(dev, start, end, int(steps), d, dev), out, "linspace",
+                        requires_grad)
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
-             out=None):
-    d, dev = _resolve(dtype, device)
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
+             pin_memory=False, requires_grad=False):
+    _check_layout(layout, "logspace")
+    d, dev = _resolve(*_like_out(out, dtype, device), "logspace")
+    start, end = _range_ends(start, end, d)
     exps = linspace(start, end, steps, dtype=_dtype.float64, device=dev)
-    from .elementwise import binary_api
-    return _finish(binary_api["pow"](float(base), exps).to(d), requires_grad)
+    return _factory_out((float(base) ** exps).to(d), out, "logspace", requires_grad)
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+        requires_grad=False):
+    _check_layout(layout, "eye")
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
-    d, dev = _resolve(dtype, device)
-    return _finish(eye_op.on(dev, int(n), int(n if m is None else m), d, dev), requires_grad)
+    d, dev = _resolve(*_like_out(out, dtype, device), "eye")
+    return _factory_out(eye_op.on(dev, int(n), int(n if m is None else m), d, dev), out, "eye",
+                        requires_grad)
+
+
+# -- the legacy constructors --------------------------------------------------------------------
+# PyTorch's legacy constructors: ``Tensor(...)``, ``FloatTensor(...)`` & co, ``Tensor.new``.
+# 
+# ``ember.Tensor(data)`` is *not* ``ember.tensor(data)``: it always makes the default dtype
+# (``Tensor([1, 2])`` is float32), an int argument is a *size* (``Tensor(3)`` is an uninitialized
+# tensor of 3 elements, ``Tensor(2, 3)`` and ``Tensor(ember.Size([2, 3]))`` likewise),
+# ``Tensor()`` is empty, and ``Tensor(t)`` of a tensor is an alias of ``t`` (same dtype, shared
+# memory). ``FloatTensor``, ``LongTensor``… do the same with their dtype; they are not subclasses
+# (``type(FloatTensor([1]))`` is ``Tensor``), but ``isinstance(x, ember.FloatTensor)`` holds for a
+# float32 CPU tensor, as in PyTorch. Uninitialized memory follows deterministic mode
+# (``ember.utils.deterministic``).
+LEGACY_TENSOR_NAMES = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor",
+           "CharTensor", "ShortTensor", "IntTensor", "LongTensor", "BoolTensor",
+           "ComplexFloatTensor", "ComplexDoubleTensor", "set_default_tensor_type"]
+
+# class name -> dtype name (PyTorch's legacy type names)
+_TYPE_NAMES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+               "BFloat16Tensor": "bfloat16", "ByteTensor": "uint8", "CharTensor": "int8",
+               "ShortTensor": "int16", "IntTensor": "int32", "LongTensor": "int64",
+               "BoolTensor": "bool", "ComplexFloatTensor": "complex64",
+               "ComplexDoubleTensor": "complex128"}
+_NAME_OF_DTYPE = {v: k for k, v in _TYPE_NAMES.items()}
+
+_SIGNATURES = (" * (*, ember.device device = None)\n"
+               " * (Tensor other)\n"
+               " * (tuple of ints size, *, ember.device device = None)\n"
+               " * (object data, *, ember.device device = None)")
+
+
+def _invalid(args, kwargs, fn="new"):
+    got = ", ".join([type(a).__name__ for a in args] +
+                    [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
+    return TypeError(f"{fn}() received an invalid combination of arguments - got ({got}), but "
+                     f"expected one of:\n{_SIGNATURES}")
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def legacy_new(dtype, device, args, kwargs, *, typed_name=None, fn="new"):
+    """What ``Tensor(*args, device=...)`` makes in ``dtype`` (``typed_name``: the legacy class
+    called, whose dtype a tensor argument must already have)."""
+    extra = set(kwargs) - {"device"}
+    if extra:
+        raise _invalid(args, kwargs, fn)
+    if "device" in kwargs and kwargs["device"] is not None:
+        device = as_device(kwargs["device"])
+    if not args:
+        return empty(0, dtype=dtype, device=device)
+    first = args[0]
+    if len(args) == 1 and isinstance(first, Tensor):
+        if typed_name is not None and first.dtype is not dtype:
+            raise TypeError(f"expected {typed_name} (dtype {dtype.name}) but got a tensor of "
+                            f"dtype {first.dtype.name}")
+        if first.device is not device and "device" in kwargs:
+            raise RuntimeError(f"Attempted to make a tensor into a differing device: expected "
+                               f"{device} but got {first.device}")
+        return first.detach()  # an alias: same storage, outside the graph
+    if len(args) == 1 and isinstance(first, Size) or all(_is_int(a) for a in args):
+        size = tuple(first) if len(args) == 1 and isinstance(first, Size) else tuple(args)
+        for s in size:
+            if s < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                                   f"{list(size)}")
+        return empty(*size, dtype=dtype, device=device)
+    if len(args) > 1:
+        bad = next(a for a in args if not _is_int(a))
+        raise TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos "
+                        f"{args.index(bad) + 1} with error \"type must be tuple of ints,but got "
+                        f"{type(bad).__name__}\"")
+    if isinstance(first, str):
+        raise TypeError(f"{fn}(): invalid data type 'str'")
+    if isinstance(first, (numbers.Number, np.generic)) and not isinstance(first, np.ndarray):
+        raise TypeError(f"{fn}(): data must be a sequence (got {type(first).__name__})")
+    return tensor(first, dtype=dtype, device=device)
+
+
+class _LegacyTensorType(type):
+    """The metaclass of ``FloatTensor`` & co: calling one constructs a plain Tensor of its
+    dtype; ``isinstance(x, FloatTensor)`` asks for a float32 tensor on the CPU."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
+
+    def __subclasscheck__(cls, sub):
+        return sub is cls
+
+    def __call__(cls, *args, **kwargs):
+        return legacy_new(cls.dtype, _device_cls("cpu"), args, kwargs, typed_name=cls.__name__,
+                          fn=cls.__name__)
+
+    def __repr__(cls):
+        return f"<class 'ember.{cls.__name__}'>"
+
+
+def _make_type(name):
+    dt = _dtype.as_dtype(_TYPE_NAMES[name])
+    return _LegacyTensorType(name, (), {"dtype": dt, "is_cuda": False, "is_sparse": False,
+                                        "__module__": "ember",
+                                        "__doc__": f"Legacy constructor of {dt.name} CPU "
+                                                   f"tensors (PyTorch's torch.{name})."})
+
+
+_TYPES = {name: _make_type(name) for name in _TYPE_NAMES}
+globals().update(_TYPES)
+
+
+def type_name(t) -> str:
+    """``Tensor.type()``: PyTorch's legacy type string, e.g. ``ember.FloatTensor`` (CPU) or
+    ``ember.opencl.FloatTensor``."""
+    name = _NAME_OF_DTYPE[t.dtype.name]
+    return f"ember.{name}" if t.device.type == "cpu" else f"ember.{t.device.type}.{name}"
+
+
+def dtype_of_type(value):
+    """The dtype a ``Tensor.type(...)`` argument names: a dtype, a legacy class, or a type
+    string (``"torch.IntTensor"``, ``"ember.cuda.FloatTensor"``); None when it is none of
+    these."""
+    if isinstance(value, _dtype.dtype):
+        return value
+    if isinstance(value, _LegacyTensorType):
+        return value.dtype
+    if isinstance(value, str):
+        name = value.rsplit(".", 1)[-1]
+        if name in _TYPE_NAMES:
+            return _dtype.as_dtype(_TYPE_NAMES[name])
+        raise ValueError(f"invalid type: '{value}'")
+    return None
+
+
+def tensor_new(self, *args, **kwargs):
+    """``t.new(...)``: the legacy constructor with ``t``'s dtype and device."""
+    return legacy_new(self.dtype, self.device, args, kwargs)
+
+
+def set_default_tensor_type(t) -> None:
+    """Deprecated in PyTorch 2.1: the default dtype from a legacy class or type string (only
+    floating types, as in PyTorch). Use ``ember.set_default_dtype``."""
+    warnings.warn("ember.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "ember.set_default_dtype() and ember.set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    d = dtype_of_type(t) if not isinstance(t, _dtype.dtype) else None
+    if d is None:
+        raise TypeError(f"invalid type object: only floating-point types are supported as the "
+                        f"default type (got {t!r})")
+    if isinstance(t, str) and t.count(".") > 1:
+        device_type = t.split(".")[1]
+        set_default_device(device_type)
+    _dtype.set_default_dtype(d)
+
+
+Tensor.new = tensor_new
+
+
+def _tensor_new(cls, *args, **kwargs):
+    """``ember.Tensor(...)``: PyTorch's legacy constructor — the default dtype, ints are sizes
+    (``Tensor(3)`` is uninitialized), a tensor argument is aliased. Installed here rather than
+    in ``_tensor.py``, which must not import the factory ops (they dispatch)."""
+    t = legacy_new(_dtype.get_default_dtype(), as_device(None), args, kwargs)
+    return t if cls is Tensor else t.as_subclass(cls)
+
+
+Tensor.__new__ = _tensor_new
 
 
 # last: these families import this module (their functions are only called, never read here)

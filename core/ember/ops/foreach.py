@@ -20,19 +20,24 @@ The fused steps follow ``torch.optim``'s single-tensor updates exactly (same ass
 * ``_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1,
   beta2, weight_decay, eps, amsgrad, maximize)``: ``steps`` are the already incremented step
   counts (host floats); ``_fused_adamw_`` decays the parameter (``p *= 1 - lr * wd``) instead
-  of adding ``wd * p`` to the gradient.
+  of adding ``wd * p`` to the gradient;
+* ``_fused_adam_capturable_(..., state_steps, lr_tensor, lr, ..., decoupled)``: the same with
+  tensor step counts, incremented by the op, and PyTorch's capturable formulas (what Adam and
+  AdamW run with ``capturable=True`` or inside ``ember.compile``).
 """
 from __future__ import annotations
 
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import NOT_DIFFERENTIABLE
+from .elementwise import binary as _bin, ternary as _tern
 
 __all__ = ["_foreach_add_", "_foreach_mul_", "_foreach_div_", "_foreach_lerp_",
            "_foreach_addcmul_", "_foreach_addcdiv_", "_foreach_maximum_", "_foreach_sqrt",
-           "_foreach_add", "_foreach_mul", "_fused_sgd_", "_fused_adam_", "_fused_adamw_"]
+           "_foreach_add", "_foreach_mul", "_fused_sgd_", "_fused_adam_", "_fused_adamw_",
+           "_fused_adam_capturable_", "_foreach_norm"]
 
 
 # -- composites: the single-tensor ops, one tensor at a time ---------------------------------------
@@ -84,6 +89,16 @@ def _maximum(selfs, others):
         s.copy_(s.maximum(o))
 
 
+def _mul_tensor(selfs, scalar):
+    for s in selfs:
+        s.mul_(scalar)
+
+
+def _norm(selfs, ord):
+    from ..linalg import vector_norm
+    return [vector_norm(s, ord) for s in selfs]
+
+
 def _sqrt(selfs):
     return [s.sqrt() for s in selfs]
 
@@ -133,6 +148,42 @@ def adam_one(p, g, exp_avg, exp_avg_sq, max_sq, step, lr, beta1, beta2, weight_d
     p.add_(exp_avg / denom, alpha=-(lr / bias_correction1))
 
 
+def adam_capturable_one(p, g, exp_avg, exp_avg_sq, max_sq, step, lr, beta1, beta2,
+                        weight_decay, eps, amsgrad, maximize, decoupled):
+    """One parameter's Adam/AdamW update with a tensor step count (already incremented, on
+    ``p``'s device) and a number or tensor ``lr``: torch.optim's capturable formulas, all in
+    tensor ops, so nothing is read on the host."""
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        if decoupled:
+            p.mul_(1 - lr * weight_decay)
+        else:
+            g = g.add(p, alpha=weight_decay)
+    lerp_one(exp_avg, g, 1 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+    step_size_neg = (lr / (1 - beta1 ** step)).neg()
+    bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
+    if amsgrad:
+        max_sq.copy_(max_sq.maximum(exp_avg_sq))
+        sq = max_sq
+    else:
+        sq = exp_avg_sq
+    denom = (sq.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(eps / step_size_neg)
+    p.addcdiv_(exp_avg, denom)
+
+
+def _adam_capturable_composite(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr_tensor,
+                               lr, beta1, beta2, weight_decay, eps, amsgrad, maximize,
+                               decoupled):
+    rate = lr_tensor[0] if lr_tensor else lr
+    for i, p in enumerate(params):
+        steps[i].add_(1)
+        adam_capturable_one(p, grads[i], exp_avgs[i], exp_avg_sqs[i],
+                            max_sqs[i] if amsgrad else None, steps[i], rate, beta1, beta2,
+                            weight_decay, eps, amsgrad, maximize, decoupled)
+
+
 def _adam_composite(decoupled):
     def run(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, beta1, beta2,
             weight_decay, eps, amsgrad, maximize):
@@ -143,24 +194,35 @@ def _adam_composite(decoupled):
 
 
 # -- the ops ---------------------------------------------------------------------------------------
-def _op(schema, composite):
-    return define(schema, composite=composite, derivative=NOT_DIFFERENTIABLE, _depth=2)
+def _op(schema, composite, applies=None):
+    """A foreach op; ``applies``: the elementwise op it applies at each index with the same
+    arguments element by element (its ``applies`` facet: fusion's foreach runs)."""
+    op = define(schema, composite=composite, derivative=NOT_DIFFERENTIABLE, _depth=2)
+    op.applies = applies
+    return op
 
 
 foreach_add_op_ = _op("_foreach_add_(Tensor(a!)[] self, Tensor[] other, Scalar alpha) -> ()",
-                      _add_list)
+                      _add_list, applies=_bin.add_op)
 foreach_add_scalar_op_ = _op("_foreach_add_scalar_(Tensor(a!)[] self, Scalar scalar) -> ()",
-                             _add_scalar)
-foreach_mul_op_ = _op("_foreach_mul_(Tensor(a!)[] self, Scalar scalar) -> ()", _mul_scalar)
-foreach_div_op_ = _op("_foreach_div_(Tensor(a!)[] self, Scalar scalar) -> ()", _div_scalar)
+                             _add_scalar, applies=_bin.add_op)
+foreach_mul_op_ = _op("_foreach_mul_(Tensor(a!)[] self, Scalar scalar) -> ()", _mul_scalar,
+                      applies=_bin.binary_ops["mul"][1])
+foreach_mul_tensor_op_ = _op("_foreach_mul_tensor_(Tensor(a!)[] self, Tensor scalar) -> ()",
+                             _mul_tensor)
+foreach_norm_op = _op("_foreach_norm(Tensor[] self, Scalar ord) -> Tensor[]", _norm)
+foreach_div_op_ = _op("_foreach_div_(Tensor(a!)[] self, Scalar scalar) -> ()", _div_scalar,
+                      applies=_bin.div_op)
 foreach_lerp_op_ = _op("_foreach_lerp_(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()",
-                       _lerp)
+                       _lerp, applies=_tern.lerp_op)
 foreach_addcmul_op_ = _op("_foreach_addcmul_(Tensor(a!)[] self, Tensor[] tensor1, "
-                          "Tensor[] tensor2, Scalar value) -> ()", _addcmul)
+                          "Tensor[] tensor2, Scalar value) -> ()", _addcmul,
+                          applies=_tern.addcmul_op)
 foreach_addcdiv_op_ = _op("_foreach_addcdiv_(Tensor(a!)[] self, Tensor[] tensor1, "
-                          "Tensor[] tensor2, Scalar value) -> ()", _addcdiv)
+                          "Tensor[] tensor2, Scalar value) -> ()", _addcdiv,
+                          applies=_tern.addcdiv_op)
 foreach_maximum_op_ = _op("_foreach_maximum_(Tensor(a!)[] self, Tensor[] other) -> ()",
-                          _maximum)
+                          _maximum, applies=_bin.binary_ops["maximum"][1])
 foreach_sqrt_op = _op("_foreach_sqrt(Tensor[] self) -> Tensor[]", _sqrt)
 fused_sgd_op_ = _op("_fused_sgd_(Tensor(a!)[] self, Tensor[] grads, "
                     "Tensor(b!)[] momentum_buffer_list, float weight_decay, float momentum, "
@@ -172,6 +234,11 @@ _ADAM_ARGS = ("(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] exp_avgs, "
               "bool maximize) -> ()")
 fused_adam_op_ = _op("_fused_adam_" + _ADAM_ARGS, _adam_composite(False))
 fused_adamw_op_ = _op("_fused_adamw_" + _ADAM_ARGS, _adam_composite(True))
+fused_adam_capturable_op_ = _op(
+    "_fused_adam_capturable_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] exp_avgs, "
+    "Tensor(c!)[] exp_avg_sqs, Tensor(d!)[] max_exp_avg_sqs, Tensor(e!)[] state_steps, "
+    "Tensor[] lr_tensor, float lr, float beta1, float beta2, float weight_decay, float eps, "
+    "bool amsgrad, bool maximize, bool decoupled) -> ()", _adam_capturable_composite)
 
 
 # -- the Python API (torch._foreach_*): checks, then one op ----------------------------------------
@@ -242,12 +309,30 @@ def _foreach_add(self, other, alpha=1):
 
 
 def _foreach_mul_(self, scalar):
-    """``torch._foreach_mul_`` with a number: ``self[i] *= scalar``."""
+    """``torch._foreach_mul_`` with a number, or a 0-d tensor on the tensors' device (a
+    scale computed on the device, as ``clip_grad_norm_``'s): ``self[i] *= scalar``."""
     selfs = _tensor_list("_foreach_mul_", "self", self)
+    if isinstance(scalar, Tensor):
+        if scalar.ndim != 0 or any(s.device is not scalar.device for s in selfs):
+            raise RuntimeError(f"_foreach_mul_: a tensor scalar must be 0-d and on the "
+                               f"tensors' device, got {list(scalar.shape)} on {scalar.device}")
+        if _recorded(selfs, [scalar]):
+            return _mul_tensor(selfs, scalar)
+        foreach_mul_tensor_op_(selfs, scalar)
+        _bump(selfs)
+        return
     if _recorded(selfs):
         return _mul_scalar(selfs, scalar)
     foreach_mul_op_(selfs, _scalar("_foreach_mul_", scalar))
     _bump(selfs)
+
+
+def _foreach_norm(self, ord=2):
+    """``torch._foreach_norm``: the vector norm of each tensor (0-d tensors), in one op."""
+    selfs = _tensor_list("_foreach_norm", "self", self)
+    if _recorded(selfs):
+        return _norm(selfs, ord)
+    return list(foreach_norm_op(selfs, float(ord)))
 
 
 def _foreach_mul(self, scalar):
@@ -350,6 +435,43 @@ def _fused_adam_common(name, op):
     fn.__name__ = name
     fn.__doc__ = f"One {name[7:-1]} step over lists (``torch.{name}``; see the module docstring)."
     return fn
+
+
+def _fused_adam_capturable_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
+                            *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize,
+                            decoupled):
+    """One Adam (``decoupled``: AdamW) step over lists with tensor step counts — PyTorch's
+    capturable update as one op: each ``state_steps[i]`` (a 0-d tensor on the parameters'
+    device) is incremented in place and the bias corrections are computed from it where it
+    lives, as is a tensor ``lr``; nothing is read on the host, so a captured training step
+    replays it as one node."""
+    name = "_fused_adam_capturable_"
+    params = _tensor_list(name, "self", params)
+    n = len(params)
+    grads = _tensor_list(name, "grads", grads, n)
+    exp_avgs = _tensor_list(name, "exp_avgs", exp_avgs, n)
+    exp_avg_sqs = _tensor_list(name, "exp_avg_sqs", exp_avg_sqs, n)
+    max_sqs = _tensor_list(name, "max_exp_avg_sqs", max_exp_avg_sqs or [],
+                           n if amsgrad else None)
+    steps = _tensor_list(name, "state_steps", state_steps, n)
+    _check_pairs(name, params, grads, exp_avgs, exp_avg_sqs, *([max_sqs] if amsgrad else []))
+    for p, s in zip(params, steps):
+        if s.ndim != 0 or s.device is not p.device or not s.is_floating_point():
+            raise RuntimeError(f"{name}: each step count must be a 0-d floating tensor on its "
+                               f"parameter's device, got {list(s.shape)} {s.dtype} on "
+                               f"{s.device} for a parameter on {p.device}")
+    lr_tensor = []
+    if isinstance(lr, Tensor):
+        if lr.numel() != 1 or (n and lr.device is not params[0].device):
+            raise RuntimeError(f"{name}: a tensor lr must have one element on the parameters' "
+                               f"device, got {list(lr.shape)} on {lr.device}")
+        lr_tensor, lr = [lr.reshape(())], 0.0
+    with no_grad():
+        fused_adam_capturable_op_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps,
+                                  lr_tensor, float(lr), float(beta1), float(beta2),
+                                  float(weight_decay), float(eps), bool(amsgrad),
+                                  bool(maximize), bool(decoupled))
+    _bump(params, exp_avgs, exp_avg_sqs, max_sqs, steps)
 
 
 _fused_adam_ = _fused_adam_common("_fused_adam_", fused_adam_op_)

@@ -20,6 +20,8 @@ from .. import _dtype
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
+from ..dispatch.grad_mode import enable_grad
+from . import _primitives
 from . import elementwise as _ew
 
 __all__ = ["grid_sampler", "affine_grid_generator"]
@@ -181,13 +183,11 @@ def _grid_sample_composite(input, grid, mode, padding_mode, align_corners):
 
 def _grid_sample_backward_composite(grad_output, input, grid, mode, padding_mode,
                                     align_corners):
-    from ..autograd.engine import grad as _grad_fn
-    from ..autograd.grad_mode import enable_grad
     with enable_grad():
         x = input if input.requires_grad else input.detach().requires_grad_(True)
         g = grid if grid.requires_grad else grid.detach().requires_grad_(True)
         out = _grid_sample_composite(x, g, mode, padding_mode, align_corners)
-        gi, gg = _grad_fn(out, (x, g), grad_output, create_graph=True, allow_unused=True)
+        gi, gg = _primitives.grad(out, (x, g), grad_output, create_graph=True, allow_unused=True)
     gi = gi if gi is not None else input * 0
     gg = gg if gg is not None else grid * 0
     return gi, gg

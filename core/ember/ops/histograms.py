@@ -23,7 +23,7 @@ def _tensor(x, fn, name="input"):
 
 
 # -- histograms and gradients -------------------------------------------------------------------
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
     """(hist, bin_edges) of the flattened input: ``bins`` equal bins over ``range`` (the data's
     when None) or the given increasing edges; the last bin is closed."""
     _tensor(input, "histogram")
@@ -45,7 +45,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
         elif x.numel():
             lo, hi = float(x.min().item()), float(x.max().item())
         else:
-            lo, hi = 0.0, 0.0
+            lo, hi = 0.0, 1.0           # no data: numpy's and PyTorch's unit range
         if lo > hi:
             raise ValueError(f"torch.histogram(): min should not exceed max, but got min {lo} "
                              f"max {hi}")
@@ -81,7 +81,7 @@ def _bin_of(x, edges, nb):
     return pos, x.ge(edges[0]) & x.le(edges[-1])
 
 
-def histogramdd(input, bins, *, range=None, weight=None, density=False):
+def histogramdd(input, bins, range=None, weight=None, density=False):
     """(hist, bin_edges) of the points in the rows of ``input`` (..., D): per dim ``bins[d]``
     equal bins over its range (``range`` flat as [lo0, hi0, lo1, hi1, ...], else the data's)
     or given edges."""
@@ -111,7 +111,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
         elif col.numel():
             lo, hi = float(col.min().item()), float(col.max().item())
         else:
-            lo, hi = 0.0, 0.0
+            lo, hi = 0.0, 1.0           # no data: numpy's and PyTorch's unit range
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         edges.append(em.linspace(lo, hi, int(b) + 1, dtype=input.dtype, device=input.device))

@@ -18,10 +18,12 @@ from .. import _dtype
 from .._device import as_device
 from .._generator import Generator
 from .._tensor import Tensor
+from ..dispatch.grad_mode import no_grad
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from . import _batching, _grad, _tangents
 from . import _meta
+from .._api.binding import NoMatchingSignature
 from ._util import _dtype_title, as_shape, broadcast_shapes, tensor_method, write_out
 from . import factories as _fac
 from .factories import _finish, empty, empty_like
@@ -211,13 +213,13 @@ def _from_to(op, args, kwargs, defaults):
     """PyTorch's ``(from, to)`` arguments (``from`` is a Python keyword, so they come as
     ``*args, **kwargs``)."""
     if len(args) > 2:
-        raise TypeError(f"{op}() takes at most 2 positional arguments ({len(args)} given)")
+        raise NoMatchingSignature(op, f"at most 2 positional arguments ({len(args)} given)")
     params = dict(zip(("from", "to"), args))
     for k, v in kwargs.items():
         if k not in ("from", "to"):
-            raise TypeError(f"{op}() got an unexpected keyword argument '{k}'")
+            raise NoMatchingSignature(op, f"unexpected keyword argument '{k}'")
         if k in params:
-            raise TypeError(f"{op}() got multiple values for argument '{k}'")
+            raise NoMatchingSignature(op, f"multiple values for argument '{k}'")
         params[k] = v
     return params.get("from", defaults[0]), params.get("to", defaults[1])
 
@@ -348,8 +350,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 
 
 def _like_sampler(fn):
-    def like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
-             memory_format=None, generator=None):
+    def like(input, *, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False, memory_format=None, generator=None):
         t = _fac.in_layout(lambda shape: fn(shape, dtype=input.dtype if dtype is None else dtype,
                                             device=input.device if device is None else device,
                                             generator=generator), input, memory_format,
@@ -364,7 +366,7 @@ randn_like = _like_sampler(randn)
 
 
 def randint_like(input, *args, low=None, high=None, dtype=None, layout=None, device=None,
-                 requires_grad=False, memory_format=None, generator=None):
+                 pin_memory=False, requires_grad=False, memory_format=None, generator=None):
     """``randint_like(input, high)`` or ``randint_like(input, low, high)``."""
     if len(args) > 2:
         raise TypeError("randint_like() takes at most 3 positional arguments")
@@ -524,12 +526,9 @@ _INPLACE_SAME_ERROR = ("vmap: Cannot ask for different inplace randomness on an 
 
 def _random_rule(fn):
     """Mark a batching rule as a random op's: inside vmap it runs (or raises) by randomness."""
-    def rule(args, bdims):
-        from ..func._handler import RANDOMNESS_ERROR
-        from ..func._levels import rule_layer
-        layer = rule_layer()
+    def rule(args, bdims, layer):
         if layer.randomness == "error":
-            raise RuntimeError(RANDOMNESS_ERROR)
+            raise RuntimeError(_batching.RANDOMNESS_ERROR)
         return fn(args, bdims, layer)
     rule.is_random = True
     return rule
@@ -538,13 +537,13 @@ def _random_rule(fn):
 def _same_draws(op, args, bdims, layer, gen_pos):
     """randomness='same' with batched inputs: every example draws from the same generator
     state (the generator ends where one example's draws leave it)."""
-    from ..func._handler import per_example
     gen = args[gen_pos]
     if not (hasattr(gen, "state_bytes") and hasattr(gen, "load_state")):
         raise RuntimeError(f"vmap: {op.name} with randomness='same' and batched inputs needs a "
                            f"generator whose state can be saved and restored")
     state = gen.state_bytes()
-    return per_example(op, args, bdims, layer.batch_size, lambda b: gen.load_state(state))
+    return _batching.per_example(op, args, bdims, layer.batch_size,
+                                 lambda b: gen.load_state(state))
 
 
 def _factory_rule(op, size_pos):
@@ -621,8 +620,7 @@ def _inplace_random_rule(op, tensor_args=()):
 
 
 def _inplace_error(op):
-    from ..func._handler import inplace_error
-    return inplace_error(op.name)
+    return _batching.inplace_error(op.name)
 
 
 rand_op.def_batch_rule(_factory_rule(rand_op, 0))
@@ -638,3 +636,30 @@ fill__op.def_batch_rule(_batching.elementwise(fill__op))
 for _op in (normal_op, uniform__op, normal__op, random__op, exponential__op, bernoulli__op,
             fill__op):
     _op.def_jvp(_tangents.zero)   # draws are not reparameterized; fills overwrite
+
+
+@tensor_method("log_normal_")
+def _log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    if std <= 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    with no_grad():
+        return self.normal_(mean, std, generator=generator).exp_()
+
+
+@tensor_method("cauchy_")
+def _cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    if sigma <= 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    with no_grad():
+        u = self.new_empty(self.shape).uniform_(generator=generator)
+        return self.copy_((u - 0.5).mul_(math.pi).tan_().mul_(sigma).add_(median))
+
+
+@tensor_method("geometric_")
+def _geometric_(self, p, *, generator=None):
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    with no_grad():
+        u = self.new_empty(self.shape, dtype=_dtype.float64).uniform_(generator=generator)
+        u = u.clamp_min(1e-300)
+        return self.copy_((u.log() / math.log1p(-p)).ceil_().clamp_min_(1))

@@ -259,6 +259,32 @@ upsample_backward_op = define(
     composite=_upsample_backward_composite,
     derivative=Derivative(_upsample_backward_backward, name="UpsampleBackwardBackward0"))
 
+_RESIZE_MODES = {"nearest": "nearest", "linear": "linear", "cubic": "cubic"}
+
+
+@upsample_op.def_onnx
+def _upsample_onnx(b, c, x, output_size, mode, align_corners=False, scales=None, *rest):
+    """``upsample`` as ONNX ``Resize`` with PyTorch's coordinate conventions: ``nearest`` is
+    the legacy floor(out * in / out_size) ("asymmetric", "floor"); linear and cubic use
+    "align_corners" or "pytorch_half_pixel" (cubic with PyTorch's a = -0.75)."""
+    if mode not in _RESIZE_MODES:
+        c.refuse(f"mode={mode!r}")
+    attrs = {"mode": _RESIZE_MODES[mode]}
+    if mode == "nearest":
+        attrs.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    else:
+        attrs["coordinate_transformation_mode"] = "align_corners" if align_corners else \
+            "pytorch_half_pixel"
+        if mode == "cubic":
+            attrs["cubic_coeff_a"] = -0.75
+    if scales and all(s > 0 for s in scales) and not align_corners:
+        # the scale factor itself sets the sampling positions (PyTorch uses 1/scale then)
+        factors = b.const(np.asarray([1.0, 1.0] + [float(v) for v in scales], np.float32))
+        return b.op("Resize", [x, "", factors], **attrs)
+    head = b.op("Slice", [b.op("Shape", [x]), b.ints([0]), b.ints([2]), b.ints([0])])
+    sizes = b.op("Concat", [head, c.shape_tensor(list(output_size))], axis=0)
+    return b.op("Resize", [x, "", "", sizes], **attrs)
+
 
 def output_size_of(shape, size, scale_factors):
     """PyTorch's ``upsample_compute_output_size``."""

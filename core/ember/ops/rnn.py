@@ -311,6 +311,52 @@ rnn_step_backward_op = define(
     doc="The gradients of an RNN step's pre-activation and hx, from its output.")
 
 
+# -- ONNX: each step as its gate arithmetic ----------------------------------------------------
+def _split_gates(b, gates, hidden, n=4):
+    return b.op("Split", [gates, b.ints([hidden] * n)], n_out=n, axis=-1)
+
+
+def _recurrent_input(b, h, w_hh, b_hh):
+    """``h @ w_hh^T + b_hh``: the hidden state's contribution to every gate."""
+    gh = b.op("MatMul", [h, b.op("Transpose", [w_hh], perm=[1, 0])])
+    if b_hh is not None:
+        gh = b.op("Add", [gh, b_hh])
+    return gh
+
+
+@lstm_step_op.def_onnx
+def _lstm_step_onnx(b, c, gx, h, cell, w_hh, b_hh=None, w_hr=None, *rest):
+    hidden = c.shape(2)[-1]
+    gates = b.op("Add", [gx, _recurrent_input(b, h, w_hh, b_hh)])
+    i, f, g, o = _split_gates(b, gates, hidden)
+    cy = b.op("Add", [b.op("Mul", [b.op("Sigmoid", [f]), cell]),
+                      b.op("Mul", [b.op("Sigmoid", [i]), b.op("Tanh", [g])])])
+    hy = b.op("Mul", [b.op("Sigmoid", [o]), b.op("Tanh", [cy])])
+    if w_hr is not None:
+        hy = b.op("MatMul", [hy, b.op("Transpose", [w_hr], perm=[1, 0])])
+    return [hy, cy, None]
+
+
+@gru_step_op.def_onnx
+def _gru_step_onnx(b, c, gx, h, w_hh, b_hh=None, *rest):
+    hidden = c.shape(1)[-1]
+    gh = _recurrent_input(b, h, w_hh, b_hh)
+    xr, xz, xn = _split_gates(b, gx, hidden, 3)
+    hr, hz, hn = _split_gates(b, gh, hidden, 3)
+    r = b.op("Sigmoid", [b.op("Add", [xr, hr])])
+    z = b.op("Sigmoid", [b.op("Add", [xz, hz])])
+    n = b.op("Tanh", [b.op("Add", [xn, b.op("Mul", [r, hn])])])
+    one = c.scalar(1.0, c.meta(1)[1])
+    hy = b.op("Add", [b.op("Mul", [b.op("Sub", [one, z]), n]), b.op("Mul", [z, h])])
+    return [hy, None]
+
+
+@rnn_step_op.def_onnx
+def _rnn_step_onnx(b, c, gx, h, w_hh, b_hh=None, nonlinearity="tanh", *rest):
+    pre = b.op("Add", [gx, _recurrent_input(b, h, w_hh, b_hh)])
+    return b.op("Tanh" if nonlinearity == "tanh" else "Relu", [pre])
+
+
 # -- PyTorch's cell functions: the input projection, then one step ----------------------------
 def _cell_args(fn, input, hx, w_ih, w_hh, b_ih, b_hh, hidden_size=None):
     for name, t in (("input", input), ("w_ih", w_ih), ("w_hh", w_hh)):

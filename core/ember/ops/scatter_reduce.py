@@ -50,8 +50,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
                            f"got {input.dtype} and {src.dtype}")
     nd = max(input.ndim, 1)
     if index.ndim != input.ndim or src.ndim != input.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as self "
-                           "tensor and src tensor")
+        raise RuntimeError("scatter_reduce(): Index tensor must have the same number of "
+                           "dimensions as self tensor and src tensor")
     d = dim % nd
     x = input.reshape(1) if input.ndim == 0 else input
     idx = index.reshape(1) if index.ndim == 0 else index
@@ -78,6 +78,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
         red = vals.amax(d)
     else:
         red = vals.amin(d)
+    red = red.to(x.dtype)     # sum/prod promote bool and small ints; the result keeps self's
     count = hit.to(_dtype.int64).sum(d)                            # other dims + (n_out,)
     red, count = red.movedim(-1, d), count.movedim(-1, d)
     # the region of the input the index reaches (every dim but d limited to the index's)
@@ -137,6 +138,10 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
     if source.ndim:
         full = full.expand(*source.shape)
     del em
+    if input.ndim == 0:           # a 0-d self and source: one slice, as a 1-element vector
+        r = scatter_reduce(input.reshape(1), 0, full, source.reshape(1), reduce,
+                           include_self=include_self).reshape(())
+        return out.copy_(r) if out is not None else r
     return scatter_reduce(input, dim, full, source, reduce, include_self=include_self, out=out)
 
 

@@ -14,11 +14,11 @@ from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
-from . import _batching, _grad, _tangents
+from . import _batching, _grad, _primitives, _tangents
 from . import _meta
 from . import factories as _fac
-from . import reduction as _red
-from ._util import tensor_method, write_out
+from ._lowering import foldable
+from ._util import require_tensor, tensor_method, write_out
 from .views import slice_op, unsqueeze, view_op
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack",
@@ -90,7 +90,7 @@ def _tile_backward(ctx, g, self, reps):
         split += [r, s]
     if 0 in split:
         return (_grad.zeros(shape, g),)
-    r = _red.sum_op(g.reshape(split), tuple(range(0, 2 * len(reps), 2)), False, g.dtype)
+    r = _primitives.sum_op(g.reshape(split), tuple(range(0, 2 * len(reps), 2)), False, g.dtype)
     return (view_op(r, tuple(shape)) if r._shape != tuple(shape) else r,)
 
 
@@ -109,12 +109,19 @@ flip_op = define("flip(Tensor self, int[] dims) -> Tensor", meta=_meta.same("fli
                  derivative=Derivative(_flip_backward, complex_ok=True))
 roll_op = define("roll(Tensor self, int[] shifts, int[] dims) -> Tensor", meta=_meta.same("roll"),
                  derivative=Derivative(_roll_backward, complex_ok=True))
+
+
+@cat_op.def_onnx
+@foldable
+def _cat_onnx(b, c, xs, dim, *rest):
+    return b.op("Concat", list(xs), axis=int(dim))
 tile_op = define("tile(Tensor self, int[] reps) -> Tensor", meta=_tile_meta,
                  derivative=Derivative(_tile_backward, complex_ok=True, name="RepeatBackward0"))
 tril_op = define("tril(Tensor self, int diagonal) -> Tensor", meta=_meta.same("tril"),
                  derivative=Derivative(_tril_backward, complex_ok=True))
 triu_op = define("triu(Tensor self, int diagonal) -> Tensor", meta=_meta.same("triu"),
                  derivative=Derivative(_triu_backward, complex_ok=True))
+_primitives.provide(cat_op=cat_op)
 
 
 def _tensor_list(tensors, op):
@@ -156,11 +163,11 @@ def cat(tensors, dim=0, *, out=None):
         if _legacy_empty(t):
             continue
         if t.ndim != ref.ndim:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and "
-                               f"{t.ndim}")
+            raise RuntimeError(f"cat(): Tensors must have same number of dimensions: got "
+                               f"{ref.ndim} and {t.ndim}")
         for k in range(ref.ndim):
             if k != d and t._shape[k] != ref._shape[k]:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
+                raise RuntimeError(f"cat(): Sizes of tensors must match except in dimension {d}. "
                                    f"Expected size {ref._shape[k]} but got size {t._shape[k]} "
                                    f"for tensor number {i} in the list.")
     r = cat_op(shaped, d, dtype)
@@ -407,20 +414,43 @@ def diag(input, diagonal=0, *, out=None):
 
 
 Tensor.diag = diag
-__all__.append("diag")
+__all__ += ["diag", "rot90"]
+
+
+@tensor_method()
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotation by 90 degrees ``k`` times in the plane of ``dims`` (first toward second)."""
+    require_tensor(input, "rot90")
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = (_wrap_dim(d, input.ndim, "rot90") for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return input.flip(d1).transpose(d0, d1)
+    if k == 2:
+        return input.flip(d0, d1)
+    if k == 3:
+        return input.flip(d0).transpose(d0, d1)
+    return input.clone()
 
 
 # -- ember.func: batching rules (dims shift past the batch); every op here is linear ----------
-def _cat_batch_rule(args, bdims):
+def _cat_batch_rule(args, bdims, layer):
     tensors, dim, dtype = args
     if all(d is None for d in bdims[0]):
         return cat_op(tensors, dim, dtype), None
-    size = _batching.batch_size_of(args, bdims)
+    size = _batching.batch_size_of(args, bdims, layer)
     parts = [_batching.materialize(t, d, size) for t, d in zip(tensors, bdims[0])]
     return cat_op(parts, dim + 1, dtype), 0
 
 
-def _tile_batch_rule(args, bdims):
+def _tile_batch_rule(args, bdims, layer):
     x, reps = args
     if bdims[0] is None:
         return tile_op(x, reps), None

@@ -16,7 +16,7 @@ from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
 from . import _batching, _grad, _meta
 from ..return_types import _return_type
-from ._util import tensor_method
+from ._util import ember_namespace, require_tensor, tensor_method
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
            "unique"]
@@ -192,6 +192,46 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     out = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts
                                                                 else ())
     return out[0] if len(out) == 1 else out
+
+
+@tensor_method()
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """The first element of every run of equal consecutive elements (slices along ``dim``),
+    with the run index of each element and the run lengths on request."""
+    require_tensor(input, "unique_consecutive")
+    em = ember_namespace()
+    if dim is None:
+        x = input.reshape(-1)
+        d = 0
+    else:
+        d = dim % max(input.ndim, 1)
+        x = input
+    n = x.shape[d] if x.ndim else 1
+    if n == 0:
+        out = x
+        inverse = em.zeros(input.shape if dim is None else (0,), dtype=_dtype.int64,
+                           device=input.device)
+        counts = em.zeros(0, dtype=_dtype.int64, device=input.device)
+    else:
+        cur, prev = x.narrow(d, 1, n - 1), x.narrow(d, 0, n - 1)
+        change = cur.ne(prev)
+        if x.ndim > 1:
+            change = change.movedim(d, 0).flatten(1).any(1)
+        first = em.ones(1, dtype=_dtype.bool_, device=input.device)
+        starts_mask = em.cat([first, change], 0)
+        starts = starts_mask.nonzero().reshape(-1)
+        out = x.index_select(d, starts)
+        inverse = starts_mask.to(_dtype.int64).cumsum(0) - 1
+        if dim is None:
+            inverse = inverse.reshape(input.shape)
+        ends = em.cat([starts[1:], em.tensor([n], dtype=_dtype.int64, device=input.device)])
+        counts = ends - starts
+    result = (out,)
+    if return_inverse:
+        result += (inverse,)
+    if return_counts:
+        result += (counts,)
+    return result[0] if len(result) == 1 else result
 
 
 # -- ember.func: the dim shifts past the batch; sorted values carry their elements' tangents ----

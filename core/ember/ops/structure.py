@@ -2,7 +2,8 @@
 and block construction (``diag_embed``, ``diagflat``, ``block_diag``), index products
 (``cartesian_prod``, ``combinations``, ``meshgrid``), gathers and fills (``take_along_dim``,
 ``index_fill``, ``masked_scatter``, ``put``), membership (``isin``) and sorted search
-(``searchsorted``, ``bucketize``), counting (``bincount``, ``histc``)."""
+(``searchsorted``, ``bucketize``), counting (``bincount``, ``histc``), and the Vandermonde
+matrix (``vander``, issue #30)."""
 from __future__ import annotations
 
 import itertools
@@ -14,7 +15,7 @@ from .view_copies import diagonal_scatter
 
 __all__ = ["broadcast_shapes", "diag_embed", "diagflat", "block_diag", "cartesian_prod", "combinations",
            "meshgrid", "take_along_dim", "index_fill", "masked_scatter", "put", "isin",
-           "searchsorted", "bucketize", "bincount", "histc"]
+           "searchsorted", "bucketize", "bincount", "histc", "vander"]
 
 
 def _ember():
@@ -25,6 +26,25 @@ def _ember():
 def _tensor(x, fn, name="input"):
     if not isinstance(x, Tensor):
         raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def vander(x, N=None, increasing=False):
+    """The columns ``x**(N-1), …, x**0`` (``increasing``: the other way round) of a 1-D ``x``, as
+    running products, so the gradient flows through every power; integers widen to int64."""
+    _tensor(x, "vander", "x")
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    em = _ember()
+    if x.dtype.category < _dtype.FLOATING:
+        x = x.to(_dtype.int64)
+    if n == 0:
+        return em.empty((x.shape[0], 0), dtype=x.dtype, device=x.device)
+    ones = em.ones((x.shape[0], 1), dtype=x.dtype, device=x.device)
+    powers = em.cat([ones, x.unsqueeze(1).expand(x.shape[0], n - 1).cumprod(1)], 1)
+    return powers if increasing else powers.flip(1)
 
 
 def broadcast_shapes(*shapes):
@@ -167,10 +187,9 @@ def combinations(input, r=2, with_replacement=False):
     pick = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
     rows = list(pick(range(input.shape[0]), r))
-    if not rows:
-        return em.empty(0, r, dtype=input.dtype, device=input.device)
-    index = em.tensor(rows, dtype=_dtype.int64, device=input.device)
-    return input.index_select(0, index.reshape(-1)).reshape(len(rows), r)
+    index = em.tensor(rows, dtype=_dtype.int64, device=input.device).reshape(-1)
+    # (no rows still selects: the empty result is part of input's graph, as PyTorch's stack)
+    return input.index_select(0, index).reshape(len(rows), r)
 
 
 # -- gathers and fills --------------------------------------------------------------------------
@@ -183,7 +202,8 @@ def take_along_dim(input, indices, dim=None):
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be int64 but got "
                            f"{indices.dtype} instead")
     if dim is None:
-        return input.reshape(-1).gather(0, indices.reshape(-1).to(_dtype.int64))
+        flat = input.reshape(-1)
+        return flat.gather(0, _wrapped(indices.reshape(-1), flat.shape[0]))
     if input.ndim != indices.ndim:
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
                            f"number of dimensions, but got {input.ndim} dimensions for input, "
@@ -195,7 +215,13 @@ def take_along_dim(input, indices, dim=None):
     b = list(broadcast_shapes(tuple(shape_i), tuple(shape_x)))
     bi, bx = list(b), list(b)
     bi[dim], bx[dim] = input.shape[dim], indices.shape[dim]
-    return input.expand(*bi).gather(dim, indices.expand(*bx).to(_dtype.int64))
+    return input.expand(*bi).gather(dim, _wrapped(indices.expand(*bx), input.shape[dim]))
+
+
+def _wrapped(indices, size):
+    """int64 indices with negative ones counted from the end, as take_along_dim allows."""
+    idx = indices.to(_dtype.int64)
+    return _ember().where(idx.lt(0), idx + size, idx)
 
 
 def _dim_mask(input, dim, index, fn):

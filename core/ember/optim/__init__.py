@@ -6,11 +6,13 @@ with ember ops on the parameters' own device; hyper-parameters (lr, betas, …) 
 """
 from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
 from .asgd import ASGD
 from .lbfgs import LBFGS
+from .muon import Muon
 from .nadam import NAdam
 from .optimizer import (Optimizer, register_optimizer_step_post_hook,
                         register_optimizer_step_pre_hook, required)
@@ -21,6 +23,7 @@ from .sgd import SGD
 from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "Adamax", "ASGD",
-           "LBFGS", "NAdam", "RAdam", "RMSprop", "Rprop", "SparseAdam", "lr_scheduler",
+           "LBFGS", "NAdam", "RAdam", "RMSprop", "Rprop", "SparseAdam", "Adafactor", "Muon",
+           "lr_scheduler",
            "swa_utils", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]

@@ -4,8 +4,9 @@ construction (like PyTorch), so ``state_dict()`` is complete before the first st
 from __future__ import annotations
 
 from .. import _dtype
-from .optimizer import (Optimizer, addcmul_, as_real, bump, check_hparams, check_impl_flags,
-                        add_scalar, grads_of, impl_defaults, step_counter)
+from .optimizer import (Optimizer, add_scaled_, addcmul_, as_real, bump, bump_tensor,
+                        check_hparams, check_impl_flags, add_scalar, grads_of, impl_defaults,
+                        lr_on, step_counter, tensor_steps)
 
 __all__ = ["Adagrad"]
 
@@ -13,7 +14,7 @@ __all__ = ["Adagrad"]
 class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
-        check_hparams("Adagrad", lr, lr_decay=lr_decay, weight_decay=weight_decay,
+        check_hparams("Adagrad", lr, tensor_lr=True, lr_decay=lr_decay, weight_decay=weight_decay,
                       initial_accumulator_value=initial_accumulator_value, eps=eps)
         check_impl_flags(foreach, fused, differentiable)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
@@ -49,16 +50,19 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             lr, lr_decay, eps, wd = group["lr"], group["lr_decay"], group["eps"], \
                 group["weight_decay"]
+            tensors = tensor_steps(group)
             for p, grad in grads_of(group, "Adagrad"):
                 state = self.state[p]
-                step = bump(state["step"])
+                # under ember.compile the count stays a tensor: no host read in the step
+                step = bump_tensor(state["step"], p.device) if tensors else bump(state["step"])
                 if group["maximize"]:
                     grad = -grad
                 if wd != 0:
                     grad = grad.add(p, alpha=wd)
-                clr = lr / (1 + (step - 1) * lr_decay)
+                lr_p = lr_on(lr, p.device)
+                clr = lr_p / (1 + (step - 1) * lr_decay) if lr_decay else lr_p
                 param, grad, state_sum = as_real(p), as_real(grad), as_real(state["sum"])
                 addcmul_(state_sum, grad, grad, 1)
                 std = add_scalar(state_sum.sqrt(), eps, group["differentiable"])
-                param.add_(grad / std, alpha=-clr)
+                add_scaled_(param, grad / std, clr)
         return loss

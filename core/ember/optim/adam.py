@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..ops import foreach as _fe
-from .optimizer import (Optimizer, addcmul_, as_real, bump, check_betas, check_hparams,
-                        check_impl_flags, grads_of, impl_defaults, implementation, lerp_,
-                        step_counter, zeros_state)
+from .optimizer import (Optimizer, addcmul_, as_real, bump, bump_tensor, check_betas,
+                        check_hparams, check_impl_flags, grads_of, host_lr, impl_defaults,
+                        implementation, lerp_, lr_on, step_counter, tensor_steps, zeros_state)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -19,7 +19,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
-        check_hparams(type(self).__name__, lr, eps=eps, weight_decay=weight_decay)
+        check_hparams(type(self).__name__, lr, tensor_lr=True, eps=eps, weight_decay=weight_decay)
         betas = check_betas(betas)
         check_impl_flags(foreach, fused, differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
@@ -37,10 +37,10 @@ class Adam(Optimizer):
             for key, default in impl_defaults(None, None, False, False).items():
                 group.setdefault(key, default)
 
-    def _state_of(self, p, amsgrad):
+    def _state_of(self, p, amsgrad, capturable=False):
         state = self.state[p]
         if len(state) == 0:
-            state["step"] = step_counter()
+            state["step"] = step_counter(param=p if capturable else None)
             state["exp_avg"] = zeros_state(p)
             state["exp_avg_sq"] = zeros_state(p)
             if amsgrad:
@@ -55,14 +55,58 @@ class Adam(Optimizer):
         for group in self.param_groups:
             pairs = grads_of(group, type(self).__name__)
             impl = implementation(group)
-            if impl == "single":
+            if tensor_steps(group) and impl != "fused":
+                if impl == "single" or not self._multi_capturable(group, pairs):
+                    self._capturable(group, pairs)
+            elif impl == "single":
                 self._single(group, pairs)
             elif pairs:
                 self._multi(group, pairs, fused=impl == "fused")
         return loss
 
+    def _capturable(self, group, pairs):
+        """PyTorch's capturable update, one parameter at a time: the step count stays a tensor
+        and the bias corrections are tensor ops (``foreach.adam_capturable_one``), so nothing
+        is read on the host."""
+        beta1, beta2 = group["betas"]
+        amsgrad = group["amsgrad"]
+        for p, grad in pairs:
+            state = self._state_of(p, amsgrad, capturable=bool(group["capturable"]))
+            step = bump_tensor(state["step"], p.device)
+            _fe.adam_capturable_one(
+                as_real(p), as_real(grad), as_real(state["exp_avg"]),
+                as_real(state["exp_avg_sq"]),
+                as_real(state["max_exp_avg_sq"]) if amsgrad else None, step,
+                lr_on(group["lr"], p.device), beta1, beta2, group["weight_decay"],
+                group["eps"], amsgrad, group["maximize"], group["decoupled_weight_decay"])
+
+    def _multi_capturable(self, group, pairs):
+        """The capturable update of a whole group as one ``_fused_adam_capturable_`` op (one
+        graph node under ``ember.compile``); False when the group doesn't fit it (step counts
+        on another device than their parameters, complex parameters, several devices)."""
+        if not pairs:
+            return True
+        amsgrad = group["amsgrad"]
+        device = pairs[0][0].device
+        rows = []
+        for p, g in pairs:
+            state = self._state_of(p, amsgrad, capturable=bool(group["capturable"]))
+            step = state["step"]
+            if p.device is not device or step.device is not device or p.is_complex():
+                return False
+            rows.append((p, g, state["exp_avg"], state["exp_avg_sq"],
+                         state["max_exp_avg_sq"] if amsgrad else None, step))
+        params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps = (list(x) for x in zip(*rows))
+        beta1, beta2 = group["betas"]
+        _fe._fused_adam_capturable_(
+            params, grads, exp_avgs, exp_avg_sqs, max_sqs if amsgrad else [], steps,
+            lr=lr_on(group["lr"], device), beta1=beta1, beta2=beta2,
+            weight_decay=group["weight_decay"], eps=group["eps"], amsgrad=amsgrad,
+            maximize=group["maximize"], decoupled=group["decoupled_weight_decay"])
+        return True
+
     def _single(self, group, pairs):
-        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        lr, eps, wd = host_lr(group), group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         amsgrad, decoupled = group["amsgrad"], group["decoupled_weight_decay"]
         for p, grad in pairs:
@@ -108,7 +152,7 @@ class Adam(Optimizer):
                 op = _fe._fused_adamw_ if group["decoupled_weight_decay"] else _fe._fused_adam_
                 beta1, beta2 = group["betas"]
                 op(params, grads, exp_avgs, exp_avg_sqs, max_sqs if amsgrad else [],
-                   [step] * len(params), lr=group["lr"], beta1=beta1, beta2=beta2,
+                   [step] * len(params), lr=host_lr(group), beta1=beta1, beta2=beta2,
                    weight_decay=group["weight_decay"], eps=group["eps"], amsgrad=amsgrad,
                    maximize=group["maximize"])
             else:
@@ -116,7 +160,7 @@ class Adam(Optimizer):
 
     @staticmethod
     def _foreach(group, step, params, grads, exp_avgs, exp_avg_sqs, max_sqs):
-        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        lr, eps, wd = host_lr(group), group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         if group["maximize"]:
             grads = _fe._foreach_mul(grads, -1)

@@ -13,8 +13,11 @@ a loss computed from the updated parameters differentiates through the update; `
 ``fused`` are checked like PyTorch's (not both, ``fused`` not with ``differentiable``, ``fused``
 only for floating-point parameters). SGD, Adam and AdamW run multi-tensor updates
 (``implementation``: ``_foreach_*`` ops by default, ``_fused_*`` ops with ``fused=True``); the
-other optimizers run their single-tensor update whatever the flags; ``capturable`` is accepted
-and changes nothing (ember has no graph capture, so step counters stay host values).
+other optimizers run their single-tensor update whatever the flags. ``capturable=True`` (Adam,
+AdamW, RMSprop; and every step inside an ``ember.compile`` capture, Adagrad included) keeps the
+step count as a tensor beside the parameters and does the bias corrections in tensor ops, so no
+value is read on the host and ``mode="reduce-overhead"`` captures the whole step; a learning
+rate may be a 1-element tensor, which schedulers update in place.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from copy import deepcopy
 
 from .. import _dtype
 from .._tensor import Tensor
-from ..autograd.grad_mode import enable_grad, set_grad_enabled
+from ..dispatch.grad_mode import enable_grad, set_grad_enabled
 from ..autograd.tensor_api import zero_grads
 from ..utils.hooks import RemovableHandle
 
@@ -288,12 +291,21 @@ class Optimizer:
 
 
 # -- helpers shared by the optimizers ---------------------------------------------------------
-def check_hparams(name, lr, **nonneg):
-    """PyTorch's argument checks: a Python-number lr >= 0 and each listed value >= 0."""
+def check_hparams(name, lr, tensor_lr=False, **nonneg):
+    """PyTorch's argument checks: lr >= 0 (a number, or — for the optimizers that take one,
+    ``tensor_lr`` — a 1-element tensor that schedulers update in place, so a compiled step
+    reads the current rate) and each listed value >= 0."""
     if isinstance(lr, Tensor):
-        raise TypeError(f"{name}: lr must be a Python number, got a Tensor; ember's optimizers "
-                        f"keep learning rates on the host (use float(lr))")
-    if not 0.0 <= lr:
+        if not tensor_lr:
+            raise TypeError(f"{name}: lr must be a Python number, got a Tensor (ember's SGD, "
+                            f"Adam, AdamW, RMSprop and Adagrad take a tensor lr)")
+        if lr.numel() != 1:
+            raise ValueError(f"{name}: Tensor lr must be 1-element, got shape {list(lr.shape)}")
+        if not lr.is_floating_point():
+            raise TypeError(f"{name}: Tensor lr must be floating point, got {lr.dtype}")
+        if not 0.0 <= float(lr.detach().reshape(()).item()):
+            raise ValueError(f"Invalid learning rate: {lr}")
+    elif not 0.0 <= lr:
         raise ValueError(f"Invalid learning rate: {lr}")
     labels = {"eps": "epsilon value", "initial_accumulator_value":
               "initial_accumulator_value value"}
@@ -363,14 +375,57 @@ def grads_of(group, name):
     return out
 
 
-def step_counter(value=0.0):
+def step_counter(value=0.0, param=None):
     """A fresh 'step' state entry (or another host scalar of the state): a 0-d host tensor,
     like PyTorch (float64 when that is the default dtype). It stays on the CPU, so reading it
-    never synchronizes a device."""
+    never synchronizes a device — unless ``param`` is given (``capturable=True``: the count
+    lives beside the parameter, like PyTorch's capturable counters; float32, or float64 for
+    double-precision parameters so their bias corrections keep double precision)."""
     from ..ops.factories import tensor
+    if param is not None:
+        wide = param.dtype in (_dtype.float64, _dtype.complex128)
+        return tensor(value, dtype=_dtype.float64 if wide else _dtype.float32,
+                      device=param.device)
     d = _dtype.float64 if _dtype.get_default_dtype() is _dtype.float64 else _dtype.float32
     # on the CPU even under set_default_device: each step reads it back (bump)
     return tensor(value, dtype=d, device="cpu")
+
+
+def tensor_steps(group):
+    """Whether this step keeps its step counts and learning rate as tensors (PyTorch's
+    ``capturable`` semantics: no host read, so ``ember.compile`` captures the whole step):
+    with ``capturable=True``, and always inside an ``ember.compile`` capture, as PyTorch's
+    optimizers do under ``torch.compile``."""
+    if group.get("capturable"):
+        return True
+    from ..compiler import is_compiling
+    return is_compiling()
+
+
+def bump_tensor(step_t, device):
+    """Increment a step counter in place; its value as a tensor on ``device`` (no host read)."""
+    step_t.add_(1)
+    return step_t if step_t.device == device else step_t.to(device)
+
+
+def lr_on(lr, device):
+    """The learning rate for ``device``'s parameters: a number, or a tensor on that device."""
+    if isinstance(lr, Tensor) and lr.device != device:
+        return lr.to(device)
+    return lr
+
+
+def host_lr(group):
+    """The group's learning rate as a Python number (a tensor lr is read on the host)."""
+    lr = group["lr"]
+    return float(lr.item()) if isinstance(lr, Tensor) else lr
+
+
+def add_scaled_(t, update, lr):
+    """``t -= lr * update`` for a number or tensor ``lr``."""
+    if isinstance(lr, Tensor):
+        return t.sub_(update * lr)
+    return t.add_(update, alpha=-lr)
 
 
 def host_value(t):

@@ -3,8 +3,8 @@ optionally centered (minus the squared running mean of gradients), with momentum
 and maximize. Complex parameters are updated as pairs of reals, like PyTorch."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, addcmul_, as_real, bump, check_hparams, grads_of,
-                        impl_defaults, lerp_, step_counter)
+from .optimizer import (Optimizer, add_scaled_, addcmul_, as_real, bump, check_hparams,
+                        grads_of, impl_defaults, lerp_, lr_on, step_counter, tensor_steps)
 
 __all__ = ["RMSprop"]
 
@@ -13,7 +13,8 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):
-        check_hparams("RMSprop", lr, eps=eps, momentum=momentum, weight_decay=weight_decay,
+        check_hparams("RMSprop", lr, tensor_lr=True, eps=eps, momentum=momentum,
+                      weight_decay=weight_decay,
                       alpha=alpha)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
@@ -33,7 +34,7 @@ class RMSprop(Optimizer):
         from ..ops.factories import zeros_like
         state = self.state[p]
         if len(state) == 0:
-            state["step"] = step_counter()
+            state["step"] = step_counter(param=p if group["capturable"] else None)
             state["square_avg"] = zeros_like(p)
         if group["momentum"] > 0 and "momentum_buffer" not in state:
             state["momentum_buffer"] = zeros_like(p)
@@ -47,11 +48,15 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             wd, momentum = group["weight_decay"], group["momentum"]
+            tensors = tensor_steps(group)
             for p, grad in grads_of(group, "RMSprop"):
                 state = self._state_of(p, group)
                 if group["maximize"]:
                     grad = -grad
-                bump(state["step"])
+                if tensors:              # capturable: the count is never read on the host
+                    state["step"].add_(1)
+                else:
+                    bump(state["step"])
                 if wd != 0:
                     grad = grad.add(p, alpha=wd)
                 param, grad = as_real(p), as_real(grad)
@@ -66,7 +71,7 @@ class RMSprop(Optimizer):
                 if momentum > 0:
                     buf = as_real(state["momentum_buffer"])
                     buf.mul_(momentum).add_(grad / avg)
-                    param.add_(buf, alpha=-lr)
+                    add_scaled_(param, buf, lr_on(lr, p.device))
                 else:
-                    param.add_(grad / avg, alpha=-lr)
+                    add_scaled_(param, grad / avg, lr_on(lr, p.device))
         return loss

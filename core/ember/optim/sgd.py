@@ -6,8 +6,8 @@ op per parameter group, ``foreach`` (the default) a few ``_foreach_*`` ops per g
 from __future__ import annotations
 
 from ..ops import foreach as _fe
-from .optimizer import (Optimizer, check_hparams, check_impl_flags, grads_of, impl_defaults,
-                        implementation)
+from .optimizer import (Optimizer, add_scaled_, check_hparams, check_impl_flags, grads_of,
+                        host_lr, impl_defaults, implementation, lr_on)
 
 __all__ = ["SGD"]
 
@@ -16,7 +16,7 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
-        check_hparams("SGD", lr, momentum=momentum, weight_decay=weight_decay)
+        check_hparams("SGD", lr, tensor_lr=True, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         check_impl_flags(foreach, fused, differentiable)
@@ -62,7 +62,7 @@ class SGD(Optimizer):
                 else:
                     buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                 grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
-            p.add_(grad, alpha=-lr)
+            add_scaled_(p, grad, lr_on(lr, p.device))
 
     def _multi(self, group, pairs, fused):
         """The whole group's update in a few multi-tensor ops: parameters whose momentum buffer
@@ -88,7 +88,7 @@ class SGD(Optimizer):
             bufs = bufs if momentum != 0 else []
             if fused:
                 _fe._fused_sgd_(params, grads, bufs, weight_decay=group["weight_decay"],
-                                momentum=momentum, lr=group["lr"],
+                                momentum=momentum, lr=host_lr(group),
                                 dampening=group["dampening"], nesterov=group["nesterov"],
                                 maximize=group["maximize"], is_first_step=is_first)
             else:
@@ -108,4 +108,8 @@ class SGD(Optimizer):
                 _fe._foreach_mul_(bufs, momentum)
                 _fe._foreach_add_(bufs, grads, alpha=1 - group["dampening"])
             grads = _fe._foreach_add(grads, bufs, alpha=momentum) if group["nesterov"] else bufs
-        _fe._foreach_add_(params, grads, alpha=-lr)
+        if isinstance(lr, (int, float)):
+            _fe._foreach_add_(params, grads, alpha=-lr)
+        else:                            # a tensor lr (updated in place by a scheduler)
+            for p, g in zip(params, grads):
+                add_scaled_(p, g, lr_on(lr, p.device))

@@ -15,7 +15,7 @@ import warnings
 from copy import deepcopy
 
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..nn.modules.module import Module
 from ..nn.modules.normalization import _BatchNorm
 from .lr_scheduler import LRScheduler, _format_param

@@ -45,7 +45,8 @@ class Record:
 
     __slots__ = ("id", "name", "kind", "tid", "start", "end", "parent", "child_time",
                  "shapes", "dtypes", "device", "stack", "flops", "mem", "child_mem", "dev_mem",
-                 "child_dev_mem", "device_time", "child_device_time", "args", "stream")
+                 "child_dev_mem", "device_time", "child_device_time", "args", "stream",
+                 "open_on")
 
     def __init__(self, rid, name, kind, tid, parent):
         self.id = rid
@@ -59,6 +60,7 @@ class Record:
         self.flops = 0
         self.mem = self.child_mem = self.dev_mem = self.child_dev_mem = 0
         self.device_time = self.child_device_time = 0
+        self.open_on = None         # the stack of open records of the thread that opened it
 
 
 class Session:
@@ -190,6 +192,7 @@ def open_range(sess, name, kind):
     rec = Record(sess.next_id(), name, kind, tid, stack[-1] if stack else None)
     if sess.with_stack:
         rec.stack = _python_stack()
+    rec.open_on = stack
     stack.append(rec)
     rec.start = time.perf_counter_ns()
     return rec
@@ -197,7 +200,10 @@ def open_range(sess, name, kind):
 
 def close_range(sess, rec):
     rec.end = time.perf_counter_ns()
-    stack = _tls.stack
+    # the opening thread's stack: a record_function may be exited on another thread (a range
+    # around work handed to a pool), as PyTorch allows
+    stack = rec.open_on or []
+    rec.open_on = None
     if stack and stack[-1] is rec:
         stack.pop()
     elif rec in stack:   # a range closed out of order: close what it encloses too

@@ -17,6 +17,8 @@ name below with its contract.
 * streams, events, RNG: ``StreamBase``, ``EventBase``, ``HostStream``, ``HostEvent``,
   ``HostGenerator``
 * ``events``: the publish/subscribe topics the layers above listen to
+* on-disk caches of built artefacts: ``DiskCache`` (private, hash-verified, self-healing,
+  atomic; see ``disk_cache``), ``CacheDirectoryError``
 * determinism: ``alert_not_deterministic(op_name)``, which a kernel with a nondeterministic path
   calls (it raises in ``ember.use_deterministic_algorithms(True)`` mode),
   ``are_deterministic_algorithms_enabled``
@@ -26,6 +28,7 @@ from .allocator import CachingAllocator, OutOfMemoryError, format_bytes
 from .backend import Backend
 from .catalog import OutputSpec, all_ops, get_op, output_specs
 from .checks import KernelContractError, kernel_checks_enabled, set_kernel_checks
+from .disk_cache import CacheDirectoryError, DiskCache
 from .determinism import alert_not_deterministic, are_deterministic_algorithms_enabled
 from .dtypes import from_numpy_dtype, to_numpy_dtype
 from .fallback_warning import CPUFallbackWarning
@@ -55,6 +58,8 @@ __all__ = [
     "StreamBase", "EventBase", "HostStream", "HostEvent", "HostGenerator",
     # what the runtime announces
     "events",
+    # on-disk caches
+    "DiskCache", "CacheDirectoryError",
     # deterministic mode
     "alert_not_deterministic", "are_deterministic_algorithms_enabled",
 ]

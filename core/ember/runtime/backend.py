@@ -117,6 +117,18 @@ class Backend:
         """The size in bytes of a Storage ``data`` handle this backend made."""
         raise NotImplementedError
 
+    # -- value checks ---------------------------------------------------------------------------
+    def assert_values(self, op, ok, value, exc, message):
+        """Fail ``op`` with ``exc(message)`` (``{value}`` replaced by the 0-d tensor ``value``'s
+        value) unless the 0-d bool tensor ``ok`` is True: what the op layer calls for a check
+        that needs tensor values (an embedding index in range). This default reads both at once;
+        a device backend may check on the device and raise at its next synchronization, as
+        PyTorch's device-side asserts do, so that the op does not wait for the device."""
+        if not self.has_data:
+            return
+        if not bool(ok.item()):
+            raise exc(message.format(value=None if value is None else value.item()))
+
     # -- memory ---------------------------------------------------------------------------------
     def allocator(self, index: int):
         """The allocator of device ``index`` (a ``CachingAllocator``, or an object with its
@@ -177,6 +189,15 @@ class Backend:
         store statements back into slots in place. The runner gets the slot lists and returns
         True when it did the update, False to have the original ops run instead (tensors it
         can't handle). The default, None, keeps the ops."""
+        return None
+
+    def compile_norm(self, name, dtype):
+        """Optional: a faster runner for a normalisation op of a compiled graph
+        (``native_layer_norm`` / ``native_layer_norm_backward``) at ``dtype``, or None.
+
+        The runner takes the op's arguments and returns its outputs as the kernel would, or
+        None for operands it can't handle (then the eager kernel runs). The default, None,
+        keeps the kernel."""
         return None
 
     def __repr__(self):

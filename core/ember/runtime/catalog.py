@@ -4,8 +4,9 @@ Ops are defined above the runtime (``ember.dispatch``), so the runtime cannot im
 dispatch layer installs its lookup functions here when it is imported (``install``). Backends
 read ops through this module: ``get_op(name)`` / ``all_ops()`` give ``Op`` objects with
 ``name``, ``schema`` (``str(op.schema)`` is the schema text), ``meta`` (the meta function or
-None), ``composite`` (None, or the implementation in ember ops) and ``mutates`` (positions of the
-arguments the op writes).
+None), ``composite`` (None, or the implementation in ember ops), ``mutates`` (positions of the
+arguments the op writes) and ``pointwise`` (None, or the op's expression for one element, which
+a backend that generates code may render: ``ember.dispatch.facets``).
 
 ``output_specs(op, *args)`` runs the op's meta function: what the outputs' shapes and dtypes
 will be for these arguments, without computing anything. A backend whose kernels run later (an

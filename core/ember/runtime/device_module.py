@@ -1,19 +1,63 @@
 """``ember.<backend>``: the generated device module (``ember.cuda``-style API) of a backend.
 
 It exists for every backend name the registry knows, before the backend is loaded;
-``is_available()`` never raises (it is how users probe), the rest load the backend on first use
-and raise with the reason when it is unavailable.
+``is_available()`` never raises (it is how users probe). Where the device is not there — the
+backend cannot run here, or no backend provides the type (``MissingDeviceModule``) — each
+function does what torch's build without that device does (``device_absence.py``: seeding and
+cache calls do nothing, counters read 0, the rest raise the reason). Otherwise the functions
+load the backend on first use.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import sys
 import threading
 import types
+import warnings
 
-from . import device_types
+from . import device_absence, device_types, events
 from .devices import device as _device_cls
+from .devices import resolve_type
 from .registry import registry
+
+
+def _absent_aware(name, method):
+    """``method``, answering as torch's device-less build does when the device is absent:
+    its answer from the table, or the reason the device is missing."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        if not self.is_available():
+            absent = self._without_device.get(name)
+            if absent is not None:
+                return absent(*args, **kwargs)
+            if name in self._needs_device:
+                self._backend  # noqa: B018 - raises why the device is missing
+        return method(self, *args, **kwargs)
+    return call
+
+
+def _nested(stats: dict) -> dict:
+    """``{"a.b.c": v}`` -> ``{"a": {"b": {"c": v}}}`` (torch's memory_stats_as_nested_dict)."""
+    out: dict = {}
+    for key, value in stats.items():
+        node = out
+        *path, last = key.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return out
+
+
+def _guard(cls):
+    """Make every method of ``cls`` that torch answers without the device answer so too."""
+    names = set().union(*(device_absence.torch_names(t) for t in device_absence.DEVICE_TYPES))
+    for name in names - {"is_available"}:  # the probe itself
+        method = cls.__dict__.get(name)
+        if callable(method) and not hasattr(method, "__wrapped__"):
+            setattr(cls, name, _absent_aware(name, method))
+
 
 
 class DeviceModule(types.ModuleType):
@@ -23,10 +67,50 @@ class DeviceModule(types.ModuleType):
     def __init__(self, name: str):
         super().__init__(f"ember.{name}", f"The {name} device module.")
         self._name = name
+        self._without_device = device_absence.without_device(name)
+        self._needs_device = device_absence.needs_device(name)
+        self._torch_names = device_absence.torch_names(name)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _guard(cls)
+
+    def __getattr__(self, name):
+        # torch's functions of this device type that ember has no generic form of
+        # (torch.cuda.cudart, torch.mps.recommended_max_memory…): the backend's, if it has one
+        if name.startswith("_") or name not in self.__dict__.get("_torch_names", ()):
+            raise AttributeError(f"module 'ember.{self.__dict__.get('_name')}' has no "
+                                 f"attribute '{name}'")
+        return functools.partial(self._backend_function, name)
+
+    def _backend_function(self, name, *args, **kwargs):
+        absent = self._without_device.get(name)
+        if absent is not None and not self.is_available():
+            return absent(*args, **kwargs)
+        fn = getattr(self._backend, name, None)  # raises why the device is missing
+        if fn is None:
+            raise RuntimeError(f"ember.{self._name}.{name}(): the {self._name} backend does not "
+                               f"provide it")
+        return fn(*args, **kwargs)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | self._torch_names)
 
     @property
     def _backend(self):
-        return registry.get(self._name)
+        try:
+            return registry.get(self._name)
+        except RuntimeError as e:  # BackendUnavailable, unknown device type
+            raise type(e)(f"{self._caller()}: {e}") from None
+
+    def _caller(self):
+        """``ember.cuda.get_device_name()``: the public function that needed the backend, so
+        the error names the call (every method reaches the backend through ``_backend``)."""
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_name.startswith("_"):
+            frame = frame.f_back
+        name = frame.f_code.co_name if frame is not None else "?"
+        return f"ember.{self._name}.{name}()"
 
     def _index(self, device):
         if device is None:
@@ -72,6 +156,19 @@ class DeviceModule(types.ModuleType):
 
     def synchronize(self, device=None) -> None:
         self._backend.synchronize(self._index(device))
+
+    def set_sync_debug_mode(self, debug_mode) -> None:
+        """Warn ("warn"/1) or raise ("error"/2) at every host synchronization, or neither
+        ("default"/0), where the backend can tell (PyTorch's ``torch.cuda`` function)."""
+        self._optional("set_sync_debug_mode")(debug_mode)
+
+    def get_sync_debug_mode(self) -> int:
+        return self._optional("get_sync_debug_mode")()
+
+    def host_sync_count(self) -> int:
+        """How many times the host has waited for this backend's devices so far (value reads,
+        synchronizations); the difference over a training step is its synchronizations."""
+        return self._optional("host_sync_count")()
 
     def _optional(self, method):
         """A backend method that only some backends have (device properties, driver memory
@@ -171,6 +268,65 @@ class DeviceModule(types.ModuleType):
             if a is not None:
                 a.empty_cache()
 
+    def memory_cached(self, device=None) -> int:
+        warnings.warn(f"ember.{self._name}.memory_cached has been renamed to "
+                      f"ember.{self._name}.memory_reserved", FutureWarning, stacklevel=2)
+        return self.memory_reserved(device)
+
+    def max_memory_cached(self, device=None) -> int:
+        warnings.warn(f"ember.{self._name}.max_memory_cached has been renamed to "
+                      f"ember.{self._name}.max_memory_reserved", FutureWarning, stacklevel=2)
+        return self.max_memory_reserved(device)
+
+    def reset_max_memory_allocated(self, device=None) -> None:
+        """Deprecated in torch: resets every peak, as ``reset_peak_memory_stats``."""
+        warnings.warn(f"ember.{self._name}.reset_max_memory_allocated now calls "
+                      f"ember.{self._name}.reset_peak_memory_stats, which resets /all/ peak "
+                      f"memory stats.", FutureWarning, stacklevel=2)
+        self.reset_peak_memory_stats(device)
+
+    def reset_max_memory_cached(self, device=None) -> None:
+        warnings.warn(f"ember.{self._name}.reset_max_memory_cached now calls "
+                      f"ember.{self._name}.reset_peak_memory_stats, which resets /all/ peak "
+                      f"memory stats.", FutureWarning, stacklevel=2)
+        self.reset_peak_memory_stats(device)
+
+    def memory_stats_as_nested_dict(self, device=None) -> dict:
+        return _nested(self.memory_stats(device))
+
+    def memory_snapshot(self) -> list:
+        """The allocator's segments, where the backend's allocator records them."""
+        a = self._allocator(None)
+        snapshot = getattr(a, "snapshot", None)
+        return snapshot() if snapshot is not None else []
+
+    # ember keeps no pinned host memory of its own: the host statistics are empty
+    def host_memory_stats(self) -> dict:
+        return collections.OrderedDict()
+
+    def host_memory_stats_as_nested_dict(self) -> dict:
+        return {}
+
+    def reset_peak_host_memory_stats(self) -> None:
+        """Nothing to reset: ember keeps no pinned host memory."""
+
+    def reset_accumulated_host_memory_stats(self) -> None:
+        """Nothing to reset: ember keeps no pinned host memory."""
+
+    # compilation targets: ember's kernels are compiled at run time for the device in use
+    def get_arch_list(self) -> list:
+        return list(getattr(self._backend, "arch_list", ()))
+
+    def get_gencode_flags(self) -> str:
+        return " ".join(f"-gencode compute={a},code={a}" for a in self.get_arch_list())
+
+    def is_tf32_supported(self) -> bool:
+        return bool(getattr(self._backend, "tf32_supported", False))
+
+    def init(self) -> None:
+        """Load the backend now (raising why it cannot run here)."""
+        self._backend  # noqa: B018 - loading is the point
+
     # random numbers
     def manual_seed(self, seed) -> None:
         self._backend.default_generator(self.current_device()).manual_seed(seed)
@@ -179,6 +335,18 @@ class DeviceModule(types.ModuleType):
         backend = self._backend
         for i in range(backend.device_count()):
             backend.default_generator(i).manual_seed(seed)
+
+    def seed_all(self) -> None:
+        """A fresh random seed, the same on every device (torch's ``seed_all``)."""
+        import random
+        self.manual_seed_all(random.getrandbits(63))
+
+    def get_rng_state_all(self) -> list:
+        return [self.get_rng_state(i) for i in range(self._backend.device_count())]
+
+    def set_rng_state_all(self, new_states) -> None:
+        for i, state in enumerate(new_states):
+            self.set_rng_state(state, i)
 
     def seed(self) -> int:
         return self._backend.default_generator(self.current_device()).seed()
@@ -199,8 +367,8 @@ class DeviceModule(types.ModuleType):
 class MissingDeviceModule(DeviceModule):
     """``ember.cuda`` (``xpu``, ``mps``…) when no installed backend provides that device type.
 
-    Probing works as on a PyTorch build without the device: ``is_available()`` is False (with
-    ``unavailable_reason()``), ``device_count()`` is 0, ``is_initialized()`` is False, the
+    Probing works as on a PyTorch build without the device (``device_absence.py``):
+    ``is_available()`` is False (with ``unavailable_reason()``), ``device_count()`` is 0, the
     seeding functions do nothing (PyTorch seeds lazily, so scripts call them unconditionally),
     ``empty_cache()`` does nothing and the memory counters read 0. Everything that needs a
     device raises ``DeviceNotInstalled`` naming the package or extra that provides it.
@@ -211,7 +379,8 @@ class MissingDeviceModule(DeviceModule):
 
     @property
     def _backend(self):
-        raise self._missing()
+        e = self._missing()
+        raise type(e)(f"{self._caller()}: {e}")
 
     def is_available(self) -> bool:
         """False: no installed backend provides this device type."""
@@ -220,46 +389,11 @@ class MissingDeviceModule(DeviceModule):
     def unavailable_reason(self):
         return device_types.not_installed_reason(self._name)
 
-    def device_count(self) -> int:
-        return 0
-
-    def is_initialized(self) -> bool:
-        return False
-
-    def is_bf16_supported(self, including_emulation: bool = True) -> bool:
-        return False
-
-    def manual_seed(self, seed) -> None:
-        """Does nothing: there is no device to seed (PyTorch's lazy seeding does the same)."""
-
-    def manual_seed_all(self, seed) -> None:
-        """Does nothing: there is no device to seed."""
-
-    def seed(self) -> None:
-        """Does nothing: there is no device to seed."""
-
-    def seed_all(self) -> None:
-        """Does nothing: there is no device to seed."""
-
-    def empty_cache(self) -> None:
-        """Does nothing: no memory is cached for a device that is not installed."""
-
-    def memory_allocated(self, device=None) -> int:
-        return 0
-
-    def max_memory_allocated(self, device=None) -> int:
-        return 0
-
-    def memory_reserved(self, device=None) -> int:
-        return 0
-
-    def max_memory_reserved(self, device=None) -> int:
-        return 0
-
     def __repr__(self):
         return f"<ember device module '{self._name}' (not installed)>"
 
 
+_guard(DeviceModule)
 _modules: dict = {}
 _lock = threading.Lock()
 _extensions: dict = {}   # attribute -> factory(device type) -> module; installed from above
@@ -267,7 +401,9 @@ _extensions: dict = {}   # attribute -> factory(device type) -> module; installe
 
 def device_module(name: str) -> DeviceModule:
     """``ember.<name>``, made once (and registered in ``sys.modules``). A ``MissingDeviceModule``
-    made before a backend registered ``name`` is replaced by the real one."""
+    made before a backend registered ``name`` is replaced by the real one. A redirected type's
+    module is its target's (``devices.redirect``)."""
+    name = resolve_type(name)
     mod = _modules.get(name)
     if mod is None or mod.__class__ is MissingDeviceModule:
         with _lock:
@@ -280,7 +416,7 @@ def device_module(name: str) -> DeviceModule:
 def missing_device_module(name: str) -> DeviceModule:
     """``ember.<name>`` for one of PyTorch's device-module names (``cuda``, ``xpu``, ``mps``…)
     that no installed backend provides; the real module once one does."""
-    if registry.is_known(name):
+    if registry.is_known(name) or resolve_type(name) != name:
         return device_module(name)
     mod = _modules.get(name)
     if mod is None:
@@ -303,6 +439,21 @@ def _add_extension(mod, attr, factory):
     sub = factory(mod._name)
     setattr(mod, attr, sub)
     sys.modules[f"ember.{mod._name}.{attr}"] = sub
+
+
+def _on_redirect(source: str, target: str) -> None:
+    """``import ember.<source>`` (and ``ember.<source>.amp`` & co) gives the target's module
+    while the redirect holds, the type's own again when it is undone (``target == source``)."""
+    mod = device_module(target) if target != source else missing_device_module(source)
+    sys.modules[f"ember.{source}"] = mod
+    for attr in _extensions:
+        sys.modules[f"ember.{source}.{attr}"] = getattr(mod, attr)
+    parent = sys.modules.get("ember")
+    if parent is not None and source in vars(parent):   # `import ember.cuda` set it
+        setattr(parent, source, mod)
+
+
+events.subscribe(events.DEVICE_REDIRECTED, _on_redirect)
 
 
 def register_extension(attr: str, factory) -> None:

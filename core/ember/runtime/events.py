@@ -21,6 +21,9 @@ topic                   arguments                              who listens (and 
                         call_register_ops)``                   ``call_register_ops(library)``
                                                                with a library limited to
                                                                ``backend_names``
+``DEVICE_REDIRECTED``   ``(source, target)``: devices of type  device modules: ``ember.<source>``
+                        ``source`` now are ``target``'s        becomes ``ember.<target>``
+                        (``target == source``: undone)
 ======================  =====================================  ===============================
 
 Subscribers run synchronously, in subscription order, on the publishing thread; an exception in
@@ -35,8 +38,10 @@ BACKEND_ADDED = "backend-added"
 BACKEND_REMOVED = "backend-removed"
 BACKEND_ANNOUNCED = "backend-announced"
 PLUGIN_REGISTERED = "plugin-registered"
+DEVICE_REDIRECTED = "device-redirected"
 
-TOPICS = (KERNEL_CHANGED, BACKEND_ADDED, BACKEND_REMOVED, BACKEND_ANNOUNCED, PLUGIN_REGISTERED)
+TOPICS = (KERNEL_CHANGED, BACKEND_ADDED, BACKEND_REMOVED, BACKEND_ANNOUNCED, PLUGIN_REGISTERED,
+          DEVICE_REDIRECTED)
 
 # topic -> tuple of subscribers; replaced (never mutated) so publishing needs no lock
 _subscribers: dict = {topic: () for topic in TOPICS}

@@ -25,14 +25,18 @@ Environment:
 from __future__ import annotations
 
 import importlib.metadata
+import logging
 import os
 import threading
+import time
 import warnings
 
 import pluggy
 
 from . import device_types, events, hookspecs
 from .kernels import KernelTable
+
+log = logging.getLogger("ember.registry")
 
 GROUP = "ember.backends"
 REFERENCE = "cpu"  # the backend every other one is checked against; always registered
@@ -41,8 +45,12 @@ REFERENCE = "cpu"  # the backend every other one is checked against; always regi
 _PLUGIN_ERRORS = (Exception, SystemExit)
 
 
-class BackendUnavailable(RuntimeError):
-    """A backend was asked for that cannot run here (the message says why)."""
+class BackendUnavailable(RuntimeError, AssertionError):
+    """A backend was asked for that cannot run here (the message says why).
+
+    Also an AssertionError, like ``DeviceNotInstalled``: torch's build without a device raises
+    AssertionError ("Torch not compiled with CUDA enabled") where ember's device is unusable,
+    and scripts catch that."""
 
 
 class _Registration:
@@ -98,11 +106,16 @@ class BackendRegistry:
         if os.environ.get("EMBER_DISABLE_PLUGIN_AUTOLOAD", "").strip() not in ("", "0"):
             self._add_entry_points(reference)
             return
-        eps = {}
+        found = {}
         for ep in importlib.metadata.entry_points(group=GROUP):
-            eps.setdefault(ep.name, ep)  # first installed distribution wins on a name clash
+            found.setdefault(ep.name, ep)  # first installed distribution wins on a name clash
         for name, ep in reference.items():
-            eps.setdefault(name, ep)
+            found.setdefault(name, ep)
+        # a fixed order, whatever order site-packages lists distributions in: the reference,
+        # the built-in backends, then plug-ins by name (the first available accelerator in
+        # this order is ember.accelerator's current one)
+        ranked = sorted(found, key=lambda n: (n != REFERENCE, n not in builtin, n))
+        eps = {n: found[n] for n in ranked}
         if wanted:
             names = [n.strip() for n in wanted.split(",") if n.strip()]
             if REFERENCE not in names:
@@ -114,6 +127,8 @@ class BackendRegistry:
                                    f"{', '.join(sorted(eps)) or 'none'})")
             eps = {n: eps[n] for n in names}
         self._add_entry_points(eps)
+        log.debug("discovered backends: %s", ", ".join(f"{n} = {ep.value}" for n, ep in
+                                                        eps.items()))
         if self.strict:
             for name in list(eps):
                 self.get(name)
@@ -229,12 +244,15 @@ class BackendRegistry:
         if ep is None or name in self._loading:
             return
         self._loading.add(name)
+        start = time.perf_counter()
         try:
             try:
                 plugin = ep.load()
                 if not self.pm.is_registered(plugin):
                     self.register_plugin(plugin, name=f"{ep.name}:{ep.value}",
                                          builtin=ep.value in self._builtin_modules)
+                log.info("loaded backend '%s' from %s (%s) in %.0f ms", name, ep.value,
+                         getattr(plugin, "__file__", "?"), 1e3 * (time.perf_counter() - start))
             except BackendUnavailable:
                 raise
             except _PLUGIN_ERRORS as e:  # a broken plugin must never break ember
@@ -242,6 +260,7 @@ class BackendRegistry:
                 if self.strict:
                     raise BackendUnavailable(f"backend '{name}': {reason}") from e
                 self._broken[name] = reason
+                log.warning("backend '%s' is unavailable: %s", name, reason)
                 warnings.warn(f"ember: backend '{name}' is unavailable: {reason}",
                               RuntimeWarning, stacklevel=4)
             if name not in self._backends and name not in self._broken:
@@ -268,6 +287,10 @@ class BackendRegistry:
                           stacklevel=4)
             return reason
         self._verdicts[name] = reason
+        if reason is None:
+            log.info("backend '%s' is available", name)
+        else:
+            log.info("backend '%s' is not available: %s", name, reason)
         return reason
 
     # -- lookup ---------------------------------------------------------------------------------
@@ -284,8 +307,9 @@ class BackendRegistry:
         name, or one of PyTorch's device types (``cuda``, ``mps``…), which may be named even
         when no backend provides it (using it raises ``DeviceNotInstalled``)."""
         if not self.is_known(name) and not device_types.is_torch_device_type(name):
-            expected = self.names() + [n for n in device_types.TORCH_DEVICE_TYPES
-                                       if n not in self.names()]
+            # PyTorch's list in PyTorch's order, then the plug-ins' types
+            expected = list(device_types.TORCH_DEVICE_TYPES) + [
+                n for n in self.names() if n not in device_types.TORCH_DEVICE_TYPES]
             raise RuntimeError(f"Expected one of {', '.join(expected)} device type at start "
                                f"of device string: {name}")
 

@@ -3,12 +3,13 @@
 Formats
 -------
 ``ember.save`` writes ember's format (``_ember_format``): an ordinary safetensors file holding
-each tensor's values, plus metadata describing the object. Objects made of tensors, containers
+each storage's bytes (views keep their strides and offsets, and tensors sharing a storage load
+sharing one, as with ``torch.save``), plus metadata describing the object. Objects made of tensors, containers
 (dict, OrderedDict, Counter, list, tuple), numbers, strings, dtypes, devices and Sizes — state
 dicts, optimizer and scheduler states — are stored as a JSON tree, with no pickle at all.
 Anything else ``torch.save`` accepts (whole modules, instances of user classes) is pickled with
 every tensor replaced by a reference to its safetensors entry, so tensor data never goes through
-pickle either way. Each tensor's bytes (and the pickle) carry a CRC-32: a damaged file is an
+pickle either way. Each storage's bytes (and the pickle) carry a CRC-32: a damaged file is an
 error naming the tensor, not silently wrong values.
 
 ``ember.load`` reads ember files and checkpoints written by ``torch.save`` — the zip format, the
@@ -149,10 +150,21 @@ def get_unsafe_globals_in_checkpoint(f):
             allowed = ember_allowed().with_user_globals().names
         elif kind == "zip":
             import zipfile
+
+            from ._torch_format import _ZIP_ERRORS
+            from ._unpickler import CorruptCheckpoint
             src.stream.seek(src.start)
-            zf = zipfile.ZipFile(src.stream)
-            pkl = next(n for n in zf.namelist() if n.endswith("/data.pkl"))
-            names, _ = globals_in_pickle(zf.read(pkl))
+            try:
+                zf = zipfile.ZipFile(src.stream)
+                pkl = next((n for n in zf.namelist() if n.endswith("/data.pkl")), None)
+                data = zf.read(pkl) if pkl is not None else None
+            except _ZIP_ERRORS as e:
+                raise CorruptCheckpoint(f"ember.get_unsafe_globals_in_checkpoint: {src.label} is "
+                                        f"a corrupted file ({type(e).__name__}: {e})") from None
+            if data is None:
+                raise CorruptCheckpoint(f"ember.get_unsafe_globals_in_checkpoint: {src.label} "
+                                        f"is a zip file without a data.pkl entry")
+            names, _ = globals_in_pickle(data)
             allowed = _TorchReader(src, None, True, pickle, "utf-8").allowed().names
         elif kind == "legacy":
             data = src.read_at(0, src.size())

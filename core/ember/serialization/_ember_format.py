@@ -1,21 +1,15 @@
 """ember's own checkpoint format: a safetensors file whose metadata describes the object.
 
-Layout (an ordinary safetensors file, readable by any safetensors tool): tensor entries ``t0``,
-``t1``… hold each distinct tensor's values C-contiguously (a view is saved as its own data;
-complex128 as float64 pairs). The metadata holds ``format`` ("ember"), ``format_version``,
-``tensors`` (JSON: per entry the ember dtype, device, shape, requires_grad, class and, since
-version 2, the CRC-32 of its bytes) and the object in one of two forms (``object``):
-
-* ``tree`` — objects made of tensors, dict/OrderedDict/Counter, list, tuple, None, bool, int,
-  float, complex, str, dtype, device and Size (state dicts, optimizer states, scheduler states)
-  are a JSON tree (``tree``) of tagged nodes ``{"$": tag, "v": …}``; loading builds only those
-  node types, with no pickle involved;
-* ``pickle`` — anything else (whole modules, user classes) is pickled into the ``pickle`` entry
-  (a uint8 tensor with its CRC-32 in ``pickle_crc32``) with every tensor replaced by a persistent
-  id, the name of its entry (a string, so every pickle protocol can hold it): the tensor data
-  never goes through pickle. It is
-  read back by the weights-only unpickler (allow-listed globals only) unless the caller passes
-  ``weights_only=False``.
+Layout (an ordinary safetensors file, readable by any safetensors tool): since version 3 an entry
+holds one *storage* (all its bytes, as ``torch.save`` stores storages), named after the first
+tensor saved from it; its dtype is that tensor's (``U8`` when tensors of different dtypes share
+the storage) and its shape the tensor's when the tensor is the whole storage, contiguous, else
+1-D. The metadata holds ``format`` ("ember"), ``format_version``, ``tensors`` (JSON: per tensor
+its ember dtype, device, shape, stride, storage offset, storage entry, requires_grad, class and,
+for the tensor an entry is named after, the CRC-32 of the entry's bytes) and the object in one
+of two forms (``object``). So views keep their strides and tensors sharing a storage load
+sharing one, as with torch (a view of a big storage saves the whole storage, as torch does;
+``clone()`` it to save less). Versions 1 and 2 stored each tensor's values on their own.
 
 Version 1 files (tree form, no checksums) still load.
 """
@@ -38,7 +32,7 @@ from ._unpickler import (Allowed, CorruptCheckpoint, SafeUnpickler, _Refused,
                          weights_only_message)
 
 FORMAT = "ember"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MAX_DEPTH = 256  # deeper trees are refused on load (and on save) instead of overflowing
 _MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit on the JSON header
 
@@ -60,8 +54,9 @@ class NotTree(TypeError):
 class Encoder:
     def __init__(self):
         self.tensors = {}   # name -> info dict (goes into the header)
-        self.arrays = {}    # name -> contiguous host array
+        self.arrays = {}    # entry name -> (safetensors dtype, shape, bytes), see ``finish``
         self._names = {}    # id(tensor) -> name: one entry per tensor object
+        self._storages = {}  # id(storage) -> [entry name, storage, [tensor names]]
         self._keep = []     # the tensors themselves, so ids stay unique while encoding
 
     def encode(self, obj, path="obj", depth=0):
@@ -102,18 +97,43 @@ class Encoder:
         self._keep.append(t)
         if t.device.type == "meta":
             raise ValueError("ember.save: cannot save a meta tensor: it holds no data")
-        arr = t.detach()._host()
-        if not arr.flags.c_contiguous:
-            arr = arr.copy(order="C")  # (np.ascontiguousarray would make 0-d arrays 1-d)
-        if t.dtype is _dtype.complex128:
-            arr = arr.reshape(-1).view(np.float64).reshape(tuple(t.shape) + (2,))
-        self.arrays[name] = arr
+        if t.layout is not _layout_strided():
+            raise TypeError(f"ember.save: cannot save a {t.layout} tensor yet; save its "
+                            f"to_dense() (or its indices and values)")
+        st = t._storage
+        held = self._storages.get(id(st))
+        if held is None:
+            held = self._storages[id(st)] = [name, st, []]
+        held[2].append(name)
         info = {"dtype": t.dtype.name, "device": str(t.device), "shape": list(t.shape),
-                "requires_grad": bool(t.requires_grad), "crc32": zlib.crc32(_bytes_of(arr))}
+                "stride": list(t._stride), "offset": int(t._offset), "storage": held[0],
+                "requires_grad": bool(t.requires_grad)}
         if type(t).__name__ == "Parameter" and type(t).__module__ == "ember.nn.parameter":
             info["class"] = "Parameter"
         self.tensors[name] = info
         return name
+
+    def finish(self):
+        """Each storage's bytes as an entry (see the module doc for its dtype and shape)."""
+        from ..runtime import make_tensor
+        for entry, st, users in self._storages.values():
+            owner = self.tensors[entry]
+            dt = _dtype.as_dtype(owner["dtype"])
+            raw = make_tensor(st, (st.nbytes,), _dtype.uint8)._host()
+            mixed = any(self.tensors[u]["dtype"] != owner["dtype"] for u in users) or \
+                st.nbytes % dt.itemsize
+            n = st.nbytes // dt.itemsize
+            whole = owner["offset"] == 0 and math.prod(owner["shape"]) == n and \
+                list(owner["stride"]) == _contiguous(owner["shape"])
+            if mixed:
+                tag, shape = "U8", [st.nbytes]
+            else:
+                tag = ST[dt.name]
+                shape = list(owner["shape"]) if whole else [n]
+                if dt is _dtype.complex128:
+                    shape = shape + [2]
+            owner["crc32"] = zlib.crc32(memoryview(raw))
+            self.arrays[entry] = (tag, shape, raw)
 
     def pickle(self, obj, pickle_module, protocol):
         """The object pickled with every tensor as a persistent id (its data goes to the
@@ -134,6 +154,19 @@ def _bytes_of(arr):
     return memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
 
 
+def _contiguous(shape):
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return out[::-1]
+
+
+def _layout_strided():
+    from .. import strided
+    return strided
+
+
 def prepare(obj, pickle_module, protocol):
     """Everything that can fail before the destination is touched: returns ``write(out)``."""
     enc = Encoder()
@@ -149,14 +182,15 @@ def prepare(obj, pickle_module, protocol):
             raise TypeError(f"ember.save: the object is not one of the types saved as data "
                             f"(tensors, containers, numbers, strings) and cannot be pickled "
                             f"either: {type(e).__name__}: {e}") from e
-        enc.arrays["pickle"] = payload
         meta["object"] = "pickle"
         meta["pickle_crc32"] = str(zlib.crc32(_bytes_of(payload)))
+    enc.finish()
+    if meta["object"] == "pickle":
+        enc.arrays["pickle"] = ("U8", [payload.size], payload)
     meta["tensors"] = json.dumps(enc.tensors)
     header, offset = {"__metadata__": meta}, 0
-    for name, arr in enc.arrays.items():
-        st = "U8" if name == "pickle" else ST[enc.tensors[name]["dtype"]]
-        header[name] = {"dtype": st, "shape": list(arr.shape),
+    for name, (tag, shape, arr) in enc.arrays.items():
+        header[name] = {"dtype": tag, "shape": shape,
                         "data_offsets": [offset, offset + arr.nbytes]}
         offset += arr.nbytes
     head = json.dumps(header, separators=(",", ":")).encode("utf-8")
@@ -165,7 +199,7 @@ def prepare(obj, pickle_module, protocol):
     def write(out):
         out.write(struct.pack("<Q", len(head)))
         out.write(head)
-        for arr in enc.arrays.values():
+        for _, _, arr in enc.arrays.values():
             out.write(_bytes_of(arr))
 
     return write
@@ -227,6 +261,20 @@ def read_header(src):
         if b1 < e0:
             raise CorruptCheckpoint(f"ember.load: {label} is corrupted: entries {n0!r} and {n1!r} "
                              f"overlap")
+        if b1 > e0:
+            raise CorruptCheckpoint(f"ember.load: {label} is corrupted: {b1 - e0} bytes between "
+                                    f"entries {n0!r} and {n1!r} belong to no entry (the "
+                                    f"safetensors format allows no holes)")
+    first = spans[0][0] if spans else data_len
+    last = spans[-1][1] if spans else 0
+    if first:
+        raise CorruptCheckpoint(f"ember.load: {label} is corrupted: the first {first} bytes of "
+                                f"the data section belong to no entry (the safetensors format "
+                                f"allows no holes)")
+    if last != data_len:
+        raise CorruptCheckpoint(f"ember.load: {label} is corrupted: {data_len - last} bytes "
+                                f"follow the last entry (trailing data: the safetensors format "
+                                f"allows none)")
     return meta, version, header, 8 + n
 
 
@@ -245,6 +293,7 @@ class Reader:
         if not isinstance(self.infos, dict):
             raise self.bad("the tensor table is not a mapping")
         self.done = {}  # name -> tensor: the same entry loads as the same object
+        self.storages = {}  # entry name -> its storage, placed (version 3)
 
     def bad(self, what):
         return CorruptCheckpoint(f"ember.load: {self.label} is corrupted or not a valid ember file: "
@@ -365,7 +414,7 @@ class Reader:
         if name in self.done:
             return self.done[name]
         info = self.infos.get(name)
-        if not isinstance(info, dict) or name not in self.entries:
+        if not isinstance(info, dict) or (self.version < 3 and name not in self.entries):
             raise self.bad(f"the object refers to tensor {name!r}, which the file does not "
                            f"hold")
         dname, shape = info.get("dtype"), info.get("shape")
@@ -373,17 +422,11 @@ class Reader:
                 not all(type(n) is int and n >= 0 for n in shape):
             raise self.bad(f"tensor {name!r} has an invalid description {_short(info)}")
         dt = _dtype.as_dtype(dname)
-        entry = self.entries[name]
-        st_shape = shape + [2] if dt is _dtype.complex128 else shape
-        if entry["dtype"] != ST[dname] or entry["shape"] != st_shape:
-            raise self.bad(f"tensor {name!r} is described as {dname} {shape} but stored as "
-                           f"{entry['dtype']} {entry['shape']}")
-        _, data = self._entry_bytes(name, f"tensor {name!r}")
         what = path if path.startswith("tensor") else f"tensor {path} ({name})"
-        self._check_crc(data, info.get("crc32"), what)
-        arr = np.frombuffer(data, dtype=dt.np).reshape(shape)
-        from ..ops.factories import from_numpy
-        t = self.place(from_numpy(arr), str(info.get("device", "cpu")), what)
+        if self.version >= 3:
+            t = self._view(name, info, dt, shape, what)
+        else:
+            t = self._own_data(name, info, dt, shape, what)
         if info.get("requires_grad") is True:
             t.requires_grad_(True)
         if info.get("class") == "Parameter":
@@ -391,6 +434,63 @@ class Reader:
             t = Parameter(t, requires_grad=t.requires_grad)
         self.done[name] = t
         return t
+
+    def _view(self, name, info, dt, shape, what):
+        """Version 3: the tensor over its (shared) storage, with its strides and offset."""
+        stride, offset, entry = info.get("stride"), info.get("offset"), info.get("storage")
+        if not isinstance(stride, list) or len(stride) != len(shape) or \
+                not all(type(s) is int and s >= 0 for s in stride) or \
+                type(offset) is not int or offset < 0 or type(entry) is not str:
+            raise self.bad(f"tensor {name!r} has an invalid layout {_short(info)}")
+        storage = self._storage(entry, what)
+        if math.prod(shape):
+            end = (offset + sum((n - 1) * s for n, s in zip(shape, stride)) + 1) * dt.itemsize
+            if end > storage.nbytes:
+                raise self.bad(f"tensor {name!r} (size {shape}, stride {stride}, offset "
+                               f"{offset}) reaches byte {end} of its {storage.nbytes}-byte "
+                               f"storage {entry!r}")
+        from ..runtime import make_tensor
+        return make_tensor(storage, shape, dt, stride, offset)
+
+    def _storage(self, entry, what):
+        st = self.storages.get(entry)
+        if st is not None:
+            return st
+        owner = self.infos.get(entry)
+        e = self.entries.get(entry)
+        if not isinstance(owner, dict) or e is None or owner.get("storage") != entry or \
+                owner.get("dtype") not in ST:
+            raise self.bad(f"{what} refers to storage {entry!r}, which the file does not hold")
+        odt = _dtype.as_dtype(owner["dtype"])
+        if e["dtype"] == ST[odt.name]:
+            npd = odt.np
+        elif e["dtype"] == "U8":
+            npd = np.uint8
+        else:
+            raise self.bad(f"storage {entry!r} is stored as {e['dtype']}, not as its tensor "
+                           f"{entry!r}'s {odt.name}")
+        _, data = self._entry_bytes(entry, what)
+        self._check_crc(data, owner.get("crc32"), what)
+        if len(data) % np.dtype(npd).itemsize:
+            npd = np.uint8
+        from ..ops.factories import from_numpy
+        base = self.place(from_numpy(np.frombuffer(data, dtype=npd)),
+                          str(owner.get("device", "cpu")), what)
+        st = self.storages[entry] = base._storage
+        return st
+
+    def _own_data(self, name, info, dt, shape, what):
+        """Versions 1 and 2: each tensor's values in its own entry, C-contiguous."""
+        entry = self.entries[name]
+        st_shape = shape + [2] if dt is _dtype.complex128 else shape
+        if entry["dtype"] != ST[dt.name] or entry["shape"] != st_shape:
+            raise self.bad(f"tensor {name!r} is described as {dt.name} {shape} but stored as "
+                           f"{entry['dtype']} {entry['shape']}")
+        _, data = self._entry_bytes(name, f"tensor {name!r}")
+        self._check_crc(data, info.get("crc32"), what)
+        arr = np.frombuffer(data, dtype=dt.np).reshape(shape)
+        from ..ops.factories import from_numpy
+        return self.place(from_numpy(arr), str(info.get("device", "cpu")), what)
 
 
 def _short(x, n=80):

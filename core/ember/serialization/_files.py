@@ -5,8 +5,9 @@ A save to a path writes a temporary file next to the target, named
 sees the old file or the new one, never half of one). The temporary file is created with mode
 0o666 minus the umask, like any file ``open()`` creates, and takes the mode of the file it
 replaces when there is one. A writer killed mid-save leaves its temporary file behind; every save
-into a directory removes the temporary files there whose writer is gone (same host, pid no longer
-running). Files of other hosts (a shared file system) and of running processes are left alone.
+into a directory removes the temporary files there whose writer is gone (same host, and the pid
+no longer running, a zombie, or reused by a process started after the file was written). Files
+of other hosts (a shared file system) and of running processes are left alone.
 """
 from __future__ import annotations
 
@@ -24,7 +25,11 @@ def _host_tag():
     return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname() or "localhost")[:64] or "host"
 
 
-def _pid_alive(pid):
+def _pid_alive(pid, since=None):
+    """Whether process ``pid`` may still be the writer of a temporary file written at ``since``
+    (a time.time() value): not when it is gone, a zombie (killed but not yet reaped by its
+    parent: it will never write again), or a process started after that time (its pid was
+    reused)."""
     if os.name != "posix":
         return True  # no cheap, reliable probe: never treat a file as stale
     try:
@@ -32,10 +37,33 @@ def _pid_alive(pid):
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # a process of another user
+        pass  # a process of another user: look closer below
     except OSError:
         return True
-    return True
+    stat = _proc_stat(pid)
+    if stat is None:
+        return True
+    state, started = stat
+    if state in "ZX":
+        return False
+    return since is None or started is None or started <= since + 1.0
+
+
+def _proc_stat(pid):
+    """(state letter, start time as a time.time() value or None) from /proc, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    state = fields[0].decode("ascii", "replace")
+    try:
+        ticks = int(fields[19])  # field 22, counted after "pid (comm)"
+        with open("/proc/stat", "rb") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+        return state, boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, StopIteration, IndexError):
+        return state, None
 
 
 def remove_stale_temp_files(folder):
@@ -52,7 +80,13 @@ def remove_stale_temp_files(folder):
         if m is None or m["host"] != host:
             continue
         pid = int(m["pid"])
-        if pid == os.getpid() or _pid_alive(pid):
+        if pid == os.getpid():
+            continue
+        try:
+            written = os.stat(os.path.join(folder, name), follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if _pid_alive(pid, written):
             continue
         try:
             os.unlink(os.path.join(folder, name))

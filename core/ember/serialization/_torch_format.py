@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import io
 import warnings
+import struct
 import zipfile
+import zlib
 from pickle import UnpicklingError
 
 import numpy as np
@@ -142,7 +144,7 @@ class LoadedStorage:
                                   f"{list(size)} and stride {list(stride)} at offset {offset} "
                                   f"reaches past the end of storage {self.key!r} "
                                   f"({base.numel()} elements): the file is corrupted")
-        from ..autograd.grad_mode import no_grad
+        from ..dispatch.grad_mode import no_grad
         with no_grad():
             return base.as_strided(size, stride, offset)
 
@@ -282,6 +284,11 @@ class TorchReader:
                                  encoding=self.encoding).load()
         except _Refused as e:
             raise UnpicklingError(weights_only_message(self.label, str(e))) from None
+        except UnpicklingError as e:
+            if self.label in str(e):  # ember's own checks name the file already
+                raise
+            raise UnpicklingError(f"ember.load: {self.label} is corrupted: its pickle does "
+                                    f"not parse ({e})") from None
 
 
 def _set_state(t, state):
@@ -336,15 +343,23 @@ def _decode(x):
 
 
 # -- the zip format ---------------------------------------------------------------------------
+#: what zipfile raises for a damaged archive (besides its own BadZipFile): truncated or garbled
+#: deflate/bz2/lzma streams, and header bits it reads as features it lacks
+_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
+               NotImplementedError, RuntimeError, zlib.error, UnicodeDecodeError,
+               struct.error, OverflowError)
+
+
 def load_zip(reader):
     src = reader.src
+    total = src.size()
     src.stream.seek(src.start)
     try:
         zf = zipfile.ZipFile(src.stream)
         infos = {i.filename: i for i in zf.infolist()}
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
-        raise CorruptCheckpoint(f"ember.load: {reader.label} is not a readable zip checkpoint "
-                         f"({e})") from None
+    except _ZIP_ERRORS as e:
+        raise CorruptCheckpoint(f"ember.load: {reader.label} is a corrupted file: not a readable "
+                                f"zip checkpoint ({type(e).__name__}: {e})") from None
     pkls = [n for n in infos if n.endswith("/data.pkl") and n.count("/") == 1]
     if not pkls:
         if any(n.endswith("/constants.pkl") or "/code/" in n for n in infos):
@@ -368,15 +383,24 @@ def load_zip(reader):
                 info.file_size > 1100 * max(info.compress_size, 1):
             raise CorruptCheckpoint(f"ember.load: {reader.label}: {name} claims to expand "
                              f"{info.compress_size} bytes to {info.file_size}: refused")
+        if info.compress_size > total or \
+                (info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size):
+            raise CorruptCheckpoint(f"ember.load: {reader.label} is a corrupted file: {what} "
+                                    f"({name}) claims {info.compress_size} stored bytes for "
+                                    f"{info.file_size} of data in a {total}-byte file")
         buf = bytearray(info.file_size)
         try:
             with zf.open(info) as fh:
                 got = fh.readinto(buf)
                 if got != info.file_size or fh.read(1):
                     raise zipfile.BadZipFile("the entry size does not match its header")
-        except (zipfile.BadZipFile, OSError, EOFError) as e:
-            raise CorruptCheckpoint(f"ember.load: {reader.label} is corrupted: {what} ({name}) cannot "
-                             f"be read: {e}") from None
+        except _ZIP_ERRORS as e:
+            # zipfile reports damaged headers as NotImplementedError (a flag bit says
+            # "encrypted", an unknown compression method) or RuntimeError (a password is
+            # needed): torch writes neither, so the file is damaged
+            raise CorruptCheckpoint(f"ember.load: {reader.label} is a corrupted file: {what} "
+                                    f"({name}) cannot be read ({type(e).__name__}: {e})") \
+                from None
         return buf
 
     order = infos.get(prefix + "byteorder")

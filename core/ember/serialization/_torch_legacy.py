@@ -15,7 +15,8 @@ from pickle import UnpicklingError
 
 from ._torch_format import (_STORAGES, LEGACY_MAGIC, LEGACY_PROTOCOL, LoadedStorage,
                             TorchReader, _decode, _itemsize)
-from ._unpickler import Allowed, CorruptCheckpoint, SafeUnpickler
+from ._unpickler import (Allowed, CorruptCheckpoint, SafeUnpickler, _Refused,
+                         weights_only_message)
 
 _NO_GLOBALS = Allowed({})
 
@@ -72,27 +73,41 @@ def _pickle_end(src, pos):
     return src.stream.tell() - src.start
 
 
-def _small_pickle(src, pos):
+def _small_pickle(reader, pos):
+    """One of the sequence's plain-data pickles (magic number, protocol, system info, storage
+    keys): torch writes no global into them, so none is ever resolved (even with
+    ``weights_only=False``)."""
+    src = reader.src
     end = _pickle_end(src, pos)
-    return SafeUnpickler(src.read_at(pos, end - pos), _NO_GLOBALS).load(), end
+    try:
+        return SafeUnpickler(src.read_at(pos, end - pos), _NO_GLOBALS).load(), end
+    except _Refused as e:
+        if reader.weights_only:
+            raise UnpicklingError(weights_only_message(src.label, str(e))) from None
+        raise UnpicklingError(f"ember.load: {src.label} is not a valid torch checkpoint: the "
+                              f"data pickle at byte {pos} refers to a global, which torch never "
+                              f"writes there; refused ({e})") from None
+    except UnpicklingError as e:
+        raise UnpicklingError(f"ember.load: {src.label} is corrupted: the pickle at byte "
+                                f"{pos} does not parse ({e})") from None
 
 
 def load_legacy(reader: TorchReader):
     src = reader.src
-    magic, pos = _small_pickle(src, 0)
+    magic, pos = _small_pickle(reader, 0)
     if magic != LEGACY_MAGIC:
         raise CorruptCheckpoint(f"ember.load: {reader.label} is a pickle but not a torch checkpoint "
                          f"(no torch magic number)")
-    protocol, pos = _small_pickle(src, pos)
+    protocol, pos = _small_pickle(reader, pos)
     if protocol != LEGACY_PROTOCOL:
         raise CorruptCheckpoint(f"ember.load: {reader.label}: invalid torch protocol version "
                          f"{protocol!r}")
-    sys_info, pos = _small_pickle(src, pos)
+    sys_info, pos = _small_pickle(reader, pos)
     little = sys_info.get("little_endian", True) if isinstance(sys_info, dict) else True
     reader.big_endian = not little
     main_start, main_end = pos, _pickle_end(src, pos)
     main = src.read_at(main_start, main_end - main_start)
-    keys, pos = _small_pickle(src, main_end)
+    keys, pos = _small_pickle(reader, main_end)
     if not isinstance(keys, list) or not all(isinstance(k, (str, bytes)) for k in keys):
         raise CorruptCheckpoint(f"ember.load: {reader.label} is corrupted: the storage key list is "
                          f"{type(keys).__name__}")
@@ -108,7 +123,11 @@ def load_legacy(reader: TorchReader):
                 roots.setdefault(key, (_STORAGES[name], numel))
         return _Sym("storage")
 
-    _SymbolicUnpickler(main, _NO_GLOBALS, collect).load()
+    try:
+        _SymbolicUnpickler(main, _NO_GLOBALS, collect).load()
+    except UnpicklingError as e:
+        raise UnpicklingError(f"ember.load: {reader.label} is corrupted: its object pickle "
+                                f"does not parse ({e})") from None
 
     # 2. where each storage's bytes are: an int64 element count, then the elements
     fmt = "<q" if little else ">q"
@@ -186,7 +205,11 @@ def load_tar(reader: TorchReader):
         if m is None or not m.isfile():
             raise CorruptCheckpoint(f"ember.load: {reader.label} is a tar file without a {name!r} "
                              f"member: not a torch checkpoint")
-        return bytearray(tar.extractfile(m).read())
+        try:
+            return bytearray(tar.extractfile(m).read())
+        except (tarfile.TarError, OSError, EOFError) as e:
+            raise CorruptCheckpoint(f"ember.load: {reader.label} is corrupted: its {name!r} "
+                                    f"member cannot be read ({e})") from None
 
     allowed = reader.allowed()
     objects = {}
@@ -195,11 +218,13 @@ def load_tar(reader: TorchReader):
         u = SafeUnpickler(buf, allowed, encoding=reader.encoding, pos=pos)
         try:
             return u.load(), u.pos
+        except _Refused as e:
+            raise UnpicklingError(weights_only_message(reader.label, str(e))) from None
         except UnpicklingError as e:
-            from ._unpickler import _Refused, weights_only_message
-            if isinstance(e, _Refused):
-                raise UnpicklingError(weights_only_message(reader.label, str(e))) from None
-            raise
+            if reader.label in str(e):
+                raise
+            raise UnpicklingError(f"ember.load: {reader.label} is corrupted: a pickle at "
+                                    f"byte {pos} does not parse ({e})") from None
 
     def ints(buf, pos, fmt, n):
         size = struct.calcsize(fmt) * n

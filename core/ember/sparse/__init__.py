@@ -27,16 +27,6 @@ def mm(mat1, mat2, reduce="sum"):
     return spmm(mat1, mat2)
 
 
-def spmm_alias(input, mat2):
-    """``torch.spmm``: ``mm`` under its older name (``input`` sparse COO or strided), exported
-    as ``ember.spmm``."""
-    from ..ops.linalg.products import mm as _mm
-    return _mm(input, mat2)
-
-
-spmm_alias.__name__ = spmm_alias.__qualname__ = "spmm"
-
-
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
     """``torch.sparse.addmm``: ``beta * mat + alpha * (mat1 @ mat2)`` with a sparse ``mat1``."""
     return mat * beta + spmm(mat1, mat2) * alpha

@@ -55,11 +55,24 @@ def make(indices, values, shape, coalesced):
     return t
 
 
-def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
-                      requires_grad=False, check_invariants=None, is_coalesced=None):
+def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, device=None,
+                      pin_memory=False, requires_grad=False, check_invariants=None,
+                      is_coalesced=None):
     """``torch.sparse_coo_tensor``: a COO tensor from ``indices`` (sparse_dim x nnz) and
-    ``values`` (nnz x dense dims); ``size`` defaults to the smallest that holds the indices."""
+    ``values`` (nnz x dense dims); ``size`` defaults to the smallest that holds the indices.
+    ``sparse_coo_tensor(size)`` alone is an empty sparse tensor of that size."""
     from .. import tensor as to_tensor
+    if values is None:
+        if size is None and indices is not None and not isinstance(indices, Tensor):
+            indices, size = None, indices   # torch's sparse_coo_tensor(size) overload
+        if indices is not None or size is None:
+            raise TypeError("sparse_coo_tensor() missing 1 required positional arguments: "
+                            "\"values\"")
+        size = tuple(int(s) for s in size)
+        from .. import zeros
+        return sparse_coo_tensor(zeros((len(size), 0), dtype=_dtype.int64, device=device),
+                                 zeros((0,), dtype=dtype, device=device), size,
+                                 requires_grad=requires_grad)
     if not isinstance(indices, Tensor):
         indices = to_tensor(indices, dtype=_dtype.int64, device=device)
     if not isinstance(values, Tensor):
@@ -68,10 +81,10 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
         indices, values = indices.to(device), values.to(device)
     if dtype is not None and values.dtype is not dtype:
         values = values.to(dtype)
-    if indices.dtype not in (_dtype.int64, _dtype.int32):
+    if indices.dtype.category == _dtype.COMPLEX:
         raise RuntimeError(f"sparse_coo_tensor: indices must be an int64 tensor, got "
                            f"{indices.dtype}")
-    indices = indices.to(_dtype.int64)
+    indices = indices.to(_dtype.int64)  # PyTorch casts float and bool indices (toward zero)
     if indices.ndim != 2:
         raise RuntimeError(f"sparse_coo_tensor: indices must be sparse_dim x nnz, but got: "
                            f"{list(indices.shape)}")
@@ -188,7 +201,7 @@ def to_sparse(t, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None
     if not 0 <= sparse_dim <= t.ndim:
         raise RuntimeError(f"to_sparse: sparse_dim {sparse_dim} must be in [0, {t.ndim}] for a "
                            f"tensor of shape {list(t.shape)}")
-    from ..autograd.grad_mode import no_grad
+    from ..dispatch.grad_mode import no_grad
     with no_grad():
         nz = t != 0
         if sparse_dim < t.ndim:

@@ -7,10 +7,8 @@ that are other ops under another name (``expit`` is ``sigmoid``, ``gammaln`` is 
 """
 from __future__ import annotations
 
-from .._tensor import Tensor
 from ..ops import elementwise as _ew
 from ..ops import reduction as _red
-from ..ops._util import write_out
 
 __all__ = ["bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2",
            "expit", "expm1", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p",
@@ -61,15 +59,7 @@ __all__ += ["modified_bessel_i0", "modified_bessel_i1", "bessel_y0", "bessel_y1"
             "scaled_modified_bessel_k1"] + list(_polynomials_all)
 
 
-def logit(input, eps=None, *, out=None):
-    """``log(p / (1 - p))``; with ``eps``, ``input`` is first clamped to [eps, 1 - eps] (the
-    gradient is zero where it was clamped)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"logit(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
-    x = input if eps is None else _ew.clamp(input, float(eps), 1.0 - float(eps))
-    r = _U["logit"](x)
-    return r if out is None else write_out(out, r, "logit")
+logit = _U["logit"]  # torch.special.logit is torch.logit, eps included
 
 
 def multigammaln(input, p, *, out=None):
@@ -77,7 +67,7 @@ def multigammaln(input, p, *, out=None):
     return _ew.mvlgamma(input, p, out=out)
 
 
-def softmax(input, dim, *, dtype=None):
+def softmax(input, dim, dtype=None):
     return _red.softmax(input, dim, dtype=dtype)
 
 

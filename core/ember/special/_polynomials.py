@@ -2,7 +2,8 @@
 
 Each polynomial family is its three-term recurrence run up to the largest degree asked for
 (``n`` broadcasts against ``x``, per element); an element keeps the value of its own degree,
-and a negative degree gives 0, as torch's. The shifted Chebyshev polynomials are the plain ones
+and a negative degree gives 0, as torch's; a fractional degree is truncated toward zero, as torch
+casts it to an integer. The shifted Chebyshev polynomials are the plain ones
 at ``2x - 1``. Written with ember ops: every backend runs them."""
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def _operands(name, x, n):
         x.dtype, _dtype.get_default_dtype())
     if n.dtype.is_floating_point:
         dtype = _dtype.promote_types(dtype, n.dtype)
+        n = n.trunc()        # PyTorch casts a floating degree to an integer (toward zero)
     return x.to(dtype), n
 
 
@@ -109,11 +111,12 @@ def legendre_polynomial_p(input, n, *, out=None):
 
 
 def spherical_bessel_j0(input, *, out=None):
-    """``sin(x) / x`` (1 at 0): the normalized sinc at ``x / pi``."""
+    """``sin(x) / x`` (1 at 0, 0 at +-inf as in scipy and PyTorch): the normalized sinc at
+    ``x / pi``."""
     import math
-    from .. import sinc
+    from .. import sinc, where
     x, _ = _operands("spherical_bessel_j0", input, 0)
-    return _finish(sinc(x / math.pi), out)
+    return _finish(where(x.isinf(), 0.0, sinc(x / math.pi)), out)
 
 
 def _finish(result, out):

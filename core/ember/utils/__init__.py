@@ -1,11 +1,11 @@
 """``ember.utils``: helpers with the names of ``torch.utils`` (``checkpoint``, ``data``, ``hooks``,
-``deterministic``).
+``deterministic``, ``collect_env``), and ember's ``progress`` display for long work.
 
 Submodules load on first access, so low layers (autograd) can import ``ember.utils.hooks``
 without pulling in modules that depend on them."""
 import importlib
 
-_SUBMODULES = ("checkpoint", "data", "deterministic", "hooks")
+_SUBMODULES = ("checkpoint", "collect_env", "data", "deterministic", "hooks", "progress")
 
 
 def __getattr__(name):

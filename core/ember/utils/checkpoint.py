@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ..autograd import engine
-from ..autograd.grad_mode import enable_grad
+from ..dispatch.grad_mode import enable_grad
 from ..autograd.graph import AccumulateGrad, Node, alias, attach
 from ..autograd.record import gradient_edge
 from ..dispatch import keys as K

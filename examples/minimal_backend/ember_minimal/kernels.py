@@ -11,6 +11,7 @@ Everything else runs on the CPU fallback.
 from __future__ import annotations
 
 from types import MethodType
+from typing import Any, Callable
 
 import numpy as np
 
@@ -104,8 +105,9 @@ def to_copy(be, x, dtype):
         return be.copy_(be.new_tensor(x.shape, dtype, x.device), x)
 
 
-TABLE = {"add": add, "mul": mul, "neg": neg, "sum": sum_, "matmul": matmul, "full": full,
-         "fill_": fill_, "copy_": copy_, "_to_copy": to_copy}
+TABLE: dict[str, Callable[..., Any]] = {
+    "add": add, "mul": mul, "neg": neg, "sum": sum_, "matmul": matmul, "full": full,
+    "fill_": fill_, "copy_": copy_, "_to_copy": to_copy}
 
 
 def register(backend) -> None:

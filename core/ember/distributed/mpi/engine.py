@@ -147,7 +147,7 @@ class Staged:
             return
         t = self.tensor
         if self.copied:
-            from ...autograd.grad_mode import no_grad
+            from ...dispatch.grad_mode import no_grad
             from ...ops.factories import from_numpy
             with no_grad():
                 t.copy_(from_numpy(self.arr.reshape(tuple(t.shape))))

@@ -1,11 +1,17 @@
-"""``ProcessGroupMPI``: every collective as a non-blocking MPI call on host-staged buffers."""
+"""``ProcessGroupMPI``: every collective as a non-blocking MPI call on host-staged buffers.
+
+A group has three communicators over the same ranks, each its own matching space: ``comm`` for
+collectives (sync and async), ``p2p`` for send/recv/isend/irecv (so a receive from any source,
+with any tag, can only ever match a user's point-to-point message, whatever collectives are in
+flight, and however an MPI library or a future engine builds its collectives), and ``ctl`` for
+the status board and monitored_barrier."""
 from __future__ import annotations
 
 import threading
 import time
 
 from .._types import DistBackendError
-from ..backend import ProcessGroupBackend
+from ..contract import ProcessGroupBackend
 from .engine import (Staged, divide_in_place, guarded_barrier, idup, mpi, poll, reduce_op)
 from .progress import MPIWork, progress
 from .status import StatusBoard
@@ -48,9 +54,10 @@ def create(context):
                                f"{base.Get_rank()} of {base.Get_size()}, ember expected "
                                f"{context.rank} of {context.size}")
     ctl = idup(base, deadline, describe)
+    p2p = idup(base, deadline, describe)
     guarded_barrier(ctl, deadline, "status board", describe)
     board = StatusBoard(ctl)
-    group = ProcessGroupMPI(context, base, ctl, board)
+    group = ProcessGroupMPI(context, base, ctl, board, p2p)
     progress.add_board(board)
     _groups.append(group)
     del MPI
@@ -66,9 +73,10 @@ def _ranks_text(ranks) -> str:
 class ProcessGroupMPI(ProcessGroupBackend):
     name = "mpi"
 
-    def __init__(self, context, comm, ctl, board):
+    def __init__(self, context, comm, ctl, board, p2p):
         super().__init__(context)
         self.comm = comm
+        self.p2p = p2p
         self.ctl = ctl
         self.board = board
         self.group_name = context.group_name
@@ -243,19 +251,26 @@ class ProcessGroupMPI(ProcessGroupBackend):
         from ..work import CompletedWork
         return CompletedWork("monitored_barrier")
 
+    def _check_tag(self, op, tag):
+        ub = self.p2p.Get_attr(mpi().TAG_UB)
+        if ub is not None and tag > ub:
+            raise ValueError(f"{op}: tag {tag} is larger than this MPI's largest tag {ub}")
+
     def send(self, tensor, dst, tag):
         self._check("send")
+        self._check_tag("send", tag)
         st = Staged(tensor, write=False)
-        return self._start("send", 0, lambda: [self.comm.Isend(st.buf(True), dest=dst,
-                                                                tag=tag)], [tensor], [])
+        return self._start("send", 0, lambda: [self.p2p.Isend(st.buf(True), dest=dst,
+                                                               tag=tag)], [tensor], [])
 
     def recv(self, tensor, src, tag):
         self._check("recv")
+        self._check_tag("recv", tag)
         MPI = mpi()
         st = Staged(tensor, read=False)
         source = MPI.ANY_SOURCE if src is None else src
-        return self._start("recv", 0, lambda: [self.comm.Irecv(st.buf(True), source=source,
-                                                                tag=tag)],
+        return self._start("recv", 0, lambda: [self.p2p.Irecv(st.buf(True), source=source,
+                                                               tag=tag)],
                            [tensor], [st.finish], status=MPI.Status())
 
     # -- failures --------------------------------------------------------------------------------
@@ -358,6 +373,7 @@ class ProcessGroupMPI(ProcessGroupBackend):
             return
         self.board.close()
         self.ctl.Free()
+        self.p2p.Free()
         self.comm.Free()
 
 

@@ -18,8 +18,6 @@ from .pixelshuffle import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 from .embedding_bag import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
-from .activation_more import *  # noqa: F401,F403
-from .loss_more import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
 from .instancenorm import *  # noqa: F401,F403
 from .lazy import *  # noqa: F401,F403

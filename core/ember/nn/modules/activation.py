@@ -1,16 +1,19 @@
 """Activation modules: thin wrappers over ``nn.functional`` that print like PyTorch's."""
 from __future__ import annotations
 
+import warnings
+
 from ... import _dtype
 from ...ops.factories import full
 from .. import functional as F
+from .._activation import _softmax2d
 from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU",
            "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softsign", "Sigmoid", "Tanh",
            "LogSigmoid", "Tanhshrink", "Threshold", "RReLU", "GLU", "PReLU", "Softmax", "Softmin",
-           "LogSoftmax"]
+           "LogSoftmax", "Hardshrink", "Softshrink", "Softmax2d"]
 
 
 class _Inplace(Module):
@@ -127,11 +130,20 @@ class CELU(ELU):
 
 
 class Hardtanh(Module):
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None,
+                 max_value=None):
         super().__init__()
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`",
+                          FutureWarning, stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`",
+                          FutureWarning, stacklevel=2)
+            max_val = max_value
         if max_val <= min_val:
-            raise ValueError(f"Hardtanh: max_val ({max_val}) must be greater than min_val "
-                             f"({min_val})")
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val "
+                                 f"({min_val})")
         self.min_val = min_val
         self.max_val = max_val
         self.inplace = inplace
@@ -245,3 +257,38 @@ class Softmin(_SoftmaxBase):
 
 class LogSoftmax(_SoftmaxBase):
     _fn = staticmethod(F.log_softmax)
+
+
+class Hardshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of every spatial location."""
+
+    def forward(self, input):
+        return _softmax2d(input)
+
+
+# torch defines MultiheadAttention in torch.nn.modules.activation; scripts name it there
+from .multihead import MultiheadAttention  # noqa: E402,F401

@@ -1,10 +1,10 @@
 """InstanceNorm1d/2d/3d (statistics per sample and channel), LocalResponseNorm and the legacy
-CrossMapLRN2d, over ``nn/_norm_more.py``."""
+CrossMapLRN2d, over ``nn/_normalization.py``."""
 from __future__ import annotations
 
 import warnings
 
-from .. import _norm_more as N
+from .. import _normalization as N
 from .module import Module
 from .normalization import _BatchNorm
 
@@ -16,9 +16,9 @@ class _InstanceNorm(_BatchNorm):
     _spatial = 1
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
-                 track_running_stats=False, device=None, dtype=None):
+                 track_running_stats=False, device=None, dtype=None, *, bias=True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
-                         dtype)
+                         dtype, bias=bias)
 
     def _check_input_dim(self, input):
         allowed = (self._spatial + 1, self._spatial + 2)

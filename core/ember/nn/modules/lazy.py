@@ -125,9 +125,9 @@ class _LazyNormMixin(LazyModuleMixin):
             return  # nothing to size: PyTorch leaves num_features at 0 too
         unbatched = input.ndim == self._unbatched_ndim
         self.num_features = input.shape[0 if unbatched else 1]
-        if self.weight is not None:
-            self.weight.materialize((self.num_features,))
-            self.bias.materialize((self.num_features,))
+        for p in (self.weight, self.bias):
+            if p is not None:
+                p.materialize((self.num_features,))
         if self.track_running_stats:
             self.running_mean = zeros(self.num_features, **self._factory)
             self.running_var = ones(self.num_features, **self._factory)
@@ -138,8 +138,9 @@ class _LazyNormMixin(LazyModuleMixin):
 def _norm(base, unbatched_ndim):
     # PyTorch's lazy norms default to affine and tracked statistics, InstanceNorm's too
     def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 device=None, dtype=None):
-        base.__init__(self, 0, eps, momentum, affine, track_running_stats, device, dtype)
+                 device=None, dtype=None, *, bias=True):
+        base.__init__(self, 0, eps, momentum, affine, track_running_stats, device, dtype,
+                      bias=bias)
         self._lazy_init(device, dtype)
     return type("Lazy" + base.__name__, (_LazyNormMixin, base), {
         "__init__": __init__, "cls_to_become": base, "_unbatched_ndim": unbatched_ndim,

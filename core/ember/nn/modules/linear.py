@@ -89,3 +89,9 @@ class Bilinear(Module):
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's class for MultiheadAttention.out_proj (a Linear; the name shows in reprs),
+    where torch defines it, so ``torch.nn.modules.linear.NonDynamicallyQuantizableLinear``
+    names it under ``ember run`` (a safe-globals list for ``torch.load`` does)."""

@@ -13,7 +13,7 @@ from collections import OrderedDict, namedtuple
 
 from ..._tensor import Tensor
 from ...utils.hooks import RemovableHandle
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ...autograd.tensor_api import zero_grads
 from ..parameter import Parameter
 
@@ -365,8 +365,8 @@ class Module:
     def compile(self, *args, **kwargs):
         """Compile this module's forward with ``ember.compile`` in place (``torch``'s
         ``Module.compile``)."""
-        from ...compiler import _module_compile
-        _module_compile(self, *args, **kwargs)
+        import ember   # the compiler is a layer above nn (it guards on modules)
+        ember.compiler._module_compile(self, *args, **kwargs)
 
     def apply(self, fn):
         for m in self.children():
@@ -534,7 +534,8 @@ class Module:
         """Copy parameters and buffers from ``state_dict``; with ``strict``, missing or
         unexpected keys raise. Returns ``(missing_keys, unexpected_keys)``."""
         if not isinstance(state_dict, dict):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+            raise TypeError(f"{type(self).__name__}.load_state_dict(): Expected state_dict to be "
+                            f"dict-like, got {type(state_dict)}.")
         missing, unexpected, errors = [], [], []
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
@@ -558,8 +559,10 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
                     ", ".join(f'"{k}"' for k in missing)))
         if errors:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                type(self).__name__, "\n\t".join(errors)))
+            name = type(self).__name__
+            # PyTorch's text, after the public call that failed
+            raise RuntimeError("{}.load_state_dict: Error(s) in loading state_dict for {}:\n\t{}"
+                               .format(name, name, "\n\t".join(errors)))
         return _IncompatibleKeys(missing, unexpected)
 
     def register_state_dict_pre_hook(self, hook):

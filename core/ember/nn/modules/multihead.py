@@ -9,14 +9,10 @@ from ...ops.factories import empty
 from .. import functional as F
 from ..init import constant_, xavier_normal_, xavier_uniform_
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """torch's class for MultiheadAttention.out_proj (a Linear; the name shows in reprs)."""
 
 
 def _factory(device, dtype):

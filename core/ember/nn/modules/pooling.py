@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from .. import _fractional_pool as FP
 from .. import _pool as P
-from .. import _pool_extras as PX
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
@@ -203,15 +202,15 @@ class _LPPoolNd(Module):
 
 
 class LPPool1d(_LPPoolNd):
-    _fn = staticmethod(PX.lp_pool1d)
+    _fn = staticmethod(P.lp_pool1d)
 
 
 class LPPool2d(_LPPoolNd):
-    _fn = staticmethod(PX.lp_pool2d)
+    _fn = staticmethod(P.lp_pool2d)
 
 
 class LPPool3d(_LPPoolNd):
-    _fn = staticmethod(PX.lp_pool3d)
+    _fn = staticmethod(P.lp_pool3d)
 
 
 class _MaxUnpoolNd(Module):
@@ -236,17 +235,17 @@ class _MaxUnpoolNd(Module):
 
 
 class MaxUnpool1d(_MaxUnpoolNd):
-    _fn = staticmethod(PX.max_unpool1d)
+    _fn = staticmethod(P.max_unpool1d)
     _n = 1
 
 
 class MaxUnpool2d(_MaxUnpoolNd):
-    _fn = staticmethod(PX.max_unpool2d)
+    _fn = staticmethod(P.max_unpool2d)
     _n = 2
 
 
 class MaxUnpool3d(_MaxUnpoolNd):
-    _fn = staticmethod(PX.max_unpool3d)
+    _fn = staticmethod(P.max_unpool3d)
     _n = 3
 
 

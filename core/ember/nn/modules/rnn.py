@@ -22,7 +22,7 @@ from ...ops.factories import empty
 from .. import _rnn
 from .. import init
 from ..parameter import Parameter
-from ..utils.rnn import PackedSequence
+from .._packed_sequence import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ... import _dtype
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ...ops.factories import empty
 from .. import functional as F
 from .. import init

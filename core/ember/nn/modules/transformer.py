@@ -10,10 +10,11 @@ no ``mask``), the padded positions come out of the layers as zeros (before the f
 from __future__ import annotations
 
 import copy
+import inspect
 import warnings
 
 from ... import _dtype
-from ...autograd.grad_mode import is_grad_enabled
+from ...dispatch.grad_mode import is_grad_enabled
 from ...ops import factories as _fac
 from ...ops import shape as _shape
 from .. import functional as F
@@ -226,9 +227,12 @@ class TransformerDecoder(Module):
 
 
 def _relu_or_gelu(activation):
-    if activation is F.relu or isinstance(activation, ReLU):
+    # F.relu as the public API wraps it (ember._api.binding) or as the default argument
+    # captured it before: the same function
+    fn = inspect.unwrap(activation) if callable(activation) else activation
+    if fn is inspect.unwrap(F.relu) or isinstance(activation, ReLU):
         return 1
-    if activation is F.gelu or isinstance(activation, GELU):
+    if fn is inspect.unwrap(F.gelu) or isinstance(activation, GELU):
         return 2
     return 0
 

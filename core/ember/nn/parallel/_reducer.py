@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...autograd import engine
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ...autograd.graph import AccumulateGrad
 from ...autograd.record import gradient_edge
 

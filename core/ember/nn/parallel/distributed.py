@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from ...autograd.grad_mode import is_grad_enabled, no_grad
+from ...dispatch.grad_mode import is_grad_enabled, no_grad
 from ..._tensor import Tensor
 from ..modules.module import Module
 from ._reducer import Reducer

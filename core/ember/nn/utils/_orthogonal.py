@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..._type_info import finfo
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ...ops.elementwise.closeness import allclose
 from ...ops.factories import eye
 from ...ops.factories import from_numpy

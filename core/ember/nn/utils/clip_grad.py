@@ -9,7 +9,7 @@ import math
 import warnings
 
 from ..._tensor import Tensor
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]
@@ -44,7 +44,15 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
         return tensor(0.0)
     with no_grad():
         device = tensors[0].device
-        norms = [_vector_norm(t, norm_type).to(device) for t in tensors]
+        norms = []
+        for group in _by_device_and_dtype(tensors):
+            if group[0].is_floating_point() or group[0].is_complex():
+                # one multi-tensor op per device and dtype (torch's _foreach_norm)
+                from ...ops.foreach import _foreach_norm
+                found = _foreach_norm(group, norm_type)
+            else:
+                found = [_vector_norm(t, norm_type) for t in group]
+            norms.extend(n.to(device) for n in found)
         total = _vector_norm(stack(norms), norm_type)
     if error_if_nonfinite and not bool(total.isfinite()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` "
@@ -61,8 +69,22 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         return
     with no_grad():
         coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(coef.to(g.device, g.dtype))
+        from ...ops.foreach import _foreach_mul_
+        for group in _by_device_and_dtype(grads):
+            scale = coef.to(group[0].device, group[0].dtype)
+            if group[0].is_floating_point() or group[0].is_complex():
+                _foreach_mul_(group, scale)       # one multi-tensor op per device and dtype
+            else:
+                for g in group:
+                    g.mul_(scale)
+
+
+def _by_device_and_dtype(tensors):
+    """The tensors grouped by (device, dtype), in first-seen order."""
+    groups = {}
+    for t in tensors:
+        groups.setdefault((t.device, t.dtype), []).append(t)
+    return list(groups.values())
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,

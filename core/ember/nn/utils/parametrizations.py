@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import Enum, auto
 
 from ..._tensor import Tensor
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ...ops.factories import zeros_like
 from ...ops.random import randn
 from ...ops.shape import cat

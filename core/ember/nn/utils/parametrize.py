@@ -17,7 +17,7 @@ import contextlib
 import copy
 
 from ..._tensor import Tensor
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ..modules.container import ModuleDict, ModuleList
 from ..modules.module import Module
 from ..parameter import Parameter

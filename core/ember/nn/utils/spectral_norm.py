@@ -6,7 +6,7 @@ State dicts hold ``<name>_orig``, ``<name>_u`` and ``<name>_v``, as PyTorch's.
 """
 from __future__ import annotations
 
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from .. import functional as F
 from ..parameter import Parameter
 

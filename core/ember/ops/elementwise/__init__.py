@@ -2,8 +2,10 @@
 defined once.
 
 * ``unary``       one row per op (exp, sin, relu, isnan…) plus round and nan_to_num
-* ``binary``      one row per op (mul, pow, eq, bitwise_and…) plus add, sub, div
-* ``selection``   where, clamp
+* ``binary``      one row per op (mul, pow, eq, bitwise_and…) plus add, sub, div, rsub
+* ``selection``   where, clamp, heaviside
+* ``integer``     gcd, lcm (compositions)
+* ``floating_point`` frexp, ldexp, nextafter, float_power (compositions)
 * ``ternary``     addcmul, addcdiv, lerp
 * ``activation``  activations with parameters (gelu, softplus, leaky_relu, elu, hardtanh)
 * ``complex_numbers`` angle, sgn, complex, polar (composites with PyTorch's derivatives)
@@ -25,8 +27,11 @@ from . import ternary  # noqa: F401
 from .ternary import addcdiv, addcdiv_, addcmul, addcmul_, lerp, lerp_
 from .activation import elu, gelu, hardtanh, leaky_relu, softplus
 from .binary import (ALIASES_BINARY, BINARY, add, add_, add_op, binary_api, binary_ops, div,
-                     div_, divide, sub, sub_, subtract, true_divide)
-from .selection import clamp, clamp_, clamp_max, clamp_min, clip, clip_, where
+                     div_, divide, rsub, sub, sub_, subtract, true_divide)
+from .selection import clamp, clamp_, clamp_max, clamp_min, clip, clip_, heaviside, where
+from . import integer, floating_point  # noqa: F401
+from .integer import gcd, lcm
+from .floating_point import float_power, frexp, ldexp, nextafter
 from .unary import (ALIASES_UNARY, UNARY, conj, conj_physical_op, nan_to_num, round, unary_api,
                     unary_ops)
 from .special import (i0, mvlgamma, polygamma, polygamma_op, sinc, special_api,

@@ -1,6 +1,6 @@
 """Activations with parameters (gelu, softplus, leaky_relu, elu/celu/selu, hardtanh, threshold,
-hardsigmoid, hardswish, rrelu): each op with its meta and derivative. Parameter-free activations
-(relu, sigmoid, silu, mish) are unary rows.
+hardsigmoid, hardswish, rrelu): each op with its meta and derivative; hardshrink, softshrink and
+prelu as compositions. Parameter-free activations (relu, sigmoid, silu, mish) are unary rows.
 
 In-place variants save what PyTorch's save (``derivatives.yaml``), because that decides whether a
 later in-place write breaks the backward: ``leaky_relu_``, ``elu_`` (so ``celu_``, ``selu_``)
@@ -11,17 +11,21 @@ must be >= 0, as PyTorch requires); ``hardtanh_``, ``threshold_``, ``hardsigmoid
 """
 from __future__ import annotations
 
+import math
+
 from ... import _dtype
 from ..._dtype import COMPLEX, FLOATING
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad, _tangents
+from .. import _grad, _primitives, _tangents
 from .. import _meta
 from .. import conversion as _conv  # formulas and composites only
+from .._lowering import clamp, onnx_clamp
+from .._util import require_tensor, tensor_method
 from . import backward as _bw  # formulas only: the fused gelu_backward
-from . import selection as _sel  # formulas only: selection imports this module
 from ._rules import check_overlap, float_dtype
+
 
 def _gelu_backward(ctx, g, x, approximate, compute):
     if g.dtype is not x.dtype or g._shape != x._shape:  # (a broadcast gradient)
@@ -31,16 +35,16 @@ def _gelu_backward(ctx, g, x, approximate, compute):
 
 def _softplus_backward(ctx, g, x, beta, threshold, compute):
     bx = x * beta
-    return (_sel.where(bx.gt(threshold), g, g * bx.sigmoid()),)
+    return (_primitives.where(bx.gt(threshold), g, g * bx.sigmoid()),)
 
 
 def _leaky_relu_backward(ctx, g, x, slope):
-    return (_sel.where(x.gt(0), g, g * slope),)
+    return (_primitives.where(x.gt(0), g, g * slope),)
 
 
 def _elu_backward(ctx, g, x, alpha, scale, input_scale):
     neg = g * (x * input_scale).exp() * (alpha * scale * input_scale)
-    return (_sel.where(x.gt(0), g * scale, neg),)
+    return (_primitives.where(x.gt(0), g * scale, neg),)
 
 
 def _hardtanh_backward(ctx, g, x, lo, hi):
@@ -56,7 +60,7 @@ def _leaky_relu_result_backward(ctx, g, x, slope):
             "https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu "
             "backward calculation with negative slope")
     r = ctx.result
-    return (_sel.where(r.gt(0), g, g * slope),)
+    return (_primitives.where(r.gt(0), g, g * slope),)
 
 
 def _elu_result_backward(ctx, g, x, alpha, scale, input_scale):
@@ -67,7 +71,7 @@ def _elu_result_backward(ctx, g, x, alpha, scale, input_scale):
             "supported. This is caused by calling in-place forward function with a negative "
             "slope, please call out-of-place version instead.")
     r = ctx.result
-    return (_sel.where(r.le(0), g * ((r + alpha * scale) * input_scale), g * scale),)
+    return (_primitives.where(r.le(0), g * ((r + alpha * scale) * input_scale), g * scale),)
 
 
 def _elu_name(suffix):
@@ -87,11 +91,11 @@ def _hardsigmoid_backward(ctx, g, x):
 
 def _hardswish_backward(ctx, g, x):
     mid = g * (x / 3.0 + 0.5)
-    return (_sel.where(x.lt(-3.0), 0.0, _sel.where(x.le(3.0), mid, g)),)
+    return (_primitives.where(x.lt(-3.0), 0.0, _primitives.where(x.le(3.0), mid, g)),)
 
 
 def _threshold(self, threshold, value):
-    fill = _sel.where(self.gt(threshold), self, value)
+    fill = _primitives.where(self.gt(threshold), self, value)
     return fill if fill.dtype is self.dtype else fill.to(self.dtype)
 
 
@@ -164,6 +168,78 @@ hardswish__op = define("hardswish_(Tensor(a!) self) -> Tensor(a!)",
                        derivative=Derivative(_hardswish_backward, save=("self",)))
 
 
+# -- lowering: one element as an expression (fusion), the ONNX nodes (export) -----------------
+_SQRT_HALF = math.sqrt(0.5)   # sqrt(0.5), not _K_ALPHA: the two differ in the last bit
+
+
+@gelu_op.def_pointwise
+def _gelu_expr(e, x, approximate="none", *_):
+    v = e(x)
+    if approximate == "tanh":
+        inner = f"{e.lit(_K_BETA)} * ({v} + {e.lit(_K_KAPPA)} * {v} * {v} * {v})"
+        return f"({e.lit(0.5)} * {v} * ({e.lit(1)} + {e.fn('tanh', inner)}))"
+    return f"({e.lit(0.5)} * {v} * ({e.lit(1)} + {e.fn('erf', f'{v} * {e.lit(_SQRT_HALF)}')}))"
+
+
+@gelu_op.def_onnx
+def _gelu_onnx(b, c, x, approximate="none", *rest):
+    if approximate == "tanh":
+        cube = b.op("Mul", [b.op("Mul", [x, x]), x])
+        inner = b.op("Mul", [b.op("Add", [x, b.op("Mul", [cube, c.scalar(_K_KAPPA)])]),
+                             c.scalar(_K_BETA)])
+        t = b.op("Add", [b.op("Tanh", [inner]), c.scalar(1.0)])
+    else:
+        t = b.op("Add", [b.op("Erf", [b.op("Mul", [x, c.scalar(_SQRT_HALF)])]), c.scalar(1.0)])
+    return b.op("Mul", [b.op("Mul", [x, t]), c.scalar(0.5)])
+
+
+@softplus_op.def_pointwise
+def _softplus_expr(e, x, beta, threshold, *_):
+    v = e(x)
+    return (f"({v} * {e.lit(beta)} > {e.lit(threshold)} ? {v} : "
+            f"{e.fn('log1p', e.fn('exp', f'{v} * {e.lit(beta)}'))} / {e.lit(beta)})")
+
+
+@softplus_op.def_onnx
+def _softplus_onnx(b, c, x, beta=1.0, threshold=20.0, *rest):
+    if beta != 1.0:
+        scaled = b.op("Mul", [x, c.scalar(beta)])
+        return b.op("Div", [b.op("Softplus", [scaled]), c.scalar(beta)])
+    return b.op("Softplus", [x])
+
+
+@leaky_relu_op.def_pointwise
+def _leaky_relu_expr(e, x, slope, *_):
+    return f"({e(x)} > {e.lit(0)} ? {e(x)} : {e(x)} * {e.lit(slope)})"
+
+
+@leaky_relu_op.def_onnx
+def _leaky_relu_onnx(b, c, x, slope=0.01, *rest):
+    return b.op("LeakyRelu", [x], alpha=float(slope))
+
+
+@elu_op.def_pointwise
+def _elu_expr(e, x, alpha, scale, input_scale, *_):
+    v = e(x)
+    return (f"({v} <= {e.lit(0)} ? {e.fn('expm1', f'{v} * {e.lit(input_scale)}')} * "
+            f"{e.lit(alpha * scale)} : {v} * {e.lit(scale)})")
+
+
+@hardtanh_op.def_pointwise
+def _hardtanh_expr(e, x, lo, hi, *_):
+    return clamp(e, x, lo, hi)
+
+
+@hardtanh_op.def_onnx
+def _hardtanh_onnx(b, c, x, lo=-1.0, hi=1.0, *rest):
+    return onnx_clamp(b, c, x, lo, hi)
+
+
+@threshold_op.def_pointwise
+def _threshold_expr(e, x, th, value, *_):
+    return f"({e(x)} <= {e.lit(th)} ? {e.lit(value)} : {e(x)})"
+
+
 def _real_activation(input, op):
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
@@ -233,9 +309,10 @@ def leaky_relu_(input, negative_slope=0.01):
     return _write_in_place(leaky_relu__op, "leaky_relu_", input, float(negative_slope))
 
 
-def elu_(input, alpha=1.0):
+def elu_(input, alpha=1.0, scale=1.0, input_scale=1.0):
     _require_float(input, "elu_")
-    return _write_in_place(elu__op, "elu_", input, float(alpha), 1.0, 1.0)
+    return _write_in_place(elu__op, "elu_", input, float(alpha), float(scale),
+                           float(input_scale))
 
 
 def _celu_alpha(input, alpha, name):
@@ -319,29 +396,61 @@ def _rrelu_args(input, lower, upper, name):
     return lower, upper
 
 
-def _rrelu_noise(input, lower, upper):
-    """Per element: 1 where ``input > 0``, else a slope drawn from U(lower, upper) with the
-    default generator of the input's device (PyTorch's ``noise``)."""
-    slopes = input.new_empty(input.shape).uniform_(lower, upper)
-    return _sel.where(input.gt(0), 1.0, slopes).to(input.dtype)
+def _rrelu_noise(input, lower, upper, generator):
+    """Per element: 1 where ``input > 0``, else a slope drawn from U(lower, upper) with
+    ``generator`` (None: the input device's default; PyTorch's ``noise``)."""
+    slopes = input.new_empty(input.shape).uniform_(lower, upper, generator=generator)
+    return _primitives.where(input.gt(0), 1.0, slopes).to(input.dtype)
 
 
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     """Randomized leaky ReLU: in training each negative element is scaled by its own slope from
     U(lower, upper); in evaluation by the fixed slope (lower + upper) / 2."""
     lower, upper = _rrelu_args(input, lower, upper, "rrelu")
     if not training:
         return leaky_relu_op(input, (lower + upper) / 2)
-    return input * _rrelu_noise(input, lower, upper)
+    return input * _rrelu_noise(input, lower, upper, generator)
 
 
-def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     """In place: the backward reads the noise (training) or the result (evaluation), never the
     overwritten input."""
     lower, upper = _rrelu_args(input, lower, upper, "rrelu_")
     if not training:
         return leaky_relu_(input, (lower + upper) / 2)
-    return input.mul_(_rrelu_noise(input, lower, upper))
+    return input.mul_(_rrelu_noise(input, lower, upper, generator))
+
+
+# -- compositions: the shrinks and prelu -------------------------------------------------------
+@tensor_method()
+def hardshrink(input, lambd=0.5):
+    """``x`` where ``|x| > lambd``, else 0."""
+    require_tensor(input, "hardshrink")
+    return _primitives.where(input.abs() > lambd, input, 0.0)
+
+
+def softshrink(input, lambd=0.5):
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+    require_tensor(input, "softshrink")
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return _primitives.where(input > lambd, input - lambd, _primitives.where(input < -lambd, input + lambd, 0.0))
+
+
+@tensor_method()
+def prelu(input, weight):
+    require_tensor(input, "prelu")
+    require_tensor(weight, "prelu", "weight")
+    n = weight.numel()
+    if n != 1:
+        if input.ndim < 2 or input._shape[1] != n:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {n} and channel size = "
+                               f"{input._shape[1] if input.ndim >= 2 else 1}.")
+        weight = weight.reshape(n, *([1] * (input.ndim - 2)))
+    elif weight.ndim > input.ndim:        # one weight broadcasts to the input's shape
+        weight = weight.reshape(())
+    return _primitives.where(input > 0, input, input * weight)
 
 
 # -- ember.func: batching rules and jvps (from the backward formulas) ---------------------------

@@ -120,3 +120,19 @@ gelu_backward_op = define(
     meta=_same_meta("gelu_backward"), composite=_gelu_composite,
     derivative=Derivative(_gelu_double, save={"grad_output": "self", "self": None}),
     doc="grad_output * gelu'(self): the erf form ('none') or the tanh approximation's ('tanh')")
+
+
+# -- lowering: one element as an expression (fusion) ------------------------------------------
+@threshold_backward_op.def_pointwise
+def _threshold_backward_expr(e, g, x, th, *_):
+    return f"({e(x)} <= {e.lit(th)} ? {e.lit(0)} : {e(g)})"
+
+
+@tanh_backward_op.def_pointwise
+def _tanh_backward_expr(e, g, y, *_):
+    return f"({e(g)} * ({e.lit(1)} - {e(y)} * {e(y)}))"
+
+
+@sigmoid_backward_op.def_pointwise
+def _sigmoid_backward_expr(e, g, y, *_):
+    return f"({e(g)} * ({e.lit(1)} - {e(y)}) * {e(y)})"

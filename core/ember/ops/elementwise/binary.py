@@ -17,9 +17,9 @@ from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _grad, _tangents
-from .._util import check_inplace, is_scalar, write_out
-from . import selection as _sel  # formulas only: selection imports this module
+from .. import _grad, _primitives, _tangents
+from .._lowering import attach, compare, foldable, infix, is_number, onnx_binary, onnx_compare
+from .._util import check_inplace, ember_namespace, is_scalar, require_tensor, write_out
 from ._rules import (ARITH, CMP, FLOAT_BINARY, INT, LOGICAL, binary_dtype, binary_inplace_meta,
                      binary_meta, check_bcast, check_overlap, check_scalar, check_sub, dtypes_of,
                      float_dtype)
@@ -59,7 +59,7 @@ def _pow_backward(ctx, g, self, exponent, compute):
     gs = ge_ = None
     if ctx.needs(0):
         if _is_t(exponent):
-            gs = _sel.where(exponent.eq(0), 0.0,
+            gs = _primitives.where(exponent.eq(0), 0.0,
                             g * _grad.conj(exponent * self ** (exponent - 1)))
         elif exponent == 0:
             gs = _grad.zeros_like(g)
@@ -70,7 +70,7 @@ def _pow_backward(ctx, g, self, exponent, compute):
         if _is_t(self):
             zero_base = self.eq(0).logical_and(exponent.ge(0) if not exponent.is_complex()
                                                else exponent.eq(exponent))
-            ge_ = g * _grad.conj(_sel.where(zero_base, 0.0, r * self.log()))
+            ge_ = g * _grad.conj(_primitives.where(zero_base, 0.0, r * self.log()))
         elif self == 0:
             ge_ = _grad.zeros_like(g)
         else:
@@ -80,7 +80,7 @@ def _pow_backward(ctx, g, self, exponent, compute):
 
 def _split_ties(g, self, other, loser_if):
     """maximum/minimum: the gradient goes to the larger (smaller) input, halved on ties."""
-    half = _sel.where(self.eq(other), g * 0.5, g)
+    half = _primitives.where(self.eq(other), g * 0.5, g)
     return _grad.mask_fill_zero(half, loser_if(self, other))
 
 
@@ -150,7 +150,7 @@ def _logaddexp2_backward(ctx, g, self, other, compute):
 
 
 def _copysign_backward(ctx, g, self, other, compute):
-    return _both(ctx, lambda: g * _sel.where(self.eq(0), 0.0, ctx.result / self),
+    return _both(ctx, lambda: g * _primitives.where(self.eq(0), 0.0, ctx.result / self),
                  lambda: _grad.zeros_like(g))
 
 
@@ -161,13 +161,35 @@ def _xlogy_backward(ctx, g, self, other, compute):
                  lambda: g * self / other)
 
 
+# -- how rows lower: one element as an expression (fusion), the ONNX nodes (export) -------------
+def _pow_expr(e, a, b, *_):
+    if is_number(b):
+        if b == 2:
+            return f"({e(a)} * {e(a)})"
+        if b == 1:
+            return e(a)
+        if b == 0.5:
+            return e.fn("sqrt", e(a))
+    return e.fn("pow", e(a), e(b))
+
+
+def _maximum_expr(e, a, b, *_):
+    return f"(({e(a)} > {e(b)} || {e(a)} != {e(a)}) ? {e(a)} : {e(b)})"   # NaN wins
+
+
+def _minimum_expr(e, a, b, *_):
+    return f"(({e(a)} < {e(b)} || {e(a)} != {e(a)}) ? {e(a)} : {e(b)})"
+
+
 _SAVE_BOTH = ("self", "other")
-# name, kind, derivative (the formula and what it saves)
+# name, kind, derivative (the formula and what it saves)[, pointwise expression[, ONNX rule]]
 BINARY_ROWS = [
     ("mul", ARITH, Derivative(_mul_backward, save={"self": "other", "other": "self"},
-                              complex_ok=True)),
-    ("maximum", ARITH, Derivative(_maximum_backward, save=_SAVE_BOTH)),
-    ("minimum", ARITH, Derivative(_minimum_backward, save=_SAVE_BOTH)),
+                              complex_ok=True), infix("*"), foldable(onnx_binary("Mul"))),
+    ("maximum", ARITH, Derivative(_maximum_backward, save=_SAVE_BOTH),
+     _maximum_expr, onnx_binary("Max")),
+    ("minimum", ARITH, Derivative(_minimum_backward, save=_SAVE_BOTH),
+     _minimum_expr, onnx_binary("Min")),
     ("fmax", ARITH, Derivative(_fmax_fmin(lambda a, b: a.ge(b)), save=_SAVE_BOTH)),
     ("fmin", ARITH, Derivative(_fmax_fmin(lambda a, b: a.le(b)), save=_SAVE_BOTH)),
     ("remainder", ARITH, Derivative(_remainder_like("floor"), save={"self": "other",
@@ -177,19 +199,19 @@ BINARY_ROWS = [
                                name=_rem_name("Fmod"))),
     ("floor_divide", ARITH, Derivative(_zero_both)),
     ("pow", ARITH, Derivative(_pow_backward, save=("self", "other", "result"), complex_ok=True,
-                              name=_pow_name)),
+                              name=_pow_name), _pow_expr, onnx_binary("Pow")),
     ("atan2", FLOAT_BINARY, Derivative(_atan2_backward, save=_SAVE_BOTH)),
     ("hypot", FLOAT_BINARY, Derivative(_hypot_backward, save=("self", "other", "result"))),
     ("logaddexp", FLOAT_BINARY, Derivative(_logaddexp_backward, save=_SAVE_BOTH)),
     ("logaddexp2", FLOAT_BINARY, Derivative(_logaddexp2_backward, save=_SAVE_BOTH)),
     ("copysign", FLOAT_BINARY, Derivative(_copysign_backward, save=("self", "result"))),
     ("xlogy", FLOAT_BINARY, Derivative(_xlogy_backward, save=_SAVE_BOTH)),
-    ("eq", CMP, NOT_DIFFERENTIABLE),
-    ("ne", CMP, NOT_DIFFERENTIABLE),
-    ("lt", CMP, NOT_DIFFERENTIABLE),
-    ("le", CMP, NOT_DIFFERENTIABLE),
-    ("gt", CMP, NOT_DIFFERENTIABLE),
-    ("ge", CMP, NOT_DIFFERENTIABLE),
+    ("eq", CMP, NOT_DIFFERENTIABLE, compare("=="), onnx_compare("Equal")),
+    ("ne", CMP, NOT_DIFFERENTIABLE, compare("!="), onnx_compare("Equal", negate=True)),
+    ("lt", CMP, NOT_DIFFERENTIABLE, compare("<"), onnx_compare("Less")),
+    ("le", CMP, NOT_DIFFERENTIABLE, compare("<="), onnx_compare("LessOrEqual")),
+    ("gt", CMP, NOT_DIFFERENTIABLE, compare(">"), onnx_compare("Greater")),
+    ("ge", CMP, NOT_DIFFERENTIABLE, compare(">="), onnx_compare("GreaterOrEqual")),
     ("logical_and", LOGICAL, NOT_DIFFERENTIABLE),
     ("logical_or", LOGICAL, NOT_DIFFERENTIABLE),
     ("logical_xor", LOGICAL, NOT_DIFFERENTIABLE),
@@ -199,15 +221,16 @@ BINARY_ROWS = [
     ("bitwise_left_shift", INT, NOT_DIFFERENTIABLE),
     ("bitwise_right_shift", INT, NOT_DIFFERENTIABLE),
 ]
-BINARY = {kind: [name for name, k, _ in BINARY_ROWS if k == kind]
+BINARY = {kind: [name for name, k, *_ in BINARY_ROWS if k == kind]
           for kind in (ARITH, FLOAT_BINARY, CMP, LOGICAL, INT)}
 ALIASES_BINARY = {"multiply": "mul", "greater": "gt", "greater_equal": "ge", "less": "lt",
                   "less_equal": "le", "not_equal": "ne", "arctan2": "atan2"}
 
 binary_ops = {}  # name -> (kind, op, in-place op)
-for _name, _kind, _derivative in BINARY_ROWS:
+for _name, _kind, _derivative, *_lowering in BINARY_ROWS:
     _op = define(f"{_name}(Tensor self, Tensor other, dtype compute) -> Tensor",
                  meta=binary_meta(_name, _kind), derivative=_derivative)
+    attach(_op, _lowering)
     _op_ = define(f"{_name}_(Tensor(a!) self, Tensor other, dtype compute) -> Tensor(a!)",
                   meta=binary_inplace_meta(_name + "_"), functional=_op)
     binary_ops[_name] = (_kind, _op, _op_)
@@ -259,6 +282,46 @@ div_op = define("div(Tensor self, Tensor other, str? rounding_mode, dtype comput
                                       complex_ok=True, name=_div_name))
 div_op_ = define("div_(Tensor(a!) self, Tensor other, str? rounding_mode, dtype compute) -> "
                  "Tensor(a!)", meta=binary_inplace_meta("div_"), functional=div_op)
+
+
+@add_op.def_pointwise
+def _add_expr(e, a, b, alpha=1, *_):
+    return f"({e(a)} + {e(b)})" if alpha == 1 else f"({e(a)} + {e.lit(alpha)} * {e(b)})"
+
+
+@sub_op.def_pointwise
+def _sub_expr(e, a, b, alpha=1, *_):
+    return f"({e(a)} - {e(b)})" if alpha == 1 else f"({e(a)} - {e.lit(alpha)} * {e(b)})"
+
+
+@div_op.def_pointwise
+def _div_expr(e, a, b, mode=None, *_):
+    return None if mode is not None else f"({e(a)} / {e(b)})"   # rounding: a library call
+
+
+def _scaled_onnx(op_type):
+    def rule(b, c, x, y, alpha=1, *rest):
+        y = c.operand(y)
+        if alpha != 1:
+            y = b.op("Mul", [y, c.scalar(alpha)])
+        return b.op(op_type, [c.operand(x), y])
+    return foldable(rule)
+
+
+add_op.def_onnx(_scaled_onnx("Add"))
+sub_op.def_onnx(_scaled_onnx("Sub"))
+
+
+@div_op.def_onnx
+@foldable
+def _div_onnx(b, c, x, y, mode=None, *rest):
+    q = b.op("Div", [c.operand(x), c.operand(y)])
+    if mode == "floor" and c.out_dtype.is_floating_point:
+        return b.op("Floor", [q])
+    if mode == "trunc" and c.out_dtype.is_floating_point:
+        return b.op("Where", [b.op("Less", [q, c.scalar(0)]), b.op("Ceil", [q]),
+                              b.op("Floor", [q])])
+    return q
 
 
 # -- the Python API -----------------------------------------------------------------------------
@@ -423,8 +486,18 @@ def _make_add_sub(name, op, op_):
 add, add_ = _make_add_sub("add", add_op, add_op_)
 sub, sub_ = _make_add_sub("sub", sub_op, sub_op_)
 Tensor.add, Tensor.add_, Tensor.sub, Tensor.sub_ = add, add_, sub, sub_
-subtract = sub
-Tensor.subtract, Tensor.subtract_ = sub, sub_
+
+
+def subtract(input, other, alpha=1, *, out=None):
+    """``sub``; torch's overload for a number ``other`` takes ``alpha`` positionally."""
+    return sub(input, other, alpha=alpha, out=out)
+
+
+def subtract_(self, other, alpha=1):
+    return sub_(self, other, alpha=alpha)
+
+
+Tensor.subtract, Tensor.subtract_ = subtract, subtract_
 
 _ROUNDING = (None, "trunc", "floor")
 
@@ -484,6 +557,15 @@ Tensor.div, Tensor.div_ = div, div_
 divide = true_divide = div
 Tensor.divide = Tensor.true_divide = div
 Tensor.divide_ = Tensor.true_divide_ = div_
+
+
+def rsub(input, other, alpha=1):
+    """``other - alpha * input`` (PyTorch's reversed subtraction)."""
+    require_tensor(input, "rsub")
+    if not isinstance(other, Tensor):
+        other = ember_namespace().tensor(other, dtype=_dtype.result_type(input, other),
+                                         device=input.device)
+    return sub(other, input, alpha=alpha)
 
 
 # -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------

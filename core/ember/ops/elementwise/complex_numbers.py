@@ -18,7 +18,7 @@ from ...dispatch.facets import Derivative
 from .. import _grad
 from .. import _meta
 from .. import views as _views
-from .._util import _dtype_title, write_out
+from .._util import _dtype_title, tensor_method, write_out
 from ._rules import float_dtype
 from .selection import where
 
@@ -149,6 +149,30 @@ def polar(abs, angle, *, out=None):  # noqa: A002 - PyTorch's argument names
     return r if out is None else write_out(out, r, "polar")
 
 
-__all__ = ["angle", "sgn", "complex", "polar"]
+# -- the lazy-bit queries: ember has no lazy conjugation or negation, so is_conj/is_neg are False
+# and resolve_conj/resolve_neg return their input, exactly what torch does without those bits
+def is_conj(input):
+    return input.is_conj()
+
+
+def is_neg(input):
+    return input.is_neg()
+
+
+def resolve_conj(input):
+    return input.resolve_conj()
+
+
+def resolve_neg(input):
+    return input.resolve_neg()
+
+
+@tensor_method("sgn_")
+def _sgn_(self):
+    return self.copy_(self.sgn())
+
+
+__all__ = ["angle", "sgn", "complex", "polar", "is_conj", "is_neg", "resolve_conj",
+           "resolve_neg"]
 
 from .. import shape as _shape_ops  # noqa: E402 - shape imports this family

@@ -1,11 +1,12 @@
-"""Python operators on Tensor (``+``, ``-=``, ``==``, ``~``…), mapped to the elementwise ops."""
+"""Python operators and protocols on Tensor (``+``, ``-=``, ``==``, ``~``, ``in``, ``reversed``…),
+mapped to the elementwise ops."""
 from __future__ import annotations
 
 import numpy as _np
 
 from ... import _dtype
 from ..._tensor import Tensor
-from .._util import is_scalar
+from .._util import is_scalar, tensor_method
 from .binary import add, add_, binary_api, div, div_, sub, sub_
 from .unary import unary_api
 
@@ -60,3 +61,23 @@ Tensor.__hash__ = lambda self: id(self)
 # numpy scalars and arrays defer to the Tensor's reflected operators (np.float32(2) * t is a
 # Tensor, as in PyTorch)
 Tensor.__array_priority__ = 1000
+
+
+@tensor_method("__contains__")
+def _contains(self, element):
+    if isinstance(element, (Tensor, int, float, bool, complex)):
+        return bool((self == element).any().item())
+    raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in "
+                       f"a {type(element)}.")
+
+
+@tensor_method("__reversed__")
+def _reversed(self):
+    return self if self.ndim == 0 else self.flip(0)
+
+
+# Python 2's names PyTorch keeps
+Tensor.__div__, Tensor.__rdiv__, Tensor.__idiv__ = (Tensor.__truediv__, Tensor.__rtruediv__,
+                                                   Tensor.__itruediv__)
+Tensor.__long__ = lambda self: int(self.item())
+Tensor.__nonzero__ = Tensor.__bool__

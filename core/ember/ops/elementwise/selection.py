@@ -1,4 +1,5 @@
-"""Selection ops: ``where`` and ``clamp`` (their derivatives route the gradient by a mask)."""
+"""Selection ops: ``where`` and ``clamp`` (their derivatives route the gradient by a mask), and
+``heaviside`` composed from ``where``."""
 from __future__ import annotations
 
 from ... import _dtype
@@ -6,10 +7,12 @@ from ..._dtype import COMPLEX
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad, _tangents
+from .. import _grad, _primitives, _tangents
 from .. import _meta
+from .._lowering import CONDITION, clamp, onnx_clamp, operands
 from .._meta import broadcast
-from .._util import _broadcast_pair, _dtype_title, check_inplace, write_out
+from .._util import (_broadcast_pair, _dtype_title, check_inplace, ember_namespace, require_tensor,
+                     tensor_method, write_out)
 from . import binary as _bin  # formulas only: binary imports this module
 from ._rules import align, binary_dtype, check_bcast, check_overlap, check_scalar
 
@@ -29,10 +32,20 @@ where_op = define("where(Tensor condition, Tensor self, Tensor other, dtype comp
                                         diff=("self", "other"), complex_ok=True))
 
 
+@where_op.def_pointwise
+@operands(CONDITION)
+def _where_expr(e, c, a, b, *_):
+    return f"({e(c)} ? {e(a)} : {e(b)})"
+
+
+@where_op.def_onnx
+def _where_onnx(b, c, cond, x, y, *rest):
+    return b.op("Where", [cond, c.operand(x), c.operand(y)])
+
+
 def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
-        from ..indexing import nonzero
-        return nonzero(condition, as_tuple=True)
+        return condition.nonzero(as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
     if condition.dtype is not _dtype.bool_:
@@ -52,6 +65,7 @@ def where(condition, input=None, other=None, *, out=None):
     return r if out is None else write_out(out, r, "where")
 
 
+_primitives.provide(where=where)
 Tensor.where = lambda self, condition, other: where(condition, self, other)
 
 
@@ -94,6 +108,8 @@ clamp_op = define("clamp(Tensor self, Tensor? min, Tensor? max, dtype compute) -
                                         name=_clamp_name))
 clamp_op_ = define("clamp_(Tensor(a!) self, Tensor? min, Tensor? max, dtype compute) -> "
                    "Tensor(a!)", meta=_clamp_meta_, functional=clamp_op)
+clamp_op.def_pointwise(clamp)       # tensor bounds stay a library call
+clamp_op.def_onnx(onnx_clamp)
 
 
 def _clamp_args(input, min, max, op):
@@ -157,6 +173,31 @@ def clamp_max(input, max):
 
 
 Tensor.clamp_min, Tensor.clamp_max = clamp_min, clamp_max
+Tensor.clamp_min_ = lambda self, min: clamp_(self, min=min)
+Tensor.clamp_max_ = lambda self, max: clamp_(self, max=max)
+
+
+# -- heaviside: a selection between 0, 1 and the given values ------------------------------
+@tensor_method()
+def heaviside(input, values):
+    """0 below zero, 1 above, ``values`` at zero."""
+    require_tensor(input, "heaviside")
+    em = ember_namespace()
+    if not isinstance(values, Tensor):
+        values = em.tensor(values, dtype=input.dtype, device=input.device)
+    if values.dtype is not input.dtype:
+        raise RuntimeError(f"heaviside is not yet implemented for tensors with different "
+                           f"dtypes: got {input.dtype} and {values.dtype}")
+    if input.is_complex():
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+    one = em.ones((), dtype=input.dtype, device=input.device)
+    zero = em.zeros((), dtype=input.dtype, device=input.device)
+    return em.where(input.eq(0), values, em.where(input.gt(0), one, zero))
+
+
+@tensor_method()
+def heaviside_(self, values):
+    return self.copy_(heaviside(self, values))
 
 
 # -- ember.func: batching rules and jvps (from the backward formulas) ---------------------------

@@ -19,8 +19,9 @@ from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _grad, _meta, _tangents
-from .._util import check_inplace, every_example, write_out
+from .._util import check_inplace, every_example, tensor_method, write_out
 from . import unary as _unary
+from .selection import where
 from ._rules import (FLOAT, FLOAT_BINARY, binary_dtype, binary_meta, check_bcast, check_overlap,
                      check_scalar, float_dtype, unary_meta)
 
@@ -43,36 +44,31 @@ def _from_both(fprime, **kw):
                       save=("self", "result"), **kw)
 
 
-def _where(cond, a, b):
-    from .selection import where
-    return where(cond, a, b)
-
-
 def _i1_d(x, r):
     # d/dx I1 = I0 - I1 / x, 1/2 at 0
-    return _where(x.eq(0), 0.5, _api("i0")(x) - r / x)
+    return where(x.eq(0), 0.5, _api("i0")(x) - r / x)
 
 
 def _i1e_d(x, r):
     # d/dx exp(-|x|) I1 = exp(-|x|) I0 - I1e (sgn(x) + 1/x), 1/2 at 0
-    return _where(x.eq(0), 0.5, _api("special_i0e")(x) - r * (x.sign() + x.reciprocal()))
+    return where(x.eq(0), 0.5, _api("special_i0e")(x) - r * (x.sign() + x.reciprocal()))
 
 
 def _sinc_d(x):
     # near 0 the Taylor series of sinc' (-pi^2 x / 3 + pi^4 x^3 / 30), so the double backward
     # is finite there too (PyTorch's gives nan at 0); elsewhere the closed form on a safe x
     near = (x * math.pi).abs() < 1e-3
-    safe = _where(near, 1.0, x)
+    safe = where(near, 1.0, x)
     px = safe * math.pi
     closed = (px * px.cos() - px.sin()) / (px * safe)
     x2 = x * x
     series = x * (-(math.pi ** 2) / 3 + (math.pi ** 4 / 30) * x2)
-    return _where(near, series, closed)
+    return where(near, series, closed)
 
 
 def _j1_d(x):
     # J1' = J0 - J1 / x, 1/2 at 0
-    return _where(x.eq(0), 0.5, _api("special_bessel_j0")(x) - _api("special_bessel_j1")(x) / x)
+    return where(x.eq(0), 0.5, _api("special_bessel_j0")(x) - _api("special_bessel_j1")(x) / x)
 
 
 # name, derivative
@@ -81,7 +77,11 @@ UNARY_ROWS = [
     ("special_i0e", _from_both(lambda x, r: _api("special_i1e")(x) - x.sign() * r)),
     ("special_i1", _from_both(_i1_d)),
     ("special_i1e", _from_both(_i1e_d)),
-    ("special_ndtr", _from_input(lambda x: (x * x * -0.5).exp() * (1 / _SQRT_2PI))),
+    # torch's ndtr is (1 + erf(x / sqrt 2)) / 2: its graph keeps x / sqrt 2, not x itself, so
+    # writing to x before backward is allowed; the same here
+    ("special_ndtr", Derivative(lambda ctx, g, x, compute: (
+        g * ((-(ctx.info * ctx.info)).exp() * (1 / _SQRT_2PI)),),
+        setup=lambda x, compute: x * (1 / math.sqrt(2)))),
     ("special_ndtri", Derivative(lambda ctx, g, x, compute: (
         g * ((ctx.result * ctx.result * 0.5).exp() * _SQRT_2PI),), save=("result",))),
     ("special_log_ndtr", _from_both(lambda x, r: (-(r + x * x * 0.5)).exp() * (1 / _SQRT_2PI))),
@@ -341,8 +341,58 @@ Tensor.mvlgamma = lambda self, p: mvlgamma(self, p)
 Tensor.mvlgamma_ = _mvlgamma_
 special_api["mvlgamma"] = mvlgamma
 
-i0, sinc = special_api["i0"], special_api["sinc"]
-__all__ = ["i0", "sinc", "polygamma", "mvlgamma"]
+_real_sinc, _real_sinc_ = special_api["sinc"], special_api["sinc_"]
+
+
+def _complex_sinc(z):
+    """``sin(pi z) / (pi z)``, 1 at 0, for complex z (PyTorch's sinc takes complex input; the
+    zero is kept out of the quotient so its gradient is PyTorch's 0 there, not NaN)."""
+    from .selection import where
+    zero, one = z.eq(0), z.new_ones(())
+    safe = where(zero, one, z) * math.pi
+    return where(zero, one, safe.sin() / safe)
+
+
+def sinc(input, *, out=None):
+    if isinstance(input, Tensor) and input.dtype.category == COMPLEX:
+        r = _complex_sinc(input)
+        return r if out is None else write_out(out, r, "sinc")
+    return _real_sinc(input, out=out)
+
+
+def sinc_(self):
+    if self.dtype.category == COMPLEX:
+        return self.copy_(_complex_sinc(self))
+    return _real_sinc_(self)
+
+
+special_api["sinc"], special_api["sinc_"] = sinc, sinc_
+Tensor.sinc, Tensor.sinc_ = sinc, sinc_
+i0 = special_api["i0"]
+# -- the pre-special names igamma, igammac ------------------------------------------------------
+@tensor_method()
+def igamma(input, other, *, out=None):
+    """The regularized lower incomplete gamma function (``special.gammainc``)."""
+    return special_api["special_gammainc"](input, other, out=out)
+
+
+@tensor_method()
+def igammac(input, other, *, out=None):
+    """The regularized upper incomplete gamma function (``special.gammaincc``)."""
+    return special_api["special_gammaincc"](input, other, out=out)
+
+
+@tensor_method("igamma_")
+def _igamma_(self, other):
+    return self.copy_(igamma(self, other))
+
+
+@tensor_method("igammac_")
+def _igammac_(self, other):
+    return self.copy_(igammac(self, other))
+
+
+__all__ = ["i0", "sinc", "polygamma", "mvlgamma", "igamma", "igammac"]
 
 
 # -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------

@@ -85,6 +85,26 @@ lerp_op_ = define(
     "lerp_(Tensor(a!) self, Tensor end, Tensor|float weight, dtype compute) -> Tensor(a!)",
     meta=_ternary_inplace_meta("lerp_"), functional=lerp_op)
 
+
+
+# -- lowering: one element as an expression (fusion) ------------------------------------------
+@addcmul_op.def_pointwise
+def _addcmul_expr(e, s, t1, t2, value=1, *_):
+    return f"({e(s)} + {e.lit(value)} * {e(t1)} * {e(t2)})"
+
+
+@addcdiv_op.def_pointwise
+def _addcdiv_expr(e, s, t1, t2, value=1, *_):
+    return f"({e(s)} + {e.lit(value)} * {e(t1)} / {e(t2)})"
+
+
+@lerp_op.def_pointwise
+def _lerp_expr(e, a, b, w, *_):
+    a, b, w = e(a), e(b), e(w)
+    # the eager kernels' two-sided form: exact at w = 0 and w = 1
+    return (f"({w} < {e.lit(0.5)} ? {a} + {w} * ({b} - {a}) "
+            f": {b} - ({b} - {a}) * ({e.lit(1)} - {w}))")
+
 # ember.func.vmap: elementwise with broadcasting, like the binary ops
 for _op in (addcmul_op, addcmul_op_, addcdiv_op, addcdiv_op_, lerp_op, lerp_op_):
     _op.def_batch_rule(_batching.elementwise(_op))

@@ -14,8 +14,9 @@ from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define, get_op
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _grad, _tangents
+from .. import _grad, _primitives, _tangents
 from .. import _meta
+from .._lowering import attach, call, foldable, onnx_unary
 from .._util import check_inplace, write_out
 from . import activation as _act  # formulas only (mish)
 from . import backward as _bw  # fused backward ops (relu, tanh, sigmoid)
@@ -86,50 +87,110 @@ def _fused_or(fused_op, fprime):
     return Derivative(backward, save=("result",), complex_ok=C)
 
 
-# name, kind, derivative, complex inputs ok (None: PyTorch refuses complex inputs)
+# -- how rows lower: one element as an expression (fusion), the ONNX nodes (export) -------------
+def _neg_expr(e, x, *_):
+    return f"(-{e(x)})"
+
+
+def _square_expr(e, x, *_):
+    return f"({e(x)} * {e(x)})"
+
+
+def _reciprocal_expr(e, x, *_):
+    return f"({e.lit(1)} / {e(x)})"
+
+
+def _rsqrt_expr(e, x, *_):
+    return f"({e.lit(1)} / {e.fn('sqrt', e(x))})"
+
+
+def _sigmoid_expr(e, x, *_):
+    return f"({e.lit(1)} / ({e.lit(1)} + {e.fn('exp', f'-{e(x)}')}))"
+
+
+def _silu_expr(e, x, *_):
+    return f"({e(x)} / ({e.lit(1)} + {e.fn('exp', f'-{e(x)}')}))"
+
+
+def _relu_expr(e, x, *_):
+    return f"({e(x)} < {e.lit(0)} ? {e.lit(0)} : {e(x)})"   # relu(nan) is nan, as eager
+
+
+def _mish_expr(e, x, *_):
+    return f"({e(x)} * {e.fn('tanh', e.fn('log1p', e.fn('exp', e(x))))})"
+
+
+def _rsqrt_onnx(b, c, x, *_):
+    return b.op("Reciprocal", [b.op("Sqrt", [x])])
+
+
+def _square_onnx(b, c, x, *_):
+    return b.op("Mul", [x, x])
+
+
+def _silu_onnx(b, c, x, *_):
+    return b.op("Mul", [x, b.op("Sigmoid", [x])])
+
+
+# name, kind, derivative[, pointwise expression[, ONNX rule]] (``ops/_lowering.py``)
 UNARY_ROWS = [
-    ("exp",        FLOAT, from_result(lambda r: r, complex_ok=C)),
-    ("exp2",       FLOAT, from_result(lambda r: r * _LN2)),
-    ("expm1",      FLOAT, from_result(lambda r: r + 1, complex_ok=C)),
-    ("log",        FLOAT, from_input(lambda x: x.reciprocal(), complex_ok=C)),
-    ("log2",       FLOAT, from_input(lambda x: (x * _LN2).reciprocal())),
+    ("exp",        FLOAT, from_result(lambda r: r, complex_ok=C), call("exp"), onnx_unary("Exp")),
+    ("exp2",       FLOAT, from_result(lambda r: r * _LN2), call("exp2")),
+    ("expm1",      FLOAT, from_result(lambda r: r + 1, complex_ok=C), call("expm1")),
+    ("log",        FLOAT, from_input(lambda x: x.reciprocal(), complex_ok=C),
+     call("log"), onnx_unary("Log")),
+    ("log2",       FLOAT, from_input(lambda x: (x * _LN2).reciprocal()), call("log2")),
     ("log10",      FLOAT, from_input(lambda x: (x * _LN10).reciprocal())),
-    ("log1p",      FLOAT, from_input(lambda x: (x + 1).reciprocal(), complex_ok=C)),
-    ("sqrt",       FLOAT, from_result(lambda r: (r * 2).reciprocal(), complex_ok=C)),
-    ("rsqrt",      FLOAT, from_result(lambda r: r * r * r * -0.5, complex_ok=C)),
-    ("sin",        FLOAT, from_input(lambda x: x.cos(), complex_ok=C)),
-    ("cos",        FLOAT, from_input(lambda x: -x.sin(), complex_ok=C)),
-    ("tan",        FLOAT, from_result(lambda r: r * r + 1, complex_ok=C)),
+    ("log1p",      FLOAT, from_input(lambda x: (x + 1).reciprocal(), complex_ok=C), call("log1p")),
+    ("sqrt",       FLOAT, from_result(lambda r: (r * 2).reciprocal(), complex_ok=C),
+     call("sqrt"), onnx_unary("Sqrt")),
+    ("rsqrt",      FLOAT, from_result(lambda r: r * r * r * -0.5, complex_ok=C),
+     _rsqrt_expr, _rsqrt_onnx),
+    ("sin",        FLOAT, from_input(lambda x: x.cos(), complex_ok=C),
+     call("sin"), onnx_unary("Sin")),
+    ("cos",        FLOAT, from_input(lambda x: -x.sin(), complex_ok=C),
+     call("cos"), onnx_unary("Cos")),
+    ("tan",        FLOAT, from_result(lambda r: r * r + 1, complex_ok=C),
+     call("tan"), onnx_unary("Tan")),
     ("asin",       FLOAT, from_input(lambda x: (1 - x * x).rsqrt(), complex_ok=C)),
     ("acos",       FLOAT, from_input(lambda x: -(1 - x * x).rsqrt(), complex_ok=C)),
     ("atan",       FLOAT, from_input(lambda x: (x * x + 1).reciprocal(), complex_ok=C)),
     ("sinh",       FLOAT, from_input(lambda x: x.cosh(), complex_ok=C)),
     ("cosh",       FLOAT, from_input(lambda x: x.sinh(), complex_ok=C)),
-    ("tanh",       FLOAT, _fused_or("tanh_backward_op", lambda r: 1 - r * r)),
+    ("tanh",       FLOAT, _fused_or("tanh_backward_op", lambda r: 1 - r * r),
+     call("tanh"), onnx_unary("Tanh")),
     ("asinh",      FLOAT, from_input(lambda x: (x * x + 1).rsqrt(), complex_ok=C)),
     ("acosh",      FLOAT, from_input(lambda x: (x * x - 1).rsqrt(), complex_ok=C)),
     ("atanh",      FLOAT, from_input(lambda x: (1 - x * x).reciprocal(), complex_ok=C)),
-    ("sigmoid",    FLOAT, _fused_or("sigmoid_backward_op", lambda r: r * (1 - r))),
-    ("erf",        FLOAT, from_input(lambda x: (-(x * x)).exp() * _TWO_OVER_SQRT_PI)),
+    ("sigmoid",    FLOAT, _fused_or("sigmoid_backward_op", lambda r: r * (1 - r)),
+     _sigmoid_expr, onnx_unary("Sigmoid")),
+    ("erf",        FLOAT, from_input(lambda x: (-(x * x)).exp() * _TWO_OVER_SQRT_PI),
+     call("erf"), onnx_unary("Erf")),
     ("erfc",       FLOAT, from_input(lambda x: (-(x * x)).exp() * -_TWO_OVER_SQRT_PI)),
-    ("erfinv",     FLOAT, from_result(lambda r: (r * r).exp() * (math.sqrt(math.pi) / 2))),
-    ("reciprocal", FLOAT, from_result(lambda r: -(r * r), complex_ok=C)),
-    ("silu",       FLOAT, from_input(_silu_d)),
-    ("mish",       FLOAT, from_input(_mish_d)),
+    # torch's erfinv recomputes erfinv(x) from the saved input rather than saving the result
+    ("erfinv",     FLOAT, from_input(lambda x: (x.erfinv() ** 2).exp() * (math.pi ** 0.5 / 2))),
+    ("reciprocal", FLOAT, from_result(lambda r: -(r * r), complex_ok=C),
+     _reciprocal_expr, onnx_unary("Reciprocal")),
+    ("silu",       FLOAT, from_input(_silu_d), _silu_expr, _silu_onnx),
+    ("mish",       FLOAT, from_input(_mish_d), _mish_expr),
     ("lgamma",     FLOAT, from_input(lambda x: x.digamma())),
     ("digamma",    FLOAT, Derivative(_digamma_backward, save=("self",))),
     ("logit",      FLOAT, from_input(lambda x: (x * (1 - x)).reciprocal())),
-    ("deg2rad",    FLOAT, from_input(lambda x: math.pi / 180, name="Deg2RadBackward0")),
-    ("rad2deg",    FLOAT, from_input(lambda x: 180 / math.pi, name="Rad2DegBackward0")),
-    ("neg",        SAME,  linear(lambda g: -g, complex_ok=C)),
-    ("abs",        SAME,  Derivative(_abs_backward, save=("self",), complex_ok=C)),
-    ("sign",       SAME,  ZERO),
-    ("floor",      SAME,  ZERO),
-    ("ceil",       SAME,  ZERO),
+    ("deg2rad",    FLOAT, linear(lambda g: g * (math.pi / 180), name="Deg2RadBackward0")),
+    ("rad2deg",    FLOAT, linear(lambda g: g * (180 / math.pi), name="Rad2DegBackward0")),
+    ("neg",        SAME,  linear(lambda g: -g, complex_ok=C),
+     _neg_expr, foldable(onnx_unary("Neg"))),
+    ("abs",        SAME,  Derivative(_abs_backward, save=("self",), complex_ok=C),
+     call("fabs"), onnx_unary("Abs")),
+    ("sign",       SAME,  ZERO, None, onnx_unary("Sign")),
+    ("floor",      SAME,  ZERO, None, onnx_unary("Floor")),
+    ("ceil",       SAME,  ZERO, None, onnx_unary("Ceil")),
     ("trunc",      SAME,  ZERO),
     ("frac",       SAME,  linear(lambda g: g)),
-    ("square",     SAME,  from_input(lambda x: x * 2, complex_ok=C, name="PowBackward0")),
-    ("relu",       SAME,  Derivative(_relu_backward, save=("result",))),
+    ("square",     SAME,  from_input(lambda x: x * 2, complex_ok=C, name="PowBackward0"),
+     _square_expr, _square_onnx),
+    ("relu",       SAME,  Derivative(_relu_backward, save=("result",)),
+     _relu_expr, onnx_unary("Relu")),
     ("positive",   SAME,  linear(lambda g: g, complex_ok=C)),
     ("conj_physical", SAME, linear(_grad.conj, complex_ok=C)),
     ("bitwise_not", SAME, NOT_DIFFERENTIABLE),
@@ -141,7 +202,7 @@ UNARY_ROWS = [
     ("signbit",    PRED,  NOT_DIFFERENTIABLE),
     ("logical_not", PRED, NOT_DIFFERENTIABLE),
 ]
-UNARY = {kind: [name for name, k, _ in UNARY_ROWS if k == kind] for kind in (FLOAT, SAME, PRED)}
+UNARY = {kind: [name for name, k, *_ in UNARY_ROWS if k == kind] for kind in (FLOAT, SAME, PRED)}
 
 # ops PyTorch does not define for complex inputs (numpy/scipy may, but every backend must agree)
 _NO_COMPLEX = {"erf", "erfc", "erfinv", "lgamma", "digamma", "logit", "deg2rad", "rad2deg",
@@ -215,9 +276,10 @@ def _make_unary(name, kind, op, op_):
 
 unary_ops = {}   # name -> (kind, op, in-place op or None)
 unary_api = {}   # name -> the Python function (PyTorch's name), in-place ones as name_
-for _name, _kind, _derivative in UNARY_ROWS:
+for _name, _kind, _derivative, *_lowering in UNARY_ROWS:
     _op = define(f"{_name}(Tensor self, dtype compute) -> Tensor", meta=unary_meta(_name, _kind),
                  derivative=_derivative)
+    attach(_op, _lowering)
     _op_ = None if _kind == PRED else define(f"{_name}_(Tensor(a!) self, dtype compute) -> Tensor(a!)",
                                              meta=_meta.inplace(_name + "_"), functional=_op)
     unary_ops[_name] = (_kind, _op, _op_)
@@ -233,6 +295,7 @@ for _alias, _target in ALIASES_UNARY.items():
     if _target + "_" in unary_api:
         setattr(Tensor, _alias + "_", unary_api[_target + "_"])
 conj_physical_op = unary_ops["conj_physical"][1]
+_primitives.provide(conj_physical_op=conj_physical_op)
 
 
 def _logical_not_(self):
@@ -335,3 +398,28 @@ Tensor.nan_to_num_ = _nan_to_num_
 # -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------
 _tangents.attach_elementwise(*(o for _, op, op_ in unary_ops.values() for o in (op, op_)),
                              round_op, round_op_, nan_to_num_op, nan_to_num_op_)
+
+
+# -- logit's eps: the table op, with the input first clamped to [eps, 1 - eps] -------------------
+_plain_logit, _plain_logit_ = unary_api["logit"], unary_api["logit_"]
+
+
+def logit(input, eps=None, *, out=None):
+    """``log(p / (1 - p))``; with ``eps`` the input is first clamped to [eps, 1 - eps] (the
+    gradient is zero where it was clamped), as PyTorch's."""
+    if eps is not None and isinstance(input, Tensor):
+        from .selection import clamp
+        input = clamp(input, float(eps), 1.0 - float(eps))
+    return _plain_logit(input, out=out)
+
+
+def logit_(self, eps=None):
+    if eps is None:
+        return _plain_logit_(self)
+    from .selection import clamp
+    check_inplace("logit_", self, _unary_dtype("logit", FLOAT, self), self._shape)
+    return self.copy_(_plain_logit(clamp(self, float(eps), 1.0 - float(eps))))
+
+
+unary_api["logit"], unary_api["logit_"] = logit, logit_
+Tensor.logit, Tensor.logit_ = logit, logit_

@@ -23,7 +23,8 @@ from .. import _grad, _tangents
 from .. import _meta
 from .. import conversion as _conv
 from .. import factories as _fac
-from .._util import (_broadcast_pair, _dtype_title, broadcast_shapes, every_example,
+from .._util import (_broadcast_pair, _dtype_title, broadcast_shapes, ember_namespace,
+                     every_example, require_tensor,
                      tensor_method, write_out)
 from ..views import expand_op, select_op, slice_op, unsqueeze, view_op
 
@@ -121,7 +122,8 @@ def _index_tensor(obj, device):
         # an empty list carries no dtype: PyTorch reads it as an empty long index
         t = _fac.tensor(data, dtype=_dtype.int64 if np.size(data) == 0 else None, device=device)
     if t.dtype not in _INDEX_DTYPES:
-        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        raise IndexError(f"index: tensors used as indices must be long, int, byte or bool "
+                         f"tensors, got a tensor of dtype {t.dtype}")
     return t if t.device is device else t.to(device)
 
 
@@ -269,11 +271,24 @@ def _setitem(self, index, value):
     if indices is None:
         view.copy_(_values(value, self, view._shape, strip=True, advanced=False))
         return
-    if isinstance(value, Tensor) and value.dtype is not self.dtype:
+    if isinstance(value, Tensor) and value.dtype is not self.dtype and \
+            not _fills_through_mask(self, index, value):
         _dtype_mismatch(self, value)  # advanced indexing is index_put_: no implicit cast
     values = _values(value, self, _result_shape(view._shape, indices), strip=True)
     index_put__op(view, indices, values, False)
     self._storage.version += 1
+
+
+def _fills_through_mask(self, index, value):
+    """PyTorch's index_put_ runs ``masked_fill_`` (which casts) when the only index tensor is
+    one bool/uint8 mask on ``self``'s device and the value is one element on the CPU
+    (``logits[mask] = torch.tensor(-inf)`` with half logits)."""
+    if value.numel() != 1 or value.device.type != "cpu":
+        return False
+    entries = index if isinstance(index, tuple) else (index,)
+    tensors = [e for e in entries if isinstance(e, (Tensor, list, np.ndarray))]
+    return len(tensors) == 1 and isinstance(tensors[0], Tensor) and \
+        tensors[0].dtype in (_dtype.bool_, _dtype.uint8) and tensors[0].device is self.device
 
 
 def _dtype_mismatch(self, values):
@@ -380,6 +395,72 @@ def take(input, index):
     return index_op(input.reshape(-1), [index.reshape(-1)]).view(index._shape)
 
 
+@tensor_method()
+def nonzero_static(input, *, size, fill_value=-1):
+    """``nonzero`` padded with ``fill_value`` (or truncated) to ``size`` rows."""
+    require_tensor(input, "nonzero_static")
+    em = ember_namespace()
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got {size}")
+    nz = input.nonzero()
+    k = nz.shape[0]
+    if k >= size:
+        return nz[:size]
+    pad = em.full((size - k, max(input.ndim, 1) if input.ndim else 0), fill_value,
+                  dtype=_dtype.int64, device=input.device)
+    return em.cat([nz, pad], 0)
+
+
+def unravel_index(indices, shape):
+    """The coordinates, one tensor per dim of ``shape``, of flat ``indices``."""
+    em = ember_namespace()
+    if not isinstance(indices, Tensor):
+        indices = em.tensor(indices)
+    if indices.is_floating_point() or indices.is_complex() or indices.dtype is _dtype.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got "
+                         f"{tuple(shape)}")
+    numel = 1
+    for s in shape:
+        numel *= s
+    if indices.numel() and type(indices) is Tensor:
+        lo, hi = int(indices.min().item()), int(indices.max().item())
+        if lo < -numel or hi >= numel:
+            raise ValueError(f"'indices' must be in range [{-numel}, {numel - 1}]")
+    flat = indices.to(_dtype.int64)
+    flat = em.where(flat.lt(0), flat + numel, flat)
+    coords = []
+    for s in reversed(shape):
+        coords.append(flat % s if s else flat * 0)
+        flat = flat // s if s else flat
+    return tuple(reversed(coords))
+
+
+@tensor_method("fill_diagonal_")
+def _fill_diagonal_(self, fill_value, wrap=False):
+    em = ember_namespace()
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.ndim > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if self.ndim > 2:
+        n = self.shape[0]
+        idx = em.arange(n, device=self.device)
+        index = (idx,) * self.ndim
+    else:
+        rows, cols = self.shape
+        if wrap and rows > cols + 1:
+            pos = em.arange(0, rows * cols, cols + 1, device=self.device)
+            index = (pos // cols, pos % cols)
+        else:
+            k = em.arange(min(rows, cols), device=self.device)
+            index = (k, k)
+    value = em.tensor(fill_value, dtype=self.dtype, device=self.device)
+    return self.index_put_(index, value.expand(index[0].shape[0]))
+
+
 # -- ember.func: batching rules --------------------------------------------------------------------
 def _batched_indices(self_batched, indices, idims, size):
     """The physical index list: the batch gets an arange index of its own when ``self`` is
@@ -413,7 +494,7 @@ def _batched_indices(self_batched, indices, idims, size):
     return phys, order
 
 
-def _index_batch_rule(args, bdims):
+def _index_batch_rule(args, bdims, layer):
     self, indices = args
     ds, idims = bdims[0], bdims[1]
     if ds is None and all(d is None for d in idims):
@@ -421,7 +502,7 @@ def _index_batch_rule(args, bdims):
     if any(t is not None and t.dtype in (_dtype.bool_, _dtype.uint8) for t in indices) or \
             all(t is None for t in indices):
         from .. import _batching
-        return _batching.loop(index_op, args, bdims)
+        return _batching.loop(index_op, args, bdims, layer)
     size = next(t._shape[0] for t, d in zip([self] + list(indices), (ds,) + tuple(idims))
                 if d is not None)
     phys, order = _batched_indices(ds is not None, list(indices), idims, size)
@@ -465,25 +546,25 @@ def _index_put_physical(x, indices, idims, values, vdim, accumulate):
     return x
 
 
-def _index_put__batch_rule(args, bdims):
+def _index_put__batch_rule(args, bdims, layer):
     self, indices, values, accumulate = args
     from .. import _batching
     _batching.inplace_check(index_put__op, args, bdims)
     if bdims[0] is None:
         return index_put__op(*args), None
     if any(t is not None and t.dtype in (_dtype.bool_, _dtype.uint8) for t in indices):
-        return _batching.loop(index_put__op, args, bdims)
+        return _batching.loop(index_put__op, args, bdims, layer)
     return _index_put_physical(self, indices, bdims[1], values, bdims[2], accumulate), 0
 
 
-def _index_put_batch_rule(args, bdims):
+def _index_put_batch_rule(args, bdims, layer):
     self, indices, values, accumulate = args
     from .. import _batching
     if all(d is None for d in (bdims[0], bdims[2])) and all(d is None for d in bdims[1]):
         return index_put_op(*args), None
     if any(t is not None and t.dtype in (_dtype.bool_, _dtype.uint8) for t in indices):
-        return _batching.loop(index_put_op, args, bdims)
-    size = _batching.batch_size_of(args, bdims)
+        return _batching.loop(index_put_op, args, bdims, layer)
+    size = _batching.batch_size_of(args, bdims, layer)
     x = _conv.to_copy_op(_batching.materialize(self, bdims[0], size), self.dtype)
     return _index_put_physical(x, indices, bdims[1], values, bdims[2], accumulate), 0
 

@@ -7,7 +7,7 @@ from ... import _dtype
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _batching, _grad, _tangents
+from .. import _batching, _grad, _primitives, _tangents
 from .. import _meta
 from .. import factories as _fac
 from .. import reduction as _red
@@ -44,6 +44,7 @@ def _index_add_meta(self, dim, index, source, alpha):
 def scatter_into_zeros(g, shape, dim, index):
     """zeros(shape) with ``g`` added at ``index`` along ``dim`` (gather's adjoint)."""
     return scatter_op(_grad.zeros(shape, g), dim, index, g, "add")
+_primitives.provide(scatter_into_zeros=scatter_into_zeros)
 
 
 def _gather_backward(ctx, g, self, dim, index):
@@ -105,6 +106,11 @@ index_select_op = define("index_select(Tensor self, int dim, Tensor index) -> Te
                          meta=_index_select_meta,
                          derivative=Derivative(_index_select_backward, save=("index",),
                                                diff=("self",), complex_ok=True))
+
+
+@index_select_op.def_onnx
+def _index_select_onnx(b, c, x, dim, index, *rest):
+    return b.op("Gather", [x, index], axis=int(dim))
 index_add_op = define("index_add(Tensor self, int dim, Tensor index, Tensor source, "
                       "Scalar alpha) -> Tensor", meta=_index_add_meta,
                       derivative=Derivative(_index_add_backward, save=("index",),
@@ -113,23 +119,28 @@ index_add_op = define("index_add(Tensor self, int dim, Tensor index, Tensor sour
 
 # -- gather / scatter API -----------------------------------------------------------------------
 def _check_index(op, input, dim, index, src=None):
-    if not isinstance(index, Tensor) or index.dtype not in (_dtype.int64, _dtype.int32):
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    # PyTorch checks the dtype of a non-empty index only
+    if index.dtype not in (_dtype.int64, _dtype.int32) and index.numel():
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     d = _wrap_dim(dim, input.ndim, op)
+    if index.numel() == 0:       # PyTorch checks no shapes against an empty index
+        return d
     if index.ndim != input.ndim and not (index.ndim <= 1 and input.ndim <= 1):
-        raise RuntimeError(f"Index tensor must have the same number of dimensions as "
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
                            f"{'input' if src is None else 'self'} tensor")
     if input.ndim == 0 or index.ndim == 0:
         return d
     too_big = [k for k in range(index.ndim) if k != d and index._shape[k] > input._shape[k]]
     if src is None:
         if too_big:
-            raise RuntimeError(f"Size does not match at dimension {too_big[0]} expected index "
-                               f"{list(index._shape)} to be no larger than self "
+            raise RuntimeError(f"{op}(): Size does not match at dimension {too_big[0]} expected "
+                               f"index {list(index._shape)} to be no larger than self "
                                f"{list(input._shape)} apart from dimension {d}")
     elif too_big or (src.ndim and any(index._shape[k] > src._shape[k]
                                       for k in range(index.ndim))):
-        raise RuntimeError(f"Expected index {list(index._shape)} to be no larger than self "
+        raise RuntimeError(f"{op}(): Expected index {list(index._shape)} to be no larger than self "
                            f"{list(input._shape)} apart from dimension {d} and to be no larger "
                            f"size than src {list(src._shape)}")
     return d
@@ -138,7 +149,10 @@ def _check_index(op, input, dim, index, src=None):
 @tensor_method()
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     d = _check_index("gather", input, dim, index)
-    r = gather_op(input, d, index)
+    if index.numel() == 0 and index.ndim != input.ndim:
+        r = input.reshape(-1).narrow(0, 0, 0).reshape(index.shape)   # empty, in input's graph
+    else:
+        r = gather_op(input, d, index)
     return r if out is None else write_out(out, r, "gather")
 
 
@@ -153,6 +167,8 @@ def _scatter(op_name, input, dim, index, src, reduce):
     if reduce not in (None, "add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
     d = _check_index(op_name, input, dim, index, src)
+    if index.numel() == 0:       # nothing scattered: self, whatever the index's shape
+        return input.clone()
     return scatter_op(input, d, index, src, reduce)
 
 
@@ -275,22 +291,22 @@ def _unrow(out, was_0d):
     return out.view(out._shape[:1]) if was_0d and out.ndim == 2 else out
 
 
-def _gather_batch_rule(args, bdims):
+def _gather_batch_rule(args, bdims, layer):
     self, dim, index = args
     if bdims[0] is None and bdims[2] is None:
         return gather_op(*args), None
-    size = _batching.batch_size_of(args, bdims)
+    size = _batching.batch_size_of(args, bdims, layer)
     was_0d = self.ndim - (bdims[0] is not None) == 0
     x = _as_rows(_batching.materialize(self, bdims[0], size))
     i = _as_rows(_batching.materialize(index, bdims[2], size))
     return _unrow(gather_op(x, dim + 1, i), was_0d), 0
 
 
-def _scatter_batch_rule(args, bdims):
+def _scatter_batch_rule(args, bdims, layer):
     self, dim, index, src, reduce = args
     if all(d is None for d in bdims):
         return scatter_op(*args), None
-    size = _batching.batch_size_of(args, bdims)
+    size = _batching.batch_size_of(args, bdims, layer)
     was_0d = self.ndim - (bdims[0] is not None) == 0
     x = _as_rows(_batching.materialize(self, bdims[0], size))
     i = _as_rows(_batching.materialize(index, bdims[2], size))
@@ -298,7 +314,7 @@ def _scatter_batch_rule(args, bdims):
     return _unrow(scatter_op(x, dim + 1, i, s, reduce), was_0d), 0
 
 
-def _index_select_batch_rule(args, bdims):
+def _index_select_batch_rule(args, bdims, layer):
     self, dim, index = args
     if bdims[0] is None and bdims[2] is None:
         return index_select_op(*args), None
@@ -306,7 +322,7 @@ def _index_select_batch_rule(args, bdims):
     if bdims[2] is None:
         return _unrow(index_select_op(_as_rows(self), dim + 1, index), was_0d), 0
     # one index vector per example: gather along the dim with the index spread over the rest
-    size = _batching.batch_size_of(args, bdims)
+    size = _batching.batch_size_of(args, bdims, layer)
     x = _as_rows(_batching.materialize(self, bdims[0], size))
     d = dim + 1
     idx = index.reshape(size, -1)
@@ -318,14 +334,14 @@ def _index_select_batch_rule(args, bdims):
     return _unrow(gather_op(x, d, spread), was_0d), 0
 
 
-def _index_add_batch_rule(args, bdims):
+def _index_add_batch_rule(args, bdims, layer):
     self, dim, index, source, alpha = args
     if all(d is None for d in bdims):
         return index_add_op(*args), None
     if self.ndim - (bdims[0] is not None) in (0, ) or \
             source.ndim - (bdims[3] is not None) != self.ndim - (bdims[0] is not None):
-        return _batching.loop(index_add_op, args, bdims)
-    size = _batching.batch_size_of(args, bdims)
+        return _batching.loop(index_add_op, args, bdims, layer)
+    size = _batching.batch_size_of(args, bdims, layer)
     x = _batching.materialize(self, bdims[0], size)
     src = _batching.materialize(source, bdims[3], size)
     d = dim + 1
@@ -346,9 +362,7 @@ def _index_add_batch_rule(args, bdims):
 
 def _scatter_jvp(ctx, tangents, self, dim, index, src, reduce):
     if reduce not in (None, "add"):
-        from ...func._forward import transposed_jvp
-        return transposed_jvp(scatter_op, scatter_op.derivative, (self, dim, index, src, reduce),
-                              ctx.result, tangents)
+        return NotImplemented   # the transpose of the backward formula (ember.func's rule)
     return _tangents.linear(scatter_op, (0, 3))(ctx, tangents, self, dim, index, src, reduce)
 
 

@@ -108,12 +108,12 @@ def one_hot(tensor, num_classes=-1):
 
 
 # -- ember.func ---------------------------------------------------------------------------------
-def _masked_fill_batch_rule(args, bdims):
+def _masked_fill_batch_rule(args, bdims, layer):
     """A batched fill value (one per example) is a ``where``; otherwise elementwise."""
     self, mask, value = args
     if bdims[2] is None:
-        return _elementwise_masked_fill(args, bdims)
-    size = _batching.batch_size_of(args, bdims)
+        return _elementwise_masked_fill(args, bdims, layer)
+    size = _batching.batch_size_of(args, bdims, layer)
     rank = max(t.ndim - (d is not None) for t, d in zip(args, bdims))
     parts = [_batching.pad_logical(t, rank) if d is not None else t for t, d in zip(args, bdims)]
     x, m, v = parts

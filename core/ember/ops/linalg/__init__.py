@@ -1,8 +1,9 @@
 """Linear algebra ops: each op with its meta and derivative beside its ``define``.
 
 * ``products``      the product primitive ``matmul`` and its special cases (mm, bmm, mv, dot,
-                    vdot, outer), ``linalg_svdvals``
-* ``fused``         fused multiply-adds: addmm (its own op and derivative), baddbmm, addmv
+                    vdot, outer), ``linalg_svdvals``; trace, kron, inner
+* ``fused``         fused multiply-adds: addmm (its own op and derivative), baddbmm, addmv,
+                    addbmm, addr
 * ``contractions``  tensordot, einsum
 * ``decompositions`` LU, Cholesky, QR, eigh/eig, SVD, LDL, Householder product
 * ``solvers``       LU solve, solve, triangular solve, inverse, LDL solve, pinv, lstsq
@@ -31,16 +32,19 @@ from . import products, fused, contractions  # noqa: F401
 from . import solvers, decompositions, functions  # noqa: F401 - solvers first: see imports
 from ._rules import cpp_dtype_name, inner_product_check
 from .contractions import einsum, einsum_op, tensordot, tensordot_op
-from .fused import (addmm, addmm_, addmm_op, addmv, addmv_, addmv_op, baddbmm, baddbmm_,
-                    baddbmm_op)
-from .products import (bmm, dot, ger, matmul, matmul_op, mm, mv, outer, outer_op, svdvals_op,
-                       vdot, vdot_op)
+from .fused import (addbmm, addmm, addmm_, addmm_op, addmv, addmv_, addmv_op, addr, baddbmm,
+                    baddbmm_, baddbmm_op)
+from .products import (bmm, dot, ger, inner, kron, matmul, matmul_op, mm, mv, outer, outer_op,
+                       svdvals_op, trace, vdot, vdot_op)
 
 from ._rules import LinAlgError
-from .legacy import (cholesky, cholesky_inverse, cholesky_solve, cross, det, inverse, logdet,
-                     lu_unpack, matrix_exp, matrix_power, pinverse, qr, slogdet, svd)
+from .legacy import (chain_matmul, cholesky, cholesky_inverse, cholesky_solve, cross, det,
+                     frobenius_norm, inverse, logdet, lu, lu_solve, lu_unpack, matrix_exp,
+                     matrix_power, norm, nuclear_norm, nuclear_norm_op, orgqr, pinverse, qr, slogdet, svd,
+                     triangular_solve)
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm",
            "addmv", "einsum", "tensordot", "det", "logdet", "slogdet", "inverse", "pinverse",
            "matrix_exp", "matrix_power", "cholesky", "cholesky_solve", "cholesky_inverse", "svd",
-           "qr", "lu_unpack", "cross"]
+           "qr", "lu_unpack", "cross", "trace", "kron", "inner", "addbmm", "addr", "chain_matmul", "frobenius_norm",
+           "nuclear_norm", "norm", "triangular_solve", "lu", "lu_solve", "orgqr"]

@@ -8,17 +8,9 @@ from ... import _dtype
 from ..._tensor import Tensor
 from .. import _grad
 from .. import views as _views
-from .._util import _broadcast_pair, _dtype_title, every_example
+from .._util import _broadcast_pair, _dtype_title, cpp_dtype_name, every_example  # noqa: F401
 
 # PyTorch names dtypes by their C++ scalar type in a few messages ("float != double")
-_CPP = {"float32": "float", "float64": "double", "float16": "c10::Half",
-        "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int", "int16": "short int",
-        "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
-        "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
-
-
-def cpp_dtype_name(d) -> str:
-    return _CPP[d.name]
 
 
 # -- argument checks ----------------------------------------------------------------------------
@@ -60,9 +52,9 @@ def mv_check(mat, vec, bias_dtype=None, op="mv"):
                            f"({vec._shape[0]})")
 
 
-def same_dtype(a, b):
+def same_dtype(a, b, op):
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+        raise RuntimeError(f"{op}: expected m1 and m2 to have the same dtype, but got: "
                            f"{cpp_dtype_name(a.dtype)} != {cpp_dtype_name(b.dtype)}")
 
 
@@ -76,7 +68,7 @@ def matmul_check(a, b, op="matmul"):
     elif nb == 1:
         mv_check(a, b, op=op)
     else:
-        same_dtype(a, b)
+        same_dtype(a, b, op)
         ka, kb = a._shape[-1], b._shape[-2]
         if nb == 2:
             # PyTorch folds the batch dims of ``a`` into rows and reports the folded shapes
@@ -86,8 +78,8 @@ def matmul_check(a, b, op="matmul"):
         else:
             batch = math.prod(_broadcast_pair(a._shape[:-2], b._shape[:-2]))
             if ka != kb:
-                raise RuntimeError(f"{op}: Expected size for first two dimensions of batch2 tensor to "
-                                   f"be: [{batch}, {ka}] but got: [{batch}, {kb}].")
+                raise RuntimeError(f"{op}: Expected size for first two dimensions of batch2 "
+                                   f"tensor to be: [{batch}, {ka}] but got: [{batch}, {kb}].")
     no_bool("matmul", a)
 
 
@@ -96,7 +88,7 @@ def mm_check(a, b, names=("self", "mat2"), op="mm"):
         raise RuntimeError(f"{op}: {names[0]} must be a matrix, got a {a.ndim}-D tensor")
     if b.ndim != 2:
         raise RuntimeError(f"{op}: {names[1]} must be a matrix, got a {b.ndim}-D tensor")
-    same_dtype(a, b)
+    same_dtype(a, b, op)
     if a._shape[1] != b._shape[0]:
         raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({a._shape[0]}x"
                            f"{a._shape[1]} and {b._shape[0]}x{b._shape[1]})")
@@ -108,11 +100,11 @@ def bmm_check(a, b, op="bmm"):
     if b.ndim != 3:
         raise RuntimeError(f"{op}: batch2 must be a 3D tensor, got a {b.ndim}-D tensor")
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected scalar type {_dtype_title(a.dtype)} but found "
+        raise RuntimeError(f"{op}: expected scalar type {_dtype_title(a.dtype)} but found "
                            f"{_dtype_title(b.dtype)}")
     if b._shape[:2] != (a._shape[0], a._shape[2]):
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
+        raise RuntimeError(f"{op}: Expected size for first two dimensions of batch2 tensor to "
+                           f"be: [{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
                            f"{b._shape[1]}].")
 
 
@@ -292,10 +284,10 @@ def same_batch_rule(op):
     from .. import _batching
     positions = [i for i in op.schema.tensor_positions]
 
-    def rule(args, bdims):
+    def rule(args, bdims, layer):
         if all(i >= len(args) or bdims[i] is None for i in positions):
             return _batching.unbatched(op, args)
-        size = _batching.batch_size_of(args, bdims)
+        size = _batching.batch_size_of(args, bdims, layer)
         new = list(args)
         for i in positions:
             if i < len(args) and isinstance(args[i], Tensor) and bdims[i] is None:

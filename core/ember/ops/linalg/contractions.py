@@ -294,14 +294,15 @@ def einsum(*args):
     equation = _einsum_equation(equation, operands)
     for t in operands[1:]:
         if t.dtype is not operands[0].dtype:
-            raise RuntimeError(f"expected scalar type {_dtype_title(operands[0].dtype)} but found "
+            raise RuntimeError(f"einsum(): expected scalar type "
+                               f"{_dtype_title(operands[0].dtype)} but found "
                                f"{_dtype_title(t.dtype)}")
     no_bool("einsum", operands[0])
     return einsum_op(equation, operands)
 
 
 # -- ember.func ---------------------------------------------------------------------------------
-def _einsum_batch_rule(args, bdims):
+def _einsum_batch_rule(args, bdims, layer):
     """A fresh subscript for the batch, on each batched operand and in front of the output."""
     equation, operands = args
     flags = bdims[1]

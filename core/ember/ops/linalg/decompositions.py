@@ -23,10 +23,10 @@ from ... import return_types as _rt
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _meta
+from .. import _meta, _primitives
 from .._util import write_out
+from . import nonfinite as _nonfinite
 from . import products as _products
-from . import solvers as _solvers
 from ._rules import (batch_of, check_at_least_2d, check_errors, check_float, check_square,
                      diag, diag_embed, eye_like, mH, quiet_div, real_part,
                      same_batch_rule)
@@ -67,7 +67,7 @@ def _lu_factor_meta(A, pivot):
 
 def _lu_backward(L_grad, U_grad, P, L, U, pivot):
     """PyTorch's ``linalg_lu_backward``: the gradient of A = P L U from those of L and U."""
-    st = _solvers.solve_triangular_op
+    st = _primitives.solve_triangular_op
     m, n = L._shape[-2], U._shape[-1]
     k = min(m, n)
     if m == n:
@@ -205,7 +205,7 @@ def _cholesky_backward(ctx, g, A, upper):
     gL = g[0]
     if upper:
         L, gL = mH(L), mH(gL)
-    st = _solvers.solve_triangular_op
+    st = _primitives.solve_triangular_op
     gA = (mH(L) @ gL).tril()
     gA = (gA + mH(gA.tril(-1))) * 0.5
     gA = st(mH(L), gA, True, True, False)
@@ -265,7 +265,7 @@ def _qr_backward(ctx, g, A, mode):
     if mode == "complete" and m > n:
         raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and "
                            "nrows > ncols.")
-    st = _solvers.solve_triangular_op
+    st = _primitives.solve_triangular_op
     gA = gR @ mH(R) - mH(Q) @ gQ
     if m >= n:
         X = gA.triu()
@@ -327,7 +327,7 @@ def _eig_backward_common(gL, gV, L, V, hermitian):
     gA = gA - diag_embed(diag(gA)) + diag_embed(gL.to(gA.dtype))
     if hermitian:
         return V @ (gA @ mH(V))
-    return _solvers.solve_op(mH(V), gA @ mH(V), True)[0]
+    return _primitives.solve_op(mH(V), gA @ mH(V), True)[0]
 
 
 def _allclose_zero(x, tol=1e-2):
@@ -371,14 +371,15 @@ def eigh(A, UPLO="L", *, out=None):
     check_square("linalg.eigh", A)
     check_float("linalg.eigh", A)
     _check_uplo(UPLO)
-    return _outs(out, _rt.linalg_eigh(*eigh_op(A, UPLO)), "linalg.eigh")
+    r = _nonfinite.eigh(A, UPLO, lambda a: eigh_op(a, UPLO))
+    return _outs(out, _rt.linalg_eigh(*r), "linalg.eigh")
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
     check_square("linalg.eigvalsh", A)
     check_float("linalg.eigvalsh", A)
     _check_uplo(UPLO)
-    r = eigvalsh_op(A, UPLO)
+    r = _nonfinite.eigh(A, UPLO, lambda a: eigvalsh_op(a, UPLO), mask=(0,))
     return r if out is None else write_out(out, r, "linalg.eigvalsh")
 
 
@@ -413,7 +414,7 @@ def _eigvals_meta(A):
 
 def _eigvals_backward(ctx, g, A):
     _, V = eig_op(A)
-    return (_solvers.solve_op(mH(V), g.unsqueeze(-1) * mH(V), True)[0],)
+    return (_primitives.solve_op(mH(V), g.unsqueeze(-1) * mH(V), True)[0],)
 
 
 eigvals_op = define("linalg_eigvals(Tensor A) -> Tensor", meta=_eigvals_meta,
@@ -515,14 +516,15 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     check_at_least_2d("linalg.svd", A)
     check_float("linalg.svd", A)
     _check_driver(driver, "linalg.svd")
-    return _outs(out, _rt.linalg_svd(*svd_op(A, bool(full_matrices))), "linalg.svd")
+    r = _nonfinite.svd("linalg.svd", A, lambda a: svd_op(a, bool(full_matrices)))
+    return _outs(out, _rt.linalg_svd(*r), "linalg.svd")
 
 
 def svdvals(A, *, driver=None, out=None):
     check_at_least_2d("linalg.svdvals", A)
     check_float("linalg.svdvals", A)
     _check_driver(driver, "linalg.svdvals")
-    r = _products.svdvals_op(A)
+    r = _nonfinite.svd("linalg.svdvals", A, _products.svdvals_op, mask=(0,))
     return r if out is None else write_out(out, r, "linalg.svdvals")
 
 

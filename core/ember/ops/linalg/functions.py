@@ -18,6 +18,7 @@ from ...dispatch.facets import Derivative
 from .. import _meta
 from .._util import _broadcast_pair, _dtype_title, every_example, write_out
 from . import decompositions as _dec
+from . import nonfinite as _nonfinite
 from . import products as _products
 from . import solvers as _solvers
 from ._rules import (check_at_least_2d, check_float, check_square, diag, eps_of, eye_like, mH)
@@ -122,7 +123,7 @@ def _slogdet_backward(ctx, g, A):
 
 slogdet_op = define("linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)",
                     meta=_slogdet_meta, composite=_slogdet_composite,
-                    derivative=Derivative(_slogdet_backward, save=("A", "result"),
+                    derivative=Derivative(_slogdet_backward, save=("A", "result0"),
                                           complex_ok=True),
                     doc="sign and log|det|: sign 0 and logabsdet -inf for singular matrices.")
 
@@ -212,7 +213,8 @@ def matrix_power(A, n, *, out=None):
         A = _solvers.inv(A)
         n = -n
     if n == 0:
-        r = eye_like(A._shape[-1], A).expand(*A._shape).clone()
+        # PyTorch copies the identity into a tensor like A: differentiable, gradient zero
+        r = A.clone().copy_(eye_like(A._shape[-1], A).expand(*A._shape))
     else:
         r = None
         z = A
@@ -391,6 +393,22 @@ def _matrix_dims(api, A, dim):
     return d0, d1
 
 
+def _extreme(api, s, dim, largest, keepdim=False):
+    """The max (``largest``) or min of ``s`` over ``dim``. Over nothing, the max of
+    non-negative values is 0 (PyTorch's norm of an empty matrix); the min has no value."""
+    if s._shape[dim] == 0:
+        if not largest:
+            raise IndexError(f"{api}: Expected reduction dim {dim} to have non-zero size "
+                             f"(the minimum over an empty matrix of shape {list(s._shape)})")
+        shape = list(s._shape)
+        if keepdim:
+            shape[dim] = 1
+        else:
+            del shape[dim]
+        return s.new_zeros(tuple(shape))
+    return s.amax(dim, keepdim) if largest else s.amin(dim, keepdim)
+
+
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     api = "linalg.matrix_norm"
     _norm_float(api, A)
@@ -403,15 +421,15 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord == "fro":
         r = vector_norm(A, 2, (d0, d1), keepdim)
     elif ord in ("nuc", 2, -2):
-        s = _products.svdvals_op(A.movedim((d0, d1), (-2, -1)))
-        r = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+        s = _nonfinite.svd(api, A.movedim((d0, d1), (-2, -1)), _products.svdvals_op, mask=(0,))
+        r = s.sum(-1) if ord == "nuc" else _extreme(api, s, -1, ord > 0)
         if keepdim:
             for d in sorted((d0, d1)):
                 r = r.unsqueeze(d)
     else:
         inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
         s = A.abs().sum(inner, keepdim=True)
-        r = s.amax(outer, keepdim=True) if ord > 0 else s.amin(outer, keepdim=True)
+        r = _extreme(api, s, outer, ord > 0, keepdim=True)
         if not keepdim:
             r = r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
     return r if out is None else write_out(out, r, api)
@@ -448,30 +466,37 @@ def cond(A, p=None, *, out=None):
     check_at_least_2d(api, A)
     check_float(api, A)
     if p is None or p in (2, -2):
-        s = _products.svdvals_op(A)
-        r = s.amax(-1) / s.amin(-1) if p in (None, 2) else s.amin(-1) / s.amax(-1)
+        s = _nonfinite.svd(api, A, _products.svdvals_op, mask=(0,))
+        if s._shape[-1] == 0:  # PyTorch: the condition number of an empty matrix is 0
+            r = s.new_zeros(s._shape[:-1])
+        else:
+            r = s.amax(-1) / s.amin(-1) if p in (None, 2) else s.amin(-1) / s.amax(-1)
     else:
         if p not in _MATRIX_ORDS:
             raise RuntimeError(f"{api}: Order {p} not supported.")
         check_square(api, A)
         from .. import elementwise as _ew
-        inv, info = _solvers.inv_ex_op(A)
+        inv, info = _nonfinite.solve(A, _solvers.inv_ex_op)
         r = matrix_norm(A, p) * matrix_norm(inv, p)
         r = _ew.where(info.gt(0), math.inf, r)
     return r if out is None else write_out(out, r, api)
 
 
-def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """The rank: singular values above ``max(atol, rtol * largest)``; torch's older overload's
+    ``tol`` is an absolute tolerance (``atol=tol, rtol=0``)."""
     api = "linalg.matrix_rank"
+    if tol is not None:
+        atol, rtol = _solvers.tolerance_overload(api, "tol", tol, atol, rtol, relative=False)
     check_at_least_2d(api, A)
     check_float(api, A)
     from .. import elementwise as _ew
     a, r = _solvers._tolerances(A, atol, rtol, api)
     if hermitian:
         check_square(api, A)
-        S = _dec.eigvalsh_op(A, "L").abs()
+        S = _nonfinite.eigh(A, "L", lambda x: _dec.eigvalsh_op(x, "L"), mask=(0,)).abs()
     else:
-        S = _products.svdvals_op(A)
+        S = _nonfinite.svd(api, A, _products.svdvals_op, mask=(0,))
     smax = S.amax(-1, True) if S._shape[-1] else S.sum(-1, True)
     tol = _ew.binary_api["maximum"](a.unsqueeze(-1), r.unsqueeze(-1) * smax)
     res = S.gt(tol).sum(-1)
@@ -501,7 +526,8 @@ def tensorsolve(A, B, dims=None, *, out=None):
         A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
     rest = A._shape[B.ndim:]
     p, q = B.numel(), math.prod(rest)
-    if A._shape[:B.ndim] != B._shape or p != q:
+    if math.prod(A._shape[:B.ndim]) != p or p != q:
+        # (PyTorch reshapes other to the leading elements: only the counts must agree)
         raise RuntimeError(f"{api}: Expected self to satisfy the requirement "
                            f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
                            f"but got {q} != {math.prod(A._shape[:B.ndim])}")
@@ -511,8 +537,10 @@ def tensorsolve(A, B, dims=None, *, out=None):
 
 def vander(x, *, N=None):
     api = "linalg.vander"
-    if not isinstance(x, Tensor) or x.ndim < 1:
-        raise RuntimeError(f"{api}: x must have at least one dimension.")
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{api}(): argument 'x' must be Tensor, not {type(x).__name__}")
+    if x.ndim == 0:               # PyTorch reads a 0-d x as one point
+        x = x.reshape(1)
     n = x._shape[-1] if N is None else int(N)
     if n < 1:
         raise RuntimeError(f"{api}: N must be greater than 1.")
@@ -522,8 +550,9 @@ def vander(x, *, N=None):
     ones = _fac.ones(x._shape + (1,), dtype=x.dtype, device=x.device)
     if n == 1:
         return ones
-    powers = _dec._cat([ones, x.unsqueeze(-1).expand(*x._shape, n - 1)], -1)
-    return powers.cumprod(-1)
+    # the running products first, then the column of ones (torch's order: the result is cat's,
+    # so writing into it leaves cumprod's saved result alone)
+    return _dec._cat([ones, x.unsqueeze(-1).expand(*x._shape, n - 1).cumprod(-1)], -1)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):

@@ -1,5 +1,5 @@
-"""Fused multiply-adds ``beta * self + alpha * (a @ b)``: addmm, baddbmm, addmv and their
-in-place Tensor methods.
+"""Fused multiply-adds ``beta * self + alpha * (a @ b)``: addmm, baddbmm, addmv, addbmm, addr
+and their in-place Tensor methods.
 
 ``addmm`` is an op with its own derivative (PyTorch's ``AddmmBackward0``, the node under
 ``nn.Linear``); its ``self`` may be anything that broadcasts to the result (a bias row), and
@@ -19,7 +19,7 @@ from .. import _batching, _grad, _tangents
 from .. import conversion as _conv
 from .. import elementwise as _ew
 from .. import views as _views
-from .._util import _dtype_title, tensor_method
+from .._util import _dtype_title, require_tensor, tensor_method
 from . import products as _products
 from ._rules import (bmm_check, check_tensors, col_major, cpp_dtype_name, mm_check, mT, mv_check,
                      mv_shape_check, no_bool)
@@ -72,6 +72,11 @@ baddbmm_op = define("baddbmm(Tensor self, Tensor batch1, Tensor batch2, Scalar b
                     "Scalar alpha) -> Tensor", composite=_add_product, doc=_FMA_DOC)
 addmv_op = define("addmv(Tensor self, Tensor mat, Tensor vec, Scalar beta, Scalar alpha) -> "
                   "Tensor", composite=_add_product, doc=_FMA_DOC)
+
+
+@addmm_op.def_onnx
+def _addmm_onnx(b, c, bias, m1, m2, beta=1, alpha=1, *rest):
+    return b.op("Gemm", [m1, m2, bias], alpha=float(alpha), beta=float(beta))
 
 
 # the C++ type PyTorch converts beta and alpha to, and the largest finite value of the floating
@@ -127,8 +132,9 @@ def _expanded(t, shape):
 
 
 @tensor_method()
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
     check_tensors("addmm", input=input, mat1=mat1, mat2=mat2)
+    input, mat1, mat2 = _products.with_out_dtype("addmm", out_dtype, input, mat1, mat2)
     if mat1.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor")
     mm_check(mat1, mat2, ("mat1", "mat2"), op="addmm")
@@ -143,8 +149,10 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 @tensor_method()
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm(input, batch1, batch2, out_dtype=None, *, beta=1, alpha=1):
     check_tensors("baddbmm", input=input, batch1=batch1, batch2=batch2)
+    input, batch1, batch2 = _products.with_out_dtype("baddbmm", out_dtype, input, batch1,
+                                                     batch2)
     bmm_check(batch1, batch2, op="baddbmm")
     if input.dtype is not batch1.dtype:
         raise RuntimeError(f"Input dtypes must be the same, got: input "
@@ -191,7 +199,7 @@ addmv_ = _make_inplace(addmv)
 
 
 # -- ember.func ---------------------------------------------------------------------------------
-def _addmm_batch_rule(args, bdims):
+def _addmm_batch_rule(args, bdims, layer):
     """Batched rows with a plain weight (nn.Linear under vmap) stay one addmm; otherwise the
     composite runs on the batched operands (batched matmuls and a broadcast add)."""
     self, mat1, mat2, beta, alpha = args
@@ -209,7 +217,7 @@ def _addmm_batch_rule(args, bdims):
     if d2 is None:
         mat2 = _batching.unsqueeze_at(mat2, 0)
     out = _add_product(self, mat1, mat2, beta, alpha)
-    size = _batching.batch_size_of(args, bdims)
+    size = _batching.batch_size_of(args, bdims, layer)
     if out._shape[0] != size:   # beta == 0 with only self batched: the product is the same
         out = _views.expand_op(out, (size,) + out._shape[1:])
     return out, 0
@@ -230,3 +238,59 @@ def _addmm_jvp(ctx, tangents, self, mat1, mat2, beta, alpha):
 
 addmm_op.def_batch_rule(_addmm_batch_rule)
 addmm_op.def_jvp(_addmm_jvp)
+
+
+# -- addbmm, addr: compositions (PyTorch's beta == 0 rule kept) ----------------------------
+@tensor_method()
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
+    require_tensor(input, "addbmm")
+    if batch1.ndim != 3 or batch2.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor; batch2 must be a 3D tensor (got "
+                           f"{batch1.ndim}D and {batch2.ndim}D)")
+    prod = (batch1 @ batch2).sum(0)
+    result = _scaled_sum(input, prod, beta, alpha)
+    return out.copy_(result) if out is not None else result
+
+
+@tensor_method()
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    require_tensor(input, "addr")
+    if vec1.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D"
+                           if vec1.ndim != 1 else
+                           f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    prod = vec1.unsqueeze(1) * vec2.unsqueeze(0)
+    if prod.dtype is _dtype.bool_:
+        result = (input & bool(beta)) | (prod & bool(alpha)) if input.dtype is _dtype.bool_ \
+            else _scaled_sum(input, prod, beta, alpha)
+    else:
+        result = _scaled_sum(input, prod, beta, alpha)
+    return out.copy_(result) if out is not None else result
+
+
+def _scaled_sum(input, prod, beta, alpha):
+    # beta == 0 ignores input entirely (NaN and inf included), as in PyTorch
+    if not (prod.is_floating_point() or prod.is_complex()):
+        # PyTorch converts the scalars to the integer result type first (0.6 -> 0)
+        beta, alpha = int(beta), int(alpha)
+    scaled = prod if alpha == 1 else prod * alpha
+    if beta == 0:
+        return scaled + input.new_zeros(()).expand(*input.shape) * 0 if \
+            tuple(input.shape) != tuple(scaled.shape) else scaled.clone()
+    return input * beta + scaled if beta != 1 else input + scaled
+
+
+@tensor_method()
+def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+    result = addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+    if self._shape != result._shape:
+        # PyTorch's addbmm_ is addbmm_out into self, which resizes a self that broadcast
+        self.resize_(result.shape)
+    return self.copy_(result)
+
+
+@tensor_method()
+def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+    return self.copy_(addr(self, vec1, vec2, beta=beta, alpha=alpha))

@@ -29,7 +29,7 @@ def _check(op, a, name="input"):
 def geqrf(input, *, out=None):
     """``(a, tau)``: R on and above the diagonal of ``a``, the Householder vectors below it."""
     from ... import where, zeros
-    from ...autograd.grad_mode import no_grad
+    from ...dispatch.grad_mode import no_grad
     _check("geqrf", input)
     m, n = input.shape[-2:]
     k = min(m, n)

@@ -1,5 +1,6 @@
 """The product primitive ``matmul`` and its special cases (mm, bmm, mv, dot, vdot, outer), plus
-``linalg_svdvals``: each op with its meta and derivative."""
+``linalg_svdvals``: each op with its meta and derivative; ``trace``, ``kron`` and ``inner`` as
+compositions."""
 from __future__ import annotations
 
 from ... import _dtype
@@ -7,9 +8,10 @@ from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _meta, _tangents
+from .._lowering import onnx_binary
 from .. import elementwise as _ew
 from .. import views as _views
-from .._util import tensor_method
+from .._util import require_tensor, tensor_method
 from ._rules import (bmm_check, check_tensors, col_major, inner_product_check, matmul_check,
                      mm_check, mT, mv_check, mv_shape_check, no_bool)
 
@@ -63,13 +65,17 @@ def _matmul_backward(ctx, g, self, other):
             ga = _views.reshape(ga, ga._shape[:-2] + ga._shape[-1:])
     if ctx.needs(1):
         a2 = self.unsqueeze(0) if a_vec else self
-        if ctx.info[1] == 2 and a2.ndim > 2:
-            # one matrix under a batch of self's (x @ W.t() in a Linear over (B, T, C)): the
-            # batch folds into the rows, one (K, N) GEMM, as PyTorch does, instead of a batch
-            # of (K, N) products summed afterwards (B times the memory at the step's peak)
-            a2 = _views.reshape(a2, (-1, a2._shape[-1]))
-            g2 = _views.reshape(g2, (-1, g2._shape[-1]))
-        if ctx.info[2] and a2.ndim == 2:
+        if ctx.info[0] > 2 and ctx.info[1] == 2:
+            # a batch of rows times one matrix (a linear layer on 3-d input): the gradient of
+            # the matrix is one product over all rows, not a batch of products summed after
+            k, m = a2._shape[-1], g2._shape[-1]
+            a_rows = _views.reshape(_grad.conj(a2), (-1, k))
+            g_rows = _views.reshape(g2, (-1, m))
+            if ctx.info[2]:
+                gb = mT(matmul_op(mT(g_rows), a_rows))   # other is W.t(): see col_major
+            else:
+                gb = matmul_op(mT(a_rows), g_rows)
+        elif ctx.info[2] and ctx.info[0] == 2:
             gb = mT(matmul_op(mT(g2), _grad.conj(a2)))  # other is W.t(): see col_major
         else:
             gb = matmul_op(mT(_grad.conj(a2)), g2)
@@ -84,6 +90,7 @@ matmul_op = define("matmul(Tensor self, Tensor other) -> Tensor", meta=_matmul_m
                                          complex_ok=True, name=_matmul_name,
                                          setup=lambda a, b: (a.ndim, b.ndim, col_major(b))),
                    doc="Matrix product with numpy's matmul rules; one dtype in and out.")
+matmul_op.def_onnx(onnx_binary("MatMul"))
 
 
 def matmul(input, other):
@@ -99,20 +106,34 @@ Tensor.__rmatmul__ = lambda self, other: matmul(other, self) if isinstance(other
     else NotImplemented
 
 
+def with_out_dtype(op, out_dtype, *tensors):
+    """The operands for torch's ``out_dtype`` overloads (mm, bmm, addmm, baddbmm): float16 and
+    bfloat16 products accumulated and returned in float32, or the inputs' own dtype."""
+    if out_dtype is None:
+        return tensors
+    d, out_dtype = tensors[0].dtype, _dtype.as_dtype(out_dtype)
+    if out_dtype is d:
+        return tensors
+    if out_dtype is _dtype.float32 and d in (_dtype.float16, _dtype.bfloat16):
+        return tuple(t.to(_dtype.float32) for t in tensors)
+    raise RuntimeError(f"{op}: out_dtype must be the same as input dtype or fp32 for fp16/bf16 "
+                       f"inputs, got {d} inputs and out_dtype {out_dtype}")
+
+
 @tensor_method()
-def mm(input, mat2):
+def mm(input, mat2, out_dtype=None):
     check_tensors("mm", input=input, mat2=mat2)
     mm_check(input, mat2)
     no_bool("mm", input)
-    return matmul_op(input, mat2)
+    return matmul_op(*with_out_dtype("mm", out_dtype, input, mat2))
 
 
 @tensor_method()
-def bmm(input, mat2):
+def bmm(input, mat2, out_dtype=None):
     check_tensors("bmm", input=input, mat2=mat2)
     bmm_check(input, mat2)
     no_bool("bmm", input)
-    return matmul_op(input, mat2)
+    return matmul_op(*with_out_dtype("bmm", out_dtype, input, mat2))
 
 
 @tensor_method()
@@ -185,7 +206,7 @@ svdvals_op = define("linalg_svdvals(Tensor A) -> Tensor", meta=_svdvals_meta,
 
 
 # -- ember.func ---------------------------------------------------------------------------------
-def _matmul_batch_rule(args, bdims):
+def _matmul_batch_rule(args, bdims, layer):
     """The product of each example's operands, as few matmuls as possible: one batched side
     times a plain matrix folds the batch into the rows (one GEMM)."""
     a, b = args
@@ -231,3 +252,45 @@ def _matmul_jvp(ctx, tangents, self, other):
 matmul_op.def_batch_rule(_matmul_batch_rule)
 matmul_op.def_jvp(_matmul_jvp)
 svdvals_op.def_batch_rule(_batching.last_dims(svdvals_op))
+
+
+# -- trace, kron, inner: compositions of the products ----------------------------------------
+@tensor_method()
+def trace(input):
+    """The sum of the main diagonal of a 2-D tensor."""
+    require_tensor(input, "trace")
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    out = input.diagonal().sum()
+    return out
+
+
+@tensor_method()
+def kron(input, other):
+    """The Kronecker product: blocks ``input[i] * other``."""
+    require_tensor(input, "kron")
+    require_tensor(other, "kron", "other")
+    nd = max(input.ndim, other.ndim)
+    a = input.reshape((1,) * (nd - input.ndim) + tuple(input.shape))
+    b = other.reshape((1,) * (nd - other.ndim) + tuple(other.shape))
+    a_shape, b_shape = [], []
+    for sa, sb in zip(a.shape, b.shape):
+        a_shape += [sa, 1]
+        b_shape += [1, sb]
+    prod = a.reshape(a_shape) * b.reshape(b_shape)
+    return prod.reshape([sa * sb for sa, sb in zip(a.shape, b.shape)])
+
+
+@tensor_method()
+def inner(input, other):
+    """Sum of products over the last dims: shape ``input.shape[:-1] + other.shape[:-1]``."""
+    require_tensor(input, "inner")
+    require_tensor(other, "inner", "other")
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    k = input.shape[-1]
+    out = input.reshape(-1, k) @ other.reshape(-1, k).t()
+    return out.reshape(tuple(input.shape[:-1]) + tuple(other.shape[:-1]))

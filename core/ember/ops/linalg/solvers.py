@@ -20,9 +20,10 @@ from ... import return_types as _rt
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _meta
+from .. import _meta, _primitives
 from .._util import _broadcast_pair, every_example, write_out
 from . import decompositions as _dec
+from . import nonfinite as _nonfinite
 from ._rules import (batch_of, check_at_least_2d, check_errors, check_float, check_same_device,
                      check_same_dtype, check_square, eps_of, eye_like, mH, same_batch_rule)
 
@@ -156,7 +157,7 @@ def _solve_args(api, A, B, left):
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     A_, B_, vector = _solve_args("linalg.solve_ex", A, B, left)
-    X, info = solve_op(A_, B_, bool(left))
+    X, info = _nonfinite.solve(A_, lambda a: solve_op(a, B_, bool(left)))
     if check_errors:
         check_errors_(info, "torch.linalg.solve_ex")
     if vector:
@@ -169,7 +170,7 @@ check_errors_ = check_errors
 
 def solve(A, B, *, left=True, out=None):
     A_, B_, vector = _solve_args("linalg.solve", A, B, left)
-    X, info = solve_op(A_, B_, bool(left))
+    X, info = _nonfinite.solve(A_, lambda a: solve_op(a, B_, bool(left)))
     check_errors(info, "torch.linalg.solve")
     if vector:
         X = X.squeeze(-1)
@@ -200,6 +201,7 @@ solve_triangular_op = define("linalg_solve_triangular(Tensor A, Tensor B, bool u
                                                    save=("A", "result"), complex_ok=True),
                              doc="Triangular solve (trtrs/trsm) with A and B of one batch "
                                  "shape.")
+_primitives.provide(solve_op=solve_op, solve_triangular_op=solve_triangular_op)
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
@@ -248,7 +250,7 @@ inv_ex_op = define("linalg_inv_ex(Tensor A) -> (Tensor inverse, Tensor info)", m
 def inv_ex(A, *, check_errors=False, out=None):
     check_square("linalg.inv_ex", A)
     check_float("linalg.inv_ex", A)
-    r = _rt.linalg_inv_ex(*inv_ex_op(A))
+    r = _rt.linalg_inv_ex(*_nonfinite.solve(A, inv_ex_op))
     if check_errors:
         check_errors_(r.info, "linalg.inv_ex")
     return _dec._outs(out, r, "linalg.inv_ex")
@@ -257,7 +259,7 @@ def inv_ex(A, *, check_errors=False, out=None):
 def inv(A, *, out=None):
     check_square("linalg.inv", A)
     check_float("linalg.inv", A)
-    r, info = inv_ex_op(A)
+    r, info = _nonfinite.solve(A, inv_ex_op)
     check_errors(info, "linalg.inv")
     return r if out is None else write_out(out, r, "linalg.inv")
 
@@ -356,14 +358,30 @@ def _tolerances(A, atol, rtol, api):
     return as_t(atol), as_t(rtol)
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+def tolerance_overload(api, name, value, atol, rtol, *, relative):
+    """torch's single-tolerance overloads (``pinv(A, rcond)``: relative, ``matrix_rank(A,
+    tol)``: absolute): the (atol, rtol) they stand for; not both forms at once."""
+    if atol is not None or rtol is not None:
+        raise TypeError(f"{api}() received an invalid combination of arguments - {name} "
+                        f"cannot be given together with atol or rtol")
+    return (0.0, value) if relative else (value, 0.0)
+
+
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """The pseudoinverse; torch's older overload's ``rcond`` is a relative tolerance
+    (``rtol=rcond, atol=0``, numpy's meaning)."""
     api = "linalg.pinv"
+    if rcond is not None:
+        atol, rtol = tolerance_overload(api, "rcond", rcond, atol, rtol, relative=True)
     check_at_least_2d(api, A)
     check_float(api, A)
     if hermitian:
         check_square(api, A)
     a, r = _tolerances(A, atol, rtol, api)
-    res = pinv_op(A, a, r, bool(hermitian))
+    if hermitian:
+        res = _nonfinite.eigh(A, "L", lambda x: pinv_op(x, a, r, True), mask=(0,))
+    else:
+        res = _nonfinite.svd(api, A, lambda x: pinv_op(x, a, r, False), mask=(0,))
     return res if out is None else write_out(out, res, api)
 
 
@@ -399,14 +417,17 @@ def lstsq(A, B, rcond=None, *, driver=None):
     rc = eps_of(real) * max(m, n) if rcond is None or rcond < 0 else float(rcond)
     from .. import factories as _fac
     zero = _fac.full((), 0.0, dtype=real, device=A.device)
-    X = pinv_op(A_, zero, _fac.full((), rc, dtype=real, device=A.device), False) @ B_
-    from ...autograd.grad_mode import no_grad
+    cutoff = _fac.full((), rc, dtype=real, device=A.device)
+    X = _nonfinite.svd(api, A_, lambda a: pinv_op(a, zero, cutoff, False), mask=(0,)) @ B_
+    from ...dispatch.grad_mode import no_grad
     with no_grad():
-        S = _dec._products.svdvals_op(A_)
+        S = _nonfinite.svd(api, A_, _dec._products.svdvals_op, mask=(0,))
         smax = S.narrow(-1, 0, 1) if S._shape[-1] else S
         rank = S.gt(smax * rc).sum(-1)
     empty = _fac.empty((0,), dtype=real, device=A.device)
-    residuals = empty
+    # no residuals is still an output of the solution's graph in PyTorch (differentiable)
+    residuals = X.reshape(-1).narrow(0, 0, 0)
+    residuals = residuals.real if residuals.is_complex() else residuals
     if m > n and driver != "gelsy":  # as LAPACK's gels/gelsd/gelss report them
         if n == 0 or bool(every_example(rank.eq(n)).all()):
             R = A_ @ X - B_

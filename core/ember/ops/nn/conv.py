@@ -147,6 +147,19 @@ convolution_op = define(
                           name="ConvolutionBackward0"),
     doc="N-d convolution or transposed convolution (PyTorch's aten::convolution).")
 
+
+@convolution_op.def_onnx
+def _convolution_onnx(b, c, x, w, bias, stride, padding, dilation, transposed, output_padding,
+                      groups, *rest):
+    if isinstance(padding, str):
+        c.refuse(f"padding={padding!r}")
+    attrs = dict(strides=list(stride), pads=list(padding) * 2, dilations=list(dilation),
+                 group=int(groups), kernel_shape=list(c.shape(1)[2:]))
+    inputs = [x, w] + ([bias] if bias is not None else [])
+    if transposed:
+        return b.op("ConvTranspose", inputs, output_padding=list(output_padding), **attrs)
+    return b.op("Conv", inputs, **attrs)
+
 convolution_backward_op = define(
     "convolution_backward(Tensor grad_output, Tensor input, Tensor weight, int[]? bias_sizes, "
     "int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, "

@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ... import _dtype
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from ..._tensor import Tensor
+from .. import _primitives
 from .. import elementwise as _ew
 from . import _rules
 
@@ -190,8 +193,7 @@ class _SavedStats:
     __slots__ = ("mean", "var")
 
     def __init__(self, mean, var):
-        from ...autograd.graph import SavedTensor
-        self.mean, self.var = SavedTensor(mean), SavedTensor(var)
+        self.mean, self.var = _primitives.SavedTensor(mean), _primitives.SavedTensor(var)
 
 
 def _batch_norm_setup(input, weight, bias, running_mean, running_var, training, momentum, eps):
@@ -239,10 +241,28 @@ native_batch_norm_op = define(
     "Tensor(b!)? running_var, bool training, float momentum, float eps) -> "
     "(Tensor, Tensor, Tensor)",
     meta=_batch_norm_meta,
-    derivative=Derivative(_batch_norm_backward, save=("input", "weight", "result1", "result2"),
+    derivative=Derivative(_batch_norm_backward,
+                          # torch's: the input and the batch statistics, not the output (an
+                          # in-place ReLU after BatchNorm overwrites that)
+                          save=("input", "weight", "result1", "result2"),
                           diff=("input", "weight", "bias"), outputs=(True, False, False),
                           setup=_batch_norm_setup, name="NativeBatchNormBackward0"),
     doc="batch normalisation over dim 1; in training updates the running statistics in place")
+
+
+@native_batch_norm_op.def_onnx
+def _batch_norm_onnx(b, c, x, w, bias, mean, var, training, momentum, eps, *rest):
+    if training:
+        c.fail("ember.onnx.export: batch norm in training mode (export runs the model in eval "
+               "mode; call model.eval())")
+    channels = c.shape(0)[1]
+    dt = np.dtype(c.meta(0)[1].np)
+    w = w if w is not None else b.const(np.ones(channels, dt))
+    bias = bias if bias is not None else b.const(np.zeros(channels, dt))
+    if mean is None:
+        c.fail("ember.onnx.export: batch norm without running statistics "
+               "(track_running_stats=False) normalises by batch statistics")
+    return [b.op("BatchNormalization", [x, w, bias, mean, var], epsilon=float(eps)), None, None]
 
 native_batch_norm_backward_op = define(
     "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, "
@@ -292,10 +312,20 @@ native_layer_norm_op = define(
     "native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, "
     "float eps) -> (Tensor, Tensor, Tensor)",
     meta=_layer_norm_meta,
-    derivative=Derivative(_layer_norm_formula, save=("input", "weight", "bias", "result1", "result2"),
+    derivative=Derivative(_layer_norm_formula,
+                          save=("input", "weight", "bias", "result1", "result2"),
                           diff=("input", "weight", "bias"), outputs=(True, False, False),
                           name="NativeLayerNormBackward0"),
     doc="layer normalisation over the trailing normalized_shape dims")
+
+
+@native_layer_norm_op.def_onnx
+def _layer_norm_onnx(b, c, x, shape, w, bias, eps, *rest):
+    dt = np.dtype(c.meta(0)[1].np)
+    w = w if w is not None else b.const(np.ones(shape, dt))
+    inputs = [x, w] + ([bias] if bias is not None else [])
+    return [b.op("LayerNormalization", inputs, axis=-len(shape), epsilon=float(eps)), None,
+            None]
 
 native_layer_norm_backward_op = define(
     "native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, "
@@ -312,8 +342,26 @@ native_layer_norm_backward_op = define(
 # group norm
 def _group_norm_formula(ctx, grads, input, weight, bias, N, C, HxW, group, eps):
     _, mean, rstd = ctx.result
-    gi, gw, gb = native_group_norm_backward_op(grads[0], input, mean, rstd, weight, N, C, HxW,
-                                               group, _mask(ctx))
+    g_out, g_mean, g_rstd = grads
+    gi = gw = gb = None
+    if g_out is not None:
+        gi, gw, gb = native_group_norm_backward_op(g_out, input, mean, rstd, weight, N, C, HxW,
+                                                   group, _mask(ctx))
+    if (g_mean is not None or g_rstd is not None) and ctx.needs(0):
+        # PyTorch differentiates the statistics too: d mean/dx = 1/m and
+        # d rstd/dx = -rstd^3 (x - mean) / m over each (sample, group)
+        m = (C // group) * HxW
+        view = (N, group, m)
+        x = input.reshape(view)
+        extra = 0
+        if g_mean is not None:
+            extra = extra + g_mean.reshape(N, group, 1) / m
+        if g_rstd is not None:
+            r = rstd.reshape(N, group, 1)
+            extra = extra - g_rstd.reshape(N, group, 1) * r * r * r * \
+                (x - mean.reshape(N, group, 1)) / m
+        extra = (extra + x * 0).reshape(input._shape)
+        gi = extra if gi is None else gi + extra
     return gi, gw, gb
 
 

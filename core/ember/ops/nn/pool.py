@@ -224,3 +224,33 @@ MAX_POOL = {2: max_pool2d_with_indices_op, 3: max_pool3d_with_indices_op}
 AVG_POOL = {2: avg_pool2d_op, 3: avg_pool3d_op}
 ADAPTIVE_AVG = {2: adaptive_avg_pool2d_op, 3: adaptive_avg_pool3d_op}
 ADAPTIVE_MAX = {2: adaptive_max_pool2d_op, 3: adaptive_max_pool3d_op}
+
+
+# -- ONNX (the 2-d ops) -------------------------------------------------------------------------
+@max_pool2d_with_indices_op.def_onnx
+def _max_pool_onnx(b, c, x, kernel, stride, padding, dilation, ceil_mode, *rest):
+    y = b.op("MaxPool", [x], kernel_shape=list(kernel), strides=list(stride or kernel),
+             pads=list(padding) * 2, dilations=list(dilation), ceil_mode=int(ceil_mode))
+    return [y, None]     # the indices have no ONNX counterpart
+
+
+@avg_pool2d_op.def_onnx
+def _avg_pool_onnx(b, c, x, kernel, stride, padding, ceil_mode, count_include_pad,
+                   divisor_override=None, *rest):
+    if divisor_override is not None:
+        c.refuse("divisor_override")
+    return b.op("AveragePool", [x], kernel_shape=list(kernel), strides=list(stride or kernel),
+                pads=list(padding) * 2, ceil_mode=int(ceil_mode),
+                count_include_pad=int(count_include_pad))
+
+
+@adaptive_avg_pool2d_op.def_onnx
+def _adaptive_avg_pool_onnx(b, c, x, output_size, *rest):
+    spatial = c.shape(0)[2:]
+    if all(o == 1 for o in output_size):
+        return b.op("GlobalAveragePool", [x])
+    if all(i % o == 0 for i, o in zip(spatial, output_size)):
+        kernel = [i // o for i, o in zip(spatial, output_size)]
+        return b.op("AveragePool", [x], kernel_shape=kernel, strides=kernel)
+    c.refuse(f"input size {list(spatial)} is not a multiple of output size {list(output_size)}",
+             op="adaptive_avg_pool2d")

@@ -2,8 +2,10 @@
 
 * ``sums``      sum, prod, nansum, mean, nanmean, var, std, var_mean, std_mean, count_nonzero
 * ``extremes``  amax, amin, max, min, aminmax, argmax, argmin, all, any
-* ``norms``     logsumexp, vector_norm, the nuclear norm, ``norm``
-* ``scans``     cumsum, cumprod, softmax, log_softmax
+* ``norms``     logsumexp, vector_norm, ``renorm`` (the matrix norms and ``torch.norm`` are in
+                 ``ember.ops.linalg``)
+* ``statistics`` cov, corrcoef, quantile, nanquantile
+* ``scans``     cumsum, cumprod, softmax, log_softmax; cummax, cummin, logcumsumexp
 * ``_rules``    argument handling, meta functions and formula helpers the family shares
 
 Kernel convention (see ``ember.kit.reduction``): ``dim`` reaches kernels as a sorted tuple of the
@@ -22,17 +24,20 @@ implicit axis). ``dtype`` is the result dtype the op layer chose; the kernel cas
 ``nanmean``, ``std``, ``var_mean``, ``std_mean``, ``logsumexp``, ``count_nonzero``, ``aminmax``
 and the nuclear norm are composites of those.
 """
-from . import sums, scans, extremes, norms  # noqa: F401 - sums and scans import each other
+from . import sums, scans, extremes, norms, statistics  # noqa: F401 - sums and scans import each other
 from .extremes import (all, all_op, amax, amax_op, amin, amin_op, aminmax, aminmax_op, any,
                        any_op, argmax, argmax_op, argmin, argmin_op, max, max_dim_op, min,
                        min_dim_op)
-from .norms import (logsumexp, logsumexp_op, norm, nuclear_norm_op, vector_norm_op)
-from .scans import (cumprod, cumprod_op, cumsum, cumsum_op, log_softmax, log_softmax_op, softmax,
-                    softmax_op)
+from .norms import logsumexp, logsumexp_op, renorm, vector_norm_op
+from .statistics import corrcoef, cov, nanquantile, quantile
+from .scans import (cummax, cummin, cumprod, cumprod_op, cumsum, cumsum_op, log_softmax,
+                    log_softmax_op, logcumsumexp, softmax, softmax_op)
 from .sums import (count_nonzero, count_nonzero_op, mean, mean_op, nanmean, nanmean_op, nansum,
                    nansum_op, prod, prod_op, std, std_mean, std_mean_op, std_op, sum, sum_op, var,
                    var_mean, var_mean_op, var_op)
 
 __all__ = ["sum", "mean", "prod", "nansum", "nanmean", "var", "std", "var_mean", "std_mean",
            "max", "min", "amax", "amin", "aminmax", "argmax", "argmin", "all", "any",
-           "logsumexp", "norm", "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax"]
+           "logsumexp", "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax",
+           "cummax", "cummin", "logcumsumexp", "renorm", "cov", "corrcoef", "quantile",
+           "nanquantile"]

@@ -7,6 +7,7 @@ from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from .. import _batching, _grad, _meta
+from .._lowering import onnx_reduce
 from .. import elementwise as _ew
 from .._util import tensor_method
 from . import sums as _sums
@@ -65,13 +66,15 @@ amax_op = define("amax" + _EXTREME_SCHEMA, meta=reduction_meta("amax", "same"),
 amin_op = define("amin" + _EXTREME_SCHEMA, meta=reduction_meta("amin", "same"),
                  derivative=Derivative(_extreme_backward, save=("self", "result"),
                                        name=_amax_name("Amin", "MinBackward1")))
+amax_op.def_onnx(onnx_reduce("ReduceMax"))
+amin_op.def_onnx(onnx_reduce("ReduceMin"))
 max_dim_op = define("max_dim(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor "
                     "indices)", meta=_extreme_dim_meta("max_dim"),
-                    derivative=Derivative(_extreme_dim_backward, save=("result",),
+                    derivative=Derivative(_extreme_dim_backward, save=("result1",),
                                           outputs=(True, False), name="MaxBackward0"))
 min_dim_op = define("min_dim(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor "
                     "indices)", meta=_extreme_dim_meta("min_dim"),
-                    derivative=Derivative(_extreme_dim_backward, save=("result",),
+                    derivative=Derivative(_extreme_dim_backward, save=("result1",),
                                           outputs=(True, False), name="MinBackward0"))
 
 

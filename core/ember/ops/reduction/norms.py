@@ -1,5 +1,5 @@
-"""logsumexp and norms: vector_norm (``norm`` with a numeric or "fro" order) and the nuclear
-norm (``norm(p="nuc")``, a composite of the singular values)."""
+"""logsumexp and the vector norms: ``vector_norm`` (the op under ``linalg.vector_norm`` and
+``torch.norm``), ``renorm``. The matrix norms live with linear algebra."""
 from __future__ import annotations
 
 import math
@@ -11,9 +11,8 @@ from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _meta
 from .. import elementwise as _ew
-from .. import linalg as _linalg
 from .. import views as _views
-from .._util import _dtype_title, tensor_method, write_out
+from .._util import _dtype_title, ember_namespace, require_tensor, tensor_method, write_out
 from . import extremes as _extremes
 from . import sums as _sums
 from ._rules import check_tensor, dims_ok, given, no_complex, reduce_dims, restore, without
@@ -84,66 +83,30 @@ vector_norm_op = define("vector_norm(Tensor self, float ord, int[] dim, bool kee
                                               name="LinalgVectorNormBackward0"))
 
 
-# -- nuclear norm -------------------------------------------------------------------------------
-def _nuclear_norm(x, dim, keepdim):
-    s = _linalg.svdvals_op(_views.movedim(x, dim, (-2, -1)))
-    r = _sums.sum_op(s, (s.ndim - 1,), False, s.dtype)
-    if keepdim:
-        for d in sorted(dim):
-            r = _views.unsqueeze(r, d)
-    return r
-
-
-nuclear_norm_op = define("nuclear_norm(Tensor self, int[] dim, bool keepdim) -> Tensor",
-                         composite=_nuclear_norm)
-
-
-# -- norm ---------------------------------------------------------------------------------------
-def _fmt_ord(p):
-    return int(p) if math.isfinite(p) and p == int(p) else p
+@tensor_method()
+def renorm(input, p, dim, maxnorm):
+    """Each sub-tensor along ``dim`` scaled down to p-norm ``maxnorm`` where it exceeds it."""
+    require_tensor(input, "renorm")
+    if p <= 0:
+        raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
+                           f"dimensions")
+    em = ember_namespace()
+    dim = _wrap_dim(dim, input.ndim, "renorm")
+    others = [d for d in range(input.ndim) if d != dim]
+    norm = input.abs().pow(p).sum(others, keepdim=True).pow(1.0 / p) if p != float("inf") \
+        else input.abs().amax(others, keepdim=True)
+    factor = em.where(norm > maxnorm, maxnorm / (norm + 1e-7),
+                      em.ones((), dtype=input.dtype, device=input.device))
+    return input * factor
 
 
 @tensor_method()
-def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
-    check_tensor(input, "norm")
-    if input.dtype.category < FLOATING:
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {_dtype_title(input.dtype)}")
-    x = input if dtype is None else input.to(_dtype.as_dtype(dtype))
-    if p is None:
-        p = "fro"
-    if isinstance(p, str):
-        if p == "nuc":
-            r = nuclear_norm_op(x, _matrix_dims(x, dim), bool(keepdim))
-            return r if out is None else write_out(out, r, "norm")
-        if p != "fro":
-            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
-        p = 2
-    ord = float(p)
-    dims = reduce_dims(x, dim, "norm")
-    if (ord < 0 or ord == math.inf) and x.numel() == 0:
-        if not given(dim):
-            raise RuntimeError(f"linalg.vector_norm cannot compute the {_fmt_ord(ord)} norm on an "
-                               f"empty tensor because the operation does not have an identity")
-        for d in dims:
-            if x._shape[d] == 0:
-                raise RuntimeError(f"linalg.vector_norm cannot compute the {_fmt_ord(ord)} norm on "
-                                   f"the dimension {d} because this dimension is empty and the "
-                                   f"operation does not have an identity")
-    r = vector_norm_op(x, ord, dims, bool(keepdim))
-    return r if out is None else write_out(out, r, "norm")
-
-
-def _matrix_dims(x, dim):
-    if dim is None:
-        dim = tuple(range(x.ndim))
-    if not isinstance(dim, (list, tuple)) or len(dim) != 2:
-        got = " ".join(str(d) for d in dim) if isinstance(dim, (list, tuple)) else dim
-        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {got}")
-    d0, d1 = (_wrap_dim(d, x.ndim, "norm") for d in dim)
-    if d0 == d1:
-        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
-    return d0, d1
+def renorm_(self, p, dim, maxnorm):
+    return self.copy_(renorm(self, p, dim, maxnorm))
 
 
 # -- ember.func: batching rules (dims shift past the batch) ------------------------------------

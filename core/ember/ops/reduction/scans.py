@@ -3,17 +3,16 @@ log_softmax."""
 from __future__ import annotations
 
 from ... import _dtype
-from ..._dtype import FLOATING
+from ... import return_types as _rt
+from ..._dtype import COMPLEX, FLOATING
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _batching, _grad, _tangents
+from .. import _batching, _grad, _primitives, _tangents
 from .. import elementwise as _ew
 from .. import factories as _fac
-from .. import linalg as _linalg
 from .. import shape as _shape_ops
-from .._util import _dtype_title, every_example, tensor_method
-from . import sums as _sums
+from .._util import _dtype_title, cpp_dtype_name, ember_namespace, every_example, require_tensor, tensor_method
 from ._rules import accumulate_dtype, along_dim_meta, check_tensor, no_complex
 
 
@@ -44,7 +43,7 @@ def _cumprod_backward(ctx, g, self, dim, dtype):
     prods = cumprod_op(xk, xk.ndim - 1, self.dtype)
     steps = _fac.arange(n, device=self.device)
     upper = _ew.binary_api["ge"](steps.unsqueeze(0), steps.unsqueeze(1))   # i >= k
-    gk = _sums.sum_op(_grad.keep_where(prods * g.movedim(dim, -1).unsqueeze(-2), upper),
+    gk = _primitives.sum_op(_grad.keep_where(prods * g.movedim(dim, -1).unsqueeze(-2), upper),
                       (xk.ndim - 1,), False, self.dtype)             # (..., k)
     return (gk.movedim(-1, dim),)
 
@@ -68,7 +67,7 @@ def _make_scan(name, op):
 
     def fn_(self, dim, *, dtype=None):
         if dtype is not None and _dtype.as_dtype(dtype) is not self.dtype:
-            cpp = _linalg.cpp_dtype_name
+            cpp = cpp_dtype_name
             raise RuntimeError(f"Bad in-place call: input tensor dtype {cpp(self.dtype)} and "
                                f"output tensor dtype {cpp(_dtype.as_dtype(dtype))} should match")
         if self.dtype is _dtype.bool_:
@@ -92,13 +91,13 @@ def _dims_of(shape, dim):
 def _softmax_backward(ctx, g, self, dim, dtype):
     y = ctx.result
     dims = _dims_of(y._shape, dim)
-    return (y * (g - _sums.sum_op(g * y, dims, True, g.dtype)),)
+    return (y * (g - _primitives.sum_op(g * y, dims, True, g.dtype)),)
 
 
 def _log_softmax_backward(ctx, g, self, dim, dtype):
     y = ctx.result
     dims = _dims_of(y._shape, dim)
-    return (g - _ew.unary_api["exp"](y) * _sums.sum_op(g, dims, True, g.dtype),)
+    return (g - _ew.unary_api["exp"](y) * _primitives.sum_op(g, dims, True, g.dtype),)
 
 
 softmax_op = define("softmax(Tensor self, int dim, dtype dtype) -> Tensor",
@@ -109,6 +108,16 @@ log_softmax_op = define("log_softmax(Tensor self, int dim, dtype dtype) -> Tenso
                         derivative=Derivative(_log_softmax_backward, save=("result",)))
 
 
+@softmax_op.def_onnx
+def _softmax_onnx(b, c, x, dim, *rest):
+    return b.op("Softmax", [x], axis=int(dim))
+
+
+@log_softmax_op.def_onnx
+def _log_softmax_onnx(b, c, x, dim, *rest):
+    return b.op("LogSoftmax", [x], axis=int(dim))
+
+
 def _make_softmax(name, op):
     def fn(input, dim, dtype=None):
         check_tensor(input, name)
@@ -116,6 +125,8 @@ def _make_softmax(name, op):
         dt = input.dtype if dtype is None else _dtype.as_dtype(dtype)
         if dt.category != FLOATING:
             raise NotImplementedError(f"\"{name}\" not implemented for '{_dtype_title(dt)}'")
+        if dtype is not None and input.dtype.category == COMPLEX:
+            input = input.to(dt)        # PyTorch casts to dtype first (the imaginary part goes)
         no_complex(input, name)
         return op(input, d, dt)
 
@@ -125,6 +136,94 @@ def _make_softmax(name, op):
 
 softmax = _make_softmax("softmax", softmax_op)
 log_softmax = _make_softmax("log_softmax", log_softmax_op)
+
+
+# -- cummax, cummin, logcumsumexp: compositions of ember ops ----------------------------------
+def _shift_fill(t, dim, k, fill):
+    """``t`` shifted by ``k`` along ``dim`` (toward higher indices), ``fill`` coming in."""
+    em = ember_namespace()
+    length = t.shape[dim]
+    head_shape = list(t.shape)
+    head_shape[dim] = min(k, length)
+    head = em.full(head_shape, fill, dtype=t.dtype, device=t.device)
+    if k >= length:
+        return head
+    return em.cat([head, t.narrow(dim, 0, length - k)], dim)
+
+
+def _cum_extreme(input, dim, take_new, fn):
+    """Inclusive scan of (value, index) pairs: a later pair wins where ``take_new(new, old)``
+    (ties go to the later index, as in PyTorch; NaN propagates and sticks)."""
+    require_tensor(input, fn)
+    em = ember_namespace()
+    if input.ndim == 0:
+        return getattr(_rt, fn)(input.clone(), em.zeros((), dtype=_dtype.int64, device=input.device))
+    dim = _wrap_dim(dim, input.ndim, fn)
+    length = input.shape[dim]
+    shape = [1] * input.ndim
+    shape[dim] = length
+    idx = em.arange(length, device=input.device).reshape(shape).expand(*input.shape)
+    values, index = input.detach(), idx
+    step = 1
+    while step < length:
+        prev_v = _shift_fill(values, dim, step, 0)
+        prev_i = _shift_fill(index, dim, step, -1)
+        has_prev = prev_i.ge(0)
+        keep_prev = has_prev & ~take_new(values, prev_v)
+        values = em.where(keep_prev, prev_v, values)
+        index = em.where(keep_prev, prev_i, index)
+        step *= 2
+    index = index.contiguous()
+    # the values as a gather of the input, so autograd routes the gradient to the argmax
+    return getattr(_rt, fn)(input.gather(dim, index), index)
+
+
+def _isnan(t):
+    return t.ne(t)  # NaN != NaN; never true for integers
+
+
+for _name in ("cummax", "cummin"):
+    setattr(_rt, _name, _rt._return_type(_name, ["values", "indices"]))
+
+
+@tensor_method()
+def cummax(input, dim):
+    """Running maximum along ``dim`` and the index where it was (last) reached."""
+    return _cum_extreme(input, dim, lambda new, old: new.ge(old) | _isnan(new) &
+                        ~_isnan(old), "cummax")
+
+
+@tensor_method()
+def cummin(input, dim):
+    """Running minimum along ``dim`` and the index where it was (last) reached."""
+    return _cum_extreme(input, dim, lambda new, old: new.le(old) | _isnan(new) &
+                        ~_isnan(old), "cummin")
+
+
+@tensor_method()
+def logcumsumexp(input, dim):
+    """``log(cumsum(exp(input)))`` along ``dim``, shifted by the running maximum for range."""
+    require_tensor(input, "logcumsumexp")
+    em = ember_namespace()
+    if input.ndim == 0:
+        return input.clone()
+    dim = _wrap_dim(dim, input.ndim, "logcumsumexp")
+    if input.shape[dim] == 0:
+        return input.clone()
+    if input.is_complex():
+        return _complex_logcumsumexp(input, dim)
+    shift = cummax(input.detach(), dim).values
+    shift = em.where(shift.isinf(), em.zeros_like(shift), shift)
+    # terms exp(x_j - m_i) for j <= i never overflow: m_i is their running maximum
+    x = input.unsqueeze(dim + 1)                          # (..., L, 1, ...)
+    m = shift.unsqueeze(dim)                              # (..., 1, L, ...)
+    length = input.shape[dim]
+    mask_shape = [1] * (input.ndim + 1)
+    mask_shape[dim], mask_shape[dim + 1] = length, length
+    j = em.arange(length, device=input.device)
+    upper = j.reshape(-1, 1).le(j.reshape(1, -1)).reshape(mask_shape)  # j <= i
+    terms = em.where(upper, (x - m).exp(), em.zeros((), dtype=input.dtype, device=input.device))
+    return terms.sum(dim).log() + shift
 
 
 # -- ember.func: batching rules (the dim shifts past the batch); cumsum is linear --------------
@@ -138,7 +237,7 @@ def _softmax_jvp(ctx, tangents, self, dim, dtype):
     if t is None:
         return None
     y = ctx.result
-    return y * (t - _sums.sum_op(y * t, _dims_of(y._shape, dim), True, y.dtype))
+    return y * (t - _primitives.sum_op(y * t, _dims_of(y._shape, dim), True, y.dtype))
 
 
 def _log_softmax_jvp(ctx, tangents, self, dim, dtype):
@@ -146,8 +245,22 @@ def _log_softmax_jvp(ctx, tangents, self, dim, dtype):
     if t is None:
         return None
     p = _ew.unary_api["exp"](ctx.result)
-    return t - _sums.sum_op(p * t, _dims_of(p._shape, dim), True, p.dtype)
+    return t - _primitives.sum_op(p * t, _dims_of(p._shape, dim), True, p.dtype)
 
 
 softmax_op.def_jvp(_softmax_jvp)
 log_softmax_op.def_jvp(_log_softmax_jvp)
+
+
+def _complex_logcumsumexp(input, dim):
+    """PyTorch's complex scan: fold ``max + log1p(exp(min - max))`` along ``dim``, min and max
+    by real part (a tie keeps the running value as max). Its imaginary parts are not wrapped
+    into (-pi, pi], so a closed form ``log(cumsum(exp(x)))`` would differ by multiples of 2 pi."""
+    em = ember_namespace()
+    outs = [input.select(dim, 0)]
+    for k in range(1, input.shape[dim]):
+        acc, new = outs[-1], input.select(dim, k)
+        acc_smaller = acc.real.lt(new.real)
+        low, high = em.where(acc_smaller, acc, new), em.where(acc_smaller, new, acc)
+        outs.append((low - high).exp().log1p() + high)
+    return em.stack(outs, dim)

@@ -10,8 +10,9 @@ from ..._dtype import FLOATING
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from ...runtime.registry import registry
-from .. import _batching, _grad, _tangents
+from .. import _batching, _grad, _primitives, _tangents
 from .. import conversion as _conv
+from .._lowering import onnx_reduce
 from .. import elementwise as _ew
 from .. import shape as _shape_ops
 from .._util import _dtype_title, tensor_method
@@ -76,6 +77,9 @@ nansum_op = define("nansum" + _SUM_SCHEMA, meta=reduction_meta("nansum"),
 mean_op = define("mean" + _SUM_SCHEMA, meta=reduction_meta("mean"),
                  derivative=Derivative(_mean_backward, complex_ok=True,
                                        name=overload_name("Mean")))
+_primitives.provide(sum_op=sum_op)
+sum_op.def_onnx(onnx_reduce("ReduceSum"))
+mean_op.def_onnx(onnx_reduce("ReduceMean"))
 
 
 def _make_sum(name, op):

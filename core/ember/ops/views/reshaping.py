@@ -3,12 +3,14 @@
 """
 from __future__ import annotations
 
+
 from ... import _dtype
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _batching, _grad, _tangents
-from .._util import broadcast_shapes, contiguous_strides, tensor_method
+from .. import _batching, _grad, _primitives, _tangents
+from .._lowering import foldable
+from .._util import broadcast_shapes, contiguous_strides, require_tensor, tensor_method
 from .strided import as_strided_op
 
 
@@ -84,6 +86,12 @@ def _view_backward(ctx, g, self, size):
 
 view_op = define("view(Tensor self, int[] size) -> Tensor", composite=_view,
                  derivative=Derivative(_view_backward, view=True, complex_ok=True))
+
+
+@view_op.def_onnx
+@foldable
+def _view_onnx(b, c, x, size, *rest):
+    return b.op("Reshape", [x, c.shape_tensor(size)])
 
 
 @tensor_method()
@@ -236,6 +244,7 @@ def reshape(input, *shape):
     if _view_strides(input._shape, input._stride, shape) is not None:
         return view_op(input, shape)
     return view_op(input.contiguous(), shape)
+_primitives.provide(reshape=reshape)
 
 
 Tensor.reshape = reshape
@@ -297,6 +306,12 @@ def _permute_backward(ctx, g, self, dims):
 
 permute_op = define("permute(Tensor self, int[] dims) -> Tensor", composite=_permute,
                     derivative=Derivative(_permute_backward, view=True, complex_ok=True))
+
+
+@permute_op.def_onnx
+@foldable
+def _permute_onnx(b, c, x, dims, *rest):
+    return b.op("Transpose", [x], perm=list(dims))
 
 
 def permute(input, *dims):
@@ -421,10 +436,21 @@ def _expand_backward(ctx, g, self, size):
 
 expand_op = define("expand(Tensor self, int[] size) -> Tensor", composite=_expand,
                    derivative=Derivative(_expand_backward, view=True, complex_ok=True))
+_primitives.provide(view_op=view_op, expand_op=expand_op)
+
+
+@expand_op.def_onnx
+@foldable
+def _expand_onnx(b, c, x, size, *rest):
+    if any(c.is_symbolic(s) for s in size):
+        return b.op("Expand", [x, c.shape_tensor([1 if s == -1 else s for s in size])])
+    shape = [1 if (s == -1 or s in c.dyn_sizes) else s for s in size]
+    return b.op("Expand", [x, b.ints(shape)])
 
 
 @tensor_method()
-def expand(self, *sizes):
+def expand(self, *sizes, implicit=False):
+    # implicit marks expansions torch's tracer inserted; it changes nothing here
     return expand_op(self, _sizes(sizes))
 
 
@@ -489,7 +515,7 @@ view_op.def_batch_rule(_batching.view_rule(view_op))
 def _dtype_view_batch_rule(op):
     """view_as_real / view_as_complex act on the last dim only: the physical tensor (batch in
     dim 0) is reinterpreted as it is, its trailing layout being each example's."""
-    def rule(args, bdims):
+    def rule(args, bdims, layer):
         return op(args[0]), bdims[0]
     return rule
 
@@ -502,3 +528,16 @@ permute_op.def_batch_rule(_batching.permute_rule(permute_op))
 expand_op.def_batch_rule(_batching.expand_rule(expand_op))
 for _op in (view_op, permute_op, expand_op):
     _op.def_jvp(_tangents.linear(_op))
+
+
+@tensor_method()
+def adjoint(input):
+    """The conjugate transpose of the last two dims, as a view."""
+    require_tensor(input, "adjoint")
+    if input.ndim < 2:
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
+                           "matrices. Got 1-D tensor." if input.ndim == 1 else
+                           "tensor.adjoint() is only supported on matrices or batches of "
+                           "matrices. Got 0-D tensor.")
+    t = input.transpose(-2, -1)
+    return t.conj() if input.is_complex() else t

@@ -6,12 +6,14 @@ read (``view_scatter``), found by applying the view to a contiguous stand-in of 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ... import _dtype
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _batching, _grad, _tangents
-from .. import factories as _fac
+from .. import _batching, _grad, _primitives, _tangents
+from .._lowering import foldable
 from .._util import tensor_method
 from .strided import logical_geometry, view_scatter
 
@@ -51,6 +53,27 @@ slice_op = define("slice(Tensor self, int dim, int? start, int? end, int step) -
                   composite=_slice_view,
                   derivative=Derivative(_logical_backward(_slice_view), view=True,
                                         complex_ok=True))
+_INT64_MAX = (1 << 63) - 1
+
+
+@slice_op.def_onnx
+@foldable
+def _slice_onnx(b, c, x, dim, start=None, end=None, step=1, *rest):
+    # bounds that are multiples of a dynamic size (a time-major sequence cut per step) follow
+    # it at run time
+    full = c.shape(0)[dim]
+    start = 0 if start is None else start
+    if end is None or (not c.is_symbolic(end) and end >= full and
+                       dim not in c.dynamic_dims(0)):
+        end = _INT64_MAX
+
+    def bound(v):
+        if c.is_symbolic(v):
+            return c.sym(v)
+        if v in (0, _INT64_MAX):
+            return b.ints([v])
+        return c.shape_tensor([v]) if v > 0 else b.ints([v])
+    return b.op("Slice", [x, bound(start), bound(end), b.ints([dim]), b.ints([step])])
 
 
 def _select(self, dim, index):
@@ -67,6 +90,16 @@ def _select(self, dim, index):
 
 select_op = define("select(Tensor self, int dim, int index) -> Tensor", composite=_select,
                    derivative=Derivative(_logical_backward(_select), view=True, complex_ok=True))
+_primitives.provide(select_op=select_op)
+
+
+@select_op.def_onnx
+@foldable
+def _select_onnx(b, c, x, dim, index, *rest):
+    if c.is_symbolic(index):
+        index = b.op("Squeeze", [c.sym(index), b.ints([0])])
+        return b.op("Gather", [x, index], axis=dim)
+    return b.op("Gather", [x, b.const(np.asarray(index, dtype=np.int64), "index")], axis=dim)
 
 
 def select(input, dim, index):
@@ -129,8 +162,8 @@ def _unfold_backward(ctx, g, self, dim, size, step):
         for k in range(size):
             grad[lead + (slice(k, k + (count - 1) * step + 1, step),)] += g.select(-1, k)
         return (grad,)
-    idx = (_fac.arange(count, device=g.device).unsqueeze(1) * step +
-           _fac.arange(size, device=g.device).unsqueeze(0)).reshape(-1)
+    idx = (_primitives.arange(count, device=g.device).unsqueeze(1) * step +
+           _primitives.arange(size, device=g.device).unsqueeze(0)).reshape(-1)
     moved = g.movedim(-1, dim + 1)                     # (..., count, size, ...)
     flat = moved.reshape(shape[:dim] + (count * size,) + shape[dim + 1:])
     return (_grad.zeros(shape, g).index_add(dim, idx, flat),)

@@ -14,8 +14,8 @@ import math
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _batching, _grad, _tangents
-from .. import conversion as _conv
+from .. import _batching, _grad, _primitives, _tangents
+from .._lowering import foldable
 from .._util import contiguous_strides, tensor_method
 
 
@@ -112,6 +112,24 @@ as_strided_op = define(
                                                                     self._offset)))
 
 
+@as_strided_op.def_onnx
+@foldable
+def _as_strided_onnx(b, c, x, size, stride, offset=0, *rest):
+    """Only as_strided that merely adds or drops size-1 dimensions (how views like unsqueeze
+    and squeeze are recorded) has an ONNX form: a Reshape."""
+    shape, _, layout = c.meta(0)
+    if layout is not None:
+        in_stride, in_offset = layout
+
+        def core(sz, st):
+            return [(c.concrete(n), c.concrete(s)) for n, s in zip(sz, st)
+                    if c.concrete(n) != 1]
+        if c.concrete(offset) == in_offset and core(size, stride) == core(shape, in_stride):
+            return b.op("Reshape", [x, c.shape_tensor(size)])
+    c.refuse(f"a general strided view ({list(shape)} -> size {list(size)}, stride "
+             f"{list(stride)}) has no ONNX equivalent")
+
+
 @tensor_method()
 def as_strided(self, size, stride, storage_offset=None):
     return as_strided_op(self, tuple(size), tuple(stride),
@@ -120,9 +138,9 @@ def as_strided(self, size, stride, storage_offset=None):
 
 # -- as_strided_scatter -------------------------------------------------------------------------
 def _as_strided_scatter(self, src, size, stride, storage_offset):
-    out = _conv.to_copy_op(self, self.dtype)
+    out = _primitives.to_copy_op(self, self.dtype)
     view = as_strided_op(out, tuple(size), tuple(stride), out._offset + storage_offset)
-    _conv.copy_op(view, src if src._shape == tuple(size) else src.expand(tuple(size)))
+    _primitives.copy_op(view, src if src._shape == tuple(size) else src.expand(tuple(size)))
     return out
 
 
@@ -169,7 +187,7 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     _check_src(src, size)
     n = math.prod(shape)
     if math.prod(size) == 0:
-        return _conv.to_copy_op(input, input.dtype)
+        return _primitives.to_copy_op(input, input.dtype)
     last = offset + extent(size, stride)
     if input.is_contiguous() and base <= offset and last < base + n:
         return as_strided_scatter_op(input, src, size, stride, offset - base)
@@ -208,15 +226,12 @@ def _as_strided_jvp(ctx, tangents, self, size, stride, storage_offset):
         return None
     if t._shape == self._shape and t._stride == self._stride:
         return as_strided_op(t, size, stride, t._offset + storage_offset - self._offset)
-    from ...func._forward import transposed_jvp
-    return transposed_jvp(as_strided_op, as_strided_op.derivative, (self, size, stride,
-                                                                    storage_offset),
-                          ctx.result, tangents)
+    return NotImplemented   # the transpose of the backward formula (ember.func's general rule)
 
 
 as_strided_op.def_batch_rule(_batching.as_strided_rule(as_strided_op))
 # the scatter's positions count in each example's own storage (see the API): run per example
 as_strided_scatter_op.def_batch_rule(
-    lambda args, bdims: _batching.loop(as_strided_scatter_op, args, bdims))
+    lambda args, bdims, layer: _batching.loop(as_strided_scatter_op, args, bdims, layer))
 as_strided_op.def_jvp(_as_strided_jvp)
 as_strided_scatter_op.def_jvp(_tangents.linear(as_strided_scatter_op, (0, 1)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import types
 import warnings
 
+from ..._tensor import Tensor
 from ..optimizer import Optimizer
 
 EPOCH_DEPRECATION_WARNING = (
@@ -38,7 +39,9 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                # a tensor lr is updated in place below: the initial value is a copy
+                lr = group["lr"]
+                group.setdefault("initial_lr", lr.clone() if isinstance(lr, Tensor) else lr)
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -102,8 +105,18 @@ class LRScheduler:
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            set_lr(group, lr)
         self._last_lr = _lrs(self.optimizer)
+
+
+def set_lr(group, lr):
+    """A group's new learning rate: a tensor lr is filled in place (PyTorch's rule), so a
+    compiled step that reads it sees the new value without recompiling."""
+    current = group["lr"]
+    if isinstance(current, Tensor):
+        current.fill_(lr)
+    else:
+        group["lr"] = lr
 
 
 class _LRScheduler(LRScheduler):

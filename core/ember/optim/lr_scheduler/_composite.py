@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from ._base import LRScheduler, _lrs
+from ._base import LRScheduler, _lrs, set_lr
 from ._plateau import ReduceLROnPlateau
 
 def _check_members(owner, optimizer, schedulers):
@@ -55,7 +55,7 @@ class SequentialLR(_Composite):
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
         for group in optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            set_lr(group, group["initial_lr"])
         self._undo(self)  # the members' own initial steps are undone ...
         idx = bisect_right(self._milestones, 0)
         self._schedulers[idx]._initial_step()  # ... and only the first one's is redone

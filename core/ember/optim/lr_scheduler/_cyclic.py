@@ -6,7 +6,7 @@ import math
 import types
 
 from ..optimizer import Optimizer
-from ._base import LRScheduler, _format_param, _lrs
+from ._base import LRScheduler, _format_param, _lrs, set_lr
 
 class CosineAnnealingLR(LRScheduler):
     """Cosine annealing from the initial lr to ``eta_min`` over ``T_max`` epochs, in PyTorch's
@@ -95,7 +95,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            set_lr(group, lr)
         self._last_lr = _lrs(self.optimizer)
 
 
@@ -116,7 +116,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+                set_lr(group, lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
         step_size_down = float(step_size_down) if step_size_down is not None else step_size_up

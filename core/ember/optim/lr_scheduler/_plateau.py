@@ -5,7 +5,7 @@ import math
 import warnings
 
 from ..optimizer import Optimizer
-from ._base import EPOCH_DEPRECATION_WARNING, LRScheduler, _lrs
+from ._base import EPOCH_DEPRECATION_WARNING, LRScheduler, _lrs, set_lr
 
 class ReduceLROnPlateau(LRScheduler):
     """Multiply the lr by ``factor`` when a metric stopped improving for ``patience`` epochs."""
@@ -75,7 +75,7 @@ class ReduceLROnPlateau(LRScheduler):
             old = float(group["lr"])
             new = max(old * self.factor, self.min_lrs[i])
             if old - new > self.eps:
-                group["lr"] = new
+                set_lr(group, new)
 
     @property
     def in_cooldown(self):

@@ -4,6 +4,9 @@ from __future__ import annotations
 import inspect
 import warnings
 
+from ...runtime.generator import Generator
+from ._utils.seeds import draw_seed
+from .datapipes.datapipe import IterDataPipe
 from .datapipes.iter.grouping import SHARDING_PRIORITIES, _ShardingIterDataPipe
 from .graph import traverse_dps
 
@@ -82,7 +85,6 @@ def apply_shuffle_settings(datapipe, shuffle=None):
 def apply_random_seed(datapipe, rng):
     """Give every pipe with ``set_seed`` a seed drawn from the ember Generator ``rng``, in
     graph order, so equal graphs seeded alike (e.g. in every DataLoader worker) agree."""
-    from ._utils.seeds import draw_seed
     seen, random_pipes = set(), []
     for pipe in get_all_graph_pipes(traverse_dps(datapipe)):
         if id(pipe) not in seen and hasattr(pipe, "set_seed") and inspect.ismethod(pipe.set_seed):
@@ -98,3 +100,12 @@ def apply_shuffle_seed(datapipe, rng):
                   "future releases. Please use `apply_random_seed` instead.", FutureWarning,
                   stacklevel=2)
     return apply_random_seed(datapipe, rng)
+
+
+def seed_datapipe_graph(dataset, shared_seed):
+    """In a DataLoader worker: seed a DataPipe graph's random pipes from the loader's shared
+    seed, so every worker's copy agrees (what ``_worker_loop`` receives as ``reseed``)."""
+    if isinstance(dataset, IterDataPipe) and shared_seed is not None:
+        rng = Generator()
+        rng.manual_seed(shared_seed)
+        apply_random_seed(dataset, rng)

@@ -21,6 +21,7 @@ from multiprocessing import connection as mp_connection
 
 from ..dataloader import _BaseDataLoaderIter, _DatasetKind
 from ..datapipes.datapipe import IterDataPipe, MapDataPipe
+from ..graph_settings import seed_datapipe_graph
 from . import transfer
 from .pin_memory import start_pin_thread
 from .worker import (MP_STATUS_CHECK_INTERVAL, ExceptionWrapper, _IterableDatasetStopIteration,
@@ -95,6 +96,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._receiver = transfer.Receiver(self._num_workers)
         self._worker_result_queue = context.Queue()
         self._shutdown = False
+        self._failure = None
         self._workers_done_event = context.Event()
         self._index_queues = []
         self._workers = []
@@ -108,7 +110,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                           self._worker_result_queue, self._workers_done_event,
                           self._auto_collation, self._collate_fn, self._drop_last,
                           self._base_seed, self._worker_init_fn, i, self._num_workers,
-                          self._persistent_workers, self._shared_seed, self._segment_prefix))
+                          self._persistent_workers, self._shared_seed, self._segment_prefix,
+                          seed_datapipe_graph))
                 w.daemon = True
                 self._index_queues.append(index_queue)
                 try:
@@ -185,8 +188,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._mark_worker_as_unavailable(i)
         pids = ", ".join(str(w.pid) for _, w in failed)
         details = "; ".join(f"worker {i} {_describe_exit(w)}" for i, w in failed)
-        raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly ({details})"
-                           ) from cause
+        self._failure = f"DataLoader worker (pid(s) {pids}) exited unexpectedly ({details})"
+        # the epoch cannot complete: the other workers are stopped now, not when the iterator
+        # is collected (they would hold their memory and the dataset's files until then)
+        self._shutdown_workers()
+        raise RuntimeError(self._failure) from cause
 
     def _try_get_data(self, timeout):
         if self._pin_memory_thread is not None:
@@ -224,6 +230,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 return data
 
     def _next_data(self):
+        if self._failure is not None:  # a worker died: the iterator stays failed
+            raise RuntimeError(self._failure)
         while True:
             while self._rcvd_idx < self._send_idx:
                 info = self._task_info.get(self._rcvd_idx)

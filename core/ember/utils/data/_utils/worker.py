@@ -101,26 +101,19 @@ def _seed_worker(seed, base_seed, worker_id):
     np.random.seed(state.generate_state(4))
 
 
-def _seed_datapipe(dataset, shared_seed):
-    from ..datapipes.datapipe import IterDataPipe
-    if isinstance(dataset, IterDataPipe) and shared_seed is not None:
-        import ember
-
-        from ..graph_settings import apply_random_seed
-        rng = ember.Generator()
-        rng.manual_seed(shared_seed)
-        apply_random_seed(dataset, rng)
-
-
 def _worker_loop(is_iterable, dataset, index_queue, data_queue, done_event, auto_collation,
                  collate_fn, drop_last, base_seed, init_fn, worker_id, num_workers,
-                 persistent_workers, shared_seed, segment_prefix):
+                 persistent_workers, shared_seed, segment_prefix, reseed=None):
+    """A worker process: fetch what the index queue asks for. ``reseed(dataset, seed)`` seeds
+    the dataset's random parts when the shared seed changes (a DataPipe graph's: the loader
+    passes graph_settings.seed_datapipe_graph)."""
     global _worker_info
     from .fetch import create_fetcher
     try:
         seed = base_seed + worker_id
         _seed_worker(seed, base_seed, worker_id)
-        _seed_datapipe(dataset, shared_seed)
+        if reseed is not None:
+            reseed(dataset, shared_seed)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                   dataset=dataset)
         init_exception = None
@@ -144,7 +137,8 @@ def _worker_loop(is_iterable, dataset, index_queue, data_queue, done_event, auto
             if isinstance(r, _ResumeIteration):
                 data_queue.put((r, None))
                 iteration_end = False
-                _seed_datapipe(dataset, r.seed)
+                if reseed is not None:
+                    reseed(dataset, r.seed)
                 fetcher = create_fetcher(is_iterable, dataset, auto_collation, collate_fn,
                                          drop_last)
                 continue

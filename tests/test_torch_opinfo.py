@@ -1,0 +1,113 @@
+"""ember against PyTorch's OpInfo database (torch.testing._internal op_db), on cpu and opencl.
+
+The default run checks a slice (``torch_oracle.sweep.QUICK``: one dtype, the first samples of each
+OpInfo) in shards; ``pytest -m slow`` checks every sample of every dtype. A sample fails the test
+unless tests/torch_oracle/exclusions.py lists it, with its reason. ``bench/torch_oracle_report.py``
+prints the pass rates per area.
+"""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("expecttest")           # torch.testing._internal imports it
+
+import ember  # noqa: E402
+from torch_oracle import compare, convert, exclusions, opinfo, sweep  # noqa: E402
+from torch_oracle.outcomes import FAIL, XFAIL, XPASS  # noqa: E402
+
+DEVICES = ["cpu"] + (["opencl"] if ember.opencl.is_available() else [])
+SHARDS = 8
+
+
+def _failures(outcomes, strict):
+    """Failures not listed as known gaps; with ``strict``, also known-gap rules (per OpInfo and
+    area) that no sample fails any more."""
+    bad = [f"{o.subject} [{o.area} {o.device} {o.dtype} {o.sample}] {o.category}: {o.message}"
+           for o in outcomes if o.status == FAIL]
+    if strict:
+        still = {(o.subject, o.area) for o in outcomes if o.status == XFAIL}
+        stale = sorted({(o.subject, o.area) for o in outcomes if o.status == XPASS} - still)
+        bad += [f"{s} [{a}]: exclusions.OPINFO lists it as a known gap, but every sample "
+                f"passes: remove the rule" for s, a in stale]
+    return "\n".join(bad[:60]) + (f"\n... and {len(bad) - 60} more" if len(bad) > 60 else "")
+
+
+def _shard(n):
+    return opinfo.op_db()[n::SHARDS]
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_opinfo_quick(shard):
+    outcomes = []
+    for op in _shard(shard):
+        outcomes += sweep.opinfo_outcomes(op, DEVICES, quick=True)
+    assert not _failures(outcomes, strict=False), _failures(outcomes, strict=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_opinfo_full(shard):
+    outcomes = []
+    for op in _shard(shard):
+        outcomes += sweep.opinfo_outcomes(op, DEVICES, quick=False)
+    assert not _failures(outcomes, strict=True), _failures(outcomes, strict=True)
+
+
+def test_every_exclusion_names_an_opinfo_and_gives_a_reason():
+    keys = {opinfo.key(op) for op in opinfo.op_db()}
+    for name, rule in exclusions.OPINFO.items():
+        assert name in keys, f"exclusions.OPINFO lists {name!r}, which op_db does not have"
+        assert rule.kind in ("skip", "xfail", "distribution", "metadata", "gauge"), name
+        assert len(rule.reason) > 15, f"{name}: give a reason a reviewer can judge"
+        assert set(rule.areas) <= set(exclusions.AREAS), name
+
+
+# ---- the harness itself must be able to fail ------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_conversion_keeps_strides_offset_and_leaves(device):
+    base = torch.arange(40, dtype=torch.float64)
+    t = base.as_strided((3, 4), (1, 5), 7).detach().requires_grad_(True)
+    e = convert.to_ember(t, device)
+    assert tuple(e.shape) == (3, 4) and tuple(e.stride()) == (1, 5)
+    assert e.storage_offset() == 7 and e.is_leaf and e.requires_grad
+    np.testing.assert_array_equal(e.detach().cpu().numpy(), t.detach().numpy())
+    x = torch.ones(3, 1).expand(3, 4)               # a stride-0 (expanded) sample
+    assert tuple(convert.to_ember(x, device).stride()) == (1, 0)
+
+
+def test_comparison_catches_dtype_shape_and_value_differences():
+    t = torch.tensor([1.0, 2.0])
+    compare.assert_same(ember.tensor([1.0, 2.0]), t)
+    compare.assert_same(ember.tensor([1.0, 2.0 + 1e-7]), t)          # within float32's rtol
+    for wrong in (ember.tensor([1.0, 2.0], dtype=ember.float64), ember.tensor([[1.0, 2.0]]),
+                  ember.tensor([1.0, 2.001]), 3.0):
+        with pytest.raises(compare.Mismatch):
+            compare.assert_same(wrong, t)
+    with pytest.raises(compare.Mismatch):
+        compare.assert_same((ember.tensor(1), 2), (torch.tensor(1), 3))
+
+
+def test_distribution_comparison_rejects_another_distribution():
+    g = torch.Generator().manual_seed(0)
+    t = torch.randn(2000, generator=g)
+    compare.assert_same_distribution(ember.randn(2000), t)
+    with pytest.raises(compare.Mismatch):
+        compare.assert_same_distribution(ember.rand(2000), t)
+
+
+def test_a_wrong_ember_op_fails_forward_and_backward(monkeypatch):
+    op = opinfo.find("sin")
+    monkeypatch.setattr(convert, "ember_at", lambda path: ember.cos)
+    got = opinfo.check_forward(op, ["cpu"], (torch.float64,), ("forward",), max_samples=2)
+    got += opinfo.check_backward(op, ["cpu"], max_samples=2)
+    assert got and all(o.status == FAIL and o.category == "mismatch" for o in got), got
+
+
+def test_callables_resolve_to_the_same_public_path():
+    assert convert.ember_callable(torch.nn.functional.relu) is ember.nn.functional.relu
+    assert convert.ember_callable(torch.linalg.svd) is ember.linalg.svd
+    assert convert.ember_callable(torch.Tensor.add) is ember.Tensor.add
+    f = convert.ember_callable(opinfo.find("polygamma.polygamma_n_1").op)   # an op_db lambda
+    x = ember.tensor([1.5, 2.5], dtype=ember.float64)
+    np.testing.assert_allclose(f(x, 1).numpy(), ember.polygamma(1, x).numpy())
