@@ -100,8 +100,9 @@ PyObject *py_new_storage(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return storage(args[0], args[1], args[2]);
 }
 
-/* ArrayBackend.wrap for a numpy array with non-negative strides and a dtype ember knows; the
-   Python method (`fallback`) for anything else (another array type, negative strides). */
+/* ArrayBackend.wrap for a non-empty numpy array with non-negative strides and a dtype ember
+   knows; the Python method (`fallback`) for anything else (another array type, negative
+   strides, no elements). */
 static PyObject *wrap_array(PyObject *np2dt, PyObject *fallback, PyObject *const *args,
                             Py_ssize_t nargs)
 {
@@ -114,6 +115,8 @@ static PyObject *wrap_array(PyObject *np2dt, PyObject *fallback, PyObject *const
     if (Py_TYPE(arr) != &PyArray_Type)
         return PyObject_Vectorcall(fallback, args, nargs, NULL);
     PyArrayObject *a = (PyArrayObject *)arr;
+    if (PyArray_SIZE(a) == 0)  /* numpy's strides of an empty array are not PyTorch's */
+        return PyObject_Vectorcall(fallback, args, nargs, NULL);
     dtype = PyDict_GetItemWithError(np2dt, (PyObject *)PyArray_DESCR(a));
     if (dtype == NULL) {
         if (PyErr_Occurred())
