@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -105,6 +106,9 @@ def main():
     parser.add_argument("--cases", default="mlp,cnn,resnet18",
                         help=f"comma-separated cases among {', '.join(CASE_NAMES)}")
     parser.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="wall time (default) or the process's CPU time (on a loaded "
+                             "machine: time descheduled does not count)")
     parser.add_argument("--threads", type=int, default=None,
                         help="intra-op threads for both ember and torch (default: each "
                              "library's own default)")
@@ -140,7 +144,8 @@ def main():
             model = build(ember).to(device)
             fns[device] = step_fn(ember, model, ember.tensor(x_np, device=device),
                                   ember.tensor(y_np, device=device))
-        times = interleaved(fns, rounds=rounds, round_time=round_time)
+        times = interleaved(fns, rounds=rounds, round_time=round_time,
+                            clock=time.process_time if args.clock == "cpu" else time.perf_counter)
         t = times.get("torch")
         for device in devices:
             e = times[device]

@@ -361,3 +361,27 @@ def test_nll_loss_target_out_of_bounds(device):
     x = _t(rng.standard_normal((3, 4)), device=device)
     with pytest.raises(IndexError, match="Target 7 is out of bounds"):
         F.cross_entropy(x, _t(np.array([0, 7, 1]), device=device)).item()
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_is_one_fused_op_equal_to_torch(approximate):
+    """gelu's backward is the fused gelu_backward op (GeluBackwardBackward0 for the double
+    backward, as torch names it); first and second derivatives equal torch's."""
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(1).standard_normal((6, 40)).astype(np.float32) * 3
+    g = np.cos(x)
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    (eg,) = ember.autograd.grad(ember.nn.functional.gelu(ex, approximate=approximate), ex,
+                                ember.tensor(g), create_graph=True)
+    (tg,) = torch.autograd.grad(torch.nn.functional.gelu(tx, approximate=approximate), tx,
+                                torch.tensor(g), create_graph=True)
+    assert eg.grad_fn.name() == tg.grad_fn.name() == "GeluBackwardBackward0"
+    np.testing.assert_allclose(eg.detach().numpy(), tg.detach().numpy(), rtol=1e-5, atol=1e-6)
+    (egg,) = ember.autograd.grad((eg * eg).sum(), ex)
+    (tgg,) = torch.autograd.grad((tg * tg).sum(), tx)
+    np.testing.assert_allclose(egg.numpy(), tgg.numpy(), rtol=1e-4, atol=1e-5)
+    s = ember.tensor(0.7, requires_grad=True)   # a 0-d input
+    (gs,) = ember.autograd.grad(ember.nn.functional.gelu(s, approximate=approximate), s)
+    ts = torch.tensor(0.7, requires_grad=True)
+    (tgs,) = torch.autograd.grad(torch.nn.functional.gelu(ts, approximate=approximate), ts)
+    assert gs.item() == pytest.approx(tgs.item(), rel=1e-6)

@@ -67,3 +67,29 @@ def test_cpu_bounds_errors_name_the_op_too():
                      ("index_select", lambda i: x.index_select(0, i))]:
         with pytest.raises((IndexError, RuntimeError), match=f"^{op}: index 5 is out of bounds"):
             call(ember.tensor([5]))
+
+
+def test_embedding_reads_nothing_back_and_flags_a_bad_index():
+    """An embedding lookup on a device does not read its indices on the host (the range check
+    is index_select's, flagged on the device): a bad index raises at the next read."""
+    import pyopencl as cl
+    e = ember.nn.Embedding(5, 3).to(D)
+    idx = ember.tensor([[0, 4], [2, 1]], device=D)
+    e(idx)
+    blocking = []
+    orig = cl.enqueue_copy
+
+    def spy(*a, **k):
+        if k.get("is_blocking", True) and isinstance(a[1], __import__("numpy").ndarray):
+            blocking.append(a)
+        return orig(*a, **k)
+    cl.enqueue_copy = spy
+    try:
+        out = e(idx)
+    finally:
+        cl.enqueue_copy = orig
+    assert blocking == []
+    assert out.shape == (2, 2, 3)
+    e(ember.tensor([7], device=D))
+    with pytest.raises(IndexError, match="index_select: index 7"):
+        ember.opencl.synchronize()

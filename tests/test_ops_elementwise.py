@@ -1327,3 +1327,15 @@ def test_logaddexp2_matches_numpy_and_finite_differences():
     assert type(ember.logaddexp2(x, y).grad_fn).__name__ == "Logaddexp2Backward0"
     with pytest.raises(RuntimeError, match="logaddexp2: complex inputs are not supported"):
         ember.logaddexp2(ember.tensor([1j]), ember.tensor([1j]))
+
+
+def test_pow_scalar_special_cases_equal_torch_bit_for_bit():
+    """x ** 2, 3, 0.5, -0.5, -1, -2 on a float tensor are products and roots, as ATen computes
+    them (x ** 3 rounds differently from powf; (-0.0) ** -0.5 is -inf)."""
+    torch = pytest.importorskip("torch")
+    x = np.array([1.0000001, 3.3, -2.7, 1e20, np.inf, np.nan, -0.0, 0.0, 1e-30, -1e-20],
+                 np.float32)
+    for e in (2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 3, 2, 1.5, 4.0):
+        want = torch.pow(torch.tensor(x), e).numpy()
+        got = ember.pow(ember.tensor(x), e).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=f"exponent {e}")

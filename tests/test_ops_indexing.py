@@ -655,6 +655,44 @@ def test_tricky_cases_match_torch():
         check(ta, tt.numpy())
 
 
+def test_whole_dim_slices_in_a_tuple_record_no_node():
+    """x[:, 3, :] is one select with one SelectBackward0, as in PyTorch (a slice of a whole dim
+    inside a tuple index is skipped); a lone x[:] still slices. Gradients equal torch's."""
+    torch = pytest.importorskip("torch")
+    cases = [(slice(None), 1), (slice(0, 100), 1), (slice(None, None, 1), 1, slice(None)),
+             (slice(None), slice(1, 3)), slice(None), (Ellipsis, 1), (None, slice(None)),
+             (slice(0, 2), 0), (slice(None), [0, 2])]
+    for idx in cases:
+        w = ember.randn(4, 5, 6, requires_grad=True)
+        tw = torch.tensor(w.detach().numpy(), requires_grad=True)
+        y, ty = w[idx], tw[idx]
+        chain, tchain = [], []
+        for fn, out in ((y.grad_fn, chain), (ty.grad_fn, tchain)):
+            while fn is not None and "AccumulateGrad" not in fn.name():
+                out.append(fn.name())
+                fn = fn.next_functions[0][0]
+        assert chain == tchain, idx
+        (y * 2).sum().backward()
+        (ty * 2).sum().backward()
+        np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
+
+
+@pytest.mark.parametrize("start", ["zeros", "values"])
+def test_index_add_sums_rows_in_index_order(start):
+    """index_add along dim 0 equals np.add.at bit for bit (each row's sources added in index
+    order), whether the destination is fresh zeros (a sparse product's scatter) or not."""
+    rng = np.random.default_rng(5)
+    for shape, n in [((300, 16), 2000), ((40, 3, 4), 500), ((100,), 700)]:
+        idx = rng.integers(0, shape[0], n)
+        src = rng.standard_normal((n,) + shape[1:]).astype(np.float32)
+        dst = np.zeros(shape, np.float32) if start == "zeros" else \
+            rng.standard_normal(shape).astype(np.float32)
+        ref = dst.copy()
+        np.add.at(ref, idx, src)
+        got = ember.tensor(dst).index_add(0, ember.tensor(idx), ember.tensor(src))
+        np.testing.assert_array_equal(got.numpy(), ref)
+
+
 # -- issue #36: a one-element value through a single mask is cast, as torch's masked_fill_ path
 @pytest.mark.parametrize("case", ["half-inf", "float-long", "float-double1", "mask-then-int",
                                   "long-index-refused", "mask-vector-refused"])

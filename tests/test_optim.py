@@ -391,3 +391,22 @@ def test_training_on_opencl_matches_cpu(make_opt):
     dev = _train("opencl", make_opt)
     assert cpu[-1] < cpu[0] * 0.5  # it trains
     np.testing.assert_allclose(dev, cpu, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "Adadelta", "RMSprop", "Adagrad"])
+def test_step_counter_stays_on_the_cpu_under_another_default_device(name):
+    """The step count is read back every step (bias corrections): it lives on the CPU even
+    when set_default_device names an accelerator, so an OpenCL step does not block on it."""
+    if not ember.opencl.is_available():
+        pytest.skip("no OpenCL device")
+    ember.set_default_device("opencl")
+    try:
+        p = ember.nn.Parameter(ember.ones(3))
+        assert p.device.type == "opencl"
+        opt = getattr(ember.optim, name)([p], lr=0.1)
+        p.grad = ember.ones(3)
+        opt.step()
+        assert opt.state[p]["step"].device.type == "cpu"
+        assert float(opt.state[p]["step"]) == 1.0
+    finally:
+        ember.set_default_device(None)

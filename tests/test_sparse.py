@@ -194,6 +194,29 @@ def test_errors_name_the_op_and_the_problem():
                         .to_dense())(ember.randn(2, 6))
 
 
+def test_spmm_is_mm_for_sparse_and_strided():
+    """torch.spmm (the GCN example's call): sparse COO or strided @ dense, gradients to the
+    dense operand."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 5)).astype(np.float32)
+    a[a < 0.3] = 0
+    b = rng.standard_normal((5, 3)).astype(np.float32)
+    for sparse in (True, False):
+        ea, ta = ember.tensor(a), torch.tensor(a)
+        if sparse:
+            ea, ta = ea.to_sparse(), ta.to_sparse()
+        eb = ember.tensor(b, requires_grad=True)
+        tb = torch.tensor(b, requires_grad=True)
+        ember.spmm(ea, eb).sum().backward()
+        torch.spmm(ta, tb).sum().backward()
+        np.testing.assert_allclose(ember.spmm(ea, eb).detach().numpy(),
+                                   torch.spmm(ta, tb).detach().numpy(), rtol=1e-5)
+        np.testing.assert_allclose(eb.grad.numpy(), tb.grad.numpy(), rtol=1e-5)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        ember.spmm(ember.ones(3, 3), ember.ones(2, 2))
+
+
 @pytest.mark.parametrize("indices", [[[0.0, 1.0]], [[0.5, 1.7]], [[True, False]]],
                          ids=["float", "fraction", "bool"])
 def test_sparse_coo_tensor_casts_real_indices_like_torch(indices):

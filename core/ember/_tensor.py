@@ -11,7 +11,7 @@ import threading as _threading
 
 import numpy as np
 
-from . import _dtype
+from . import _dtype, _fastpath
 from .dispatch import keys as _keys
 from .runtime import tensors as _runtime_tensors
 from .runtime.registry import registry as _registry
@@ -331,8 +331,16 @@ class Tensor:
         return None if ag is None else ag.grad_fn
 
 
+if _fastpath.C is not None:  # csrc/tensors.c: the same construction, compiled
+    from .runtime.devices import device as _device_cls
+    from .runtime.storage import Storage as _Storage
+    _fastpath.C.install_tensors(Tensor, _Storage, _device_cls, _dtype.dtype, _keys.device_key)
+    _fastpath.C.make_tensor.__module__ = __name__   # it stands for the method above (stubs)
+    Tensor._make = classmethod(_fastpath.C.make_tensor)
+
 # backends build tensors through ember.runtime.make_tensor, which calls Tensor._make
-_runtime_tensors.install_tensor_class(Tensor)
+_runtime_tensors.install_tensor_class(
+    Tensor, _fastpath.C.new_tensor if _fastpath.C is not None else None)
 
 
 class Size(tuple):

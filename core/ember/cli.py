@@ -123,7 +123,8 @@ def info(args) -> int:
     if getattr(args, "json", False):
         print(json.dumps({"version": __version__, "backends": backends,
                           "left_out": [{"backend": b, "device": d, "reason": r}
-                                       for b, d, r in left_out]}, indent=2))
+                                       for b, d, r in left_out],
+                          "hot_path": _hot_path_line().split(": ", 1)[1]}, indent=2))
         return 0
     title = f"ember {__version__} — backends"
     console = _console()
@@ -142,6 +143,7 @@ def info(args) -> int:
             print()
             _print_plain("devices left out", [(f"{b}: {d}", [("why", r)])
                                               for b, d, r in left_out])
+        print(_hot_path_line())
         return 0
     rows = [(b["name"], _devices_text(b), "yes" if b["available"] else "no", b["reason"] or "",
              _coverage_text(b["coverage"])) for b in backends]
@@ -149,7 +151,13 @@ def info(args) -> int:
                               rows, [None if b["available"] else "red" for b in backends]))
     if left_out:
         console.print(_rich_table("devices left out", ("backend", "device", "why"), left_out))
+    print(_hot_path_line())
     return 0
+
+
+def _hot_path_line() -> str:
+    from . import _fastpath
+    return f"hot path (dispatch, tensors, autograd recording): {_fastpath.describe()}"
 
 
 def op_info(name: str, as_json: bool = False) -> int:

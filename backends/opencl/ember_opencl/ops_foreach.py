@@ -235,3 +235,19 @@ def register(backend):  # noqa: C901 - one table of small adapters
     K("threshold_backward", binary_backward(threshold, True))
     K("tanh_backward", binary_backward(tanh_b, False))
     K("sigmoid_backward", binary_backward(sigmoid_b, False))
+    # gelu's derivative: Phi(x) + x phi(x), or the tanh approximation's
+    gelu_b = Body("gelu_backward",
+                  "CT z = x1; r = x0 * ((CT)0.5 * ((CT)1 + erf(z * (CT)0.70710678118654752))"
+                  " + z * exp((CT)-0.5 * z * z) * (CT)0.39894228040143268);", kinds="f")
+    gelu_tanh_b = Body("gelu_backward_tanh",
+                       "CT z = x1; CT z2 = z * z;"
+                       " CT t = tanh((CT)0.79788456080286536 * (z + (CT)0.044715 * z2 * z));"
+                       " r = x0 * ((CT)0.5 * ((CT)1 + t) + (CT)0.5 * z * ((CT)1 - t * t)"
+                       " * (CT)0.79788456080286536 * ((CT)1 + (CT)0.134145 * z2));", kinds="f")
+
+    def gelu_backward(g, x, approximate):
+        st, q = backend._sq(g.device)
+        out = backend._new(st, g._shape, g.dtype, g.device)
+        return run(st, q, gelu_tanh_b if approximate == "tanh" else gelu_b, out, (g, x),
+                   (g.dtype, g.dtype), g.dtype, g.dtype)
+    K("gelu_backward", gelu_backward)

@@ -1,6 +1,6 @@
 """Entries for ``ember.ops.foreach`` (multi-tensor ``_foreach_*`` ops and the fused optimizer
 steps) and for the fused activation backward ops (``threshold_backward``, ``tanh_backward``,
-``sigmoid_backward``).
+``sigmoid_backward``, ``gelu_backward``).
 
 The in-place multi-tensor ops write their first list: each entry copies its inputs (so the
 samples stay untouched), runs the op and returns the written tensors, whose values are compared
@@ -90,11 +90,11 @@ def _binary_samples(positive_second=False):
     return gen
 
 
-def _backward_op(name, *extra):
+def _backward_op(name, *extra, label=None):
     def run(g, y):
         from ember.ops.elementwise import backward
         return getattr(backward, f"{name}_op")(g, y, *extra)
-    return OpInfo(name, run, _binary_samples(), dtypes=FLOATS, covers=(name,))
+    return OpInfo(label or name, run, _binary_samples(), dtypes=FLOATS, covers=(name,))
 
 
 OPS = [
@@ -137,4 +137,6 @@ OPS = [
     _backward_op("threshold_backward", 0.25),
     _backward_op("tanh_backward"),
     _backward_op("sigmoid_backward"),
+    _backward_op("gelu_backward", "none"),
+    _backward_op("gelu_backward", "tanh", label="gelu_backward tanh"),
 ]

@@ -11,11 +11,18 @@ import warnings
 
 from .._dtype import FLOATING
 
-_local = threading.local()
+class _Mode(threading.local):
+    # defaults as class attributes: enabled() is asked on every recorded op, and a getattr
+    # with a default that misses costs an AttributeError each time
+    on = False
+    check_nan = True
+
+
+_local = _Mode()
 
 
 def enabled() -> bool:
-    return getattr(_local, "on", False)
+    return _local.on
 
 
 def is_anomaly_enabled() -> bool:

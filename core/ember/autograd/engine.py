@@ -14,7 +14,7 @@ import itertools
 import weakref
 import warnings
 
-from .. import _tensor
+from .. import _fastpath, _tensor
 from .._dtype import COMPLEX
 from .._tensor import Tensor
 from ..dispatch import keys as K
@@ -91,7 +91,10 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
     for g in root_grads:
         if g is not None:
             run.pinned.add(id(g))
-    deps, parents = _dependencies(root_edges, capture_edges is not None)
+    if _fastpath.C is not None and capture_edges is None:
+        deps, parents = _fastpath.C.dependencies(root_edges), None   # _dependencies, compiled
+    else:
+        deps, parents = _dependencies(root_edges, capture_edges is not None)
     capture_at = None
     needed = None
     captured = None
@@ -124,6 +127,10 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
     observe = node_observer
     pop, push = heapq.heappop, heapq.heappush
     try:
+        if _fastpath.C is not None and capture_at is None and not check and observe is None:
+            # the loop below, compiled (csrc/engine.c); nodes with hooks come back to Python
+            _fastpath.C.run_graph(ready, buffers, deps, run, keep_graph, _run_with_extras)
+            ready = ()
         while ready:
             n = pop(ready)[2]
             buf = buffers.pop(n, None)
@@ -175,6 +182,16 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
         _restore(st, saved_mode)
         _local.run = prev_run
     return captured
+
+
+def _run_with_extras(n, buf, run, keep_graph):
+    """What execute's loop does for a node with hooks or metadata (``n._x``) when the loop is
+    the compiled one: its tensor hooks, then the node through ``_call``."""
+    if buf is not None:
+        _tensor_hooks(n._x, buf, run)
+    if buf is None or all(g is None for g in buf):
+        return ()
+    return _call(n, buf, keep_graph, False, None)
 
 
 def queue_callback(callback) -> None:
@@ -462,3 +479,9 @@ def _warn_nonleaf_grad():
 
 
 _primitives.provide(grad=grad)   # for ops whose backward differentiates their composite
+
+if _fastpath.C is not None:
+    from .nodes import FormulaNode, Spec, _unpack, validate
+    from ..dispatch.facets import Derivative
+    _fastpath.C.install_engine(FormulaNode, AccumulateGrad, Spec, Derivative, _Run, validate,
+                               _unpack, accumulate)

@@ -12,7 +12,7 @@ class Spec:
     """A formula bound to an op's schema: which arguments are tensor slots, what is saved."""
 
     __slots__ = ("op_name", "formula", "arg_names", "slots", "n_out", "diff_out", "save_pos",
-                 "save_result", "saved_outputs", "has_list")
+                 "save_result", "has_list")
 
     def __init__(self, op, f):
         schema = op.schema
@@ -32,26 +32,28 @@ class Spec:
         save = f.save
         pairs = save.items() if isinstance(save, dict) else ((s, None) for s in save)
         self.save_pos = []
+        # False, True (every output) or, for "result<k>" entries, the output positions to keep
+        # (PyTorch's result1/result2: an in-place write to an output the formula never reads,
+        # like ``out += x`` after batch norm, must not fail the saved-version check)
         self.save_result = False
-        self.saved_outputs = None  # which outputs "result" saves: None = all of them
+        picked = []
         for name, cond in pairs:
             if name == "result":
                 self.save_result = True
                 continue
             if name.startswith("result") and name[6:].isdigit():
-                # one output of several, as derivatives.yaml's result0/result1 (max_pool2d
-                # saves its indices, not the values an in-place ReLU may overwrite)
                 k = int(name[6:])
                 if k >= n_out:
                     raise ValueError(f"derivative of {op.name}: no output {k} to save in "
                                      f"{op.schema}")
-                self.save_result = True
-                self.saved_outputs = (self.saved_outputs or frozenset()) | {k}
+                picked.append(k)
                 continue
             if name not in names:
                 raise ValueError(f"derivative of {op.name}: no argument {name!r} to save in "
                                  f"{op.schema}")
             self.save_pos.append((names.index(name), None if cond is None else names.index(cond)))
+        if picked and not self.save_result:
+            self.save_result = tuple(sorted(picked))
 
     def needs(self, args, edges):
         """Per argument position: does it need a gradient (for lists: any element)."""

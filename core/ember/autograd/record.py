@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import traceback
 
+from .. import _fastpath
 from .._dtype import COMPLEX, FLOATING
 from .._tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch import keys as K
 from . import anomaly
-from ..dispatch.facets import NOT_DIFFERENTIABLE, Derivative
+from ..dispatch.facets import NOT_DIFFERENTIABLE, CustomDerivative, Derivative
+from . import graph as _graph
 from .graph import (AutogradMeta, NotImplementedNode, SavedTensor, ZeroGradNode, alias, attach,
                     differentiable_dtype, grad_accumulator)
-from .nodes import bind, node_class
+from .nodes import FormulaNode, bind, node_class
 from .view_history import CopySlices, as_strided_node
 
 _AG = K.AUTOGRAD
@@ -175,6 +177,13 @@ def _formula_handler(op, f):
         return _outputs(spec, node, args, out, diff_out)
 
     handler.__name__ = f"autograd_{op.name}"
+    if _fastpath.C is not None:
+        # the same handler, compiled (csrc/record.c); it also attaches the output of a
+        # one-output op that saves its result (what _outputs does then)
+        one_output = spec.n_out == 1 and f.setup is None and not f.is_view and diff_out[0]
+        return _fastpath.C.FormulaRecorder(op, spec, cls, slot_idx, nargs, save_pos, complex_ok,
+                                          one_output, bool(spec.save_result), tuple(diff_out),
+                                          handler, handler.__name__)
     return handler
 
 
@@ -246,10 +255,10 @@ def _outputs(spec, node, args, out, diff_out):
     if fixed is not None:
         outs = tuple(fixed)
         out = outs if multi else outs[0]
-    if spec.save_result:
-        keep = spec.saved_outputs
+    keep = spec.save_result
+    if keep:
         node._result = tuple(SavedTensor(o, k) if isinstance(o, Tensor) and
-                             (keep is None or k in keep) else None
+                             (keep is True or k in keep) else None
                              for k, o in enumerate(outs)) if multi else SavedTensor(out, 0)
     if multi:
         node._out_meta = tuple((o._shape, o.dtype, o.device) if isinstance(o, Tensor) else None
@@ -265,6 +274,12 @@ def _outputs(spec, node, args, out, diff_out):
     if anomaly.enabled():
         node.extras().trace = traceback.format_stack()[:-3]
     return out
+
+
+if _fastpath.C is not None:
+    _fastpath.C.install_autograd(AutogradMeta, SavedTensor, FormulaNode, _graph._seq, _outputs,
+                                 gradient_edge, node_class, _complex_error, anomaly._local,
+                                 _AG, COMPLEX, FLOATING)
 
 
 # -- ops without their own formula --------------------------------------------------------------

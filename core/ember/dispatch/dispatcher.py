@@ -12,7 +12,7 @@ import logging
 import sys
 import warnings
 
-from .. import _dtype
+from .. import _dtype, _fastpath
 from .._tensor import Tensor
 from ..runtime.devices import device
 from ..runtime.fallback_warning import CPUFallbackWarning
@@ -31,7 +31,7 @@ _warned_fallback: set = set()
 _PLAIN = (int, float, bool, complex, str, type(None), _dtype.dtype)
 
 
-class Op:
+class Op(_fastpath.C.OpBase if _fastpath.C is not None else object):
     """One operator and its facets (see ``ember.dispatch.facets``), keyed by this object.
 
     ``schema`` reads like PyTorch's: ``"add(Tensor self, Tensor other, Scalar alpha, dtype
@@ -113,7 +113,9 @@ class Op:
         self.onnx = rule
         return rule
 
-    def __call__(self, *args, **kwargs):
+    def _call_python(self, *args, **kwargs):
+        """``op(*args)``: the handler for the call's key set, called. The Python reference of
+        ``csrc/dispatch.c``, which runs it for calls with keywords and untyped ops."""
         if kwargs:  # rare: ops are called positionally by ember's own API
             args, kwargs = self.schema.positional(args, kwargs)
         ks = 0
@@ -222,6 +224,11 @@ class Op:
         return f"<ember op {self.schema}>"
 
 
+if _fastpath.C is None:
+    Op.__call__ = Op._call_python
+else:
+    _fastpath.C.install_dispatch(Op, Tensor, Op._call_python)
+
 _FIRST_TWO = (0, 1)  # the commonest layout (binary ops): an identity check selects its path
 
 
@@ -296,8 +303,25 @@ def _dtype_checked(op, backend, dev, kernel, dtypes, fallback):
     storage = backend.storage_dtypes
     if op.name in backend.storage_native_ops:
         storage = {}
+    # the common case, tested in one pass: positional tensors and dtypes the kernel takes as
+    # they are (lists, keywords and anything else take the full check below)
+    direct = frozenset(d for d in dtypes if d not in storage)
+    dtype_cls = _dtype.dtype
 
     def checked(*args, **kwargs):
+        if not kwargs:
+            for a in args:
+                c = a.__class__
+                if c is Tensor:
+                    if a.dtype not in direct:
+                        break
+                elif c is dtype_cls:
+                    if a not in direct:
+                        break
+                elif c is list or c is tuple or isinstance(a, Tensor):
+                    break
+            else:
+                return kernel(*args)
         wide = False
         for d in _arg_dtypes(args, kwargs):
             if d not in dtypes:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import threading
 
+from .. import _fastpath
+
 PYTHON = 1 << 0      # Python modes: profiler, user TorchDispatchMode-like modes
 TRACER = 1 << 1      # ember.compile graph capture
 SPARSE = 1 << 2      # a sparse COO tensor among the arguments: the op's COO form or an error
@@ -95,6 +97,11 @@ class _DispatchState(threading.local):
 
 
 state = _DispatchState()
+
+if _fastpath.C is not None:
+    # the masks move into C thread-locals (csrc/module.c) read by the compiled dispatcher;
+    # `state.masks` reads and writes them through a data descriptor on the class
+    _DispatchState.masks = _fastpath.C.masks_descriptor
 
 
 class ExcludeKeys:

@@ -42,8 +42,56 @@ def sigmoid_backward(be, grad_output, output):
     return be.wrap(r, grad_output.device)
 
 
+_SQRT_HALF = 0.7071067811865476        # 1 / sqrt(2)
+_INV_SQRT_2PI = 0.3989422804014327     # 1 / sqrt(2 pi)
+_BETA = 0.7978845608028654             # sqrt(2 / pi)
+_KAPPA = 0.044715
+
+
+def gelu_backward(be, grad_output, self, approximate):
+    """grad * gelu'(x) with two scratch arrays of x's size (three for the tanh form); the
+    formula in ops kept four alive."""
+    xp = be.xp
+    g, x = be.native(grad_output), be.native(self)
+    quiet = be.ieee
+    r = xp.empty(x.shape, dtype=x.dtype)
+    t = xp.empty(x.shape, dtype=x.dtype)
+    if approximate == "tanh":
+        # 0.5 (1 + tanh u) + 0.5 x (1 - tanh(u)^2) beta (1 + 3 kappa x^2), u = beta (x + kappa x^3)
+        xp.multiply(x, x, out=t)                       # x^2
+        quiet(xp.multiply, t, 3 * _KAPPA * _BETA, r)
+        r += _BETA                                     # u' = beta (1 + 3 kappa x^2)
+        quiet(xp.multiply, t, _KAPPA, t)
+        t += 1
+        quiet(xp.multiply, t, x, t)
+        t *= _BETA                                     # u
+        xp.tanh(t, out=t)
+        r *= x
+        quiet(xp.multiply, r, 0.5, r)                  # 0.5 x u'
+        s = xp.multiply(t, t, out=xp.empty(x.shape, dtype=x.dtype))  # tanh^2 (one more)
+        xp.subtract(1, s, out=s)
+        quiet(xp.multiply, r, s, r)                    # 0.5 x u' (1 - tanh^2)
+        t += 1
+        t *= 0.5
+        r += t
+    else:
+        # Phi(x) + x phi(x) = 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)
+        quiet(xp.multiply, x, _SQRT_HALF, t)
+        be.special.erf(t, out=t)
+        t += 1
+        t *= 0.5                                       # Phi(x)
+        xp.multiply(x, x, out=r)
+        r *= -0.5
+        quiet(xp.exp, r, r)
+        r *= _INV_SQRT_2PI
+        quiet(xp.multiply, r, x, r)                    # x phi(x)
+        r += t
+    quiet(xp.multiply, r, g, r)
+    return be.wrap(r, grad_output.device)
+
+
 TABLE = {"threshold_backward": threshold_backward, "tanh_backward": tanh_backward,
-         "sigmoid_backward": sigmoid_backward}
+         "sigmoid_backward": sigmoid_backward, "gelu_backward": gelu_backward}
 
 
 def register(backend) -> None:

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from .. import _fastpath
 from ..runtime import dtypes
 from ..runtime.backend import Backend
 from ..runtime.layout import contiguous_strides
@@ -45,6 +46,9 @@ def ieee_caller(xp):
         if state is not None:
             with np.errstate(all="ignore"):
                 quiet = state.get()
+            if _fastpath.C is not None:  # the same, compiled (csrc/tensors.c)
+                _fastpath.C.install_ieee(state, quiet)
+                return _fastpath.C.ieee_call
 
             def call(f, *args):
                 token = state.set(quiet)
@@ -78,6 +82,13 @@ class ArrayBackend(Backend):
         self._new_tensor = tensor_constructor()
         #: ``ieee(f, *args)``: ``f`` with floating-point warnings off (kit kernels use it)
         self.ieee = ieee_caller(self.xp)
+        if _fastpath.C is not None and self.xp is np and type(self).wrap is ArrayBackend.wrap:
+            # wrap and native compiled for numpy arrays (csrc/tensors.c); everything else
+            # takes the methods below
+            self.wrap = _fastpath.C.array_wrapper(self._np2dt, self.wrap)
+            if type(self).native is ArrayBackend.native and \
+                    type(self)._view is ArrayBackend._view:
+                self.native = _fastpath.C.array_native(self.native)
 
     # -- array-module specifics (override for cupy & co) ----------------------------------------
     def _flat_bytes(self, arr):

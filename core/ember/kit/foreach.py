@@ -19,11 +19,25 @@ def _scalar_for(a, v):
     return v.real if a.dtype.kind != "c" and isinstance(v, complex) else v
 
 
+_AXPY_CHUNK = 1 << 15   # elements: alpha * b is formed this much at a time
+
+
 def add_(be, selfs, others, alpha):
     xp = be.xp
     for a, b in zip(_nat(be, selfs), _nat(be, others)):
         if alpha == 1:
             xp.add(a, b, out=a, casting="unsafe")
+        elif a.size > _AXPY_CHUNK and a.flags.c_contiguous and b.flags.c_contiguous and \
+                a.shape == b.shape:
+            # (an optimizer's p.add_(buf, alpha=-lr)): the scaled copy of b in slices, so the
+            # step's peak memory holds no temporary of the largest parameter's size
+            fa, fb = a.reshape(-1), b.reshape(-1)
+            al = _scalar_for(b, alpha)
+            tmp = xp.empty(_AXPY_CHUNK, dtype=xp.result_type(fb, al))
+            for i in range(0, fa.size, _AXPY_CHUNK):
+                t = tmp[:min(_AXPY_CHUNK, fa.size - i)]
+                xp.multiply(fb[i:i + t.size], al, out=t)
+                xp.add(fa[i:i + t.size], t, out=fa[i:i + t.size], casting="unsafe")
         else:
             xp.add(a, xp.multiply(b, _scalar_for(b, alpha)), out=a, casting="unsafe")
 

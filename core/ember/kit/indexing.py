@@ -100,8 +100,25 @@ def index_add(be, x, dim, index, source, alpha):
     s = s.reshape(view.shape[:dim] + (i.size,) + view.shape[dim + 1:])
     if alpha != 1:
         s = (s * alpha).astype(out.dtype, copy=False)
-    be.xp.add.at(view, (slice(None),) * dim + (i,), s)
+    if not (dim == 0 and _add_rows_into_zeros(be.xp, view, i, s)):
+        be.xp.add.at(view, (slice(None),) * dim + (i,), s)
     return be.wrap(out, x.device)
+
+
+def _add_rows_into_zeros(xp, out, i, s):
+    """``out[i[j]] += s[j]`` for a numpy float ``out`` that is all zeros (sparse products and
+    embedding gradients scatter into fresh zeros): one CSR product adds each row's sources in
+    index order, 0 + s[j1] + s[j2] + ..., the sums np.add.at makes, an order of magnitude
+    faster than its per-row loop. False (nothing done) in every other case."""
+    if xp.__name__ != "numpy" or out.dtype.kind != "f" or i.ndim != 1 or i.size < 64 or \
+            out.ndim < 1 or not out.flags.c_contiguous or out.any():
+        return False
+    import scipy.sparse as sparse
+    rows = s.reshape(i.size, -1)
+    pick = sparse.csr_matrix((xp.ones(i.size, out.dtype), (i, xp.arange(i.size))),
+                             shape=(out.shape[0], i.size))
+    out.reshape(out.shape[0], -1)[...] = pick @ rows
+    return True
 
 
 def masked_fill(be, x, mask, value):

@@ -12,6 +12,7 @@ from ..ops import reduction as _red
 from ..ops._util import every_example, require_tensor, torch_function
 from ..ops.elementwise import where
 from ..ops.embedding_bag import embedding_bag, embedding_bag_outputs, embedding_renorm_
+from ..runtime.backend import Backend
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -40,15 +41,20 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     flat = input.reshape(-1)
     # the range check reads index values: the backend makes it (at once on the CPU, on the
     # device and at the next synchronization on CUDA, like PyTorch's device-side assert).
-    # Under ember.compile/export the check is index_select's own (it raises on every backend)
-    if flat.numel() and not _tensor_mod._capturing():
+    # Under ember.compile/export the check is index_select's own (it raises on every backend),
+    # as it is on a device whose backend would read the values back for it (OpenCL's
+    # index_select flags a bad index on the device, raised at the next read): a read here would
+    # stall every step
+    be = flat._backend()
+    if flat.numel() and not _tensor_mod._capturing() and (
+            flat.device.type == "cpu" or type(be).assert_values is not Backend.assert_values):
         every = every_example(flat)   # every example of a vmapped batch
         with no_grad():
             lo, hi = _red.amin(every), _red.amax(every)
             over = hi >= num
             ok = (lo >= 0) & ~over
             value = where(over, hi, lo)
-        every._backend().assert_values(
+        be.assert_values(
             "embedding", ok, value, IndexError,
             f"index out of range in self (embedding of {num} rows got index {{value}})")
     if max_norm is not None:

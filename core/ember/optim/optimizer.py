@@ -387,7 +387,8 @@ def step_counter(value=0.0, param=None):
         return tensor(value, dtype=_dtype.float64 if wide else _dtype.float32,
                       device=param.device)
     d = _dtype.float64 if _dtype.get_default_dtype() is _dtype.float64 else _dtype.float32
-    return tensor(value, dtype=d)
+    # on the CPU even under set_default_device: each step reads it back (bump)
+    return tensor(value, dtype=d, device="cpu")
 
 
 def tensor_steps(group):

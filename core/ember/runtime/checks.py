@@ -81,7 +81,9 @@ def checked_kernel(op, backend, device, kernel):
 
 
 def kernel_label(kernel) -> str:
-    """``module.qualname`` of a kernel (bound methods and partials unwrapped)."""
+    """``module.qualname`` of a kernel (bound methods, partials and a compiled kernel's
+    ``__wrapped__`` Python function unwrapped)."""
+    kernel = getattr(kernel, "__wrapped__", None) or kernel
     fn = getattr(kernel, "__func__", None) or getattr(kernel, "func", None) or kernel
     module = getattr(fn, "__module__", None) or "?"
     return f"{module}.{getattr(fn, '__qualname__', None) or type(fn).__name__}"

@@ -18,12 +18,13 @@ _tensor_class = None
 _construct = None
 
 
-def install_tensor_class(cls) -> None:
+def install_tensor_class(cls, constructor=None) -> None:
     """Called once by ``ember._tensor``: ``cls._make(storage, shape, stride, offset, dtype,
-    device, native)`` builds a tensor without checks."""
+    device, native)`` builds a tensor without checks; ``constructor`` is the same function
+    for ``cls`` itself, compiled (ember._C), when there is one."""
     global _tensor_class, _construct
     _tensor_class = cls
-    _construct = cls._make
+    _construct = constructor or cls._make
 
 
 def make_tensor(storage, shape, dtype, stride=None, offset: int = 0, *, native=None):

@@ -23,24 +23,14 @@ from .. import _meta
 from .. import conversion as _conv  # formulas and composites only
 from .._lowering import clamp, onnx_clamp
 from .._util import require_tensor, tensor_method
+from . import backward as _bw  # formulas only: the fused gelu_backward
 from ._rules import check_overlap, float_dtype
-
-_K_ALPHA = 1.0 / math.sqrt(2.0)
-_K_PDF = 1.0 / math.sqrt(2.0 * math.pi)
-_K_BETA = math.sqrt(2.0 / math.pi)
-_K_KAPPA = 0.044715
 
 
 def _gelu_backward(ctx, g, x, approximate, compute):
-    if approximate == "tanh":
-        x_sq = x * x
-        t = ((x + x_sq * x * _K_KAPPA) * _K_BETA).tanh()
-        left = (t + 1) * 0.5
-        right = x * 0.5 * (1 - t * t) * _K_BETA * (x_sq * (3 * _K_KAPPA) + 1)
-        return (g * (left + right),)
-    cdf = ((x * _K_ALPHA).erf() + 1) * 0.5
-    pdf = (x * x * -0.5).exp() * _K_PDF
-    return (g * (cdf + x * pdf),)
+    if g.dtype is not x.dtype or g._shape != x._shape:  # (a broadcast gradient)
+        return (_bw._gelu_composite(g, x, approximate),)
+    return (_bw.gelu_backward_op(g, x, approximate),)   # one fused kernel
 
 
 def _softplus_backward(ctx, g, x, beta, threshold, compute):

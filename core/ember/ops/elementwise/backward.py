@@ -5,7 +5,10 @@ kernel in backward.
 * ``threshold_backward(grad_output, self, threshold)``: ``grad_output`` where
   ``self > threshold``, 0 elsewhere (relu's backward with ``self`` its result and threshold 0);
 * ``tanh_backward(grad_output, output)``: ``grad_output * (1 - output**2)``;
-* ``sigmoid_backward(grad_output, output)``: ``grad_output * output * (1 - output)``.
+* ``sigmoid_backward(grad_output, output)``: ``grad_output * output * (1 - output)``;
+* ``gelu_backward(grad_output, self, approximate)``: ``grad_output * gelu'(self)`` (erf form, or
+  the tanh approximation's derivative) — the formula in ember ops kept four tensors of the
+  input's size alive at once, a transformer's peak memory in backward.
 
 Real floating dtypes (complex gradients keep the general formulas of ``unary``). Each is
 differentiable again (double backward) and has a composite (the formula in ember ops) for
@@ -13,6 +16,8 @@ backends without a kernel. Kernel convention: operands of one shape and dtype, r
 dtype.
 """
 from __future__ import annotations
+
+import math
 
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
@@ -58,6 +63,43 @@ def _sigmoid_composite(grad_output, output):
     return grad_output * (output * (1.0 - output))
 
 
+_K_ALPHA = 1.0 / math.sqrt(2.0)
+_K_PDF = 1.0 / math.sqrt(2.0 * math.pi)
+_K_BETA = math.sqrt(2.0 / math.pi)
+_K_KAPPA = 0.044715
+
+
+def _gelu_composite(grad_output, self, approximate):
+    x = self
+    if approximate == "tanh":
+        x_sq = x * x
+        t = ((x + x_sq * x * _K_KAPPA) * _K_BETA).tanh()
+        left = (t + 1) * 0.5
+        right = x * 0.5 * (1 - t * t) * _K_BETA * (x_sq * (3 * _K_KAPPA) + 1)
+        return grad_output * (left + right)
+    cdf = ((x * _K_ALPHA).erf() + 1) * 0.5
+    pdf = (x * x * -0.5).exp() * _K_PDF
+    return grad_output * (cdf + x * pdf)
+
+
+def _gelu_second(x, approximate):
+    """gelu''(x): pdf * (2 - x**2) for the erf form; for the tanh approximation, with
+    u = beta (x + kappa x**3) and t = tanh(u), (1 - t**2) (u' - x t u'**2 + x u'' / 2)."""
+    if approximate == "tanh":
+        x_sq = x * x
+        t = ((x + x_sq * x * _K_KAPPA) * _K_BETA).tanh()
+        du = (x_sq * (3 * _K_KAPPA) + 1) * _K_BETA
+        d2u = x * (6 * _K_KAPPA * _K_BETA)
+        return (1 - t * t) * (du - x * t * du * du + x * d2u * 0.5)
+    return (x * x * -0.5).exp() * _K_PDF * (2 - x * x)
+
+
+def _gelu_double(ctx, gg, grad_output, self, approximate):
+    g_go = gelu_backward_op(gg, self, approximate) if ctx.needs(0) else None
+    g_x = gg * grad_output * _gelu_second(self, approximate) if ctx.needs(1) else None
+    return g_go, g_x, None
+
+
 threshold_backward_op = define(
     "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
     meta=_same_meta("threshold_backward"), composite=_threshold_composite,
@@ -73,6 +115,11 @@ sigmoid_backward_op = define(
     meta=_same_meta("sigmoid_backward"), composite=_sigmoid_composite,
     derivative=Derivative(_sigmoid_double, save={"grad_output": "output", "output": None}),
     doc="grad_output * output * (1 - output)")
+gelu_backward_op = define(
+    "gelu_backward(Tensor grad_output, Tensor self, str approximate) -> Tensor",
+    meta=_same_meta("gelu_backward"), composite=_gelu_composite,
+    derivative=Derivative(_gelu_double, save={"grad_output": "self", "self": None}),
+    doc="grad_output * gelu'(self): the erf form ('none') or the tanh approximation's ('tanh')")
 
 
 # -- lowering: one element as an expression (fusion) ------------------------------------------

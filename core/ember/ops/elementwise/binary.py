@@ -12,7 +12,7 @@ from __future__ import annotations
 import cmath
 import math
 
-from ... import _dtype
+from ... import _dtype, _fastpath
 from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
@@ -394,6 +394,8 @@ def _make_binary(name, family, op, op_):
         return self
 
     fn.__name__, fn_.__name__ = name, name + "_"
+    if same_dtype_fast:  # the first test above, compiled (csrc/api.c)
+        fn = _fastpath.api_function(_fastpath.API_BINARY, op, fn)
     return fn, fn_
 
 
@@ -478,7 +480,7 @@ def _make_add_sub(name, op, op_):
         return self
 
     fn.__name__, fn_.__name__ = name, name + "_"
-    return fn, fn_
+    return _fastpath.api_function(_fastpath.API_ADD_SUB, op, fn), fn_
 
 
 add, add_ = _make_add_sub("add", add_op, add_op_)
@@ -550,6 +552,7 @@ def div_(self, other, *, rounding_mode=None):
     return self
 
 
+div = _fastpath.api_function(_fastpath.API_DIV, div_op, div)  # its first test, compiled
 Tensor.div, Tensor.div_ = div, div_
 divide = true_divide = div
 Tensor.divide = Tensor.true_divide = div

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ... import _dtype
+from ... import _dtype, _fastpath
 from ..._dtype import COMPLEX, FLOATING, INTEGRAL
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define, get_op
@@ -267,6 +267,10 @@ def _make_unary(name, kind, op, op_):
         return self
 
     fn.__name__, fn_.__name__ = name, name + "_"
+    if name != "bitwise_not":
+        # compiled (csrc/api.c): a floating tensor goes to op(input, input.dtype), which is
+        # what fn does for it with every kind of op but bitwise_not (which refuses floats)
+        fn = _fastpath.api_function(_fastpath.API_UNARY, op, fn)
     return fn, fn_
 
 

@@ -162,10 +162,18 @@ def _resolve(self, index):
     ``indices`` is None for a purely basic index, else a list with an int64-or-int32 index
     tensor or None for every dim of the view (bool masks expanded with ``nonzero``).
     """
-    entries = [_entry(e, self.device) for e in (index if isinstance(index, tuple) else (index,))]
-    if sum(e is Ellipsis for e in entries) > 1:
+    in_tuple = isinstance(index, tuple)
+    entries = [_entry(e, self.device) for e in (index if in_tuple else (index,))]
+    used = ellipses = 0
+    for e in entries:  # one loop: indexing is on the hot path of every training step
+        if e is Ellipsis:
+            ellipses += 1
+        elif e.__class__ is int or e.__class__ is slice:
+            used += 1
+        else:
+            used += _dims_used(e)
+    if ellipses > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(_dims_used(e) for e in entries)
     if used > self.ndim:
         if self.ndim == 0:
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
@@ -190,7 +198,11 @@ def _resolve(self, index):
                 raise ValueError("slice step cannot be zero")
             if step is not None and step < 0:
                 raise ValueError("step must be greater than zero")
-            view = slice_op(view, dim, start, stop, 1 if step is None else step)
+            # PyTorch skips a slice of a whole dim inside a tuple index (x[:, 3] is one
+            # select, with one SelectBackward0), but not a lone x[:]
+            if not (in_tuple and (start is None or start == 0) and (step is None or step == 1)
+                    and (stop is None or stop >= view._shape[dim])):
+                view = slice_op(view, dim, start, stop, 1 if step is None else step)
             dim += 1
         elif isinstance(e, Tensor):
             advanced.append((dim, e))

@@ -1,0 +1,453 @@
+/* The Autograd key's handler for an op with a derivative formula and no Tensor[] argument:
+ * run the op below autograd, then record its backward node.
+ *
+ * Python reference: ember/autograd/record.py, _formula_handler's handler. The cases that
+ * handler passes to _outputs (several outputs, a saved result, views, setup) are passed to the
+ * same Python function here; calls with keywords go to the Python handler whole.
+ */
+#include "ember_c.h"
+
+static PyObject *seq_counter;      /* graph._seq */
+static PyObject *outputs_fn;       /* record._outputs */
+static PyObject *gradient_edge_fn; /* record.gradient_edge */
+static PyObject *node_class_fn;    /* nodes.node_class */
+static PyObject *complex_error_fn; /* record._complex_error */
+static PyObject *anomaly_state;    /* anomaly._local: anomaly.enabled() reads its .on */
+static PyObject *str_on;
+static long long AG_BIT;
+static long COMPLEX_CAT, FLOATING_CAT;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *op, *spec, *cls, *slot_idx, *save_pos, *diff_out, *fallback, *name;
+    Py_ssize_t nargs;
+    int complex_ok, simple, save_out;
+} Recorder;
+
+static PyObject *ZERO;
+
+static long category(PyObject *dtype)
+{
+    PyObject *c = SLOT(dtype, OFF.dt_category);
+    return c == NULL ? -1 : PyLong_AsLong(c);
+}
+
+static PyObject *autograd_meta(PyObject *node)
+{
+    PyObject *m = new_object(AutogradMetaType);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(Py_True); SLOT(m, OFF.ag_requires_grad) = Py_True;
+    Py_INCREF(node); SLOT(m, OFF.ag_grad_fn) = node;
+    SLOT(m, OFF.ag_output_nr) = PyLong_FromLong(0);
+    Py_INCREF(Py_None); SLOT(m, OFF.ag_grad) = Py_None;
+    Py_INCREF(Py_None); SLOT(m, OFF.ag_hooks) = Py_None;
+    Py_INCREF(Py_False); SLOT(m, OFF.ag_retains_grad) = Py_False;
+    Py_INCREF(Py_None); SLOT(m, OFF.ag_acc) = Py_None;
+    Py_INCREF(Py_None); SLOT(m, OFF.ag_base) = Py_None;
+    Py_INCREF(Py_None); SLOT(m, OFF.ag_view_version) = Py_None;
+    Py_INCREF(Py_None); SLOT(m, OFF.ag_post_acc_hooks) = Py_None;
+    return m;
+}
+
+/* SavedTensor(t): graph.py's SavedTensor.__init__ with output_nr None */
+static PyObject *saved_tensor(PyObject *t)
+{
+    PyObject *st = SLOT(t, OFF.t_storage), *version, *origin, *s;
+    if (st == NULL || (version = SLOT(st, OFF.s_version)) == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "SavedTensor: a tensor without storage");
+        return NULL;
+    }
+    PyObject *ag = SLOT(t, OFF.t_ag);
+    PyObject *fn = (ag == NULL || ag == Py_None) ? NULL : SLOT(ag, OFF.ag_grad_fn);
+    if (fn == NULL || fn == Py_None) {
+        origin = Py_None;
+        Py_INCREF(origin);
+    } else {
+        origin = PyTuple_Pack(2, fn, SLOT(ag, OFF.ag_output_nr));
+        if (origin == NULL)
+            return NULL;
+    }
+    s = new_object(SavedTensorType);
+    if (s == NULL) {
+        Py_DECREF(origin);
+        return NULL;
+    }
+    Py_INCREF(t); SLOT(s, OFF.sv_data) = t;
+    Py_INCREF(version); SLOT(s, OFF.sv_version) = version;
+    Py_INCREF(Py_None); SLOT(s, OFF.sv_output_nr) = Py_None;
+    SLOT(s, OFF.sv_origin) = origin;
+    return s;
+}
+
+/* SavedTensor(out, 0): graph.py's SavedTensor.__init__ for an op's own output */
+static PyObject *saved_output(PyObject *t)
+{
+    PyObject *st = SLOT(t, OFF.t_storage), *version, *alias, *s;
+    if (st == NULL || (version = SLOT(st, OFF.s_version)) == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "SavedTensor: a tensor without storage");
+        return NULL;
+    }
+    PyObject *targs[7] = {st, SLOT(t, OFF.t_shape), SLOT(t, OFF.t_stride), SLOT(t, OFF.t_offset),
+                          SLOT(t, OFF.t_dtype), SLOT(t, OFF.t_device), SLOT(t, OFF.t_native)};
+    alias = new_tensor(targs, 7);
+    if (alias == NULL)
+        return NULL;
+    s = new_object(SavedTensorType);
+    if (s == NULL) {
+        Py_DECREF(alias);
+        return NULL;
+    }
+    SLOT(s, OFF.sv_data) = alias;
+    Py_INCREF(version); SLOT(s, OFF.sv_version) = version;
+    Py_INCREF(ZERO); SLOT(s, OFF.sv_output_nr) = ZERO;
+    Py_INCREF(Py_None); SLOT(s, OFF.sv_origin) = Py_None;
+    return s;
+}
+
+static PyObject *recorder_call(PyObject *self_, PyObject *args, PyObject *kwargs)
+{
+    Recorder *self = (Recorder *)self_;
+    PyObject *out, *edges = NULL, *metas = NULL, *needs = NULL, *saved = NULL, *node = NULL;
+    PyObject *cls = NULL, *result = NULL;
+    Py_ssize_t na, k;
+    int req = 0;
+
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs))
+        return PyObject_Call(self->fallback, args, kwargs);
+
+    /* run_below: the op with AUTOGRAD out of this thread's keep mask */
+    {
+        long long inc = tl_include, keep = tl_keep;
+        PyObject *prev = tl_masks;   /* our reference until it goes back */
+        tl_masks = NULL;
+        tl_keep = keep & ~AG_BIT;
+        out = PyObject_Call(self->op, args, NULL);
+        tl_include = inc;
+        tl_keep = keep;
+        Py_XSETREF(tl_masks, prev);
+    }
+    if (out == NULL)
+        return NULL;
+
+    na = PyTuple_GET_SIZE(args);
+    edges = PyList_New(0);
+    metas = PyList_New(0);
+    needs = PyList_New(self->nargs);
+    if (edges == NULL || metas == NULL || needs == NULL)
+        goto error;
+    for (k = 0; k < self->nargs; k++) {
+        Py_INCREF(Py_False);
+        PyList_SET_ITEM(needs, k, Py_False);
+    }
+    for (k = 0; k < PyTuple_GET_SIZE(self->slot_idx); k++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(self->slot_idx, k));
+        PyObject *x = i < na ? PyTuple_GET_ITEM(args, i) : Py_None;
+        if (is_tensor(x)) {
+            PyObject *ag = SLOT(x, OFF.t_ag);
+            if (ag != NULL && ag != Py_None && SLOT(ag, OFF.ag_requires_grad) == Py_True) {
+                PyObject *fn = SLOT(ag, OFF.ag_grad_fn), *edge, *meta;
+                PyObject *vv = SLOT(ag, OFF.ag_view_version);
+                PyObject *acc = SLOT(ag, OFF.ag_acc), *leaf = NULL;
+                if (fn != NULL && fn != Py_None && vv == Py_None)
+                    edge = PyTuple_Pack(2, fn, SLOT(ag, OFF.ag_output_nr));
+                else if (fn == Py_None && vv == Py_None && acc != NULL && PyWeakref_Check(acc) &&
+                         (leaf = PyWeakref_GetObject(acc)) != Py_None)
+                    edge = PyTuple_Pack(2, leaf, ZERO);   /* a leaf's AccumulateGrad, alive */
+                else
+                    edge = PyObject_CallOneArg(gradient_edge_fn, x);
+                if (edge == NULL)
+                    goto error;
+                if (PyList_Append(edges, edge) < 0) {
+                    Py_DECREF(edge);
+                    goto error;
+                }
+                Py_DECREF(edge);
+                PyObject *d = SLOT(x, OFF.t_dtype);
+                meta = PyTuple_Pack(3, SLOT(x, OFF.t_shape), d, SLOT(x, OFF.t_device));
+                if (meta == NULL || PyList_Append(metas, meta) < 0) {
+                    Py_XDECREF(meta);
+                    goto error;
+                }
+                Py_DECREF(meta);
+                if (i < self->nargs) {
+                    Py_INCREF(Py_True);
+                    Py_SETREF(PyList_GET_ITEM(needs, i), Py_True);
+                }
+                req = 1;
+                if (!self->complex_ok && category(d) == COMPLEX_CAT) {
+                    PyObject *r = PyObject_CallOneArg(complex_error_fn, self->spec);
+                    Py_XDECREF(r);
+                    goto error;
+                }
+                continue;
+            }
+        }
+        if (PyList_Append(edges, Py_None) < 0 || PyList_Append(metas, Py_None) < 0)
+            goto error;
+    }
+    if (!req) {
+        Py_DECREF(edges);
+        Py_DECREF(metas);
+        Py_DECREF(needs);
+        return out;
+    }
+
+    /* the arguments the formula gets: tensors only where saved */
+    saved = PySequence_List(args);
+    if (saved == NULL)
+        goto error;
+    for (k = 0; k < PyTuple_GET_SIZE(self->slot_idx); k++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(self->slot_idx, k));
+        if (i < na && Py_TYPE(PyList_GET_ITEM(saved, i)) == TensorType) {
+            Py_INCREF(Py_None);
+            Py_SETREF(PyList_GET_ITEM(saved, i), Py_None);
+        }
+    }
+    for (k = 0; k < PyTuple_GET_SIZE(self->save_pos); k++) {
+        PyObject *pair = PyTuple_GET_ITEM(self->save_pos, k);
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 0));
+        PyObject *c = PyTuple_GET_ITEM(pair, 1);
+        if (i >= na)
+            continue;
+        if (c != Py_None) {
+            Py_ssize_t ci = PyLong_AsSsize_t(c);
+            if (ci >= self->nargs || PyList_GET_ITEM(needs, ci) != Py_True)
+                continue;
+        }
+        PyObject *a = PyTuple_GET_ITEM(args, i);
+        if (is_tensor(a)) {
+            PyObject *s = saved_tensor(a);
+            if (s == NULL)
+                goto error;
+            Py_SETREF(PyList_GET_ITEM(saved, i), s);
+        }
+    }
+
+    /* the node: FormulaNode.__init__(edges), then what the handler sets */
+    if (self->cls != Py_None) {
+        cls = self->cls;
+        Py_INCREF(cls);
+    } else if ((cls = PyObject_CallFunctionObjArgs(node_class_fn, self->spec, args, NULL)) == NULL) {
+        goto error;
+    }
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "node_class returned a non-class");
+        goto error;
+    }
+    node = new_object((PyTypeObject *)cls);
+    if (node == NULL)
+        goto error;
+    {
+        PyObject *seq = PyIter_Next(seq_counter);
+        if (seq == NULL)
+            goto error;
+        SLOT(node, OFF.n_seq) = seq;
+    }
+    SLOT(node, OFF.n_next_edges) = edges;
+    edges = NULL;
+    Py_INCREF(Py_None); SLOT(node, OFF.n_x) = Py_None;
+    Py_INCREF(Py_None); SLOT(node, OFF.fn_result) = Py_None;
+    Py_INCREF(Py_None); SLOT(node, OFF.fn_out_meta) = Py_None;
+    SLOT(node, OFF.fn_metas) = metas;
+    metas = NULL;
+    Py_INCREF(self->spec); SLOT(node, OFF.fn_spec) = self->spec;
+    SLOT(node, OFF.fn_needs) = needs;
+    needs = NULL;
+    SLOT(node, OFF.fn_args) = saved;
+    saved = NULL;
+
+    if (self->simple && Py_TYPE(out) == TensorType && SLOT(out, OFF.t_ag) == Py_None &&
+        category(SLOT(out, OFF.t_dtype)) >= FLOATING_CAT) {
+        PyObject *on = PyObject_GetAttr(anomaly_state, str_on);
+        if (on == NULL)
+            goto error;
+        int anomaly = PyObject_IsTrue(on);
+        Py_DECREF(on);
+        if (anomaly < 0)
+            goto error;
+        if (!anomaly) {
+            /* a view of a temporary inside the op is a new tensor to autograd */
+            Py_CLEAR(SLOT(out, OFF.t_view_base));
+            PyObject *m = autograd_meta(node);
+            if (m == NULL)
+                goto error;
+            Py_SETREF(SLOT(out, OFF.t_ag), m);
+            PyObject *ks = SLOT(out, OFF.t_ks);
+            long long v = PyLong_AsLongLong(ks);
+            if (v == -1 && PyErr_Occurred())
+                goto error;
+            PyObject *nks = PyLong_FromLongLong(v | AG_BIT);
+            if (nks == NULL)
+                goto error;
+            Py_SETREF(SLOT(out, OFF.t_ks), nks);
+            Py_INCREF(Py_None);
+            Py_XSETREF(SLOT(node, OFF.fn_info), Py_None);
+            if (self->save_out) {   /* SavedTensor(out, 0): an alias, outside the graph */
+                PyObject *r = saved_output(out);
+                if (r == NULL)
+                    goto error;
+                Py_XSETREF(SLOT(node, OFF.fn_result), r);
+            }
+            Py_DECREF(node);
+            Py_DECREF(cls);
+            return out;
+        }
+    }
+    result = PyObject_CallFunctionObjArgs(outputs_fn, self->spec, node, args, out, self->diff_out,
+                                          NULL);
+    Py_DECREF(node);
+    Py_DECREF(cls);
+    Py_DECREF(out);
+    return result;
+
+error:
+    Py_XDECREF(out);
+    Py_XDECREF(edges);
+    Py_XDECREF(metas);
+    Py_XDECREF(needs);
+    Py_XDECREF(saved);
+    Py_XDECREF(node);
+    Py_XDECREF(cls);
+    return NULL;
+}
+
+static int recorder_init(PyObject *self_, PyObject *args, PyObject *kwargs)
+{
+    Recorder *self = (Recorder *)self_;
+    PyObject *op, *spec, *cls, *slot_idx, *save_pos, *diff_out, *fallback, *name;
+    Py_ssize_t nargs;
+    int complex_ok, simple, save_out;
+    if (!PyArg_ParseTuple(args, "OOOO!nO!pppO!OU", &op, &spec, &cls, &PyTuple_Type, &slot_idx,
+                          &nargs, &PyTuple_Type, &save_pos, &complex_ok, &simple, &save_out,
+                          &PyTuple_Type, &diff_out, &fallback, &name))
+        return -1;
+    if (ZERO == NULL && (ZERO = PyLong_FromLong(0)) == NULL)
+        return -1;
+    self->save_out = save_out;
+    Py_INCREF(op); Py_XSETREF(self->op, op);
+    Py_INCREF(spec); Py_XSETREF(self->spec, spec);
+    Py_INCREF(cls); Py_XSETREF(self->cls, cls);
+    Py_INCREF(slot_idx); Py_XSETREF(self->slot_idx, slot_idx);
+    Py_INCREF(save_pos); Py_XSETREF(self->save_pos, save_pos);
+    Py_INCREF(diff_out); Py_XSETREF(self->diff_out, diff_out);
+    Py_INCREF(fallback); Py_XSETREF(self->fallback, fallback);
+    Py_INCREF(name); Py_XSETREF(self->name, name);
+    self->nargs = nargs;
+    self->complex_ok = complex_ok;
+    self->simple = simple;
+    return 0;
+}
+
+static int recorder_traverse(PyObject *self_, visitproc visit, void *arg)
+{
+    Recorder *self = (Recorder *)self_;
+    Py_VISIT(self->op);
+    Py_VISIT(self->spec);
+    Py_VISIT(self->cls);
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->diff_out);
+    return 0;
+}
+
+static int recorder_clear(PyObject *self_)
+{
+    Recorder *self = (Recorder *)self_;
+    Py_CLEAR(self->op);
+    Py_CLEAR(self->spec);
+    Py_CLEAR(self->cls);
+    Py_CLEAR(self->slot_idx);
+    Py_CLEAR(self->save_pos);
+    Py_CLEAR(self->diff_out);
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->name);
+    return 0;
+}
+
+static void recorder_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    recorder_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *recorder_repr(PyObject *self)
+{
+    return PyUnicode_FromFormat("<compiled autograd handler %U>", ((Recorder *)self)->name);
+}
+
+static PyMemberDef recorder_members[] = {
+    {"__name__", T_OBJECT, offsetof(Recorder, name), READONLY, NULL},
+    {"__wrapped__", T_OBJECT, offsetof(Recorder, fallback), READONLY,
+     "the Python function this one transcribes (for inspect and ember info)"},
+    {"fallback", T_OBJECT, offsetof(Recorder, fallback), READONLY,
+     "the Python handler this one transcribes"},
+    {NULL},
+};
+
+PyTypeObject FormulaRecorderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ember._C.FormulaRecorder",
+    .tp_basicsize = sizeof(Recorder),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "record.py's formula handler, compiled",
+    .tp_call = recorder_call,
+    .tp_init = recorder_init,
+    .tp_new = PyType_GenericNew,
+    .tp_traverse = recorder_traverse,
+    .tp_clear = recorder_clear,
+    .tp_dealloc = recorder_dealloc,
+    .tp_repr = recorder_repr,
+    .tp_members = recorder_members,
+};
+
+PyObject *install_autograd(PyObject *self, PyObject *args)
+{
+    PyObject *meta_cls, *saved_cls, *node_cls, *counter, *outputs, *edge, *ncls, *cerr, *anomaly;
+    long long ag;
+    long cplx, flt;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOLll", &meta_cls, &saved_cls, &node_cls, &counter,
+                          &outputs, &edge, &ncls, &cerr, &anomaly, &ag, &cplx, &flt))
+        return NULL;
+    if (slot_offset(meta_cls, "requires_grad", &OFF.ag_requires_grad) < 0 ||
+        slot_offset(meta_cls, "grad_fn", &OFF.ag_grad_fn) < 0 ||
+        slot_offset(meta_cls, "output_nr", &OFF.ag_output_nr) < 0 ||
+        slot_offset(meta_cls, "grad", &OFF.ag_grad) < 0 ||
+        slot_offset(meta_cls, "hooks", &OFF.ag_hooks) < 0 ||
+        slot_offset(meta_cls, "retains_grad", &OFF.ag_retains_grad) < 0 ||
+        slot_offset(meta_cls, "acc", &OFF.ag_acc) < 0 ||
+        slot_offset(meta_cls, "base", &OFF.ag_base) < 0 ||
+        slot_offset(meta_cls, "view_version", &OFF.ag_view_version) < 0 ||
+        slot_offset(meta_cls, "post_acc_hooks", &OFF.ag_post_acc_hooks) < 0 ||
+        slot_offset(saved_cls, "data", &OFF.sv_data) < 0 ||
+        slot_offset(saved_cls, "version", &OFF.sv_version) < 0 ||
+        slot_offset(saved_cls, "output_nr", &OFF.sv_output_nr) < 0 ||
+        slot_offset(saved_cls, "origin", &OFF.sv_origin) < 0 ||
+        slot_offset(node_cls, "next_edges", &OFF.n_next_edges) < 0 ||
+        slot_offset(node_cls, "seq", &OFF.n_seq) < 0 ||
+        slot_offset(node_cls, "_x", &OFF.n_x) < 0 ||
+        slot_offset(node_cls, "_spec", &OFF.fn_spec) < 0 ||
+        slot_offset(node_cls, "_args", &OFF.fn_args) < 0 ||
+        slot_offset(node_cls, "_metas", &OFF.fn_metas) < 0 ||
+        slot_offset(node_cls, "_needs", &OFF.fn_needs) < 0 ||
+        slot_offset(node_cls, "_info", &OFF.fn_info) < 0 ||
+        slot_offset(node_cls, "_result", &OFF.fn_result) < 0 ||
+        slot_offset(node_cls, "_out_meta", &OFF.fn_out_meta) < 0)
+        return NULL;
+    Py_INCREF(meta_cls);
+    Py_XSETREF(AutogradMetaType, (PyTypeObject *)meta_cls);
+    Py_INCREF(saved_cls);
+    Py_XSETREF(SavedTensorType, (PyTypeObject *)saved_cls);
+    Py_INCREF(counter); Py_XSETREF(seq_counter, counter);
+    Py_INCREF(outputs); Py_XSETREF(outputs_fn, outputs);
+    Py_INCREF(edge); Py_XSETREF(gradient_edge_fn, edge);
+    Py_INCREF(ncls); Py_XSETREF(node_class_fn, ncls);
+    Py_INCREF(cerr); Py_XSETREF(complex_error_fn, cerr);
+    Py_INCREF(anomaly); Py_XSETREF(anomaly_state, anomaly);
+    if (str_on == NULL && (str_on = PyUnicode_InternFromString("on")) == NULL)
+        return NULL;
+    AG_BIT = ag;
+    COMPLEX_CAT = cplx;
+    FLOATING_CAT = flt;
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,192 @@
+"""The compiled hot path (ember._C) and its Python reference: which one runs, and that they
+make the same objects and graphs.
+
+The whole suite runs on both in CI (.ci/run runs it again with EMBER_PURE_PYTHON=1); the
+tests here compare the two directly in one process where they can, and through a subprocess
+with the other setting where the choice is made at import."""
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _fastpath
+from ember.dispatch import keys as K
+from ember.dispatch.dispatcher import Op, get_op
+from ember.runtime.registry import registry as _registry
+
+compiled = pytest.mark.skipif(_fastpath.C is None, reason=f"hot path not compiled: "
+                              f"{_fastpath.REASON}")
+
+
+def _run(code, pure):
+    env = dict(os.environ)
+    env.pop("EMBER_PURE_PYTHON", None)
+    if pure:
+        env["EMBER_PURE_PYTHON"] = "1"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_the_environment_variable_selects_the_python_reference():
+    code = "from ember import _fastpath; print(_fastpath.C is None, _fastpath.describe())"
+    pure = _run(code, pure=True)
+    assert pure.startswith("True Python reference (EMBER_PURE_PYTHON is set)")
+    default = _run(code, pure=False)
+    if _fastpath.C is not None:
+        assert default.startswith("False compiled")
+    assert "ember._C" in _run(
+        "from ember import cli; cli.main(['info'])", pure=False) or _fastpath.C is None
+
+
+def test_ember_info_names_the_active_path():
+    out = _run("from ember import cli; cli.main(['info'])", pure=True)
+    assert "hot path" in out and "Python reference" in out
+
+
+# a small training step whose results and graph both implementations must agree on
+_STEP = r"""
+import json, numpy as np, ember
+rng = np.random.default_rng(0)
+w = ember.tensor(rng.standard_normal((5, 4)).astype(np.float32), requires_grad=True)
+b = ember.tensor(rng.standard_normal(4).astype(np.float32), requires_grad=True)
+x = ember.tensor(rng.standard_normal((3, 5)).astype(np.float32))
+h = (x @ w + b).tanh()
+y = (h * h).sigmoid().log_softmax(1)
+loss = -y[:, 1].mean() + (h - 1.0).abs().sum() * 0.1
+loss.backward()
+def names(fn, seen):
+    if fn is None or id(fn) in seen:
+        return []
+    seen.add(id(fn))
+    out = [fn.name()]
+    for nxt, _ in fn.next_functions:
+        out += names(nxt, seen)
+    return out
+print(json.dumps({"loss": loss.item(), "gw": w.grad.numpy().tolist(),
+                  "gb": b.grad.numpy().tolist(), "graph": names(loss.grad_fn, set()),
+                  "ks": [h._ks & 255, x._ks & 255, loss.requires_grad, h.is_leaf]}))
+"""
+
+
+def test_training_step_equal_on_both_paths():
+    pure = json.loads(_run(_STEP, pure=True))
+    fast = json.loads(_run(_STEP, pure=False))
+    assert pure["graph"] == fast["graph"]
+    assert pure["ks"] == fast["ks"]
+    assert pure["loss"] == fast["loss"]
+    np.testing.assert_array_equal(pure["gw"], fast["gw"])
+    np.testing.assert_array_equal(pure["gb"], fast["gb"])
+
+
+def test_masks_are_per_thread_and_read_back():
+    st = K.state
+    prev = st.masks
+    try:
+        st.masks = (prev[0] | K.PYTHON, prev[1])
+        assert st.masks == (prev[0] | K.PYTHON, prev[1])
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(K.state.masks))
+        t.start()
+        t.join()
+        assert seen == [(0, -1)]          # a new thread starts with nothing forced on
+    finally:
+        st.masks = prev
+    assert st.masks == prev
+    if _fastpath.C is not None:
+        with pytest.raises(TypeError):
+            st.masks = (1, 2, 3)
+
+
+def test_no_grad_reaches_the_dispatcher():
+    x = ember.ones(3, requires_grad=True)
+    with ember.no_grad():
+        assert (x * 2).grad_fn is None
+    assert (x * 2).grad_fn.name() == "MulBackward0"
+
+
+@compiled
+def test_compiled_tensor_equals_python_make():
+    from ember.runtime.storage import Storage
+    st = Storage(np.zeros(4, np.uint8), 4, ember.device("cpu"))
+    args = (st, (2, 2), (2, 1), 0, ember.uint8, ember.device("cpu"))
+    c = _fastpath.C.new_tensor(*args)
+    assert type(c) is ember.Tensor
+    assert (c._storage, c._shape, c._stride, c._offset, c.dtype, c.device, c._native, c._ag) \
+        == (st, (2, 2), (2, 1), 0, ember.uint8, ember.device("cpu"), None, None)
+    assert c._ks == ember.device("cpu")._key
+    assert not hasattr(c, "_view_base")
+    p = ember.nn.Parameter._make(*args)
+    assert type(p) is ember.nn.Parameter and p._shape == (2, 2)
+    with pytest.raises(TypeError):
+        _fastpath.C.make_tensor(int, *args)
+
+
+@compiled
+def test_compiled_wrap_matches_the_python_method():
+    be = _registry.get("cpu")
+    python_wrap = be.wrap.__self__[1]
+    for arr in (np.arange(6, dtype=np.float32).reshape(2, 3),
+                np.arange(12, dtype=np.int64).reshape(3, 4)[:, ::2],    # strided
+                np.arange(5.0)[::-1],                                    # negative stride
+                np.float64(3.0),                                         # not an ndarray
+                np.zeros((0, 3), np.float16)):
+        c = be.wrap(arr, ember.device("cpu"))
+        p = python_wrap(arr, ember.device("cpu"))
+        assert (c._shape, c._stride, c._offset, c.dtype) == (p._shape, p._stride, p._offset,
+                                                             p.dtype)
+        np.testing.assert_array_equal(c.numpy(), p.numpy())
+
+
+@compiled
+def test_calls_the_compiled_path_hands_back_to_python():
+    add = get_op("add")
+    a, b = ember.ones(3), ember.full((3,), 2.0)
+    # keywords, and an untyped op, go through Op._call_python
+    assert add(a, b, alpha=1, compute=ember.float32).tolist() == [3.0, 3.0, 3.0]
+    assert Op._call_python(add, a, b, 1, ember.float32).tolist() == [3.0, 3.0, 3.0]
+    # a Tensor[] argument
+    assert ember.cat([a, b]).tolist() == [1.0, 1.0, 1.0, 2.0, 2.0, 2.0]
+
+
+@compiled
+def test_ieee_call_silences_numpy_only_inside():
+    be = _registry.get("cpu")
+    with np.errstate(all="raise"):
+        assert np.isinf(be.ieee(np.divide, np.float32(1), np.float32(0)))
+        with pytest.raises(FloatingPointError):
+            np.divide(np.float32(1), np.float32(0))
+    with pytest.raises(ZeroDivisionError):
+        be.ieee(lambda: 1 / 0)
+    assert np.geterr()["divide"] == "warn"
+
+
+@compiled
+def test_compiled_recorder_keeps_the_python_handler():
+    x = ember.ones(2, requires_grad=True)
+    (x * x).sum()
+    handler = get_op("mul")._cache[x._ks | ember.device("cpu")._key]
+    assert isinstance(handler, _fastpath.C.FormulaRecorder)
+    assert handler.__name__ == "autograd_mul" and callable(handler.fallback)
+
+
+@compiled
+def test_compiled_native_view_matches_the_python_method():
+    be = _registry.get("cpu")
+    python_native = be.native.__self__     # the bound Python method it falls back to
+    x = ember.arange(60.0).reshape(3, 4, 5)
+    views = [x.permute(2, 0, 1), x[1:, ::2, 1:4], x[2:2], x.t() if x.ndim == 2 else x.mT,
+             x.reshape(12, 5)[3], x.expand(2, 3, 4, 5)]
+    for v in views:
+        a = be.native(v)
+        v2 = ember.Tensor._make(v._storage, v._shape, v._stride, v._offset, v.dtype, v.device)
+        b = python_native(v2)
+        assert a.shape == b.shape and a.strides == b.strides and a.flags.writeable
+        np.testing.assert_array_equal(a, b)
+        assert be.native(v) is a                # cached on the tensor
