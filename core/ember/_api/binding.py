@@ -30,6 +30,8 @@ import re
 import sys
 import types
 
+from .. import _fastpath
+
 SNAPSHOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_signatures.json")
 
 #: snapshot namespace -> (ember attribute path, whether its callables are methods)
@@ -387,7 +389,23 @@ def public(fn, ns: str, name: str, *, method: bool = False, module: str = "ember
 # ----------------------------------------------------------------------------- installing
 
 def _is_wrappable(obj) -> bool:
-    return isinstance(obj, types.FunctionType) and not hasattr(obj, "_binding")
+    return (isinstance(obj, types.FunctionType) or _fastpath.compiled_parts(obj) is not None) \
+        and not hasattr(obj, "_binding")
+
+
+def _public_behind_fast_path(obj, ns, name, *, method, module):
+    """``public`` for a plain function; for a compiled API function (ember._C.ApiFunction: a
+    compiled first test in front of a Python function), the same compiled test in front of the
+    public wrapper of that Python function, so the common call stays compiled and every other
+    call (keywords, torch's aliases, errors) goes through the binding."""
+    compiled = _fastpath.compiled_parts(obj)
+    if compiled is None:
+        return public(obj, ns, name, method=method, module=module)
+    kind, op, fn = compiled
+    wrapper = public(fn, ns, name, method=method, module=module)
+    fast = _fastpath.api_function(kind, op, wrapper)
+    fast._binding = wrapper._binding
+    return fast
 
 
 def install(ember) -> dict:
@@ -415,8 +433,8 @@ def install(ember) -> dict:
             if owner is not None and (obj, name, owner) in wrappers:
                 _replace(holder, name, wrappers[obj, name, owner])
                 continue
-            wrapper = public(obj, ns, name, method=method,
-                             module=ember.__name__ if method else module)
+            wrapper = _public_behind_fast_path(obj, ns, name, method=method,
+                                               module=ember.__name__ if method else module)
             if not method:
                 wrappers[obj, name, ns] = wrapper
             _replace(holder, name, wrapper)
@@ -465,7 +483,8 @@ def _point_public_modules(root: str, wrappers: dict) -> None:
             continue
         d = vars(module)
         for name, value in list(d.items()):
-            if not name.startswith("_") and isinstance(value, types.FunctionType):
+            if not name.startswith("_") and (isinstance(value, types.FunctionType) or
+                                             _fastpath.compiled_parts(value) is not None):
                 w = by_name.get((value, name)) or by_function.get(value)
                 if w is not None:
                     _replace(module, name, w)

@@ -170,6 +170,7 @@ hardswish__op = define("hardswish_(Tensor(a!) self) -> Tensor(a!)",
 
 # -- lowering: one element as an expression (fusion), the ONNX nodes (export) -----------------
 _SQRT_HALF = math.sqrt(0.5)   # sqrt(0.5), not _K_ALPHA: the two differ in the last bit
+_K_BETA, _K_KAPPA = _bw._K_BETA, _bw._K_KAPPA   # the tanh approximation's constants
 
 
 @gelu_op.def_pointwise
