@@ -82,6 +82,28 @@ CONV_BACKWARD_CASES = [
 ]
 
 
+def _per_example_grads(x, w, *, nsp, transposed=False, **kw):
+    """Per-example gradients of a convolution, input and weight (DP-SGD's and the gradient
+    penalty's pattern): ``vmap(grad)`` over the batch runs convolution and convolution_backward
+    under vmap with the input batched and the weight not (their batching rules fold the batch
+    into N, or into the channels with B times the groups for the weight's gradient)."""
+    import ember
+
+    def loss(xi, w):
+        out = _conv(xi.unsqueeze(0), w, None, nsp=nsp, transposed=transposed, **kw)
+        return (out * out.tanh()).sum()
+    return ember.func.vmap(ember.func.grad(loss, argnums=(0, 1)), in_dims=(0, None))(x, w)
+
+
+PER_EXAMPLE_CASES = [  # (input batch: one example per row, weight)
+    ("2d", [((3, 3, 6, 6), C), ((4, 3, 3, 3), C)], dict(nsp=2)),
+    ("2d groups 2 stride 2", [((3, 4, 7, 6), T), ((6, 2, 3, 2), C)],
+     dict(nsp=2, groups=2, stride=2)),
+    ("1d transposed groups 2", [((2, 4, 5), C), ((4, 3, 3), C)],
+     dict(nsp=1, transposed=True, groups=2, stride=2, output_padding=1)),
+]
+
+
 # -- pooling ------------------------------------------------------------------------------------
 def _pool_args(nsp, k, s, p, d):
     return [k] * nsp, [s] * nsp, [p] * nsp, [d] * nsp
@@ -226,6 +248,8 @@ OPS = [
            covers=("nll_loss_backward",), tolerances=dict(LOOSE)),
     _entry("convolution", _conv, *CONV_CASES),
     _entry("convolution_backward", _conv_backward, *CONV_BACKWARD_CASES),
+    _entry("convolution per-example gradients (vmap of grad)", _per_example_grads,
+           *PER_EXAMPLE_CASES, covers=("convolution", "convolution_backward")),
     _entry("max_pool2d_with_indices", _max_pool,
            ("k2", POOL2, {}), ("k3 s2 p1 ceil", [((1, 2, 7, 6), T)],
                                dict(k=3, s=2, p=1, ceil_mode=True)),
