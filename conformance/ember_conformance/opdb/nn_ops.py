@@ -104,6 +104,41 @@ PER_EXAMPLE_CASES = [  # (input batch: one example per row, weight)
 ]
 
 
+# -- losses and prelu with torch's derivatives -------------------------------------------------
+def _bce(x, t, w, *, reduction):
+    """Probabilities in (0, 1) from the samples' values (a weight that requires grad gets its
+    gradient too, beyond torch)."""
+    return _ops().loss.binary_cross_entropy_op(x.sigmoid(), t.sigmoid(), w, reduction)
+
+
+def _bce_backward(go, x, t, w, *, reduction):
+    go = go if reduction == 0 else go.sum()
+    return _ops().loss.binary_cross_entropy_backward_op(go, x.sigmoid(), t.sigmoid(), w,
+                                                        reduction)
+
+
+def _bce_logits(x, t, w, pw, *, reduction):
+    return _ops().loss.binary_cross_entropy_with_logits_op(x, t.sigmoid(), w, pw, reduction)
+
+
+def _prelu(x, w):
+    from ember.ops.elementwise import activation
+    return activation.prelu(x, w)
+
+
+BCE_CASES = [(f"reduction {r}", [((3, 4), C), ((3, 4), T), ((3, 4), C)], dict(reduction=r))
+             for r in (0, 1, 2)]
+BCE_BACKWARD_CASES = [(f"reduction {r}", [((3, 4), C)] * 4, dict(reduction=r))
+                      for r in (0, 1, 2)]
+BCE_LOGITS_CASES = [
+    ("reduction 1, pos_weight per class", [((3, 4), C), ((3, 4), T), ((3, 4), C), ((4,), C)],
+     dict(reduction=1)),
+    ("reduction 0", [((2, 5), C), ((2, 5), C), ((2, 5), C), ((2, 5), C)], dict(reduction=0)),
+]
+PRELU_CASES = [("one weight per channel", [((3, 4), C), ((4,), C)], {}),
+               ("one weight", [((2, 3, 5), T), ((1,), C)], {})]
+
+
 # -- pooling ------------------------------------------------------------------------------------
 def _pool_args(nsp, k, s, p, d):
     return [k] * nsp, [s] * nsp, [p] * nsp, [d] * nsp
@@ -246,6 +281,10 @@ OPS = [
            covers=("nll_loss_forward",), tolerances=dict(LOOSE)),
     OpInfo("nll_loss_backward", _nll_backward, _nll_samples, dtypes=FLOATS,
            covers=("nll_loss_backward",), tolerances=dict(LOOSE)),
+    _entry("binary_cross_entropy", _bce, *BCE_CASES),
+    _entry("binary_cross_entropy_backward", _bce_backward, *BCE_BACKWARD_CASES),
+    _entry("binary_cross_entropy_with_logits", _bce_logits, *BCE_LOGITS_CASES),
+    _entry("prelu", _prelu, *PRELU_CASES, covers=("_prelu_kernel", "_prelu_kernel_backward")),
     _entry("convolution", _conv, *CONV_CASES),
     _entry("convolution_backward", _conv_backward, *CONV_BACKWARD_CASES),
     _entry("convolution per-example gradients (vmap of grad)", _per_example_grads,

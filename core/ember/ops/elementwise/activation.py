@@ -34,8 +34,12 @@ def _gelu_backward(ctx, g, x, approximate, compute):
 
 
 def _softplus_backward(ctx, g, x, beta, threshold, compute):
+    # PyTorch's softplus_backward takes the sigmoid up to beta*x == threshold, but its double
+    # backward (softplus_double_backward) masks beta*x < threshold: at the threshold the
+    # sigmoid reads the constant threshold, same value, no slope
     bx = x * beta
-    return (_primitives.where(bx.gt(threshold), g, g * bx.sigmoid()),)
+    inner = _primitives.where(bx.lt(threshold), bx, threshold)
+    return (_primitives.where(bx.gt(threshold), g, g * inner.sigmoid()),)
 
 
 def _leaky_relu_backward(ctx, g, x, slope):
@@ -43,7 +47,10 @@ def _leaky_relu_backward(ctx, g, x, slope):
 
 
 def _elu_backward(ctx, g, x, alpha, scale, input_scale):
-    neg = g * (x * input_scale).exp() * (alpha * scale * input_scale)
+    # PyTorch's elu_backward takes the exponential branch at x <= 0, but its double backward
+    # (elu_double_backward) masks x < 0: at 0 the exponential reads the constant 0
+    xn = _primitives.where(x.lt(0), x, 0.0)
+    neg = g * (xn * input_scale).exp() * (alpha * scale * input_scale)
     return (_primitives.where(x.gt(0), g * scale, neg),)
 
 
@@ -90,8 +97,9 @@ def _hardsigmoid_backward(ctx, g, x):
 
 
 def _hardswish_backward(ctx, g, x):
+    # PyTorch's hardswish_backward: 0 up to -3, the slope x/3 + 1/2 strictly between, 1 from 3
     mid = g * (x / 3.0 + 0.5)
-    return (_primitives.where(x.lt(-3.0), 0.0, _primitives.where(x.le(3.0), mid, g)),)
+    return (_primitives.where(x.le(-3.0), 0.0, _primitives.where(x.lt(3.0), mid, g)),)
 
 
 def _threshold(self, threshold, value):
@@ -437,6 +445,56 @@ def softshrink(input, lambd=0.5):
     return _primitives.where(input > lambd, input - lambd, _primitives.where(input < -lambd, input + lambd, 0.0))
 
 
+# prelu is PyTorch's _prelu_kernel (where(x > 0, x, w x)) with its backward as an op: torch's
+# double backward of it (derivatives.yaml) masks x >= 0 where the backward masked x > 0, so at
+# x = 0 the second derivatives are torch's only through these formulas
+def _prelu_kernel(self, weight):
+    return _primitives.where(self.gt(0), self, self * weight)
+
+
+def _prelu_kernel_backward(grad_output, self, weight):
+    positive = self.gt(0)
+    return (_primitives.where(positive, grad_output, weight * grad_output),
+            _primitives.where(positive, 0.0, self * grad_output))
+
+
+def _prelu_derivative(ctx, g, self, weight):
+    return _prelu_kernel_backward_op(g, self, weight)
+
+
+def _prelu_double_backward(ctx, grads, grad_output, self, weight):
+    gg_self, gg_weight = grads
+    nonneg = self.ge(0)
+    g_out = g_self = g_weight = None
+    if ctx.needs(0):
+        if gg_self is not None:
+            inner = gg_self * weight
+            if gg_weight is not None:
+                inner = inner + gg_weight * self
+            g_out = _primitives.where(nonneg, gg_self, inner)
+        elif gg_weight is not None:
+            g_out = _primitives.where(nonneg, 0.0, gg_weight * self)
+    if ctx.needs(1) and gg_weight is not None:
+        g_self = _primitives.where(nonneg, 0.0, grad_output * gg_weight)
+    if ctx.needs(2) and gg_self is not None:
+        g_weight = _primitives.where(nonneg, 0.0, grad_output * gg_self)
+    return g_out, g_self, g_weight
+
+
+_prelu_kernel_op = define(
+    "_prelu_kernel(Tensor self, Tensor weight) -> Tensor", composite=_prelu_kernel,
+    derivative=Derivative(_prelu_derivative, save=("self", "weight"),
+                          name="PreluKernelBackward0"),
+    doc="x where x > 0, else weight * x (weight broadcast to x): prelu's op")
+_prelu_kernel_backward_op = define(
+    "_prelu_kernel_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)",
+    composite=_prelu_kernel_backward,
+    derivative=Derivative(_prelu_double_backward, save=("grad_output", "self", "weight"),
+                          name="PreluKernelBackwardBackward0"),
+    doc="prelu's gradients: for self, and for weight elementwise (before it is summed to the "
+        "weight's shape)")
+
+
 @tensor_method()
 def prelu(input, weight):
     require_tensor(input, "prelu")
@@ -450,7 +508,7 @@ def prelu(input, weight):
         weight = weight.reshape(n, *([1] * (input.ndim - 2)))
     elif weight.ndim > input.ndim:        # one weight broadcasts to the input's shape
         weight = weight.reshape(())
-    return _primitives.where(input > 0, input, input * weight)
+    return _prelu_kernel_op(input, weight)
 
 
 # -- ember.func: batching rules and jvps (from the backward formulas) ---------------------------
