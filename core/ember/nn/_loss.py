@@ -133,8 +133,10 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         return _pointwise("smooth_l1_loss", input, target, reduction, None, lambda d: d.abs())
 
     def piece(d):
+        # the square of d, not of |d|: its second derivative is 1/beta at d = 0 too (torch's
+        # smooth_l1_loss_double_backward), where |d|'s subgradient 0 would zero it
         z = d.abs()
-        return _ew.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
+        return _ew.where(z < beta, 0.5 * d * d / beta, z - 0.5 * beta)
     return _pointwise("smooth_l1_loss", input, target, reduction, None, piece)
 
 
@@ -144,8 +146,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
 
     def piece(d):
-        z = d.abs()
-        return _ew.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
+        z = d.abs()   # the square of d, not of |d|, as in smooth_l1_loss
+        return _ew.where(z < delta, 0.5 * d * d, delta * (z - 0.5 * delta))
     return _pointwise("huber_loss", input, target, reduction, weight, piece, weight_mean="mean")
 
 

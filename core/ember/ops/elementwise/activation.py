@@ -77,8 +77,11 @@ def _elu_result_backward(ctx, g, x, alpha, scale, input_scale):
             "In-place elu backward calculation is triggered with a negative slope which is not "
             "supported. This is caused by calling in-place forward function with a negative "
             "slope, please call out-of-place version instead.")
+    # the exponential branch at out <= 0, whose own derivative torch masks to out < 0
+    # (elu_double_backward with is_result): at 0 it reads the constant 0
     r = ctx.result
-    return (_primitives.where(r.le(0), g * ((r + alpha * scale) * input_scale), g * scale),)
+    rn = _primitives.where(r.lt(0), r, 0.0)
+    return (_primitives.where(r.le(0), g * ((rn + alpha * scale) * input_scale), g * scale),)
 
 
 def _elu_name(suffix):
