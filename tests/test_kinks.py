@@ -177,6 +177,31 @@ CASES = [
     Case("max_pool1d ties", lambda L, x: F(L).max_pool1d(x, 2, 1), ([[[1.0, 1.0, 1.0, 0.0]]],)),
     Case("adaptive_max_pool2d ties", lambda L, x: F(L).adaptive_max_pool2d(x, 2),
          ([[[[1.0, 1.0, 0.0], [1.0, 1.0, 2.0], [2.0, 2.0, 2.0]]]],)),
+    Case("amax with nan", lambda L, x: L.amax(x, 1), ([[1.0, math.nan, 1.0], [2.0, 2.0, 0.0]],)),
+    Case("max with nan", lambda L, x: L.max(x), ([1.0, math.nan, 3.0, math.nan],)),
+    Case("max dim with nan", lambda L, x: L.max(x, 1)[0], ([[1.0, math.nan, 1.0]],)),
+    Case("maximum with nan", lambda L, x, y: L.maximum(x, y), ([math.nan, 1.0, 2.0],
+                                                             [1.0, math.nan, 2.0])),
+    Case("median with nan", lambda L, x: L.median(x), ([1.0, math.nan, 3.0, math.nan],)),
+    Case("scatter_reduce amax ties", lambda L, x, src: x.scatter_reduce(
+        0, L.tensor([0, 0, 1, 1]), src, "amax"), ([1.0, 3.0], [1.0, 0.5, 3.0, 3.0])),
+    # include_self=False with the excluded input equal to the result: torch still counts it
+    # among the ties (halving the gradient of a unique extremum); ember does not, so the
+    # input here differs from the result
+    Case("scatter_reduce amin exclude self", lambda L, x, src: x.scatter_reduce(
+        0, L.tensor([0, 0, 1, 1]), src, "amin", include_self=False),
+        ([1.0, 5.0], [2.0, 2.0, 3.0, 4.0])),
+    Case("index_reduce amax ties", lambda L, x, src: x.index_reduce(
+        0, L.tensor([0, 1, 1]), src, "amax"), ([[2.0, 1.0], [3.0, 0.0]],
+                                               [[2.0, 0.0], [3.0, 0.0], [1.0, 0.0]])),
+    Case("embedding_bag max ties", lambda L, w: F(L).embedding_bag(
+        L.tensor([[0, 1, 2]]), w, mode="max"), ([[1.0, 2.0], [1.0, 0.0], [0.5, 2.0]],)),
+    Case("nan_to_num", lambda L, x: L.nan_to_num(x), ([math.nan, INF, -INF, 1.0],)),
+    Case("grid_sample on the pixel grid", lambda L, x, g: F(L).grid_sample(
+        x, g, align_corners=True), ([[[[1.0, 2.0], [3.0, 5.0]]]],
+                                    [[[[-1.0, -1.0], [0.0, 0.0]], [[1.0, 1.0], [1.0, -1.0]]]])),
+    Case("lp_pool2d of zeros", lambda L, x: F(L).lp_pool2d(x, 2.0, 2),
+         ([[[[0.0, 0.0], [0.0, 0.0]]], [[[1.0, 0.0], [0.0, 0.0]]]],)),
     # -- where ---------------------------------------------------------------------------------
     Case("where", lambda L, c, x, y: L.where(c, x, y),
          (Const([True, False, True], "bool"), [1.0, 2.0, 3.0], [4.0, 5.0, 6.0])),
@@ -207,6 +232,8 @@ CASES = [
          ([[1.0, 1.0], [2.0, 0.0]],)),
     Case("dist zero", lambda L, x, y: L.dist(x, y), ([1.0, 2.0], [1.0, 2.0])),
     Case("dist p=1", lambda L, x, y: L.dist(x, y, 1), ([1.0, 2.0], [1.0, 3.0])),
+    Case("dist p=inf ties", lambda L, x, y: L.dist(x, y, INF), ([1.0, -2.0, 0.0],
+                                                                 [0.0, -1.0, 0.5])),
     Case("cdist zero", lambda L, x, y: L.cdist(x, y),
          ([[0.0, 1.0], [2.0, 2.0]], [[0.0, 1.0], [1.0, 1.0]])),
     Case("cdist p=1", lambda L, x, y: L.cdist(x, y, p=1),

@@ -152,12 +152,9 @@ def _median_along(input, d, keepdim, name, ignore_nan):
 
 
 def _evenly_distribute(ctx, g, self):
-    """PyTorch's evenly_distribute_backward: a median over everything shares its gradient
-    evenly between the elements equal to it (between the NaNs when it is NaN), where the
-    median along a dim gives it to the one element its index names."""
-    r = ctx.result
-    hit = self.eq(r).logical_or(self.isnan().logical_and(r.isnan()))
-    return (_grad.keep_where(g / hit.sum(), hit),)
+    # a median over everything shares its gradient between the elements equal to it; the
+    # median along a dim gives it to the one element its index names
+    return (_grad.evenly_distribute(g, self, ctx.result),)
 
 
 def _median_all_op(name, ignore_nan):
