@@ -102,6 +102,28 @@ CASES = [
     Case("elu_", lambda L, x: F(L).elu(x * 1, 2.0, inplace=True), (STEPS,)),
     Case("hardtanh_", lambda L, x: F(L).hardtanh(x * 1, inplace=True), (STEPS,)),
     Case("clamp_", lambda L, x: (x * 1).clamp_(-1, 1), (STEPS,)),
+    # NaN inputs: which masks let a NaN through
+    Case("relu nan", lambda L, x: L.relu(x), ([math.nan, 1.0],)),
+    Case("clamp nan", lambda L, x: L.clamp(x, -1, 1), ([math.nan, 0.5],)),
+    Case("hardtanh nan", lambda L, x: F(L).hardtanh(x), ([math.nan, 0.5],)),
+    Case("leaky_relu nan", lambda L, x: F(L).leaky_relu(x, 0.1), ([math.nan, -1.0],)),
+    Case("abs nan", lambda L, x: L.abs(x), ([math.nan, -1.0],)),
+    Case("relu6 nan", lambda L, x: F(L).relu6(x), ([math.nan, 1.0],)),
+    Case("elu nan", lambda L, x: F(L).elu(x), ([math.nan, -1.0],)),
+    Case("celu nan", lambda L, x: F(L).celu(x, 0.5), ([math.nan, -1.0],)),
+    Case("softplus nan", lambda L, x: F(L).softplus(x), ([math.nan, -1.0],)),
+    Case("threshold nan", lambda L, x: F(L).threshold(x, 0.5, 2.0), ([math.nan, 1.0],)),
+    Case("hardshrink nan", lambda L, x: F(L).hardshrink(x, 0.5), ([math.nan, 1.0],)),
+    Case("softshrink nan", lambda L, x: F(L).softshrink(x, 0.5), ([math.nan, 1.0],)),
+    Case("hardsigmoid nan", lambda L, x: F(L).hardsigmoid(x), ([math.nan, 1.0],), rtol=1e-7),
+    Case("hardswish nan", lambda L, x: F(L).hardswish(x), ([math.nan, 1.0],)),
+    Case("prelu nan", lambda L, x, w: F(L).prelu(x, w), ([math.nan, -1.0], [0.25])),
+    # complex values at 0: |z|, sgn, angle
+    Case("complex abs at 0", lambda L, z: L.abs(z), ([0j, 3 + 4j],)),
+    Case("complex sgn at 0", lambda L, z: L.sgn(z), ([0j, 3 + 4j],)),
+    Case("complex angle at 0", lambda L, z: L.angle(z), ([0j, 1j, -1 + 0j],)),
+    Case("complex sqrt at 0", lambda L, z: L.sqrt(z), ([0j, 4 + 0j],)),
+    Case("complex pow at 0", lambda L, z: z ** 2, ([0j, 1 + 1j],)),
     # -- piecewise-constant ------------------------------------------------------------------
     Case("sign", lambda L, x: L.sign(x), (ROUNDING,)),
     Case("sgn", lambda L, x: L.sgn(x), (ROUNDING,)),
@@ -451,7 +473,9 @@ def run(lib, case):
         if isinstance(a, Const):
             args.append(lib.tensor(np.asarray(a.values), dtype=getattr(lib, a.dtype)))
         else:
-            t = lib.tensor(np.asarray(a, dtype=np.float64), requires_grad=True)
+            values = np.asarray(a)
+            values = values.astype(np.complex128 if values.dtype.kind == "c" else np.float64)
+            t = lib.tensor(values, requires_grad=True)
             args.append(t)
             leaves.append(t)
     outs = [o for o in _flatten(case.fn(lib, *args))

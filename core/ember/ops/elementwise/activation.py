@@ -24,6 +24,7 @@ from .. import conversion as _conv  # formulas and composites only
 from .._lowering import clamp, onnx_clamp
 from .._util import require_tensor, tensor_method
 from . import backward as _bw  # formulas only: the fused gelu_backward
+from .backward import _K_BETA, _K_KAPPA   # gelu's tanh constants, for its lowering rules
 from ._rules import check_overlap, float_dtype
 
 
@@ -38,7 +39,7 @@ def _softplus_backward(ctx, g, x, beta, threshold, compute):
     # backward (softplus_double_backward) masks beta*x < threshold: at the threshold the
     # sigmoid reads the constant threshold, same value, no slope
     bx = x * beta
-    inner = _primitives.where(bx.lt(threshold), bx, threshold)
+    inner = _primitives.where(bx.eq(threshold), threshold, bx)
     return (_primitives.where(bx.gt(threshold), g, g * inner.sigmoid()),)
 
 
@@ -51,11 +52,12 @@ def _elu_backward(ctx, g, x, alpha, scale, input_scale):
     # (elu_double_backward) masks x < 0: at 0 the exponential reads the constant 0
     xn = _primitives.where(x.lt(0), x, 0.0)
     neg = g * (xn * input_scale).exp() * (alpha * scale * input_scale)
-    return (_primitives.where(x.gt(0), g * scale, neg),)
+    return (_primitives.where(x.le(0), neg, g * scale),)   # a NaN x takes the linear branch
 
 
 def _hardtanh_backward(ctx, g, x, lo, hi):
-    return (_grad.keep_where(g, x.gt(lo).logical_and(x.lt(hi))),)
+    # PyTorch's hardtanh_backward: 0 at and beyond the bounds (a NaN x keeps its gradient)
+    return (_grad.mask_fill_zero(g, x.le(lo).logical_or(x.ge(hi))),)
 
 
 def _leaky_relu_result_backward(ctx, g, x, slope):
@@ -92,7 +94,7 @@ def _elu_name(suffix):
 
 
 def _threshold_backward(ctx, g, x, threshold, value):
-    return (_grad.keep_where(g, x.gt(threshold)),)
+    return (_grad.mask_fill_zero(g, x.le(threshold)),)   # a NaN x keeps its gradient
 
 
 def _hardsigmoid_backward(ctx, g, x):
@@ -106,7 +108,7 @@ def _hardswish_backward(ctx, g, x):
 
 
 def _threshold(self, threshold, value):
-    fill = _primitives.where(self.gt(threshold), self, value)
+    fill = _primitives.where(self.le(threshold), value, self)   # NaN stays NaN, as in torch
     return fill if fill.dtype is self.dtype else fill.to(self.dtype)
 
 
@@ -435,9 +437,9 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
 # -- compositions: the shrinks and prelu -------------------------------------------------------
 @tensor_method()
 def hardshrink(input, lambd=0.5):
-    """``x`` where ``|x| > lambd``, else 0."""
+    """0 where ``|x| <= lambd``, else ``x`` (NaN stays NaN, as in torch)."""
     require_tensor(input, "hardshrink")
-    return _primitives.where(input.abs() > lambd, input, 0.0)
+    return _primitives.where(input.abs() <= lambd, 0.0, input)
 
 
 def softshrink(input, lambd=0.5):
@@ -445,7 +447,9 @@ def softshrink(input, lambd=0.5):
     require_tensor(input, "softshrink")
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return _primitives.where(input > lambd, input - lambd, _primitives.where(input < -lambd, input + lambd, 0.0))
+    # torch's kernel and backward: 0 (x * 0) where |x| <= lambd, else x -+ lambd with slope 1,
+    # so a NaN stays NaN and keeps its gradient
+    return _primitives.where(input.abs() <= lambd, input * 0, input - lambd * input.sign())
 
 
 # prelu is PyTorch's _prelu_kernel (where(x > 0, x, w x)) with its backward as an op: torch's
