@@ -429,6 +429,20 @@ CASES = [
         L.tensor(0.5, dtype=L.float64), probs=p).log_prob(L.tensor([0.5, 0.25],
                                                                   dtype=L.float64)),
         ([0.5, 0.5],)),
+    Case("Gamma mode at concentration 1", lambda L, c, r: D(L).Gamma(c, r).mode,
+         ([1.0, 0.5, 2.0], [1.0, 1.0, 2.0])),
+    Case("Dirichlet mode at 1", lambda L, c: D(L).Dirichlet(c).mode, ([1.0, 2.0, 3.0],)),
+    Case("Laplace icdf at the median", lambda L, m, s: D(L).Laplace(m, s).icdf(
+        L.tensor([0.5, 0.25], dtype=L.float64)), ([0.0, 0.5], [1.0, 2.0])),
+    Case("Binomial logits log_prob at count 0", lambda L, lg: D(L).Binomial(
+        L.tensor([0.0, 2.0], dtype=L.float64), logits=lg).log_prob(
+        L.tensor([0.0, 2.0], dtype=L.float64)), ([0.0, 0.0],)),
+    Case("SigmoidTransform log det", lambda L, x: D(L).transforms.SigmoidTransform()
+         .log_abs_det_jacobian(x, x.sigmoid()), ([0.0, 40.0, -40.0],)),
+    Case("TanhTransform log det", lambda L, x: D(L).transforms.TanhTransform()
+         .log_abs_det_jacobian(x, x.tanh()), ([0.0, 20.0],)),
+    Case("StickBreakingTransform", lambda L, x: D(L).transforms.StickBreakingTransform()(x),
+         ([0.0, 0.0, 0.0],)),
     Case("kl Bernoulli Bernoulli at 0/1", lambda L, p, q: D(L).kl_divergence(
         D(L).Bernoulli(probs=p), D(L).Bernoulli(probs=q)),
         ([0.0, 1.0, 0.5, 0.5], [0.5, 0.5, 0.5, 0.25])),
