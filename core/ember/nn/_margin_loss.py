@@ -54,7 +54,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
         raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with "
                            f"sizes {list(input1.shape)} and {list(input2.shape)}.")
     dim = input1.ndim - 1
-    eps = 1e-12
+    eps = 9.999999960041972e-13   # PyTorch's EPSILON, the float 1e-12
     prod = (input1 * input2).sum(dim)
     mag1 = (input1 * input1).sum(dim) + eps
     mag2 = (input2 * input2).sum(dim) + eps
@@ -110,7 +110,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     c = x.shape[-1]
     valid, safe, is_target = _targets_mask(x, y)
     xy = x.gather(-1, safe)                                   # (N, J)
-    hinge = (1 - xy.unsqueeze(-1) + x.unsqueeze(-2)).clamp_min(0)  # (N, J, C)
+    # relu, not clamp_min(0): a hinge exactly at 0 passes no gradient (torch's kernel: z > 0)
+    hinge = (1 - xy.unsqueeze(-1) + x.unsqueeze(-2)).relu()  # (N, J, C)
     keep = valid.unsqueeze(-1).logical_and(is_target.logical_not().unsqueeze(-2))
     loss = (hinge * keep).sum((-1, -2)) / c
     if input.ndim < 2:
@@ -134,7 +135,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                            f"for input of size: {list(input.shape)}")
     c = x.shape[1]
     xy = x.gather(1, y.unsqueeze(1))
-    z = (margin - xy + x).clamp_min(0)
+    z = (margin - xy + x).relu()   # a hinge at 0 passes no gradient (torch's kernel: z > 0)
     if p == 2:
         z = z * z
     if weight is not None:

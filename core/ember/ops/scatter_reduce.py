@@ -2,7 +2,11 @@
 compared with every output position along ``dim`` (a one-hot mask over the index), the masked
 values reduced along ``dim``, then combined with the input where anything arrived. Memory is
 index elements x output positions, which suits the sizes graph and pooling code uses; the
-gradients are the composites' (amax/amin split evenly between ties, as PyTorch does)."""
+gradients are the composites'. amax/amin with ``include_self`` reduce the input and the sources
+in one amax/amin, so a tie splits the gradient evenly between every tied value, self included,
+as PyTorch's scatter_reduce_backward does. (Without ``include_self`` torch still counts an
+input equal to the result among the ties, although it took no part: ember does not, so a
+unique extremum among the sources gets the whole gradient.)"""
 from __future__ import annotations
 
 from .. import _dtype
@@ -70,6 +74,12 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     hit = idx.unsqueeze(-1).eq(positions)                          # idx.shape + (n_out,)
     ident = em.full((), _identity(reduce, x.dtype), dtype=x.dtype, device=x.device)
     vals = em.where(hit, s.unsqueeze(-1), ident)
+    # the region of the input the index reaches (every dim but d limited to the index's)
+    region = tuple(slice(0, idx.shape[k]) if k != d else slice(None) for k in range(nd))
+    base = x[region]
+    if include_self and reduce in ("amax", "amin"):
+        # the input as one more candidate of the same reduction: ties share evenly
+        vals = em.cat([vals, base.movedim(d, -1).unsqueeze(d)], d)
     if reduce in ("sum", "mean"):
         red = vals.sum(d)
     elif reduce == "prod":
@@ -81,9 +91,6 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     red = red.to(x.dtype)     # sum/prod promote bool and small ints; the result keeps self's
     count = hit.to(_dtype.int64).sum(d)                            # other dims + (n_out,)
     red, count = red.movedim(-1, d), count.movedim(-1, d)
-    # the region of the input the index reaches (every dim but d limited to the index's)
-    region = tuple(slice(0, idx.shape[k]) if k != d else slice(None) for k in range(nd))
-    base = x[region]
     arrived = count.gt(0)
     if include_self:
         if reduce == "sum":
@@ -94,10 +101,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
             total = base + red
             combined = total / (count + 1).to(x.dtype) if x.is_floating_point() else \
                 em.div(total, count + 1, rounding_mode="floor")
-        elif reduce == "amax":
-            combined = em.maximum(base, red)
-        else:
-            combined = em.minimum(base, red)
+        else:   # amax, amin: the input was one of the candidates
+            combined = red
     else:
         if reduce == "mean":
             safe = count.clamp_min(1)

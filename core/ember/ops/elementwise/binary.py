@@ -66,13 +66,16 @@ def _pow_backward(ctx, g, self, exponent, compute):
         else:
             gs = g * _grad.conj(self ** (exponent - 1) * exponent)
     if ctx.needs(1):
+        # PyTorch's pow_backward_exponent: d(0^b)/db is 0 for b >= 0 (by continuity) and
+        # result * log(0) = -inf for b < 0 (a complex b counts as >= 0 only when real)
         r = ctx.result
+        nonneg = exponent.ge(0) if not exponent.is_complex() else \
+            exponent.imag.eq(0).logical_and(exponent.real.ge(0))
         if _is_t(self):
-            zero_base = self.eq(0).logical_and(exponent.ge(0) if not exponent.is_complex()
-                                               else exponent.eq(exponent))
+            zero_base = self.eq(0).logical_and(nonneg)
             ge_ = g * _grad.conj(_primitives.where(zero_base, 0.0, r * self.log()))
         elif self == 0:
-            ge_ = _grad.zeros_like(g)
+            ge_ = g * _grad.conj(_primitives.where(nonneg, 0.0, r * -math.inf))
         else:
             ge_ = g * _grad.conj(r * _scalar_log(self))
     return gs, ge_
@@ -129,8 +132,10 @@ def _remainder_like(rounding_mode):
 
 
 def _atan2_backward(ctx, g, self, other, compute):
+    # PyTorch's atan2_backward: 1 / (y^2 + x^2), taken as 0 at the origin
     denom = self * self + other * other
-    return _both(ctx, lambda: g * other / denom, lambda: g * -self / denom)
+    recip = _primitives.where(denom.eq(0), 0.0, denom.reciprocal())
+    return _both(ctx, lambda: g * other * recip, lambda: g * -self * recip)
 
 
 def _hypot_backward(ctx, g, self, other, compute):
