@@ -20,7 +20,8 @@ import numpy as np
 
 from ember.kit import ArrayBackend, register_array_kernels
 from ember.kit.binding import bind
-from ember.runtime import Backend, are_deterministic_algorithms_enabled, tensor_constructor
+from ember.runtime import (Backend, are_deterministic_algorithms_enabled, data_of,
+                           tensor_constructor)
 from ember.runtime import dtypes as D
 
 from . import (cupy_api, devices, discovery, gemm, kernels_indexing, kernels_random, linalg,
@@ -255,7 +256,7 @@ class CUDABackend(ArrayBackend):
         when the tensor is freed its block is not reused before that work has finished."""
         if tensor.device.type != self.name or stream is None:
             return
-        owner = self._api.owner_of(tensor._storage.data)
+        owner = self._api.owner_of(data_of(tensor))
         if owner is not None and getattr(owner, "allocator", None) is self._allocator:
             self._allocator.record_stream(owner, stream._stream)
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ember import Tensor
 from ember.kit.value_checks import all_true
-from ember.runtime import dtypes as D
+from ember.runtime import dtypes as D, shape_of
 
 from . import philox
 from .launch import launch
@@ -163,7 +163,7 @@ def _as_output(xp, buf, shape, dtype):
 
 def _store(be, t, buf):
     """Write the kernel's buffer into tensor ``t`` (any strides) in C order."""
-    be.xp.copyto(be.native(t), _as_output(be.xp, buf, t._shape, t.dtype), casting="unsafe")
+    be.xp.copyto(be.native(t), _as_output(be.xp, buf, shape_of(t), t.dtype), casting="unsafe")
     return t
 
 
@@ -257,7 +257,7 @@ def normal(be, mean, std, size, gen, dtype, device):
 
 def multinomial(be, probs, num_samples, replacement, gen):
     xp = be.xp
-    shape = probs._shape
+    shape = shape_of(probs)
     k = shape[-1]
     p = xp.ascontiguousarray(be.native(probs).astype(np.float64)).reshape(-1, k) if k else None
     rows = 1 if probs.ndim == 1 else shape[0]
@@ -289,38 +289,38 @@ def multinomial(be, probs, num_samples, replacement, gen):
 
 # -- in place -------------------------------------------------------------------------------------
 def uniform_(be, self, low, high, gen):
-    return _store(be, self, _fill(be, self._shape, self.dtype, "uniform", gen, high - low, low))
+    return _store(be, self, _fill(be, shape_of(self), self.dtype, "uniform", gen, high - low, low))
 
 
 def normal_(be, self, mean, std, gen):
     if self.dtype.is_complex:
         std = std * _COMPLEX_SCALE
-    return _store(be, self, _fill(be, self._shape, self.dtype, "normal", gen, std, mean))
+    return _store(be, self, _fill(be, shape_of(self), self.dtype, "normal", gen, std, mean))
 
 
 def random_(be, self, low, high, gen):
-    return _store(be, self, _integers(be, self._shape, low, high, gen))
+    return _store(be, self, _integers(be, shape_of(self), low, high, gen))
 
 
 def exponential_(be, self, lambd, gen):
-    return _store(be, self, _fill(be, self._shape, self.dtype, "exponential", gen, 1.0 / lambd,
+    return _store(be, self, _fill(be, shape_of(self), self.dtype, "exponential", gen, 1.0 / lambd,
                                   0.0))
 
 
 def bernoulli_(be, self, p, gen):
     if not isinstance(p, Tensor):
-        return _store(be, self, _fill(be, self._shape, self.dtype, "bernoulli", gen, p, 0.0))
+        return _store(be, self, _fill(be, shape_of(self), self.dtype, "bernoulli", gen, p, 0.0))
     pa = be.native(p)
     _require(be, "bernoulli", (pa >= 0) & (pa <= 1),
              "Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     # a tensor p draws in float64 whatever the output, as the OpenCL kernel does
-    n = math.prod(self._shape)
+    n = math.prod(shape_of(self))
     buf = be.xp.empty(n, dtype=np.float64)
     if n:
         seed, off = gen.take(n)
         launch(be, _program(be), "rng_bernoulli_t_f64", n,
                (buf, np.int64(n), np.uint64(seed), np.uint64(off), np.int32(53),
-                _operand(be, p, self._shape, np.float64)))
+                _operand(be, p, shape_of(self), np.float64)))
     return _store(be, self, buf)
 
 
