@@ -1,4 +1,5 @@
-"""Random kernels (``ember.ops.random``) on the device, from Philox4x32-10 (``philox.py``).
+"""Random kernels (``ember.ops.random``) on the device, from Philox4x32-10 (the GPU backends'
+shared C, ``ember.kit.gpu_common``, at the top of every program: ``prelude.py``).
 
 A port of the OpenCL backend's random bodies, number for number: element ``i`` of the output in
 C order uses counter ``offset + i`` whatever the output's strides (kernels fill a contiguous
@@ -26,7 +27,7 @@ from ember import Tensor
 from ember.kit.value_checks import all_true
 from ember.runtime import dtypes as D, shape_of
 
-from . import philox
+from . import prelude
 from .launch import launch
 
 _DIGITS = {D.float16: 11, D.float32: 24, D.complex64: 24}
@@ -131,7 +132,7 @@ extern "C" __global__ void rng_mn_race(const double* p, double* keys, long long*
 
 def source() -> str:
     """The whole random program (one NVRTC build serves every random op)."""
-    return "\n".join([philox.C_PHILOX, _fill_kernels("f32"), _fill_kernels("f64"), C_SAMPLING])
+    return "\n".join([prelude.C_PRELUDE, _fill_kernels("f32"), _fill_kernels("f64"), C_SAMPLING])
 
 
 # -- helpers --------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ember.compiler.pointwise import Dialect as _CDialect
+from ember.kit import gpu_common
 from ember.runtime import dtypes as D, get_op
 from ember import Tensor
 
@@ -52,7 +53,7 @@ class Body:
 
     ``kinds`` are the compute-dtype categories the code is valid for ("f"loat, "i"nt,
     "b"ool, "c"omplex: code for complex ``CT`` reads ``ctx.is_complex`` and uses the helpers of
-    ``COMPLEX_PRELUDE``). Bodies put in one ``group`` are compiled together: the first time
+    ``complex_prelude``). Bodies put in one ``group`` are compiled together: the first time
     one of them is needed for a signature (dtypes, operand kinds, rank), its siblings valid
     for that compute dtype are built in the same program, which costs about as much as
     building one (compiler start-up dominates) and spares a build each when the program uses
@@ -222,10 +223,14 @@ def _ctx(state, ct):
     return Ctx(ct, D.float64 if state.fp64 else ct if ct.category == D.FLOATING else D.float32)
 
 
-# complex arithmetic on CT = float2/double2 (x: real part, y: imaginary part), RT its real type;
-# numpy's algorithms (Smith's division, hypot for |z|) so results match the CPU backend
-COMPLEX_PRELUDE = """
-CT c_mul(CT a, CT b) { return (CT)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+def complex_prelude(fp64):
+    """Complex arithmetic on CT = float2/double2 (x: real part, y: imaginary part), RT its real
+    type: c_add and c_mul from the C the GPU backends share, then the rest with numpy's
+    algorithms (Smith's division, hypot for |z|) so results match the CPU backend."""
+    return gpu_common.source("opencl", fp64) + "EMBER_COMPLEX_OPS(c, CT)\n" + _COMPLEX_MATH
+
+
+_COMPLEX_MATH = """
 CT c_div(CT a, CT b) {
   RT ar = fabs(b.x), ai = fabs(b.y);
   if (ar >= ai) {
@@ -259,7 +264,8 @@ def header(state, key) -> list:
              f"typedef {ctx.c} CT;", f"typedef {ctx.w} W;",
              "#define ERR err" if key.check else "#define ERR ((__global int*)0)"]
     if ctx.is_complex:
-        lines += [f"typedef {cltypes.CTYPE[key.compute.to_real()]} RT;", COMPLEX_PRELUDE]
+        lines += [f"typedef {cltypes.CTYPE[key.compute.to_real()]} RT;",
+                  complex_prelude(state.fp64)]
     return lines
 
 

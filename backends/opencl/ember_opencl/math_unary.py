@@ -195,7 +195,7 @@ def _build():
     ops["signbit"] = Body("signbit", lambda ctx: "r = signbit(x0);" if ctx.is_float else
                           "r = 0;" if ctx.is_bool else "r = x0 < 0;")
     ops["logical_not"] = Body("logical_not", "r = x0 == 0;")
-    # complex forms (numpy's formulas, helpers from codegen.COMPLEX_PRELUDE)
+    # complex forms (numpy's formulas, helpers from codegen.complex_prelude)
     for name, expr in _COMPLEX.items():
         real_code = ops[name].code
         ops[name].code = (lambda ctx, e=expr, rc=real_code:

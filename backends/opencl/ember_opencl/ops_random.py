@@ -1,4 +1,5 @@
-"""Random kernels (``ember.ops.random``) on the device, from Philox4x32-10 (``philox.py``).
+"""Random kernels (``ember.ops.random``) on the device, from Philox4x32-10 (the GPU backends'
+shared C, ``ember.kit.gpu_common``).
 
 Elementwise distributions are bodies of the elementwise template: element ``i`` of the output
 (C order, whatever the output's strides) uses counter ``offset + i``, so the result depends on
@@ -22,10 +23,11 @@ and surface at the next synchronization (``deferred``), as the op must not wait.
 """
 from __future__ import annotations
 
+from ember.kit import gpu_common
 from ember.runtime import dtypes as D
 from ember import Tensor
 
-from . import deferred, philox, progs, transfer
+from . import deferred, progs, transfer
 from .cltypes import CTYPE
 from .codegen import Body, group, run
 
@@ -33,14 +35,14 @@ _DIGITS = {D.float16: 11, D.bfloat16: 8, D.float32: 24}
 
 
 def _prelude(ctx):
-    return philox.source(ctx.wide is D.float64)
+    return gpu_common.source("opencl", ctx.wide is D.float64)
 
 
 def _u(ctx, a, b):
     """A uniform [0, 1) of the body's compute dtype from words ``a``, ``b`` (p2 = bits)."""
     if ctx.ct is D.float64:
-        return f"U01D({a}, {b})"
-    return f"(CT)U01F({a}, (int)p2)"
+        return f"u01d({a}, {b})"
+    return f"(CT)u01f({a}, (int)p2)"
 
 
 def _normal(ctx):
@@ -49,7 +51,7 @@ def _normal(ctx):
             f"const CT z = sqrt((CT)-2 * log(u1)) * cospi((CT)2 * u2);")
 
 
-_W = "const uint4 w = RND(p0, p1 + i); "
+_W = "const uint4 w = philox_rnd(p0, p1 + i); "
 
 # the no-input float bodies share one parameter list (seed, offset, bits, a, b), so they
 # compile as one program per output signature
@@ -91,8 +93,9 @@ def _sampling_source(state, pt):
     """multinomial (probabilities of dtype ``pt``, contiguous rows) and randperm programs."""
     c = CTYPE[pt]
     wide = "double" if state.fp64 else "float"
-    u = "U01D(w.x, w.y)" if state.fp64 else "U01F(w.x, 24)"
-    return "\n".join([progs.header(state), philox.source(state.fp64), deferred.C_RECORD, f"""
+    u = "u01d(w.x, w.y)" if state.fp64 else "u01f(w.x, 24)"
+    return "\n".join([progs.header(state), gpu_common.source("opencl", state.fp64),
+                      deferred.C_RECORD, f"""
 typedef {wide} W;
 __kernel void mn_cdf(__global const {c}* p, __global W* cdf, const long rows, const long k,
                      __global long* rec) {{
@@ -116,7 +119,7 @@ __kernel void mn_draw(__global const W* cdf, __global long* out, const long rows
   const long i = get_global_id(0);
   if (i >= rows * ns) return;
   __global const W* cr = cdf + (i / ns) * k;
-  const uint4 w = RND(seed, off + i);
+  const uint4 w = philox_rnd(seed, off + i);
   const W u = {u};
   long lo = 0, hi = k;            /* first j with cdf[j] > u (searchsorted side=right) */
   while (lo < hi) {{ const long mid = (lo + hi) / 2; if (cr[mid] <= u) lo = mid + 1; else hi = mid; }}
@@ -141,7 +144,7 @@ __kernel void mn_race(__global const {c}* p, __global W* keys, __global long* ou
   for (long j = 0; j < k; j++) {{
     const W v = (W)pr[j];
     W key = INFINITY;
-    if (v > 0) {{ const uint4 w = RND(seed, off + row * k + j); key = -log1p(-{u}) / v; }}
+    if (v > 0) {{ const uint4 w = philox_rnd(seed, off + row * k + j); key = -log1p(-{u}) / v; }}
     if (cnt == ns && !(key < kr[ns - 1])) continue;
     long pos = cnt < ns ? cnt : ns - 1;   /* insert after equal keys: index order on ties */
     while (pos > 0 && key < kr[pos - 1]) {{ kr[pos] = kr[pos - 1]; orow[pos] = orow[pos - 1]; pos--; }}
@@ -153,12 +156,12 @@ __kernel void mn_race(__global const {c}* p, __global W* keys, __global long* ou
 
 def _randperm_source(state, dt):
     c = CTYPE[dt]
-    return "\n".join([progs.header(state), philox.source(False), f"""
+    return "\n".join([progs.header(state), gpu_common.source("opencl", False), f"""
 __kernel void randperm(__global {c}* out, const long n, const long seed, const long off) {{
   if (get_global_id(0) != 0) return;
   for (long i = 0; i < n; i++) out[i] = ({c})i;
   for (long i = n - 1; i > 0; i--) {{
-    const uint4 w = RND(seed, off + i);
+    const uint4 w = philox_rnd(seed, off + i);
     const ulong x = ((ulong)w.x << 32) | w.y;
     const long j = (long)(x % (ulong)(i + 1));
     const {c} t = out[i]; out[i] = out[j]; out[j] = t;
@@ -169,7 +172,7 @@ __kernel void randperm(__global {c}* out, const long n, const long seed, const l
 def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
     K = backend.kernels.register
     sq, new = backend._sq, backend._new
-    backend.create_generator = lambda index, seed: philox.PhiloxGenerator(seed)
+    backend.create_generator = lambda index, seed: gpu_common.PhiloxGenerator(seed)
 
     def work(st, dtype):
         """(compute dtype, uniform bits) of a float output dtype."""

@@ -14,21 +14,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.kit import gpu_common
 from ember.runtime import dtypes as D
 
-from . import philox
 from .codegen import Body, run
 from .math_unary import _digamma_prelude
 
 
 def _prelude(ctx):
     fp64 = ctx.w == "double"
-    u = "U01D(w.x, w.y)" if fp64 else "U01F(w.x, 24)"
-    u2 = "U01D(w.z, w.w)" if fp64 else "U01F(w.y, 24)"
-    return philox.source(fp64) + f"""
+    u = "u01d(w.x, w.y)" if fp64 else "u01f(w.x, 24)"
+    u2 = "u01d(w.z, w.w)" if fp64 else "u01f(w.y, 24)"
+    return gpu_common.source("opencl", fp64) + f"""
 /* uniform draws t, t+1 of element ctr: [0, 1) */
 inline void sp_u2(long seed, long ctr, int t, W* a, W* b) {{
-  const uint4 w = RND(seed + (long)t * (long)0x9E3779B97F4A7C15L, ctr);
+  const uint4 w = philox_rnd(seed + (long)t * (long)0x9E3779B97F4A7C15L, ctr);
   *a = {u}; *b = {u2};
 }}
 W sp_gamma(W alpha, long seed, long ctr) {{
