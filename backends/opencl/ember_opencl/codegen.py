@@ -34,13 +34,14 @@ from ember.compiler.pointwise import Dialect as _CDialect
 from ember.kit import gpu_common
 from ember.runtime import dtypes as D, get_op
 from ember import Tensor
+from ember.runtime import data_of, layout_of, shape_of
 
 from . import binaries, cltypes
 
 log = logging.getLogger("ember.kernels")
 
-_MAX_META = 4096
-UNIT = -1              # the "rank" of a layout whose operands are all contiguous and 1-D       # cached layouts per device before the cache is dropped and refilled
+MAX_META = 4096  # cached layouts per device before the cache is dropped and refilled
+UNIT = -1        # the "rank" of a layout whose operands are all contiguous and 1-D
 ERR_ZERO_DIV = 1
 ERRORS = {ERR_ZERO_DIV: "ZeroDivisionError"}
 
@@ -200,22 +201,30 @@ def collapse(shape, layouts):
     return sizes, strides
 
 
-def _meta(state, key, shape, tensors):
+def remember(state, key, entry):
+    """Keep ``entry`` (metadata buffers) for ``key`` in the device's bounded layout cache."""
+    if len(state.meta) >= MAX_META:
+        state.meta.clear()  # buffers in flight stay alive: OpenCL retains them per command
+    state.meta[key] = entry
+    return entry
+
+
+def metadata(state, key):
+    """(rank, metadata buffer) of the layout ``key`` = ``(shape, layout_of(t) for each
+    tensor)``, the tensors broadcast to ``shape``; built once per layout."""
     import pyopencl as cl
-    sizes, strides = collapse(shape, [(t._shape, t._stride) for t in tensors])
+    shape, layouts = key[0], key[1:]
+    sizes, strides = collapse(shape, [(s, st) for s, st, _ in layouts])
     meta = list(sizes)
-    for t, st in zip(tensors, strides):
-        meta.append(t._offset)
+    for (_, _, offset), st in zip(layouts, strides):
+        meta.append(offset)
         meta.extend(st)
     buf = cl.Buffer(state.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                     hostbuf=np.array(meta, dtype=np.int64))
-    if len(state.meta) >= _MAX_META:
-        state.meta.clear()  # buffers in flight stay alive: OpenCL retains them per command
     # every operand contiguous and of the output's shape: rank UNIT, whose kernel indexes with
     # i itself, so the compiler sees unit strides and vectorizes loads and stores
     rank = UNIT if len(sizes) == 1 and all(st[0] == 1 for st in strides) else len(sizes)
-    entry = state.meta[key] = (rank, buf)
-    return entry
+    return remember(state, key, (rank, buf))
 
 
 # -- source -------------------------------------------------------------------------------------
@@ -428,7 +437,7 @@ def run(state, queue, body, out, inputs=(), loads=(), ct=None, rt=None, params=(
     ``params`` are (value, dtype) kernel arguments ``p{k}``. With ``check`` the kernel may set
     an error code, read back (blocking) and raised here.
     """
-    shape = out._shape
+    shape = shape_of(out)
     n = 1
     for s in shape:
         n *= s
@@ -442,10 +451,10 @@ def run(state, queue, body, out, inputs=(), loads=(), ct=None, rt=None, params=(
             desc.append(x.dtype)
         else:
             desc.append(None)
-    lkey = (shape,) + tuple([(t._shape, t._stride, t._offset) for t in tensors])
+    lkey = (shape, *[layout_of(t) for t in tensors])
     ent = state.meta.get(lkey)
     if ent is None:
-        ent = _meta(state, lkey, shape, tensors)
+        ent = metadata(state, lkey)
     rank, mbuf = ent
     ct = ct if ct is not None else out.dtype
     rt = rt if rt is not None else ct
@@ -454,7 +463,7 @@ def run(state, queue, body, out, inputs=(), loads=(), ct=None, rt=None, params=(
     knl = state.kernels.get(key)
     if knl is None:
         knl = _build(state, key, body)
-    args = [t._storage.data for t in tensors]
+    args = [data_of(t) for t in tensors]
     args.append(mbuf)
     args.append(n)
     for v, d in params:

@@ -4,8 +4,9 @@ shared C, ``ember.kit.gpu_common``).
 Elementwise distributions are bodies of the elementwise template: element ``i`` of the output
 (C order, whatever the output's strides) uses counter ``offset + i``, so the result depends on
 the seed and the tensor's shape only. Each call reserves its counters from the generator
-(``PhiloxGenerator.take``), which is what makes consecutive calls differ and ``manual_seed`` /
-``get_state`` / ``set_state`` reproduce them.
+(``PhiloxGenerator.take``; ``OpenCLBackend.create_generator`` makes one per device), which is
+what makes consecutive calls differ and ``manual_seed`` / ``get_state`` / ``set_state``
+reproduce them.
 
 * uniform: the top 24 bits of a word (fewer for float16, so rounding cannot reach 1), or 53
   bits of two words for float64, then ``u * (to - from) + from`` in the working dtype;
@@ -24,8 +25,10 @@ and surface at the next synchronization (``deferred``), as the op must not wait.
 from __future__ import annotations
 
 from ember.kit import gpu_common
+from ember.kit.binding import bind
 from ember.runtime import dtypes as D
 from ember import Tensor
+from ember.runtime import data_of, offset_of, shape_of
 
 from . import deferred, progs, transfer
 from .cltypes import CTYPE
@@ -169,154 +172,166 @@ __kernel void randperm(__global {c}* out, const long n, const long seed, const l
 }}"""])
 
 
-def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
-    K = backend.kernels.register
-    sq, new = backend._sq, backend._new
-    backend.create_generator = lambda index, seed: gpu_common.PhiloxGenerator(seed)
+def _work(dtype):
+    """(compute dtype, uniform bits) of a float output dtype."""
+    if dtype is D.float64:
+        return D.float64, 53
+    return D.float32, _DIGITS.get(dtype, 24)
 
-    def work(st, dtype):
-        """(compute dtype, uniform bits) of a float output dtype."""
-        if dtype is D.float64:
-            return D.float64, 53
-        return D.float32, _DIGITS.get(dtype, 24)
 
-    def fill(st, q, out, body, gen, a, b):
-        n = out.numel()
-        if n == 0:
-            return out
-        ct, bits = work(st, out.dtype if out.dtype.category == D.FLOATING else st.wide)
-        seed, off = gen.take(n)
-        return run(st, q, body, out, (), (), ct, ct,
-                   params=((seed, D.int64), (off, D.int64), (bits, D.int64), (a, ct), (b, ct)))
-
-    def integers(st, q, out, low, high, gen):
-        n = out.numel()
-        if n == 0:
-            return out
-        seed, off = gen.take(n)
-        return run(st, q, INTEGERS, out, (), (), D.int64, D.int64,
-                   params=((seed, D.int64), (off, D.int64), (high - low, D.int64),
-                           (low, D.int64)))
-
-    def check_values(st, q, x, lo, hi, mode, code, op):
-        n = x.numel()
-        if n == 0:
-            return
-        ct = D.float64 if x.dtype is D.float64 else D.float32
-        if x.dtype is not ct:
-            x = transfer.copy_into(backend, st, q, new(st, x._shape, ct, x.device), x)
-        kern = progs.program(st, ("rng_checks", ct), lambda: _checks_source(st, ct), {
-            "check_values": [None, None, D.int32.np.type, D.int64.np.type, ct.np.type,
-                             ct.np.type, D.int32.np.type, D.int32.np.type, None]})
-        rank, mbuf = progs.layout(st, x._shape, [x])
-        progs.launch(st, q, kern["check_values"], n, x._storage.data, mbuf, rank, n, lo, hi,
-                     mode, code, deferred.slot(st, op, x))
-
-    # -- new tensors ----------------------------------------------------------------------------
-    def rand(size, gen, dtype, device):
-        st, q = sq(device)
-        return fill(st, q, new(st, size, dtype, device), UNIFORM, gen, 1.0, 0.0)
-
-    def randn(size, gen, dtype, device):
-        st, q = sq(device)
-        return fill(st, q, new(st, size, dtype, device), NORMAL, gen, 1.0, 0.0)
-
-    def randint(low, high, size, gen, dtype, device):
-        st, q = sq(device)
-        return integers(st, q, new(st, size, dtype, device), low, high, gen)
-
-    def normal(mean, std, size, gen, dtype, device):
-        st, q = sq(device)
-        out = new(st, size, dtype, device)
-        if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
-            return fill(st, q, out, NORMAL, gen, std, mean)
-        if isinstance(std, Tensor):
-            check_values(st, q, std, 0.0, 0.0, 0, deferred.NORMAL_STD, "normal")
-        n = out.numel()
-        if n == 0:
-            return out
-        ct, bits = work(st, dtype)
-        seed, off = gen.take(n)
-        return run(st, q, NORMAL_T, out, (mean, std), (ct, ct), ct, ct,
-                   params=((seed, D.int64), (off, D.int64), (bits, D.int64)))
-
-    def randperm(n, gen, dtype, device):
-        st, q = sq(device)
-        out = new(st, (n,), dtype, device)
-        if n == 0:
-            return out
-        seed, off = gen.take(n)
-        kern = progs.program(st, ("randperm", dtype), lambda: _randperm_source(st, dtype),
-                             {"randperm": [None] + [D.int64.np.type] * 3})
-        progs.launch(st, q, kern["randperm"], 1, out._storage.data, n, seed, off)
+def _fill(st, q, out, body, gen, a, b):
+    n = out.numel()
+    if n == 0:
         return out
+    ct, bits = _work(out.dtype if out.dtype.category == D.FLOATING else st.wide)
+    seed, off = gen.take(n)
+    return run(st, q, body, out, (), (), ct, ct,
+               params=((seed, D.int64), (off, D.int64), (bits, D.int64), (a, ct), (b, ct)))
 
-    def multinomial(probs, num_samples, replacement, gen):
-        st, q = sq(probs.device)
-        shape = probs._shape
-        k = shape[-1]
-        rows = 1 if probs.ndim == 1 else shape[0]
-        out = new(st, shape[:-1] + (num_samples,), D.int64, probs.device)
-        if rows == 0:
-            return out
-        p = probs
-        if not p.is_contiguous() or p._offset:
-            p = transfer.copy_into(backend, st, q, new(st, shape, p.dtype, p.device), p)
-        wide = D.float64 if st.fp64 else D.float32
-        L = D.int64.np.type
-        kern = progs.program(st, ("multinomial", p.dtype), lambda: _sampling_source(st, p.dtype), {
-            "mn_cdf": [None, None, L, L, None],
-            "mn_draw": [None, None, L, L, L, L, L],
-            "mn_race": [None, None, None, L, L, L, L, L, None]})
-        if k == 0:  # no category: every row sums to 0, known without reading a value
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        rec = deferred.slot(st, "multinomial", p)
-        if replacement:
-            cdf = new(st, (rows, k), wide, p.device)
-            progs.launch(st, q, kern["mn_cdf"], rows, p._storage.data, cdf._storage.data, rows,
-                         k, rec)
-            seed, off = gen.take(rows * num_samples)
-            progs.launch(st, q, kern["mn_draw"], rows * num_samples, cdf._storage.data,
-                         out._storage.data, rows, k, num_samples, seed, off)
-        else:
-            keys = new(st, (rows, num_samples), wide, p.device)
-            seed, off = gen.take(rows * k)
-            progs.launch(st, q, kern["mn_race"], rows, p._storage.data, keys._storage.data,
-                         out._storage.data, rows, k, num_samples, seed, off, rec)
+
+def _integers(st, q, out, low, high, gen):
+    n = out.numel()
+    if n == 0:
         return out
+    seed, off = gen.take(n)
+    return run(st, q, INTEGERS, out, (), (), D.int64, D.int64,
+               params=((seed, D.int64), (off, D.int64), (high - low, D.int64),
+                       (low, D.int64)))
 
-    # -- in place -------------------------------------------------------------------------------
-    def uniform_(self, low, high, gen):
-        st, q = sq(self.device)
-        return fill(st, q, self, UNIFORM, gen, high - low, low)
 
-    def normal_(self, mean, std, gen):
-        st, q = sq(self.device)
-        return fill(st, q, self, NORMAL, gen, std, mean)
+def _check_values(be, st, q, x, lo, hi, mode, code, op):
+    n = x.numel()
+    if n == 0:
+        return
+    ct = D.float64 if x.dtype is D.float64 else D.float32
+    if x.dtype is not ct:
+        x = transfer.copy_into(be, st, q, be.new_tensor(st, shape_of(x), ct, x.device), x)
+    kern = progs.program(st, ("rng_checks", ct), lambda: _checks_source(st, ct), {
+        "check_values": [None, None, D.int32.np.type, D.int64.np.type, ct.np.type,
+                         ct.np.type, D.int32.np.type, D.int32.np.type, None]})
+    rank, mbuf = progs.layout(st, shape_of(x), [x])
+    progs.launch(st, q, kern["check_values"], n, data_of(x), mbuf, rank, n, lo, hi,
+                 mode, code, deferred.slot(st, op, x))
 
-    def random_(self, low, high, gen):
-        st, q = sq(self.device)
-        return integers(st, q, self, low, high, gen)
 
-    def exponential_(self, lambd, gen):
-        st, q = sq(self.device)
-        return fill(st, q, self, EXPONENTIAL, gen, 1.0 / lambd, 0.0)
+def rand(be, size, gen, dtype, device):
+    st, q = be.state_queue(device)
+    return _fill(st, q, be.new_tensor(st, size, dtype, device), UNIFORM, gen, 1.0, 0.0)
 
-    def bernoulli_(self, p, gen):
-        st, q = sq(self.device)
-        if not isinstance(p, Tensor):
-            return fill(st, q, self, BERNOULLI, gen, p, 0.0)
-        check_values(st, q, p, 0.0, 1.0, 1, deferred.BERNOULLI_P, "bernoulli")
-        n = self.numel()
-        if n == 0:
-            return self
-        ct, bits = work(st, st.wide)
-        seed, off = gen.take(n)
-        return run(st, q, BERNOULLI_T, self, (p,), (ct,), ct, ct,
-                   params=((seed, D.int64), (off, D.int64), (bits, D.int64)))
 
-    for name, fn in (("rand", rand), ("randn", randn), ("randint", randint),
-                     ("randperm", randperm), ("normal", normal), ("multinomial", multinomial),
-                     ("uniform_", uniform_), ("normal_", normal_), ("random_", random_),
-                     ("exponential_", exponential_), ("bernoulli_", bernoulli_)):
-        K(name, fn)
+def randn(be, size, gen, dtype, device):
+    st, q = be.state_queue(device)
+    return _fill(st, q, be.new_tensor(st, size, dtype, device), NORMAL, gen, 1.0, 0.0)
+
+
+def randint(be, low, high, size, gen, dtype, device):
+    st, q = be.state_queue(device)
+    return _integers(st, q, be.new_tensor(st, size, dtype, device), low, high, gen)
+
+
+def normal(be, mean, std, size, gen, dtype, device):
+    st, q = be.state_queue(device)
+    out = be.new_tensor(st, size, dtype, device)
+    if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
+        return _fill(st, q, out, NORMAL, gen, std, mean)
+    if isinstance(std, Tensor):
+        _check_values(be, st, q, std, 0.0, 0.0, 0, deferred.NORMAL_STD, "normal")
+    n = out.numel()
+    if n == 0:
+        return out
+    ct, bits = _work(dtype)
+    seed, off = gen.take(n)
+    return run(st, q, NORMAL_T, out, (mean, std), (ct, ct), ct, ct,
+               params=((seed, D.int64), (off, D.int64), (bits, D.int64)))
+
+
+def randperm(be, n, gen, dtype, device):
+    st, q = be.state_queue(device)
+    out = be.new_tensor(st, (n,), dtype, device)
+    if n == 0:
+        return out
+    seed, off = gen.take(n)
+    kern = progs.program(st, ("randperm", dtype), lambda: _randperm_source(st, dtype),
+                         {"randperm": [None] + [D.int64.np.type] * 3})
+    progs.launch(st, q, kern["randperm"], 1, data_of(out), n, seed, off)
+    return out
+
+
+def multinomial(be, probs, num_samples, replacement, gen):
+    st, q = be.state_queue(probs.device)
+    shape = shape_of(probs)
+    k = shape[-1]
+    rows = 1 if probs.ndim == 1 else shape[0]
+    out = be.new_tensor(st, shape[:-1] + (num_samples,), D.int64, probs.device)
+    if rows == 0:
+        return out
+    p = probs
+    if not p.is_contiguous() or offset_of(p):
+        p = transfer.copy_into(be, st, q, be.new_tensor(st, shape, p.dtype, p.device), p)
+    wide = D.float64 if st.fp64 else D.float32
+    L = D.int64.np.type
+    kern = progs.program(st, ("multinomial", p.dtype), lambda: _sampling_source(st, p.dtype), {
+        "mn_cdf": [None, None, L, L, None],
+        "mn_draw": [None, None, L, L, L, L, L],
+        "mn_race": [None, None, None, L, L, L, L, L, None]})
+    if k == 0:  # no category: every row sums to 0, known without reading a value
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rec = deferred.slot(st, "multinomial", p)
+    if replacement:
+        cdf = be.new_tensor(st, (rows, k), wide, p.device)
+        progs.launch(st, q, kern["mn_cdf"], rows, data_of(p), data_of(cdf), rows,
+                     k, rec)
+        seed, off = gen.take(rows * num_samples)
+        progs.launch(st, q, kern["mn_draw"], rows * num_samples, data_of(cdf),
+                     data_of(out), rows, k, num_samples, seed, off)
+    else:
+        keys = be.new_tensor(st, (rows, num_samples), wide, p.device)
+        seed, off = gen.take(rows * k)
+        progs.launch(st, q, kern["mn_race"], rows, data_of(p), data_of(keys),
+                     data_of(out), rows, k, num_samples, seed, off, rec)
+    return out
+
+
+def uniform_(be, self, low, high, gen):
+    st, q = be.state_queue(self.device)
+    return _fill(st, q, self, UNIFORM, gen, high - low, low)
+
+
+def normal_(be, self, mean, std, gen):
+    st, q = be.state_queue(self.device)
+    return _fill(st, q, self, NORMAL, gen, std, mean)
+
+
+def random_(be, self, low, high, gen):
+    st, q = be.state_queue(self.device)
+    return _integers(st, q, self, low, high, gen)
+
+
+def exponential_(be, self, lambd, gen):
+    st, q = be.state_queue(self.device)
+    return _fill(st, q, self, EXPONENTIAL, gen, 1.0 / lambd, 0.0)
+
+
+def bernoulli_(be, self, p, gen):
+    st, q = be.state_queue(self.device)
+    if not isinstance(p, Tensor):
+        return _fill(st, q, self, BERNOULLI, gen, p, 0.0)
+    _check_values(be, st, q, p, 0.0, 1.0, 1, deferred.BERNOULLI_P, "bernoulli")
+    n = self.numel()
+    if n == 0:
+        return self
+    ct, bits = _work(st.wide)
+    seed, off = gen.take(n)
+    return run(st, q, BERNOULLI_T, self, (p,), (ct,), ct, ct,
+               params=((seed, D.int64), (off, D.int64), (bits, D.int64)))
+
+
+TABLE = {
+    "rand": rand, "randn": randn, "randint": randint, "randperm": randperm, "normal": normal,
+    "multinomial": multinomial, "uniform_": uniform_, "normal_": normal_, "random_": random_,
+    "exponential_": exponential_, "bernoulli_": bernoulli_,
+}
+
+
+def register(backend):
+    bind(backend, TABLE)
