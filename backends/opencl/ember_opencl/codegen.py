@@ -34,7 +34,7 @@ from ember.compiler.pointwise import Dialect as _CDialect
 from ember.kit import gpu_common
 from ember.runtime import dtypes as D, get_op
 from ember import Tensor
-from ember.runtime import data_of, layout_of, shape_of
+from ember.runtime import data_of, layout_of
 
 from . import binaries, cltypes
 
@@ -437,21 +437,24 @@ def run(state, queue, body, out, inputs=(), loads=(), ct=None, rt=None, params=(
     ``params`` are (value, dtype) kernel arguments ``p{k}``. With ``check`` the kernel may set
     an error code, read back (blocking) and raised here.
     """
-    shape = shape_of(out)
+    out_layout = layout_of(out)
+    shape = out_layout[0]
     n = 1
     for s in shape:
         n *= s
     if n == 0:
         return out
     tensors = [out]
+    layouts = [shape, out_layout]
     desc = []
     for x in inputs:
         if isinstance(x, Tensor):
             tensors.append(x)
+            layouts.append(layout_of(x))
             desc.append(x.dtype)
         else:
             desc.append(None)
-    lkey = (shape, *[layout_of(t) for t in tensors])
+    lkey = tuple(layouts)
     ent = state.meta.get(lkey)
     if ent is None:
         ent = metadata(state, lkey)

@@ -33,12 +33,12 @@ import math
 import numpy as np
 
 from ember.kit.binding import bind
-from ember.runtime import (broadcast_shapes, data_of, get_op, offset_of, shape_of, storage_of,
-                          strides_of, tensor_constructor)
+from ember.runtime import (broadcast_shapes, data_of, get_op, layout_of, offset_of, shape_of,
+                           storage_of, strides_of, tensor_constructor)
 from ember.runtime import dtypes as D
 
 from . import cltypes
-from .codegen import collapse, compile_program
+from .codegen import collapse, compile_program, remember
 
 
 def _tile(state):
@@ -97,7 +97,7 @@ def _kernel(state, key):
 
 def _as_matrix(t, left):
     """(batch shape, batch strides, rows, cols, row stride, col stride) of an operand."""
-    shape, stride = shape_of(t), strides_of(t)
+    shape, stride, _ = layout_of(t)
     if len(shape) == 1:
         if left:
             return (), (), 1, shape[0], 0, stride[0]
@@ -218,9 +218,9 @@ def matmul(backend, a, b):
     mkey = ("gemm", tuple(meta))
     ent = st.meta.get(mkey)
     if ent is None:
-        ent = st.meta[mkey] = cl.Buffer(st.context,
-                                        cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                                        hostbuf=np.array(meta, dtype=np.int64))
+        ent = remember(st, mkey, cl.Buffer(st.context,
+                                           cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                                           hostbuf=np.array(meta, dtype=np.int64)))
     ts = _tile(st)
     at = D.float32 if a.dtype is D.float16 else D.int32 if a.dtype is D.bool_ else a.dtype
     knl = _kernel(st, (a.dtype, at, len(sizes), ts))

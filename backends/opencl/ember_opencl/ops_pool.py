@@ -17,6 +17,7 @@ from ember.runtime import data_of, offset_of, shape_of
 
 from . import cltypes
 from . import progs
+from .codegen import remember
 
 # G: geometry buffer: Z Y X (input), OZ OY OX (output), kz ky kx, sz sy sx, pz py px, dz dy dx,
 # then the divisor override (0 if none) and count_include_pad
@@ -262,7 +263,7 @@ def geometry(st, sp, out, k=(), s=(), p=(), d=(), divisor=None, include_pad=True
     key = ("pool-geometry",) + vals
     buf = st.meta.get(key)
     if buf is None:
-        buf = st.meta[key] = progs.buffer_of(st, vals)
+        buf = remember(st, key, progs.buffer_of(st, vals))
     return buf
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.runtime import data_of, get_op, offset_of, registry, shape_of, storage_of, strides_of
+from ember.runtime import (data_of, get_op, layout_of, offset_of, registry, shape_of,
+                           storage_of)
 
 from . import deferred
 from .codegen import Body, run
@@ -61,13 +62,14 @@ def download(backend, tensor):
 def copy_into(backend, st, q, dst, src):
     """dst[...] = src for two tensors of this device (any strides, dtypes may differ)."""
     import pyopencl as cl
-    if storage_of(src) is storage_of(dst) and (strides_of(src) != strides_of(dst) or
-                                               offset_of(src) != offset_of(dst)):
+    shared = storage_of(src) is storage_of(dst)
+    if shared and layout_of(src) != layout_of(dst):
         snapshot = backend.new_tensor(st, shape_of(src), src.dtype, src.device)
         src = copy_into(backend, st, q, snapshot, src)  # overlapping layouts: read a snapshot
+        shared = False
     n = dst.numel()
-    if n and src.dtype is dst.dtype and storage_of(src) is not storage_of(dst) and \
-            dst.is_contiguous() and src.is_contiguous():
+    if n and src.dtype is dst.dtype and not shared and dst.is_contiguous() and \
+            src.is_contiguous():
         isz = dst.dtype.itemsize
         st.last[q] = cl.enqueue_copy(q, data_of(dst), data_of(src),
                                      byte_count=n * isz, src_offset=offset_of(src) * isz,
