@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from .codegen import Body, group
-from .math_unary import _digamma_prelude
+from .math_unary import digamma_prelude
 
 # Chebyshev coefficients of exp(-x) I0(x) on [0, 8] (in x/2 - 2) and of exp(-x) sqrt(x) I0(x)
 # on [8, inf) (in 32/x - 2); the same for I1 (divided by x on [0, 8]).
@@ -190,7 +190,7 @@ def _prelude(ctx):  # noqa: C901 - the C library, one function after another
         ("SP_Y0P", Y0_YP), ("SP_Y0Q", Y0_YQ), ("SP_Y1P", Y1_YP), ("SP_Y1Q", Y1_YQ),
         ("SP_K0A", K0_A), ("SP_K0B", K0_B), ("SP_K1A", K1_A), ("SP_K1B", K1_B),
         ("SP_ZA", ZETA_A)))
-    return tables + _digamma_prelude(ctx) + f"""
+    return tables + digamma_prelude(ctx) + f"""
 W sp_chbevl(W x, __constant W* a, int n) {{
   W b0 = a[0], b1 = 0, b2 = 0;
   for (int i = 1; i < n; i++) {{ b2 = b1; b1 = b0; b0 = x * b1 - b2 + a[i]; }}
