@@ -220,7 +220,7 @@ def register(backend):  # noqa: C901 - one table of small adapters
     # tanh_backward is its op's pointwise rule; the rules of the other two differ from the CPU
     # reference (threshold_backward of a NaN input keeps the gradient, sigmoid_backward
     # multiplies in another order)
-    threshold = Body("threshold_backward", "r = x1 > p0 ? x0 : (CT)0;", kinds="f")
+    threshold = Body("threshold_backward", "r = x1 <= p0 ? (CT)0 : x0;", kinds="f")
     tanh_b = rule_body("tanh_backward", "tanh_backward", X[0], X[1])
     sigmoid_b = Body("sigmoid_backward", "r = x0 * x1 * ((CT)1 - x1);", kinds="f")
 

@@ -1,6 +1,6 @@
 """Kernels of the fused activation backward ops (``ember.ops.elementwise.backward``).
 
-``threshold_backward`` keeps the gradient where ``self > threshold`` by AND-ing its bits with an
+``threshold_backward`` keeps the gradient unless ``self <= threshold`` by AND-ing its bits with an
 all-ones/all-zeros mask: exact (+0.0 elsewhere, even for inf/NaN gradients, as PyTorch's
 select) and free of the data-dependent branch that ``where`` takes per element (a branch
 mispredicted on half the elements of a relu mask costs ~10x here).
@@ -15,7 +15,9 @@ _UINT = {2: "uint16", 4: "uint32", 8: "uint64"}
 def threshold_backward(be, grad_output, self, threshold):
     xp = be.xp
     g, x = be.native(grad_output), be.native(self)
-    keep = xp.greater(x, threshold, out=xp.empty(x.shape, dtype=bool))
+    # not (self <= threshold), PyTorch's rule: a NaN self keeps its gradient
+    keep = xp.less_equal(x, threshold, out=xp.empty(x.shape, dtype=bool))
+    xp.logical_not(keep, out=keep)
     ut = xp.dtype(_UINT[g.dtype.itemsize])
     mask = keep.view(xp.uint8).astype(ut)
     xp.negative(mask, out=mask)                              # 0 -> 0, 1 -> all ones

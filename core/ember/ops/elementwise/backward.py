@@ -2,8 +2,9 @@
 in ember ops took two or three (``g * (1 - y * y)``), so relu/tanh/sigmoid layers cost one
 kernel in backward.
 
-* ``threshold_backward(grad_output, self, threshold)``: ``grad_output`` where
-  ``self > threshold``, 0 elsewhere (relu's backward with ``self`` its result and threshold 0);
+* ``threshold_backward(grad_output, self, threshold)``: 0 where ``self <= threshold``,
+  ``grad_output`` elsewhere (NaN included, as PyTorch) — relu's backward with ``self`` its
+  result and threshold 0;
 * ``tanh_backward(grad_output, output)``: ``grad_output * (1 - output**2)``;
 * ``sigmoid_backward(grad_output, output)``: ``grad_output * output * (1 - output)``;
 * ``gelu_backward(grad_output, self, approximate)``: ``grad_output * gelu'(self)`` (erf form, or
@@ -52,7 +53,7 @@ def _sigmoid_double(ctx, gg, grad_output, output):
 
 
 def _threshold_composite(grad_output, self, threshold):
-    return _sel.where(self.gt(threshold), grad_output, 0.0)
+    return _sel.where(self.le(threshold), 0.0, grad_output)
 
 
 def _tanh_composite(grad_output, output):
@@ -104,7 +105,7 @@ threshold_backward_op = define(
     "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
     meta=_same_meta("threshold_backward"), composite=_threshold_composite,
     derivative=Derivative(_threshold_double, save=("self",)),
-    doc="grad_output where self > threshold, else 0")
+    doc="0 where self <= threshold, else grad_output (a NaN self keeps it)")
 tanh_backward_op = define(
     "tanh_backward(Tensor grad_output, Tensor output) -> Tensor",
     meta=_same_meta("tanh_backward"), composite=_tanh_composite,
