@@ -57,10 +57,10 @@ def main(argv=None):
         outcomes += got
     if "modules" in areas:
         from torch_oracle import modules
-        outcomes += modules.sweep(devices, args.ops, progress)
+        outcomes += modules.sweep(devices, args.ops, progress, args.quick)
     if "optimizers" in areas:
         from torch_oracle import optimizers
-        outcomes += optimizers.sweep(devices, args.ops, progress)
+        outcomes += optimizers.sweep(devices, args.ops, progress, args.quick)
     elapsed = time.perf_counter() - t0
 
     table = rates(outcomes)

@@ -293,16 +293,38 @@ def test_argument_errors(make, exc, match):
         make(p)
 
 
-def test_sparse_adam_explains_that_ember_has_no_sparse_gradients():
+def test_sparse_adam_explains_that_ember_backward_gives_dense_gradients():
     p = ember.ones(4, 3, requires_grad=True)
     opt = optim.SparseAdam([p], lr=0.1)
     opt.step()  # nothing to do without gradients
     p.grad = ember.ones(4, 3)
     with pytest.raises(RuntimeError, match=r"SparseAdam does not support dense gradients, "
-                                           r"please consider Adam instead \(every ember "
-                                           r"parameter gradient is dense.*shape \[4, 3\]"):
+                                           r"please consider Adam instead \(ember's backward "
+                                           r"gives dense gradients.*shape \[4, 3\]"):
         opt.step()
     assert p.tolist() == [[1.0] * 3] * 4
+
+
+def test_sparse_adam_updates_only_the_rows_of_a_sparse_gradient():
+    """Lazy Adam against numpy: rows 0 and 2 (2 given twice: summed) move, the others keep
+    their values and zero moments."""
+    p = ember.ones(4, 3, requires_grad=True)
+    opt = optim.SparseAdam([p], lr=0.1, betas=(0.8, 0.9), eps=1e-6)
+    values = np.array([[1.0, -2.0, 3.0], [0.5, 0.5, 0.5], [0.25, 0.0, -1.0]], np.float32)
+    for step in (1, 2):
+        p.grad = ember.sparse_coo_tensor(ember.tensor([[0, 2, 2]]), ember.tensor(values), (4, 3))
+        opt.step()
+    g = np.zeros((4, 3), np.float64)
+    g[0], g[2] = values[0], values[1] + values[2]
+    m = v = np.zeros((4, 3))
+    want = np.ones((4, 3))
+    for step in (1, 2):
+        m, v = 0.8 * m + 0.2 * g, 0.9 * v + 0.1 * g * g
+        rows = [0, 2]
+        size = 0.1 * np.sqrt(1 - 0.9 ** step) / (1 - 0.8 ** step)
+        want[rows] -= size * m[rows] / (np.sqrt(v[rows]) + 1e-6)
+    np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-5)
+    assert p[1].tolist() == [1.0] * 3 and opt.state[p]["exp_avg"][3].tolist() == [0.0] * 3
 
 
 def test_sparse_adam_error_matches_torch():

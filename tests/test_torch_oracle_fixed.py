@@ -59,6 +59,31 @@ FIXED = [
     ("take_along_dim", "float32", (4,), (F, M), "negative indices count from the end"),
     ("nn.functional.embedding_bag", "float32", (8,), (F,), "max_norm renormalisation import"),
     ("logit", "float32", (1,), (F, M, I), "the eps argument"),
+    ("istft", "complex64", (0, 1), (F, M), "a two-sided input to a real signal: irfft of the "
+                                          "first n_fft // 2 + 1 bins"),
+    ("as_strided", "float64", (0,), (I,), "as_strided_ takes storage_offset by keyword"),
+    ("as_strided", "float64", (3, 4), (B,), "overlapping views: gradients summed per position"),
+    ("as_strided_scatter", "float64", (0, 2, 3), (B,), "the gradient of self is zero where "
+                                                      "src is written"),
+    ("masked.amax", "float64", (1,), (B,), "masked._output_mask for the gradcheck wrapper"),
+    ("masked.cumsum", "float64", (0,), (B,), "masked._output_mask of a normalization"),
+    ("masked.logaddexp", "float64", (1,), (B,), "masked._input_mask takes mask= in kwargs"),
+]
+
+# (ModuleInfo, dtype, input index, training, what was wrong)
+MODULES_FIXED = [
+    ("nn.BatchNorm1d", "float64", 6, True, "an empty batch leaves the running statistics"),
+    ("nn.FractionalMaxPool3d", "float64", 4, True, "more rows of _random_samples than batch"),
+    ("nn.GaussianNLLLoss", "float64", 4, True, "var with one size-1 dim (homoscedastic)"),
+    ("nn.LPPool1d", "float64", 0, True, "relu's gradient at NaN passes the gradient"),
+    ("nn.CrossEntropyLoss", "float64", 20, True, "every target ignored: zero gradient"),
+]
+
+# (OptimizerInfo, optim_input description, what was wrong)
+OPTIMIZERS_FIXED = [
+    ("LBFGS", "Tensor lr", "a 1-element tensor lr"),
+    ("SparseAdam", "default", "steps on sparse COO gradients"),
+    ("SparseAdam", "Tensor lr", "a 1-element tensor lr"),
 ]
 
 
@@ -75,3 +100,24 @@ def test_fixed_samples_match_torch(name, dtype, indices, areas, what):
     bad = [f"{o.area} {o.device} {o.sample}: {o.message}" for o in got
            if o.status not in (PASS, XFAIL)]
     assert not bad, f"{name} ({what}):\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name,dtype,index,training,what", MODULES_FIXED,
+                         ids=[f"{r[0]}-{r[1]}-{r[2]}" for r in MODULES_FIXED])
+def test_fixed_module_inputs_match_torch(name, dtype, index, training, what):
+    from torch_oracle import modules
+    info = next(i for i in modules.module_db() if i.name == name)
+    mi = modules._inputs(info, getattr(torch, dtype), training)[index]
+    for device in DEVICES:
+        modules.check_input(info, mi, getattr(torch, dtype), training, device, "values")
+
+
+@pytest.mark.parametrize("name,desc,what", OPTIMIZERS_FIXED,
+                         ids=[f"{r[0]}-{r[1]}" for r in OPTIMIZERS_FIXED])
+def test_fixed_optimizer_inputs_match_torch(name, desc, what):
+    from torch_oracle import optimizers
+    info = next(i for i in optimizers.optim_db() if i.optim_cls.__name__ == name)
+    oi = next(o for o in info.optim_inputs_func(device="cpu", dtype=torch.float64)
+              if o.desc == desc)
+    for device in DEVICES:
+        optimizers.check_input(info, oi.kwargs, device)

@@ -62,13 +62,26 @@ def op_tolerances(opinfo):
     return out
 
 
-def _tensor(actual, expected, where, tolerances):
+def _tensor(actual, expected, where, tolerances, torch_side=False):
+    if torch_side:             # two torch results (a reference check)
+        actual = ember.from_numpy(actual.detach().resolve_conj().numpy().copy())
     if not isinstance(actual, ember.Tensor):
         raise Mismatch(f"{where}: expected a tensor, got {type(actual).__name__}")
     if torch_dtype(actual.dtype) != expected.dtype:
         raise Mismatch(f"{where}: dtype {actual.dtype} vs torch {expected.dtype}")
     if tuple(actual.shape) != tuple(expected.shape):
         raise Mismatch(f"{where}: shape {tuple(actual.shape)} vs torch {tuple(expected.shape)}")
+    if expected.layout == torch.sparse_coo:
+        if actual.layout is not ember.sparse_coo:
+            raise Mismatch(f"{where}: layout {actual.layout} vs torch {expected.layout}")
+        if (actual.sparse_dim(), actual.dense_dim()) != (expected.sparse_dim(),
+                                                          expected.dense_dim()):
+            raise Mismatch(f"{where}: sparse/dense dims {actual.sparse_dim()}/"
+                           f"{actual.dense_dim()} vs torch {expected.sparse_dim()}/"
+                           f"{expected.dense_dim()}")
+        actual, expected = actual.to_dense(), expected.detach().to_dense()
+    elif expected.layout != torch.strided:
+        raise Mismatch(f"{where}: cannot compare torch layout {expected.layout}")
     got = ember_to_torch(actual)
     exp = expected.detach().resolve_conj().resolve_neg()
     rtol, atol = tolerances.get(exp.dtype, (None, None))
@@ -98,11 +111,12 @@ def _worst(got, exp):
         return ""
 
 
-def assert_same(actual, expected, where="output", tolerances=None):
-    """Raise Mismatch unless ember's ``actual`` is torch's ``expected``."""
+def assert_same(actual, expected, where="output", tolerances=None, torch_side=False):
+    """Raise Mismatch unless ember's ``actual`` is torch's ``expected`` (with ``torch_side``,
+    ``actual`` is a torch tensor too)."""
     tolerances = tolerances or {}
     if isinstance(expected, torch.Tensor):
-        return _tensor(actual, expected, where, tolerances)
+        return _tensor(actual, expected, where, tolerances, torch_side)
     if isinstance(expected, torch.dtype):
         if not isinstance(actual, ember.dtype) or torch_dtype(actual) != expected:
             raise Mismatch(f"{where}: {actual!r} vs torch {expected!r}")
@@ -255,6 +269,27 @@ def _complement(q, tq, k):
     except AssertionError:
         return extra
     return textra
+
+
+def align_eigenvectors(actual, expected):
+    """ember's (eigenvalues, eigenvectors) in torch's gauge.
+
+    Each eigenvector is unique only up to a factor c with |c| = 1 (a sign for real symmetric
+    input): each of ember's columns is multiplied by the phase that best aligns it with torch's
+    column for the same eigenvalue. Eigenvalues, their order and any other difference remain."""
+    if not isinstance(actual, (tuple, list)) or len(actual) != 2 or \
+            not all(isinstance(x, ember.Tensor) for x in actual):
+        return actual
+    v, tv = ember_to_torch(actual[1]), expected[1].detach().resolve_conj()
+    if v.shape != tv.shape or v.numel() == 0:
+        return actual
+    inner = (tv.conj() * v).sum(-2)                          # <v_torch_k, v_ember_k> per k
+    mag = inner.abs()
+    phase = torch.where(mag > 0, inner / torch.where(mag > 0, mag, 1), 1).conj()
+    v = v * phase.unsqueeze(-2).to(v.dtype)
+    aligned = ember.from_numpy(v.resolve_conj().numpy().copy()).to(actual[1].device)
+    return type(actual)(actual[0], aligned) if hasattr(actual, "_fields") else \
+        type(actual)([actual[0], aligned])
 
 
 def align_tie_indices(actual, expected, sample, *, dim_at, keepdim_at=None, distinct=False,

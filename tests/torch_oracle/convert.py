@@ -91,10 +91,16 @@ def tensor_copy(t):
     return flat.as_strided(size, stride, offset).detach().requires_grad_(t.requires_grad)
 
 
-def to_ember(obj, device="cpu"):
-    """A torch sample argument as ember's: tensors (same layout), dtypes, devices, formats."""
+def to_ember(obj, device="cpu", memo=None):
+    """A torch sample argument as ember's: tensors (same layout), dtypes, devices, formats.
+    A tensor that occurs more than once (``loss(x, x)``) becomes one ember tensor, so its
+    gradient sums every use as torch's does; pass one ``memo`` dict to several calls to keep
+    that across them."""
+    memo = {} if memo is None else memo
     if isinstance(obj, torch.Tensor):
-        return tensor_to_ember(obj, device)
+        if id(obj) not in memo:
+            memo[id(obj)] = (obj, tensor_to_ember(obj, device))
+        return memo[id(obj)][1]
     if isinstance(obj, torch.dtype):
         return ember_dtype(obj)
     if isinstance(obj, torch.device):
@@ -112,12 +118,12 @@ def to_ember(obj, device="cpu"):
         g.manual_seed(obj.initial_seed())
         return g
     if isinstance(obj, list):
-        return [to_ember(x, device) for x in obj]
+        return [to_ember(x, device, memo) for x in obj]
     if isinstance(obj, tuple):
-        items = [to_ember(x, device) for x in obj]
+        items = [to_ember(x, device, memo) for x in obj]
         return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
     if isinstance(obj, dict):
-        return {k: to_ember(v, device) for k, v in obj.items()}
+        return {k: to_ember(v, device, memo) for k, v in obj.items()}
     if isinstance(obj, torch.nn.Module):
         return module_to_ember(obj, device)
     if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)) and \

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 
 import torch
 
@@ -51,10 +52,13 @@ def _dtype_name(dtype):
     return str(dtype).split(".")[-1]
 
 
-def _samples(op, dtype, requires_grad):
+def _samples(op, dtype, requires_grad, limit=None):
+    """The OpInfo's samples (the first ``limit``: the rest are not generated, which for some
+    OpInfos is most of the cost)."""
     torch.manual_seed(0)       # sample inputs draw from torch's global generator
     with quiet(), recording_init():
-        return list(op.sample_inputs("cpu", dtype, requires_grad=requires_grad))
+        return list(itertools.islice(op.sample_inputs("cpu", dtype, requires_grad=requires_grad),
+                                     limit))
 
 
 def _call(fn, sample, args=None):
@@ -63,14 +67,21 @@ def _call(fn, sample, args=None):
 
 
 def _ember_args(sample, device):
-    return (to_ember(sample.input, device), to_ember(tuple(sample.args), device),
-            to_ember(dict(sample.kwargs), device))
+    return to_ember((sample.input, tuple(sample.args), dict(sample.kwargs)), device)
 
 
 def _compare(rule, actual, expected, where, tolerances, sample=None):
     kind = rule.kind if rule is not None else "values"
     if kind == "gauge":
         actual = rule.align(actual, expected, sample)
+    if kind == "reference":
+        precise = rule.reference(sample, expected)
+        try:
+            assert_same(expected, precise, f"torch's {where} against the reference",
+                        {precise.dtype: (rule.torch_error, 0.0)}, torch_side=True)
+        except Mismatch as e:
+            raise AssertionError(f"the reference is not torch's result: {e}") from None
+        expected = precise
     if kind == "distribution":
         assert_same_distribution(actual, expected, where)
     elif kind == "metadata":
@@ -135,7 +146,8 @@ def check_forward(op, devices, dtypes=FORWARD_DTYPES, areas=("forward", "method"
         if dtype not in supported:
             continue
         try:
-            samples = _samples(op, dtype, requires_grad=False)
+            samples = _samples(op, dtype, requires_grad=False,
+                               limit=max_samples if indices is None else max(indices) + 1)
         except Exception:
             continue                      # torch cannot make samples for this dtype on cpu
         for i, sample in _pick(samples, max_samples, indices):
@@ -251,12 +263,15 @@ def check_backward(op, devices, max_samples=None, indices=None):
             return rec.out
     tolerances = op_tolerances(op)
     try:
-        samples = _samples(op, dtype, requires_grad=True)
+        samples = _samples(op, dtype, requires_grad=True,
+                           limit=max_samples if indices is None else max(indices) + 1)
     except Exception:
         return rec.out
+    numeric = all(rec.rule("backward", dtype, d) is not None and
+                  rec.rule("backward", dtype, d).kind == "numeric" for d in devices)
     for i, sample in _pick(samples, max_samples, indices):
         sid = f"#{i} {sample.name}".strip()
-        reference = _torch_gradients(op, sample)
+        reference = _torch_gradients(op, sample, numeric)
         if reference is None:
             continue
         for device in devices:
@@ -265,8 +280,9 @@ def check_backward(op, devices, max_samples=None, indices=None):
     return rec.out
 
 
-def _torch_gradients(op, sample):
-    """(positions of differentiable outputs, cotangents, input gradients) or None."""
+def _torch_gradients(op, sample, numeric=False):
+    """(positions of differentiable outputs, cotangents, input gradients, tolerances) or None;
+    with ``numeric``, the gradients are central finite differences of torch's forward."""
     inputs = [t for t in _leaves([sample.input, sample.args, sample.kwargs])
               if isinstance(t, torch.Tensor) and t.requires_grad]
     if not inputs:
@@ -280,12 +296,44 @@ def _torch_gradients(op, sample):
             if not picked:
                 return None
             cots = [_cotangent(outs[j], 1000 + j) for j in picked]
+            if numeric:
+                return picked, cots, _finite_differences(op, sample, inputs, picked, cots), \
+                    NUMERIC_TOLERANCE
             grads = torch.autograd.grad([outs[j] for j in picked], inputs, cots,
                                         allow_unused=True)
     except Exception:
         return None          # torch itself cannot differentiate this sample: nothing to compare
     return picked, cots, [g.detach() if g is not None else torch.zeros_like(x)
-                          for g, x in zip(grads, inputs)]
+                          for g, x in zip(grads, inputs)], None
+
+
+NUMERIC_STEP = 1e-6
+NUMERIC_TOLERANCE = {torch.float64: (1e-5, 1e-5)}
+
+
+def _finite_differences(op, sample, inputs, picked, cots):
+    """d<cotangents, outputs>/d input, by central differences of torch's forward (real inputs)."""
+    def objective():
+        out = op.gradcheck_wrapper(op.op, sample.input, *sample.args, **sample.kwargs)
+        outs = _leaves(sample.output_process_fn_grad(out))
+        return sum(float((outs[j].detach() * c).sum()) for j, c in zip(picked, cots))
+
+    grads = []
+    with torch.no_grad():
+        for x in inputs:
+            if x.is_complex():
+                raise NotImplementedError("finite differences of complex inputs")
+            g = torch.zeros(x.shape, dtype=x.dtype)
+            for k in itertools.product(*map(range, x.shape)):
+                v = float(x[k])
+                x[k] = v + NUMERIC_STEP
+                up = objective()
+                x[k] = v - NUMERIC_STEP
+                down = objective()
+                x[k] = v
+                g[k] = (up - down) / (2 * NUMERIC_STEP)
+            grads.append(g)
+    return grads
 
 
 def _ember_wrap(fn):
@@ -293,7 +341,8 @@ def _ember_wrap(fn):
 
 
 def _check_gradients(op, sample, device, reference, tolerances, rule):
-    picked, cots, expected = reference
+    picked, cots, expected, numeric_tolerances = reference
+    tolerances = numeric_tolerances or tolerances
     inp, args, kwargs = _ember_args(sample, device)
     inputs = [t for t in _leaves([inp, args, kwargs])
               if isinstance(t, ember.Tensor) and t.requires_grad]

@@ -1,8 +1,15 @@
-"""Whole-database sweeps (the report script and the slow tests run these) and their two sizes.
+"""Whole-database sweeps (the report script and the tests run these) and their sizes.
 
-``QUICK`` is the default test run's slice: float64 only (where the OpInfo has no float64, its first
-supported dtype of ``FORWARD_DTYPES``) and the first ``QUICK_SAMPLES`` samples of each OpInfo.
-``FULL`` is every sample in every dtype of ``FORWARD_DTYPES``.
+* ``QUICK`` — the default test run's slice: for each OpInfo one dtype (float64 where the OpInfo
+  has it, else its first of ``FORWARD_DTYPES``) and its first ``QUICK_SAMPLES`` samples, on the
+  cpu; on opencl only for every ``QUICK_OPENCL_EVERY``-th OpInfo (OpenCL's kernels compile on
+  first use, the slice's largest cost). ModuleInfos: the first input, float64, train and eval;
+  OptimizerInfos: each optim_input with the default implementation.
+* full — every sample in every dtype of ``FORWARD_DTYPES`` on every device, every ModuleInfo
+  input in float32 and float64, every OptimizerInfo input and implementation. It takes about
+  an hour of CPU time, so ``bench/torch_oracle_report.py`` runs it; ``pytest -m slow`` runs it
+  for the representative subset ``slow_subset`` (every ``SLOW_EVERY``-th OpInfo and every
+  ``SLOW_MODULE_EVERY``-th ModuleInfo, in full) and for every OptimizerInfo.
 """
 from __future__ import annotations
 
@@ -13,7 +20,10 @@ import torch
 
 from . import opinfo
 
-QUICK_SAMPLES = 2
+QUICK_SAMPLES = 1
+QUICK_OPENCL_EVERY = 3
+SLOW_EVERY = 8
+SLOW_MODULE_EVERY = 6
 
 
 def quick_dtypes(op):
@@ -22,6 +32,16 @@ def quick_dtypes(op):
         if d in supported:
             return (d,)
     return ()
+
+
+def quick_devices(index, devices):
+    """The devices the quick slice checks the ``index``-th entry of a database on."""
+    return [d for d in devices if d == "cpu" or index % QUICK_OPENCL_EVERY == 0]
+
+
+def slow_subset(entries, every):
+    """(index, entry) of the representative subset the slow tests sweep in full."""
+    return [(i, e) for i, e in enumerate(entries) if i % every == 0]
 
 
 def opinfo_outcomes(op, devices, quick=False, areas=("forward", "method", "inplace", "backward")):
@@ -37,12 +57,12 @@ def opinfo_outcomes(op, devices, quick=False, areas=("forward", "method", "inpla
 def sweep_opinfos(devices, quick=False, pattern="*", areas=("forward", "method", "inplace",
                                                              "backward"), progress=None):
     outcomes, timings = [], {}
-    for op in opinfo.op_db():
+    for i, op in enumerate(opinfo.op_db()):
         k = opinfo.key(op)
         if not fnmatch.fnmatch(k, pattern):
             continue
         t0 = time.perf_counter()
-        got = opinfo_outcomes(op, devices, quick, areas)
+        got = opinfo_outcomes(op, quick_devices(i, devices) if quick else devices, quick, areas)
         timings[k] = time.perf_counter() - t0
         outcomes += got
         if progress:

@@ -146,12 +146,14 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         win = _ones(n_fft, _zeros_like_real(spec, real))
     norm = "ortho" if normalized else "backward"
     frames_spec = spec.transpose(1, 2)             # (batch, n_frames, n_freq)
-    if onesided:
-        frames = _fft.irfft(frames_spec, n=n_fft, dim=-1, norm=norm)
-    else:
+    if return_complex:
         frames = _fft.ifft(frames_spec, n=n_fft, dim=-1, norm=norm)
-        if not return_complex:
-            frames = _views.real(frames)
+    else:
+        # a real signal is read from the first n_fft // 2 + 1 bins, as PyTorch does (irfft
+        # assumes Hermitian symmetry; the other bins of a two-sided input are ignored)
+        if not onesided:
+            frames_spec = frames_spec.narrow(-1, 0, n_fft // 2 + 1)
+        frames = _fft.irfft(frames_spec, n=n_fft, dim=-1, norm=norm)
     frames = frames * win                           # (batch, n_frames, n_fft)
     expected = n_fft + hop_length * (n_frames - 1)
     from ..ops.factories import arange

@@ -51,7 +51,8 @@ def nll_loss_backward(be, grad_output, self, target, weight, reduction, ignore_i
     if reduction == 1:
         val = be.ieee(xp.true_divide, val, be.native(total_weight))
     out = xp.zeros(self.shape, dtype=dt)
-    out[rows, safe] = val
+    keep = be.native(target) != ignore_index       # ignored rows stay 0 (even over a 0 total)
+    out[rows[keep], safe[keep]] = val[keep]
     return be.wrap(out, self.device)
 
 

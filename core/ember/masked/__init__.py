@@ -51,14 +51,38 @@ def _canonical_dim(dim, ndim):
     return tuple(sorted(dims))
 
 
-def _input_mask(input, mask):
-    """``mask`` broadcast to ``input``'s shape, as bool."""
+def _input_mask(input, *args, **kwargs):
+    """The ``mask`` keyword broadcast to ``input``'s shape, as bool (torch.masked's canonical
+    input mask; PyTorch's test helpers call it with an op's whole argument list)."""
+    mask = kwargs.get("mask")
+    if mask is None:
+        raise ValueError("_input_mask requires explicit mask")
     if mask.shape != input.shape:
         if mask.ndim > input.ndim:
             raise IndexError("_input_mask expected broadcastable mask (got mask dimensionality "
                              "higher than of the input)")
         mask = mask.clone().broadcast_to(input.shape)
     return mask.to(_dtype.bool_)
+
+
+_REDUCTIONS = {"sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "median", "norm", "var",
+               "std", "logsumexp"}
+_NORMALIZATIONS = {"softmax", "log_softmax", "softmin", "normalize", "cumsum", "cumprod"}
+
+
+def _output_mask(op, input, *args, **kwargs):
+    """Which elements of masked ``op``'s result are defined (some input element masked in)."""
+    name = getattr(op, "__name__", None)
+    if name in _REDUCTIONS:
+        if name == "norm" and args:
+            args = args[1:]                 # the ord argument
+        dim = args[0] if args else kwargs.get("dim")
+        inmask = _input_mask(input, *args, **kwargs)
+        return inmask.any(dim=_canonical_dim(dim, input.ndim),
+                          keepdim=bool(kwargs.get("keepdim", False)))
+    if name in _NORMALIZATIONS:
+        return _input_mask(input, *args, **kwargs)
+    raise ValueError(f"_output_mask expected masked operation (got {op!r})")
 
 
 def _identity(op, input, ord=2):
@@ -86,7 +110,7 @@ def _combine(op, input, mask, ord=2):
     """``input`` with the masked-out elements replaced by ``op``'s identity."""
     if mask is None:
         return input
-    return _ember().where(_input_mask(input, mask), input, _identity(op, input, ord))
+    return _ember().where(_input_mask(input, mask=mask), input, _identity(op, input, ord))
 
 
 def _sum_dtype(input, dtype):
@@ -167,7 +191,7 @@ def _count_and_sum(input, dim, keepdim, dtype, mask):
         ones = _ember().ones(input.shape, dtype=_dtype.int64, device=input.device)
         return (sum(ones, dim, keepdim=keepdim), sum(input, dim, keepdim=keepdim, dtype=dtype),
                 None)
-    inmask = _input_mask(input, mask)
+    inmask = _input_mask(input, mask=mask)
     return (inmask.sum(dim=_canonical_dim(dim, input.ndim), keepdim=bool(keepdim)),
             sum(input, dim, keepdim=keepdim, dtype=dtype, mask=inmask), inmask)
 

@@ -67,9 +67,14 @@ def _fractional(op, nsp, input, kernel_size, output_size, output_ratio, samples)
     batch, channels = x.shape[0], x.shape[1]
     if samples is None:
         samples = rand(batch, channels, nsp, dtype=x.dtype, device=x.device)
-    elif tuple(samples.shape) != (batch, channels, nsp):
-        raise RuntimeError(f"{op}(): expect _random_samples to be of shape "
-                           f"{[batch, channels, nsp]}, got {list(samples.shape)}")
+    else:
+        # PyTorch's rule: at least one row of samples per batch element (the first are used)
+        if samples.ndim != 3 or samples.shape[0] < batch or samples.shape[1] != channels or \
+                samples.shape[2] != nsp:
+            raise RuntimeError(f"{op}(): expect _random_samples of shape [N', {channels}, {nsp}]"
+                               f" with N' no less than the input batch size {batch}, got "
+                               f"{list(samples.shape)}")
+        samples = samples[:batch]
     starts = [_intervals(samples[..., _SAMPLE_OF_DIM[nsp][d]].to(x.dtype), spatial[d], out[d],
                          k[d]) for d in range(nsp)]
     from .. import arange

@@ -392,8 +392,9 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if var.shape != input.shape:
         if input.shape[:-1] == var.shape:
             var = var.unsqueeze(-1)
-        elif input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1:
-            pass
+        elif var.ndim == input.ndim and sum(v for i, v in zip(input.shape, var.shape)
+                                            if i != v) == 1:
+            pass          # PyTorch's homoscedastic rule: one dim of var is 1, the others match
         elif var.ndim != 0:
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):

@@ -101,7 +101,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if count == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {input.shape}")
-    elif running_mean is None or running_var is None:
+    if input.numel() == 0:
+        # PyTorch's batch_norm returns an empty input (scaled by weight[0], shifted by
+        # bias[0], so it stays in their graphs) without touching the running statistics
+        out = input.clone()
+        if weight is not None:
+            out = out * weight[0]
+        if bias is not None:
+            out = out + bias[0]
+        return out
+    if not training and (running_mean is None or running_var is None):
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
                            "evaluation mode")
     return _nn_ops.native_batch_norm(input, weight, bias, running_mean, running_var,

@@ -205,7 +205,7 @@ for _name, _view in (("squeeze_", lambda t, *a: t.squeeze(*a)),
                      ("transpose_", lambda t, a, b: t.transpose(a, b)),
                      ("swapaxes_", lambda t, a, b: t.transpose(a, b)),
                      ("swapdims_", lambda t, a, b: t.transpose(a, b)),
-                     ("as_strided_", lambda t, size, stride, offset=None:
-                      t.as_strided(size, stride, offset))):
+                     ("as_strided_", lambda t, size, stride, storage_offset=None:
+                      t.as_strided(size, stride, storage_offset))):
     setattr(Tensor, _name, _inplace_view(_name, _view))
 del _name, _view

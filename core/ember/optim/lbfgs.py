@@ -18,7 +18,7 @@ __all__ = ["LBFGS"]
 class LBFGS(Optimizer):
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
                  tolerance_change=1e-9, history_size=100, line_search_fn=None):
-        check_hparams("LBFGS", lr)
+        check_hparams("LBFGS", lr, tensor_lr=True)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
@@ -95,6 +95,7 @@ class LBFGS(Optimizer):
         closure_with_grad = lambda: self._closure_loss(closure)  # noqa: E731
         group = self.param_groups[0]
         lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
+        lr = _float_or_none(lr)        # a 1-element tensor lr (PyTorch accepts one) is read now
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         line_search_fn, history_size = group["line_search_fn"], group["history_size"]
 

@@ -298,7 +298,7 @@ def check_hparams(name, lr, tensor_lr=False, **nonneg):
     if isinstance(lr, Tensor):
         if not tensor_lr:
             raise TypeError(f"{name}: lr must be a Python number, got a Tensor (ember's SGD, "
-                            f"Adam, AdamW, RMSprop and Adagrad take a tensor lr)")
+                            f"Adam, AdamW, RMSprop, Adagrad and LBFGS take a tensor lr)")
         if lr.numel() != 1:
             raise ValueError(f"{name}: Tensor lr must be 1-element, got shape {list(lr.shape)}")
         if not lr.is_floating_point():

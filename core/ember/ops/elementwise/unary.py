@@ -73,7 +73,7 @@ def _relu_backward(ctx, g, x, compute):
     r = ctx.result
     if g.dtype is r.dtype and g._shape == r._shape and r.dtype.category == FLOATING:
         return (_bw.threshold_backward_op(g, r, 0),)
-    return (_grad.keep_where(g, r.gt(0)),)
+    return (_grad.keep_where(g, r.le(0).logical_not()),)      # a NaN keeps its gradient
 
 
 def _fused_or(fused_op, fprime):

@@ -77,6 +77,7 @@ def _backward_composite(grad_output, self, target, weight, reduction, ignore_ind
     g = -w * (grad_output if reduction == 0 else grad_output.expand(w._shape))
     if reduction == 1:
         g = g / total_weight
+    g = g.masked_fill(target.eq(ignore_index), 0)    # ignored rows stay 0 (even over a 0 total)
     out = self.new_zeros(self._shape)
     return out.scatter(1, safe.unsqueeze(1), g.unsqueeze(1))
 

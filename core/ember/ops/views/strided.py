@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from ... import _dtype
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
@@ -88,16 +91,41 @@ def as_strided_backward(g, in_geom, out_geom):
     size, stride, offset = out_geom
     if _same_positions(in_geom, out_geom):
         return g.reshape(xs)
-    if not non_overlapping(size, stride) or not non_overlapping(xs, xst):
-        raise NotImplementedError("as_strided backward: overlapping input or output memory (an "
-                                  "expanded tensor, or strides that reuse elements) is not "
-                                  "supported")
     if math.prod(xs) == 0 or math.prod(size) == 0:
         return _grad.zeros(xs, g)
+    if not non_overlapping(size, stride) or not non_overlapping(xs, xst):
+        return _overlapping_backward(g, in_geom, out_geom)
     lo = min(xo, offset)
     hi = max(xo + extent(xs, xst), offset + extent(size, stride))
     buf = as_strided_scatter_op(_grad.zeros((hi - lo + 1,), g), g, size, stride, offset - lo)
     return as_strided_op(buf, tuple(xs), tuple(xst), buf._offset + xo - lo)
+
+
+def _storage_positions(size, stride, offset):
+    """The storage index each element of a (size, stride, offset) geometry reads, flat."""
+    pos = np.full((), offset, dtype=np.int64)
+    for n, st in zip(size, stride):
+        pos = pos[..., None] + np.arange(n, dtype=np.int64) * st
+    return pos.reshape(-1)
+
+
+def _overlapping_backward(g, in_geom, out_geom):
+    """as_strided's backward where elements share memory (PyTorch's as_strided_backward):
+    the view's gradient is added up per storage position; an input element that shares its
+    position with others (an expanded input) gets that sum divided by their count."""
+    out_pos, in_pos = _storage_positions(*out_geom), _storage_positions(*in_geom)
+    lo = min(out_pos.min(), in_pos.min())
+    span = int(max(out_pos.max(), in_pos.max()) - lo + 1)
+
+    def index(pos):
+        return _primitives.tensor(pos - lo, dtype=_dtype.int64, device=g.device)
+
+    buf = _grad.zeros((span,), g).index_add(0, index(out_pos), g.reshape(-1))
+    if not non_overlapping(*in_geom[:2]):
+        count = np.bincount(in_pos - lo, minlength=span).astype(np.float64)
+        buf = buf / _primitives.tensor(np.maximum(count, 1), dtype=g.dtype.to_real()
+                                       if g.dtype.is_complex else g.dtype, device=g.device)
+    return buf.index_select(0, index(in_pos)).reshape(in_geom[0])
 
 
 def _as_strided_backward(ctx, g, self, size, stride, offset):
