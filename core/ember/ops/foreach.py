@@ -125,10 +125,10 @@ def _fused_sgd(params, grads, bufs, weight_decay, momentum, lr, dampening, neste
                 nesterov, maximize, is_first_step)
 
 
-def adam_one(p, g, exp_avg, exp_avg_sq, max_sq, step, lr, beta1, beta2, weight_decay, eps,
-             amsgrad, maximize, decoupled):
-    """One parameter's Adam/AdamW update in ember ops (``torch.optim.Adam``'s single-tensor
-    path); ``step`` is the incremented step count."""
+def decayed_grad(p, g, weight_decay, maximize=False, decoupled=False, lr=None):
+    """The gradient an update applies (torch.optim's single-tensor paths): negated for
+    ``maximize``, plus ``weight_decay * p`` (L2) — or, ``decoupled`` (AdamW, NAdamW, RAdamW),
+    ``p`` shrunk in place by ``1 - lr * weight_decay`` and the gradient left alone."""
     if maximize:
         g = -g
     if weight_decay != 0:
@@ -136,6 +136,14 @@ def adam_one(p, g, exp_avg, exp_avg_sq, max_sq, step, lr, beta1, beta2, weight_d
             p.mul_(1 - lr * weight_decay)
         else:
             g = g.add(p, alpha=weight_decay)
+    return g
+
+
+def adam_one(p, g, exp_avg, exp_avg_sq, max_sq, step, lr, beta1, beta2, weight_decay, eps,
+             amsgrad, maximize, decoupled):
+    """One parameter's Adam/AdamW update in ember ops (``torch.optim.Adam``'s single-tensor
+    path); ``step`` is the incremented step count."""
+    g = decayed_grad(p, g, weight_decay, maximize, decoupled, lr)
     lerp_one(exp_avg, g, 1 - beta1)
     exp_avg_sq.mul_(beta2).add_(g * g, alpha=1 - beta2)
     bias_correction1 = 1 - beta1 ** step
@@ -153,13 +161,7 @@ def adam_capturable_one(p, g, exp_avg, exp_avg_sq, max_sq, step, lr, beta1, beta
     """One parameter's Adam/AdamW update with a tensor step count (already incremented, on
     ``p``'s device) and a number or tensor ``lr``: torch.optim's capturable formulas, all in
     tensor ops, so nothing is read on the host."""
-    if maximize:
-        g = -g
-    if weight_decay != 0:
-        if decoupled:
-            p.mul_(1 - lr * weight_decay)
-        else:
-            g = g.add(p, alpha=weight_decay)
+    g = decayed_grad(p, g, weight_decay, maximize, decoupled, lr)
     lerp_one(exp_avg, g, 1 - beta1)
     exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
     step_size_neg = (lr / (1 - beta1 ** step)).neg()

@@ -10,6 +10,8 @@ __all__ = ["Rprop"]
 
 
 class Rprop(Optimizer):
+    _group_defaults = {"maximize": False, **impl_defaults(None, False, False, False)}
+
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         check_hparams("Rprop", lr)
@@ -20,13 +22,6 @@ class Rprop(Optimizer):
         defaults = dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            for key, default in impl_defaults(None, False, False, False).items():
-                group.setdefault(key, default)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""

@@ -13,6 +13,9 @@ __all__ = ["SGD"]
 
 
 class SGD(Optimizer):
+    _group_defaults = {"nesterov": False, "maximize": False, "foreach": None,
+                       "differentiable": False, "fused": None}
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
@@ -24,15 +27,6 @@ class SGD(Optimizer):
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         **impl_defaults(foreach, fused, differentiable))
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
