@@ -77,14 +77,7 @@ def view_base(t):
     ag = t._ag
     if ag is not None and ag.view_version is not None:
         return ag.base
-    b = getattr(t, "_view_base", None)
-    if b is None:
-        return None
-    while True:
-        up = getattr(b, "_view_base", None)
-        if up is None:
-            return b
-        b = up
+    return _graph.root_view_base(t)
 
 
 def regenerate_view(t):
@@ -289,16 +282,6 @@ def _nondiff_handler(op):
     return handler
 
 
-def _tensor_inputs(args):
-    for a in args:
-        if isinstance(a, Tensor):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            for x in a:
-                if isinstance(x, Tensor):
-                    yield x
-
-
 def _attach_not_implemented(op, args, out, only_missing=False):
     multi = isinstance(out, (tuple, list))
     outs = list(out) if multi else [out]
@@ -306,7 +289,7 @@ def _attach_not_implemented(op, args, out, only_missing=False):
             differentiable_dtype(o.dtype) and not (only_missing and o.requires_grad)]
     if not todo:
         return out
-    edges = [gradient_edge(t) for t in _tensor_inputs(args)]
+    edges = [gradient_edge(t) for t in dispatcher.tensors_in(args)]
     if not any(e is not None for e in edges):
         return out
     node = NotImplementedNode(edges, op.name, len(outs))
@@ -386,7 +369,7 @@ def _inplace_handler(op):
         target = args[0]
         check_inplace_target(target)
         if twin is None:
-            edges = [gradient_edge(t) for t in _tensor_inputs(args)]
+            edges = [gradient_edge(t) for t in dispatcher.tensors_in(args)]
             out = run_below(op, args, kwargs)
             if differentiable_dtype(target.dtype) and any(e is not None for e in edges):
                 rebase(target, ZeroGradNode(op.name) if nondiff else

@@ -8,7 +8,8 @@ from .. import _tensor
 from .._tensor import Tensor
 from ..dispatch import keys as K
 from . import engine
-from .graph import AutogradMeta, _HookDict, add_hook, alias, differentiable_dtype
+from .graph import (AutogradMeta, _HookDict, add_hook, alias, differentiable_dtype,
+                    root_view_base)
 
 _AG = K.AUTOGRAD
 
@@ -183,17 +184,6 @@ def _set_data(self, other):
     self._ks = (self.device._key or K.device_key(self.device)) | (self._ks & _AG)
 
 
-def _base(self):
-    b = getattr(self, "_view_base", None)
-    if b is None:
-        return None
-    while True:
-        up = getattr(b, "_view_base", None)
-        if up is None:
-            return b
-        b = up
-
-
 def _is_view(self) -> bool:
     return getattr(self, "_view_base", None) is not None
 
@@ -233,7 +223,7 @@ def attach_all():
     Tensor.retains_grad = property(_retains_grad)
     Tensor.output_nr = property(_output_nr)
     Tensor.data = property(_data, _set_data)
-    Tensor._base = property(_base)
+    Tensor._base = property(root_view_base)
     Tensor._is_view = _is_view
     Tensor.sum_to_size = sum_to_size
 

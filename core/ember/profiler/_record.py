@@ -331,25 +331,16 @@ def _memory_after(rec, args, before, out):
     if alloc is not None:
         rec.dev_mem = alloc.memory_allocated() - bytes_before
         return
-    inputs = {id(a._storage) for a in _iter_tensors(args)}
+    inputs = {id(a._storage) for a in _dispatcher.tensors_in(args)}
     seen = set()
     total = 0
-    for o in _iter_tensors(out if isinstance(out, (tuple, list)) else (out,)):
+    for o in _dispatcher.tensors_in(out if isinstance(out, (tuple, list)) else (out,)):
         st = o._storage
         if id(st) not in inputs and id(st) not in seen and o.device.type == "cpu":
             seen.add(id(st))
             total += st.nbytes
     rec.mem = total
 
-
-def _iter_tensors(items):
-    for a in items:
-        if isinstance(a, Tensor):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            for x in a:
-                if isinstance(x, Tensor):
-                    yield x
 
 
 # -- flops --------------------------------------------------------------------------------------

@@ -254,18 +254,9 @@ class GaussianNLLLoss(_Loss):
                                    reduction=self.reduction)
 
 
-class NLLLoss2d(_WeightedLoss):
-    """PyTorch's deprecated name of ``NLLLoss`` for (N, C, H, W) inputs."""
-
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                 reduction="mean"):
-        super().__init__(weight, size_average, reduce, reduction)
-        self.ignore_index = ignore_index
-
-    def forward(self, input, target):
-        from .. import _loss as L
-        return L.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                          reduction=self.reduction)
+class NLLLoss2d(NLLLoss):
+    """PyTorch's deprecated name of ``NLLLoss`` for (N, C, H, W) inputs (a subclass, as
+    torch's)."""
 
 
 class LinearCrossEntropyLoss(_WeightedLoss):

@@ -197,19 +197,20 @@ class Module:
             return self
         mod = self
         for item in target.split("."):
-            if not hasattr(mod, item):
-                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
-            mod = getattr(mod, item)
+            mod = mod._named_attribute(item)
             if not isinstance(mod, Module):
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
+    def _named_attribute(self, name):
+        """``getattr(self, name)``, or torch's error naming this module's class."""
+        if not hasattr(self, name):
+            raise AttributeError(f"{self._get_name()} has no attribute `{name}`")
+        return getattr(self, name)
+
     def get_parameter(self, target):
         mod_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(mod_path)
-        if not hasattr(mod, name):
-            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
-        p = getattr(mod, name)
+        p = self.get_submodule(mod_path)._named_attribute(name)
         if not isinstance(p, Parameter):
             raise AttributeError(f"`{name}` is not an nn.Parameter")
         return p

@@ -23,7 +23,7 @@ from .._util import check_inplace, every_example, tensor_method, write_out
 from . import unary as _unary
 from .selection import where
 from ._rules import (FLOAT, FLOAT_BINARY, binary_dtype, binary_meta, check_bcast, check_overlap,
-                     check_scalar, float_dtype, unary_meta)
+                     check_operands, float_dtype, unary_meta)
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
@@ -213,13 +213,7 @@ def _make_binary(name, op):
     public = _public(name)
 
     def fn(input, other, *, out=None):
-        if not isinstance(input, Tensor):
-            if not isinstance(other, Tensor):
-                raise TypeError(f"{public}(): expected at least one Tensor argument, got "
-                                f"{type(input).__name__} and {type(other).__name__}")
-            input = check_scalar(input, public)
-        else:
-            other = check_scalar(other, public)
+        input, other = check_operands(input, other, public)
         _check_real(public, input, other)
         if isinstance(input, complex) or isinstance(other, complex):
             raise RuntimeError(f"{public}: complex inputs are not supported")
