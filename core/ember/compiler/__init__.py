@@ -418,11 +418,7 @@ _runners = {}
 
 
 def _lower_foreach(device, kernel):
-    key = (device.type, kernel.key)
-    if key not in _runners:
-        from ..runtime.registry import registry
-        _runners[key] = registry.get(device.type).compile_foreach(kernel)
-    return _runners[key]
+    return _runner(device, kernel, "compile_foreach")
 
 
 def _fuse(graph, input_meta):
@@ -441,10 +437,15 @@ def _lower_norm(device, name, dtype):
 
 def _lower(device, kernel):
     """The device backend's runner for a fused kernel (None: the backend has no lowering)."""
+    return _runner(device, kernel, "compile_pointwise")
+
+
+def _runner(device, kernel, compile_method):
+    """``Backend.<compile_method>(kernel)`` for ``device``'s backend, made once per kernel."""
     key = (device.type, kernel.key)
     if key not in _runners:
         from ..runtime.registry import registry
-        _runners[key] = registry.get(device.type).compile_pointwise(kernel)
+        _runners[key] = getattr(registry.get(device.type), compile_method)(kernel)
     return _runners[key]
 
 

@@ -416,20 +416,28 @@ def _fused_sgd_(params, grads, momentum_buffer_list, *, weight_decay, momentum, 
     _bump(params, bufs)
 
 
+def _adam_lists(name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, amsgrad):
+    """A fused Adam op's tensor lists, checked: one of each per parameter (``max_exp_avg_sqs``
+    only with ``amsgrad``), each paired with its parameter."""
+    params = _tensor_list(name, "self", params)
+    n = len(params)
+    grads = _tensor_list(name, "grads", grads, n)
+    exp_avgs = _tensor_list(name, "exp_avgs", exp_avgs, n)
+    exp_avg_sqs = _tensor_list(name, "exp_avg_sqs", exp_avg_sqs, n)
+    max_sqs = _tensor_list(name, "max_exp_avg_sqs", max_exp_avg_sqs or [],
+                           n if amsgrad else None)
+    _check_pairs(name, params, grads, exp_avgs, exp_avg_sqs, *([max_sqs] if amsgrad else []))
+    return params, grads, exp_avgs, exp_avg_sqs, max_sqs
+
+
 def _fused_adam_common(name, op):
     def fn(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, lr, beta1, beta2,
            weight_decay, eps, amsgrad, maximize):
-        params = _tensor_list(name, "self", params)
-        n = len(params)
-        grads = _tensor_list(name, "grads", grads, n)
-        exp_avgs = _tensor_list(name, "exp_avgs", exp_avgs, n)
-        exp_avg_sqs = _tensor_list(name, "exp_avg_sqs", exp_avg_sqs, n)
-        max_sqs = _tensor_list(name, "max_exp_avg_sqs", max_exp_avg_sqs or [],
-                               n if amsgrad else None)
+        params, grads, exp_avgs, exp_avg_sqs, max_sqs = _adam_lists(
+            name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, amsgrad)
         steps = [float(s) for s in steps]
-        if len(steps) != n:
-            raise RuntimeError(f"{name}: expected {n} step counts, got {len(steps)}")
-        _check_pairs(name, params, grads, exp_avgs, exp_avg_sqs, *([max_sqs] if amsgrad else []))
+        if len(steps) != len(params):
+            raise RuntimeError(f"{name}: expected {len(params)} step counts, got {len(steps)}")
         with no_grad():
             op(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, float(lr), float(beta1),
                float(beta2), float(weight_decay), float(eps), bool(amsgrad), bool(maximize))
@@ -448,15 +456,10 @@ def _fused_adam_capturable_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sq
     lives, as is a tensor ``lr``; nothing is read on the host, so a captured training step
     replays it as one node."""
     name = "_fused_adam_capturable_"
-    params = _tensor_list(name, "self", params)
+    params, grads, exp_avgs, exp_avg_sqs, max_sqs = _adam_lists(
+        name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, amsgrad)
     n = len(params)
-    grads = _tensor_list(name, "grads", grads, n)
-    exp_avgs = _tensor_list(name, "exp_avgs", exp_avgs, n)
-    exp_avg_sqs = _tensor_list(name, "exp_avg_sqs", exp_avg_sqs, n)
-    max_sqs = _tensor_list(name, "max_exp_avg_sqs", max_exp_avg_sqs or [],
-                           n if amsgrad else None)
     steps = _tensor_list(name, "state_steps", state_steps, n)
-    _check_pairs(name, params, grads, exp_avgs, exp_avg_sqs, *([max_sqs] if amsgrad else []))
     for p, s in zip(params, steps):
         if s.ndim != 0 or s.device is not p.device or not s.is_floating_point():
             raise RuntimeError(f"{name}: each step count must be a 0-d floating tensor on its "

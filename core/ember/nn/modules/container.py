@@ -36,7 +36,17 @@ class Container(Module):
             self.add_module(key, value)
 
 
-class Sequential(Module):
+class _Pop:
+    """``pop(key)`` over the container's own item access (Sequential, ModuleList and the
+    dicts)."""
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+
+class Sequential(_Pop, Module):
     """Modules called in order, the output of each the input of the next."""
 
     def __init__(self, *args):
@@ -115,13 +125,8 @@ class Sequential(Module):
             self.append(m)
         return self
 
-    def pop(self, key):
-        v = self[key]
-        del self[key]
-        return v
 
-
-class ModuleList(Module):
+class ModuleList(_Pop, Module):
     """A list of modules, registered so their parameters are visible."""
 
     def __init__(self, modules=None):
@@ -180,11 +185,6 @@ class ModuleList(Module):
             self.append(m)
         return self
 
-    def pop(self, key):
-        v = self[key]
-        del self[key]
-        return v
-
     def __repr__(self):
         # PyTorch folds runs of identically-printed modules: "(0-2): 3 x Linear(...)"
         lines, items = [], list(self._modules.items())
@@ -203,7 +203,7 @@ class ModuleList(Module):
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
-class _KeyedContainer:
+class _KeyedContainer(_Pop):
     """The dict methods ModuleDict and ParameterDict share, over ``_entries`` (the dict whose
     keys are the container's keys, in order) and the class's own item access."""
 
@@ -218,11 +218,6 @@ class _KeyedContainer:
 
     def keys(self):
         return self._entries.keys()
-
-    def pop(self, key):
-        v = self[key]
-        del self[key]
-        return v
 
     def update(self, entries):
         if isinstance(entries, (Mapping, _KeyedContainer)):
