@@ -26,16 +26,11 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..dispatch.grad_mode import is_grad_enabled
 from .graph import Graph, Ref, _refs, rebuild
+from ..utils._pytree import leaves_of_type
 
 
 def _flat_tensors(x):
-    if isinstance(x, Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _flat_tensors(v)]
-    if isinstance(x, dict):
-        return [t for v in x.values() for t in _flat_tensors(v)]
-    return []
+    return leaves_of_type(x, Tensor)
 
 
 def _unique_tensors(x):

@@ -23,6 +23,7 @@ import numpy as np
 
 from . import errors
 from .errors import OnnxExporterError, UnsupportedOperatorError
+from ..utils._pytree import leaves_of_type
 
 __all__ = ["export", "errors", "OnnxExporterError", "UnsupportedOperatorError"]
 
@@ -248,13 +249,7 @@ def _normalise_axes(dynamic_axes):
 
 def _flat_refs(x):
     from ..compiler.graph import Ref
-    if isinstance(x, Ref):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [r for v in x for r in _flat_refs(v)]
-    if isinstance(x, dict):
-        return [r for v in x.values() for r in _flat_refs(v)]
-    return []
+    return leaves_of_type(x, Ref)
 
 
 def _ref_meta(graph, ref, inputs):

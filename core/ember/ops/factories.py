@@ -372,28 +372,21 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_me
 
 
 # x.new_*(...): the factory with x's dtype and device unless given (torch's keyword-only options)
-@tensor_method()
-def new_empty(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
-              requires_grad=False):
-    _check_layout(layout, "new_empty")
-    return empty(*size, dtype=dtype or self.dtype, device=device or self.device,
-                 requires_grad=requires_grad)
+def _new_sized(name, factory):
+    """``Tensor.<name>(*size, ...)``: ``factory`` with the tensor's dtype and device unless
+    given (``new_empty``, ``new_zeros``, ``new_ones``)."""
+    def fn(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
+           requires_grad=False):
+        _check_layout(layout, name)
+        return factory(*size, dtype=dtype or self.dtype, device=device or self.device,
+                       requires_grad=requires_grad)
+    fn.__name__ = fn.__qualname__ = name
+    return tensor_method()(fn)
 
 
-@tensor_method()
-def new_zeros(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
-              requires_grad=False):
-    _check_layout(layout, "new_zeros")
-    return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
-                 requires_grad=requires_grad)
-
-
-@tensor_method()
-def new_ones(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
-             requires_grad=False):
-    _check_layout(layout, "new_ones")
-    return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
-                requires_grad=requires_grad)
+new_empty = _new_sized("new_empty", empty)
+new_zeros = _new_sized("new_zeros", zeros)
+new_ones = _new_sized("new_ones", ones)
 
 
 @tensor_method()
