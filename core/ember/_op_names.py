@@ -15,6 +15,10 @@ import functools
 import inspect
 import types
 from dataclasses import dataclass, field
+import warnings
+from .dispatch.describe import where_defined
+from .dispatch.dispatcher import Op, all_ops
+from .profiler import profile
 
 # where a bare public name may live, in the order torch users look
 _NAMESPACES = ("ember", "ember.nn.functional", "ember.linalg", "ember.fft", "ember.special",
@@ -96,7 +100,6 @@ def ops_called(obj, depth: int = _DEPTH) -> list:
     """Names of the registry ops ``obj`` may dispatch, read from its code: globals (and
     attributes of imported ember modules) that are ``Op`` objects, and the same in the ember
     functions it names, up to ``depth`` calls deep."""
-    from .dispatch.dispatcher import Op
     found, seen = [], set()
 
     def visit(fn, level):
@@ -143,9 +146,7 @@ def ops_on_sample(canonical: str):
         from ember_conformance.opdb import all_opinfos
     except ImportError:
         return None
-    import warnings
 
-    from .profiler import profile
     names = _entry_names(canonical)
     entries = sorted((e for e in all_opinfos() if e.name.split()[0] in names and not e.random),
                      key=lambda e: names.index(e.name.split()[0]))
@@ -166,8 +167,6 @@ def ops_on_sample(canonical: str):
 
 def resolve(name: str):
     """A ``Resolution`` for a public name, or None when nothing public has that name."""
-    from .dispatch.describe import where_defined
-    from .dispatch.dispatcher import all_ops
     found = _lookup(name)
     if found is None:
         return None
@@ -198,7 +197,6 @@ def _public_names() -> list:
 
 def near_misses(name: str, n: int = 6) -> list:
     """Op and public names close to ``name`` (difflib), best first."""
-    from .dispatch.dispatcher import all_ops
     tail = name.split(".")[-1]
     pool = sorted(set(all_ops()) | set(_public_names()))
     close = difflib.get_close_matches(name, pool, n=n, cutoff=0.75)

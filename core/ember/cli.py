@@ -20,12 +20,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from . import _fastpath
+from ._op_names import near_misses, resolve
+from .demo import run
+from .dispatch.describe import describe, missing_lowering
+from .dispatch.dispatcher import all_ops
+from .run import main as run_main
+from .runtime.registry import registry
 
 
 def _backends() -> list:
     """One dict per backend: name, available, reason, devices, coverage."""
-    from .dispatch.dispatcher import all_ops
-    from .runtime.registry import registry
     ops = all_ops().values()
     out = []
     for name in registry.names():
@@ -68,7 +73,6 @@ def _devices_text(entry) -> str:
 def _left_out_rows():
     """(backend, device, reason) for devices a loaded backend saw and did not use. A backend
     reports them through an optional ``skipped_devices()`` method (the OpenCL backend does)."""
-    from .runtime.registry import registry
     rows = []
     for name in registry.names():
         backend = registry.peek(name)
@@ -156,14 +160,10 @@ def info(args) -> int:
 
 
 def _hot_path_line() -> str:
-    from . import _fastpath
     return f"hot path (dispatch, tensors, autograd recording): {_fastpath.describe()}"
 
 
 def op_info(name: str, as_json: bool = False) -> int:
-    from ._op_names import near_misses, resolve
-    from .dispatch.describe import describe
-    from .dispatch.dispatcher import all_ops
     resolution = None
     if name in all_ops():
         ops = [name]
@@ -213,7 +213,6 @@ _MISSING_TITLES = {
 
 def missing_lowering_info(as_json: bool = False) -> int:
     """``ember info --missing-lowering``: the lists of ``describe.missing_lowering``."""
-    from .dispatch.describe import missing_lowering
     missing = missing_lowering()
     if as_json:
         print(json.dumps(missing, indent=2))
@@ -230,7 +229,6 @@ def missing_lowering_info(as_json: bool = False) -> int:
 
 
 def _demo(args) -> int:
-    from .demo import run
     return run(args)
 
 
@@ -293,7 +291,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "run":   # everything after the script is the script's
-        from .run import main as run_main
         return run_main(argv[1:], prog="ember run")
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -29,6 +29,11 @@ import os
 import re
 import sys
 import types
+import warnings
+from .._tensor import Tensor
+from ..dispatch.grad_mode import is_grad_enabled
+from ..ops._util import write_out
+from .shared_names import SHARED
 
 SNAPSHOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_signatures.json")
 
@@ -223,7 +228,6 @@ class Binding:
         if self.name in _WARNED:
             return
         _WARNED.add(self.name)
-        import warnings
         from . import parser_errors
         instead = "\n".join(f"\t{self.name}{o}" for o in parser_errors.options(entry))
         warnings.warn(f"This overload of {self.name} is deprecated:\n\t{self.name}"
@@ -333,8 +337,6 @@ def _binding_error(e: TypeError, passthrough: bool) -> bool:
 
 def _write_out(name, result, out):
     """``out=`` for an ember function without it: torch's checks, then copy into ``out``."""
-    from .._tensor import Tensor
-    from ..ops._util import write_out
     if isinstance(result, Tensor):
         return write_out(out, result, name)
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
@@ -344,8 +346,6 @@ def _write_out(name, result, out):
 
 
 def _check_out_autograd(name, args, kwargs):
-    from .._tensor import Tensor
-    from ..dispatch.grad_mode import is_grad_enabled
     if not is_grad_enabled():
         return
     for a in (*args, *kwargs.values()):
@@ -397,7 +397,6 @@ def install(ember) -> dict:
     ``absolute`` is its ``abs`` function, but errors name ``absolute()``, as torch's do); the
     same name in two namespaces is one object where torch's is (``F.conv2d`` is
     ``ember.conv2d``: ``shared_names.py``). Returns {(original, name, namespace): wrapper}."""
-    from .shared_names import SHARED
     wrappers: dict = {}
     for ns, (path, method) in NAMESPACES.items():
         holder = attribute_path(ember, path)

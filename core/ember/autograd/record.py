@@ -27,6 +27,7 @@ from .graph import (AutogradMeta, NotImplementedNode, SavedTensor, ZeroGradNode,
                     differentiable_dtype, grad_accumulator)
 from .nodes import FormulaNode, bind, node_class
 from .view_history import CopySlices, as_strided_node
+from ..ops.conversion import copy_op, to_copy_op
 
 _AG = K.AUTOGRAD
 _state = K.state
@@ -363,7 +364,6 @@ def _inplace_handler(op):
     twin_spec = None
     if twin is not None and twin.derivative.__class__ is Derivative:
         twin_spec = bind(twin, twin.derivative)
-    from ..ops.conversion import copy_op
 
     def handler(*args, **kwargs):
         target = args[0]
@@ -424,7 +424,6 @@ def _direct_inplace_handler(op, f):
 
 def history_clone(t):
     """A copy of ``t``'s current value that stands for it in the graph (same grad_fn)."""
-    from ..ops.conversion import to_copy_op
     c = run_below(to_copy_op, (t, t.dtype), {})
     e = gradient_edge(t)
     if e is not None:

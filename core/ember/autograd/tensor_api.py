@@ -10,6 +10,9 @@ from ..dispatch import keys as K
 from . import engine
 from .graph import (AutogradMeta, _HookDict, add_hook, alias, differentiable_dtype,
                     root_view_base)
+from ..ops._grad import expandable
+from ..ops._util import as_shape
+from .record import regenerate_view
 
 _AG = K.AUTOGRAD
 
@@ -86,7 +89,6 @@ def _grad_fn(self):
         return None
     if ag.view_version is not None and ag.requires_grad and \
             ag.view_version != self._storage.version:
-        from .record import regenerate_view
         return regenerate_view(self)
     return ag.grad_fn
 
@@ -192,8 +194,6 @@ def sum_to_size(self, *size):
     """PyTorch's ``at::sum_to``: a public ``sum`` over the broadcast dims (so bool and integer
     tensors promote as sum does), ``self`` when nothing is reduced, and always a full ``sum()``
     to the empty size."""
-    from ..ops._util import as_shape
-    from ..ops._grad import expandable
     shape = as_shape(size, "sum_to_size")
     if not expandable(shape, self._shape):
         raise RuntimeError(f"sum_to_size: size {list(shape)} is not expandable to size "

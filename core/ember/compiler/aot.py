@@ -27,6 +27,7 @@ from ..autograd.function import Function
 from ..dispatch.grad_mode import is_grad_enabled
 from .graph import Graph, Ref, _refs, rebuild
 from ..utils._pytree import leaves_of_type
+from ..autograd import grad as autograd_grad
 
 
 def _flat_tensors(x):
@@ -77,7 +78,6 @@ def capture_joint(cap, out, inputs):
 
 
 def _differentiate(cap, out, inputs, graph, n_inputs):
-    from ..autograd import grad as autograd_grad
     from .. import ones_like
     out_tensors = _unique_tensors(out)
     diff_outputs = [i for i, t in enumerate(out_tensors) if t.requires_grad]

@@ -18,9 +18,11 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import ember
 
 from .collectives import _group_rank, _skip
 from .process_group import resolve_group
+from ..ops.factories import from_numpy
 
 __all__ = ["broadcast_object_list", "all_gather_object", "gather_object",
            "scatter_object_list"]
@@ -32,7 +34,6 @@ def _formats():
     """``ember.save``/``ember.load``: serialization rebuilds nn's classes (``Parameter``), and nn
     holds DistributedDataParallel, which runs on this package: the objects travel through the
     public namespace rather than an import of ``ember.serialization``."""
-    import ember
     return ember
 
 
@@ -56,7 +57,6 @@ def _decode(arr):
 
 
 def _tensor(arr):
-    from ..ops.factories import from_numpy
     return from_numpy(np.ascontiguousarray(arr))
 
 

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import ember
 
 __all__ = ["main", "find_mpiexec", "build_command", "RUN_DIR_ENV", "mark_finished"]
 
@@ -130,7 +131,6 @@ def _host_count(opts) -> int:
 
 
 def _gpu_count() -> int:
-    import ember
     return ember.cuda.device_count() if ember.cuda.is_available() else 0
 
 

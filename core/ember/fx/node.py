@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import types
+from . import _public
 
 __all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target"]
 
@@ -233,7 +234,6 @@ def _target_repr(target):
     if isinstance(target, (types.BuiltinFunctionType, types.FunctionType)) and \
             getattr(builtins, target.__name__, None) is target:
         return target.__name__
-    from . import _public
     public = _public.lookup(target)
     if public is not None:
         return public

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+import numpy
 
 from .binding import bind
 from .linalg import HALF
@@ -93,7 +94,6 @@ _one_blas_thread = _OneBlasThread()
 def _run(xp, work, chunks):
     """``work(bs, hs)`` for every chunk: on worker threads for numpy, else in turn."""
     chunks = list(chunks)
-    import numpy
     if xp is not numpy:
         for c in chunks:
             work(*c)
@@ -109,7 +109,6 @@ def _run(xp, work, chunks):
 
 
 def _quiet(work, *chunk):
-    import numpy
     with numpy.errstate(all="ignore"):  # errstate is per thread
         work(*chunk)
 

@@ -7,6 +7,7 @@ multipliers of unnormalize, clip and reflection)."""
 from __future__ import annotations
 
 import itertools
+import contextlib
 
 from ..ops.grid_sampling import BICUBIC, BILINEAR, BORDER, CUBIC_A, NEAREST, REFLECTION
 from .binding import bind
@@ -130,7 +131,6 @@ def _linear_index(xp, pos, sizes):
 
 
 def _quiet(xp):
-    import contextlib
     errstate = getattr(xp, "errstate", None)
     return errstate(all="ignore") if errstate is not None else contextlib.nullcontext()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array_backend import ArrayBackend
+from .array_backend import ArrayBackend, ieee_caller
 
 
 class on_host:  # noqa: N801 - used like a function: bind(on_host(backend), TABLE)
@@ -43,7 +43,6 @@ class on_host:  # noqa: N801 - used like a function: bind(on_host(backend), TABL
 
 
 def _numpy_ieee():
-    from .array_backend import ieee_caller
     return ieee_caller(np)
 
 

@@ -15,6 +15,7 @@ already broadcast to one batch shape and return fresh C-ordered arrays.
 from __future__ import annotations
 
 import numpy as np
+from ..ops.linalg._rules import LinAlgError
 
 
 def _lapack(name, a):
@@ -56,7 +57,6 @@ def _mats(a):
 
 
 def _converge_error(api, what):
-    from ..ops.linalg._rules import LinAlgError
     return LinAlgError(f"{api}: The algorithm failed to converge because the input matrix is "
                        f"ill-conditioned or has too many repeated {what} (error code: 1).")
 

@@ -24,6 +24,12 @@ import numpy as np
 from . import errors
 from .errors import OnnxExporterError, UnsupportedOperatorError
 from ..utils._pytree import leaves_of_type
+from .._tensor import Tensor
+from ..compiler import dynamic
+from ..compiler.graph import Ref
+from ..export import export as capture
+from ..nn.modules.module import Module
+from ..ops.shape import cat
 
 __all__ = ["export", "errors", "OnnxExporterError", "UnsupportedOperatorError"]
 
@@ -80,8 +86,6 @@ def export(model, args, f, export_params=True, verbose=False, training=None,
            export_modules_as_functions=False, **unused):
     """``torch.onnx.export``'s signature: trace ``model(*args)`` and write the ONNX model to
     ``f`` (a path or a binary file object). Returns None, as torch's does."""
-    from ..export import export as capture
-    from ..nn.modules.module import Module
     from .symbolics import translate
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -189,9 +193,6 @@ def _generalize(program, model, args, input_names, dynamic_axes, capture):
     """(graph with ``SymInt``s where ints follow a dynamic input axis, the second capture's
     graph) — from capturing the model again with each dynamic axis at another size — or None
     when there are no dynamic input axes or the two captures can't be reconciled."""
-    from .._tensor import Tensor
-    from ..compiler import dynamic
-    from ..ops.shape import cat
     inputs = list(program.example_inputs)
     axes = [(i, d, label) for i, name in enumerate(input_names[:len(inputs)])
             for d, label in dynamic_axes.get(name, {}).items()]
@@ -248,7 +249,6 @@ def _normalise_axes(dynamic_axes):
 
 
 def _flat_refs(x):
-    from ..compiler.graph import Ref
     return leaves_of_type(x, Ref)
 
 

@@ -33,6 +33,7 @@ from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import NOT_DIFFERENTIABLE
 from .elementwise import binary as _bin, ternary as _tern
+from ..linalg import vector_norm
 
 __all__ = ["_foreach_add_", "_foreach_mul_", "_foreach_div_", "_foreach_lerp_",
            "_foreach_addcmul_", "_foreach_addcdiv_", "_foreach_maximum_", "_foreach_sqrt",
@@ -95,7 +96,6 @@ def _mul_tensor(selfs, scalar):
 
 
 def _norm(selfs, ord):
-    from ..linalg import vector_norm
     return [vector_norm(s, ord) for s in selfs]
 
 

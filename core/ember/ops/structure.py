@@ -10,7 +10,7 @@ import itertools
 import warnings
 
 from .. import _dtype
-from .._tensor import Tensor
+from .._tensor import Size, Tensor
 from .view_copies import diagonal_scatter
 
 __all__ = ["broadcast_shapes", "diag_embed", "diagflat", "block_diag", "cartesian_prod", "combinations",
@@ -64,7 +64,6 @@ def broadcast_shapes(*shapes):
                 raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single "
                                    f"shape.  Mismatch is at dim {k} with sizes {out[k]} and "
                                    f"{d}")
-    from .._tensor import Size
     return Size(out)
 
 

@@ -7,6 +7,7 @@ from .. import _dtype
 from .optimizer import (Optimizer, add_scaled_, addcmul_, as_real, bump, bump_tensor,
                         check_hparams, check_impl_flags, add_scalar, grads_of, impl_defaults,
                         lr_on, step_counter, tensor_steps)
+from ..ops.factories import full_like
 
 __all__ = ["Adagrad"]
 
@@ -31,7 +32,6 @@ class Adagrad(Optimizer):
             self._init_state(p, self.param_groups[-1])
 
     def _init_state(self, p, group):
-        from ..ops.factories import full_like
         state = self.state[p]
         if "sum" in state:
             return

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .optimizer import (Optimizer, add_scalar, addcdiv_, addcmul_, as_real, bump, check_betas,
                         check_hparams, check_impl_flags, decayed_grad, grads_of, host_value,
                         impl_defaults, lerp_, step_counter)
+from .._tensor import Tensor
 
 __all__ = ["NAdam"]
 
@@ -62,7 +63,6 @@ class NAdam(Optimizer):
 def _mul_host(state, key, factor):
     """Multiply a host scalar of the state in place (a plain number from an old state dict is
     made a tensor first); return the new value as a float."""
-    from .._tensor import Tensor
     if not isinstance(state[key], Tensor):
         state[key] = step_counter(host_value(state[key]))
     state[key].mul_(factor)

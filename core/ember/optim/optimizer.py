@@ -33,6 +33,8 @@ from ..dispatch.grad_mode import enable_grad, set_grad_enabled
 from ..autograd.tensor_api import zero_grads
 from ..ops.foreach import decayed_grad  # noqa: F401  (re-exported for the optimizers)
 from ..utils.hooks import RemovableHandle
+from ..compiler import is_compiling
+from ..ops.factories import tensor, zeros_like
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -401,7 +403,6 @@ def step_counter(value=0.0, param=None):
     never synchronizes a device — unless ``param`` is given (``capturable=True``: the count
     lives beside the parameter, like PyTorch's capturable counters; float32, or float64 for
     double-precision parameters so their bias corrections keep double precision)."""
-    from ..ops.factories import tensor
     if param is not None:
         wide = param.dtype in (_dtype.float64, _dtype.complex128)
         return tensor(value, dtype=_dtype.float64 if wide else _dtype.float32,
@@ -418,7 +419,6 @@ def tensor_steps(group):
     optimizers do under ``torch.compile``."""
     if group.get("capturable"):
         return True
-    from ..compiler import is_compiling
     return is_compiling()
 
 
@@ -455,7 +455,6 @@ def host_value(t):
 
 
 def zeros_state(p):
-    from ..ops.factories import zeros_like
     return zeros_like(p)
 
 

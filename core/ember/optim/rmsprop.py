@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .optimizer import (Optimizer, add_scaled_, addcmul_, as_real, bump, check_hparams,
                         grads_of, impl_defaults, lerp_, lr_on, step_counter, tensor_steps)
+from ..ops.factories import zeros_like
 
 __all__ = ["RMSprop"]
 
@@ -25,7 +26,6 @@ class RMSprop(Optimizer):
         super().__init__(params, defaults)
 
     def _state_of(self, p, group):
-        from ..ops.factories import zeros_like
         state = self.state[p]
         if len(state) == 0:
             state["step"] = step_counter(param=p if group["capturable"] else None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .optimizer import (Optimizer, as_real, bump, check_hparams, check_impl_flags, grads_of,
                         impl_defaults, neg_if, step_counter, zeros_state)
+from ..ops.factories import full_like
 
 __all__ = ["Rprop"]
 
@@ -25,7 +26,6 @@ class Rprop(Optimizer):
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        from ..ops.factories import full_like
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..ops import foreach as _fe
 from .optimizer import (Optimizer, add_scaled_, check_hparams, check_impl_flags, grads_of,
                         host_lr, impl_defaults, implementation, lr_on)
+from ..ops.factories import zeros_like
 
 __all__ = ["SGD"]
 
@@ -70,7 +71,6 @@ class SGD(Optimizer):
             state = self.state[p]
             buf = state.get("momentum_buffer")
             if buf is None:
-                from ..ops.factories import zeros_like
                 buf = state["momentum_buffer"] = zeros_like(p)
                 first.append((p, g, buf))
             else:

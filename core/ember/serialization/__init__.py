@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import pickle
 
-from ._ember_format import FORMAT_VERSION
+from ._ember_format import FORMAT_VERSION, ember_allowed, read_header
 from ._ember_format import Reader as _EmberReader
 from ._ember_format import is_ember_file as _is_ember_file
 from ._ember_format import prepare as _prepare
@@ -137,7 +137,6 @@ def get_unsafe_globals_in_checkpoint(f):
     """The ``module.name`` globals a checkpoint's pickle uses that ``weights_only=True`` would
     refuse (read without running anything): what to pass to ``add_safe_globals`` if you trust
     them."""
-    from ._ember_format import ember_allowed, read_header
     src = _Source(f)
     try:
         kind = _kind(src)

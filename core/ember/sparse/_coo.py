@@ -17,6 +17,8 @@ from .._layout import sparse_coo, strided
 from .._tensor import Tensor
 from ..dispatch import keys as K
 from ..runtime.layout import contiguous_strides
+from ..dispatch.grad_mode import no_grad
+from ..runtime.registry import registry
 
 SPARSE = K.SPARSE
 
@@ -117,7 +119,6 @@ def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, devic
 
 
 def _check_bounds(indices, sparse_shape):
-    from ..runtime.registry import registry
     if indices.shape[1] == 0 or not registry.get(indices.device.type).has_data:
         return                    # (meta tensors have no values to check)
     lo = indices.amin(1).tolist()
@@ -201,7 +202,6 @@ def to_sparse(t, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None
     if not 0 <= sparse_dim <= t.ndim:
         raise RuntimeError(f"to_sparse: sparse_dim {sparse_dim} must be in [0, {t.ndim}] for a "
                            f"tensor of shape {list(t.shape)}")
-    from ..dispatch.grad_mode import no_grad
     with no_grad():
         nz = t != 0
         if sparse_dim < t.ndim:

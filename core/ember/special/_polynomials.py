@@ -7,8 +7,11 @@ casts it to an integer. The shifted Chebyshev polynomials are the plain ones
 at ``2x - 1``. Written with ember ops: every backend runs them."""
 from __future__ import annotations
 
+import math
+
 from .. import _dtype
 from .._tensor import Tensor
+from ..ops._util import write_out
 
 __all__ = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
            "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
@@ -113,7 +116,6 @@ def legendre_polynomial_p(input, n, *, out=None):
 def spherical_bessel_j0(input, *, out=None):
     """``sin(x) / x`` (1 at 0, 0 at +-inf as in scipy and PyTorch): the normalized sinc at
     ``x / pi``."""
-    import math
     from .. import sinc, where
     x, _ = _operands("spherical_bessel_j0", input, 0)
     return _finish(where(x.isinf(), 0.0, sinc(x / math.pi)), out)
@@ -122,5 +124,4 @@ def spherical_bessel_j0(input, *, out=None):
 def _finish(result, out):
     if out is None:
         return result
-    from ..ops._util import write_out
     return write_out(out, result, "special")

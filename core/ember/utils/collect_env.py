@@ -13,6 +13,9 @@ import importlib.metadata
 import os
 import platform
 import sys
+import ember
+import numpy
+from ..runtime.registry import registry
 
 __all__ = ["get_env_info", "main"]
 
@@ -49,7 +52,6 @@ def _cpu() -> str:
 
 
 def _blas() -> list:
-    import numpy  # noqa: F401 - loads the BLAS threadpoolctl reports
     import scipy.linalg  # noqa: F401
     from threadpoolctl import threadpool_info
     rows = []
@@ -90,7 +92,6 @@ def _mpi() -> str:
 
 
 def _backends() -> list:
-    from ..runtime.registry import registry
     rows = []
     for name in registry.names():
         reason = registry.unavailable_reason(name)
@@ -115,7 +116,6 @@ def _plugins() -> list:
 
 def get_env_info() -> list:
     """(section, [lines]) pairs: the report's content."""
-    import ember
     return [
         ("ember", [f"{ember.__version__} at {os.path.dirname(ember.__file__)}"]),
         ("Python", [f"{sys.version.split()[0]} ({sys.executable})"]),

@@ -14,6 +14,8 @@ import time
 import numpy as np
 
 from .._types import DistBackendError, RedOpType
+from ...dispatch.grad_mode import no_grad
+from ...ops.factories import from_numpy
 
 _MPI = None
 
@@ -147,8 +149,6 @@ class Staged:
             return
         t = self.tensor
         if self.copied:
-            from ...dispatch.grad_mode import no_grad
-            from ...ops.factories import from_numpy
             with no_grad():
                 t.copy_(from_numpy(self.arr.reshape(tuple(t.shape))))
         else:

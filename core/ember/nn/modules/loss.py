@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import _loss as L
 from .. import functional as F
 from .module import Module
+from .linear import Linear
 
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss",
@@ -274,7 +275,6 @@ class LinearCrossEntropyLoss(_WeightedLoss):
             raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
                                f"{label_smoothing}")
         super().__init__(weight, None, None, reduction)
-        from .linear import Linear
         self.num_classes = num_classes
         self.out_features = tuple(out_features)
         self.ignore_index = ignore_index

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, namedtuple
+import ember
 
 from ..._tensor import Tensor
 from ...utils.hooks import RemovableHandle
 from ...dispatch.grad_mode import no_grad
 from ...autograd.tensor_api import zero_grads
 from ..parameter import Parameter
+from ... import _dtype
+from ...ops.conversion import _parse_to
+from ...runtime.registry import registry
 
 __all__ = ["Module"]
 
@@ -366,7 +370,6 @@ class Module:
     def compile(self, *args, **kwargs):
         """Compile this module's forward with ``ember.compile`` in place (``torch``'s
         ``Module.compile``)."""
-        import ember   # the compiler is a layer above nn (it guards on modules)
         ember.compiler._module_compile(self, *args, **kwargs)
 
     def apply(self, fn):
@@ -399,8 +402,6 @@ class Module:
     def to(self, *args, **kwargs):
         """``to(device)``, ``to(dtype)``, ``to(tensor)``, ``to(device, dtype)``: floating-point
         and complex tensors take the dtype, every tensor moves to the device."""
-        from ... import _dtype
-        from ...ops.conversion import _parse_to
         device, dtype, non_blocking, _ = _parse_to(args, dict(kwargs))
         if dtype is not None:
             dtype = _dtype.as_dtype(dtype)
@@ -430,19 +431,15 @@ class Module:
         return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
 
     def float(self):
-        from ... import _dtype
         return self._float_cast(_dtype.float32)
 
     def double(self):
-        from ... import _dtype
         return self._float_cast(_dtype.float64)
 
     def half(self):
-        from ... import _dtype
         return self._float_cast(_dtype.float16)
 
     def bfloat16(self):
-        from ... import _dtype
         return self._float_cast(_dtype.bfloat16)
 
     # -- state_dict -----------------------------------------------------------------------------
@@ -635,7 +632,6 @@ def _announce_backend(name):
 
 
 def _install_device_methods():
-    from ...runtime.registry import registry
     registry.on_new_name(_announce_backend)
 
 

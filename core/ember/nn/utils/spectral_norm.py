@@ -10,12 +10,12 @@ from ...dispatch.grad_mode import no_grad
 from .. import functional as F
 from ..parameter import Parameter
 from .weight_norm import remove_hook_of
+from ..modules.conv import _ConvTransposeNd
 
 __all__ = ["spectral_norm", "remove_spectral_norm", "SpectralNorm"]
 
 
 def _default_dim(module):
-    from ..modules.conv import _ConvTransposeNd
     return 1 if isinstance(module, _ConvTransposeNd) else 0
 
 

@@ -341,7 +341,6 @@ _real_sinc, _real_sinc_ = special_api["sinc"], special_api["sinc_"]
 def _complex_sinc(z):
     """``sin(pi z) / (pi z)``, 1 at 0, for complex z (PyTorch's sinc takes complex input; the
     zero is kept out of the quotient so its gradient is PyTorch's 0 there, not NaN)."""
-    from .selection import where
     zero, one = z.eq(0), z.new_ones(())
     safe = where(zero, one, z) * math.pi
     return where(zero, one, safe.sin() / safe)

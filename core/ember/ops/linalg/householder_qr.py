@@ -11,6 +11,8 @@ differentiable through ``householder_product`` and ``matmul``. Real dtypes only.
 from __future__ import annotations
 
 from ..._tensor import Tensor
+from ... import return_types
+from ...dispatch.grad_mode import no_grad
 
 __all__ = ["geqrf", "ormqr"]
 
@@ -29,7 +31,6 @@ def _check(op, a, name="input"):
 def geqrf(input, *, out=None):
     """``(a, tau)``: R on and above the diagonal of ``a``, the Householder vectors below it."""
     from ... import where, zeros
-    from ...dispatch.grad_mode import no_grad
     _check("geqrf", input)
     m, n = input.shape[-2:]
     k = min(m, n)
@@ -97,7 +98,6 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
 
 def _geqrf_type():
-    from ... import return_types
     if not hasattr(return_types, "geqrf"):
         return_types.geqrf = return_types._return_type("geqrf", ["a", "tau"])
     return return_types.geqrf

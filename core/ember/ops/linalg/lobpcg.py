@@ -12,7 +12,7 @@ autograd for the converged result). ``method`` accepts torch's "basic" and "orth
 B-orthonormalisation here); ``tracker`` is called with the state after each iteration."""
 from __future__ import annotations
 
-from ... import _dtype
+from ... import _dtype, linalg
 from ..._tensor import Tensor
 
 __all__ = ["lobpcg"]
@@ -30,7 +30,6 @@ class _State(dict):
 
 def _b_orthonormal(S, B):
     """A basis of span(S), orthonormal in B's inner product."""
-    from ... import linalg
     BS = S if B is None else B.matmul(S)
     G = S.mT.matmul(BS)
     G = (G + G.mT) * 0.5

@@ -10,6 +10,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+from ember.run.torch_alias import install_from_environment
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -41,7 +42,6 @@ class _LazyTorchAlias:
                     self._outside.refusal(fullname) is None:
                 return None
         sys.meta_path.remove(self)
-        from ember.run.torch_alias import install_from_environment
         return install_from_environment().find_spec(fullname, path, target)
 
 

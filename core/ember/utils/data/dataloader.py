@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import warnings
+import ember
 
 from . import _utils
 from ._utils.collate import default_collate, default_convert
@@ -20,6 +21,7 @@ from ._utils.seeds import draw_seed
 from .datapipes.datapipe import IterDataPipe, MapDataPipe
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .graph_settings import apply_random_seed, apply_sharding, apply_shuffle_settings
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
@@ -65,7 +67,6 @@ def _share_dist_seed(generator):
     seed = draw_seed(generator)
     dist = _distributed()
     if dist is not None and dist.get_world_size() > 1:
-        import ember
         t = ember.tensor(seed, dtype=ember.int64)
         dist.broadcast(t, src=0)
         seed = int(t.item())
@@ -132,7 +133,6 @@ class DataLoader:
             self._dataset_kind = _DatasetKind.Iterable
             if isinstance(dataset, IterDataPipe):
                 if shuffle is not None:
-                    from .graph_settings import apply_shuffle_settings
                     dataset = apply_shuffle_settings(dataset, shuffle=shuffle)
                     self.dataset = dataset
             elif shuffle not in (False, None):
@@ -297,9 +297,7 @@ class _BaseDataLoaderIter:
         self._num_yielded = 0
 
     def _apply_datapipe_seed(self):
-        import ember
 
-        from .graph_settings import apply_random_seed
         rng = ember.Generator()
         rng.manual_seed(self._shared_seed)
         apply_random_seed(self._dataset, rng)
@@ -348,7 +346,6 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
         if isinstance(self._dataset, (IterDataPipe, MapDataPipe)):
-            from .graph_settings import apply_sharding
             apply_sharding(self._dataset, self._world_size, self._rank)
         self._dataset_fetcher = create_fetcher(self._dataset_kind == _DatasetKind.Iterable,
                                                self._dataset, self._auto_collation,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import ember
 
 from .sampler import Sampler
 
@@ -61,7 +62,6 @@ class DistributedSampler(Sampler):
     def __iter__(self):
         n = len(self.dataset)
         if self.shuffle:
-            import ember
             g = ember.Generator()
             g.manual_seed(self.seed + self.epoch)
             indices = ember.randperm(n, generator=g).tolist()
