@@ -1,5 +1,6 @@
 """The default device (``ember.set_default_device``)."""
 from __future__ import annotations
+
 from ._device import as_device, device
 
 _default = [None]

@@ -15,7 +15,10 @@ import functools
 import inspect
 import types
 from dataclasses import dataclass, field
+import importlib
 import warnings
+import ember
+
 from .dispatch.describe import where_defined
 from .dispatch.dispatcher import Op, all_ops
 from .profiler import profile
@@ -40,7 +43,6 @@ class Resolution:
 
 
 def _module(path: str):
-    import importlib
     try:
         return importlib.import_module(path)
     except ImportError:
@@ -49,7 +51,6 @@ def _module(path: str):
 
 def _lookup(name: str):
     """(canonical name, object) for a public spelling, or None."""
-    import ember
     parts = name.strip().split(".")
     if parts[0] in ("ember", "torch"):
         parts = parts[1:]
@@ -143,6 +144,7 @@ def ops_on_sample(canonical: str):
     """(sample description, op names the profiler records while the function runs on its
     conformance sample on the CPU), or None when it has no sample (or the suite is absent)."""
     try:
+        # optional: the conformance suite's own package
         from ember_conformance.opdb import all_opinfos
     except ImportError:
         return None
@@ -184,7 +186,6 @@ def resolve(name: str):
 
 
 def _public_names() -> list:
-    import ember
     names = set()
     for home in _NAMESPACES:
         mod = _module(home)

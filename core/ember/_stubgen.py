@@ -15,6 +15,8 @@ import inspect
 import pathlib
 import sys
 import types
+import ember
+
 from .ops.conversion import _TORCH_DEVICE_FLAGS, _TORCH_DEVICE_METHODS
 from .runtime.registry import registry
 from ember._tensor import Tensor
@@ -143,7 +145,6 @@ def _package_stub(ember) -> str:
 
 def generate() -> dict:
     """{path relative to the ember package: stub text}."""
-    import ember
     return {"__init__.pyi": _package_stub(ember), "_tensor.pyi": _tensor_stub(Tensor)}
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from importlib.metadata import PackageNotFoundError, version
+
 from . import _fastpath
 from ._op_names import near_misses, resolve
 from .demo import run
@@ -27,6 +29,7 @@ from .dispatch.describe import describe, missing_lowering
 from .dispatch.dispatcher import all_ops
 from .run import main as run_main
 from .runtime.registry import registry
+from .version import __version__
 
 
 def _backends() -> list:
@@ -87,13 +90,14 @@ def _left_out_rows():
 
 
 def _console():
-    from rich.console import Console
+    from rich.console import Console  # start-up: rich (~50 ms), only for `ember info`'s tables
     return Console()
 
 
 def _rich_table(title, columns, rows, styles=None):
     """A rich table whose cells are literal text: a reason such as ``pip install
     'ember[opencl]'`` must print as written, not as markup."""
+    # start-up: rich (~50 ms), only for `ember info`'s tables
     from rich.table import Table
     from rich.text import Text
     table = Table(title=title)
@@ -122,7 +126,6 @@ def info(args) -> int:
         return op_info(args.op, as_json=getattr(args, "json", False))
     if getattr(args, "missing_lowering", False):
         return missing_lowering_info(as_json=getattr(args, "json", False))
-    from . import __version__
     backends, left_out = _backends(), _left_out_rows()
     if getattr(args, "json", False):
         print(json.dumps({"version": __version__, "backends": backends,
@@ -233,11 +236,9 @@ def _demo(args) -> int:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
     try:
         return version("ember")
     except PackageNotFoundError:  # running from a source tree that was never installed
-        from . import __version__
         return __version__
 
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import importlib.util
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+
 import ember
-import warnings
+from ember import nn
+
 from .runtime.registry import registry
 from .utils.progress import Progress
-from ember import nn
 
 # loss curves of two backends agree when every step's losses are this close (float32 kernels that
 # sum in different orders drift slowly over a few hundred steps; a wrong kernel is off at once)
@@ -60,6 +62,7 @@ def load_digits(seed: int = 0, test_fraction: float = 0.2):
     (N, 1, 8, 8), int64 labels -- scikit-learn's digits, or ``synthetic_digits`` where
     scikit-learn is not installed."""
     try:
+        # optional: scikit-learn (ember[demo])
         from sklearn.datasets import load_digits as sk_load_digits
     except ImportError:
         images, target = synthetic_digits(seed=seed)
@@ -181,6 +184,7 @@ def _verdicts(results, devices):
 
 def run(args) -> int:
 
+    # start-up: rich (~50 ms), for the demo's table
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text

@@ -7,6 +7,7 @@ Python ``TypeError`` at call time tells the binding layer; argument types are em
 own business. Type names are ember's (``ember.dtype``), where torch's text says ``torch.``.
 """
 from __future__ import annotations
+
 from .._tensor import Tensor
 
 

@@ -6,9 +6,9 @@ inside a node is preceded by a warning with that forward traceback.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
-import functools
 
 from .._dtype import FLOATING
 from ..ops.elementwise import unary_api

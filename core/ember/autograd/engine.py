@@ -416,7 +416,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``."""
     if is_grads_batched:  # the first dim of each grad_output is a batch: one vmapped backward
-        import ember   # ember.func is a layer above autograd: reached through the public face
+        import ember  # layering: ember.func is above autograd (the public face, at call time)
         vmap = ember.func.vmap
         outs = _as_tuple(outputs)
 

@@ -238,7 +238,7 @@ def _forward_jacobian(func, inputs, wrt, n_out):
 def _transforms():
     """``ember.func``: a layer above autograd, which the batched checks use as any caller would,
     through the public namespace."""
-    import ember
+    import ember  # layering: ember.func is above autograd
     return ember.func
 
 

@@ -28,6 +28,7 @@ from ..dispatch.grad_mode import is_grad_enabled
 from .graph import Graph, Ref, _refs, rebuild
 from ..utils._pytree import leaves_of_type
 from ..autograd import grad as autograd_grad
+from ..ops.factories import ones_like
 
 
 def _flat_tensors(x):
@@ -78,7 +79,6 @@ def capture_joint(cap, out, inputs):
 
 
 def _differentiate(cap, out, inputs, graph, n_inputs):
-    from .. import ones_like
     out_tensors = _unique_tensors(out)
     diff_outputs = [i for i, t in enumerate(out_tensors) if t.requires_grad]
     if not diff_outputs:
@@ -170,7 +170,7 @@ class CompiledAutograd(Function):
 
     @staticmethod
     def forward(ctx, joint, inputs, structure, *sources):
-        from . import run_graph
+        from . import run_graph  # cycle: ember.compiler (its __init__)
         out, saved = run_graph(joint.forward_run, inputs)
         tensors = _unique_tensors(out)
         structure.append((out, tensors))
@@ -184,7 +184,7 @@ class CompiledAutograd(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        from . import run_graph
+        from . import run_graph  # cycle: ember.compiler (its __init__)
         if is_grad_enabled():
             raise RuntimeError("ember.compile: double backward through a compiled function's "
                                "backward is not supported (torch.compile's aot_autograd has "

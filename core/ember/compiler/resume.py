@@ -32,6 +32,7 @@ import copy
 import inspect
 import textwrap
 import types
+
 from .. import _dtype
 from ..ops.factories import tensor
 

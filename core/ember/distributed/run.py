@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -251,7 +252,6 @@ def main(argv=None) -> int:
         print(e, file=sys.stderr)
         return 2
     if opts.dry_run:
-        import shlex
         print(" ".join(f"{k}={v}" for k, v in env.items()) + (" " if env else "") +
               " ".join(shlex.quote(c) for c in cmd))
         return 0

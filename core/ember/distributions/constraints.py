@@ -3,6 +3,7 @@
 (``event_dim`` rightmost dims are reduced); ``biject_to``/``transform_to``
 (``constraint_registry``) map unconstrained space onto each of them."""
 from __future__ import annotations
+
 import ember
 
 from .utils import finfo

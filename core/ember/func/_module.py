@@ -165,6 +165,7 @@ def replace_all_batch_norm_modules_(root):
 
 def _is_batch_norm(module) -> bool:
     try:
+        # layering: ember.func stays below ember.nn
         from ..nn.modules.normalization import _BatchNorm
     except ImportError:  # moved: recognise it by what it holds
         _BatchNorm = None

@@ -10,14 +10,15 @@ temporaries are freed as early as eagerly."""
 from __future__ import annotations
 
 import builtins
+import importlib
 import inspect
 import keyword
 import math
+import math as math_mod
 import operator
+import operator as op_mod
 import re
 import ember
-import math as math_mod
-import operator as op_mod
 
 from .node import Node, _format_arg, _target_repr, map_arg
 from . import _public
@@ -303,7 +304,7 @@ class Graph:
                  _format_arg(n.args), _format_arg(n.kwargs)] for n in self.nodes]
         headers = ["opcode", "name", "target", "args", "kwargs"]
         try:
-            from tabulate import tabulate
+            from tabulate import tabulate  # optional: tabulate
             print(tabulate(rows, headers=headers))
         except ImportError:
             print(_simple_table(rows, headers))
@@ -331,7 +332,6 @@ def _simple_table(rows, headers):
 def _public_name(fn):
     """``ember.relu``-style dotted name of a function reachable from ember's public namespaces
     (or from its own module), else None."""
-    import importlib
     hit = _public.lookup(fn)
     if hit is not None:
         return hit

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import types
+
 from . import _public
 
 __all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target"]

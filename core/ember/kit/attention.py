@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import numpy
 
 from .binding import bind
@@ -50,7 +51,6 @@ def _executor(n):
     global _pool
     with _pool_lock:
         if _pool is None or _pool[0] != os.getpid() or _pool[1]._max_workers < n:
-            from concurrent.futures import ThreadPoolExecutor
             _pool = (os.getpid(), ThreadPoolExecutor(n, thread_name_prefix="ember-attention"))
         return _pool[1]
 
@@ -70,6 +70,7 @@ class _OneBlasThread:
         with self._lock:
             if self._controller is None:
                 try:
+                    # start-up: threadpoolctl, first use only
                     from threadpoolctl import ThreadpoolController
                     self._controller = ThreadpoolController()
                 except ImportError:

@@ -2,8 +2,8 @@
 product), in row chunks that keep the (chunk, R, M) difference block near 4 M elements."""
 from __future__ import annotations
 
-import math
 import contextlib
+import math
 
 from .binding import bind
 

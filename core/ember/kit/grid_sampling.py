@@ -6,8 +6,8 @@ scatters ``grad * weight`` into the input (one ``bincount`` per call) and sums
 multipliers of unnormalize, clip and reflection)."""
 from __future__ import annotations
 
-import itertools
 import contextlib
+import itertools
 
 from ..ops.grid_sampling import BICUBIC, BILINEAR, BORDER, CUBIC_A, NEAREST, REFLECTION
 from .binding import bind

@@ -24,7 +24,7 @@ class on_host:  # noqa: N801 - used like a function: bind(on_host(backend), TABL
 
     @property
     def special(self):
-        import scipy.special
+        import scipy.special  # start-up: scipy.special (~350 ms)
         return scipy.special
 
     def native(self, t):

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..dispatch.grad_mode import no_grad
-from ..ops.factories import from_numpy
+from ..ops.factories import eye, from_numpy
 from ..ops.random import randperm
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
@@ -117,7 +117,6 @@ def eye_(tensor):
     _check(tensor, "eye_")
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    from ..ops.factories import eye
     with no_grad():
         return tensor.copy_(eye(*tensor._shape, dtype=tensor.dtype, device=tensor.device))
 

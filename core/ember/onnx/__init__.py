@@ -40,7 +40,7 @@ class Builder:
     """Collects ONNX nodes and initializers while the graph is translated."""
 
     def __init__(self, opset, fold):
-        import onnx
+        import onnx  # optional: onnx (ember[onnx])
         self.onnx = onnx
         self.helper = onnx.helper
         self.opset = opset
@@ -74,7 +74,7 @@ class Builder:
     def constant_of_shape(self, shape, value, dtype):
         """A ``ConstantOfShape`` node: the int64 value ``shape`` filled with ``value`` of
         numpy ``dtype``."""
-        from onnx import numpy_helper
+        from onnx import numpy_helper  # optional: onnx (ember[onnx])
         fill = numpy_helper.from_array(np.asarray([value], dtype=dtype))
         return self.op("ConstantOfShape", [shape], value=fill)
 
@@ -86,7 +86,8 @@ def export(model, args, f, export_params=True, verbose=False, training=None,
            export_modules_as_functions=False, **unused):
     """``torch.onnx.export``'s signature: trace ``model(*args)`` and write the ONNX model to
     ``f`` (a path or a binary file object). Returns None, as torch's does."""
-    from .symbolics import translate
+    from .symbolics import translate  # start-up: ~2 ms, exports only
+    # optional: onnx (ember[onnx])
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -271,7 +272,7 @@ def _value_info(helper, TensorProto, name, meta, dyn):
 
 
 def onnx_dtype(dtype):
-    from onnx import helper
+    from onnx import helper  # optional: onnx (ember[onnx])
     return helper.np_dtype_to_tensor_dtype(np.dtype(dtype.np)) if dtype.np is not None else \
         _unsupported_dtype(dtype)
 

@@ -24,6 +24,7 @@ from ._util import as_shape, tensor_method, write_out
 from ..runtime import determinism as _determinism
 from .._layout import strided
 from ..runtime.registry import registry
+from ..runtime.storage import Storage
 
 
 def _full_meta(size, fill_value, dtype, device):
@@ -175,7 +176,6 @@ def from_numpy(array):
     if any(s % array.itemsize for s in array.strides):
         raise ValueError("from_numpy: strides that are not a multiple of the item size are not "
                          "supported; make a copy first")
-    from .._storage import Storage
     cpu = device("cpu")
     isz = array.itemsize
     return Tensor._make(Storage(array, array.nbytes, cpu), array.shape,

@@ -10,15 +10,11 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor
 from .view_copies import _scatter_into
+from ._util import ember_namespace as _ember
 
 __all__ = ["scatter_reduce", "index_reduce"]
 
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
-
-
-def _ember():
-    import ember
-    return ember
 
 
 def _identity(reduce, dtype):

@@ -12,15 +12,11 @@ import warnings
 from .. import _dtype
 from .._tensor import Size, Tensor
 from .view_copies import diagonal_scatter
+from ._util import ember_namespace as _ember
 
 __all__ = ["broadcast_shapes", "diag_embed", "diagflat", "block_diag", "cartesian_prod", "combinations",
            "meshgrid", "take_along_dim", "index_fill", "masked_scatter", "put", "isin",
            "searchsorted", "bucketize", "bincount", "histc", "vander"]
-
-
-def _ember():
-    import ember
-    return ember
 
 
 def _tensor(x, fn, name="input"):

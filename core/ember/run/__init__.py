@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import runpy
 import sys
 import traceback
-import re
+
 from ..runtime.registry import registry
 from .torch_alias import _parse_devices, install
 

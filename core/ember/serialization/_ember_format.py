@@ -23,6 +23,7 @@ import struct
 import zlib
 from collections import Counter, OrderedDict
 
+from pickle import UnpicklingError
 import numpy as np
 
 from .. import _dtype
@@ -34,6 +35,7 @@ from ..nn.modules.module import _HookODict
 from ..nn.parameter import Parameter
 from ..ops.factories import from_numpy
 from ..runtime import make_tensor
+from .._layout import strided
 
 FORMAT = "ember"
 FORMAT_VERSION = 3
@@ -166,7 +168,6 @@ def _contiguous(shape):
 
 
 def _layout_strided():
-    from .. import strided
     return strided
 
 
@@ -352,7 +353,6 @@ class Reader:
                                                      encoding=self.encoding)
             unpickler.persistent_load = persistent_load
             return unpickler.load()
-        from pickle import UnpicklingError
         allowed = ember_allowed().with_user_globals()
         try:
             return SafeUnpickler(data, allowed, persistent_load, encoding=self.encoding).load()

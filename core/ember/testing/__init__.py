@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from .._tensor import Tensor
 
 # (rtol, atol) per dtype name, from torch.testing.assert_close's documentation

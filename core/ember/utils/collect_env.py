@@ -13,8 +13,9 @@ import importlib.metadata
 import os
 import platform
 import sys
-import ember
 import numpy
+import ember
+
 from ..runtime.registry import registry
 
 __all__ = ["get_env_info", "main"]
@@ -52,6 +53,7 @@ def _cpu() -> str:
 
 
 def _blas() -> list:
+    # optional: reported when installed
     import scipy.linalg  # noqa: F401
     from threadpoolctl import threadpool_info
     rows = []
@@ -63,7 +65,7 @@ def _blas() -> list:
 
 
 def _opencl() -> list:
-    import pyopencl as cl
+    import pyopencl as cl  # optional: reported when installed
     rows = []
     for p in cl.get_platforms():
         devices = _probe(lambda: ", ".join(d.name for d in p.get_devices()))
@@ -74,7 +76,7 @@ def _opencl() -> list:
 def _cuda() -> str:
     if _version("cupy-cuda12x") == "not installed" and _version("cupy") == "not installed":
         return "cupy not installed"
-    import cupy
+    import cupy  # optional: reported when installed
     runtime = _probe(lambda: cupy.cuda.runtime.runtimeGetVersion())
     driver = _probe(lambda: cupy.cuda.runtime.driverGetVersion())
     count = _probe(lambda: cupy.cuda.runtime.getDeviceCount())
@@ -84,9 +86,9 @@ def _cuda() -> str:
 def _mpi() -> str:
     if _version("mpi4py") == "not installed":
         return "mpi4py not installed"
-    import mpi4py
+    import mpi4py  # optional: reported when installed
     mpi4py.rc.initialize = False   # report the library without starting MPI
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional: reported when installed
     library = " ".join(MPI.Get_library_version().splitlines()[0].split())
     return f"mpi4py {mpi4py.__version__}; {library}"
 

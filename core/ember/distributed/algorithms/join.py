@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from abc import ABC, abstractmethod
 from typing import NamedTuple
+
 from ...ops.factories import ones, zeros
 from ..collectives import all_reduce
 from ..process_group import resolve_group

@@ -2,7 +2,9 @@
 and Tropp 2009, algorithms 4.4 and 5.1 — the algorithm of torch's ``_lowrank.py``), written
 with ember's matmul, QR and SVD so it runs on every backend and autograd sees through it."""
 from __future__ import annotations
+
 from ... import linalg
+from ..random import randn
 
 __all__ = ["svd_lowrank", "pca_lowrank"]
 
@@ -10,7 +12,6 @@ __all__ = ["svd_lowrank", "pca_lowrank"]
 def _basis(A, q, niter, M):
     """An orthonormal (m, q) basis approximating the range of ``A - M`` (subspace iteration
     with ``niter`` rounds, re-orthonormalised by QR each time)."""
-    from ... import linalg, randn
     R = randn(*A.shape[:-2], A.shape[-1], q, dtype=A.dtype, device=A.device)
 
     def times(right, adjoint=False):

@@ -10,7 +10,6 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-from ember.run.torch_alias import install_from_environment
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -42,6 +41,8 @@ class _LazyTorchAlias:
                     self._outside.refusal(fullname) is None:
                 return None
         sys.meta_path.remove(self)
+        # start-up: a child process imports ember only once it imports torch
+        from ember.run.torch_alias import install_from_environment
         return install_from_environment().find_spec(fullname, path, target)
 
 

@@ -8,8 +8,8 @@ import math
 import warnings
 from collections.abc import Iterable
 from typing import Generic, TypeVar
-import ember
 import numpy as np
+import ember
 
 T_co = TypeVar("T_co", covariant=True)
 

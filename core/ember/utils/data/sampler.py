@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Generic, TypeVar
 import ember
+
 from ._utils.seeds import draw_seed
 
 T_co = TypeVar("T_co", covariant=True)

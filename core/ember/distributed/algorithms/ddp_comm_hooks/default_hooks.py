@@ -9,6 +9,7 @@ the communication (usually the communication thread), so a callback that starts 
 collective must start it in the same order on every rank.
 """
 from __future__ import annotations
+
 from .... import _dtype
 from ...collectives import all_reduce
 from ...process_group import resolve_group

@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import ember
+
 from ...._tensor import Tensor
 
 __all__ = ["collate", "collate_float_fn", "collate_int_fn", "collate_numpy_array_fn",

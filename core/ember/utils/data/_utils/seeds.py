@@ -1,5 +1,6 @@
 """Seeds drawn from ember's generators, so ``ember.manual_seed`` reproduces every shuffle."""
 from __future__ import annotations
+
 import ember
 
 

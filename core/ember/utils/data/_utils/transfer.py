@@ -31,6 +31,7 @@ from collections import deque
 
 import numpy as np
 import ember
+
 from ...._tensor import Tensor
 
 try:

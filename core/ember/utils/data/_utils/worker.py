@@ -7,8 +7,8 @@ import queue
 import random
 import sys
 import traceback
-import ember
 import numpy as np
+import ember
 
 from . import transfer
 from .fetch import create_fetcher
