@@ -29,6 +29,12 @@ import os
 import re
 import sys
 import types
+import warnings
+
+from .._tensor import Tensor
+from ..dispatch.grad_mode import is_grad_enabled
+from ..ops._util import write_out
+from .shared_names import SHARED
 
 from .. import _fastpath
 
@@ -225,8 +231,7 @@ class Binding:
         if self.name in _WARNED:
             return
         _WARNED.add(self.name)
-        import warnings
-        from . import parser_errors
+        from . import parser_errors  # start-up: ~3 ms, read only when a call is refused
         instead = "\n".join(f"\t{self.name}{o}" for o in parser_errors.options(entry))
         warnings.warn(f"This overload of {self.name} is deprecated:\n\t{self.name}"
                       f"{parser_errors.render(sig)}\nConsider using one of the following "
@@ -241,7 +246,7 @@ class Binding:
         exact = entry is not None and entry.get("source", "torchgen") in ("torchgen", "listing")
         if entry is not None and entry.get("kind") == "parser":
             if exact or entry.get("noarg"):
-                from . import parser_errors
+                from . import parser_errors  # start-up: ~3 ms, read only when a call is refused
                 return TypeError(parser_errors.message(self.display_name, entry, given, kwargs,
                                                        method=self.method))
             return TypeError(_renamed(str(python_error), self.display_name))
@@ -335,8 +340,6 @@ def _binding_error(e: TypeError, passthrough: bool) -> bool:
 
 def _write_out(name, result, out):
     """``out=`` for an ember function without it: torch's checks, then copy into ``out``."""
-    from .._tensor import Tensor
-    from ..ops._util import write_out
     if isinstance(result, Tensor):
         return write_out(out, result, name)
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
@@ -346,8 +349,6 @@ def _write_out(name, result, out):
 
 
 def _check_out_autograd(name, args, kwargs):
-    from .._tensor import Tensor
-    from ..dispatch.grad_mode import is_grad_enabled
     if not is_grad_enabled():
         return
     for a in (*args, *kwargs.values()):
@@ -415,7 +416,6 @@ def install(ember) -> dict:
     ``absolute`` is its ``abs`` function, but errors name ``absolute()``, as torch's do); the
     same name in two namespaces is one object where torch's is (``F.conv2d`` is
     ``ember.conv2d``: ``shared_names.py``). Returns {(original, name, namespace): wrapper}."""
-    from .shared_names import SHARED
     wrappers: dict = {}
     for ns, (path, method) in NAMESPACES.items():
         holder = attribute_path(ember, path)

@@ -6,6 +6,7 @@ from functools import update_wrapper
 from numbers import Number
 
 import numpy as np
+import ember
 
 from .. import _dtype
 from .._tensor import Tensor
@@ -42,7 +43,6 @@ def finfo(dtype) -> _FInfo:
 
 
 def _ember():
-    import ember
     return ember
 
 

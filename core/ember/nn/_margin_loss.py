@@ -4,7 +4,7 @@ written in ember ops with PyTorch's formulas (so every backend runs it and autog
 through it), with the ``torch.*`` native forms (``reduction`` as the enum 0/1/2)."""
 from __future__ import annotations
 
-from ..ops import elementwise as _ew
+from ..ops import elementwise as _ew, factories as _fac
 from ..ops._util import torch_function
 from ._distance import pairwise_distance
 from ._loss import _reduce, _reduction, reduction_from_enum
@@ -75,7 +75,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction="mean"):
     """Per-class logistic losses, averaged over the classes (the last dim)."""
-    from .functional import logsigmoid
+    from .functional import logsigmoid  # cycle: ember.nn.functional
     _tensors("multilabel_soft_margin_loss", input=input, target=target)
     reduction = _reduction(reduction, size_average, reduce)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
@@ -89,7 +89,6 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 def _targets_mask(input, target):
     """(valid targets per position, is-target mask per class) of a multilabel target: the
     class indices up to the first -1."""
-    from ..ops import factories as _fac
     valid = target.ge(0).to(input.dtype).cumprod(-1).bool()
     safe = target.clamp_min(0)
     is_target = _fac.zeros(input.shape, dtype=input.dtype, device=input.device)
@@ -140,7 +139,6 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         z = z * z
     if weight is not None:
         z = z * weight.index_select(0, y).unsqueeze(1)
-    from ..ops import factories as _fac
     others = _fac.arange(c, device=x.device).unsqueeze(0).ne(y.unsqueeze(1))
     z = z * others
     loss = z.sum(1) / c

@@ -9,17 +9,16 @@ input equal to the result among the ties, although it took no part: ember does n
 unique extremum among the sources gets the whole gradient.)"""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _dtype
 from .._tensor import Tensor
+from .view_copies import _scatter_into
+from ._util import ember_namespace as _ember
 
 __all__ = ["scatter_reduce", "index_reduce"]
 
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
-
-
-def _ember():
-    import ember
-    return ember
 
 
 def _identity(reduce, dtype):
@@ -29,7 +28,6 @@ def _identity(reduce, dtype):
         return 1
     if dtype.is_floating_point:
         return float("-inf") if reduce == "amax" else float("inf")
-    import numpy as np
     info = np.iinfo(dtype.np) if dtype is not _dtype.bool_ else None
     if info is None:
         return reduce == "amin"
@@ -114,7 +112,6 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     if tuple(base.shape) == tuple(x.shape):
         result = updated
     else:
-        from .view_copies import _scatter_into
         result = _scatter_into(x, updated, lambda t: t[region], "scatter_reduce")
     result = result.reshape(input.shape)
     return out.copy_(result) if out is not None else result

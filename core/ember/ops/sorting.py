@@ -17,6 +17,9 @@ from ..dispatch.facets import Derivative
 from . import _batching, _grad, _meta
 from ..return_types import _return_type
 from ._util import ember_namespace, require_tensor, tensor_method
+from .elementwise import where
+from .factories import full
+from .indexing import gather_op
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
            "unique"]
@@ -179,7 +182,6 @@ def _median(name, ignore_nan):
             if input.numel() == 0:
                 if input.dtype.category != _dtype.FLOATING:
                     raise RuntimeError(f"{name}(): input tensor cannot be empty")
-                from .factories import full
                 return full((), math.nan, dtype=input.dtype, device=input.device)
             return all_op(input)
         d = _dim(input, dim, name)
@@ -266,7 +268,6 @@ def _sort_jvp(ctx, tangents, self, dim, descending, stable):
         return None
     if not self._shape:
         return t, None
-    from .indexing import gather_op
     return gather_op(t, dim, ctx.result[1]), None
 
 

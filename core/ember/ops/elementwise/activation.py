@@ -381,24 +381,23 @@ def threshold_(input, threshold, value):
     return _write_in_place(threshold__op, "threshold_", input, float(threshold), float(value))
 
 
-def hardsigmoid(input):
-    _require_float(input, "hardsigmoid")
-    return hardsigmoid_op(input)
+def _float_activation(name, op, op_):
+    """``name(input)`` and ``name_(input)`` over an argument-free floating-point op."""
+    def fn(input):
+        _require_float(input, name)
+        return op(input)
+
+    def fn_(input):
+        _require_float(input, name + "_")
+        return _write_in_place(op_, name + "_", input)
+
+    fn.__name__, fn_.__name__ = name, name + "_"
+    fn.__qualname__, fn_.__qualname__ = name, name + "_"
+    return fn, fn_
 
 
-def hardsigmoid_(input):
-    _require_float(input, "hardsigmoid_")
-    return _write_in_place(hardsigmoid__op, "hardsigmoid_", input)
-
-
-def hardswish(input):
-    _require_float(input, "hardswish")
-    return hardswish_op(input)
-
-
-def hardswish_(input):
-    _require_float(input, "hardswish_")
-    return _write_in_place(hardswish__op, "hardswish_", input)
+hardsigmoid, hardsigmoid_ = _float_activation("hardsigmoid", hardsigmoid_op, hardsigmoid__op)
+hardswish, hardswish_ = _float_activation("hardswish", hardswish_op, hardswish__op)
 
 
 def _rrelu_args(input, lower, upper, name):

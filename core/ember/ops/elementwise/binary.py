@@ -21,8 +21,8 @@ from .. import _grad, _primitives, _tangents
 from .._lowering import attach, compare, foldable, infix, is_number, onnx_binary, onnx_compare
 from .._util import check_inplace, ember_namespace, is_scalar, require_tensor, write_out
 from ._rules import (ARITH, CMP, FLOAT_BINARY, INT, LOGICAL, binary_dtype, binary_inplace_meta,
-                     binary_meta, check_bcast, check_overlap, check_scalar, check_sub, dtypes_of,
-                     float_dtype)
+                     binary_meta, check_bcast, check_operands, check_overlap, check_scalar,
+                     check_sub, dtypes_of, float_dtype)
 
 
 def _is_t(x):
@@ -369,13 +369,7 @@ def _make_binary(name, family, op, op_):
                     (other.__class__ is float and d.category == FLOATING) or \
                     (other.__class__ is int and d.category == FLOATING):
                 return op(input, other, d)
-        if not isinstance(input, Tensor):
-            if not isinstance(other, Tensor):
-                raise TypeError(f"{name}(): expected at least one Tensor argument, got "
-                                f"{type(input).__name__} and {type(other).__name__}")
-            input = check_scalar(input, name)
-        else:
-            other = check_scalar(other, name)
+        input, other = check_operands(input, other, name)
         d = _binary_compute(name, family, input, other)
         if name == "pow":
             _int_pow_check(input, other, d)
@@ -445,13 +439,7 @@ def _make_add_sub(name, op, op_):
                 and other.dtype.category == FLOATING and alpha.__class__ is int and alpha == 1 \
                 and out is None:
             return op(input, other, 1, other.dtype)  # 1 - p
-        if not isinstance(input, Tensor):
-            if not isinstance(other, Tensor):
-                raise TypeError(f"{name}(): expected at least one Tensor argument, got "
-                                f"{type(input).__name__} and {type(other).__name__}")
-            input = check_scalar(input, name)
-        else:
-            other = check_scalar(other, name)
+        input, other = check_operands(input, other, name)
         if alpha.__class__ is not int:
             alpha = check_scalar(alpha, name)
         if is_sub:
@@ -531,13 +519,7 @@ def div(input, other, *, rounding_mode=None, out=None):
             (input.__class__ is float or input.__class__ is int) and \
             other.dtype.category == FLOATING:
         return div_op(input, other, None, other.dtype)  # 1 / x
-    if not isinstance(input, Tensor):
-        if not isinstance(other, Tensor):
-            raise TypeError(f"div(): expected at least one Tensor argument, got "
-                            f"{type(input).__name__} and {type(other).__name__}")
-        input = check_scalar(input, "div")
-    else:
-        other = check_scalar(other, "div")
+    input, other = check_operands(input, other, "div")
     d = _div_dtype(input, other, rounding_mode)
     if input.__class__ is not Tensor or other.__class__ is not Tensor or \
             input._shape != other._shape:
