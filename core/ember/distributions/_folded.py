@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import ember
+
 from . import constraints
 from .transformed_distribution import TransformedDistribution
 from .transforms import AbsTransform
@@ -24,11 +26,9 @@ class Folded(TransformedDistribution):
 
     @property
     def mode(self):
-        import ember
         return ember.zeros_like(self.scale)
 
     def log_prob(self, value):
-        import ember
         if self._validate_args:
             self._validate_sample(value)
         value = ember.as_tensor(value, dtype=self.scale.dtype, device=self.scale.device)

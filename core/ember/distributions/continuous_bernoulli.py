@@ -9,6 +9,8 @@ gradient at a logit of 0 is torch's.
 """
 from __future__ import annotations
 
+import ember
+
 import math
 from numbers import Number
 
@@ -22,7 +24,6 @@ __all__ = ["ContinuousBernoulli"]
 
 
 def _em():
-    import ember
     return ember
 
 

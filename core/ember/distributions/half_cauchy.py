@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import ember
+
 from ._folded import Folded
 from .cauchy import Cauchy
 
@@ -19,7 +21,6 @@ class HalfCauchy(Folded):
 
     @property
     def mean(self):
-        import ember
         return ember.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype,
                           device=self.scale.device)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import ember
+
 from . import constraints
 from .transformed_distribution import TransformedDistribution
 from .transforms import AffineTransform, PowerTransform
@@ -15,7 +17,6 @@ __all__ = ["Kumaraswamy"]
 
 def _moments(a, b, n):
     """The n-th moment b * B(1 + n/a, b), through log-gamma."""
-    import ember
     arg1 = 1 + n / a
     log_value = ember.lgamma(arg1) + ember.lgamma(b) - ember.lgamma(arg1 + b)
     return b * log_value.exp()
@@ -28,7 +29,6 @@ class Kumaraswamy(TransformedDistribution):
     has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
-        import ember
         self.concentration1, self.concentration0 = broadcast_all(concentration1,
                                                                  concentration0)
         base = Uniform(ember.full_like(self.concentration0, 0),
@@ -50,7 +50,6 @@ class Kumaraswamy(TransformedDistribution):
 
     @property
     def mode(self):
-        import ember
         a, b = self.concentration1, self.concentration0
         log_mode = b.reciprocal() * (-b).log1p() - (-b * a).log1p()
         # no interior mode when either concentration is below 1
@@ -61,7 +60,6 @@ class Kumaraswamy(TransformedDistribution):
         return _moments(self.concentration1, self.concentration0, 2) - self.mean.pow(2)
 
     def entropy(self):
-        import ember
         t1 = 1 - self.concentration1.reciprocal()
         t0 = 1 - self.concentration0.reciprocal()
         h0 = ember.digamma(self.concentration0 + 1) + euler_constant

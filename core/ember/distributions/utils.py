@@ -10,6 +10,7 @@ import ember
 
 from .. import _dtype
 from .._tensor import Tensor
+from ..ops.nn.loss import binary_cross_entropy_with_logits_op
 
 __all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits",
            "lazy_property", "tril_matrix_to_vec", "vec_to_tril_matrix"]
@@ -153,6 +154,5 @@ def _bce_with_logits(logits, target):
     """Elementwise binary cross-entropy of logits: torch's ``binary_cross_entropy_with_logits(
     reduction="none")``, the op whose gradient is ``sigmoid(x) - t`` (the stable composite
     ``max(x, 0) - x t + log1p(exp(-|x|))`` takes other subgradients at a logit of exactly 0)."""
-    from ..ops.nn.loss import binary_cross_entropy_with_logits_op
     logits, target = broadcast_all(logits, target)
     return binary_cross_entropy_with_logits_op(logits, target, None, None, 0)

@@ -143,7 +143,6 @@ def _median_along(input, d, keepdim, name, ignore_nan):
     n = input._shape[d] if input.ndim else 1
     if input.dtype.category != _dtype.FLOATING or input.ndim == 0:
         return _pick(input, d, keepdim, (n - 1) // 2, name)
-    from .elementwise import where
     nans = _nan_count(input, d)
     if ignore_nan:
         valid = n - nans
