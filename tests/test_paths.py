@@ -86,7 +86,6 @@ KNOWN_GAPS = {
         "DataFrame datapipes and runtime type validation",
     r"^torch\.masked\.(MaskedTensor|masked_tensor|as_masked_tensor|is_masked_tensor)$":
         "the prototype MaskedTensor subclass",
-    r"^torch\.special\.airy_ai$": "airy_ai",
     r"^torch\.sparse\.\w+$": "sparse softmax, sampled_addmm, spsolve, legacy typed classes",
     r"^torch\.(Event|Stream|from_file|is_warn_always_enabled|set_warn_always|classproperty)$":
         "device-agnostic streams/events, memory-mapped files, warn-always",

@@ -3,8 +3,11 @@
 elementwise kit's kernels, so they are one row each here."""
 from __future__ import annotations
 
+import numpy as np
+
 from .binding import bind, bind_with
 from .elementwise import binary, helper, special_fn, unary, unary_
+from .host import on_host
 
 
 def _sinc(be, x):
@@ -13,6 +16,14 @@ def _sinc(be, x):
 
 def _entr(be, x):
     return be.special.entr(x)
+
+
+def _airy_ai(be, x):
+    """Ai, the first of scipy's four Airy outputs (nan at +-inf, as torch's). cupyx.scipy.special
+    has no Airy function: a device backend's values take it on the host."""
+    if be.xp is np:
+        return be.special.airy(x)[0]
+    return be.xp.asarray(on_host(be).special.airy(be.xp.asnumpy(x))[0])
 
 
 #: op name -> the function it applies (resolved per backend by ``register``)
@@ -26,6 +37,7 @@ UNARY = {
     "special_modified_bessel_k0": special_fn("k0"), "special_modified_bessel_k1": special_fn("k1"),
     "special_scaled_modified_bessel_k0": special_fn("k0e"),
     "special_scaled_modified_bessel_k1": special_fn("k1e"),
+    "special_airy_ai": helper(_airy_ai),
 }
 INPLACE = ("i0", "sinc")
 BINARY = {"special_xlog1py": special_fn("xlog1py"), "special_zeta": special_fn("zeta"),

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..dispatch.grad_mode import no_grad
-from ..ops.factories import eye, from_numpy
+from ..ops.factories import eye as identity_matrix, from_numpy
 from ..ops.random import randperm
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
@@ -118,7 +118,8 @@ def eye_(tensor):
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with no_grad():
-        return tensor.copy_(eye(*tensor._shape, dtype=tensor.dtype, device=tensor.device))
+        return tensor.copy_(identity_matrix(*tensor._shape, dtype=tensor.dtype,
+                                            device=tensor.device))
 
 
 def dirac_(tensor, groups=1):
