@@ -30,6 +30,8 @@ UNARY = {
     "special_scaled_modified_bessel_k0": (S.scaled_modified_bessel_k0, (0.2, 12.0)),
     "special_scaled_modified_bessel_k1": (S.scaled_modified_bessel_k1, (0.2, 12.0)),
 }
+# torch's airy_ai has no derivative: its result does not require grad
+NOT_DIFFERENTIABLE = {"special_airy_ai": (S.airy_ai, (-6.0, 4.0))}
 SHAPES = [(), (0,), (7,), (3, 4)]
 
 
@@ -87,6 +89,8 @@ def _zeta_q(q):
 
 OPS = [OpInfo(name, fn, _unary_samples(*dom), FLOATS + ("int64",), covers=(name,))
        for name, (fn, dom) in UNARY.items()]
+OPS += [OpInfo(name, fn, _unary_samples(*dom), FLOATS + ("int64",), covers=(name,),
+               differentiable=False) for name, (fn, dom) in NOT_DIFFERENTIABLE.items()]
 OPS += [OpInfo(name + "_", _inplace(name + "_"), _unary_samples(*UNARY[name][1]), FLOATS,
                covers=(name + "_",), differentiable=False) for name in ("i0", "sinc")]
 OPS += [

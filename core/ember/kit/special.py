@@ -15,6 +15,10 @@ def _entr(be, x):
     return be.special.entr(x)
 
 
+def _airy_ai(be, x):
+    return be.special.airy(x)[0]          # (Ai, Ai', Bi, Bi')
+
+
 #: op name -> the function it applies (resolved per backend by ``register``)
 UNARY = {
     "i0": special_fn("i0"), "special_i0e": special_fn("i0e"), "special_i1": special_fn("i1"),
@@ -26,6 +30,7 @@ UNARY = {
     "special_modified_bessel_k0": special_fn("k0"), "special_modified_bessel_k1": special_fn("k1"),
     "special_scaled_modified_bessel_k0": special_fn("k0e"),
     "special_scaled_modified_bessel_k1": special_fn("k1e"),
+    "special_airy_ai": helper(_airy_ai),
 }
 INPLACE = ("i0", "sinc")
 BINARY = {"special_xlog1py": special_fn("xlog1py"), "special_zeta": special_fn("zeta"),

@@ -17,7 +17,7 @@ from ... import _dtype
 from ..._dtype import COMPLEX
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
-from ...dispatch.facets import Derivative
+from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from .. import _grad, _meta, _tangents
 from .._util import check_inplace, every_example, tensor_method, write_out
 from . import unary as _unary
@@ -102,6 +102,8 @@ UNARY_ROWS = [
     ("special_scaled_modified_bessel_k1",
      _from_both(lambda x, r: r * (1 - x.reciprocal())
                 - _api("special_scaled_modified_bessel_k0")(x))),
+    # torch's airy_ai is not differentiable: its result does not require grad
+    ("special_airy_ai", NOT_DIFFERENTIABLE),
 ]
 UNARY = [name for name, _ in UNARY_ROWS]
 #: ops with an in-place form and Tensor methods (PyTorch's top-level ones)
