@@ -14,7 +14,7 @@ pytest.importorskip("expecttest")           # torch.testing._internal imports it
 
 import ember  # noqa: E402
 from test_torch_opinfo import failures  # noqa: E402
-from torch_oracle import exclusions, modules, optimizers, sweep  # noqa: E402
+from torch_oracle import exclusions, modules, opinfo, optimizers, sweep  # noqa: E402
 
 DEVICES = ["cpu"] + (["opencl"] if ember.opencl.is_available() else [])
 MODULE_SHARDS = 2
@@ -40,7 +40,7 @@ def test_optimizerinfo_quick():
 @pytest.mark.slow
 @pytest.mark.parametrize("shard", range(MODULE_SHARDS))
 def test_moduleinfo_full_on_a_representative_subset(shard):
-    subset = sweep.slow_subset(modules.module_db(), sweep.SLOW_MODULE_EVERY)
+    subset = sweep.slow_subset(modules.module_db(), sweep.SLOW_MODULE_EVERY, modules.info_key)
     outcomes = []
     for _, info in subset[shard::MODULE_SHARDS]:
         outcomes += modules.check_module(info, DEVICES)
@@ -60,6 +60,8 @@ def test_every_module_and_optimizer_exclusion_names_an_entry_and_gives_a_reason(
     for name, rule in exclusions.MODULES.items():
         assert name in names and rule.kind in ("skip", "xfail", "distribution"), name
         assert len(rule.reason) > 15, name
+    ops = {opinfo.key(op) for op in opinfo.op_db()}
+    assert sweep.SLOW_HEAVY <= ops | {modules.info_key(i) for i in modules.module_db()}
     names = {i.optim_cls.__name__ for i in optimizers.optim_db()}
     for name, rule in exclusions.OPTIMIZERS.items():
         assert name in names and rule.kind in ("skip", "xfail"), name

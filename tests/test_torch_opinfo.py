@@ -15,7 +15,7 @@ pytest.importorskip("expecttest")           # torch.testing._internal imports it
 
 import ember  # noqa: E402
 from torch_oracle import compare, convert, exclusions, opinfo, sweep  # noqa: E402
-from torch_oracle.outcomes import FAIL, XFAIL, XPASS  # noqa: E402
+from torch_oracle.outcomes import FAIL, stale_rules  # noqa: E402
 
 DEVICES = ["cpu"] + (["opencl"] if ember.opencl.is_available() else [])
 SHARDS = 8
@@ -27,10 +27,8 @@ def failures(outcomes, strict):
     bad = [f"{o.subject} [{o.area} {o.device} {o.dtype} {o.sample}] {o.category}: {o.message}"
            for o in outcomes if o.status == FAIL]
     if strict:
-        still = {(o.subject, o.area) for o in outcomes if o.status == XFAIL}
-        stale = sorted({(o.subject, o.area) for o in outcomes if o.status == XPASS} - still)
         bad += [f"{s} [{a}]: exclusions lists it as a known gap, but every sample passes: "
-                f"remove the rule" for s, a in stale]
+                f"remove the rule" for s, a in stale_rules(outcomes)]
     return "\n".join(bad[:60]) + (f"\n... and {len(bad) - 60} more" if len(bad) > 60 else "")
 
 
@@ -45,7 +43,7 @@ def test_opinfo_quick(shard):
 @pytest.mark.slow
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_opinfo_full_on_a_representative_subset(shard):
-    subset = sweep.slow_subset(opinfo.op_db(), sweep.SLOW_EVERY)
+    subset = sweep.slow_subset(opinfo.op_db(), sweep.SLOW_EVERY, opinfo.key)
     outcomes = []
     for _, op in subset[shard::SHARDS]:
         outcomes += sweep.opinfo_outcomes(op, DEVICES, quick=False)
