@@ -32,12 +32,17 @@ def failures(outcomes, strict):
     return "\n".join(bad[:60]) + (f"\n... and {len(bad) - 60} more" if len(bad) > 60 else "")
 
 
+def assert_no_failures(outcomes, strict=False):
+    bad = failures(outcomes, strict)
+    assert not bad, bad
+
+
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_opinfo_quick(shard):
     outcomes = []
     for i, op in list(enumerate(opinfo.op_db()))[shard::SHARDS]:
         outcomes += sweep.opinfo_outcomes(op, sweep.quick_devices(i, DEVICES), quick=True)
-    assert not failures(outcomes, strict=False), failures(outcomes, strict=False)
+    assert_no_failures(outcomes)
 
 
 @pytest.mark.slow
@@ -47,7 +52,7 @@ def test_opinfo_full_on_a_representative_subset(shard):
     outcomes = []
     for _, op in subset[shard::SHARDS]:
         outcomes += sweep.opinfo_outcomes(op, DEVICES, quick=False)
-    assert not failures(outcomes, strict=True), failures(outcomes, strict=True)
+    assert_no_failures(outcomes, strict=True)
 
 
 def test_every_exclusion_names_an_opinfo_and_gives_a_reason():
