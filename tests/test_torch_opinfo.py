@@ -5,7 +5,7 @@ OpInfo on the cpu, opencl for every third OpInfo) in shards; ``pytest -m slow`` 
 sample of every dtype on every device for a representative subset (every eighth OpInfo) and
 fails on stale known-gap rules there. A sample fails the test unless
 tests/torch_oracle/exclusions.py lists it, with its reason. The whole database in full is
-``bench/torch_oracle_report.py`` (about an hour of CPU time), which prints the pass rates.
+``bench/torch_oracle_report.py`` (about 8 minutes of CPU time), which prints the pass rates.
 """
 import numpy as np
 import pytest

@@ -6,9 +6,11 @@
   first use, the slice's largest cost). ModuleInfos: the first input, float64, train and eval;
   OptimizerInfos: each optim_input with the default implementation.
 * full — every sample in every dtype of ``FORWARD_DTYPES`` on every device, every ModuleInfo
-  input in float32 and float64, every OptimizerInfo input and implementation. It takes about
-  an hour of CPU time, so ``bench/torch_oracle_report.py`` runs it; ``pytest -m slow`` runs it
-  for the representative subset ``slow_subset`` (every ``SLOW_EVERY``-th OpInfo and every
+  input in float32 and float64, every OptimizerInfo input and implementation: ~190,000 outcomes,
+  about 8 minutes of CPU time (7.3 min wall on an idle machine with a cold OpenCL kernel cache;
+  several times that on a loaded one), too much beside the rest of CI, so
+  ``bench/torch_oracle_report.py`` runs it; ``pytest -m slow`` runs it for the representative
+  subset ``slow_subset`` (every ``SLOW_EVERY``-th OpInfo and every
   ``SLOW_MODULE_EVERY``-th ModuleInfo, in full, but for the few that alone take minutes:
   ``SLOW_HEAVY``) and for every OptimizerInfo.
 """
