@@ -173,7 +173,8 @@ def test_convolution_columns_are_made_in_chunks_within_the_workspace(be, monkeyp
     """A large batch does not materialize every im2col column at once: with a small workspace
     the convolution runs chunk by chunk (more, smaller GEMMs) and gives the same values."""
     rng = np.random.default_rng(6)
-    x0, w0 = rng.standard_normal((6, 3, 10, 10)), rng.standard_normal((4, 3, 3, 3))
+    # 20x20 outputs: above kit/convolution's WHOLE_BATCH, so chunks are whole samples' columns
+    x0, w0 = rng.standard_normal((6, 3, 20, 20)), rng.standard_normal((4, 3, 3, 3))
 
     def grads(workspace):
         monkeypatch.setattr(be, "conv_workspace", workspace)
@@ -185,8 +186,8 @@ def test_convolution_columns_are_made_in_chunks_within_the_workspace(be, monkeyp
         y = ember.nn.functional.conv2d(x, w, padding=1)
         (y * y).sum().backward()
         return [t.detach().cpu().numpy() for t in (y, x.grad, w.grad)], len(calls)
-    whole, n_whole = grads(None)
-    chunked, n_chunked = grads(3 * 9 * 100 * 4 * 2)         # two samples' columns
+    whole, n_whole = grads(1 << 40)                         # one chunk: every column at once
+    chunked, n_chunked = grads(3 * 9 * 400 * 4 * 2)         # two samples' columns
     assert n_chunked >= 3 * n_whole                         # 3 chunks for each of 3 GEMMs
     for a, b in zip(whole, chunked):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

@@ -64,13 +64,13 @@ def test_planted_shared_object_is_never_loaded(cache_dir, tmp_path):
     DiskCache("kernels").directory  # noqa: B018 - make the directory, as a first run would
     # 1. a file at the predictable name, without a recorded hash
     _plant(entry, marker, 666)
-    fn = fusion._build(source)
+    fn = fusion.build_kernel(source)
     assert _call(fn) == 7 and not marker.exists()
     # the planted object was replaced by the real build
     assert DiskCache("kernels").read(key) is not None
     # 2. a planted object replacing a verified entry (the recorded hash no longer matches)
     _plant(entry, marker, 666)
-    fn = fusion._build(source)
+    fn = fusion.build_kernel(source)
     assert _call(fn) == 7 and not marker.exists()
 
 
@@ -79,7 +79,7 @@ def test_what_is_loaded_is_what_was_verified(cache_dir, tmp_path):
     # the bytes the cache verified are loaded from a once-used copy, never the entry by name
     # (which could change after the check), and two kernels never share a loaded library
     sources = [_source(f"copy {k} {time.time_ns()}", result=10 + k) for k in range(3)]
-    fns = [fusion._build(s) for s in sources]
+    fns = [fusion.build_kernel(s) for s in sources]
     assert [_call(f) for f in fns] == [10, 11, 12]
     maps = open("/proc/self/maps").read() if os.path.exists("/proc/self/maps") else ""
     for s in sources:
@@ -106,7 +106,7 @@ def test_compiled_loop_cache_is_private_under_umask_000(tmp_path):
     root = tmp_path / "c"
     code = ("import os; os.umask(0)\n"
             "from ember_cpu import fusion\n"
-            f"fusion._build({_source('umask')!r})\n")
+            f"fusion.build_kernel({_source('umask')!r})\n")
     env = dict(os.environ, EMBER_CACHE_DIR=str(root))
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
     assert _mode(root) == 0o700 and _mode(root / "kernels") == 0o700
@@ -128,7 +128,7 @@ def test_world_writable_cache_dir_refused_by_the_cpu_backend(cache_dir):
     cache_dir.mkdir()
     os.chmod(cache_dir, 0o777)
     with pytest.raises(CacheDirectoryError, match="refusing the cache directory"):
-        fusion._build(_source("refused"))
+        fusion.build_kernel(_source("refused"))
 
 
 def test_group_writable_subdirectory_is_refused(cache_dir):
@@ -165,7 +165,7 @@ def test_symlinked_entry_is_not_followed(cache_dir, tmp_path):
 def test_damaged_compiled_loop_is_rebuilt(cache_dir, damage):
     source = _source(f"damage {damage} {time.time_ns()}")
     key = fusion.cache_key(source)
-    assert _call(fusion._build(source)) == 7
+    assert _call(fusion.build_kernel(source)) == 7
     entry = DiskCache("kernels").path(key)
     data = open(entry, "rb").read()
     if damage == "truncated":
@@ -182,7 +182,7 @@ def test_damaged_compiled_loop_is_rebuilt(cache_dir, damage):
         os.unlink(entry + ".sha256")
     else:
         open(entry + ".sha256", "wb").write(b"\x00garbage")
-    assert _call(fusion._build(source)) == 7
+    assert _call(fusion.build_kernel(source)) == 7
     assert DiskCache("kernels").read(key) is not None  # healed for the next process
 
 
@@ -208,7 +208,7 @@ def test_cache_on_another_file_system_than_tmpdir(monkeypatch):
         monkeypatch.setattr(tempfile, "tempdir", scratch)
         monkeypatch.setenv("EMBER_CACHE_DIR", os.path.join(shm, "cache"))
         source = _source(f"crossdev {time.time_ns()}")
-        assert _call(fusion._build(source)) == 7
+        assert _call(fusion.build_kernel(source)) == 7
         assert DiskCache("kernels").read(fusion.cache_key(source)) is not None
     finally:
         shutil.rmtree(scratch), shutil.rmtree(shm)

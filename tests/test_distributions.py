@@ -66,6 +66,14 @@ CASES = {
     "RelaxedBernoulli": (dict(temperature=np.array(0.7), probs=_unit(3)), lambda s: _unit(*s)),
     "RelaxedOneHotCategorical": (dict(temperature=np.array(0.7), probs=_simplex(2, 4)),
                                  lambda s: _simplex(*(s + (4,)))),
+    # 0.5 and 0.4995: the Taylor branch of the normalizer, mean and variance
+    "ContinuousBernoulli": (dict(probs=np.array([0.2, 0.5, 0.4995, 0.7])),
+                            lambda s: _unit(*s)),
+    "HalfNormal": (dict(scale=_pos(3)), lambda s: _pos(*s)),
+    "HalfCauchy": (dict(scale=_pos(3)), lambda s: _pos(*s)),
+    "Pareto": (dict(scale=np.full(3, 0.5), alpha=_pos(3) + 2), lambda s: _pos(*s)),
+    "Kumaraswamy": (dict(concentration1=_pos(3), concentration0=_pos(3)),
+                    lambda s: _unit(*s)),
 }
 
 
@@ -135,6 +143,8 @@ def _kl_params():
         "MultivariateNormal": dict(loc=_real(3, 2), covariance_matrix=_spd(2, (3,))),
         "LowRankMultivariateNormal": dict(loc=_real(3, 2), cov_factor=_real(3, 2, 1),
                                           cov_diag=_pos(3, 2)),
+        "ContinuousBernoulli": dict(probs=np.array([0.2, 0.5, 0.8])),
+        "HalfNormal": dict(scale=_pos(3)), "Pareto": dict(scale=_pos(3), alpha=_pos(3) + 2),
     }
 
 

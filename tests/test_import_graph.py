@@ -250,3 +250,60 @@ def test_lowering_makers_import_nothing_of_ember():
     # ops/_lowering.py is under every family (they build their rows' lowering columns from it)
     ember_imports = {t for t in imports_of("ember.ops._lowering") if _in(t, ("ember",))}
     assert not ember_imports, f"ember.ops._lowering imports {sorted(ember_imports)}"
+
+
+#: the function-level imports core/ember may keep (issue #34: under 150, from ~610): an import
+#: goes to module level unless it must not, and then says why beside it (see below)
+FUNCTION_LEVEL_IMPORT_BUDGET = 69
+
+#: the reasons an import may stay inside a function, as its comment starts: a module-level import
+#: would close a cycle ("cycle: <module>"), load more at ``import ember`` or another start-up
+#: path (measured: "start-up: ..."), need a package ember does not require ("optional: ..."),
+#: run up a layer (autograd -> func, func -> nn: "layering: ..."), or try a module that only
+#: some versions of a dependency have ("probe: ...")
+IMPORT_REASONS = ("cycle:", "start-up:", "optional:", "layering:", "probe:")
+
+
+def function_level_imports():
+    """(module, line number, source lines) of each import statement inside a function."""
+    out = []
+    for name, path in sorted(MODULES.items()):
+        src = path.read_text()
+        lines = src.splitlines()
+        seen = set()
+        for fn in ast.walk(ast.parse(src)):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno not in seen:
+                    seen.add(node.lineno)
+                    out.append((name, node, lines))
+    return out
+
+
+def _says_why(node, lines) -> bool:
+    """A reason in a comment on the statement, or above it (a group of imports shares one)."""
+    if any(f"# {r}" in line for line in lines[node.lineno - 1:node.end_lineno]
+           for r in IMPORT_REASONS):
+        return True
+    i = node.lineno - 2
+    while i >= 0:
+        text = lines[i].strip()
+        if text.startswith("#"):
+            if any(text.startswith(f"# {r}") for r in IMPORT_REASONS):
+                return True
+        elif not text.startswith(("import ", "from ")) and not text.endswith((",", ")")):
+            return False
+        i -= 1
+    return False
+
+
+def test_function_level_imports_stay_within_budget_and_say_why():
+    found = function_level_imports()
+    assert len(found) <= FUNCTION_LEVEL_IMPORT_BUDGET, (
+        f"{len(found)} imports inside functions (budget {FUNCTION_LEVEL_IMPORT_BUDGET}): import "
+        f"at module level, or say why not (one of {IMPORT_REASONS}) and raise the budget")
+    silent = [f"{MODULES[name].relative_to(CORE)}:{node.lineno}: {lines[node.lineno - 1].strip()}"
+              for name, node, lines in found if not _says_why(node, lines)]
+    assert not silent, ("imports inside functions with no reason beside them (one of "
+                        f"{IMPORT_REASONS}):\n" + "\n".join(silent))

@@ -19,6 +19,10 @@ UNARY = {
     "gammaln": (sp.gammaln, np.linspace(0.1, 20, 41)), "digamma": (sp.digamma, np.linspace(0.1, 20, 41)),
     "psi": (sp.psi, np.linspace(0.1, 20, 41)), "exp2": (np.exp2, X), "expm1": (np.expm1, X),
     "log1p": (np.log1p, np.linspace(-0.9, 5, 41)),
+    # both sides of the series/asymptotic seams at +-2.09 and of scipy's Cephes/AMOS one at +-10
+    "airy_ai": (lambda x: sp.airy(x)[0], np.concatenate([np.linspace(-30, 30, 121),
+                                                          [-2.09, -2.0899, 2.09, 2.0899, 9.99,
+                                                           10.01, -10.01, 103.8, 104.0]])),
 }
 
 
@@ -37,7 +41,7 @@ def test_unary_matches_scipy(name, dtype, device):
     rtol, atol = (1e-12, 1e-300) if dtype == "float64" else (2e-6, 1e-30)
     if name == "sinc" and dtype == "float32":  # numpy computes pi * x in float32
         rtol, atol = 1e-5, 1e-6
-    if name in ("bessel_j0", "bessel_j1", "sinc"):  # values near zeros: absolute error counts
+    if name in ("bessel_j0", "bessel_j1", "sinc", "airy_ai"):  # near zeros: absolute error
         atol = max(atol, 1e-14 if dtype == "float64" else 1e-6)
     np.testing.assert_allclose(got, want.astype(dtype), rtol=rtol, atol=atol)
     assert got.dtype == np.dtype(dtype)
@@ -171,3 +175,43 @@ def test_gammaln_and_spherical_j0_at_the_infinities(device, dtype):
                                rtol=1e-6)
     np.testing.assert_allclose(S.spherical_bessel_j0(x).cpu().numpy(),
                                torch.special.spherical_bessel_j0(t).numpy(), rtol=1e-6)
+
+
+# -- torch.special.airy_ai --------------------------------------------------------------------
+@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_airy_ai_edges_like_torch(device, dtype):
+    vals = [np.inf, -np.inf, np.nan, 103.892, 103.9, 1e4, 0.0, -0.0]
+    x = ember.tensor(vals, dtype=getattr(ember, dtype), device=device)
+    got = S.airy_ai(x).cpu().numpy()
+    # torch: nan at both infinities, exactly 0 past 103.892 (Ai underflows there)
+    np.testing.assert_array_equal(got[:3], [np.nan] * 3)
+    assert (got[4:6] == 0).all() and got[3] >= 0
+    np.testing.assert_allclose(got[6:], [0.355028053887817239] * 2, rtol=1e-7)
+    # integers compute in the default float dtype; complex is refused; no gradient (torch's
+    # result never requires grad)
+    i = S.airy_ai(ember.tensor([1, 2], device=device))
+    assert i.dtype is ember.float32
+    np.testing.assert_allclose(i.cpu().numpy(), sp.airy([1.0, 2.0])[0], rtol=1e-6)
+    with pytest.raises(RuntimeError, match="complex inputs are not supported"):
+        S.airy_ai(ember.ones(2, dtype=ember.complex64, device=device))
+    leaf = ember.tensor([0.5, -3.0], requires_grad=True, device=device)
+    assert not S.airy_ai(leaf).requires_grad
+    torch = pytest.importorskip("torch")
+    t = torch.special.airy_ai(torch.tensor(vals, dtype=getattr(torch, dtype))).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(t))
+    np.testing.assert_allclose(got[3:], t[3:], rtol=1e-6, atol=1e-30)
+
+
+def test_airy_ai_against_torch():
+    torch = pytest.importorskip("torch")
+    x = np.linspace(-30, 30, 601)
+    # PyTorch's Ai drops the leading 1 of Cephes' AFD/AGD denominators (p1evl) below -2.09:
+    # ember follows Cephes (scipy) and differs from PyTorch by up to ~3e-6 there
+    np.testing.assert_allclose(S.airy_ai(ember.tensor(x)).numpy(),
+                               torch.special.airy_ai(torch.tensor(x)).numpy(), rtol=1e-7,
+                               atol=4e-6)
+    far = x[x > -2.09]
+    np.testing.assert_allclose(S.airy_ai(ember.tensor(far)).numpy(),
+                               torch.special.airy_ai(torch.tensor(far)).numpy(), rtol=1e-12,
+                               atol=1e-300)

@@ -5,6 +5,7 @@ imports none of them; each loads the first time its device is used.
 """
 from __future__ import annotations
 
+import importlib as _importlib
 import sys as _sys
 
 from . import _logging  # noqa: F401 - first: applies EMBER_LOGS before anything below logs
@@ -223,8 +224,7 @@ _conversion.torch_device_surface()
 
 def __getattr__(name):
     if name == "fx":                    # torch.fx is reachable from torch; loaded on first use
-        import importlib
-        return importlib.import_module("ember.fx")
+        return _importlib.import_module("ember.fx")
     # ember.<backend>: the device module of any installed backend, loaded or not; for PyTorch's
     # device modules that no backend provides, a module whose is_available() says why
     if _registry.is_known(name):

@@ -49,11 +49,6 @@ from .dispatch.grad_mode import inference_mode as inference_mode
 from .dispatch.grad_mode import no_grad as no_grad
 from .dispatch.grad_mode import set_grad_enabled as set_grad_enabled
 from .futures import Future as Future
-from .ops.elementwise.binary import add as add
-from .ops.elementwise.binary import div as div
-from .ops.elementwise.binary import div as divide
-from .ops.elementwise.binary import div as true_divide
-from .ops.elementwise.binary import sub as sub
 from .runtime.allocator import OutOfMemoryError as OutOfMemoryError
 from types import ModuleType as _ModuleType
 
@@ -107,6 +102,7 @@ def acosh(input, *, out=...): ...  # ember.ops.elementwise.unary
 def acosh_(self): ...  # ember.ops.elementwise.unary
 def adaptive_avg_pool1d(input, output_size): ...  # ember.nn._pool
 def adaptive_max_pool1d(input, output_size): ...  # ember.nn._pool
+def add(input, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
 def addbmm(input, batch1, batch2, *, beta=..., alpha=..., out=...): ...  # ember.ops.linalg.fused
 def addcdiv(input, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
 def addcmul(input, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
@@ -261,6 +257,8 @@ def diagonal_scatter(input, src, offset=..., dim1=..., dim2=...): ...  # ember.o
 def diff(input, n=..., dim=..., prepend=..., append=...): ...  # ember.ops.differences
 def digamma(input, *, out=...): ...  # ember.ops.elementwise.unary
 def dist(input, other, p=...): ...  # ember.ops.distances
+def div(input, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
+def divide(input, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
 def dot(input, tensor): ...  # ember.ops.linalg.products
 def dropout(input, p, train): ...  # ember.nn._dropout
 def dropout_(input, p, train): ...  # ember.nn._dropout
@@ -634,6 +632,7 @@ def stack(tensors, dim=..., *, out=...): ...  # ember.ops.shape
 def std(input, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
 def std_mean(input, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
 def stft(input, n_fft, hop_length=..., win_length=..., window=..., center=..., pad_mode=..., normalized=..., onesided=..., return_complex=..., align_to_window=...): ...  # ember.fft._stft
+def sub(input, other, *, alpha=..., out=...): ...  # ember.ops.elementwise.binary
 def subtract(input, other, alpha=..., *, out=...): ...  # ember.ops.elementwise.binary
 def sum(input, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
 def svd(input, some=..., compute_uv=..., *, out=...): ...  # ember.ops.linalg.legacy
@@ -669,6 +668,7 @@ def tril_indices(row, col, offset=..., *, dtype=..., layout=..., device=..., pin
 def triplet_margin_loss(anchor, positive, negative, margin=..., p=..., eps=..., swap=..., reduction=...): ...  # ember.nn._margin_loss
 def triu(input, diagonal=..., *, out=...): ...  # ember.ops.shape
 def triu_indices(row, col, offset=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.ops.factory_forms
+def true_divide(input, other, *, rounding_mode=..., out=...): ...  # ember.ops.elementwise.binary
 def trunc(input, *, out=...): ...  # ember.ops.elementwise.unary
 def trunc_(self): ...  # ember.ops.elementwise.unary
 def typename(obj): ...  # ember

@@ -1,15 +1,15 @@
 """The default device (``ember.set_default_device``)."""
 from __future__ import annotations
 
+from ._device import as_device, device
+
 _default = [None]
 
 
 def get_default_device():
-    from ._device import device
     d = _default[0]
     return d if d is not None else device("cpu")
 
 
 def set_default_device(dev) -> None:
-    from ._device import as_device
     _default[0] = None if dev is None else as_device(dev)

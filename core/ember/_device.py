@@ -13,7 +13,7 @@ def as_device(value) -> "device":
     if value.__class__ is device:
         d = value
     elif value is None:
-        from ._defaults import get_default_device
+        from ._defaults import get_default_device  # cycle: ember._defaults
         return get_default_device()
     else:
         d = device(value)

@@ -35,6 +35,14 @@ def describe() -> str:
 API_ADD_SUB, API_BINARY, API_DIV, API_UNARY = 0, 1, 2, 3
 
 
+def compiled_parts(obj):
+    """(kind, op, Python function) of a compiled API function, or None for anything else: what
+    the binding layer needs to put its wrapper behind the same compiled first test."""
+    if C is not None and isinstance(obj, C.ApiFunction):
+        return obj.kind, obj.op, obj.fallback
+    return None
+
+
 def api_function(kind, op, fn):
     """``fn`` (an elementwise API function) behind its compiled first test, which calls ``op``
     directly for a tensor and an operand that need no rule, and ``fn`` for everything else;

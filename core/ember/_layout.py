@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 
-class layout:
+class NamedConstant:
+    """A module-level constant of ``ember`` (a layout, a memory format): printed as
+    ``ember.<name>`` and pickled by its name, so it unpickles as the same object."""
     __slots__ = ("name",)
 
     def __init__(self, name: str):
@@ -18,6 +20,10 @@ class layout:
 
     def __reduce__(self):
         return self.name
+
+
+class layout(NamedConstant):
+    __slots__ = ()
 
 
 strided = layout("strided")

@@ -7,18 +7,11 @@ is row-major otherwise; ``contiguous_format`` is row-major; ``channels_last`` (N
 """
 from __future__ import annotations
 
+from ._layout import NamedConstant
 
-class memory_format:
-    __slots__ = ("name",)
 
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self):
-        return f"ember.{self.name}"
-
-    def __reduce__(self):
-        return self.name
+class memory_format(NamedConstant):
+    __slots__ = ()
 
 
 contiguous_format = memory_format("contiguous_format")

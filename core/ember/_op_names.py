@@ -15,6 +15,13 @@ import functools
 import inspect
 import types
 from dataclasses import dataclass, field
+import importlib
+import warnings
+import ember
+
+from .dispatch.describe import where_defined
+from .dispatch.dispatcher import Op, all_ops
+from .profiler import profile
 
 # where a bare public name may live, in the order torch users look
 _NAMESPACES = ("ember", "ember.nn.functional", "ember.linalg", "ember.fft", "ember.special",
@@ -36,7 +43,6 @@ class Resolution:
 
 
 def _module(path: str):
-    import importlib
     try:
         return importlib.import_module(path)
     except ImportError:
@@ -45,7 +51,6 @@ def _module(path: str):
 
 def _lookup(name: str):
     """(canonical name, object) for a public spelling, or None."""
-    import ember
     parts = name.strip().split(".")
     if parts[0] in ("ember", "torch"):
         parts = parts[1:]
@@ -96,7 +101,6 @@ def ops_called(obj, depth: int = _DEPTH) -> list:
     """Names of the registry ops ``obj`` may dispatch, read from its code: globals (and
     attributes of imported ember modules) that are ``Op`` objects, and the same in the ember
     functions it names, up to ``depth`` calls deep."""
-    from .dispatch.dispatcher import Op
     found, seen = [], set()
 
     def visit(fn, level):
@@ -140,12 +144,11 @@ def ops_on_sample(canonical: str):
     """(sample description, op names the profiler records while the function runs on its
     conformance sample on the CPU), or None when it has no sample (or the suite is absent)."""
     try:
+        # optional: the conformance suite's own package
         from ember_conformance.opdb import all_opinfos
     except ImportError:
         return None
-    import warnings
 
-    from .profiler import profile
     names = _entry_names(canonical)
     entries = sorted((e for e in all_opinfos() if e.name.split()[0] in names and not e.random),
                      key=lambda e: names.index(e.name.split()[0]))
@@ -166,8 +169,6 @@ def ops_on_sample(canonical: str):
 
 def resolve(name: str):
     """A ``Resolution`` for a public name, or None when nothing public has that name."""
-    from .dispatch.describe import where_defined
-    from .dispatch.dispatcher import all_ops
     found = _lookup(name)
     if found is None:
         return None
@@ -185,7 +186,6 @@ def resolve(name: str):
 
 
 def _public_names() -> list:
-    import ember
     names = set()
     for home in _NAMESPACES:
         mod = _module(home)
@@ -198,7 +198,6 @@ def _public_names() -> list:
 
 def near_misses(name: str, n: int = 6) -> list:
     """Op and public names close to ``name`` (difflib), best first."""
-    from .dispatch.dispatcher import all_ops
     tail = name.split(".")[-1]
     pool = sorted(set(all_ops()) | set(_public_names()))
     close = difflib.get_close_matches(name, pool, n=n, cutoff=0.75)

@@ -15,6 +15,7 @@ from . import _dtype, _fastpath
 from .dispatch import keys as _keys
 from .runtime import tensors as _runtime_tensors
 from .runtime.registry import registry as _registry
+from ._tensor_str import tensor_repr
 
 
 # called with a reason when Python reads a tensor's values or runs work an op graph cannot hold
@@ -304,7 +305,6 @@ class Tensor:
         return (1, 0)  # kDLCPU
 
     def __repr__(self, *, tensor_contents=None):
-        from ._tensor_str import tensor_repr
         return tensor_repr(self, tensor_contents=tensor_contents)
 
     __str__ = __repr__

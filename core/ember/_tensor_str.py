@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _dtype
+from ._defaults import get_default_device
 
 
 @dataclass
@@ -184,8 +185,7 @@ def _values_str(t, indent):
 
 
 def tensor_repr(t, prefix=None, tensor_contents=None) -> str:
-    from ._defaults import get_default_device
-    from ._tensor import Tensor
+    from ._tensor import Tensor  # cycle: ember._tensor
     if prefix is None:
         prefix = "tensor(" if type(t) is Tensor else f"{type(t).__name__}("
     indent = len(prefix)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 MIN_PARALLEL = 1 << 18      # elements: 1 MiB of float32 per op before threads are worth it
 
@@ -46,6 +47,7 @@ def set_num_threads(num_threads: int) -> None:
     if old is not None:
         old.shutdown(wait=False)
     try:
+        # start-up: threadpoolctl, only when the count is set
         from threadpoolctl import threadpool_limits
     except ImportError:
         return
@@ -60,7 +62,6 @@ def pool():
     if p is None:
         with _lock:
             if _pool is None:
-                from concurrent.futures import ThreadPoolExecutor
                 _pool = ThreadPoolExecutor(max(1, get_num_threads() - 1),
                                            thread_name_prefix="ember-intraop")
             p = _pool

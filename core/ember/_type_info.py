@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import ml_dtypes
 
 from . import _dtype
 
@@ -63,7 +64,6 @@ class finfo:
 
 def _host_finfo(dt):
     if dt.name == "bfloat16":
-        import ml_dtypes
         return ml_dtypes.finfo(ml_dtypes.bfloat16)
     return np.finfo(dt.np)
 

@@ -11,6 +11,7 @@ delegates to that backend's device module (``ember.<type>``).
 from __future__ import annotations
 
 import warnings
+import ember
 
 from ._device import device as _device_cls
 from .runtime.device_module import device_module as _device_module
@@ -206,7 +207,6 @@ def get_device_module(device=None):
     else:
         raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or "
                            f"None")
-    import ember
     try:
         return getattr(ember, name)
     except AttributeError:

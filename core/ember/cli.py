@@ -20,12 +20,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from importlib.metadata import PackageNotFoundError, version
+
+from . import _fastpath
+from ._op_names import near_misses, resolve
+from .demo import run
+from .dispatch.describe import describe, missing_lowering
+from .dispatch.dispatcher import all_ops
+from .run import main as run_main
+from .runtime.registry import registry
+from .version import __version__
 
 
 def _backends() -> list:
     """One dict per backend: name, available, reason, devices, coverage."""
-    from .dispatch.dispatcher import all_ops
-    from .runtime.registry import registry
     ops = all_ops().values()
     out = []
     for name in registry.names():
@@ -68,7 +76,6 @@ def _devices_text(entry) -> str:
 def _left_out_rows():
     """(backend, device, reason) for devices a loaded backend saw and did not use. A backend
     reports them through an optional ``skipped_devices()`` method (the OpenCL backend does)."""
-    from .runtime.registry import registry
     rows = []
     for name in registry.names():
         backend = registry.peek(name)
@@ -83,13 +90,14 @@ def _left_out_rows():
 
 
 def _console():
-    from rich.console import Console
+    from rich.console import Console  # start-up: rich (~50 ms), only for `ember info`'s tables
     return Console()
 
 
 def _rich_table(title, columns, rows, styles=None):
     """A rich table whose cells are literal text: a reason such as ``pip install
     'ember[opencl]'`` must print as written, not as markup."""
+    # start-up: rich (~50 ms), only for `ember info`'s tables
     from rich.table import Table
     from rich.text import Text
     table = Table(title=title)
@@ -118,7 +126,6 @@ def info(args) -> int:
         return op_info(args.op, as_json=getattr(args, "json", False))
     if getattr(args, "missing_lowering", False):
         return missing_lowering_info(as_json=getattr(args, "json", False))
-    from . import __version__
     backends, left_out = _backends(), _left_out_rows()
     if getattr(args, "json", False):
         print(json.dumps({"version": __version__, "backends": backends,
@@ -156,14 +163,10 @@ def info(args) -> int:
 
 
 def _hot_path_line() -> str:
-    from . import _fastpath
     return f"hot path (dispatch, tensors, autograd recording): {_fastpath.describe()}"
 
 
 def op_info(name: str, as_json: bool = False) -> int:
-    from ._op_names import near_misses, resolve
-    from .dispatch.describe import describe
-    from .dispatch.dispatcher import all_ops
     resolution = None
     if name in all_ops():
         ops = [name]
@@ -213,7 +216,6 @@ _MISSING_TITLES = {
 
 def missing_lowering_info(as_json: bool = False) -> int:
     """``ember info --missing-lowering``: the lists of ``describe.missing_lowering``."""
-    from .dispatch.describe import missing_lowering
     missing = missing_lowering()
     if as_json:
         print(json.dumps(missing, indent=2))
@@ -230,16 +232,13 @@ def missing_lowering_info(as_json: bool = False) -> int:
 
 
 def _demo(args) -> int:
-    from .demo import run
     return run(args)
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
     try:
         return version("ember")
     except PackageNotFoundError:  # running from a source tree that was never installed
-        from . import __version__
         return __version__
 
 
@@ -293,7 +292,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "run":   # everything after the script is the script's
-        from .run import main as run_main
         return run_main(argv[1:], prog="ember run")
     parser = build_parser()
     args = parser.parse_args(argv)

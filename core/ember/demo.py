@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import importlib.util
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+
+import ember
+from ember import nn
+
+from .runtime.registry import registry
+from .utils.progress import Progress
 
 # loss curves of two backends agree when every step's losses are this close (float32 kernels that
 # sum in different orders drift slowly over a few hundred steps; a wrong kernel is off at once)
@@ -55,6 +62,7 @@ def load_digits(seed: int = 0, test_fraction: float = 0.2):
     (N, 1, 8, 8), int64 labels -- scikit-learn's digits, or ``synthetic_digits`` where
     scikit-learn is not installed."""
     try:
+        # optional: scikit-learn (ember[demo])
         from sklearn.datasets import load_digits as sk_load_digits
     except ImportError:
         images, target = synthetic_digits(seed=seed)
@@ -70,7 +78,6 @@ def load_digits(seed: int = 0, test_fraction: float = 0.2):
 
 
 def make_model():
-    from ember import nn
     return nn.Sequential(
         nn.Conv2d(1, 16, kernel_size=3, padding=1),
         nn.ReLU(),
@@ -85,8 +92,6 @@ def make_model():
 def train_on(device, data, *, epochs, batch_size, lr, seed, task=None) -> RunResult:
     """Train the model on ``device``; ``task`` (an ``ember.utils.progress`` task) counts the
     steps."""
-    import ember
-    from ember import nn
 
     x_train, y_train, x_test, y_test = data
     result = RunResult(str(device))
@@ -140,7 +145,6 @@ def agreement(reference: RunResult, other: RunResult) -> tuple[bool, str]:
 def demo_devices(requested=None):
     """Devices to train on: index 0 of every available backend that holds data (or the
     requested backend names, in order)."""
-    from .runtime.registry import registry
     names = requested or registry.names()
     devices, skipped = [], []
     for name in names:
@@ -179,13 +183,12 @@ def _verdicts(results, devices):
 
 
 def run(args) -> int:
-    import warnings
 
+    # start-up: rich (~50 ms), for the demo's table
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    from .utils.progress import Progress
 
     console = Console()
     plain = not console.is_terminal

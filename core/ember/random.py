@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextlib
 
 from ._generator import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from . import accelerator
+from .accelerator import get_device_module
+from .utils.data import get_worker_info
 
 __all__ = ["fork_rng", "get_rng_state", "initial_seed", "manual_seed", "seed", "set_rng_state",
            "thread_safe_generator"]
@@ -18,8 +21,6 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
     if device_type == "meta" or not enabled:
         yield
         return
-    from . import accelerator
-    from .accelerator import get_device_module
     if device_type is None:
         current = accelerator.current_accelerator()
         device_type = current.type if current is not None else "cuda"
@@ -39,6 +40,5 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
 def thread_safe_generator():
     """The generator of the DataLoader thread worker running this code, or None (the default
     generator) anywhere else."""
-    from .utils.data import get_worker_info
     info = get_worker_info()
     return getattr(info, "generator", None) if info is not None else None

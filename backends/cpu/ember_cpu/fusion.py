@@ -236,7 +236,7 @@ def _load_library(data):
         return ctypes.CDLL(path)
 
 
-def _cached(source, build):
+def cached_kernel(source, build):
     """The loaded kernel of ``source``: this process's, else ``build(source)`` (which finds it
     on disk or compiles it). Runners ask once per variant, never per call."""
     with _lock:
@@ -253,7 +253,7 @@ def _digest(source):
                           ).hexdigest()
 
 
-def _build(source):
+def build_kernel(source):
     key = cache_key(source)
     lib = _load_library(_KERNELS.get_or_build(key, lambda: _compile(source)))
     fn = lib.kernel
@@ -303,7 +303,7 @@ def _collapse(shape, strides):
     return [m[0] for m in merged], [[m[1 + k] for m in merged] for k in range(len(strides))]
 
 
-def _address(a):
+def address(a):
     """The address of ``a``'s first element (ctypes' buffer view is ~3x faster than
     ``__array_interface__``, but needs a writable contiguous array)."""
     try:
@@ -328,7 +328,7 @@ class PointwiseRunner:
     def _variant(self, classes, level=0):
         fn = self.variants.get((classes, level))
         if fn is None:
-            fn = _cached(_source(self.kernel, classes, level), _build)
+            fn = cached_kernel(_source(self.kernel, classes, level), build_kernel)
             self.variants[(classes, level)] = fn
         return fn
 
@@ -342,8 +342,8 @@ class PointwiseRunner:
         shape, n, fn, fixed, n_in, _ = plan
         outs = [np.empty(shape, dtype=d) for d in self.out_np]
         if n:
-            ptrs_in = (ctypes.c_void_p * n_in)(*[_address(a) for a in arrays])
-            ptrs_out = (ctypes.c_void_p * len(outs))(*[_address(o) for o in outs])
+            ptrs_in = (ctypes.c_void_p * n_in)(*[address(a) for a in arrays])
+            ptrs_out = (ctypes.c_void_p * len(outs))(*[address(o) for o in outs])
             call = fixed[1:5] + (ptrs_in, fixed[5], ptrs_out)
             level = 0
             # a sin/cos argument past this level's range: the whole loop again a level up
@@ -433,10 +433,10 @@ class ForeachRunner:
                 if a.shape != shape or not a.flags.c_contiguous or not a.flags.writeable:
                     return False
         if self.fn is None:
-            self.fn = _cached(_foreach_source(self.kernel), _build_foreach)
+            self.fn = cached_kernel(_foreach_source(self.kernel), _build_foreach)
         counts = [a.size for a in arrays[0]]
         sizes = (ctypes.c_int64 * n)(*counts)
-        ptrs = (ctypes.c_void_p * (n * len(arrays)))(*[_address(a) for row in arrays
+        ptrs = (ctypes.c_void_p * (n * len(arrays)))(*[address(a) for row in arrays
                                                        for a in row])
         fn = self.fn
         parallel.run_ranges(sum(counts), lambda lo, hi: fn(n, sizes, ptrs, lo, hi))
@@ -444,7 +444,7 @@ class ForeachRunner:
 
 
 def _build_foreach(source):
-    fn = _build(source)
+    fn = build_kernel(source)
     i64p, vpp = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p)
     fn.argtypes = [ctypes.c_int64, i64p, vpp, ctypes.c_int64, ctypes.c_int64]
     return fn
@@ -514,7 +514,7 @@ class ReductionRunner:
     def _fn(self, level):
         fn = self.fns.get(level)
         if fn is None:
-            fn = _cached(_reduce_source(self.kernel, level), _build_reduce)
+            fn = cached_kernel(_reduce_source(self.kernel, level), _build_reduce)
             self.fns[level] = fn
         return fn
 
@@ -543,8 +543,8 @@ class ReductionRunner:
         rstr = (ctypes.c_int64 * (len(dims) * len(arrays)))(*[s[d] for s in strides
                                                                for d in dims])
         out = np.empty(out_shape, dtype=self.out_np)
-        ptrs_in = (ctypes.c_void_p * len(arrays))(*[_address(a) for a in arrays])
-        ptrs_out = (ctypes.c_void_p * 1)(_address(out))
+        ptrs_in = (ctypes.c_void_p * len(arrays))(*[address(a) for a in arrays])
+        ptrs_out = (ctypes.c_void_p * 1)(address(out))
         call = (len(kept), kshape, kstr, len(dims), rshape, rstr, rcount, ptrs_in, ptrs_out)
         level = 0
         fn = self._fn(level)
@@ -556,7 +556,7 @@ class ReductionRunner:
 
 
 def _build_reduce(source):
-    fn = _build(source)
+    fn = build_kernel(source)
     i64p, vpp = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p)
     fn.argtypes = [ctypes.c_int, i64p, i64p, ctypes.c_int, i64p, i64p, ctypes.c_int64, vpp,
                    vpp, ctypes.c_int64, ctypes.c_int64]

@@ -15,7 +15,7 @@ import ctypes
 
 import numpy as np
 
-from .fusion import _address, _build, _lock, _loaded, compiler
+from .fusion import address, build_kernel, cached_kernel, compiler
 
 _C = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
@@ -84,11 +84,7 @@ int kernel(int64_t rows, int64_t d, const T* g, const T* x, const T* mean, const
 
 
 def _load(template, ctype, argtypes):
-    source = "#define T " + ctype + "\n" + template
-    with _lock:
-        fn = _loaded.get(source)
-        if fn is None:
-            fn = _loaded[source] = _build(source)
+    fn = cached_kernel("#define T " + ctype + "\n" + template, build_kernel)
     fn.argtypes = argtypes
     fn.restype = ctypes.c_int
     return fn
@@ -106,7 +102,7 @@ _I = ctypes.c_int64
 
 
 def _ptr(a):
-    return None if a is None else _address(a)
+    return None if a is None else address(a)
 
 
 class LayerNormRunner:
@@ -130,8 +126,8 @@ class LayerNormRunner:
         stats = x.shape[:x.ndim - k] + (1,) * k
         mean, rstd = np.empty(stats, x.dtype), np.empty(stats, x.dtype)
         if rows and d:
-            self.fn(rows, d, _address(x), _ptr(w), _ptr(b), float(eps), _address(y),
-                    _address(mean), _address(rstd))
+            self.fn(rows, d, address(x), _ptr(w), _ptr(b), float(eps), address(y),
+                    address(mean), address(rstd))
         dev = input.device
         return be.wrap(y, dev), be.wrap(mean, dev), be.wrap(rstd, dev)
 
@@ -157,7 +153,7 @@ class LayerNormBackwardRunner:
         gw = np.empty(d, np.float64) if output_mask[1] else None
         gb = np.empty(d, np.float64) if output_mask[2] else None
         if rows and d:
-            self.fn(rows, d, _address(g), _address(x), _address(mu), _address(rs), _ptr(w),
+            self.fn(rows, d, address(g), address(x), address(mu), address(rs), _ptr(w),
                     _ptr(gi), _ptr(gw), _ptr(gb))
         elif gw is not None or gb is not None:
             for a in (gw, gb):

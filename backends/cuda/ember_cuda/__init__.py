@@ -17,7 +17,7 @@ Layout:
 * ``launch``     -- NVRTC programs and kernel launches
 * ``gemm``       -- products on cuBLAS GemmEx: float16/bfloat16 natively, TF32 when allowed
 * ``linalg``     -- decompositions and solvers on cuSOLVER (cupy.linalg / cupyx)
-* ``philox`` / ``kernels_random`` -- Philox4x32-10 random numbers (the OpenCL backend's stream)
+* ``prelude`` / ``kernels_random`` -- Philox4x32-10 random numbers (the OpenCL backend's stream)
 * ``kernels_indexing`` -- deterministic accumulating writes (add and multiply), parallel
 * ``sources``    -- every hand-written CUDA C program (the NVRTC compile test builds them all)
 * ``nccl``       -- the "nccl" process group for ``ember.distributed``

@@ -18,13 +18,14 @@ import weakref
 
 import numpy as np
 
-from ember.kit import ArrayBackend, register_array_kernels
+from ember.kit import ArrayBackend, gpu_common, register_array_kernels
 from ember.kit.binding import bind
-from ember.runtime import Backend, are_deterministic_algorithms_enabled, tensor_constructor
+from ember.runtime import (Backend, are_deterministic_algorithms_enabled, data_of,
+                           tensor_constructor)
 from ember.runtime import dtypes as D
 
 from . import (cupy_api, devices, discovery, gemm, kernels_indexing, kernels_random, linalg,
-               philox, transfer)
+               prelude, transfer)
 from .asserts import DeviceAsserts
 from .launch import Program
 from .memory import PoolAllocator
@@ -217,7 +218,7 @@ class CUDABackend(ArrayBackend):
         """The compiled program ``key`` (``source_fn()`` is its CUDA C), built once."""
         prog = self._programs.get(key)
         if prog is None:
-            prog = self._programs[key] = Program(self._api.compile(source_fn(), philox.OPTIONS))
+            prog = self._programs[key] = Program(self._api.compile(source_fn(), prelude.OPTIONS))
         return prog
 
     # -- storage and data movement ----------------------------------------------------------------
@@ -246,6 +247,14 @@ class CUDABackend(ArrayBackend):
     def to_numpy(self, tensor):
         return transfer.download(self, tensor)
 
+    # a kit kernel computing on the host (scipy's Airy function) moves arrays of the current
+    # device through these, as the CPU backend's identity versions
+    def _to_host(self, arr):
+        return self._api.to_host(arr)
+
+    def _from_host(self, array):
+        return self._api.from_host(array)
+
     def copy_(self, dst, src, non_blocking=False):
         with self.memory():
             return transfer.copy_into(self, dst, src, non_blocking)
@@ -255,7 +264,7 @@ class CUDABackend(ArrayBackend):
         when the tensor is freed its block is not reused before that work has finished."""
         if tensor.device.type != self.name or stream is None:
             return
-        owner = self._api.owner_of(tensor._storage.data)
+        owner = self._api.owner_of(data_of(tensor))
         if owner is not None and getattr(owner, "allocator", None) is self._allocator:
             self._allocator.record_stream(owner, stream._stream)
 
@@ -379,4 +388,4 @@ class CUDABackend(ArrayBackend):
 
     # -- random numbers -----------------------------------------------------------------------------
     def create_generator(self, index: int, seed: int):
-        return philox.PhiloxGenerator(seed)
+        return gpu_common.PhiloxGenerator(seed)

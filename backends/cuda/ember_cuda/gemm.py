@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from ember.backends._precision import get_float32_matmul_precision
+from ember import get_float32_matmul_precision
 from ember.kit import linalg as kit_linalg
 from ember.runtime import alert_not_deterministic, are_deterministic_algorithms_enabled
 

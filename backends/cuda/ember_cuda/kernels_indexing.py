@@ -18,7 +18,7 @@ import numpy as np
 
 from ember.kit.value_checks import bounds
 
-from . import philox
+from . import prelude
 from .launch import launch
 
 # dtype char -> (C storage type, add, multiply); ints wrap through unsigned arithmetic
@@ -89,15 +89,12 @@ __device__ __forceinline__ unsigned short ember_f2h(float x) {
 }
 """
 
+# complex values as (real, imaginary) pairs, with the GPU backends' shared add and multiply
 C_COMPLEX = r"""
-struct ember_c64 { float re, im; };
-struct ember_c128 { double re, im; };
-#define EMBER_COMPLEX_OPS(T) \
-__device__ __forceinline__ T T##_add(T a, T b) { T r; r.re = a.re + b.re; r.im = a.im + b.im; return r; } \
-__device__ __forceinline__ T T##_mul(T a, T b) { \
-  T r; r.re = a.re * b.re - a.im * b.im; r.im = a.re * b.im + a.im * b.re; return r; }
-EMBER_COMPLEX_OPS(ember_c64)
-EMBER_COMPLEX_OPS(ember_c128)
+struct ember_c64 { float x, y; };
+struct ember_c128 { double x, y; };
+EMBER_COMPLEX_OPS(ember_c64, ember_c64)
+EMBER_COMPLEX_OPS(ember_c128, ember_c128)
 """
 
 
@@ -152,7 +149,7 @@ extern "C" __global__ void ordered_{op}_{code}({t}* target, const long long* off
 
 def source() -> str:
     """One program with the add and multiply kernels of every dtype."""
-    return "\n".join([philox.C_PHILOX, C_HALF, C_COMPLEX] + [_kernels(c) for c in TYPES])
+    return "\n".join([prelude.C_PRELUDE, C_HALF, C_COMPLEX] + [_kernels(c) for c in TYPES])
 
 
 def _code(np_dtype) -> str:

@@ -1,4 +1,5 @@
-"""Random kernels (``ember.ops.random``) on the device, from Philox4x32-10 (``philox.py``).
+"""Random kernels (``ember.ops.random``) on the device, from Philox4x32-10 (the GPU backends'
+shared C, ``ember.kit.gpu_common``, at the top of every program: ``prelude.py``).
 
 A port of the OpenCL backend's random bodies, number for number: element ``i`` of the output in
 C order uses counter ``offset + i`` whatever the output's strides (kernels fill a contiguous
@@ -24,9 +25,9 @@ import numpy as np
 
 from ember import Tensor
 from ember.kit.value_checks import all_true
-from ember.runtime import dtypes as D
+from ember.runtime import dtypes as D, shape_of
 
-from . import philox
+from . import prelude
 from .launch import launch
 
 _DIGITS = {D.float16: 11, D.float32: 24, D.complex64: 24}
@@ -131,7 +132,7 @@ extern "C" __global__ void rng_mn_race(const double* p, double* keys, long long*
 
 def source() -> str:
     """The whole random program (one NVRTC build serves every random op)."""
-    return "\n".join([philox.C_PHILOX, _fill_kernels("f32"), _fill_kernels("f64"), C_SAMPLING])
+    return "\n".join([prelude.C_PRELUDE, _fill_kernels("f32"), _fill_kernels("f64"), C_SAMPLING])
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -163,7 +164,7 @@ def _as_output(xp, buf, shape, dtype):
 
 def _store(be, t, buf):
     """Write the kernel's buffer into tensor ``t`` (any strides) in C order."""
-    be.xp.copyto(be.native(t), _as_output(be.xp, buf, t._shape, t.dtype), casting="unsafe")
+    be.xp.copyto(be.native(t), _as_output(be.xp, buf, shape_of(t), t.dtype), casting="unsafe")
     return t
 
 
@@ -257,7 +258,7 @@ def normal(be, mean, std, size, gen, dtype, device):
 
 def multinomial(be, probs, num_samples, replacement, gen):
     xp = be.xp
-    shape = probs._shape
+    shape = shape_of(probs)
     k = shape[-1]
     p = xp.ascontiguousarray(be.native(probs).astype(np.float64)).reshape(-1, k) if k else None
     rows = 1 if probs.ndim == 1 else shape[0]
@@ -289,38 +290,38 @@ def multinomial(be, probs, num_samples, replacement, gen):
 
 # -- in place -------------------------------------------------------------------------------------
 def uniform_(be, self, low, high, gen):
-    return _store(be, self, _fill(be, self._shape, self.dtype, "uniform", gen, high - low, low))
+    return _store(be, self, _fill(be, shape_of(self), self.dtype, "uniform", gen, high - low, low))
 
 
 def normal_(be, self, mean, std, gen):
     if self.dtype.is_complex:
         std = std * _COMPLEX_SCALE
-    return _store(be, self, _fill(be, self._shape, self.dtype, "normal", gen, std, mean))
+    return _store(be, self, _fill(be, shape_of(self), self.dtype, "normal", gen, std, mean))
 
 
 def random_(be, self, low, high, gen):
-    return _store(be, self, _integers(be, self._shape, low, high, gen))
+    return _store(be, self, _integers(be, shape_of(self), low, high, gen))
 
 
 def exponential_(be, self, lambd, gen):
-    return _store(be, self, _fill(be, self._shape, self.dtype, "exponential", gen, 1.0 / lambd,
+    return _store(be, self, _fill(be, shape_of(self), self.dtype, "exponential", gen, 1.0 / lambd,
                                   0.0))
 
 
 def bernoulli_(be, self, p, gen):
     if not isinstance(p, Tensor):
-        return _store(be, self, _fill(be, self._shape, self.dtype, "bernoulli", gen, p, 0.0))
+        return _store(be, self, _fill(be, shape_of(self), self.dtype, "bernoulli", gen, p, 0.0))
     pa = be.native(p)
     _require(be, "bernoulli", (pa >= 0) & (pa <= 1),
              "Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     # a tensor p draws in float64 whatever the output, as the OpenCL kernel does
-    n = math.prod(self._shape)
+    n = math.prod(shape_of(self))
     buf = be.xp.empty(n, dtype=np.float64)
     if n:
         seed, off = gen.take(n)
         launch(be, _program(be), "rng_bernoulli_t_f64", n,
                (buf, np.int64(n), np.uint64(seed), np.uint64(off), np.int32(53),
-                _operand(be, p, self._shape, np.float64)))
+                _operand(be, p, shape_of(self), np.float64)))
     return _store(be, self, buf)
 
 

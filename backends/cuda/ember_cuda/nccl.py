@@ -38,8 +38,7 @@ import time
 
 import numpy as np
 
-from ember.distributed import Work
-from ember.distributed._types import DistBackendError, RedOpType
+from ember.distributed import DistBackendError, ReduceOp, Work
 from ember.distributed.backend import ProcessGroupBackend
 from ember.futures import Future
 
@@ -47,6 +46,7 @@ _TYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32",
           "int64": "NCCL_INT64", "float16": "NCCL_FLOAT16", "float32": "NCCL_FLOAT32",
           "float64": "NCCL_FLOAT64", "bool": "NCCL_UINT8", "complex64": "NCCL_FLOAT32",
           "complex128": "NCCL_FLOAT64", "bfloat16": "NCCL_BFLOAT16"}
+RedOpType = ReduceOp.RedOpType
 _OPS = {RedOpType.SUM: "NCCL_SUM", RedOpType.PRODUCT: "NCCL_PROD", RedOpType.MIN: "NCCL_MIN",
         RedOpType.MAX: "NCCL_MAX", RedOpType.AVG: "NCCL_AVG"}
 _BOOL_OPS = {RedOpType.SUM: "NCCL_MAX", RedOpType.BOR: "NCCL_MAX",
@@ -179,7 +179,7 @@ class ProcessGroupNCCL(ProcessGroupBackend):
 
     def __init__(self, context, backend, nccl):
         super().__init__(context)
-        self._backend = backend
+        self.backend = backend
         self._nccl = nccl
         self._api = api = backend._api
         self._broken = None
@@ -265,7 +265,7 @@ class ProcessGroupNCCL(ProcessGroupBackend):
             self._comm.abort()
         except Exception:   # already aborted or destroyed
             pass
-        self._backend.report_async_error(self._device, self._error)
+        self.backend.report_async_error(self._device, self._error)
         for work in inflight:
             if not work._done.is_set():
                 work._complete(self._error)
@@ -307,7 +307,7 @@ class ProcessGroupNCCL(ProcessGroupBackend):
     def _check(self, op, tensors):
         self._raise_if_broken(op)
         for t in tensors:
-            if t is not None and (t.device.type != self._backend.name or
+            if t is not None and (t.device.type != self.backend.name or
                                   t.device.index != self._device):
                 raise RuntimeError(f"{op}: the nccl group of rank {self.rank()} runs on "
                                    f"cuda:{self._device}, got a tensor on {t.device}")
@@ -324,7 +324,7 @@ class ProcessGroupNCCL(ProcessGroupBackend):
             end.record(self._stream)
         for t in tensors:
             if t is not None:
-                self._backend.record_stream(t, self._stream_wrapper)
+                self.backend.record_stream(t, self._stream_wrapper)
         with self._lock:
             self._seq += 1
             work = NCCLWork(self, op, self._seq, end, outputs, blocking)
@@ -332,7 +332,7 @@ class ProcessGroupNCCL(ProcessGroupBackend):
         return work
 
     def _ptr(self, t):
-        return self._api.device_pointer(self._backend.native(t))
+        return self._api.device_pointer(self.backend.native(t))
 
     # -- collectives ------------------------------------------------------------------------------
     def allreduce(self, tensor, op):
@@ -426,7 +426,7 @@ class ProcessGroupNCCL(ProcessGroupBackend):
         """An all-reduce of one element whose ``wait()`` blocks the host, as PyTorch's does."""
         import ember
         with self._api.on_device(self._device):
-            one = ember.ones(1, device=f"{self._backend.name}:{self._device}")
+            one = ember.ones(1, device=f"{self.backend.name}:{self._device}")
         n = self._nccl
         p = self._ptr(one)
         return self._issue("barrier", [one], [one], lambda s: self._comm.allReduce(

@@ -18,7 +18,7 @@ import numpy as np
 
 import ember
 from ember.kit import ArrayBackend
-from ember.runtime import registry
+from ember.runtime import registry, shape_of
 
 from . import devices
 
@@ -120,7 +120,7 @@ def to_device(be, x, device, non_blocking):
         return ember.from_numpy(host)
     if device.type == be.name:
         target = be._concrete(device)
-        out = be.empty(x._shape, x.dtype, target)
+        out = be.empty(shape_of(x), x.dtype, target)
         between_devices(be, be.native(out), be.native(x))
         return out
     return registry.get(device.type).from_numpy(download(be, x), device, non_blocking)

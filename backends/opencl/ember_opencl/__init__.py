@@ -9,7 +9,8 @@ pyopencl is imported, and devices are looked for, on first use. Layout:
 * ``cltypes`` -- dtypes as OpenCL C types and conversions
 * ``codegen`` -- the one elementwise kernel template (index math, compile cache, launch)
 * ``math_unary`` / ``math_binary`` -- the C bodies of the elementwise ops
-* ``ops_*``   -- kernel table entries per op family; ``transfer`` -- host/device copies
+* ``ops_*``   -- one op family each: module-level kernels, their ``TABLE`` and ``register``
+  (``backend.KERNEL_MODULES`` lists them); ``transfer`` -- host/device copies
 """
 from ember.runtime import hookimpl
 

@@ -9,10 +9,16 @@ import math
 import threading
 
 import ember
+from ember.kit import gpu_common
 from ember.runtime import Backend, Storage, contiguous_strides, tensor_constructor
 from ember.runtime import dtypes as D
 
-from . import cltypes, deferred, transfer
+from . import (cltypes, deferred, ops_argreduce, ops_attention, ops_conv, ops_copy, ops_ctc,
+               ops_distances, ops_elementwise, ops_embedding_bag, ops_factories, ops_fft,
+               ops_foreach, ops_grid_sampling, ops_indexing, ops_linalg, ops_linalg_decomp,
+               ops_loss, ops_norm, ops_pool, ops_random, ops_reduction, ops_resampling, ops_rnn,
+               ops_sampling, ops_scan, ops_shape, ops_softmax, ops_sort, ops_spatial, ops_special,
+               ops_ternary, transfer)
 from .device import Devices
 from .streams import Event, Stream
 
@@ -27,6 +33,17 @@ COMPLEX_KERNELS = frozenset({
     "where", "_to_copy", "copy_", "full", "fill_", "cat", "flip", "roll", "tile", "sum", "mean",
     "_fft_c2c", "_fft_r2c", "_fft_c2r",
 })
+
+
+# the kernel modules, one per op family: each binds its TABLE in register(backend) (a later
+# module's kernel replaces an earlier one's for the same op)
+KERNEL_MODULES = (
+    ops_copy, ops_elementwise, ops_factories, ops_reduction, ops_linalg, ops_shape, ops_random,
+    ops_indexing, ops_argreduce, ops_softmax, ops_scan, ops_sort, ops_special, ops_linalg_decomp,
+    ops_sampling, ops_attention, ops_ternary, ops_spatial, ops_resampling, ops_grid_sampling,
+    ops_embedding_bag, ops_distances, ops_ctc, ops_rnn, ops_fft, ops_conv, ops_pool, ops_norm,
+    ops_foreach, ops_loss,
+)
 
 
 class OpenCLBackend(Backend):
@@ -45,34 +62,10 @@ class OpenCLBackend(Backend):
         self._tls = threading.local()
         self._dtypes = None
         self._real_dtypes = None
-        self._new_tensor = tensor_constructor()  # every kernel output is made here: no checks
-        from . import ops_copy, ops_elementwise, ops_factories, ops_linalg, ops_reduction
-        for mod in (ops_copy, ops_elementwise, ops_factories, ops_reduction, ops_linalg):
-            mod.register(self)
-        from . import ops_shape; ops_shape.register(self)  # noqa: E702
-        from . import ops_random; ops_random.register(self)  # noqa: E702
-        from . import ops_indexing; ops_indexing.register(self)  # noqa: E702
-        from . import ops_argreduce; ops_argreduce.register(self)  # noqa: E702
-        from . import ops_softmax; ops_softmax.register(self)  # noqa: E702
-        from . import ops_scan; ops_scan.register(self)  # noqa: E702
-        from . import ops_sort; ops_sort.register(self)  # noqa: E702
-        from . import ops_special; ops_special.register(self)  # noqa: E702
-        from . import ops_linalg_decomp; ops_linalg_decomp.register(self)  # noqa: E702
-        from . import ops_sampling; ops_sampling.register(self)  # noqa: E702
-        from . import ops_attention; ops_attention.register(self)  # noqa: E702
-        from . import ops_ternary; ops_ternary.register(self)  # noqa: E702
-        from . import ops_spatial; ops_spatial.register(self)  # noqa: E702
-        from . import ops_resampling; ops_resampling.register(self)  # noqa: E702
-        from . import ops_grid_sampling; ops_grid_sampling.register(self)  # noqa: E702
-        from . import ops_embedding_bag; ops_embedding_bag.register(self)  # noqa: E702
-        from . import ops_distances; ops_distances.register(self)  # noqa: E702
-        from . import ops_ctc; ops_ctc.register(self)  # noqa: E702
-        from . import ops_rnn; ops_rnn.register(self)  # noqa: E702
-        from . import ops_fft; ops_fft.register(self)  # noqa: E702
+        self._construct = tensor_constructor()  # every kernel output is made here: no checks
         self._fft_plan_caches = {}
-        from . import ops_conv, ops_foreach, ops_loss, ops_norm, ops_pool
-        for mod in (ops_conv, ops_pool, ops_norm, ops_foreach, ops_loss):
-            mod.register(self)
+        for module in KERNEL_MODULES:
+            module.register(self)
 
     # -- availability, devices, capabilities ----------------------------------------------------
     def is_available(self) -> bool:
@@ -135,7 +128,7 @@ class OpenCLBackend(Backend):
         from .fusion import compile_pointwise
         return compile_pointwise(self, kernel)
 
-    def _sq(self, device):
+    def state_queue(self, device):
         """(device state, queue of the current stream) for ``device``."""
         idx = device.index
         st = self._devices._states.get(idx)
@@ -145,26 +138,26 @@ class OpenCLBackend(Backend):
         s = cur.get(st.index) if cur else None
         return st, (s.queue if s is not None else st.default_queue)
 
-    def _new(self, st, shape, dtype, device):
+    def new_tensor(self, st, shape, dtype, device):
         """A fresh C-contiguous tensor from the device's caching allocator."""
         nbytes = math.prod(shape) * dtype.itemsize
         block = st.allocator.allocate(nbytes)
         storage = Storage(block.handle, nbytes, device)
         storage.cache = block  # holding the block keeps the buffer out of the cache
-        return self._new_tensor(storage, tuple(shape), contiguous_strides(shape), 0, dtype,
+        return self._construct(storage, tuple(shape), contiguous_strides(shape), 0, dtype,
                                 device, None)
 
     # -- storage and data movement ----------------------------------------------------------------
     def empty(self, shape, dtype, device):
         self._check_dtype(dtype, device, "empty")
-        return self._new(self._sq(device)[0], shape, dtype, self._concrete(device))
+        return self.new_tensor(self.state_queue(device)[0], shape, dtype, self._concrete(device))
 
     def from_numpy(self, array, device, non_blocking=False):
         dtype = D.from_numpy_dtype(array.dtype)
         device = self._concrete(device)
         self._check_dtype(dtype, device, "to")
-        st, q = self._sq(device)
-        return transfer.upload(st, q, self._new(st, array.shape, dtype, device), array)
+        st, q = self.state_queue(device)
+        return transfer.upload(st, q, self.new_tensor(st, array.shape, dtype, device), array)
 
     def to_numpy(self, tensor):
         return transfer.download(self, tensor)
@@ -204,6 +197,10 @@ class OpenCLBackend(Backend):
         if cache is None:
             cache = self._fft_plan_caches.setdefault(index, PlanCache())
         return cache
+
+    # -- random numbers: Philox on the device (ops_random) ---------------------------------------
+    def create_generator(self, index: int, seed: int):
+        return gpu_common.PhiloxGenerator(seed)
 
     # -- memory -----------------------------------------------------------------------------------
     def allocator(self, index: int):

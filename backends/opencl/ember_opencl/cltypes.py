@@ -46,7 +46,7 @@ def supported_dtypes(extensions: str) -> frozenset:
 
     bfloat16 is always stored (16 bits, computed through float32: ``STORAGE_DTYPES``). Complex
     values are float2/double2 vectors with the arithmetic written out in the kernels
-    (``codegen.COMPLEX_PRELUDE``); complex128 needs fp64 like float64.
+    (``codegen.complex_prelude``); complex128 needs fp64 like float64.
     """
     ext = set(extensions.split())
     out = set(BASE_DTYPES) | set(STORAGE_DTYPES) | {D.complex64}

@@ -31,15 +31,17 @@ from typing import NamedTuple
 import numpy as np
 
 from ember.compiler.pointwise import Dialect as _CDialect
+from ember.kit import gpu_common
 from ember.runtime import dtypes as D, get_op
 from ember import Tensor
+from ember.runtime import data_of, layout_of
 
 from . import binaries, cltypes
 
 log = logging.getLogger("ember.kernels")
 
-_MAX_META = 4096
-UNIT = -1              # the "rank" of a layout whose operands are all contiguous and 1-D       # cached layouts per device before the cache is dropped and refilled
+MAX_META = 4096  # cached layouts per device before the cache is dropped and refilled
+UNIT = -1        # the "rank" of a layout whose operands are all contiguous and 1-D
 ERR_ZERO_DIV = 1
 ERRORS = {ERR_ZERO_DIV: "ZeroDivisionError"}
 
@@ -52,7 +54,7 @@ class Body:
 
     ``kinds`` are the compute-dtype categories the code is valid for ("f"loat, "i"nt,
     "b"ool, "c"omplex: code for complex ``CT`` reads ``ctx.is_complex`` and uses the helpers of
-    ``COMPLEX_PRELUDE``). Bodies put in one ``group`` are compiled together: the first time
+    ``complex_prelude``). Bodies put in one ``group`` are compiled together: the first time
     one of them is needed for a signature (dtypes, operand kinds, rank), its siblings valid
     for that compute dtype are built in the same program, which costs about as much as
     building one (compiler start-up dominates) and spares a build each when the program uses
@@ -199,22 +201,30 @@ def collapse(shape, layouts):
     return sizes, strides
 
 
-def _meta(state, key, shape, tensors):
+def remember(state, key, entry):
+    """Keep ``entry`` (metadata buffers) for ``key`` in the device's bounded layout cache."""
+    if len(state.meta) >= MAX_META:
+        state.meta.clear()  # buffers in flight stay alive: OpenCL retains them per command
+    state.meta[key] = entry
+    return entry
+
+
+def metadata(state, key):
+    """(rank, metadata buffer) of the layout ``key`` = ``(shape, layout_of(t) for each
+    tensor)``, the tensors broadcast to ``shape``; built once per layout."""
     import pyopencl as cl
-    sizes, strides = collapse(shape, [(t._shape, t._stride) for t in tensors])
+    shape, layouts = key[0], key[1:]
+    sizes, strides = collapse(shape, [(s, st) for s, st, _ in layouts])
     meta = list(sizes)
-    for t, st in zip(tensors, strides):
-        meta.append(t._offset)
+    for (_, _, offset), st in zip(layouts, strides):
+        meta.append(offset)
         meta.extend(st)
     buf = cl.Buffer(state.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                     hostbuf=np.array(meta, dtype=np.int64))
-    if len(state.meta) >= _MAX_META:
-        state.meta.clear()  # buffers in flight stay alive: OpenCL retains them per command
     # every operand contiguous and of the output's shape: rank UNIT, whose kernel indexes with
     # i itself, so the compiler sees unit strides and vectorizes loads and stores
     rank = UNIT if len(sizes) == 1 and all(st[0] == 1 for st in strides) else len(sizes)
-    entry = state.meta[key] = (rank, buf)
-    return entry
+    return remember(state, key, (rank, buf))
 
 
 # -- source -------------------------------------------------------------------------------------
@@ -222,10 +232,14 @@ def _ctx(state, ct):
     return Ctx(ct, D.float64 if state.fp64 else ct if ct.category == D.FLOATING else D.float32)
 
 
-# complex arithmetic on CT = float2/double2 (x: real part, y: imaginary part), RT its real type;
-# numpy's algorithms (Smith's division, hypot for |z|) so results match the CPU backend
-COMPLEX_PRELUDE = """
-CT c_mul(CT a, CT b) { return (CT)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+def complex_prelude(fp64):
+    """Complex arithmetic on CT = float2/double2 (x: real part, y: imaginary part), RT its real
+    type: c_add and c_mul from the C the GPU backends share, then the rest with numpy's
+    algorithms (Smith's division, hypot for |z|) so results match the CPU backend."""
+    return gpu_common.source("opencl", fp64) + "EMBER_COMPLEX_OPS(c, CT)\n" + _COMPLEX_MATH
+
+
+_COMPLEX_MATH = """
 CT c_div(CT a, CT b) {
   RT ar = fabs(b.x), ai = fabs(b.y);
   if (ar >= ai) {
@@ -259,7 +273,8 @@ def header(state, key) -> list:
              f"typedef {ctx.c} CT;", f"typedef {ctx.w} W;",
              "#define ERR err" if key.check else "#define ERR ((__global int*)0)"]
     if ctx.is_complex:
-        lines += [f"typedef {cltypes.CTYPE[key.compute.to_real()]} RT;", COMPLEX_PRELUDE]
+        lines += [f"typedef {cltypes.CTYPE[key.compute.to_real()]} RT;",
+                  complex_prelude(state.fp64)]
     return lines
 
 
@@ -422,24 +437,27 @@ def run(state, queue, body, out, inputs=(), loads=(), ct=None, rt=None, params=(
     ``params`` are (value, dtype) kernel arguments ``p{k}``. With ``check`` the kernel may set
     an error code, read back (blocking) and raised here.
     """
-    shape = out._shape
+    out_layout = layout_of(out)
+    shape = out_layout[0]
     n = 1
     for s in shape:
         n *= s
     if n == 0:
         return out
     tensors = [out]
+    layouts = [shape, out_layout]
     desc = []
     for x in inputs:
         if isinstance(x, Tensor):
             tensors.append(x)
+            layouts.append(layout_of(x))
             desc.append(x.dtype)
         else:
             desc.append(None)
-    lkey = (shape,) + tuple([(t._shape, t._stride, t._offset) for t in tensors])
+    lkey = tuple(layouts)
     ent = state.meta.get(lkey)
     if ent is None:
-        ent = _meta(state, lkey, shape, tensors)
+        ent = metadata(state, lkey)
     rank, mbuf = ent
     ct = ct if ct is not None else out.dtype
     rt = rt if rt is not None else ct
@@ -448,7 +466,7 @@ def run(state, queue, body, out, inputs=(), loads=(), ct=None, rt=None, params=(
     knl = state.kernels.get(key)
     if knl is None:
         knl = _build(state, key, body)
-    args = [t._storage.data for t in tensors]
+    args = [data_of(t) for t in tensors]
     args.append(mbuf)
     args.append(n)
     for v, d in params:

@@ -22,6 +22,8 @@ import threading
 
 import numpy as np
 
+from ember.runtime import shape_of
+
 BOUNDS_INDEX = 1         # IndexError, as index / index_put_ raise it
 BOUNDS_RUNTIME = 2       # RuntimeError: gather, scatter, index_add
 BOUNDS_SELECT = 3        # IndexError with the op's name: index_select
@@ -88,7 +90,7 @@ def slot(state, op: str, *tensors):
     rec = _records(state)
     if len(rec.pending) == SLOTS:
         check(state, state.default_queue)  # every slot taken: wait once, then reuse them
-    shapes = tuple(tuple(t._shape) for t in tensors)
+    shapes = tuple(tuple(shape_of(t)) for t in tensors)
     with rec.lock:
         i = len(rec.pending)
         rec.pending.append((op, shapes))

@@ -184,7 +184,7 @@ class Devices:
     """Lazy discovery plus per-index state, shared by the backend's methods."""
 
     def __init__(self, backend):
-        self._backend = backend
+        self.backend = backend
         self._discovery = None
         self._states = {}
         self._lock = threading.Lock()
@@ -205,7 +205,7 @@ class Devices:
         if st is None:
             devices = self.discovery.devices
             if index is None:
-                index = self._backend.current_device()
+                index = self.backend.current_device()
                 st = self._states.get(index)
                 if st is not None:
                     return st
@@ -215,7 +215,7 @@ class Devices:
             with self._lock:
                 st = self._states.get(index)
                 if st is None:
-                    st = self._states[index] = DeviceState(self._backend, index, devices[index])
+                    st = self._states[index] = DeviceState(self.backend, index, devices[index])
         return st
 
     def started(self):

@@ -27,6 +27,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ember.kit import gpu_common
 from ember.runtime import dtypes as D
 
 from . import cltypes, codegen
@@ -226,8 +227,7 @@ def program_source(state, dtype, sign, unit):
         return cltypes.lit(v, real)
     parts = ["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes),
              f"typedef {cltypes.CTYPE[dtype]} CT;", f"typedef {rt} RT;",
-             "inline CT c_mul(CT a, CT b) { return (CT)(a.x * b.x - a.y * b.y, "
-             "a.x * b.y + a.y * b.x); }"]
+             gpu_common.source("opencl", state.fp64), "EMBER_COMPLEX_OPS(c, CT)"]
     parts += [_radix_kernel(R, sign, unit, lit) for R in RADICES]
     parts += [_local_pass(R, sign, lit) for R in RADICES]
     parts.append(_local_kernel())

@@ -16,6 +16,7 @@ import numpy as np
 
 from ember.compiler.pointwise import C_TYPES
 from ember.runtime import dtypes as D
+from ember.runtime import data_of, offset_of, shape_of, strides_of
 
 from . import cltypes, progs
 from .codegen import Dialect
@@ -55,12 +56,12 @@ class PointwiseRunner:
     def __call__(self, inputs):
         be = self.backend
         device = inputs[0].device
-        st, q = be._sq(device)
-        shape = tuple(np.broadcast_shapes(*[tuple(t._shape) for t in inputs]))
-        outs = [be._new(st, shape, d, device) for d in self.kernel.output_dtypes]
+        st, q = be.state_queue(device)
+        shape = tuple(np.broadcast_shapes(*[tuple(shape_of(t)) for t in inputs]))
+        outs = [be.new_tensor(st, shape, d, device) for d in self.kernel.output_dtypes]
         n = math.prod(shape)
         if n:
-            flat = all(t._shape == shape and t.is_contiguous() for t in inputs)
+            flat = all(shape_of(t) == shape and t.is_contiguous() for t in inputs)
             kernel = progs.program(
                 st, ("fused", self.kernel.key, flat), lambda: _source(st, self.kernel, flat),
                 {"fused": [None] * (len(outs) + len(inputs) + 1) + [np.int32, np.int64] +
@@ -70,9 +71,9 @@ class PointwiseRunner:
                 rank, meta = 1, st.dummy_meta if hasattr(st, "dummy_meta") else _dummy(st)
             else:
                 rank, meta = progs.layout(st, shape if shape else (1,), inputs)
-            progs.launch(st, q, kernel, n, *[o._storage.data for o in outs],
-                         *[t._storage.data for t in inputs], meta, rank, n,
-                         *[t._offset for t in inputs])
+            progs.launch(st, q, kernel, n, *[data_of(o) for o in outs],
+                         *[data_of(t) for t in inputs], meta, rank, n,
+                         *[offset_of(t) for t in inputs])
         return outs
 
 
@@ -148,8 +149,8 @@ class ReductionRunner:
         be = self.backend
         op, dims, keepdim = self.kernel.reduction
         device = inputs[0].device
-        st, q = be._sq(device)
-        shape = tuple(np.broadcast_shapes(*[tuple(t._shape) for t in inputs]))
+        st, q = be.state_queue(device)
+        shape = tuple(np.broadcast_shapes(*[tuple(shape_of(t)) for t in inputs]))
         kept = [d for d in range(len(shape)) if d not in dims]
         out_shape = tuple(1 if d in dims else n for d, n in enumerate(shape)) if keepdim \
             else tuple(shape[d] for d in kept)
@@ -163,7 +164,7 @@ class ReductionRunner:
             fill = float("nan") if op == "mean" else 0.0
             return [ember.full(out_shape, fill, dtype=self.kernel.output_dtypes[0],
                                device=device)]
-        out = be._new(st, out_shape, self.kernel.output_dtypes[0], device)
+        out = be.new_tensor(st, out_shape, self.kernel.output_dtypes[0], device)
         strides = [_broadcast_strides(t, shape) for t in inputs]
         meta = [shape[d] for d in kept] + [s[d] for s in strides for d in kept] + \
             [shape[d] for d in dims] + [s[d] for s in strides for d in dims]
@@ -171,15 +172,15 @@ class ReductionRunner:
             st, ("fused_reduce", self.kernel.key), lambda: _reduce_source(st, self.kernel),
             {"fused": [None] * (2 + len(inputs)) + [np.int32, np.int32, np.int64, np.int64] +
              [np.int64] * len(inputs)})["fused"]
-        progs.launch(st, q, kernel, n_out, out._storage.data,
-                     *[t._storage.data for t in inputs], progs.buffer_of(st, meta),
-                     len(kept), len(dims), rcount, n_out, *[t._offset for t in inputs])
+        progs.launch(st, q, kernel, n_out, data_of(out),
+                     *[data_of(t) for t in inputs], progs.buffer_of(st, meta),
+                     len(kept), len(dims), rcount, n_out, *[offset_of(t) for t in inputs])
         return [out]
 
 
 def _broadcast_strides(t, shape):
-    pad = len(shape) - len(t._shape)
+    pad = len(shape) - len(shape_of(t))
     out = [0] * pad
-    for d, (n, s) in enumerate(zip(t._shape, t._stride)):
+    for d, (n, s) in enumerate(zip(shape_of(t), strides_of(t))):
         out.append(0 if n == 1 and shape[pad + d] != 1 else s)
     return out

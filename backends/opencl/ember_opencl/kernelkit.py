@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.runtime import dtypes as D
+from ember.runtime import offset_of, strides_of
 
 from . import cltypes, progs
 
@@ -35,10 +36,10 @@ def program(state, family, dt, source, kernels):
 
 def strides(t, ndim=None):
     """(offset, *strides) of ``t`` as kernel arguments (padded in front to ``ndim`` dims)."""
-    st = list(t._stride)
+    st = list(strides_of(t))
     if ndim is not None:
         st = [0] * (ndim - len(st)) + st
-    return [t._offset] + st
+    return [offset_of(t)] + st
 
 
 def launch(state, queue, kernel, n, *args):

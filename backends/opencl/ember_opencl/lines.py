@@ -16,34 +16,36 @@ import math
 import numpy as np
 
 from . import cltypes
-from .codegen import collapse
+from .codegen import collapse, remember
 
 
-def _layout(t, dim):
-    """(shape, stride) of ``t`` with a 0-d tensor seen as one line of one element."""
-    if not t._shape:
+def _line_layout(layout, dim):
+    """(shape, stride, dim) of a layout, a 0-d tensor seen as one line of one element."""
+    shape, stride, _ = layout
+    if not shape:
         return (1,), (1,), 0
-    return t._shape, t._stride, dim
+    return shape, stride, dim
 
 
-def meta(state, dim, tensors):
-    """(kr, M, N, buffer) of ``tensors`` seen as lines along ``dim``; the last one (the input)
-    gives the shape, the others may have size 1 along ``dim`` (one element per line)."""
+def meta(state, dim, layouts):
+    """(kr, M, N, buffer) of tensors seen as lines along ``dim``, given their layouts
+    (``layout_of(t)``: shape, strides, offset); the last one (the input) gives the shape, the
+    others may have size 1 along ``dim`` (one element per line)."""
     import pyopencl as cl
-    key = ("lines", dim) + tuple((t._shape, t._stride, t._offset) for t in tensors)
+    key = ("lines", dim, *layouts)
     ent = state.meta.get(key)
     if ent is None:
-        shape, _, d = _layout(tensors[-1], dim)
+        shape, _, d = _line_layout(layouts[-1], dim)
         kept = [k for k in range(len(shape)) if k != d]
         ksh = tuple(shape[k] for k in kept)
-        lays = [_layout(t, dim) for t in tensors]
+        lays = [_line_layout(lay, dim) for lay in layouts]
         sizes, strides = collapse(ksh, [(ksh, tuple(st[k] for k in kept)) for _, st, _ in lays])
         data = list(sizes)
-        for t, (_, st, _), kt in zip(tensors, lays, strides):
-            data += [t._offset, st[d]] + kt
+        for (_, _, offset), (_, st, _), kt in zip(layouts, lays, strides):
+            data += [offset, st[d]] + kt
         buf = cl.Buffer(state.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                         hostbuf=np.array(data or [0], dtype=np.int64))
-        ent = state.meta[key] = (len(sizes), math.prod(ksh), shape[d], buf)
+        ent = remember(state, key, (len(sizes), math.prod(ksh), shape[d], buf))
     return ent
 
 

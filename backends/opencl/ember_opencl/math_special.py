@@ -3,7 +3,8 @@
 The algorithms are the Cephes library's, as scipy (the CPU backend) and PyTorch use them:
 Chebyshev expansions for the modified Bessel functions I0/I1 on [0, 8] and in 32/x beyond,
 rational approximations for ndtri and the Bessel functions J0/J1, Euler-Maclaurin summation
-for the Hurwitz zeta function (and polygamma from it). erfcx is ``exp(x^2) erfc(x)`` up to
+for the Hurwitz zeta function (and polygamma from it), Cephes' airy for the Airy function Ai
+(series near 0, asymptotic forms beyond |x| = 2.09). erfcx is ``exp(x^2) erfc(x)`` up to
 x = 10 (relative error below 1e-13 in double) and the continued fraction of erfc beyond.
 Everything but sinc, entr and xlog1py is evaluated in the device's widest float ``W`` and
 rounded once, as scipy evaluates float32 inputs in double.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import math
 
 from .codegen import Body, group
-from .math_unary import _digamma_prelude
+from .math_unary import digamma_prelude
 
 # Chebyshev coefficients of exp(-x) I0(x) on [0, 8] (in x/2 - 2) and of exp(-x) sqrt(x) I0(x)
 # on [8, inf) (in 32/x - 2); the same for I1 (divided by x on [0, 8]).
@@ -168,6 +169,35 @@ ZETA_A = [12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e
           -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18]
 
 
+# Ai (Cephes' airy, as scipy's): for x >= 2.09 exp(-zeta) times a rational function of 1/zeta
+# (AN/AD, zeta = 2 x^(3/2) / 3); for x < -2.09 the oscillating asymptotic form with rational f
+# (AFN/AFD) and g (AGN/AGD) in 1/zeta^2, AFD and AGD with a leading 1 that is not stored
+# (torch's airy_ai drops it: its Ai is off by up to 2e-5 relative just below -2.09); between,
+# the Maclaurin series
+AIRY_AN = [3.46538101525629032477e-01, 1.20075952739645805542e+01, 7.62796053615234516538e+01,
+           1.68089224934630576269e+02, 1.59756391350164413639e+02, 7.05360906840444183113e+01,
+           1.40264691163389668864e+01, 9.99999999999999995305e-01]
+AIRY_AD = [5.67594532638770212846e-01, 1.47562562584847203173e+01, 8.45138970141474626562e+01,
+           1.77318088145400459522e+02, 1.64234692871529701831e+02, 7.14778400825575695274e+01,
+           1.40959135607834029598e+01, 1.00000000000000000470e+00]
+AIRY_AFN = [-1.31696323418331795333e-01, -6.26456544431912369773e-01,
+            -6.93158036036933542233e-01, -2.79779981545119124951e-01,
+            -4.91900132609500318020e-02, -4.06265923594885404393e-03,
+            -1.59276496239262096340e-04, -2.77649108155232920844e-06,
+            -1.67787698489114633780e-08]
+AIRY_AFD = [1.33560420706553243746e+01, 3.26825032795224613948e+01, 2.67367040941499554804e+01,
+            9.18707402907259625840e+00, 1.47529146771666414581e+00, 1.15687173795188044134e-01,
+            4.40291641615211203805e-03, 7.54720348287414296618e-05, 4.51850092970580378464e-07]
+AIRY_AGN = [1.97339932091685679179e-02, 3.91103029615688277255e-01, 1.06579897599595591108e+00,
+            9.39169229816650230044e-01, 3.51465656105547619242e-01, 6.33888919628925490927e-02,
+            5.85804113048388458567e-03, 2.82851600836737019778e-04, 6.98793669997260967291e-06,
+            8.11789239554389293311e-08, 3.41551784765923618484e-10]
+AIRY_AGD = [9.30892908077441974853e+00, 1.98352928718312140417e+01, 1.55646628932864612953e+01,
+            5.47686069422975497931e+00, 9.54293611618961883998e-01, 8.64580826352392193095e-02,
+            4.12656523824222607191e-03, 1.01259085116509135510e-04, 1.17166733214413521882e-06,
+            4.91834570062930015649e-09]
+
+
 def _lit(ctx, v):
     return repr(float(v)) + ("" if ctx.w == "double" else "f")
 
@@ -189,8 +219,10 @@ def _prelude(ctx):  # noqa: C901 - the C library, one function after another
         ("SP_J1QP", J1_QP), ("SP_J1QQ", J1_QQ), ("SP_J1RP", J1_RP), ("SP_J1RQ", J1_RQ),
         ("SP_Y0P", Y0_YP), ("SP_Y0Q", Y0_YQ), ("SP_Y1P", Y1_YP), ("SP_Y1Q", Y1_YQ),
         ("SP_K0A", K0_A), ("SP_K0B", K0_B), ("SP_K1A", K1_A), ("SP_K1B", K1_B),
-        ("SP_ZA", ZETA_A)))
-    return tables + _digamma_prelude(ctx) + f"""
+        ("SP_ZA", ZETA_A), ("SP_AIAN", AIRY_AN), ("SP_AIAD", AIRY_AD),
+        ("SP_AIAFN", AIRY_AFN), ("SP_AIAFD", AIRY_AFD), ("SP_AIAGN", AIRY_AGN),
+        ("SP_AIAGD", AIRY_AGD)))
+    return tables + digamma_prelude(ctx) + f"""
 W sp_chbevl(W x, __constant W* a, int n) {{
   W b0 = a[0], b1 = 0, b2 = 0;
   for (int i = 1; i < n; i++) {{ b2 = b1; b1 = b0; b0 = x * b1 - b2 + a[i]; }}
@@ -415,6 +447,34 @@ W sp_gammaincc(W a, W x) {{
   if (x < 1 || x < a) return 1 - sp_igam_series(a, x);
   return sp_igamc_cf(a, x);
 }}
+W sp_airy_ai(W x) {{
+  if (isnan(x) || isinf(x)) return NAN;
+  if (x > {L(103.892)}) return 0;
+  const W sqpii = {L(1 / math.sqrt(math.pi))};
+  if (x < {L(-2.09)}) {{
+    const W zeta = -2 * x * sqrt(-x) / 3, z = 1 / zeta, zz = z * z;
+    const W f = 1 + zz * sp_polevl(zz, SP_AIAFN, 9) / sp_p1evl(zz, SP_AIAFD, 9);
+    const W g = z * sp_polevl(zz, SP_AIAGN, 11) / sp_p1evl(zz, SP_AIAGD, 10);
+    const W t = zeta + {L(math.pi / 4)};
+    return sqpii / sqrt(sqrt(-x)) * (sin(t) * f - cos(t) * g);
+  }}
+  if (x >= {L(2.09)}) {{
+    const W zeta = 2 * x * sqrt(x) / 3, z = 1 / zeta;
+    return sqpii * (sp_polevl(z, SP_AIAN, 8) / sp_polevl(z, SP_AIAD, 8))
+           / (2 * sqrt(sqrt(x)) * exp(zeta));
+  }}
+  /* Ai = c1 f - c2 g with f, g the Maclaurin series in x^3 */
+  W f = 1, g = x, k = 1, m = 1, n = x, t = 1;
+  const W z = x * x * x;
+  for (int i = 0; i < 100 && t > {L(eps)}; i++) {{
+    m *= z; k += 1; m /= k;
+    n *= z; k += 1; n /= k;
+    m /= k; f += m;
+    k += 1; n /= k; g += n;
+    t = fabs(m / f);
+  }}
+  return {L(0.355028053887817239260)} * f - {L(0.258819403792806798405)} * g;
+}}
 W sp_polygamma(int n, W x) {{
   if (n == 0) return ew_digamma(x);
   const W sign = (n % 2) ? 1 : -1;
@@ -436,6 +496,7 @@ UNARY = {
     "special_modified_bessel_k0": _wide("k0"), "special_modified_bessel_k1": _wide("k1"),
     "special_scaled_modified_bessel_k0": _wide("k0e"),
     "special_scaled_modified_bessel_k1": _wide("k1e"),
+    "special_airy_ai": _wide("airy_ai"),
     # numpy's sinc and scipy's entr compute in the input's own precision
     "sinc": Body("sinc", lambda c: f"const CT y = {c.lit(math.pi)} * (x0 == 0 ? {c.lit(1e-20)} : "
                                    f"x0); r = sin(y) / y;", kinds="f"),

@@ -77,7 +77,7 @@ W ew_erfinv(W y) {{
 }}"""
 
 
-def _digamma_prelude(ctx):
+def digamma_prelude(ctx):
     A = [8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
          -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
          8.33333333333333333333E-2]
@@ -168,7 +168,7 @@ def _build():
     for name in ("erf", "erfc", "lgamma"):
         ops[name] = Body(name, _via_wide(name))
     ops["erfinv"] = Body("erfinv", "r = (CT)ew_erfinv((W)x0);", _erfinv_prelude)
-    ops["digamma"] = Body("digamma", "r = (CT)ew_digamma((W)x0);", _digamma_prelude)
+    ops["digamma"] = Body("digamma", "r = (CT)ew_digamma((W)x0);", digamma_prelude)
     ops["logit"] = Body("logit", "r = (CT)ew_logit((W)x0);", _logit_prelude)
     ops["silu"] = Body("silu", "r = x0 * ((CT)1 / ((CT)1 + exp(-x0)));")
     # numpy's logaddexp(x, 0), then tanh
@@ -195,7 +195,7 @@ def _build():
     ops["signbit"] = Body("signbit", lambda ctx: "r = signbit(x0);" if ctx.is_float else
                           "r = 0;" if ctx.is_bool else "r = x0 < 0;")
     ops["logical_not"] = Body("logical_not", "r = x0 == 0;")
-    # complex forms (numpy's formulas, helpers from codegen.COMPLEX_PRELUDE)
+    # complex forms (numpy's formulas, helpers from codegen.complex_prelude)
     for name, expr in _COMPLEX.items():
         real_code = ops[name].code
         ops[name].code = (lambda ctx, e=expr, rc=real_code:

@@ -14,12 +14,14 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ember.kit.binding import bind_with
+from ember.runtime import data_of, layout_of
 from ember.runtime import dtypes as D
 
 from . import cltypes
 from .codegen import compile_program
-from .ops_reduction import _Ctx, _local_size, _max_init, chunk_loop_head, schedule_head
-from .ops_reduction import _meta as red_meta
+from .ops_reduction import (DtypeKind, chunk_loop_head, extreme_init, reduction_meta,
+                            schedule_head, work_group_size)
 
 
 def _better(dt, op):
@@ -51,7 +53,8 @@ def source(state, key):
                  f"__global const T* in, __global const long* inidx, __global const long* meta, "
                  f"const long M, const long R, const long G, const long chunk)\n{{")
         L += schedule_head(kr, rr, mode, [f"__local T sv[{ls}];", f"__local long si[{ls}];"])
-        L.append(f"  T b = {_max_init(_Ctx(dt), largest).replace('AT', 'T')}; long bi = LONG_MAX;")
+        init = extreme_init(DtypeKind(dt), largest).replace('AT', 'T')
+        L.append(f"  T b = {init}; long bi = LONG_MAX;")
         L += chunk_loop_head(rr, mode, ls)
         L.append(f"    const T v = in[p]; const long i = {'j' if first else 'inidx[p]'};")
         L.append("    if (BETTER(v, i, b, bi)) { b = v; bi = i; }")
@@ -86,18 +89,18 @@ def _kernel(state, key):
 
 def arg_reduce(backend, name, x, dims, keepdim):
     """(values, int64 indices) of the best element over ``dims`` (sorted, may be empty)."""
-    st, q = backend._sq(x.device)
-    shape = x._shape
+    st, q = backend.state_queue(x.device)
+    shape, stride, offset = layout_of(x)
     out_shape = tuple(1 if d in dims else s for d, s in enumerate(shape)) if keepdim else \
         tuple(s for d, s in enumerate(shape) if d not in dims)
-    values = backend._new(st, out_shape, x.dtype, x.device)
-    indices = backend._new(st, out_shape, D.int64, x.device)
+    values = backend.new_tensor(st, out_shape, x.dtype, x.device)
+    indices = backend.new_tensor(st, out_shape, D.int64, x.device)
     M = math.prod(s for d, s in enumerate(shape) if d not in dims)
     R = math.prod(shape[d] for d in dims)
     if M == 0:
         return values, indices
-    kr, rr, mbuf = red_meta(st, shape, x._stride, x._offset, tuple(dims))
-    ls = _local_size(st)
+    kr, rr, mbuf = reduction_meta(st, shape, stride, offset, tuple(dims))
+    ls = work_group_size(st)
     if M >= R or ls == 1:
         _launch(st, q, name, x.dtype, kr, rr, "item", 1, True, values, indices, x, None, mbuf,
                 M, R, 1, R)
@@ -108,10 +111,10 @@ def arg_reduce(backend, name, x, dims, keepdim):
         _launch(st, q, name, x.dtype, kr, rr, "wg", ls, True, values, indices, x, None, mbuf,
                 M, R, 1, chunk)
         return values, indices
-    pv = backend._new(st, (M, G), x.dtype, x.device)
-    pi = backend._new(st, (M, G), D.int64, x.device)
+    pv = backend.new_tensor(st, (M, G), x.dtype, x.device)
+    pi = backend.new_tensor(st, (M, G), D.int64, x.device)
     _launch(st, q, name, x.dtype, kr, rr, "wg", ls, True, pv, pi, x, None, mbuf, M, R, G, chunk)
-    kr2, rr2, mbuf2 = red_meta(st, (M, G), (G, 1), 0, (1,))
+    kr2, rr2, mbuf2 = reduction_meta(st, (M, G), (G, 1), 0, (1,))
     mode = "item" if M >= G else "wg"
     _launch(st, q, name, x.dtype, kr2, rr2, mode, ls if mode == "wg" else 1, False, values,
             indices, pv, pi, mbuf2, M, G, 1, G)
@@ -126,26 +129,24 @@ def _launch(st, q, name, dt, kr, rr, mode, ls, first, vout, iout, x, xi, mbuf, M
         gsize, lsize = ((M + st.local_size - 1) // st.local_size * st.local_size,), \
             st.local_sizes
     with st.launch_lock:
-        st.last[q] = knl(q, gsize, lsize, vout._storage.data, iout._storage.data,
-                         x._storage.data, None if xi is None else xi._storage.data, mbuf,
+        st.last[q] = knl(q, gsize, lsize, data_of(vout), data_of(iout),
+                         data_of(x), None if xi is None else data_of(xi), mbuf,
                          M, R, G, chunk)
 
 
+def max_min_dim(be, name, x, dim, keepdim):
+    """max_dim/min_dim: (values, indices) along ``dim``."""
+    return arg_reduce(be, name, x, (dim,) if x.ndim else (), keepdim)
+
+
+def arg_index(be, name, x, dim, keepdim):
+    """argmax/argmin: the indices, over every dim when ``dim`` is None."""
+    dims = tuple(range(x.ndim)) if dim is None else (dim,) if x.ndim else ()
+    return arg_reduce(be, name, x, dims, keepdim)[1]
+
+
 def register(backend):
-    K = backend.kernels.register
-
-    def make_dim(name):
-        def kernel(x, dim, keepdim):
-            return arg_reduce(backend, name, x, (dim,) if x.ndim else (), keepdim)
-        return kernel
-
-    def make_arg(name):
-        def kernel(x, dim, keepdim):
-            dims = tuple(range(x.ndim)) if dim is None else (dim,) if x.ndim else ()
-            return arg_reduce(backend, name, x, dims, keepdim)[1]
-        return kernel
-
-    K("max_dim", make_dim("argmax"))
-    K("min_dim", make_dim("argmin"))
-    K("argmax", make_arg("argmax"))
-    K("argmin", make_arg("argmin"))
+    bind_with(backend, "max_dim", max_min_dim, "argmax")
+    bind_with(backend, "min_dim", max_min_dim, "argmin")
+    bind_with(backend, "argmax", arg_index, "argmax")
+    bind_with(backend, "argmin", arg_index, "argmin")

@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.kit.binding import bind
 from ember.ops.attention import check_fused_operands
 from ember.runtime import dtypes as D
-from ember.runtime import get_op, tensor_constructor
+from ember.runtime import (data_of, get_op, offset_of, shape_of, storage_of, strides_of,
+                          tensor_constructor)
 
 from . import cltypes
 from .codegen import compile_program
@@ -387,17 +389,17 @@ def _program(st, dt, E, Ev, mask_dtype, kind, causal):
 
 def _layout(t):
     """offset and strides of a 4-D operand (zeros for a missing mask)."""
-    return [0] * 5 if t is None else [t._offset] + list(t._stride)
+    return [0] * 5 if t is None else [offset_of(t)] + list(strides_of(t))
 
 
 def _packed(backend, st, t, transpose, rows_p, cols_p):
     """``t`` (B, H, n, d) copied to a fresh (B, H, rows_p, cols_p) buffer, as (d, n) when
     ``transpose``; the padding is left as it is (kernels never use it)."""
-    B, H = t._shape[:2]
+    B, H = shape_of(t)[:2]
     src = t.transpose(-1, -2) if transpose else t
-    rows, cols = src._shape[2:]
-    buf = backend._new(st, (B, H, rows_p, cols_p), t.dtype, t.device)
-    view = tensor_constructor()(buf._storage, (B, H, rows, cols), buf._stride, 0, t.dtype,
+    rows, cols = shape_of(src)[2:]
+    buf = backend.new_tensor(st, (B, H, rows_p, cols_p), t.dtype, t.device)
+    view = tensor_constructor()(storage_of(buf), (B, H, rows, cols), strides_of(buf), 0, t.dtype,
                                 t.device)
     if view.numel():
         backend.copy_(view, src)
@@ -426,15 +428,15 @@ def _kernels_take(query, E, Ev):
 
 def forward(backend, query, key, value, attn_mask, is_causal, scale):
     _check(query, key, value, attn_mask)
-    B, Hq, L, E = query._shape
-    Hkv, S, Ev = key._shape[1], key._shape[2], value._shape[3]
+    B, Hq, L, E = shape_of(query)
+    Hkv, S, Ev = shape_of(key)[1], shape_of(key)[2], shape_of(value)[3]
     if not _kernels_take(query, E, Ev):
         return _composite("_scaled_dot_product_fused_attention", query, key, value, attn_mask,
                           is_causal, scale)
-    st, q = backend._sq(query.device)
+    st, q = backend.state_queue(query.device)
     dt = query.dtype
-    out = backend._new(st, (B, Hq, L, Ev), dt, query.device)
-    lse = backend._new(st, (B, Hq, L), dt, query.device)
+    out = backend.new_tensor(st, (B, Hq, L, Ev), dt, query.device)
+    lse = backend.new_tensor(st, (B, Hq, L), dt, query.device)
     if not out.numel() and not lse.numel():
         return out, lse
     if S == 0 or Ev == 0:
@@ -447,10 +449,10 @@ def forward(backend, query, key, value, attn_mask, is_causal, scale):
     vp = _packed(backend, st, value, False, S, evp)
     kind = 0 if attn_mask is None else 1 if attn_mask.dtype is D.bool_ else 2
     kernels = _program(st, dt, E, Ev, attn_mask.dtype if kind else None, kind, is_causal)
-    mbuf = attn_mask._storage.data if kind else query._storage.data
+    mbuf = data_of(attn_mask) if kind else data_of(query)
     _launch(st, q, kernels["attn_fwd"], (L, kernels["rows"]["attn_fwd"]), B * Hq,
-            out._storage.data, lse._storage.data, query._storage.data, kt._storage.data,
-            vp._storage.data, mbuf, L, S, sp, Hq, Hq // Hkv, scale, *_layout(query),
+            data_of(out), data_of(lse), data_of(query), data_of(kt),
+            data_of(vp), mbuf, L, S, sp, Hq, Hq // Hkv, scale, *_layout(query),
             *_layout(attn_mask))
     return out, lse
 
@@ -458,16 +460,16 @@ def forward(backend, query, key, value, attn_mask, is_causal, scale):
 def backward(backend, grad_out, query, key, value, attn_mask, out, logsumexp, is_causal,
              scale):
     _check(query, key, value, attn_mask)
-    B, Hq, L, E = query._shape
-    Hkv, S, Ev = key._shape[1], key._shape[2], value._shape[3]
+    B, Hq, L, E = shape_of(query)
+    Hkv, S, Ev = shape_of(key)[1], shape_of(key)[2], shape_of(value)[3]
     if not _kernels_take(query, E, Ev):
         return _composite("_scaled_dot_product_fused_attention_backward", grad_out, query, key,
                           value, attn_mask, out, logsumexp, is_causal, scale)
-    st, q = backend._sq(query.device)
+    st, q = backend.state_queue(query.device)
     dt = query.dtype
-    dq = backend._new(st, (B, Hq, L, E), dt, query.device)
-    dk = backend._new(st, (B, Hkv, S, E), dt, query.device)
-    dv = backend._new(st, (B, Hkv, S, Ev), dt, query.device)
+    dq = backend.new_tensor(st, (B, Hq, L, E), dt, query.device)
+    dk = backend.new_tensor(st, (B, Hkv, S, E), dt, query.device)
+    dv = backend.new_tensor(st, (B, Hkv, S, Ev), dt, query.device)
     if L == 0 or S == 0 or Ev == 0 or B * Hq == 0:
         for t in (dq, dk, dv):  # nothing attends, or nothing to attend with: zero gradients
             if t.numel():
@@ -477,16 +479,16 @@ def backward(backend, grad_out, query, key, value, attn_mask, out, logsumexp, is
     lp, sp, ep, evp = _round(L, n), _round(S, n), _round(E, n), _round(Ev, n)
     kind = 0 if attn_mask is None else 1 if attn_mask.dtype is D.bool_ else 2
     kernels = _program(st, dt, E, Ev, attn_mask.dtype if kind else None, kind, is_causal)
-    mbuf = attn_mask._storage.data if kind else query._storage.data
+    mbuf = data_of(attn_mask) if kind else data_of(query)
     G = Hq // Hkv
-    dsum = backend._new(st, (B, Hq, lp), dt, query.device)
+    dsum = backend.new_tensor(st, (B, Hq, lp), dt, query.device)
     lsep = _packed(backend, st, logsumexp.unsqueeze(-2), False, 1, lp)
     kt, vt = _packed(backend, st, key, True, E, sp), _packed(backend, st, value, True, Ev, sp)
     kp = _packed(backend, st, key, False, S, ep)
     _launch(st, q, kernels["attn_bwd_dq"], (L, kernels["rows"]["attn_bwd_dq"]), B * Hq,
-            dq._storage.data, dsum._storage.data, grad_out._storage.data, out._storage.data,
-            lsep._storage.data, query._storage.data, kt._storage.data, vt._storage.data,
-            kp._storage.data, mbuf, L, lp, S, sp, Hq, G, scale, *_layout(grad_out),
+            data_of(dq), data_of(dsum), data_of(grad_out), data_of(out),
+            data_of(lsep), data_of(query), data_of(kt), data_of(vt),
+            data_of(kp), mbuf, L, lp, S, sp, Hq, G, scale, *_layout(grad_out),
             *_layout(out), *_layout(query), *_layout(attn_mask))
     del kt, vt, kp
     qt, gt = _packed(backend, st, query, True, E, lp), _packed(backend, st, grad_out, True, Ev,
@@ -494,15 +496,17 @@ def backward(backend, grad_out, query, key, value, attn_mask, out, logsumexp, is
     qp, gp = _packed(backend, st, query, False, L, ep), _packed(backend, st, grad_out, False, L,
                                                                 evp)
     _launch(st, q, kernels["attn_bwd_dkv"], (S, kernels["rows"]["attn_bwd_dkv"]), B * Hkv,
-            dk._storage.data, dv._storage.data, qt._storage.data, gt._storage.data,
-            qp._storage.data, gp._storage.data, lsep._storage.data, dsum._storage.data,
-            key._storage.data, value._storage.data, mbuf, L, lp, S, Hq, G, scale,
+            data_of(dk), data_of(dv), data_of(qt), data_of(gt),
+            data_of(qp), data_of(gp), data_of(lsep), data_of(dsum),
+            data_of(key), data_of(value), mbuf, L, lp, S, Hq, G, scale,
             *_layout(key), *_layout(value), *_layout(attn_mask))
     return dq, dk, dv
 
 
+TABLE = {"_scaled_dot_product_fused_attention": forward,
+         "_scaled_dot_product_fused_attention_backward": backward}
+
+
 def register(backend):
     backend.sdpa_max_head_dim = MAX_HEAD_DIM
-    K = backend.kernels.register
-    K("_scaled_dot_product_fused_attention", lambda *args: forward(backend, *args))
-    K("_scaled_dot_product_fused_attention_backward", lambda *args: backward(backend, *args))
+    bind(backend, TABLE)

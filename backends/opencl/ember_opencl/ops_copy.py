@@ -1,16 +1,23 @@
 """Copy and conversion kernels (``ember.ops.conversion``): ``_to_copy`` and ``copy_``."""
 from __future__ import annotations
 
+from ember.kit.binding import bind
+from ember.runtime import shape_of
+
 from . import transfer
 
 
+def to_copy(be, x, dtype):
+    st, q = be.state_queue(x.device)
+    return transfer.copy_into(be, st, q, be.new_tensor(st, shape_of(x), dtype, x.device), x)
+
+
+def copy_(be, dst, src):
+    return transfer.copy_(be, dst, src)
+
+
+TABLE = {"_to_copy": to_copy, "copy_": copy_}
+
+
 def register(backend):
-    K = backend.kernels.register
-    sq, new = backend._sq, backend._new
-
-    def to_copy(x, dtype):
-        st, q = sq(x.device)
-        return transfer.copy_into(backend, st, q, new(st, x._shape, dtype, x.device), x)
-
-    K("_to_copy", to_copy)
-    K("copy_", lambda dst, src: transfer.copy_(backend, dst, src))
+    bind(backend, TABLE)

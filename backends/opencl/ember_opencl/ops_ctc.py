@@ -6,9 +6,9 @@ Operands are read through their offsets and strides; the recursions are kept (N,
 contiguous (a view of one, as ember.func.vmap's per-example loop passes, keeps its offset)."""
 from __future__ import annotations
 
-from functools import partial
-
+from ember.kit.binding import bind
 from ember.runtime import dtypes as D
+from ember.runtime import data_of, offset_of, shape_of, strides_of
 
 from . import kernelkit
 
@@ -139,7 +139,7 @@ def _group_launch(st, q, kernel, groups, *args):
 
 
 def _host_longs(backend, st, q, values, device):
-    t = backend._new(st, (len(values),), D.int64, device)
+    t = backend.new_tensor(st, (len(values),), D.int64, device)
     if values:
         import numpy as np
         from . import transfer
@@ -148,50 +148,52 @@ def _host_longs(backend, st, q, values, device):
 
 
 def _common(backend, log_probs, targets, input_lengths, target_lengths):
-    st, q = backend._sq(log_probs.device)
+    st, q = backend.state_queue(log_probs.device)
     ks = kernelkit.program(st, "ctc", log_probs.dtype, SOURCE, _KERNELS)
     il = _host_longs(backend, st, q, list(input_lengths), log_probs.device)
     tl = _host_longs(backend, st, q, list(target_lengths), log_probs.device)
-    lps = [log_probs._offset] + list(log_probs._stride)
-    tgs = [targets._offset] + list(targets._stride) if targets.ndim == 2 else [0, 0, 0]
+    lps = [offset_of(log_probs)] + list(strides_of(log_probs))
+    tgs = [offset_of(targets)] + list(strides_of(targets)) if targets.ndim == 2 else [0, 0, 0]
     return st, q, ks, il, tl, lps, tgs
 
 
 def forward(backend, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
-    t_max, n, _ = log_probs._shape
-    s = targets._shape[1] if targets.ndim == 2 else 0
+    t_max, n, _ = shape_of(log_probs)
+    s = shape_of(targets)[1] if targets.ndim == 2 else 0
     st, q, ks, il, tl, lps, tgs = _common(backend, log_probs, targets, input_lengths,
                                           target_lengths)
-    alpha = backend._new(st, (n, t_max, 2 * s + 1), log_probs.dtype, log_probs.device)
-    nll = backend._new(st, (n,), log_probs.dtype, log_probs.device)
+    alpha = backend.new_tensor(st, (n, t_max, 2 * s + 1), log_probs.dtype, log_probs.device)
+    nll = backend.new_tensor(st, (n,), log_probs.dtype, log_probs.device)
     tgt = targets if targets.numel() else il
-    _group_launch(st, q, ks["ctc_alpha"], n, alpha._storage.data, nll._storage.data,
-                  log_probs._storage.data, tgt._storage.data, il._storage.data,
-                  tl._storage.data, t_max, s, blank, *lps, *tgs)
+    _group_launch(st, q, ks["ctc_alpha"], n, data_of(alpha), data_of(nll),
+                  data_of(log_probs), data_of(tgt), data_of(il),
+                  data_of(tl), t_max, s, blank, *lps, *tgs)
     return nll, alpha
 
 
 def backward(backend, grad, log_probs, targets, input_lengths, target_lengths, nll, log_alpha,
              blank, zero_infinity):
-    t_max, n, c = log_probs._shape
-    s = targets._shape[1] if targets.ndim == 2 else 0
+    t_max, n, c = shape_of(log_probs)
+    s = shape_of(targets)[1] if targets.ndim == 2 else 0
     st, q, ks, il, tl, lps, tgs = _common(backend, log_probs, targets, input_lengths,
                                           target_lengths)
-    beta = backend._new(st, (n, t_max, 2 * s + 1), log_probs.dtype, log_probs.device)
+    beta = backend.new_tensor(st, (n, t_max, 2 * s + 1), log_probs.dtype, log_probs.device)
     tgt = targets if targets.numel() else il
-    _group_launch(st, q, ks["ctc_beta"], n, beta._storage.data, log_probs._storage.data,
-                  tgt._storage.data, il._storage.data, tl._storage.data, t_max, s, blank, *lps,
+    _group_launch(st, q, ks["ctc_beta"], n, data_of(beta), data_of(log_probs),
+                  data_of(tgt), data_of(il), data_of(tl), t_max, s, blank, *lps,
                   *tgs)
     alpha = log_alpha if log_alpha.is_contiguous() else log_alpha.contiguous()
-    out = backend._new(st, log_probs._shape, log_probs.dtype, log_probs.device)
-    kernelkit.launch(st, q, ks["ctc_grad"], out.numel(), out._storage.data, grad._storage.data,
-                     log_probs._storage.data, tgt._storage.data, alpha._storage.data,
-                     beta._storage.data, nll._storage.data, il._storage.data, tl._storage.data,
-                     t_max, n, c, s, blank, int(zero_infinity), *lps, *tgs, grad._offset,
-                     grad._stride[0], nll._offset, nll._stride[0], alpha._offset)
+    out = backend.new_tensor(st, shape_of(log_probs), log_probs.dtype, log_probs.device)
+    kernelkit.launch(st, q, ks["ctc_grad"], out.numel(), data_of(out), data_of(grad),
+                     data_of(log_probs), data_of(tgt), data_of(alpha),
+                     data_of(beta), data_of(nll), data_of(il), data_of(tl),
+                     t_max, n, c, s, blank, int(zero_infinity), *lps, *tgs, offset_of(grad),
+                     strides_of(grad)[0], offset_of(nll), strides_of(nll)[0], offset_of(alpha))
     return out
 
 
+TABLE = {"_ctc_loss": forward, "_ctc_loss_backward": backward}
+
+
 def register(backend):
-    backend.kernels.register("_ctc_loss", partial(forward, backend))
-    backend.kernels.register("_ctc_loss_backward", partial(backward, backend))
+    bind(backend, TABLE)

@@ -5,7 +5,9 @@ read through their strides; p's cases are selected per call (0, 1, 2, inf, gener
 from __future__ import annotations
 
 import math
-from functools import partial
+
+from ember.kit.binding import bind
+from ember.runtime import data_of, offset_of, shape_of, strides_of
 
 from . import kernelkit
 
@@ -71,38 +73,40 @@ def _kind(p):
 
 
 def _strides(t):
-    return [t._offset] + list(t._stride)
+    return [offset_of(t)] + list(strides_of(t))
 
 
 def forward(backend, x1, x2, p, compute_mode):
-    st, q = backend._sq(x1.device)
-    n, rows, m = x1._shape
-    r = x2._shape[1]
-    out = backend._new(st, (n, rows, r), x1.dtype, x1.device)
+    st, q = backend.state_queue(x1.device)
+    n, rows, m = shape_of(x1)
+    r = shape_of(x2)[1]
+    out = backend.new_tensor(st, (n, rows, r), x1.dtype, x1.device)
     k = kernelkit.program(st, "distances", x1.dtype, SOURCE, _KERNELS)["cdist_fw"]
-    kernelkit.launch(st, q, k, out.numel(), out._storage.data, x1._storage.data,
-                     x2._storage.data, n, rows, r, m, _kind(p), p if math.isfinite(p) else 0.0,
+    kernelkit.launch(st, q, k, out.numel(), data_of(out), data_of(x1),
+                     data_of(x2), n, rows, r, m, _kind(p), p if math.isfinite(p) else 0.0,
                      *_strides(x1), *_strides(x2))
     return out
 
 
 def backward(backend, grad, x1, x2, p, cdist):
-    st, q = backend._sq(x1.device)
-    n, rows, m = x1._shape
-    r = x2._shape[1]
-    out = backend._new(st, x1._shape, x1.dtype, x1.device)
+    st, q = backend.state_queue(x1.device)
+    n, rows, m = shape_of(x1)
+    r = shape_of(x2)[1]
+    out = backend.new_tensor(st, shape_of(x1), x1.dtype, x1.device)
     if p == 0 or r == 0:
         if out.numel():
             out.zero_()
         return out
     k = kernelkit.program(st, "distances", x1.dtype, SOURCE, _KERNELS)["cdist_bw"]
-    kernelkit.launch(st, q, k, out.numel(), out._storage.data, grad._storage.data,
-                     x1._storage.data, x2._storage.data, cdist._storage.data, n, rows, r, m,
+    kernelkit.launch(st, q, k, out.numel(), data_of(out), data_of(grad),
+                     data_of(x1), data_of(x2), data_of(cdist), n, rows, r, m,
                      _kind(p), p if math.isfinite(p) else 0.0, *_strides(grad), *_strides(x1),
                      *_strides(x2), *_strides(cdist))
     return out
 
 
+TABLE = {"_cdist_forward": forward, "_cdist_backward": backward}
+
+
 def register(backend):
-    backend.kernels.register("_cdist_forward", partial(forward, backend))
-    backend.kernels.register("_cdist_backward", partial(backward, backend))
+    bind(backend, TABLE)

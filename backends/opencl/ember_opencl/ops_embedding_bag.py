@@ -9,10 +9,10 @@
 """
 from __future__ import annotations
 
-from functools import partial
-
+from ember.kit.binding import bind
 from ember.ops.embedding_bag import MAX, MEAN
 from ember.runtime import dtypes as D
+from ember.runtime import data_of, offset_of, shape_of, strides_of
 
 from . import deferred, kernelkit, transfer
 
@@ -73,36 +73,37 @@ _KERNELS = {"bag_of": "bbbllllllli" + "b",
 def _long(backend, st, q, t):
     if t.dtype is D.int64:
         return t
-    return transfer.copy_into(backend, st, q, backend._new(st, t._shape, D.int64, t.device), t)
+    out = backend.new_tensor(st, shape_of(t), D.int64, t.device)
+    return transfer.copy_into(backend, st, q, out, t)
 
 
 def forward(backend, weight, indices, offsets, mode, psw, include_last_offset, padding_idx):
-    st, q = backend._sq(weight.device)
+    st, q = backend.state_queue(weight.device)
     idx, off = _long(backend, st, q, indices), _long(backend, st, q, offsets)
-    m, v, d = idx._shape[0], weight._shape[0], weight._shape[1]
-    b = max(off._shape[0] - 1, 0) if include_last_offset else off._shape[0]
+    m, v, d = shape_of(idx)[0], shape_of(weight)[0], shape_of(weight)[1]
+    b = max(shape_of(off)[0] - 1, 0) if include_last_offset else shape_of(off)[0]
     dev = weight.device
-    out = backend._new(st, (b, d), weight.dtype, dev)
-    o2b = backend._new(st, (m,), D.int64, dev)
-    bsize = backend._new(st, (b,), D.int64, dev)
-    maxi = backend._new(st, (b, d) if mode == MAX else (b,), D.int64, dev)
+    out = backend.new_tensor(st, (b, d), weight.dtype, dev)
+    o2b = backend.new_tensor(st, (m,), D.int64, dev)
+    bsize = backend.new_tensor(st, (b,), D.int64, dev)
+    maxi = backend.new_tensor(st, (b, d) if mode == MAX else (b,), D.int64, dev)
     ks = kernelkit.program(st, "embedding_bag", weight.dtype, SOURCE, _KERNELS)
     if m and b:
-        kernelkit.launch(st, q, ks["bag_of"], m, o2b._storage.data, idx._storage.data,
-                         off._storage.data, m, b, v, idx._offset, idx._stride[0], off._offset,
-                         off._stride[0], deferred.BOUNDS_RUNTIME,
+        kernelkit.launch(st, q, ks["bag_of"], m, data_of(o2b), data_of(idx),
+                         data_of(off), m, b, v, offset_of(idx), strides_of(idx)[0], offset_of(off),
+                         strides_of(off)[0], deferred.BOUNDS_RUNTIME,
                          deferred.slot(st, "embedding_bag", weight, indices, offsets))
     elif m:
         o2b.zero_()
     if mode != MAX:
         maxi.zero_()
     p = psw if psw is not None else weight
-    pst = (psw._offset, psw._stride[0]) if psw is not None else (0, 0)
-    kernelkit.launch(st, q, ks["bag_reduce"], b * d, out._storage.data, maxi._storage.data,
-                     bsize._storage.data, weight._storage.data, idx._storage.data,
-                     off._storage.data, p._storage.data, m, b, d, v, mode, int(psw is not None),
-                     padding_idx, int(include_last_offset), weight._offset, *weight._stride,
-                     idx._offset, idx._stride[0], off._offset, off._stride[0], *pst)
+    pst = (offset_of(psw), strides_of(psw)[0]) if psw is not None else (0, 0)
+    kernelkit.launch(st, q, ks["bag_reduce"], b * d, data_of(out), data_of(maxi),
+                     data_of(bsize), data_of(weight), data_of(idx),
+                     data_of(off), data_of(p), m, b, d, v, mode, int(psw is not None),
+                     padding_idx, int(include_last_offset), offset_of(weight), *strides_of(weight),
+                     offset_of(idx), strides_of(idx)[0], offset_of(off), strides_of(off)[0], *pst)
     if b and not d:
         bsize.zero_()
     return out, o2b, bsize, maxi
@@ -110,9 +111,9 @@ def forward(backend, weight, indices, offsets, mode, psw, include_last_offset, p
 
 def backward(backend, grad, indices, offset2bag, bag_size, max_indices, num_weights, mode, psw,
              padding_idx):
-    st, q = backend._sq(grad.device)
-    d = grad._shape[1]
-    gw = backend._new(st, (num_weights, d), grad.dtype, grad.device)
+    st, q = backend.state_queue(grad.device)
+    d = shape_of(grad)[1]
+    gw = backend.new_tensor(st, (num_weights, d), grad.dtype, grad.device)
     gw.zero_()
     if not gw.numel():
         return gw
@@ -133,6 +134,8 @@ def backward(backend, grad, indices, offset2bag, bag_size, max_indices, num_weig
     return gw
 
 
+TABLE = {"embedding_bag": forward, "embedding_bag_backward": backward}
+
+
 def register(backend):
-    backend.kernels.register("embedding_bag", partial(forward, backend))
-    backend.kernels.register("embedding_bag_backward", partial(backward, backend))
+    bind(backend, TABLE)

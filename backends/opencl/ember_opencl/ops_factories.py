@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ember.kit.binding import bind
 from ember.runtime import dtypes as D
 
 from .codegen import Body, run
@@ -25,7 +26,7 @@ LINSPACE_TRUNC = Body("linspace_trunc", _LIN + " r = trunc(v);", any_output=True
 EYE = Body("eye", "r = (i / p0) == (i % p0);", any_output=True)
 
 
-def _fill(value, dtype, wide):
+def fill_argument(value, dtype, wide):
     """(value, dtype it is passed in): int64 for bool and integer dtypes, the widest float for
     floats; the store converts it exactly as numpy's ``full`` does."""
     if dtype.category == D.COMPLEX:
@@ -37,46 +38,47 @@ def _fill(value, dtype, wide):
     return int(np.full((), value, dtype=dtype.np).item()), D.int64  # 2.7 -> 2, nan -> True
 
 
+def full(be, size, fill_value, dtype, device):
+    st, q = be.state_queue(device)
+    out = be.new_tensor(st, tuple(size), dtype, device)
+    value, ct = fill_argument(fill_value, dtype, st.wide)
+    return run(st, q, FULL, out, (), (), ct, ct, params=((value, ct),))
+
+
+def arange(be, start, end, step, dtype, device):
+    st, q = be.state_queue(device)
+    n = max(math.ceil((end - start) / step), 0)
+    out = be.new_tensor(st, (n,), dtype, device)
+    if dtype.category < D.FLOATING and all(isinstance(v, int) for v in (start, end, step)):
+        return run(st, q, ARANGE_INT, out, (), (), D.int64, D.int64,
+                   params=((start, D.int64), (step, D.int64)))
+    w = st.wide
+    return run(st, q, ARANGE_FLOAT, out, (), (), w, w, params=((start, w), (step, w)))
+
+
+def linspace(be, start, end, steps, dtype, device):
+    st, q = be.state_queue(device)
+    out = be.new_tensor(st, (steps,), dtype, device)
+    w = st.wide
+    start, end = float(start.real if isinstance(start, complex) else start), \
+        float(end.real if isinstance(end, complex) else end)
+    step = 0.0 if steps <= 1 else (end - start) / (steps - 1)
+    if steps == 1:
+        end = start
+    body = LINSPACE_TRUNC if dtype.category <= D.INTEGRAL else LINSPACE
+    return run(st, q, body, out, (), (), w, w,
+               params=((start, w), (end, w), (step, w), (steps // 2, D.int64),
+                       (steps, D.int64)))
+
+
+def eye(be, n, m, dtype, device):
+    st, q = be.state_queue(device)
+    out = be.new_tensor(st, (n, m), dtype, device)
+    return run(st, q, EYE, out, (), (), D.int64, D.bool_, params=((max(m, 1), D.int64),))
+
+
+TABLE = {"full": full, "arange": arange, "linspace": linspace, "eye": eye}
+
+
 def register(backend):
-    K = backend.kernels.register
-    sq, new = backend._sq, backend._new
-
-    def full(size, fill_value, dtype, device):
-        st, q = sq(device)
-        out = new(st, tuple(size), dtype, device)
-        value, ct = _fill(fill_value, dtype, st.wide)
-        return run(st, q, FULL, out, (), (), ct, ct, params=((value, ct),))
-
-    def arange(start, end, step, dtype, device):
-        st, q = sq(device)
-        n = max(math.ceil((end - start) / step), 0)
-        out = new(st, (n,), dtype, device)
-        if dtype.category < D.FLOATING and all(isinstance(v, int) for v in (start, end, step)):
-            return run(st, q, ARANGE_INT, out, (), (), D.int64, D.int64,
-                       params=((start, D.int64), (step, D.int64)))
-        w = st.wide
-        return run(st, q, ARANGE_FLOAT, out, (), (), w, w, params=((start, w), (step, w)))
-
-    def linspace(start, end, steps, dtype, device):
-        st, q = sq(device)
-        out = new(st, (steps,), dtype, device)
-        w = st.wide
-        start, end = float(start.real if isinstance(start, complex) else start), \
-            float(end.real if isinstance(end, complex) else end)
-        step = 0.0 if steps <= 1 else (end - start) / (steps - 1)
-        if steps == 1:
-            end = start
-        body = LINSPACE_TRUNC if dtype.category <= D.INTEGRAL else LINSPACE
-        return run(st, q, body, out, (), (), w, w,
-                   params=((start, w), (end, w), (step, w), (steps // 2, D.int64),
-                           (steps, D.int64)))
-
-    def eye(n, m, dtype, device):
-        st, q = sq(device)
-        out = new(st, (n, m), dtype, device)
-        return run(st, q, EYE, out, (), (), D.int64, D.bool_, params=((max(m, 1), D.int64),))
-
-    K("full", full)
-    K("arange", arange)
-    K("linspace", linspace)
-    K("eye", eye)
+    bind(backend, TABLE)

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.kit.binding import bind, bind_with
+from ember.runtime import data_of, get_op, offset_of, shape_of
 from ember.runtime import dtypes as D
-from ember.runtime import get_op
 
 from . import cltypes
 from . import progs
-from .codegen import X, Body, rule_body, run
+from .codegen import X, Body, remember, rule_body, run
 
 CHUNK = 16
 
@@ -99,7 +100,7 @@ def launch(backend, name, lists, scalars):
     first = lists[0]
     if not first:
         return
-    st, q = backend._sq(first[0].device)
+    st, q = backend.state_queue(first[0].device)
     dt = first[0].dtype
     nlists, _, nscalar, _ = BODIES[name]
     for start in range(0, len(first), CHUNK):
@@ -112,15 +113,15 @@ def launch(backend, name, lists, scalars):
         counts = [0]
         for t in part[0]:
             counts.append(counts[-1] + t.numel())
-        meta = tuple(counts + [t._offset for xs in part for t in xs])
+        meta = tuple(counts + [offset_of(t) for xs in part for t in xs])
         mkey = ("foreach-meta",) + meta
         mbuf = st.meta.get(mkey)  # an optimizer's lists repeat every step: upload once
         if mbuf is None:
-            mbuf = st.meta[mkey] = progs.buffer_of(st, meta)
+            mbuf = remember(st, mkey, progs.buffer_of(st, meta))
         total = counts[-1]
         if total == 0:
             continue
-        bufs = [t._storage.data for xs in part for t in xs]
+        bufs = [data_of(t) for xs in part for t in xs]
         packed = [cltypes.pack_scalar(float(s), dt) for s in scalars]
         progs.launch(st, q, knl, total, *bufs, mbuf, total, *packed)
 
@@ -148,106 +149,108 @@ def _composite(op_name):
     return get_op(op_name).composite
 
 
-def register(backend):  # noqa: C901 - one table of small adapters
-    K = backend.kernels.register
+# -- the multi-tensor kernels: each runs the op's composite for lists it does not take ----------
+def simple(be, body, n_lists, composite, *args):
+    """An op whose first ``n_lists`` arguments are tensor lists and the rest scalars."""
+    _run(be, body, list(args[:n_lists]), list(args[n_lists:]), lambda: composite(*args))
 
-    def simple(op_name, body, n_lists):
-        composite = _composite(op_name)
 
-        def kernel(*args):
-            lists, scalars = list(args[:n_lists]), list(args[n_lists:])
-            _run(backend, body, lists, scalars, lambda: composite(*args))
-        K(op_name, kernel)
+#: op -> (body, number of tensor lists)
+SIMPLE = {
+    "_foreach_add_scalar_": ("add_scalar_", 1), "_foreach_mul_": ("mul_", 1),
+    "_foreach_div_": ("div_", 1), "_foreach_lerp_": ("lerp_", 2),
+    "_foreach_addcmul_": ("addcmul_", 3), "_foreach_addcdiv_": ("addcdiv_", 3),
+    "_foreach_maximum_": ("maximum_", 2),
+}
 
-    add_composite = _composite("_foreach_add_")
 
-    def add_(selfs, others, alpha):
-        _run(backend, "add_one" if alpha == 1 else "add_", [selfs, others],
-             [] if alpha == 1 else [alpha], lambda: add_composite(selfs, others, alpha))
-    K("_foreach_add_", add_)
-    simple("_foreach_add_scalar_", "add_scalar_", 1)
-    simple("_foreach_mul_", "mul_", 1)
-    simple("_foreach_div_", "div_", 1)
-    simple("_foreach_lerp_", "lerp_", 2)
-    simple("_foreach_addcmul_", "addcmul_", 3)
-    simple("_foreach_addcdiv_", "addcdiv_", 3)
-    simple("_foreach_maximum_", "maximum_", 2)
+def add_(be, composite, selfs, others, alpha):
+    _run(be, "add_one" if alpha == 1 else "add_", [selfs, others],
+         [] if alpha == 1 else [alpha], lambda: composite(selfs, others, alpha))
 
-    def sqrt(selfs):
-        st, _ = backend._sq(selfs[0].device) if selfs else (None, None)
-        outs = [backend._new(st, t._shape, t.dtype, t.device) for t in selfs]
-        _run(backend, "sqrt", [outs, selfs], [],
-             lambda: [o.copy_(s.sqrt()) for o, s in zip(outs, selfs)])
-        return outs
-    K("_foreach_sqrt", sqrt)
-    sgd_composite = _composite("_fused_sgd_")
 
-    def fused_sgd(params, grads, bufs, wd, momentum, lr, dampening, nesterov, maximize, first):
-        # without momentum the buffer list is the gradients, written back unchanged
-        lists = [params, grads, bufs if momentum != 0 else grads]
-        _run(backend, "sgd", lists,
-             [wd, momentum, -lr, 1 - dampening, float(nesterov), float(maximize),
-              float(first)],
-             lambda: sgd_composite(params, grads, bufs, wd, momentum, lr, dampening, nesterov,
-                                   maximize, first))
-    K("_fused_sgd_", fused_sgd)
+def sqrt(be, selfs):
+    st, _ = be.state_queue(selfs[0].device) if selfs else (None, None)
+    outs = [be.new_tensor(st, shape_of(t), t.dtype, t.device) for t in selfs]
+    _run(be, "sqrt", [outs, selfs], [], lambda: [o.copy_(s.sqrt()) for o, s in zip(outs, selfs)])
+    return outs
 
-    def fused_adam(decoupled):
-        composite = _composite("_fused_adamw_" if decoupled else "_fused_adam_")
 
-        def kernel(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, beta1, beta2,
-                   wd, eps, amsgrad, maximize):
-            args = (params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, beta1, beta2,
-                    wd, eps, amsgrad, maximize)
-            by_step = {}
-            for i, s in enumerate(steps):
-                by_step.setdefault(s, []).append(i)
-            if len(by_step) != 1:  # one launch per step count
-                return composite(*args)
-            step = steps[0] if steps else 1.0
-            bc1 = 1 - beta1 ** step
-            bc2 = (1 - beta2 ** step) ** 0.5
-            # without amsgrad the last list is the gradients, written back unchanged
-            lists = [params, grads, exp_avgs, exp_avg_sqs, max_sqs if amsgrad else grads]
-            _run(backend, "adam", lists,
-                 [1 - beta1, beta2, 1 - beta2, wd, eps, -(lr / bc1), bc2, 1 - lr * wd,
-                  float(decoupled), float(maximize), float(amsgrad)], lambda: composite(*args))
-        return kernel
-    K("_fused_adam_", fused_adam(False))
-    K("_fused_adamw_", fused_adam(True))
+def fused_sgd(be, composite, params, grads, bufs, wd, momentum, lr, dampening, nesterov,
+              maximize, first):
+    # without momentum the buffer list is the gradients, written back unchanged
+    lists = [params, grads, bufs if momentum != 0 else grads]
+    _run(be, "sgd", lists,
+         [wd, momentum, -lr, 1 - dampening, float(nesterov), float(maximize), float(first)],
+         lambda: composite(params, grads, bufs, wd, momentum, lr, dampening, nesterov,
+                           maximize, first))
 
-    # -- fused activation backward ops on the elementwise template --------------------------
-    # tanh_backward is its op's pointwise rule; the rules of the other two differ from the CPU
-    # reference (threshold_backward of a NaN input keeps the gradient, sigmoid_backward
-    # multiplies in another order)
-    threshold = Body("threshold_backward", "r = x1 <= p0 ? (CT)0 : x0;", kinds="f")
-    tanh_b = rule_body("tanh_backward", "tanh_backward", X[0], X[1])
-    sigmoid_b = Body("sigmoid_backward", "r = x0 * x1 * ((CT)1 - x1);", kinds="f")
 
-    def binary_backward(body, with_param):
-        def kernel(g, y, *param):
-            st, q = backend._sq(g.device)
-            out = backend._new(st, g._shape, g.dtype, g.device)
-            params = ((param[0], g.dtype),) if with_param else ()
-            return run(st, q, body, out, (g, y), (g.dtype, g.dtype), g.dtype, g.dtype,
-                       params=params)
-        return kernel
-    K("threshold_backward", binary_backward(threshold, True))
-    K("tanh_backward", binary_backward(tanh_b, False))
-    K("sigmoid_backward", binary_backward(sigmoid_b, False))
-    # gelu's derivative: Phi(x) + x phi(x), or the tanh approximation's
-    gelu_b = Body("gelu_backward",
-                  "CT z = x1; r = x0 * ((CT)0.5 * ((CT)1 + erf(z * (CT)0.70710678118654752))"
-                  " + z * exp((CT)-0.5 * z * z) * (CT)0.39894228040143268);", kinds="f")
-    gelu_tanh_b = Body("gelu_backward_tanh",
-                       "CT z = x1; CT z2 = z * z;"
-                       " CT t = tanh((CT)0.79788456080286536 * (z + (CT)0.044715 * z2 * z));"
-                       " r = x0 * ((CT)0.5 * ((CT)1 + t) + (CT)0.5 * z * ((CT)1 - t * t)"
-                       " * (CT)0.79788456080286536 * ((CT)1 + (CT)0.134145 * z2));", kinds="f")
+def fused_adam(be, decoupled, composite, params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps,
+               lr, beta1, beta2, wd, eps, amsgrad, maximize):
+    args = (params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, beta1, beta2, wd, eps,
+            amsgrad, maximize)
+    by_step = {}
+    for i, s in enumerate(steps):
+        by_step.setdefault(s, []).append(i)
+    if len(by_step) != 1:  # one launch per step count
+        return composite(*args)
+    step = steps[0] if steps else 1.0
+    bc1 = 1 - beta1 ** step
+    bc2 = (1 - beta2 ** step) ** 0.5
+    # without amsgrad the last list is the gradients, written back unchanged
+    lists = [params, grads, exp_avgs, exp_avg_sqs, max_sqs if amsgrad else grads]
+    _run(be, "adam", lists,
+         [1 - beta1, beta2, 1 - beta2, wd, eps, -(lr / bc1), bc2, 1 - lr * wd,
+          float(decoupled), float(maximize), float(amsgrad)], lambda: composite(*args))
 
-    def gelu_backward(g, x, approximate):
-        st, q = backend._sq(g.device)
-        out = backend._new(st, g._shape, g.dtype, g.device)
-        return run(st, q, gelu_tanh_b if approximate == "tanh" else gelu_b, out, (g, x),
-                   (g.dtype, g.dtype), g.dtype, g.dtype)
-    K("gelu_backward", gelu_backward)
+
+# -- fused activation backward ops on the elementwise template ------------------------------
+# tanh_backward is its op's pointwise rule; the rules of the other two differ from the CPU
+# reference (threshold_backward of a NaN input keeps the gradient, sigmoid_backward
+# multiplies in another order)
+THRESHOLD_BACKWARD = Body("threshold_backward", "r = x1 <= p0 ? (CT)0 : x0;", kinds="f")
+TANH_BACKWARD = rule_body("tanh_backward", "tanh_backward", X[0], X[1])
+SIGMOID_BACKWARD = Body("sigmoid_backward", "r = x0 * x1 * ((CT)1 - x1);", kinds="f")
+# gelu's derivative: Phi(x) + x phi(x), or the tanh approximation's
+GELU_BACKWARD = Body(
+    "gelu_backward",
+    "CT z = x1; r = x0 * ((CT)0.5 * ((CT)1 + erf(z * (CT)0.70710678118654752))"
+    " + z * exp((CT)-0.5 * z * z) * (CT)0.39894228040143268);", kinds="f")
+GELU_TANH_BACKWARD = Body(
+    "gelu_backward_tanh",
+    "CT z = x1; CT z2 = z * z;"
+    " CT t = tanh((CT)0.79788456080286536 * (z + (CT)0.044715 * z2 * z));"
+    " r = x0 * ((CT)0.5 * ((CT)1 + t) + (CT)0.5 * z * ((CT)1 - t * t)"
+    " * (CT)0.79788456080286536 * ((CT)1 + (CT)0.134145 * z2));", kinds="f")
+
+
+def binary_backward(be, body, g, y, *param):
+    """threshold_backward (its threshold a parameter), tanh_backward, sigmoid_backward."""
+    st, q = be.state_queue(g.device)
+    out = be.new_tensor(st, shape_of(g), g.dtype, g.device)
+    params = ((param[0], g.dtype),) if param else ()
+    return run(st, q, body, out, (g, y), (g.dtype, g.dtype), g.dtype, g.dtype, params=params)
+
+
+def gelu_backward(be, g, x, approximate):
+    st, q = be.state_queue(g.device)
+    out = be.new_tensor(st, shape_of(g), g.dtype, g.device)
+    return run(st, q, GELU_TANH_BACKWARD if approximate == "tanh" else GELU_BACKWARD, out,
+               (g, x), (g.dtype, g.dtype), g.dtype, g.dtype)
+
+
+TABLE = {"_foreach_sqrt": sqrt, "gelu_backward": gelu_backward}
+
+
+def register(backend):
+    for op, (body, n_lists) in SIMPLE.items():
+        bind_with(backend, op, simple, body, n_lists, _composite(op))
+    bind_with(backend, "_foreach_add_", add_, _composite("_foreach_add_"))
+    bind_with(backend, "_fused_sgd_", fused_sgd, _composite("_fused_sgd_"))
+    bind_with(backend, "_fused_adam_", fused_adam, False, _composite("_fused_adam_"))
+    bind_with(backend, "_fused_adamw_", fused_adam, True, _composite("_fused_adamw_"))
+    for op, body in (("threshold_backward", THRESHOLD_BACKWARD),
+                     ("tanh_backward", TANH_BACKWARD), ("sigmoid_backward", SIGMOID_BACKWARD)):
+        bind_with(backend, op, binary_backward, body)
+    bind(backend, TABLE)

@@ -14,9 +14,9 @@ Operands are made contiguous first (one copy when they are not).
 """
 from __future__ import annotations
 
-from functools import partial
-
+from ember.kit.binding import bind
 from ember.runtime import dtypes as D
+from ember.runtime import data_of, offset_of, shape_of
 
 from . import kernelkit, transfer
 
@@ -201,58 +201,61 @@ def _kernels(st, dtype, mode, nd):
 
 
 def _dense(backend, st, q, t):
-    if t.is_contiguous() and t._offset == 0:
+    if t.is_contiguous() and offset_of(t) == 0:
         return t
-    return transfer.copy_into(backend, st, q, backend._new(st, t._shape, t.dtype, t.device), t)
+    out = backend.new_tensor(st, shape_of(t), t.dtype, t.device)
+    return transfer.copy_into(backend, st, q, out, t)
 
 
 def _geometry(input, grid):
-    n, c = input._shape[:2]
-    spatial = tuple(input._shape[2:])
+    n, c = shape_of(input)[:2]
+    spatial = tuple(shape_of(input)[2:])
     nd = len(spatial)
     sizes = list(spatial[::-1]) + [1] * (3 - nd)
     S = 1
     for s in spatial:
         S *= s
     L = 1
-    for s in grid._shape[1:-1]:
+    for s in shape_of(grid)[1:-1]:
         L *= s
     return n, c, nd, sizes, S, L
 
 
 def forward(backend, input, grid, mode, padding_mode, align_corners):
-    st, q = backend._sq(input.device)
+    st, q = backend.state_queue(input.device)
     x, g = _dense(backend, st, q, input), _dense(backend, st, q, grid)
     n, c, nd, sizes, S, L = _geometry(input, grid)
-    out = backend._new(st, tuple(input._shape[:2]) + tuple(grid._shape[1:-1]), input.dtype,
-                       input.device)
+    out = backend.new_tensor(st, shape_of(input)[:2] + shape_of(grid)[1:-1], input.dtype,
+                             input.device)
     k = _kernels(st, input.dtype, mode, nd)["gs_forward"]
-    kernelkit.launch(st, q, k, n * L, out._storage.data, x._storage.data, g._storage.data, n, c,
+    kernelkit.launch(st, q, k, n * L, data_of(out), data_of(x), data_of(g), n, c,
                      L, S, *sizes, padding_mode, int(align_corners))
     return out
 
 
 def backward(backend, grad_output, input, grid, mode, padding_mode, align_corners):
-    st, q = backend._sq(input.device)
+    st, q = backend.state_queue(input.device)
     x, g = _dense(backend, st, q, input), _dense(backend, st, q, grid)
     go = _dense(backend, st, q, grad_output)
     n, c, nd, sizes, S, L = _geometry(input, grid)
     maxt = 1 if mode == 1 else 16 if mode == 2 else 1 << nd
-    ggrid = backend._new(st, grid._shape, grid.dtype, grid.device)
-    tpos = backend._new(st, (n, L * maxt), D.int64, input.device)
-    tw = backend._new(st, (n, L, maxt), input.dtype, input.device)
+    ggrid = backend.new_tensor(st, shape_of(grid), grid.dtype, grid.device)
+    tpos = backend.new_tensor(st, (n, L * maxt), D.int64, input.device)
+    tw = backend.new_tensor(st, (n, L, maxt), input.dtype, input.device)
     k = _kernels(st, input.dtype, mode, nd)["gs_backward"]
-    kernelkit.launch(st, q, k, n * L, ggrid._storage.data, tpos._storage.data, tw._storage.data,
-                     go._storage.data, x._storage.data, g._storage.data, n, c, L, S, *sizes,
+    kernelkit.launch(st, q, k, n * L, data_of(ggrid), data_of(tpos), data_of(tw),
+                     data_of(go), data_of(x), data_of(g), n, c, L, S, *sizes,
                      padding_mode, int(align_corners), maxt)
-    gin = backend._new(st, (n, c, S), input.dtype, input.device)
+    gin = backend.new_tensor(st, (n, c, S), input.dtype, input.device)
     gin.zero_()
     if gin.numel() and tpos.numel():
         contrib = (go.reshape(n, c, L, 1) * tw.reshape(n, 1, L, maxt)).reshape(n, c, L * maxt)
         gin.scatter_add_(2, tpos.reshape(n, 1, L * maxt).expand(n, c, L * maxt), contrib)
-    return gin.reshape(input._shape), ggrid
+    return gin.reshape(shape_of(input)), ggrid
+
+
+TABLE = {"grid_sampler": forward, "grid_sampler_backward": backward}
 
 
 def register(backend):
-    backend.kernels.register("grid_sampler", partial(forward, backend))
-    backend.kernels.register("grid_sampler_backward", partial(backward, backend))
+    bind(backend, TABLE)

@@ -30,8 +30,10 @@ import math
 
 import numpy as np
 
+from ember.kit.binding import bind
 from ember.runtime import dtypes as D
-from ember.runtime import broadcast_shapes
+from ember.runtime import (broadcast_shapes, data_of, layout_of, offset_of, shape_of, storage_of,
+                           strides_of)
 
 from . import cltypes, codegen, deferred, progs, transfer
 from .codegen import run
@@ -177,251 +179,265 @@ class Space:
         key = ("ix", tuple(meta))
         buf = state.meta.get(key)
         if buf is None:
-            if len(state.meta) >= codegen._MAX_META:
-                state.meta.clear()  # as the template does: buffers in flight stay alive
-            buf = state.meta[key] = progs.buffer_of(state, meta)
+            buf = codegen.remember(state, key, progs.buffer_of(state, meta))
         return buf, npar, nser
 
 
-def register(backend):  # noqa: C901 - one kernel per op, read top to bottom
-    K = backend.kernels.register
-    sq, new = backend._sq, backend._new
+def _long_index(be, st, q, t):
+    if t.dtype is D.int64:
+        return t
+    return transfer.copy_into(be, st, q, be.new_tensor(st, shape_of(t), D.int64, t.device), t)
 
-    def long_index(st, q, t):
-        if t.dtype is D.int64:
-            return t
-        return transfer.copy_into(backend, st, q, new(st, t._shape, D.int64, t.device), t)
 
-    def clone(st, q, x):
-        return transfer.copy_into(backend, st, q, new(st, x._shape, x.dtype, x.device), x)
+def _clone(be, st, q, x):
+    return transfer.copy_into(be, st, q, be.new_tensor(st, shape_of(x), x.dtype, x.device), x)
 
-    def take(st, q, out, x, idx, space, code, op):
-        n = out.numel()
-        if n == 0:
-            return out
-        buf, _, _ = space.build(st)
-        progs.launch(st, q, _kernels(st, x.dtype)["take"], n, out._storage.data,
-                     x._storage.data, idx._storage.data, buf, n, code,
-                     deferred.slot(st, op, x, idx))
+
+def _take(st, q, out, x, idx, space, code, op):
+    n = out.numel()
+    if n == 0:
         return out
+    buf, _, _ = space.build(st)
+    progs.launch(st, q, _kernels(st, x.dtype)["take"], n, data_of(out),
+                 data_of(x), data_of(idx), buf, n, code,
+                 deferred.slot(st, op, x, idx))
+    return out
 
-    def put(st, q, dst, src, idx, space, mode, code, op, alpha=1):
-        buf, npar, nser = space.build(st)
-        if npar * nser == 0:
-            return dst
-        progs.launch(st, q, _kernels(st, dst.dtype)["put"], npar, dst._storage.data,
-                     src._storage.data, idx._storage.data, buf, npar, nser, mode,
-                     cltypes.pack_scalar(alpha, dst.dtype), code,
-                     deferred.slot(st, op, dst, idx, src))
+
+def _put(st, q, dst, src, idx, space, mode, code, op, alpha=1):
+    buf, npar, nser = space.build(st)
+    if npar * nser == 0:
         return dst
+    progs.launch(st, q, _kernels(st, dst.dtype)["put"], npar, data_of(dst),
+                 data_of(src), data_of(idx), buf, npar, nser, mode,
+                 cltypes.pack_scalar(alpha, dst.dtype), code,
+                 deferred.slot(st, op, dst, idx, src))
+    return dst
 
-    def no_room(x, dims, index, code, op):
-        """Indices into a dim of size 0 are out of bounds whatever their values: raise now,
-        on the host, rather than after a kernel has run."""
-        if index is None or index.numel() == 0:
-            return
-        for d in dims:
-            if (x._shape[d] if x.ndim else 1) == 0:
-                exc, text = deferred.MESSAGES[code]
-                first = int(index.reshape(-1)[0].item())
-                raise exc(f"{op}: " + text.format(v=first, d=d, s=0))
 
-    # -- advanced indexing ----------------------------------------------------------------------
-    def advanced(st, q, x, indices, y=None, serial=False):
-        """(space, index buffer tensor, result shape) of ``x[indices]``; ``y`` (values of the
-        result's shape) gives the src strides for index_put_; ``serial``: walk the index dims
-        in one work-item (accumulation)."""
-        dims = [d for d, t in enumerate(indices) if t is not None]
-        tensors = [indices[d] for d in dims]
-        B = broadcast_shapes(*[t._shape for t in tensors])
-        if len(tensors) == 1:
-            idx = long_index(st, q, tensors[0])
-            bstride = (0,) * (len(B) - idx.ndim) + tuple(
-                0 if n == 1 else s for n, s in zip(idx._shape, idx._stride))
-            io, kst = idx._offset, 0
-        else:  # one (K, *B) buffer: the kernel reads every index at the same offsets
-            idx = new(st, (len(tensors),) + B, D.int64, x.device)
-            for k, t in enumerate(tensors):
-                part = view(idx, B, idx._stride[1:], k * idx._stride[0])
-                pad = len(B) - t.ndim
-                bst = (0,) * pad + tuple(0 if n == 1 else s for n, s in zip(t._shape, t._stride))
-                if part.numel():
-                    transfer.copy_into(backend, st, q, part, view(t, B, bst, t._offset))
-            bstride, io, kst = idx._stride[1:], 0, idx._stride[0] if idx.ndim else 0
-        space = Space(x._offset, 0 if y is None else y._offset, io, kst, negative=True)
-        adjacent = dims == list(range(dims[0], dims[-1] + 1))
-        rest = [d for d in range(x.ndim) if indices[d] is None]
-        before = [d for d in rest if d < dims[0]] if adjacent else []
-        after = [d for d in rest if d not in before]
-        order = [("x", d) for d in before] + [("b", j) for j in range(len(B))] + \
-            [("x", d) for d in after]
-        shape = []
-        for pos, (kind, d) in enumerate(order):
-            ys = 0 if y is None else y._stride[pos]
-            if kind == "x":
-                shape.append(x._shape[d])
-                space.dim(x._shape[d], x._stride[d], ys)
-            else:
-                shape.append(B[d])
-                space.dim(B[d], 0, ys, bstride[d], serial)
-        for d in dims:
-            space.key(x._stride[d], x._shape[d], d)
-        return space, idx, tuple(shape)
+def _no_room(x, dims, index, code, op):
+    """Indices into a dim of size 0 are out of bounds whatever their values: raise now,
+    on the host, rather than after a kernel has run."""
+    if index is None or index.numel() == 0:
+        return
+    for d in dims:
+        if (shape_of(x)[d] if x.ndim else 1) == 0:
+            exc, text = deferred.MESSAGES[code]
+            first = int(index.reshape(-1)[0].item())
+            raise exc(f"{op}: " + text.format(v=first, d=d, s=0))
 
-    def index(x, indices):
-        for d, t in enumerate(indices):
-            no_room(x, (d,), t, deferred.BOUNDS_INDEX, "index")
-        st, q = sq(x.device)
-        space, idx, shape = advanced(st, q, x, indices)
-        out = new(st, shape, x.dtype, x.device)
-        return take(st, q, out, x, idx, space, deferred.BOUNDS_INDEX, "index")
 
-    def index_put_(x, indices, values, accumulate):
-        for d, t in enumerate(indices):
-            no_room(x, (d,), t, deferred.BOUNDS_INDEX, "index_put_")
-        st, q = sq(x.device)
-        if values._storage is x._storage:
-            values = clone(st, q, values)  # the right-hand side is read before any write
-        space, idx, _ = advanced(st, q, x, indices, values, serial=accumulate)
-        return put(st, q, x, values, idx, space, 1 if accumulate else 0, deferred.BOUNDS_INDEX,
-                   "index_put_")
-
-    # -- along one dim --------------------------------------------------------------------------
-    def gather(x, dim, index):
-        no_room(x, (dim,), index, deferred.BOUNDS_RUNTIME, "gather")
-        st, q = sq(x.device)
-        index = long_index(st, q, index)
-        out = new(st, index._shape, x.dtype, x.device)
-        if x.ndim == 0 or index.ndim == 0:  # x seen flat, as the CPU kernel does
-            space = Space(x._offset, 0, index._offset)
-            for n, s in zip(index._shape, index._stride):
-                space.dim(n, 0, 0, s)
-            space.key(x._stride[0] if x.ndim else 0, x.numel(), dim)
+def _advanced(be, st, q, x, indices, y=None, serial=False):
+    """(space, index buffer tensor, result shape) of ``x[indices]``; ``y`` (values of the
+    result's shape) gives the src strides for index_put_; ``serial``: walk the index dims
+    in one work-item (accumulation)."""
+    dims = [d for d, t in enumerate(indices) if t is not None]
+    tensors = [indices[d] for d in dims]
+    B = broadcast_shapes(*[shape_of(t) for t in tensors])
+    if len(tensors) == 1:
+        idx = _long_index(be, st, q, tensors[0])
+        bstride = (0,) * (len(B) - idx.ndim) + tuple(
+            0 if n == 1 else s for n, s in zip(shape_of(idx), strides_of(idx)))
+        io, kst = offset_of(idx), 0
+    else:  # one (K, *B) buffer: the kernel reads every index at the same offsets
+        idx = be.new_tensor(st, (len(tensors),) + B, D.int64, x.device)
+        for k, t in enumerate(tensors):
+            part = view(idx, B, strides_of(idx)[1:], k * strides_of(idx)[0])
+            pad = len(B) - t.ndim
+            t_shape, t_strides, t_offset = layout_of(t)
+            bst = (0,) * pad + tuple(0 if n == 1 else s for n, s in zip(t_shape, t_strides))
+            if part.numel():
+                transfer.copy_into(be, st, q, part, view(t, B, bst, t_offset))
+        bstride, io, kst = strides_of(idx)[1:], 0, strides_of(idx)[0] if idx.ndim else 0
+    space = Space(offset_of(x), 0 if y is None else offset_of(y), io, kst, negative=True)
+    adjacent = dims == list(range(dims[0], dims[-1] + 1))
+    rest = [d for d in range(x.ndim) if indices[d] is None]
+    before = [d for d in rest if d < dims[0]] if adjacent else []
+    after = [d for d in rest if d not in before]
+    order = [("x", d) for d in before] + [("b", j) for j in range(len(B))] + \
+        [("x", d) for d in after]
+    shape = []
+    for pos, (kind, d) in enumerate(order):
+        ys = 0 if y is None else strides_of(y)[pos]
+        if kind == "x":
+            shape.append(shape_of(x)[d])
+            space.dim(shape_of(x)[d], strides_of(x)[d], ys)
         else:
-            space = Space(x._offset, 0, index._offset)
-            for d, (n, s) in enumerate(zip(index._shape, index._stride)):
-                space.dim(n, 0 if d == dim else x._stride[d], 0, s)
-            space.key(x._stride[dim], x._shape[dim], dim)
-        return take(st, q, out, x, index, space, deferred.BOUNDS_RUNTIME, "gather")
+            shape.append(B[d])
+            space.dim(B[d], 0, ys, bstride[d], serial)
+    for d in dims:
+        space.key(strides_of(x)[d], shape_of(x)[d], d)
+    return space, idx, tuple(shape)
 
-    def index_select(x, dim, index):
-        no_room(x, (dim,), index, deferred.BOUNDS_SELECT, "index_select")
-        st, q = sq(x.device)
-        index = long_index(st, q, index)
-        if x.ndim == 0:
-            space = Space(x._offset, 0, index._offset)
-            space.key(0, 1, 0)
-            return take(st, q, new(st, (), x.dtype, x.device), x, index, space,
-                        deferred.BOUNDS_SELECT, "index_select")
-        n = index._shape[0]
-        shape = x._shape[:dim] + (n,) + x._shape[dim + 1:]
-        space = Space(x._offset, 0, index._offset)
-        for d, size in enumerate(shape):
-            if d == dim:
-                space.dim(size, 0, 0, index._stride[0])
-            else:
-                space.dim(size, x._stride[d])
-        space.key(x._stride[dim], x._shape[dim], dim)
-        return take(st, q, new(st, shape, x.dtype, x.device), x, index, space,
+
+def index(be, x, indices):
+    for d, t in enumerate(indices):
+        _no_room(x, (d,), t, deferred.BOUNDS_INDEX, "index")
+    st, q = be.state_queue(x.device)
+    space, idx, shape = _advanced(be, st, q, x, indices)
+    out = be.new_tensor(st, shape, x.dtype, x.device)
+    return _take(st, q, out, x, idx, space, deferred.BOUNDS_INDEX, "index")
+
+
+def index_put_(be, x, indices, values, accumulate):
+    for d, t in enumerate(indices):
+        _no_room(x, (d,), t, deferred.BOUNDS_INDEX, "index_put_")
+    st, q = be.state_queue(x.device)
+    if storage_of(values) is storage_of(x):
+        values = _clone(be, st, q, values)  # the right-hand side is read before any write
+    space, idx, _ = _advanced(be, st, q, x, indices, values, serial=accumulate)
+    return _put(st, q, x, values, idx, space, 1 if accumulate else 0, deferred.BOUNDS_INDEX,
+               "index_put_")
+
+
+def gather(be, x, dim, index):
+    _no_room(x, (dim,), index, deferred.BOUNDS_RUNTIME, "gather")
+    st, q = be.state_queue(x.device)
+    index = _long_index(be, st, q, index)
+    out = be.new_tensor(st, shape_of(index), x.dtype, x.device)
+    if x.ndim == 0 or index.ndim == 0:  # x seen flat, as the CPU kernel does
+        space = Space(offset_of(x), 0, offset_of(index))
+        for n, s in zip(shape_of(index), strides_of(index)):
+            space.dim(n, 0, 0, s)
+        space.key(strides_of(x)[0] if x.ndim else 0, x.numel(), dim)
+    else:
+        space = Space(offset_of(x), 0, offset_of(index))
+        for d, (n, s) in enumerate(zip(shape_of(index), strides_of(index))):
+            space.dim(n, 0 if d == dim else strides_of(x)[d], 0, s)
+        space.key(strides_of(x)[dim], shape_of(x)[dim], dim)
+    return _take(st, q, out, x, index, space, deferred.BOUNDS_RUNTIME, "gather")
+
+
+def index_select(be, x, dim, index):
+    _no_room(x, (dim,), index, deferred.BOUNDS_SELECT, "index_select")
+    st, q = be.state_queue(x.device)
+    index = _long_index(be, st, q, index)
+    if x.ndim == 0:
+        space = Space(offset_of(x), 0, offset_of(index))
+        space.key(0, 1, 0)
+        return _take(st, q, be.new_tensor(st, (), x.dtype, x.device), x, index, space,
                     deferred.BOUNDS_SELECT, "index_select")
-
-    def scatter(x, dim, index, src, reduce):
-        no_room(x, (dim,), index, deferred.BOUNDS_RUNTIME,
-                {None: "scatter", "add": "scatter_add"}.get(reduce, "scatter"))
-        st, q = sq(x.device)
-        index = long_index(st, q, index)
-        out = clone(st, q, x)
-        mode = {None: 0, "add": 1, "multiply": 2}[reduce]
-        serial = mode != 0
-        space = Space(0, src._offset, index._offset)
-        if out.ndim == 0 or index.ndim == 0:  # flat view of out, the first elements of src
-            if src.ndim > 1:
-                src = clone(st, q, src)
-                space = Space(0, 0, index._offset)
-            flat = 0 if src.ndim == 0 else src._stride[0] if src.ndim == 1 else 1
-            for n, s in zip(index._shape, index._stride):
-                space.dim(n, 0, flat, s, serial)
-            space.key(out._stride[0] if out.ndim else 0, out.numel(), dim)
+    n = shape_of(index)[0]
+    shape = shape_of(x)[:dim] + (n,) + shape_of(x)[dim + 1:]
+    space = Space(offset_of(x), 0, offset_of(index))
+    for d, size in enumerate(shape):
+        if d == dim:
+            space.dim(size, 0, 0, strides_of(index)[0])
         else:
-            for d, (n, s) in enumerate(zip(index._shape, index._stride)):
-                ys = src._stride[d] if src.ndim else 0
-                space.dim(n, 0 if d == dim else out._stride[d], ys, s, serial and d == dim)
-            space.key(out._stride[dim], out._shape[dim], dim)
-        return put(st, q, out, src, index, space, mode, deferred.BOUNDS_RUNTIME,
-                   {None: "scatter", "add": "scatter_add"}.get(reduce, f"scatter(reduce={reduce!r})"))
+            space.dim(size, strides_of(x)[d])
+    space.key(strides_of(x)[dim], shape_of(x)[dim], dim)
+    return _take(st, q, be.new_tensor(st, shape, x.dtype, x.device), x, index, space,
+                deferred.BOUNDS_SELECT, "index_select")
 
-    def index_add(x, dim, index, source, alpha):
-        no_room(x, (dim,), index, deferred.BOUNDS_RUNTIME, "index_add")
-        st, q = sq(x.device)
-        index = long_index(st, q, index)
-        out = clone(st, q, x)
-        oshape, ostride = (out._shape, out._stride) if out.ndim else ((1,), (0,))
-        sstride = source._stride if source.ndim else (0,)
-        space = Space(0, source._offset, index._offset)
-        for d in range(len(oshape)):
-            if d == dim:
-                space.dim(index._shape[0], 0, sstride[d], index._stride[0], serial=True)
-            else:
-                space.dim(oshape[d], ostride[d], sstride[d])
-        space.key(ostride[dim], oshape[dim], dim)
-        return put(st, q, out, source, index, space, 1, deferred.BOUNDS_RUNTIME, "index_add",
-                   alpha)
 
-    # -- masks ----------------------------------------------------------------------------------
-    def masked_fill(x, mask, value):
-        st, q = sq(x.device)
-        dt = x.dtype
-        out = new(st, broadcast_shapes(x._shape, mask._shape), dt, x.device)
-        return run(st, q, WHERE, out, (mask, value, x), (D.bool_, dt, dt), dt, dt)
+def scatter(be, x, dim, index, src, reduce):
+    _no_room(x, (dim,), index, deferred.BOUNDS_RUNTIME,
+            {None: "scatter", "add": "scatter_add"}.get(reduce, "scatter"))
+    st, q = be.state_queue(x.device)
+    index = _long_index(be, st, q, index)
+    out = _clone(be, st, q, x)
+    mode = {None: 0, "add": 1, "multiply": 2}[reduce]
+    serial = mode != 0
+    space = Space(0, offset_of(src), offset_of(index))
+    if out.ndim == 0 or index.ndim == 0:  # flat view of out, the first elements of src
+        if src.ndim > 1:
+            src = _clone(be, st, q, src)
+            space = Space(0, 0, offset_of(index))
+        flat = 0 if src.ndim == 0 else strides_of(src)[0] if src.ndim == 1 else 1
+        for n, s in zip(shape_of(index), strides_of(index)):
+            space.dim(n, 0, flat, s, serial)
+        space.key(strides_of(out)[0] if out.ndim else 0, out.numel(), dim)
+    else:
+        for d, (n, s) in enumerate(zip(shape_of(index), strides_of(index))):
+            ys = strides_of(src)[d] if src.ndim else 0
+            space.dim(n, 0 if d == dim else strides_of(out)[d], ys, s, serial and d == dim)
+        space.key(strides_of(out)[dim], shape_of(out)[dim], dim)
+    return _put(st, q, out, src, index, space, mode, deferred.BOUNDS_RUNTIME,
+               {None: "scatter", "add": "scatter_add"}.get(reduce,
+                                                           f"scatter(reduce={reduce!r})"))
 
-    def chunks(n):
-        chunk = max(_CHUNK_MIN, -(-n // _MAX_CHUNKS))
-        return chunk, -(-n // chunk)
 
-    def counted(st, q, tested, layout_tensors, shape):
-        """(chunk, groups, offsets buffer, total) of the nonzeros of ``tested`` over
-        ``shape``; reads the per-chunk counts back (the output size depends on them)."""
-        import pyopencl as cl
-        n = math.prod(shape)
-        chunk, G = chunks(n)
-        rank, mbuf = progs.layout(st, shape, layout_tensors)
-        counts = new(st, (G,), D.int64, tested.device)
-        progs.launch(st, q, _kernels(st, tested.dtype)["count"], G, tested._storage.data, mbuf,
-                     rank, n, chunk, counts._storage.data)
-        host = np.empty(G, np.int64)
-        cl.enqueue_copy(q, host, counts._storage.data, is_blocking=True)
-        deferred.check(st, q)  # the host waited: report what earlier kernels found
-        offs = np.concatenate([[0], np.cumsum(host)[:-1]]).astype(np.int64)
-        return chunk, G, rank, mbuf, progs.buffer_of(st, offs), int(host.sum())
+def index_add(be, x, dim, index, source, alpha):
+    _no_room(x, (dim,), index, deferred.BOUNDS_RUNTIME, "index_add")
+    st, q = be.state_queue(x.device)
+    index = _long_index(be, st, q, index)
+    out = _clone(be, st, q, x)
+    oshape, ostride = (shape_of(out), strides_of(out)) if out.ndim else ((1,), (0,))
+    sstride = strides_of(source) if source.ndim else (0,)
+    space = Space(0, offset_of(source), offset_of(index))
+    for d in range(len(oshape)):
+        if d == dim:
+            space.dim(shape_of(index)[0], 0, sstride[d], strides_of(index)[0], serial=True)
+        else:
+            space.dim(oshape[d], ostride[d], sstride[d])
+    space.key(ostride[dim], oshape[dim], dim)
+    return _put(st, q, out, source, index, space, 1, deferred.BOUNDS_RUNTIME, "index_add",
+               alpha)
 
-    def nonzero(x):
-        st, q = sq(x.device)
-        n = x.numel()
-        if n == 0:
-            return new(st, (0, x.ndim), D.int64, x.device)
-        chunk, G, rank, mbuf, offs, total = counted(st, q, x, [x], x._shape)
-        out = new(st, (total, x.ndim), D.int64, x.device)
-        if total and x.ndim:
-            shape = progs.buffer_of(st, x._shape)
-            progs.launch(st, q, _kernels(st, x.dtype)["nz_write"], G, x._storage.data, mbuf,
-                         rank, n, chunk, offs, out._storage.data, shape, x.ndim)
-        return out
 
-    def masked_select(x, mask):
-        st, q = sq(x.device)
-        shape = broadcast_shapes(x._shape, mask._shape)
-        n = math.prod(shape)
-        if n == 0:
-            return new(st, (0,), x.dtype, x.device)
-        chunk, G, rank, mbuf, offs, total = counted(st, q, mask, [mask, x], shape)
-        out = new(st, (total,), x.dtype, x.device)
-        if total:
-            progs.launch(st, q, _kernels(st, x.dtype)["ms_write"], G, mask._storage.data,
-                         x._storage.data, mbuf, rank, n, chunk, offs, out._storage.data)
-        return out
+def masked_fill(be, x, mask, value):
+    st, q = be.state_queue(x.device)
+    dt = x.dtype
+    out = be.new_tensor(st, broadcast_shapes(shape_of(x), shape_of(mask)), dt, x.device)
+    return run(st, q, WHERE, out, (mask, value, x), (D.bool_, dt, dt), dt, dt)
 
-    for name, fn in (("index", index), ("index_put_", index_put_), ("gather", gather),
-                     ("scatter", scatter), ("index_select", index_select),
-                     ("index_add", index_add), ("masked_fill", masked_fill),
-                     ("masked_select", masked_select), ("nonzero", nonzero)):
-        K(name, fn)
+
+def _chunks(n):
+    chunk = max(_CHUNK_MIN, -(-n // _MAX_CHUNKS))
+    return chunk, -(-n // chunk)
+
+
+def _counted(be, st, q, tested, layout_tensors, shape):
+    """(chunk, groups, offsets buffer, total) of the nonzeros of ``tested`` over
+    ``shape``; reads the per-chunk counts back (the output size depends on them)."""
+    import pyopencl as cl
+    n = math.prod(shape)
+    chunk, G = _chunks(n)
+    rank, mbuf = progs.layout(st, shape, layout_tensors)
+    counts = be.new_tensor(st, (G,), D.int64, tested.device)
+    progs.launch(st, q, _kernels(st, tested.dtype)["count"], G, data_of(tested), mbuf,
+                 rank, n, chunk, data_of(counts))
+    host = np.empty(G, np.int64)
+    cl.enqueue_copy(q, host, data_of(counts), is_blocking=True)
+    deferred.check(st, q)  # the host waited: report what earlier kernels found
+    offs = np.concatenate([[0], np.cumsum(host)[:-1]]).astype(np.int64)
+    return chunk, G, rank, mbuf, progs.buffer_of(st, offs), int(host.sum())
+
+
+def nonzero(be, x):
+    st, q = be.state_queue(x.device)
+    n = x.numel()
+    if n == 0:
+        return be.new_tensor(st, (0, x.ndim), D.int64, x.device)
+    chunk, G, rank, mbuf, offs, total = _counted(be, st, q, x, [x], shape_of(x))
+    out = be.new_tensor(st, (total, x.ndim), D.int64, x.device)
+    if total and x.ndim:
+        shape = progs.buffer_of(st, shape_of(x))
+        progs.launch(st, q, _kernels(st, x.dtype)["nz_write"], G, data_of(x), mbuf,
+                     rank, n, chunk, offs, data_of(out), shape, x.ndim)
+    return out
+
+
+def masked_select(be, x, mask):
+    st, q = be.state_queue(x.device)
+    shape = broadcast_shapes(shape_of(x), shape_of(mask))
+    n = math.prod(shape)
+    if n == 0:
+        return be.new_tensor(st, (0,), x.dtype, x.device)
+    chunk, G, rank, mbuf, offs, total = _counted(be, st, q, mask, [mask, x], shape)
+    out = be.new_tensor(st, (total,), x.dtype, x.device)
+    if total:
+        progs.launch(st, q, _kernels(st, x.dtype)["ms_write"], G, data_of(mask),
+                     data_of(x), mbuf, rank, n, chunk, offs, data_of(out))
+    return out
+
+
+TABLE = {
+    "index": index, "index_put_": index_put_, "gather": gather, "scatter": scatter,
+    "index_select": index_select, "index_add": index_add, "masked_fill": masked_fill,
+    "masked_select": masked_select, "nonzero": nonzero,
+}
+
+
+def register(backend):
+    bind(backend, TABLE)

@@ -32,11 +32,13 @@ import math
 
 import numpy as np
 
-from ember.runtime import broadcast_shapes, get_op, tensor_constructor
+from ember.kit.binding import bind
+from ember.runtime import (broadcast_shapes, data_of, get_op, layout_of, offset_of, shape_of,
+                           storage_of, strides_of, tensor_constructor)
 from ember.runtime import dtypes as D
 
 from . import cltypes
-from .codegen import collapse, compile_program
+from .codegen import collapse, compile_program, remember
 
 
 def _tile(state):
@@ -95,7 +97,7 @@ def _kernel(state, key):
 
 def _as_matrix(t, left):
     """(batch shape, batch strides, rows, cols, row stride, col stride) of an operand."""
-    shape, stride = t._shape, t._stride
+    shape, stride, _ = layout_of(t)
     if len(shape) == 1:
         if left:
             return (), (), 1, shape[0], 0, stride[0]
@@ -163,8 +165,8 @@ def _packed(backend, st, t, batch, rows, cols, bstrides, rs, cs, rows_p, cols_p)
     sizes, (bs,) = collapse(batch, [(batch, bstrides)])
     if cs == 1 and rows == rows_p and cols == cols_p and (rs == cols or rows == 1) and \
             (nb == 1 or (len(sizes) == 1 and bs[0] == rows * cols)):
-        return t, t._offset, rows * cols, cols
-    p = backend._new(st, (nb * rows_p * cols_p,), t.dtype, t.device)
+        return t, offset_of(t), rows * cols, cols
+    p = backend.new_tensor(st, (nb * rows_p * cols_p,), t.dtype, t.device)
     full = tuple(batch) + (rows, cols)
     new = tensor_constructor()
     dst = new(p.untyped_storage(), full, tuple(
@@ -186,18 +188,18 @@ def _fast_matmul(backend, st, q, a, b, out, batch, ab, ast, bb, bst, M, N, K, sa
                               sbk, sbn, K, gx * rn)
     knl = _fast_kernel(st, a.dtype)
     with st.launch_lock:
-        st.last[q] = knl(q, (gx, gy, math.prod(batch)), (LX, LY, 1), out._storage.data,
-                         A._storage.data, B._storage.data, oa, ob, bsa, bsb, lda, ldb, M, N, K)
+        st.last[q] = knl(q, (gx, gy, math.prod(batch)), (LX, LY, 1), data_of(out),
+                         data_of(A), data_of(B), oa, ob, bsa, bsb, lda, ldb, M, N, K)
     return out
 
 
 def matmul(backend, a, b):
-    st, q = backend._sq(a.device)
+    st, q = backend.state_queue(a.device)
     ab, ast, M, K, sam, sak = _as_matrix(a, True)
     bb, bst, _, N, sbk, sbn = _as_matrix(b, False)
     batch = broadcast_shapes(ab, bb)
     out_shape = batch + ((M,) if a.ndim > 1 else ()) + ((N,) if b.ndim > 1 else ())
-    out = backend._new(st, out_shape, a.dtype, a.device)
+    out = backend.new_tensor(st, out_shape, a.dtype, a.device)
     nb = math.prod(batch)
     if nb == 0 or M == 0 or N == 0:
         return out
@@ -209,23 +211,23 @@ def matmul(backend, a, b):
                                               (batch, _batch_strides(batch, ab, ast)),
                                               (batch, _batch_strides(batch, bb, bst))])
     meta = list(sizes)
-    for offset, strides in ((out._offset, cb), (a._offset, abs_), (b._offset, bbs)):
+    for offset, strides in ((offset_of(out), cb), (offset_of(a), abs_), (offset_of(b), bbs)):
         meta += [offset] + strides
     meta += [sam, sak, sbk, sbn]
     import pyopencl as cl
     mkey = ("gemm", tuple(meta))
     ent = st.meta.get(mkey)
     if ent is None:
-        ent = st.meta[mkey] = cl.Buffer(st.context,
-                                        cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                                        hostbuf=np.array(meta, dtype=np.int64))
+        ent = remember(st, mkey, cl.Buffer(st.context,
+                                           cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                                           hostbuf=np.array(meta, dtype=np.int64)))
     ts = _tile(st)
     at = D.float32 if a.dtype is D.float16 else D.int32 if a.dtype is D.bool_ else a.dtype
     knl = _kernel(st, (a.dtype, at, len(sizes), ts))
     gsize = (-(-N // ts) * ts, -(-M // ts) * ts, nb)
     with st.launch_lock:
-        st.last[q] = knl(q, gsize, (ts, ts, 1), out._storage.data, a._storage.data,
-                         b._storage.data, ent, M, N, K)
+        st.last[q] = knl(q, gsize, (ts, ts, 1), data_of(out), data_of(a),
+                         data_of(b), ent, M, N, K)
     return out
 
 
@@ -235,14 +237,14 @@ def _diagonal(t, labels):
     if len(set(labels)) == len(labels):
         return t, list(labels)
     out, size, stride = [], [], []
-    for lab, n, s in zip(labels, t._shape, t._stride):
+    for lab, n, s in zip(labels, shape_of(t), strides_of(t)):
         if lab in out:
             stride[out.index(lab)] += s
             continue
         out.append(lab)
         size.append(n)
         stride.append(s)
-    return t.as_strided(size, stride, t._offset), out
+    return t.as_strided(size, stride, offset_of(t)), out
 
 
 def _sum(t, labels, drop):
@@ -264,20 +266,20 @@ def _contract(a, la, b, lb, keep):
     bf = [x for x in lb if x not in la]
     for x in contr:  # a size-1 side broadcasts: sum the other side first
         i, j = la.index(x), lb.index(x)
-        if a._shape[i] != b._shape[j]:
-            if a._shape[i] == 1:
+        if shape_of(a)[i] != shape_of(b)[j]:
+            if shape_of(a)[i] == 1:
                 b = sum_op(b, (j,), True, b.dtype)
             else:
                 a = sum_op(a, (i,), True, a.dtype)
-    sa = dict(zip(la, a._shape))
-    sb = dict(zip(lb, b._shape))
+    sa = dict(zip(la, shape_of(a)))
+    sb = dict(zip(lb, shape_of(b)))
     a = a.permute([la.index(x) for x in batch + af + contr])
     b = b.permute([lb.index(x) for x in batch + contr + bf])
     k = math.prod(sa[x] for x in contr)
     a = a.reshape([sa[x] for x in batch] + [math.prod(sa[x] for x in af), k])
     b = b.reshape([sb[x] for x in batch] + [k, math.prod(sb[x] for x in bf)])
     c = get_op("matmul")(a, b)
-    bshape = list(c._shape[:len(batch)])
+    bshape = list(shape_of(c)[:len(batch)])
     return c.reshape(bshape + [sa[x] for x in af] + [sb[x] for x in bf]), batch + af + bf
 
 
@@ -295,7 +297,7 @@ def einsum(equation, operands):
     r, labels = items[0]
     r, labels = _sum(r, labels, set(labels) - set(out))
     r = r.permute([labels.index(x) for x in out]).contiguous()
-    if any(r._storage is t._storage for t in operands):  # a relabelling is a view: copy it
+    if any(storage_of(r) is storage_of(t) for t in operands):  # a relabelling is a view: copy it
         r = r.clone()
     return r
 
@@ -343,16 +345,16 @@ __kernel void svdvals(__global OT* out, __global AT* W, const long B, const long
 
 
 def svdvals(backend, A):
-    st, q = backend._sq(A.device)
-    *batch, m, n = A._shape
+    st, q = backend.state_queue(A.device)
+    *batch, m, n = shape_of(A)
     k = min(m, n)
-    out = backend._new(st, tuple(batch) + (k,), A.dtype, A.device)
+    out = backend.new_tensor(st, tuple(batch) + (k,), A.dtype, A.device)
     nb = math.prod(batch)
     if nb == 0 or k == 0:
         return out
     at = D.float32 if A.dtype is D.float16 else A.dtype
     rows = max(m, n)
-    W = backend._new(st, (nb * rows * k,), at, A.device)
+    W = backend.new_tensor(st, (nb * rows * k,), at, A.device)
     bstr = tuple(rows * k * math.prod(batch[d + 1:]) for d in range(len(batch)))
     # column j of the scratch matrix is column j of A (tall) or row j of A (wide)
     inner = (1, rows) if m >= n else (rows, 1)
@@ -372,12 +374,14 @@ def svdvals(backend, A):
     tol = float(np.finfo(at.np).eps)
     with st.launch_lock:
         st.last[q] = knl(q, (-(-nb // st.local_size) * st.local_size,), st.local_sizes,
-                         out._storage.data, W._storage.data, nb, rows, k,
+                         data_of(out), data_of(W), nb, rows, k,
                          cltypes.pack_scalar(tol, at))
     return out
 
 
+TABLE = {"matmul": matmul, "linalg_svdvals": svdvals}
+
+
 def register(backend):
-    backend.kernels.register("matmul", lambda a, b: matmul(backend, a, b))
-    backend.kernels.register("linalg_svdvals", lambda A: svdvals(backend, A))
-    backend.kernels.register("einsum", einsum)
+    bind(backend, TABLE)
+    backend.kernels.register("einsum", einsum)  # written with ember ops: no backend argument

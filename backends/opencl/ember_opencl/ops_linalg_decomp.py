@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.kit.binding import bind
 from ember.runtime import dtypes as D
-from ember.runtime import get_op
+from ember.runtime import data_of, get_op, shape_of
 
 from . import cltypes
 from .codegen import compile_program
@@ -479,18 +480,18 @@ class _Ctx:
 
     def __init__(self, backend, t, kernel_dtype=None):
         self.be = backend
-        self.st, self.q = backend._sq(t.device)
+        self.st, self.q = backend.state_queue(t.device)
         self.dev = t.device
         self.dt = t.dtype
         self.k = _kernels(self.st, kernel_dtype or t.dtype)
         self.wg = _wgs(self.st)
 
     def new(self, shape, dtype=None):
-        return self.be._new(self.st, tuple(shape), dtype or self.dt, self.dev)
+        return self.be.new_tensor(self.st, tuple(shape), dtype or self.dt, self.dev)
 
     def copy(self, t):
         """A fresh C-contiguous copy of ``t``."""
-        out = self.new(t._shape, t.dtype)
+        out = self.new(shape_of(t), t.dtype)
         if out.numel():
             self.be.copy_(out, t)
         return out
@@ -511,7 +512,7 @@ class _Ctx:
 
 def _nb(t):
     n = 1
-    for s in t._shape[:-2]:
+    for s in shape_of(t)[:-2]:
         n *= s
     return n
 
@@ -523,9 +524,9 @@ def _eps(dt):
 # -- LU -----------------------------------------------------------------------------------------
 def lu_factor_ex(backend, A, pivot):
     c = _Ctx(backend, A)
-    m, n = A._shape[-2:]
+    m, n = shape_of(A)[-2:]
     k = min(m, n)
-    batch = A._shape[:-2]
+    batch = shape_of(A)[:-2]
     LU = c.copy(A)
     piv = c.new(batch + (k,), D.int32)
     info = c.new(batch, D.int32)
@@ -533,7 +534,7 @@ def lu_factor_ex(backend, A, pivot):
     if m == 0 or n == 0:
         backend.copy_(info, _zeros(backend, batch, D.int32, A.device)) if nb else None
         return LU, piv, info
-    c.groups("lu_factor", nb, LU._storage.data, piv._storage.data, info._storage.data, m, n,
+    c.groups("lu_factor", nb, data_of(LU), data_of(piv), data_of(info), m, n,
              int(bool(pivot)))
     return LU, piv, info
 
@@ -545,19 +546,19 @@ def _zeros(backend, shape, dtype, device):
 def pivots_to_permutation(backend, pivots, m):
     c = _Ctx(backend, pivots, D.float32)  # the program of any float dtype has the kernel
     p = c.copy(pivots)
-    batch = pivots._shape[:-1]
+    batch = shape_of(pivots)[:-1]
     perm = c.new(batch + (m,), D.int64)
     nb = 1
     for s in batch:
         nb *= s
     if m:
-        c.items("pivots_perm", nb, p._storage.data, perm._storage.data, nb, pivots._shape[-1], m)
+        c.items("pivots_perm", nb, data_of(p), data_of(perm), nb, shape_of(pivots)[-1], m)
     return perm
 
 
 def _solve_layout(B, left):
     """(nrhs, row stride, column stride) of the right-hand sides in a contiguous B."""
-    r, cl = B._shape[-2:]
+    r, cl = shape_of(B)[-2:]
     if left:
         return cl, cl, 1   # columns of an (n, k) matrix
     return r, 1, cl        # rows of a (k, n) matrix
@@ -566,11 +567,11 @@ def _solve_layout(B, left):
 def lu_solve(backend, LU, pivots, B, left, adjoint):
     c = _Ctx(backend, LU)
     lu, p, X = c.copy(LU), c.copy(pivots), c.copy(B)
-    n = LU._shape[-1]
+    n = shape_of(LU)[-1]
     nrhs, rs, cs = _solve_layout(B, left)
     nb = _nb(B)
     trans = bool(adjoint) != (not left)  # real dtypes: A^H = A^T
-    c.items("lu_solve", nb * nrhs, lu._storage.data, p._storage.data, X._storage.data, nb, n,
+    c.items("lu_solve", nb * nrhs, data_of(lu), data_of(p), data_of(X), nb, n,
             nrhs, rs, cs, int(trans))
     return X
 
@@ -578,12 +579,12 @@ def lu_solve(backend, LU, pivots, B, left, adjoint):
 def solve_triangular(backend, A, B, upper, left, unitriangular):
     c = _Ctx(backend, A)
     a, X = c.copy(A), c.copy(B)
-    n = A._shape[-1]
+    n = shape_of(A)[-1]
     nrhs, rs, cs = _solve_layout(B, left)
     nb = _nb(B)
     trans = not left
     eff_upper = bool(upper) != trans
-    c.items("tri_solve", nb * nrhs, a._storage.data, X._storage.data, nb, n, nrhs, rs, cs,
+    c.items("tri_solve", nb * nrhs, data_of(a), data_of(X), nb, n, nrhs, rs, cs,
             int(trans), int(eff_upper), int(bool(unitriangular)))
     return X
 
@@ -591,37 +592,37 @@ def solve_triangular(backend, A, B, upper, left, unitriangular):
 # -- Cholesky, QR ---------------------------------------------------------------------------------
 def cholesky_ex(backend, A, upper):
     c = _Ctx(backend, A)
-    n = A._shape[-1]
+    n = shape_of(A)[-1]
     L = c.copy(A.mT if upper else A)  # the upper triangle of A is the lower one of A^T
-    info = c.new(A._shape[:-2], D.int32)
+    info = c.new(shape_of(A)[:-2], D.int32)
     nb = _nb(A)
     if n == 0:
         if nb:
-            backend.copy_(info, _zeros(backend, A._shape[:-2], D.int32, A.device))
+            backend.copy_(info, _zeros(backend, shape_of(A)[:-2], D.int32, A.device))
         return L, info
-    c.groups("cholesky", nb, L._storage.data, info._storage.data, n)
+    c.groups("cholesky", nb, data_of(L), data_of(info), n)
     return (c.copy(L.mT) if upper else L), info
 
 
 def _geqrf(c, A):
     """(the factored copy of A, tau)."""
-    m, n = A._shape[-2:]
+    m, n = shape_of(A)[-2:]
     a = c.copy(A)
-    tau = c.new(A._shape[:-2] + (min(m, n),))
-    c.groups("geqrf", _nb(A), a._storage.data, tau._storage.data, m, n)
+    tau = c.new(shape_of(A)[:-2] + (min(m, n),))
+    c.groups("geqrf", _nb(A), data_of(a), data_of(tau), m, n)
     return a, tau
 
 
 def _orgqr(c, a, tau, qc):
-    m, n = a._shape[-2:]
-    Q = c.new(a._shape[:-2] + (m, qc))
-    c.groups("orgqr", _nb(a), a._storage.data, tau._storage.data, Q._storage.data, m, n, qc)
+    m, n = shape_of(a)[-2:]
+    Q = c.new(shape_of(a)[:-2] + (m, qc))
+    c.groups("orgqr", _nb(a), data_of(a), data_of(tau), data_of(Q), m, n, qc)
     return Q
 
 
 def qr(backend, A, mode):
     c = _Ctx(backend, A)
-    m, n = A._shape[-2:]
+    m, n = shape_of(A)[-2:]
     k = min(m, n)
     if A.numel() == 0:
         return _qr_empty(c, A, mode)
@@ -634,9 +635,9 @@ def qr(backend, A, mode):
 
 
 def _qr_empty(c, A, mode):
-    m, n = A._shape[-2:]
+    m, n = shape_of(A)[-2:]
     k = min(m, n)
-    batch = A._shape[:-2]
+    batch = shape_of(A)[:-2]
     full = get_op("full")
     rows = m if mode == "complete" else k
     R = full.on(c.dev, batch + (rows, n), 0, c.dt, c.dev)
@@ -669,33 +670,33 @@ def _symmetric(A, UPLO):
 
 def _eigh(backend, A, UPLO, vecs):
     c = _Ctx(backend, A)
-    n = A._shape[-1]
+    n = shape_of(A)[-1]
     a = c.copy(_symmetric(A, UPLO))
-    V = c.new(A._shape if vecs else (1,))
-    c.groups("jacobi_eigh", _nb(A), a._storage.data, V._storage.data, n, int(vecs),
+    V = c.new(shape_of(A) if vecs else (1,))
+    c.groups("jacobi_eigh", _nb(A), data_of(a), data_of(V), n, int(vecs),
              _eps(A.dtype))
     w = a.diagonal(0, -2, -1)
     w, idx = get_op("sort")(w, w.ndim - 1, False, True)
     if not vecs:
         return w.contiguous(), None
-    V = V.gather(-1, idx.unsqueeze(-2).expand(*A._shape))
+    V = V.gather(-1, idx.unsqueeze(-2).expand(*shape_of(A)))
     return w.contiguous(), V.contiguous()
 
 
 def eigh(backend, A, UPLO):
-    if A._shape[-1] > JACOBI_MAX:
+    if shape_of(A)[-1] > JACOBI_MAX:
         return _on_cpu("linalg_eigh", A, UPLO)
     if A.numel() == 0:
-        return (_zeros(backend, A._shape[:-1], A.dtype, A.device),
-                _zeros(backend, A._shape, A.dtype, A.device))
+        return (_zeros(backend, shape_of(A)[:-1], A.dtype, A.device),
+                _zeros(backend, shape_of(A), A.dtype, A.device))
     return _eigh(backend, A, UPLO, True)
 
 
 def eigvalsh(backend, A, UPLO):
-    if A._shape[-1] > JACOBI_MAX:
+    if shape_of(A)[-1] > JACOBI_MAX:
         return _on_cpu("linalg_eigvalsh", A, UPLO)
     if A.numel() == 0:
-        return _zeros(backend, A._shape[:-1], A.dtype, A.device)
+        return _zeros(backend, shape_of(A)[:-1], A.dtype, A.device)
     return _eigh(backend, A, UPLO, False)[0]
 
 
@@ -704,7 +705,7 @@ def _orthonormal_columns(c, U, qc):
     ``qc`` columns filled from a Householder QR of U."""
     a, tau = _geqrf(c, U)
     Q = _orgqr(c, a, tau, qc)
-    k = U._shape[-1]
+    k = shape_of(U)[-1]
     d = a.diagonal(0, -2, -1)                      # R's diagonal: +-1 for unit columns
     sign = get_op("where")(d.eq(0), 1.0, d.sign(), c.dt)
     head = Q.narrow(-1, 0, k) * sign.unsqueeze(-2)
@@ -715,12 +716,12 @@ def _orthonormal_columns(c, U, qc):
 
 
 def svd(backend, A, full_matrices):
-    m, n = A._shape[-2:]
+    m, n = shape_of(A)[-2:]
     if min(m, n) > JACOBI_MAX:
         return _on_cpu("linalg_svd", A, full_matrices)
     c = _Ctx(backend, A)
     k = min(m, n)
-    batch = A._shape[:-2]
+    batch = shape_of(A)[:-2]
     if A.numel() == 0:
         full = get_op("full")
         um, vn = (m, n) if full_matrices else (k, k)
@@ -734,11 +735,11 @@ def svd(backend, A, full_matrices):
     M, N = (m, n) if tall else (n, m)              # work on a tall matrix: A or A^T
     W = c.copy(A.mT if tall else A)                 # (N, M): the columns of the tall matrix
     V = c.new(batch + (N, N))
-    c.groups("jacobi_svd", _nb(A), W._storage.data, V._storage.data, M, N, _eps(A.dtype))
+    c.groups("jacobi_svd", _nb(A), data_of(W), data_of(V), M, N, _eps(A.dtype))
     norms = (W * W).sum(-1).sqrt()                  # (..., N) singular values, unsorted
     S, idx = get_op("sort")(norms, norms.ndim - 1, True, True)
-    W = W.gather(-2, idx.unsqueeze(-1).expand(*W._shape))
-    V = V.gather(-2, idx.unsqueeze(-1).expand(*V._shape))
+    W = W.gather(-2, idx.unsqueeze(-1).expand(*shape_of(W)))
+    V = V.gather(-2, idx.unsqueeze(-1).expand(*shape_of(V)))
     safe = get_op("where")(S.eq(0), 1.0, S, c.dt)
     Ut = W / safe.unsqueeze(-1)                     # (N, M) rows: left singular vectors
     Y = _orthonormal_columns(c, Ut.mT.contiguous(), M if full_matrices else N)
@@ -749,16 +750,13 @@ def svd(backend, A, full_matrices):
     return U, S.contiguous(), Vh
 
 
+TABLE = {
+    "linalg_lu_factor_ex": lu_factor_ex, "_linalg_pivots_to_permutation": pivots_to_permutation,
+    "linalg_lu_solve": lu_solve, "linalg_solve_triangular": solve_triangular,
+    "linalg_cholesky_ex": cholesky_ex, "linalg_qr": qr, "linalg_eigh": eigh,
+    "linalg_eigvalsh": eigvalsh, "linalg_svd": svd,
+}
+
+
 def register(backend):
-    K = backend.kernels.register
-    K("linalg_lu_factor_ex", lambda A, pivot: lu_factor_ex(backend, A, pivot))
-    K("_linalg_pivots_to_permutation", lambda p, m: pivots_to_permutation(backend, p, m))
-    K("linalg_lu_solve", lambda LU, p, B, left, adjoint: lu_solve(backend, LU, p, B, left,
-                                                                   adjoint))
-    K("linalg_solve_triangular", lambda A, B, upper, left, unit: solve_triangular(
-        backend, A, B, upper, left, unit))
-    K("linalg_cholesky_ex", lambda A, upper: cholesky_ex(backend, A, upper))
-    K("linalg_qr", lambda A, mode: qr(backend, A, mode))
-    K("linalg_eigh", lambda A, UPLO: eigh(backend, A, UPLO))
-    K("linalg_eigvalsh", lambda A, UPLO: eigvalsh(backend, A, UPLO))
-    K("linalg_svd", lambda A, full_matrices: svd(backend, A, full_matrices))
+    bind(backend, TABLE)

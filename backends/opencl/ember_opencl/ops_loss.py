@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.runtime import get_op
+from ember.kit.binding import bind
+from ember.runtime import data_of, get_op, shape_of
 
 from . import cltypes, deferred, progs
-from .ops_pool import _plain
+from .ops_pool import plain
 
 SRC = r"""
 __kernel void nll_rows(__global T* loss, __global T* wout, __global const T* x,
@@ -53,17 +54,17 @@ def _kernels(st, dt):
 
 
 def nll_loss_forward(backend, self, target, weight, reduction, ignore_index):
-    st, q = backend._sq(self.device)
-    x, t = _plain(backend, self), _plain(backend, target)
-    n, c = x._shape
+    st, q = backend.state_queue(self.device)
+    x, t = plain(backend, self), plain(backend, target)
+    n, c = shape_of(x)
     dt = x.dtype
-    w = _plain(backend, weight) if weight is not None else None
-    loss = backend._new(st, (n,), dt, x.device)
-    wout = backend._new(st, (n,), dt, x.device)
+    w = plain(backend, weight) if weight is not None else None
+    loss = backend.new_tensor(st, (n,), dt, x.device)
+    wout = backend.new_tensor(st, (n,), dt, x.device)
     if n:
-        progs.launch(st, q, _kernels(st, dt)["nll_rows"], n, loss._storage.data,
-                     wout._storage.data, x._storage.data, t._storage.data,
-                     (w if w is not None else x)._storage.data, n, c, ignore_index,
+        progs.launch(st, q, _kernels(st, dt)["nll_rows"], n, data_of(loss),
+                     data_of(wout), data_of(x), data_of(t),
+                     data_of(w if w is not None else x), n, c, ignore_index,
                      int(w is not None), deferred.slot(st, "nll_loss_forward", self, target))
     total = get_op("sum")(wout, (0,), False, dt)
     if reduction == 0:
@@ -74,23 +75,23 @@ def nll_loss_forward(backend, self, target, weight, reduction, ignore_index):
 
 def nll_loss_backward(backend, grad_output, self, target, weight, reduction, ignore_index,
                       total_weight):
-    st, q = backend._sq(self.device)
-    t = _plain(backend, target)
-    n, c = self._shape
+    st, q = backend.state_queue(self.device)
+    t = plain(backend, target)
+    n, c = shape_of(self)
     dt = self.dtype
-    g = _plain(backend, grad_output)
-    w = _plain(backend, weight) if weight is not None else None
-    tw = _plain(backend, total_weight)
-    out = backend._new(st, (n, c), dt, self.device)
+    g = plain(backend, grad_output)
+    w = plain(backend, weight) if weight is not None else None
+    tw = plain(backend, total_weight)
+    out = backend.new_tensor(st, (n, c), dt, self.device)
     if n * c:
-        progs.launch(st, q, _kernels(st, dt)["nll_grad"], n * c, out._storage.data,
-                     g._storage.data, t._storage.data, (w if w is not None else g)._storage.data,
-                     tw._storage.data, n, c, ignore_index, int(w is not None), int(reduction))
+        progs.launch(st, q, _kernels(st, dt)["nll_grad"], n * c, data_of(out),
+                     data_of(g), data_of(t), data_of(w if w is not None else g),
+                     data_of(tw), n, c, ignore_index, int(w is not None), int(reduction))
     return out
 
 
+TABLE = {"nll_loss_forward": nll_loss_forward, "nll_loss_backward": nll_loss_backward}
+
+
 def register(backend):
-    from functools import partial
-    K = backend.kernels.register
-    K("nll_loss_forward", partial(nll_loss_forward, backend))
-    K("nll_loss_backward", partial(nll_loss_backward, backend))
+    bind(backend, TABLE)

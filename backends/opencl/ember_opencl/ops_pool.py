@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.kit.binding import bind
 from ember.runtime import dtypes as D
+from ember.runtime import data_of, offset_of, shape_of
 
 from . import cltypes
 from . import progs
+from .codegen import remember
 
 # G: geometry buffer: Z Y X (input), OZ OY OX (output), kz ky kx, sz sy sx, pz py px, dz dy dx,
 # then the divisor override (0 if none) and count_include_pad
@@ -260,42 +263,42 @@ def geometry(st, sp, out, k=(), s=(), p=(), d=(), divisor=None, include_pad=True
     key = ("pool-geometry",) + vals
     buf = st.meta.get(key)
     if buf is None:
-        buf = st.meta[key] = progs.buffer_of(st, vals)
+        buf = remember(st, key, progs.buffer_of(st, vals))
     return buf
 
 
 def contiguous(backend, t):
     if t.is_contiguous():
         return t
-    st, _ = backend._sq(t.device)
-    c = backend._new(st, t._shape, t.dtype, t.device)
+    st, _ = backend.state_queue(t.device)
+    c = backend.new_tensor(st, shape_of(t), t.dtype, t.device)
     backend.copy_(c, t)
     return c
 
 
 def _run(backend, name, outs, ins, geom, total):
-    st, q = backend._sq(outs[0].device)
+    st, q = backend.state_queue(outs[0].device)
     if total == 0:
         return
     knl = kernels(st, ins[0].dtype if name != "col2im" else outs[0].dtype)[name]
-    progs.launch(st, q, knl, total, *[t._storage.data for t in outs],
-                 *[t._storage.data for t in ins], geom, total)
+    progs.launch(st, q, knl, total, *[data_of(t) for t in outs],
+                 *[data_of(t) for t in ins], geom, total)
 
 
 def _offsets_ok(*ts):
-    return all(t._offset == 0 for t in ts)
+    return all(offset_of(t) == 0 for t in ts)
 
 
 def _new(backend, shape, dtype, like):
-    st, _ = backend._sq(like.device)
-    return backend._new(st, shape, dtype, like.device)
+    st, _ = backend.state_queue(like.device)
+    return backend.new_tensor(st, shape, dtype, like.device)
 
 
-def _plain(backend, t):
+def plain(backend, t):
     """A contiguous tensor starting at its storage's first element (what kernels index)."""
     t = contiguous(backend, t)
-    if t._offset:
-        c = _new(backend, t._shape, t.dtype, t)
+    if offset_of(t):
+        c = _new(backend, shape_of(t), t.dtype, t)
         backend.copy_(c, t)
         return c
     return t
@@ -313,11 +316,11 @@ def _window_out(sp, k, s, p, d, ceil_mode):
 
 
 def max_pool(backend, self, kernel_size, stride, padding, dilation, ceil_mode):
-    x = _plain(backend, self)
-    sp = x._shape[2:]
+    x = plain(backend, self)
+    sp = shape_of(x)[2:]
     out_sp = _window_out(sp, kernel_size, stride, padding, dilation, ceil_mode)
-    shape = x._shape[:2] + out_sp
-    st, _ = backend._sq(x.device)
+    shape = shape_of(x)[:2] + out_sp
+    st, _ = backend.state_queue(x.device)
     values = _new(backend, shape, x.dtype, x)
     indices = _new(backend, shape, D.int64, x)
     _run(backend, "max_pool", (values, indices), (x,),
@@ -327,23 +330,23 @@ def max_pool(backend, self, kernel_size, stride, padding, dilation, ceil_mode):
 
 def max_pool_backward(backend, grad_output, self, kernel_size, stride, padding, dilation,
                       ceil_mode, indices):
-    g, ind = _plain(backend, grad_output), _plain(backend, indices)
-    st, _ = backend._sq(g.device)
-    gi = _new(backend, self._shape, g.dtype, g)
+    g, ind = plain(backend, grad_output), plain(backend, indices)
+    st, _ = backend.state_queue(g.device)
+    gi = _new(backend, shape_of(self), g.dtype, g)
     _run(backend, "max_pool_backward", (gi,), (g, ind),
-         geometry(st, self._shape[2:], g._shape[2:], kernel_size, stride, padding, dilation),
+         geometry(st, shape_of(self)[2:], shape_of(g)[2:], kernel_size, stride, padding, dilation),
          gi.numel())
     return gi
 
 
 def avg_pool(backend, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
              divisor_override):
-    x = _plain(backend, self)
-    sp = x._shape[2:]
+    x = plain(backend, self)
+    sp = shape_of(x)[2:]
     nsp = len(sp)
     out_sp = _window_out(sp, kernel_size, stride, padding, (1,) * nsp, ceil_mode)
-    st, _ = backend._sq(x.device)
-    out = _new(backend, x._shape[:2] + out_sp, x.dtype, x)
+    st, _ = backend.state_queue(x.device)
+    out = _new(backend, shape_of(x)[:2] + out_sp, x.dtype, x)
     _run(backend, "avg_pool", (out,), (x,),
          geometry(st, sp, out_sp, kernel_size, stride, padding, (1,) * nsp, divisor_override,
                   count_include_pad), out.numel())
@@ -352,73 +355,75 @@ def avg_pool(backend, self, kernel_size, stride, padding, ceil_mode, count_inclu
 
 def avg_pool_backward(backend, grad_output, self, kernel_size, stride, padding, ceil_mode,
                       count_include_pad, divisor_override):
-    g = _plain(backend, grad_output)
-    st, _ = backend._sq(g.device)
+    g = plain(backend, grad_output)
+    st, _ = backend.state_queue(g.device)
     nsp = g.ndim - 2
-    gi = _new(backend, self._shape, g.dtype, g)
+    gi = _new(backend, shape_of(self), g.dtype, g)
     _run(backend, "avg_pool_backward", (gi,), (g,),
-         geometry(st, self._shape[2:], g._shape[2:], kernel_size, stride, padding, (1,) * nsp,
-                  divisor_override, count_include_pad), gi.numel())
+         geometry(st, shape_of(self)[2:], shape_of(g)[2:], kernel_size, stride, padding,
+                  (1,) * nsp, divisor_override, count_include_pad), gi.numel())
     return gi
 
 
 def adaptive_avg(backend, self, output_size):
-    x = _plain(backend, self)
-    st, _ = backend._sq(x.device)
-    out = _new(backend, x._shape[:2] + tuple(output_size), x.dtype, x)
-    _run(backend, "adaptive_avg", (out,), (x,), geometry(st, x._shape[2:], output_size),
+    x = plain(backend, self)
+    st, _ = backend.state_queue(x.device)
+    out = _new(backend, shape_of(x)[:2] + tuple(output_size), x.dtype, x)
+    _run(backend, "adaptive_avg", (out,), (x,), geometry(st, shape_of(x)[2:], output_size),
          out.numel())
     return out
 
 
 def adaptive_avg_backward(backend, grad_output, self):
-    g = _plain(backend, grad_output)
-    st, _ = backend._sq(g.device)
-    gi = _new(backend, self._shape, g.dtype, g)
+    g = plain(backend, grad_output)
+    st, _ = backend.state_queue(g.device)
+    gi = _new(backend, shape_of(self), g.dtype, g)
     _run(backend, "adaptive_avg_backward", (gi,), (g,),
-         geometry(st, self._shape[2:], g._shape[2:]), gi.numel())
+         geometry(st, shape_of(self)[2:], shape_of(g)[2:]), gi.numel())
     return gi
 
 
 def adaptive_max(backend, self, output_size):
-    x = _plain(backend, self)
-    st, _ = backend._sq(x.device)
-    shape = x._shape[:2] + tuple(output_size)
+    x = plain(backend, self)
+    st, _ = backend.state_queue(x.device)
+    shape = shape_of(x)[:2] + tuple(output_size)
     values = _new(backend, shape, x.dtype, x)
     indices = _new(backend, shape, D.int64, x)
     _run(backend, "adaptive_max", (values, indices), (x,),
-         geometry(st, x._shape[2:], output_size), values.numel())
+         geometry(st, shape_of(x)[2:], output_size), values.numel())
     return values, indices
 
 
 def adaptive_max_backward(backend, grad_output, self, indices):
-    g, ind = _plain(backend, grad_output), _plain(backend, indices)
-    st, _ = backend._sq(g.device)
-    gi = _new(backend, self._shape, g.dtype, g)
+    g, ind = plain(backend, grad_output), plain(backend, indices)
+    st, _ = backend.state_queue(g.device)
+    gi = _new(backend, shape_of(self), g.dtype, g)
     _run(backend, "adaptive_max_backward", (gi,), (g, ind),
-         geometry(st, self._shape[2:], g._shape[2:]), gi.numel())
+         geometry(st, shape_of(self)[2:], shape_of(g)[2:]), gi.numel())
     return gi
 
 
 def col2im(backend, cols, shape, kernel, stride, padding, dilation, out_sp):
     """(N, C, *in_sp) from contiguous columns (N, C, *kernel, *out_sp)."""
-    cols = _plain(backend, cols)
-    st, _ = backend._sq(cols.device)
+    cols = plain(backend, cols)
+    st, _ = backend.state_queue(cols.device)
     im = _new(backend, tuple(shape), cols.dtype, cols)
     _run(backend, "col2im", (im,), (cols,),
          geometry(st, shape[2:], out_sp, kernel, stride, padding, dilation), im.numel())
     return im
 
 
+# one kernel serves the 2-d and 3-d op of each kind (the geometry carries the dims)
+TABLE = {
+    f"{kind}{n}d{suffix}": fn for n in (2, 3) for kind, suffix, fn in (
+        ("max_pool", "_with_indices", max_pool),
+        ("max_pool", "_with_indices_backward", max_pool_backward),
+        ("avg_pool", "", avg_pool), ("avg_pool", "_backward", avg_pool_backward),
+        ("_adaptive_avg_pool", "", adaptive_avg),
+        ("_adaptive_avg_pool", "_backward", adaptive_avg_backward),
+        ("adaptive_max_pool", "", adaptive_max),
+        ("adaptive_max_pool", "_backward", adaptive_max_backward))}
+
+
 def register(backend):
-    from functools import partial
-    K = backend.kernels.register
-    for n in (2, 3):
-        K(f"max_pool{n}d_with_indices", partial(max_pool, backend))
-        K(f"max_pool{n}d_with_indices_backward", partial(max_pool_backward, backend))
-        K(f"avg_pool{n}d", partial(avg_pool, backend))
-        K(f"avg_pool{n}d_backward", partial(avg_pool_backward, backend))
-        K(f"_adaptive_avg_pool{n}d", partial(adaptive_avg, backend))
-        K(f"_adaptive_avg_pool{n}d_backward", partial(adaptive_avg_backward, backend))
-        K(f"adaptive_max_pool{n}d", partial(adaptive_max, backend))
-        K(f"adaptive_max_pool{n}d_backward", partial(adaptive_max_backward, backend))
+    bind(backend, TABLE)

@@ -24,10 +24,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ember.kit.binding import bind, bind_with
+from ember.runtime import data_of, layout_of, shape_of
 from ember.runtime import dtypes as D
 
 from . import cltypes
-from .codegen import collapse, compile_program
+from .codegen import collapse, compile_program, remember
 
 
 class Reduction:
@@ -44,7 +46,7 @@ class Reduction:
         self.second = second or name  # the reduction the partial results need
 
 
-def _max_init(ctx, largest):
+def extreme_init(ctx, largest):
     if ctx.is_float:
         return "(AT)INFINITY" if largest else "(AT)(-INFINITY)"
     if ctx.is_bool:
@@ -67,17 +69,17 @@ REDUCTIONS = {
                         pre=lambda c: "(isnan(v) ? (AT)0 : v)" if c.is_float else "v",
                         second="sum"),
     "mean": Reduction("mean", lambda c: "0", "(a + b)", final="acc = acc / (AT)p0;"),
-    "amax": Reduction("amax", lambda c: _max_init(c, False), lambda c: _extreme(c, ">")),
-    "amin": Reduction("amin", lambda c: _max_init(c, True), lambda c: _extreme(c, "<")),
+    "amax": Reduction("amax", lambda c: extreme_init(c, False), lambda c: _extreme(c, ">")),
+    "amin": Reduction("amin", lambda c: extreme_init(c, True), lambda c: _extreme(c, "<")),
     "all": Reduction("all", lambda c: "1", "(a && b)", pre="(v != 0)"),
     "any": Reduction("any", lambda c: "0", "(a || b)", pre="(v != 0)"),
     # float accumulators only (var and norms are defined for floating inputs)
     "var": Reduction("var", lambda c: "0", "(a + b)", pre="((v - aux[m]) * (v - aux[m]))",
                      final="acc = acc / pf;"),
-    "norm_inf": Reduction("norm_inf", lambda c: _max_init(c, False), lambda c: _extreme(c, ">"),
-                          pre="fabs(v)"),
-    "norm_ninf": Reduction("norm_ninf", lambda c: _max_init(c, True), lambda c: _extreme(c, "<"),
-                           pre="fabs(v)"),
+    "norm_inf": Reduction("norm_inf", lambda c: extreme_init(c, False),
+                          lambda c: _extreme(c, ">"), pre="fabs(v)"),
+    "norm_ninf": Reduction("norm_ninf", lambda c: extreme_init(c, True),
+                           lambda c: _extreme(c, "<"), pre="fabs(v)"),
     "norm0": Reduction("norm0", lambda c: "0", "(a + b)", pre="((v != 0) ? (AT)1 : (AT)0)"),
     "norm1": Reduction("norm1", lambda c: "0", "(a + b)", pre="fabs(v)"),
     "norm2": Reduction("norm2", lambda c: "0", "(a + b)", pre="(v * v)", final="acc = sqrt(acc);"),
@@ -86,7 +88,9 @@ REDUCTIONS = {
 }
 
 
-class _Ctx:
+class DtypeKind:
+    """What the C fragments of a reduction need to know of its accumulation dtype."""
+
     def __init__(self, ct):
         self.ct = ct
         self.is_float = ct.category == D.FLOATING
@@ -153,7 +157,7 @@ def source(state, keys):
 def kernel_source(key):
     name, in_dt, at, out_dt, kr, rr, mode, ls, first, last = key
     red = REDUCTIONS[name]
-    ctx = _Ctx(at)
+    ctx = DtypeKind(at)
     combine = _frag(red.combine, ctx)
     pre = _frag(red.pre, ctx) if first else "v"
     L = [f"#undef COMBINE\n#define COMBINE(a, b) {combine}"]
@@ -218,14 +222,15 @@ def _kernel(state, key):
     return knl
 
 
-def _local_size(state):
+def work_group_size(state):
     ls = 1
     while ls * 2 <= min(256, state.max_wg):
         ls *= 2
     return ls
 
 
-def _meta(state, shape, stride, offset, dims):
+def reduction_meta(state, shape, stride, offset, dims):
+    """(kept rank, reduced rank, metadata buffer) of a tensor's layout reduced over ``dims``."""
     import pyopencl as cl
     key = ("red", shape, stride, offset, dims)
     ent = state.meta.get(key)
@@ -238,7 +243,7 @@ def _meta(state, shape, stride, offset, dims):
         meta = np.array(ks + rs + [offset] + kt + rt, dtype=np.int64)
         buf = cl.Buffer(state.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                         hostbuf=meta)
-        ent = state.meta[key] = (len(ks), len(rs), buf)
+        ent = remember(state, key, (len(ks), len(rs), buf))
     return ent
 
 
@@ -246,17 +251,17 @@ def reduce(backend, name, x, dims, keepdim, out_dtype, acc_dtype, pf=0, aux=None
     """Reduce ``x`` over ``dims`` (sorted) with ``REDUCTIONS[name]``; ``pf`` and ``aux`` as
     the module doc says."""
     ex = (pf, aux)
-    st, q = backend._sq(x.device)
-    shape = x._shape
+    st, q = backend.state_queue(x.device)
+    shape, stride, offset = layout_of(x)
     out_shape = tuple(1 if d in dims else s for d, s in enumerate(shape)) if keepdim else \
         tuple(s for d, s in enumerate(shape) if d not in dims)
-    out = backend._new(st, out_shape, out_dtype, x.device)
+    out = backend.new_tensor(st, out_shape, out_dtype, x.device)
     M = math.prod(s for d, s in enumerate(shape) if d not in dims)
     R = math.prod(shape[d] for d in dims)
     if M == 0:
         return out
-    kr, rr, mbuf = _meta(st, shape, x._stride, x._offset, tuple(dims))
-    ls = _local_size(st)
+    kr, rr, mbuf = reduction_meta(st, shape, stride, offset, tuple(dims))
+    ls = work_group_size(st)
     if M >= R or ls == 1:
         return _launch(st, q, name, x.dtype, acc_dtype, out_dtype, kr, rr, "item", 1, out, x,
                        mbuf, M, R, 1, R, True, True, ex=ex)
@@ -266,10 +271,10 @@ def reduce(backend, name, x, dims, keepdim, out_dtype, acc_dtype, pf=0, aux=None
     if G == 1:
         return _launch(st, q, name, x.dtype, acc_dtype, out_dtype, kr, rr, "wg", ls, out, x,
                        mbuf, M, R, 1, chunk, True, True, ex=ex)
-    part = backend._new(st, (M, G), acc_dtype, x.device)
+    part = backend.new_tensor(st, (M, G), acc_dtype, x.device)
     _launch(st, q, name, x.dtype, acc_dtype, acc_dtype, kr, rr, "wg", ls, part, x, mbuf, M, R,
             G, chunk, True, False, count=R, ex=ex)
-    kr2, rr2, mbuf2 = _meta(st, part._shape, part._stride, 0, (1,))
+    kr2, rr2, mbuf2 = reduction_meta(st, (M, G), (G, 1), 0, (1,))
     mode = "item" if M >= G else "wg"
     return _launch(st, q, REDUCTIONS[name].second, acc_dtype, acc_dtype, out_dtype, kr2, rr2,
                    mode, ls if mode == "wg" else 1, out, part, mbuf2, M, G, 1, G, False, True,
@@ -286,56 +291,55 @@ def _launch(st, q, name, in_dt, at, out_dt, kr, rr, mode, ls, out, x, mbuf, M, R
         gsize, lsize = ((M + st.local_size - 1) // st.local_size * st.local_size,), \
             st.local_sizes
     with st.launch_lock:
-        st.last[q] = knl(q, gsize, lsize, out._storage.data, x._storage.data, mbuf, M, R, G,
+        st.last[q] = knl(q, gsize, lsize, data_of(out), data_of(x), mbuf, M, R, G,
                          chunk, R if count is None else count,
                          cltypes.pack_scalar(ex[0], at),
-                         None if ex[1] is None else ex[1]._storage.data)
+                         None if ex[1] is None else data_of(ex[1]))
     return out
 
 
+def _accumulation(dt):
+    return D.float32 if dt in (D.float16, D.bfloat16) else dt
+
+
+def accumulate(be, name, x, dim, keepdim, dtype):
+    """sum, prod, nansum, mean: into ``dtype``, accumulated in float32 for the half dtypes."""
+    return reduce(be, name, x, dim, keepdim, dtype, _accumulation(dtype))
+
+
+def extreme(be, name, x, dim, keepdim):
+    """amax, amin."""
+    return reduce(be, name, x, dim, keepdim, x.dtype, x.dtype)
+
+
+def logical(be, name, x, dim, keepdim, dtype):
+    """all, any."""
+    return reduce(be, name, x, dim, keepdim, dtype, D.bool_)
+
+
+def var(be, x, dim, correction, keepdim):
+    at = _accumulation(x.dtype)
+    n = math.prod(shape_of(x)[d] for d in dim)
+    means = reduce(be, "mean", x, dim, False, at, at)  # one per output, C order
+    return reduce(be, "var", x, dim, keepdim, x.dtype, at, max(0.0, n - correction), means)
+
+
+_NORMS = {math.inf: "norm_inf", -math.inf: "norm_ninf", 0.0: "norm0", 1.0: "norm1", 2.0: "norm2"}
+
+
+def vector_norm(be, x, ord, dim, keepdim):
+    return reduce(be, _NORMS.get(ord, "normp"), x, dim, keepdim, x.dtype,
+                  _accumulation(x.dtype), ord)
+
+
+TABLE = {"var": var, "vector_norm": vector_norm}
+
+
 def register(backend):
-    K = backend.kernels.register
-
-    def make(name):
-        def kernel(x, dim, keepdim, dtype):
-            at = D.float32 if dtype in (D.float16, D.bfloat16) else dtype
-            return reduce(backend, name, x, dim, keepdim, dtype, at)
-        return kernel
-
     for name in ("sum", "prod", "nansum", "mean"):
-        K(name, make(name))
-
-    def make_extreme(name):
-        def kernel(x, dim, keepdim):
-            return reduce(backend, name, x, dim, keepdim, x.dtype, x.dtype)
-        return kernel
-
-    K("amax", make_extreme("amax"))
-    K("amin", make_extreme("amin"))
-
-    def make_logical(name):
-        def kernel(x, dim, keepdim, dtype):
-            return reduce(backend, name, x, dim, keepdim, dtype, D.bool_)
-        return kernel
-
-    K("all", make_logical("all"))
-    K("any", make_logical("any"))
-
-    def acc_of(dt):
-        return D.float32 if dt in (D.float16, D.bfloat16) else dt
-
-    def var(x, dim, correction, keepdim):
-        at = acc_of(x.dtype)
-        n = math.prod(x._shape[d] for d in dim)
-        means = reduce(backend, "mean", x, dim, False, at, at)  # one per output, C order
-        return reduce(backend, "var", x, dim, keepdim, x.dtype, at, max(0.0, n - correction),
-                      means)
-
-    K("var", var)
-
-    def vector_norm(x, ord, dim, keepdim):
-        name = {math.inf: "norm_inf", -math.inf: "norm_ninf", 0.0: "norm0", 1.0: "norm1",
-                2.0: "norm2"}.get(ord, "normp")
-        return reduce(backend, name, x, dim, keepdim, x.dtype, acc_of(x.dtype), ord)
-
-    K("vector_norm", vector_norm)
+        bind_with(backend, name, accumulate, name)
+    for name in ("amax", "amin"):
+        bind_with(backend, name, extreme, name)
+    for name in ("all", "any"):
+        bind_with(backend, name, logical, name)
+    bind(backend, TABLE)

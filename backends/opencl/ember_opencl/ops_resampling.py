@@ -10,11 +10,11 @@ are uploaded once per (mode, sizes, scale, dtype) and kept with the device state
 """
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
+from ember.kit.binding import bind
 from ember.ops import resampling as _rs
+from ember.runtime import data_of, offset_of, shape_of
 from . import kernelkit, progs, transfer
 
 SOURCE = r"""
@@ -41,9 +41,10 @@ _KERNELS = {"resample": "bbbblllll", "take_dim": "bbbllll"}
 
 
 def _dense(backend, st, q, t):
-    if t.is_contiguous() and t._offset == 0:
+    if t.is_contiguous() and offset_of(t) == 0:
         return t
-    return transfer.copy_into(backend, st, q, backend._new(st, t._shape, t.dtype, t.device), t)
+    out = backend.new_tensor(st, shape_of(t), t.dtype, t.device)
+    return transfer.copy_into(backend, st, q, out, t)
 
 
 def _device_table(st, key, arr):
@@ -57,36 +58,36 @@ def _device_table(st, key, arr):
 
 
 def _run(backend, x, tables, key, out_sizes):
-    st, q = backend._sq(x.device)
+    st, q = backend.state_queue(x.device)
     a = _dense(backend, st, q, x)
     nd = len(tables)
     at = _rs.compute_dtype(x.dtype)
     kernels = kernelkit.program(st, "resampling", x.dtype, SOURCE, _KERNELS)
     for d, ((idx, w), n_out) in enumerate(zip(tables, out_sizes)):
         dim = a.ndim - nd + d
-        shape = a._shape[:dim] + (n_out,) + a._shape[dim + 1:]
-        out = backend._new(st, shape, x.dtype, x.device)
+        shape = shape_of(a)[:dim] + (n_out,) + shape_of(a)[dim + 1:]
+        out = backend.new_tensor(st, shape, x.dtype, x.device)
         n = out.numel()
         if n:
-            lin = a._shape[dim]
-            inner = int(np.prod(a._shape[dim + 1:], dtype=np.int64))
+            lin = shape_of(a)[dim]
+            inner = int(np.prod(shape_of(a)[dim + 1:], dtype=np.int64))
             ibuf = _device_table(st, key + (d, "idx"), idx)
             if w is None:
-                kernelkit.launch(st, q, kernels["take_dim"], n, out._storage.data,
-                                 a._storage.data, ibuf, n, lin, n_out, inner)
+                kernelkit.launch(st, q, kernels["take_dim"], n, data_of(out),
+                                 data_of(a), ibuf, n, lin, n_out, inner)
             else:
                 wbuf = _device_table(st, key + (d, "w"), w.astype(at.np, copy=False))
-                kernelkit.launch(st, q, kernels["resample"], n, out._storage.data,
-                                 a._storage.data, ibuf, wbuf, n, lin, n_out, inner,
+                kernelkit.launch(st, q, kernels["resample"], n, data_of(out),
+                                 data_of(a), ibuf, wbuf, n, lin, n_out, inner,
                                  idx.shape[1])
         a = out
     return a
 
 
 def upsample(backend, x, output_size, mode, align_corners, scales):
-    tables = _rs.resample_tables(mode, x._shape[2:], output_size, align_corners, scales,
+    tables = _rs.resample_tables(mode, shape_of(x)[2:], output_size, align_corners, scales,
                                  x.dtype)
-    key = ("fw", mode, tuple(x._shape[2:]), tuple(output_size), align_corners, tuple(scales),
+    key = ("fw", mode, tuple(shape_of(x)[2:]), tuple(output_size), align_corners, tuple(scales),
            x.dtype)
     return _run(backend, x, tables, key, output_size)
 
@@ -99,6 +100,8 @@ def upsample_backward(backend, g, input_size, output_size, mode, align_corners, 
     return _run(backend, g, tables, key, input_size)
 
 
+TABLE = {"upsample": upsample, "upsample_backward": upsample_backward}
+
+
 def register(backend):
-    backend.kernels.register("upsample", partial(upsample, backend))
-    backend.kernels.register("upsample_backward", partial(upsample_backward, backend))
+    bind(backend, TABLE)

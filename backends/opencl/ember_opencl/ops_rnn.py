@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.runtime import tensor_constructor
+from ember.kit.binding import bind
+from ember.runtime import (data_of, layout_of, offset_of, shape_of, storage_of, strides_of,
+                           tensor_constructor)
 
 from . import cltypes, progs
 from .ops_linalg import matmul as _gemm
@@ -178,22 +180,23 @@ class _Dense:
         if t is None:
             return None, 0
         expected, step = [], 1
-        for n in reversed(t._shape):
+        for n in reversed(shape_of(t)):
             expected.append(step)
             step *= n
-        if not all(n == 1 or s == e for n, s, e in zip(t._shape, t._stride,
+        if not all(n == 1 or s == e for n, s, e in zip(shape_of(t), strides_of(t),
                                                         reversed(expected))):
-            copy = self.backend._new(self.st, t._shape, t.dtype, t.device)
+            copy = self.backend.new_tensor(self.st, shape_of(t), t.dtype, t.device)
             self.backend.copy_(copy, t)
             self.keep.append(copy)
             t = copy
-        return t._storage.data, t._offset
+        return data_of(t), offset_of(t)
 
 
 def _t(w):
     """The transposed view of a 2-D tensor (metadata only: no op is dispatched)."""
-    return tensor_constructor()(w._storage, (w._shape[1], w._shape[0]),
-                                (w._stride[1], w._stride[0]), w._offset, w.dtype, w.device)
+    (rows, cols), (row_stride, col_stride), offset = layout_of(w)
+    return tensor_constructor()(storage_of(w), (cols, rows), (col_stride, row_stride), offset,
+                                w.dtype, w.device)
 
 
 def _launch(st, q, knl, n, *args):
@@ -202,98 +205,96 @@ def _launch(st, q, knl, n, *args):
 
 
 def lstm_step(backend, gates_x, hx, cx, w_hh, b_hh, w_hr):
-    st, q = backend._sq(gates_x.device)
-    B, H = cx._shape
+    st, q = backend.state_queue(gates_x.device)
+    B, H = shape_of(cx)
     hh = _gemm(backend, hx, _t(w_hh))
-    new = lambda *shape: backend._new(st, shape, gates_x.dtype, gates_x.device)  # noqa: E731
+    new = lambda *shape: backend.new_tensor(st, shape, gates_x.dtype, gates_x.device)  # noqa: E731
     hraw, cy, ws = new(B, H), new(B, H), new(B, 5 * H)
     dense = _Dense(backend, st)
     gx, ogx = dense(gates_x)
     cxb, ocx = dense(cx)
     bias, ob = dense(b_hh)
     k = _kernels(st, gates_x.dtype, b_hh is not None, False)["lstm_fwd"]
-    _launch(st, q, k, B * H, hraw._storage.data, cy._storage.data, ws._storage.data,
-            hh._storage.data, gx, ogx, bias, ob, cxb, ocx, B, H)
+    _launch(st, q, k, B * H, data_of(hraw), data_of(cy), data_of(ws),
+            data_of(hh), gx, ogx, bias, ob, cxb, ocx, B, H)
     hy = hraw if w_hr is None else _gemm(backend, hraw, _t(w_hr))
     return hy, cy, ws
 
 
 def lstm_step_backward(backend, grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
-    st, q = backend._sq(cx.device)
-    B, H = cx._shape
+    st, q = backend.state_queue(cx.device)
+    B, H = shape_of(cx)
     gh = grad_hy if w_hr is None else _gemm(backend, grad_hy, w_hr)
-    d = backend._new(st, (B, 4 * H), cx.dtype, cx.device)
-    gcx = backend._new(st, (B, H), cx.dtype, cx.device)
+    d = backend.new_tensor(st, (B, 4 * H), cx.dtype, cx.device)
+    gcx = backend.new_tensor(st, (B, H), cx.dtype, cx.device)
     dense = _Dense(backend, st)
     args = [dense(t) for t in (gh, grad_cy, cx, workspace)]
     k = _kernels(st, cx.dtype, False, False)["lstm_bwd"]
-    _launch(st, q, k, B * H, d._storage.data, gcx._storage.data,
+    _launch(st, q, k, B * H, data_of(d), data_of(gcx),
             *[x for pair in args for x in pair], B, H)
     return d, _gemm(backend, d, w_hh), gcx
 
 
 def gru_step(backend, gates_x, hx, w_hh, b_hh):
-    st, q = backend._sq(gates_x.device)
-    B, H = hx._shape
+    st, q = backend.state_queue(gates_x.device)
+    B, H = shape_of(hx)
     hh = _gemm(backend, hx, _t(w_hh))
-    hy = backend._new(st, (B, H), hx.dtype, hx.device)
-    ws = backend._new(st, (B, 4 * H), hx.dtype, hx.device)
+    hy = backend.new_tensor(st, (B, H), hx.dtype, hx.device)
+    ws = backend.new_tensor(st, (B, 4 * H), hx.dtype, hx.device)
     dense = _Dense(backend, st)
     gx, ogx = dense(gates_x)
     h, oh = dense(hx)
     bias, ob = dense(b_hh)
     k = _kernels(st, hx.dtype, b_hh is not None, False)["gru_fwd"]
-    _launch(st, q, k, B * H, hy._storage.data, ws._storage.data, hh._storage.data, gx, ogx,
+    _launch(st, q, k, B * H, data_of(hy), data_of(ws), data_of(hh), gx, ogx,
             bias, ob, h, oh, B, H)
     return hy, ws
 
 
 def gru_step_backward(backend, grad_hy, hx, workspace, w_hh):
-    st, q = backend._sq(hx.device)
-    B, H = hx._shape
-    new = lambda *shape: backend._new(st, shape, hx.dtype, hx.device)  # noqa: E731
+    st, q = backend.state_queue(hx.device)
+    B, H = shape_of(hx)
+    new = lambda *shape: backend.new_tensor(st, shape, hx.dtype, hx.device)  # noqa: E731
     dx, dh, gz = new(B, 3 * H), new(B, 3 * H), new(B, H)
     dense = _Dense(backend, st)
     args = [dense(t) for t in (grad_hy, hx, workspace)]
     knls = _kernels(st, hx.dtype, False, False)
-    _launch(st, q, knls["gru_bwd"], B * H, dx._storage.data, dh._storage.data,
-            gz._storage.data, *[x for pair in args for x in pair], B, H)
+    _launch(st, q, knls["gru_bwd"], B * H, data_of(dx), data_of(dh),
+            data_of(gz), *[x for pair in args for x in pair], B, H)
     g_hx = _gemm(backend, dh, w_hh)
-    _launch(st, q, knls["add_into"], B * H, g_hx._storage.data, gz._storage.data, B * H)
+    _launch(st, q, knls["add_into"], B * H, data_of(g_hx), data_of(gz), B * H)
     return dx, dh, g_hx
 
 
 def rnn_step(backend, gates_x, hx, w_hh, b_hh, nonlinearity):
-    st, q = backend._sq(gates_x.device)
-    B, H = hx._shape
+    st, q = backend.state_queue(gates_x.device)
+    B, H = shape_of(hx)
     hh = _gemm(backend, hx, _t(w_hh))
-    hy = backend._new(st, (B, H), hx.dtype, hx.device)
+    hy = backend.new_tensor(st, (B, H), hx.dtype, hx.device)
     dense = _Dense(backend, st)
     gx, ogx = dense(gates_x)
     bias, ob = dense(b_hh)
     k = _kernels(st, hx.dtype, b_hh is not None, nonlinearity == "relu")["rnn_fwd"]
-    _launch(st, q, k, B * H, hy._storage.data, hh._storage.data, gx, ogx, bias, ob, B, H)
+    _launch(st, q, k, B * H, data_of(hy), data_of(hh), gx, ogx, bias, ob, B, H)
     return hy
 
 
 def rnn_step_backward(backend, grad_hy, hy, w_hh, nonlinearity):
-    st, q = backend._sq(hy.device)
-    B, H = hy._shape
-    d = backend._new(st, (B, H), hy.dtype, hy.device)
+    st, q = backend.state_queue(hy.device)
+    B, H = shape_of(hy)
+    d = backend.new_tensor(st, (B, H), hy.dtype, hy.device)
     dense = _Dense(backend, st)
     g, og = dense(grad_hy)
     y, oy = dense(hy)
     k = _kernels(st, hy.dtype, False, nonlinearity == "relu")["rnn_bwd"]
-    _launch(st, q, k, B * H, d._storage.data, g, og, y, oy, B * H)
+    _launch(st, q, k, B * H, data_of(d), g, og, y, oy, B * H)
     return d, _gemm(backend, d, w_hh)
 
 
-KERNELS = {"lstm_step": lstm_step, "lstm_step_backward": lstm_step_backward,
+TABLE = {"lstm_step": lstm_step, "lstm_step_backward": lstm_step_backward,
            "gru_step": gru_step, "gru_step_backward": gru_step_backward,
            "rnn_step": rnn_step, "rnn_step_backward": rnn_step_backward}
 
 
 def register(backend):
-    from functools import partial
-    for name, fn in KERNELS.items():
-        backend.kernels.register(name, partial(fn, backend))
+    bind(backend, TABLE)

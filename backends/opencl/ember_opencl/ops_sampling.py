@@ -14,21 +14,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.kit import gpu_common
+from ember.kit.binding import bind
 from ember.runtime import dtypes as D
+from ember.runtime import shape_of
 
-from . import philox
 from .codegen import Body, run
-from .math_unary import _digamma_prelude
+from .math_unary import digamma_prelude
 
 
 def _prelude(ctx):
     fp64 = ctx.w == "double"
-    u = "U01D(w.x, w.y)" if fp64 else "U01F(w.x, 24)"
-    u2 = "U01D(w.z, w.w)" if fp64 else "U01F(w.y, 24)"
-    return philox.source(fp64) + f"""
+    u = "u01d(w.x, w.y)" if fp64 else "u01f(w.x, 24)"
+    u2 = "u01d(w.z, w.w)" if fp64 else "u01f(w.y, 24)"
+    return gpu_common.source("opencl", fp64) + f"""
 /* uniform draws t, t+1 of element ctr: [0, 1) */
 inline void sp_u2(long seed, long ctr, int t, W* a, W* b) {{
-  const uint4 w = RND(seed + (long)t * (long)0x9E3779B97F4A7C15L, ctr);
+  const uint4 w = philox_rnd(seed + (long)t * (long)0x9E3779B97F4A7C15L, ctr);
   *a = {u}; *b = {u2};
 }}
 W sp_gamma(W alpha, long seed, long ctr) {{
@@ -146,7 +148,7 @@ W sp_binomial(W count, W prob, long seed, long ctr) {{
 
 
 def _grad_prelude(ctx):
-    return _digamma_prelude(ctx) + """
+    return digamma_prelude(ctx) + """
 W sp_gamma_grad(W alpha, W x) {
   if (x < (W)0.8) {
     W numer = 1, denom = alpha, s1 = 1 / alpha, s2 = 1 / (alpha * alpha);
@@ -200,53 +202,50 @@ GAMMA_GRAD = Body("sp_gamma_grad", "r = (CT)sp_gamma_grad((W)x0, (W)x1);", _grad
 CHECK_RATE = Body("sp_check_rate", lambda ctx: "r = 0; if (x0 < 0) *ERR = 3;", store=False)
 
 
-def register(backend):
-    K = backend.kernels.register
-    sq, new = backend._sq, backend._new
+def _sample(be, body, inputs, gen, extra=()):
+    """Draw ``body`` for each element of the first input (its shape and dtype); ``extra`` are
+    parameters after the (seed, offset) pair."""
+    x = inputs[0]
+    st, q = be.state_queue(x.device)
+    out = be.new_tensor(st, shape_of(x), x.dtype, x.device)
+    n = out.numel()
+    if n == 0:
+        return out
+    seed, off = gen.take(n)
+    return run(st, q, body, out, inputs, tuple(t.dtype for t in inputs), x.dtype, x.dtype,
+               params=((seed, D.int64), (off, D.int64)) + tuple(extra))
 
-    def gamma(alpha, gen):
-        st, q = sq(alpha.device)
-        out = new(st, alpha._shape, alpha.dtype, alpha.device)
-        n = out.numel()
-        if n == 0:
-            return out
-        seed, off = gen.take(n)
-        tiny = float(np.finfo(alpha.dtype.np).tiny)
-        return run(st, q, GAMMA, out, (alpha,), (alpha.dtype,), alpha.dtype, alpha.dtype,
-                   params=((seed, D.int64), (off, D.int64), (tiny, st.wide)))
 
-    def gamma_grad(alpha, x):
-        st, q = sq(alpha.device)
-        out = new(st, alpha._shape, alpha.dtype, alpha.device)
-        return run(st, q, GAMMA_GRAD, out, (alpha, x), (alpha.dtype, x.dtype), alpha.dtype,
-                   alpha.dtype)
+def gamma(be, alpha, gen):
+    tiny = float(np.finfo(alpha.dtype.np).tiny)
+    return _sample(be, GAMMA, (alpha,), gen, ((tiny, be.state_queue(alpha.device)[0].wide),))
 
-    def poisson(lam, gen):
-        st, q = sq(lam.device)
-        out = new(st, lam._shape, lam.dtype, lam.device)
-        n = out.numel()
-        if n == 0:
-            return out
+
+def gamma_grad(be, alpha, x):
+    st, q = be.state_queue(alpha.device)
+    out = be.new_tensor(st, shape_of(alpha), alpha.dtype, alpha.device)
+    return run(st, q, GAMMA_GRAD, out, (alpha, x), (alpha.dtype, x.dtype), alpha.dtype,
+               alpha.dtype)
+
+
+def poisson(be, lam, gen):
+    if lam.numel():
+        st, q = be.state_queue(lam.device)
         try:
             run(st, q, CHECK_RATE, lam, (lam,), (lam.dtype,), lam.dtype, lam.dtype, check=True)
         except RuntimeError:
             raise RuntimeError("invalid Poisson rate, expected rate to be non-negative") \
                 from None
-        seed, off = gen.take(n)
-        return run(st, q, POISSON, out, (lam,), (lam.dtype,), lam.dtype, lam.dtype,
-                   params=((seed, D.int64), (off, D.int64)))
+    return _sample(be, POISSON, (lam,), gen)
 
-    def binomial(count, prob, gen):
-        st, q = sq(count.device)
-        out = new(st, count._shape, count.dtype, count.device)
-        n = out.numel()
-        if n == 0:
-            return out
-        seed, off = gen.take(n)
-        return run(st, q, BINOMIAL, out, (count, prob), (count.dtype, prob.dtype), count.dtype,
-                   count.dtype, params=((seed, D.int64), (off, D.int64)))
 
-    K("_standard_gamma", gamma)
-    K("_standard_gamma_grad", gamma_grad)
-    K("poisson", poisson)
-    K("binomial", binomial)
+def binomial(be, count, prob, gen):
+    return _sample(be, BINOMIAL, (count, prob), gen)
+
+
+TABLE = {"_standard_gamma": gamma, "_standard_gamma_grad": gamma_grad, "poisson": poisson,
+         "binomial": binomial}
+
+
+def register(backend):
+    bind(backend, TABLE)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.kit.binding import bind_with
 from ember.runtime import dtypes as D
+from ember.runtime import data_of, layout_of, shape_of
 
 from . import cltypes
 from . import lines as LN
@@ -60,13 +62,13 @@ NAMES = ("cumsum_item", "cumsum_wg", "cumprod_item", "cumprod_wg")
 def scan(backend, name, x, dim, dtype, out=None):
     """``name`` ("cumsum"/"cumprod") of ``x`` along ``dim`` into a fresh tensor of ``dtype``
     (or into ``out``, any layout of ``x``'s shape)."""
-    st, q = backend._sq(x.device)
+    st, q = backend.state_queue(x.device)
     if out is None:
-        out = backend._new(st, x._shape, dtype, x.device)
+        out = backend.new_tensor(st, shape_of(x), dtype, x.device)
     if x.numel() == 0:
         return out
     at = D.float32 if dtype in (D.float16, D.bfloat16) else dtype
-    kr, M, N, mbuf = LN.meta(st, dim, (out, x))
+    kr, M, N, mbuf = LN.meta(st, dim, (layout_of(out), layout_of(x)))
     ls = LN.local_size(st)
     key = ("scan", x.dtype, at, dtype, kr, ls)
     knls = progs.program(st, key, lambda: source(st, key),
@@ -76,12 +78,11 @@ def scan(backend, name, x, dim, dtype, out=None):
         gsize, lsize = (M * ls,), (ls,)
     else:
         gsize, lsize = (LN.round_up(M, st.local_size),), st.local_sizes
-    LN.launch(st, q, knls[f"{name}_{'wg' if wg else 'item'}"], gsize, lsize, out._storage.data,
-              x._storage.data, mbuf, M, N)
+    LN.launch(st, q, knls[f"{name}_{'wg' if wg else 'item'}"], gsize, lsize, data_of(out),
+              data_of(x), mbuf, M, N)
     return out
 
 
 def register(backend):
-    K = backend.kernels.register
-    K("cumsum", lambda x, dim, dtype: scan(backend, "cumsum", x, dim, dtype))
-    K("cumprod", lambda x, dim, dtype: scan(backend, "cumprod", x, dim, dtype))
+    for name in OPS:
+        bind_with(backend, name, scan, name)

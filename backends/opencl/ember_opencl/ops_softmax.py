@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.kit.binding import bind_with
 from ember.runtime import dtypes as D
+from ember.runtime import data_of, layout_of, shape_of
 
 from . import cltypes
 from . import lines as LN
@@ -74,13 +76,13 @@ def source(state, key):
 NAMES = ("softmax_wg", "softmax_item", "log_softmax_wg", "log_softmax_item")
 
 
-def softmax(backend, x, dim, dtype, log):
-    st, q = backend._sq(x.device)
-    out = backend._new(st, x._shape, dtype, x.device)
+def softmax(backend, log, x, dim, dtype):
+    st, q = backend.state_queue(x.device)
+    out = backend.new_tensor(st, shape_of(x), dtype, x.device)
     if x.numel() == 0:
         return out
     at = D.float32 if dtype in (D.float16, D.bfloat16) else dtype
-    kr, M, N, mbuf = LN.meta(st, dim, (out, x))
+    kr, M, N, mbuf = LN.meta(st, dim, (layout_of(out), layout_of(x)))
     ls = LN.local_size(st)
     key = ("softmax", x.dtype, dtype, at, kr, ls)
     knls = progs.program(st, key, lambda: source(st, key),
@@ -90,11 +92,10 @@ def softmax(backend, x, dim, dtype, log):
     name = ("log_softmax_" if log else "softmax_") + ("wg" if wg else "item")
     gsize, lsize = ((M * ls,), (ls,)) if wg else \
         ((LN.round_up(M, st.local_size),), st.local_sizes)
-    LN.launch(st, q, knls[name], gsize, lsize, out._storage.data, x._storage.data, mbuf, M, N)
+    LN.launch(st, q, knls[name], gsize, lsize, data_of(out), data_of(x), mbuf, M, N)
     return out
 
 
 def register(backend):
-    K = backend.kernels.register
-    K("softmax", lambda x, dim, dtype: softmax(backend, x, dim, dtype, False))
-    K("log_softmax", lambda x, dim, dtype: softmax(backend, x, dim, dtype, True))
+    bind_with(backend, "softmax", softmax, False)
+    bind_with(backend, "log_softmax", softmax, True)

@@ -23,8 +23,9 @@ import math
 
 import numpy as np
 
+from ember.kit.binding import bind
 from ember.runtime import dtypes as D
-from ember.runtime import contiguous_strides
+from ember.runtime import contiguous_strides, data_of, layout_of, offset_of, shape_of
 
 from . import lines as LN
 from . import progs
@@ -237,115 +238,116 @@ def _network(st, q, knls, keys, idx, M, N, P, desc):
         k *= 2
 
 
-def _sorted_rows(backend, st, q, x, dim, desc, layout):
-    """Sorted (keys, idx) scratch buffers of x's lines and (knls, kr, M, N, P, meta)."""
-    kr, M, N, mbuf = LN.meta(st, dim, layout + (x,))
+def _sorted_rows(backend, st, q, x, dim, desc, layouts):
+    """Sorted (keys, idx) scratch buffers of x's lines and (knls, kr, M, N, P, meta);
+    ``layouts`` are the two outputs' (``layout_of``)."""
+    kr, M, N, mbuf = LN.meta(st, dim, layouts + (layout_of(x),))
     P = _pow2(N)
     knls = _kernels(st, x.dtype, kr)
-    keys = backend._new(st, (M * P,), x.dtype, x.device)
-    idx = backend._new(st, (M * P,), D.int64, x.device)
+    keys = backend.new_tensor(st, (M * P,), x.dtype, x.device)
+    idx = backend.new_tensor(st, (M * P,), D.int64, x.device)
     if M * N:
-        _go(st, q, knls["sort_init"], M * P, keys._storage.data, idx._storage.data,
-            x._storage.data, mbuf, M, N, P)
-        _network(st, q, knls, keys._storage.data, idx._storage.data, M, N, P, int(desc))
+        _go(st, q, knls["sort_init"], M * P, data_of(keys), data_of(idx),
+            data_of(x), mbuf, M, N, P)
+        _network(st, q, knls, data_of(keys), data_of(idx), M, N, P, int(desc))
     return keys, idx, (knls, kr, M, N, P)
 
 
-class _Layout:
-    """Shape/stride/offset of an output seen with ``dim`` kept (for the line metadata)."""
-
-    def __init__(self, shape):
-        self._shape, self._stride, self._offset = shape, contiguous_strides(shape), 0
+def _contiguous(shape):
+    """The layout of a contiguous tensor of ``shape`` (an output seen with ``dim`` kept)."""
+    return shape, contiguous_strides(shape), 0
 
 
 def sort(backend, x, dim, descending, stable):
-    st, q = backend._sq(x.device)
-    values = backend._new(st, x._shape, x.dtype, x.device)
-    indices = backend._new(st, x._shape, D.int64, x.device)
+    st, q = backend.state_queue(x.device)
+    values = backend.new_tensor(st, shape_of(x), x.dtype, x.device)
+    indices = backend.new_tensor(st, shape_of(x), D.int64, x.device)
     if x.numel() == 0:
         return values, indices
-    keys, idx, (knls, kr, M, N, P) = _sorted_rows(backend, st, q, x, dim, descending,
-                                                  (values, indices))
-    mbuf = LN.meta(st, dim, (values, indices, x))[3]
-    _go(st, q, knls["sort_store"], M * N, values._storage.data, indices._storage.data,
-        keys._storage.data, idx._storage.data, mbuf, M, N, P)
+    layouts = (layout_of(values), layout_of(indices))
+    keys, idx, (knls, kr, M, N, P) = _sorted_rows(backend, st, q, x, dim, descending, layouts)
+    mbuf = LN.meta(st, dim, layouts + (layout_of(x),))[3]
+    _go(st, q, knls["sort_store"], M * N, data_of(values), data_of(indices),
+        data_of(keys), data_of(idx), mbuf, M, N, P)
     return values, indices
 
 
 def mode(backend, x, dim):
-    st, q = backend._sq(x.device)
-    shape = tuple(s for d, s in enumerate(x._shape) if d != dim)
-    values = backend._new(st, shape, x.dtype, x.device)
-    indices = backend._new(st, shape, D.int64, x.device)
+    st, q = backend.state_queue(x.device)
+    shape = tuple(s for d, s in enumerate(shape_of(x)) if d != dim)
+    values = backend.new_tensor(st, shape, x.dtype, x.device)
+    indices = backend.new_tensor(st, shape, D.int64, x.device)
     if values.numel() == 0 or x.numel() == 0:
         return values, indices
-    kept = _Layout(tuple(1 if d == dim else s for d, s in enumerate(x._shape)))
+    kept = _contiguous(tuple(1 if d == dim else s for d, s in enumerate(shape_of(x))))
     keys, idx, (knls, kr, M, N, P) = _sorted_rows(backend, st, q, x, dim, False, (kept, kept))
-    mbuf = LN.meta(st, dim, (kept, kept, x))[3]
-    _go(st, q, knls["mode_runs"], M, values._storage.data, indices._storage.data,
-        keys._storage.data, idx._storage.data, mbuf, M, N, P)
+    mbuf = LN.meta(st, dim, (kept, kept, layout_of(x)))[3]
+    _go(st, q, knls["mode_runs"], M, data_of(values), data_of(indices),
+        data_of(keys), data_of(idx), mbuf, M, N, P)
     return values, indices
 
 
 def _read_long(q, t, pos):
     import pyopencl as cl
     h = np.zeros(1, np.int64)
-    cl.enqueue_copy(q, h, t._storage.data, src_offset=pos * 8, is_blocking=True)
+    cl.enqueue_copy(q, h, data_of(t), src_offset=pos * 8, is_blocking=True)
     return int(h[0])
 
 
 def unique(backend, x, dim):
-    st, q = backend._sq(x.device)
+    st, q = backend.state_queue(x.device)
     if dim is None:
         flat = x if x.ndim == 1 else x.reshape(-1)
         N = flat.numel()
-        values_shape, inv_shape, W = lambda U: (U,), x._shape, 0
+        values_shape, inv_shape, W = lambda U: (U,), shape_of(x), 0
     else:
         moved = x.movedim(dim, 0)
-        rest = moved._shape[1:]
-        N, W = moved._shape[0], math.prod(rest)
+        rest = shape_of(moved)[1:]
+        N, W = shape_of(moved)[0], math.prod(rest)
         flat = moved.reshape(N, W)
         flat = flat.contiguous()
-        if flat._offset:   # the row kernels read from element 0 (a contiguous clone starts there)
+        if offset_of(flat):  # the row kernels read from element 0 (a contiguous clone does)
             flat = flat.clone()
         values_shape, inv_shape = (lambda U: (U,) + rest), (N,)
-    inverse = backend._new(st, inv_shape, D.int64, x.device)
+    inverse = backend.new_tensor(st, inv_shape, D.int64, x.device)
     if N == 0:
-        empty = backend._new(st, values_shape(0), x.dtype, x.device)
-        return _back(empty, dim), inverse, backend._new(st, (0,), D.int64, x.device)
+        empty = backend.new_tensor(st, values_shape(0), x.dtype, x.device)
+        return _back(empty, dim), inverse, backend.new_tensor(st, (0,), D.int64, x.device)
     if dim is None:
-        keys, idx, (knls, *_) = _sorted_rows(backend, st, q, flat, 0, False, (flat, flat))
-        flags = backend._new(st, (N,), D.int64, x.device)
-        _go(st, q, knls["uniq_flags"], N, flags._storage.data, keys._storage.data, N)
+        flat_layout = layout_of(flat)
+        keys, idx, (knls, *_) = _sorted_rows(backend, st, q, flat, 0, False,
+                                             (flat_layout, flat_layout))
+        flags = backend.new_tensor(st, (N,), D.int64, x.device)
+        _go(st, q, knls["uniq_flags"], N, data_of(flags), data_of(keys), N)
     else:
         knls = _kernels(st, x.dtype, 0)
         P = _pow2(N)
-        idx = backend._new(st, (P,), D.int64, x.device)
+        idx = backend.new_tensor(st, (P,), D.int64, x.device)
         keys = flat
-        _go(st, q, knls["rows_iota"], P, idx._storage.data, P)
+        _go(st, q, knls["rows_iota"], P, data_of(idx), P)
         k = 2
         while k <= P:
             jj = k // 2
             while jj >= 1:
-                _go(st, q, knls["rows_step"], P // 2, idx._storage.data, flat._storage.data,
+                _go(st, q, knls["rows_step"], P // 2, data_of(idx), data_of(flat),
                     W, N, P, k, jj)
                 jj //= 2
             k *= 2
-        flags = backend._new(st, (N,), D.int64, x.device)
-        _go(st, q, knls["rows_flags"], N, flags._storage.data, idx._storage.data,
-            flat._storage.data, W, N)
+        flags = backend.new_tensor(st, (N,), D.int64, x.device)
+        _go(st, q, knls["rows_flags"], N, data_of(flags), data_of(idx),
+            data_of(flat), W, N)
     group = scan(backend, "cumsum", flags, 0, D.int64)
     U = _read_long(q, group, N - 1)
-    values = backend._new(st, values_shape(U), x.dtype, x.device)
-    starts = backend._new(st, (U + 1,), D.int64, x.device)
-    counts = backend._new(st, (U,), D.int64, x.device)
-    _go(st, q, knls["uniq_scatter"], N, values._storage.data, inverse._storage.data,
-        starts._storage.data, keys._storage.data, idx._storage.data, flags._storage.data,
-        group._storage.data, N, W)
-    _go(st, q, knls["uniq_counts"], U, counts._storage.data, starts._storage.data, U)
+    values = backend.new_tensor(st, values_shape(U), x.dtype, x.device)
+    starts = backend.new_tensor(st, (U + 1,), D.int64, x.device)
+    counts = backend.new_tensor(st, (U,), D.int64, x.device)
+    _go(st, q, knls["uniq_scatter"], N, data_of(values), data_of(inverse),
+        data_of(starts), data_of(keys), data_of(idx), data_of(flags),
+        data_of(group), N, W)
+    _go(st, q, knls["uniq_counts"], U, data_of(counts), data_of(starts), U)
     if dim is not None and U:
-        _go(st, q, knls["rows_take"], U * W, values._storage.data, flat._storage.data,
-            idx._storage.data, starts._storage.data, U, W)
+        _go(st, q, knls["rows_take"], U * W, data_of(values), data_of(flat),
+            data_of(idx), data_of(starts), U, W)
     return _back(values, dim), inverse, counts
 
 
@@ -355,8 +357,8 @@ def _back(values, dim):
     return values.movedim(0, dim).contiguous()
 
 
+TABLE = {"sort": sort, "mode": mode, "unique": unique}
+
+
 def register(backend):
-    K = backend.kernels.register
-    K("sort", lambda x, dim, descending, stable: sort(backend, x, dim, descending, stable))
-    K("mode", lambda x, dim: mode(backend, x, dim))
-    K("unique", lambda x, dim: unique(backend, x, dim))
+    bind(backend, TABLE)

@@ -9,7 +9,8 @@
 """
 from __future__ import annotations
 
-from functools import partial
+from ember.kit.binding import bind
+from ember.runtime import data_of, offset_of, shape_of, strides_of
 
 from . import kernelkit, transfer
 from .ops_shape import view
@@ -72,39 +73,39 @@ def _blocks(h, w, kernel_size, dilation, padding, stride):
 
 def _batched(t, ndim):
     """``t`` with a leading batch dim of 1 when it is unbatched (a launch-time view)."""
-    return t if t.ndim == ndim else view(t, (1,) + t._shape, (0,) + t._stride, t._offset)
+    return t if t.ndim == ndim else view(t, (1,) + shape_of(t), (0,) + strides_of(t), offset_of(t))
 
 
 def im2col(backend, x, kernel_size, dilation, padding, stride):
-    st, q = backend._sq(x.device)
+    st, q = backend.state_queue(x.device)
     unbatched = x.ndim == 3
     x = _batched(x, 4)
-    n, c, h, w = x._shape
+    n, c, h, w = shape_of(x)
     oh, ow = _blocks(h, w, kernel_size, dilation, padding, stride)
     kh, kw = kernel_size
-    out = backend._new(st, (n, c * kh * kw, oh * ow), x.dtype, x.device)
+    out = backend.new_tensor(st, (n, c * kh * kw, oh * ow), x.dtype, x.device)
     k = kernelkit.program(st, "spatial", x.dtype, SOURCE, _KERNELS)["im2col"]
-    kernelkit.launch(st, q, k, out.numel(), out._storage.data, x._storage.data, out.numel(), c,
+    kernelkit.launch(st, q, k, out.numel(), data_of(out), data_of(x), out.numel(), c,
                      h, w, kh, kw, *dilation, *padding, *stride, oh, ow,
                      *kernelkit.strides(x))
-    return view(out, out._shape[1:], out._stride[1:], 0) if unbatched else out
+    return view(out, shape_of(out)[1:], strides_of(out)[1:], 0) if unbatched else out
 
 
 def col2im(backend, cols, output_size, kernel_size, dilation, padding, stride):
-    st, q = backend._sq(cols.device)
+    st, q = backend.state_queue(cols.device)
     unbatched = cols.ndim == 2
     cols = _batched(cols, 3)
-    n, ck, _ = cols._shape
+    n, ck, _ = shape_of(cols)
     h, w = output_size
     kh, kw = kernel_size
     c = ck // (kh * kw)
     oh, ow = _blocks(h, w, kernel_size, dilation, padding, stride)
-    out = backend._new(st, (n, c, h, w), cols.dtype, cols.device)
+    out = backend.new_tensor(st, (n, c, h, w), cols.dtype, cols.device)
     k = kernelkit.program(st, "spatial", cols.dtype, SOURCE, _KERNELS)["col2im"]
-    kernelkit.launch(st, q, k, out.numel(), out._storage.data, cols._storage.data, out.numel(),
+    kernelkit.launch(st, q, k, out.numel(), data_of(out), data_of(cols), out.numel(),
                      c, h, w, kh, kw, *dilation, *padding, *stride, oh, ow,
                      *kernelkit.strides(cols))
-    return view(out, out._shape[1:], out._stride[1:], 0) if unbatched else out
+    return view(out, shape_of(out)[1:], strides_of(out)[1:], 0) if unbatched else out
 
 
 def _contiguous_strides(shape):
@@ -116,32 +117,34 @@ def _contiguous_strides(shape):
 
 
 def pixel_shuffle(backend, x, r):
-    st, q = backend._sq(x.device)
-    *b, c, h, w = x._shape
+    st, q = backend.state_queue(x.device)
+    *b, c, h, w = shape_of(x)
     oc = c // (r * r)
-    out = backend._new(st, (*b, oc, h * r, w * r), x.dtype, x.device)
+    out = backend.new_tensor(st, (*b, oc, h * r, w * r), x.dtype, x.device)
     if out.numel():
-        *bs, sc, sh, sw = x._stride
+        *bs, sc, sh, sw = strides_of(x)
         split = (*b, oc, h, r, w, r)
-        src = view(x, split, (*bs, sc * r * r, sh, sc * r, sw, sc), x._offset)
+        src = view(x, split, (*bs, sc * r * r, sh, sc * r, sw, sc), offset_of(x))
         transfer.copy_into(backend, st, q, view(out, split, _contiguous_strides(split), 0), src)
     return out
 
 
 def pixel_unshuffle(backend, x, r):
-    st, q = backend._sq(x.device)
-    *b, c, h, w = x._shape
+    st, q = backend.state_queue(x.device)
+    *b, c, h, w = shape_of(x)
     oh, ow = h // r, w // r
-    out = backend._new(st, (*b, c * r * r, oh, ow), x.dtype, x.device)
+    out = backend.new_tensor(st, (*b, c * r * r, oh, ow), x.dtype, x.device)
     if out.numel():
-        *bs, sc, sh, sw = x._stride
+        *bs, sc, sh, sw = strides_of(x)
         split = (*b, c, r, r, oh, ow)
-        src = view(x, split, (*bs, sc, sh, sw, sh * r, sw * r), x._offset)
+        src = view(x, split, (*bs, sc, sh, sw, sh * r, sw * r), offset_of(x))
         transfer.copy_into(backend, st, q, view(out, split, _contiguous_strides(split), 0), src)
     return out
 
 
+TABLE = {"im2col": im2col, "col2im": col2im, "pixel_shuffle": pixel_shuffle,
+         "pixel_unshuffle": pixel_unshuffle}
+
+
 def register(backend):
-    for name, fn in (("im2col", im2col), ("col2im", col2im), ("pixel_shuffle", pixel_shuffle),
-                     ("pixel_unshuffle", pixel_unshuffle)):
-        backend.kernels.register(name, partial(fn, backend))
+    bind(backend, TABLE)

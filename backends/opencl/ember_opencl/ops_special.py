@@ -3,53 +3,45 @@
 from __future__ import annotations
 
 from ember import Tensor
-from ember.runtime import broadcast_shapes
+from ember.kit.binding import bind, bind_with
 from ember.runtime import dtypes as D
+from ember.runtime import shape_of
 
 from . import math_special as MS
 from .codegen import run
+from .ops_elementwise import broadcast_shape
 
 
-def _unary(backend, body):
-    def kernel(x, compute):
-        st, q = backend._sq(x.device)
-        out = backend._new(st, x._shape, compute, x.device)
-        return run(st, q, body, out, (x,), (compute,), compute, compute)
-    return kernel
+def unary(be, body, x, compute):
+    st, q = be.state_queue(x.device)
+    out = be.new_tensor(st, shape_of(x), compute, x.device)
+    return run(st, q, body, out, (x,), (compute,), compute, compute)
 
 
-def _unary_(backend, body):
-    def kernel(x, compute):  # (compute is x's dtype: the op layer refused any other)
-        st, q = backend._sq(x.device)
-        return run(st, q, body, x, (x,), (x.dtype,), x.dtype, x.dtype)
-    return kernel
+def unary_(be, body, x, compute):  # (compute is x's dtype: the op layer refused any other)
+    st, q = be.state_queue(x.device)
+    return run(st, q, body, x, (x,), (x.dtype,), x.dtype, x.dtype)
 
 
-def _binary(backend, body):
-    def kernel(a, b, compute):
-        t = a if isinstance(a, Tensor) else b
-        st, q = backend._sq(t.device)
-        shape = broadcast_shapes(*(x._shape for x in (a, b) if isinstance(x, Tensor)))
-        out = backend._new(st, shape, compute, t.device)
-        return run(st, q, body, out, (a, b), (compute, compute), compute, compute)
-    return kernel
+def binary(be, body, a, b, compute):
+    t = a if isinstance(a, Tensor) else b
+    st, q = be.state_queue(t.device)
+    out = be.new_tensor(st, broadcast_shape(a, b), compute, t.device)
+    return run(st, q, body, out, (a, b), (compute, compute), compute, compute)
 
 
-def _polygamma(backend):
-    def kernel(n, x, compute):
-        st, q = backend._sq(x.device)
-        out = backend._new(st, x._shape, compute, x.device)
-        return run(st, q, MS.POLYGAMMA, out, (x,), (compute,), compute, compute,
-                   params=((n, D.int64),))
-    return kernel
+def polygamma(be, n, x, compute):
+    st, q = be.state_queue(x.device)
+    out = be.new_tensor(st, shape_of(x), compute, x.device)
+    return run(st, q, MS.POLYGAMMA, out, (x,), (compute,), compute, compute,
+               params=((n, D.int64),))
 
 
 def register(backend):
-    K = backend.kernels.register
     for name, body in MS.UNARY.items():
-        K(name, _unary(backend, body))
+        bind_with(backend, name, unary, body)
         if name in ("i0", "sinc"):
-            K(name + "_", _unary_(backend, body))
+            bind_with(backend, name + "_", unary_, body)
     for name, body in MS.BINARY.items():
-        K(name, _binary(backend, body))
-    K("polygamma", _polygamma(backend))
+        bind_with(backend, name, binary, body)
+    bind(backend, {"polygamma": polygamma})

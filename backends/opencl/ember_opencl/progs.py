@@ -9,8 +9,9 @@ work does not fit the elementwise template: gathers, scatters, compaction, sampl
 """
 from __future__ import annotations
 
-
 import numpy as np
+
+from ember.runtime import layout_of
 
 from . import cltypes, codegen
 
@@ -46,10 +47,10 @@ def program(state, key, make_source, arg_types):
 
 def layout(state, shape, tensors):
     """(rank, metadata buffer) describing ``tensors`` broadcast over ``shape``."""
-    lkey = (tuple(shape),) + tuple([(t._shape, t._stride, t._offset) for t in tensors])
+    lkey = (tuple(shape), *[layout_of(t) for t in tensors])
     ent = state.meta.get(lkey)
     if ent is None:
-        ent = codegen._meta(state, lkey, tuple(shape), tensors)
+        ent = codegen.metadata(state, lkey)
     rank, buf = ent
     # the elementwise template's contiguous marker; these kernels read the strides themselves
     return (1 if rank == codegen.UNIT else rank), buf

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.runtime import get_op, registry
+from ember.runtime import (data_of, get_op, layout_of, offset_of, registry, shape_of,
+                           storage_of)
 
 from . import deferred
 from .codegen import Body, run
@@ -34,7 +35,7 @@ def upload(state, queue, dst, array):
     if array.size == 0:
         return dst
     host = np.array(array, dtype=array.dtype, order="C", copy=True)  # private: caller may reuse
-    ev = cl.enqueue_copy(queue, dst._storage.data, host, dst_offset=dst._offset * host.itemsize,
+    ev = cl.enqueue_copy(queue, data_of(dst), host, dst_offset=offset_of(dst) * host.itemsize,
                          is_blocking=False)
     _keep(state, ev)
     state.last[queue] = ev
@@ -44,15 +45,15 @@ def upload(state, queue, dst, array):
 def download(backend, tensor):
     """The tensor's values in a fresh host array; blocks until they are computed."""
     import pyopencl as cl
-    host = np.empty(tensor._shape, dtype=tensor.dtype.np)
+    host = np.empty(shape_of(tensor), dtype=tensor.dtype.np)
     if host.size == 0:
         return host
-    st, q = backend._sq(tensor.device)
+    st, q = backend.state_queue(tensor.device)
     src = tensor
     if not tensor.is_contiguous():
-        src = backend._new(st, tensor._shape, tensor.dtype, tensor.device)
+        src = backend.new_tensor(st, shape_of(tensor), tensor.dtype, tensor.device)
         run(st, q, COPY, src, (tensor,), (tensor.dtype,), tensor.dtype, tensor.dtype)
-    cl.enqueue_copy(q, host, src._storage.data, src_offset=src._offset * host.itemsize,
+    cl.enqueue_copy(q, host, data_of(src), src_offset=offset_of(src) * host.itemsize,
                     is_blocking=True)
     deferred.check(st, q)  # errors found by earlier kernels surface where the host waits
     return host
@@ -61,17 +62,18 @@ def download(backend, tensor):
 def copy_into(backend, st, q, dst, src):
     """dst[...] = src for two tensors of this device (any strides, dtypes may differ)."""
     import pyopencl as cl
-    if src._storage is dst._storage and (src._stride != dst._stride or
-                                         src._offset != dst._offset):
-        src = copy_into(backend, st, q, backend._new(st, src._shape, src.dtype, src.device),
-                        src)  # overlapping layouts: read from a snapshot
+    shared = storage_of(src) is storage_of(dst)
+    if shared and layout_of(src) != layout_of(dst):
+        snapshot = backend.new_tensor(st, shape_of(src), src.dtype, src.device)
+        src = copy_into(backend, st, q, snapshot, src)  # overlapping layouts: read a snapshot
+        shared = False
     n = dst.numel()
-    if n and src.dtype is dst.dtype and src._storage is not dst._storage and \
-            dst.is_contiguous() and src.is_contiguous():
+    if n and src.dtype is dst.dtype and not shared and dst.is_contiguous() and \
+            src.is_contiguous():
         isz = dst.dtype.itemsize
-        st.last[q] = cl.enqueue_copy(q, dst._storage.data, src._storage.data,
-                                     byte_count=n * isz, src_offset=src._offset * isz,
-                                     dst_offset=dst._offset * isz)
+        st.last[q] = cl.enqueue_copy(q, data_of(dst), data_of(src),
+                                     byte_count=n * isz, src_offset=offset_of(src) * isz,
+                                     dst_offset=offset_of(dst) * isz)
         return dst
     return run(st, q, COPY, dst, (src,), (src.dtype,), src.dtype, src.dtype)
 
@@ -79,12 +81,12 @@ def copy_into(backend, st, q, dst, src):
 def copy_(backend, dst, src):
     """``dst.copy_(src)``; ``src`` may live on another device or backend (the CPU fallback
     writes results back this way)."""
-    st, q = backend._sq(dst.device)
+    st, q = backend.state_queue(dst.device)
     if src.device is not dst.device:
         host = registry.get(src.device.type).to_numpy(src)
         if host.dtype != dst.dtype.np:  # convert on the host: src's dtype may not exist here
             host = (host.real if host.dtype.kind == "c" else host).astype(dst.dtype.np)
-        src = upload(st, q, backend._new(st, host.shape, dst.dtype, dst.device), host)
-    if src._shape != dst._shape:
-        src = get_op("expand")(src, dst._shape)
+        src = upload(st, q, backend.new_tensor(st, host.shape, dst.dtype, dst.device), host)
+    if shape_of(src) != shape_of(dst):
+        src = get_op("expand")(src, shape_of(dst))
     return copy_into(backend, st, q, dst, src)

@@ -1,6 +1,7 @@
 """Entries for complex values: the part views (``view_as_real``, ``view_as_complex``,
-``real``/``imag``), ``angle``, ``sgn``, ``complex``, ``polar``, and complex arithmetic, ``abs``
-and ``conj`` through the elementwise ops.
+``real``/``imag``), ``angle``, ``sgn``, ``complex``, ``polar``, complex arithmetic, ``abs``
+and ``conj`` through the elementwise ops, and ``einsum`` (its derivative conjugates the other
+operands; diagonals, traces and broadcast ellipses).
 
 As in ``opdb/fft.py``, an entry's dtype names the precision: ``float32`` samples are
 complex64 where the entry takes complex values, ``float64`` ones complex128.
@@ -37,6 +38,27 @@ def _pairs(dtype):
         (make_tensor(83, (3, 4), dtype, dev)[:, 2:],), {}))
 
 
+# (equation, operand shapes): a product, a diagonal, a trace, a diagonal beside a product,
+# a broadcast size-1 dim, ellipses that broadcast
+EINSUM = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("ii->i", [(3, 3)]),
+    ("ii->", [(3, 3)]),
+    ("iij,jk->ik", [(2, 2, 3), (3, 2)]),
+    ("ij,ij->ij", [(1, 3), (2, 3)]),
+    ("...ij,...jk->...ik", [(2, 2, 3), (1, 3, 2)]),
+]
+
+
+def _einsum_samples(dtype):
+    dt = _complex(dtype)
+    for i, (eq, shapes) in enumerate(EINSUM):
+        yield SampleInput(f"{dt} {eq} {[list(s) for s in shapes]}",
+                          lambda dev, i=i, eq=eq, shapes=shapes: ((eq,) + tuple(
+                              make_tensor(90 + 4 * i + j, s, dt, dev)
+                              for j, s in enumerate(shapes)), {}))
+
+
 def _entry(name, fn, samples, covers, **kw):
     return OpInfo(name, fn, samples, FLOATS, covers=covers, **kw)
 
@@ -63,4 +85,6 @@ OPS = [
     _entry("complex sum/mean", lambda z: (z.sum(0), z.mean()), _samples(1), ("sum", "mean")),
     _entry("complex exp/log/sqrt", lambda z: (z.exp(), (z + 4).log(), z.sqrt()),
            _samples(1, positive=True), ("exp", "log", "sqrt")),
+    _entry("einsum complex", ember.einsum, _einsum_samples, ("einsum",),
+           tolerances={"float32": (1e-4, 1e-5)}),
 ]

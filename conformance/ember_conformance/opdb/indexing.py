@@ -96,6 +96,8 @@ OPS = [
     OpInfo("topk", lambda x: x.topk(2, dim=1), X, NUMERIC, covers=("sort",)),
     OpInfo("kthvalue", lambda x: x.kthvalue(2, dim=1), X, NUMERIC, covers=("sort",)),
     OpInfo("median", lambda x: x.median(dim=0), X, NUMERIC, covers=("sort",)),
+    OpInfo("median of all", lambda x: (x.median(), x.nanmedian()), X, NUMERIC,
+           covers=("median_all", "nanmedian_all")),
     OpInfo("mode", lambda x: (x.abs() % 3).mode(dim=1) if x.dtype != ember.bool else
            x.mode(dim=1), X, ALL_REAL, covers=("mode",), differentiable=False),
     OpInfo("unique", lambda x: ember.unique(x.abs() % 3 if x.dtype != ember.bool else x,

@@ -82,6 +82,63 @@ CONV_BACKWARD_CASES = [
 ]
 
 
+def _per_example_grads(x, w, *, nsp, transposed=False, **kw):
+    """Per-example gradients of a convolution, input and weight (DP-SGD's and the gradient
+    penalty's pattern): ``vmap(grad)`` over the batch runs convolution and convolution_backward
+    under vmap with the input batched and the weight not (their batching rules fold the batch
+    into N, or into the channels with B times the groups for the weight's gradient)."""
+    import ember
+
+    def loss(xi, w):
+        out = _conv(xi.unsqueeze(0), w, None, nsp=nsp, transposed=transposed, **kw)
+        return (out * out.tanh()).sum()
+    return ember.func.vmap(ember.func.grad(loss, argnums=(0, 1)), in_dims=(0, None))(x, w)
+
+
+PER_EXAMPLE_CASES = [  # (input batch: one example per row, weight)
+    ("2d", [((3, 3, 6, 6), C), ((4, 3, 3, 3), C)], dict(nsp=2)),
+    ("2d groups 2 stride 2", [((3, 4, 7, 6), T), ((6, 2, 3, 2), C)],
+     dict(nsp=2, groups=2, stride=2)),
+    ("1d transposed groups 2", [((2, 4, 5), C), ((4, 3, 3), C)],
+     dict(nsp=1, transposed=True, groups=2, stride=2, output_padding=1)),
+]
+
+
+# -- losses and prelu with torch's derivatives -------------------------------------------------
+def _bce(x, t, w, *, reduction):
+    """Probabilities in (0, 1) from the samples' values (a weight that requires grad gets its
+    gradient too, beyond torch)."""
+    return _ops().loss.binary_cross_entropy_op(x.sigmoid(), t.sigmoid(), w, reduction)
+
+
+def _bce_backward(go, x, t, w, *, reduction):
+    go = go if reduction == 0 else go.sum()
+    return _ops().loss.binary_cross_entropy_backward_op(go, x.sigmoid(), t.sigmoid(), w,
+                                                        reduction)
+
+
+def _bce_logits(x, t, w, pw, *, reduction):
+    return _ops().loss.binary_cross_entropy_with_logits_op(x, t.sigmoid(), w, pw, reduction)
+
+
+def _prelu(x, w):
+    from ember.ops.elementwise import activation
+    return activation.prelu(x, w)
+
+
+BCE_CASES = [(f"reduction {r}", [((3, 4), C), ((3, 4), T), ((3, 4), C)], dict(reduction=r))
+             for r in (0, 1, 2)]
+BCE_BACKWARD_CASES = [(f"reduction {r}", [((3, 4), C)] * 4, dict(reduction=r))
+                      for r in (0, 1, 2)]
+BCE_LOGITS_CASES = [
+    ("reduction 1, pos_weight per class", [((3, 4), C), ((3, 4), T), ((3, 4), C), ((4,), C)],
+     dict(reduction=1)),
+    ("reduction 0", [((2, 5), C), ((2, 5), C), ((2, 5), C), ((2, 5), C)], dict(reduction=0)),
+]
+PRELU_CASES = [("one weight per channel", [((3, 4), C), ((4,), C)], {}),
+               ("one weight", [((2, 3, 5), T), ((1,), C)], {})]
+
+
 # -- pooling ------------------------------------------------------------------------------------
 def _pool_args(nsp, k, s, p, d):
     return [k] * nsp, [s] * nsp, [p] * nsp, [d] * nsp
@@ -224,8 +281,14 @@ OPS = [
            covers=("nll_loss_forward",), tolerances=dict(LOOSE)),
     OpInfo("nll_loss_backward", _nll_backward, _nll_samples, dtypes=FLOATS,
            covers=("nll_loss_backward",), tolerances=dict(LOOSE)),
+    _entry("binary_cross_entropy", _bce, *BCE_CASES),
+    _entry("binary_cross_entropy_backward", _bce_backward, *BCE_BACKWARD_CASES),
+    _entry("binary_cross_entropy_with_logits", _bce_logits, *BCE_LOGITS_CASES),
+    _entry("prelu", _prelu, *PRELU_CASES, covers=("_prelu_kernel", "_prelu_kernel_backward")),
     _entry("convolution", _conv, *CONV_CASES),
     _entry("convolution_backward", _conv_backward, *CONV_BACKWARD_CASES),
+    _entry("convolution per-example gradients (vmap of grad)", _per_example_grads,
+           *PER_EXAMPLE_CASES, covers=("convolution", "convolution_backward")),
     _entry("max_pool2d_with_indices", _max_pool,
            ("k2", POOL2, {}), ("k3 s2 p1 ceil", [((1, 2, 7, 6), T)],
                                dict(k=3, s=2, p=1, ceil_mode=True)),

@@ -181,8 +181,10 @@ OPS = [
     # NaN propagates (forward only: the gradient at a NaN maximum is a convention)
     OpInfo("amax nan", ember.amax, samples(DIMS, nans=True), FLOATS, covers=("amax",),
            differentiable=False),
-    OpInfo("max", ember.max, samples(ONE_DIM), ALL_REAL, covers=("amax", "max_dim")),
-    OpInfo("min", ember.min, samples(ONE_DIM), ALL_REAL, covers=("amin", "min_dim")),
+    OpInfo("max", ember.max, samples(ONE_DIM), ALL_REAL,
+           covers=("amax", "max_dim", "max_all")),
+    OpInfo("min", ember.min, samples(ONE_DIM), ALL_REAL,
+           covers=("amin", "min_dim", "min_all")),
     # NaN propagates, and its index is the one returned
     OpInfo("max nan", ember.max, NAN_ONE_DIM, FLOATS, covers=("amax", "max_dim"),
            differentiable=False),

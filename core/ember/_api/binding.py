@@ -29,6 +29,14 @@ import os
 import re
 import sys
 import types
+import warnings
+
+from .._tensor import Tensor
+from ..dispatch.grad_mode import is_grad_enabled
+from ..ops._util import write_out
+from .shared_names import SHARED
+
+from .. import _fastpath
 
 SNAPSHOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_signatures.json")
 
@@ -223,8 +231,7 @@ class Binding:
         if self.name in _WARNED:
             return
         _WARNED.add(self.name)
-        import warnings
-        from . import parser_errors
+        from . import parser_errors  # start-up: ~3 ms, read only when a call is refused
         instead = "\n".join(f"\t{self.name}{o}" for o in parser_errors.options(entry))
         warnings.warn(f"This overload of {self.name} is deprecated:\n\t{self.name}"
                       f"{parser_errors.render(sig)}\nConsider using one of the following "
@@ -239,7 +246,7 @@ class Binding:
         exact = entry is not None and entry.get("source", "torchgen") in ("torchgen", "listing")
         if entry is not None and entry.get("kind") == "parser":
             if exact or entry.get("noarg"):
-                from . import parser_errors
+                from . import parser_errors  # start-up: ~3 ms, read only when a call is refused
                 return TypeError(parser_errors.message(self.display_name, entry, given, kwargs,
                                                        method=self.method))
             return TypeError(_renamed(str(python_error), self.display_name))
@@ -333,8 +340,6 @@ def _binding_error(e: TypeError, passthrough: bool) -> bool:
 
 def _write_out(name, result, out):
     """``out=`` for an ember function without it: torch's checks, then copy into ``out``."""
-    from .._tensor import Tensor
-    from ..ops._util import write_out
     if isinstance(result, Tensor):
         return write_out(out, result, name)
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
@@ -344,8 +349,6 @@ def _write_out(name, result, out):
 
 
 def _check_out_autograd(name, args, kwargs):
-    from .._tensor import Tensor
-    from ..dispatch.grad_mode import is_grad_enabled
     if not is_grad_enabled():
         return
     for a in (*args, *kwargs.values()):
@@ -387,7 +390,23 @@ def public(fn, ns: str, name: str, *, method: bool = False, module: str = "ember
 # ----------------------------------------------------------------------------- installing
 
 def _is_wrappable(obj) -> bool:
-    return isinstance(obj, types.FunctionType) and not hasattr(obj, "_binding")
+    return (isinstance(obj, types.FunctionType) or _fastpath.compiled_parts(obj) is not None) \
+        and not hasattr(obj, "_binding")
+
+
+def _public_behind_fast_path(obj, ns, name, *, method, module):
+    """``public`` for a plain function; for a compiled API function (ember._C.ApiFunction: a
+    compiled first test in front of a Python function), the same compiled test in front of the
+    public wrapper of that Python function, so the common call stays compiled and every other
+    call (keywords, torch's aliases, errors) goes through the binding."""
+    compiled = _fastpath.compiled_parts(obj)
+    if compiled is None:
+        return public(obj, ns, name, method=method, module=module)
+    kind, op, fn = compiled
+    wrapper = public(fn, ns, name, method=method, module=module)
+    fast = _fastpath.api_function(kind, op, wrapper)
+    fast._binding = wrapper._binding
+    return fast
 
 
 def install(ember) -> dict:
@@ -397,7 +416,6 @@ def install(ember) -> dict:
     ``absolute`` is its ``abs`` function, but errors name ``absolute()``, as torch's do); the
     same name in two namespaces is one object where torch's is (``F.conv2d`` is
     ``ember.conv2d``: ``shared_names.py``). Returns {(original, name, namespace): wrapper}."""
-    from .shared_names import SHARED
     wrappers: dict = {}
     for ns, (path, method) in NAMESPACES.items():
         holder = attribute_path(ember, path)
@@ -415,8 +433,8 @@ def install(ember) -> dict:
             if owner is not None and (obj, name, owner) in wrappers:
                 _replace(holder, name, wrappers[obj, name, owner])
                 continue
-            wrapper = public(obj, ns, name, method=method,
-                             module=ember.__name__ if method else module)
+            wrapper = _public_behind_fast_path(obj, ns, name, method=method,
+                                               module=ember.__name__ if method else module)
             if not method:
                 wrappers[obj, name, ns] = wrapper
             _replace(holder, name, wrapper)
@@ -465,7 +483,8 @@ def _point_public_modules(root: str, wrappers: dict) -> None:
             continue
         d = vars(module)
         for name, value in list(d.items()):
-            if not name.startswith("_") and isinstance(value, types.FunctionType):
+            if not name.startswith("_") and (isinstance(value, types.FunctionType) or
+                                             _fastpath.compiled_parts(value) is not None):
                 w = by_name.get((value, name)) or by_function.get(value)
                 if w is not None:
                     _replace(module, name, w)

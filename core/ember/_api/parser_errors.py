@@ -8,6 +8,8 @@ own business. Type names are ember's (``ember.dtype``), where torch's text says 
 """
 from __future__ import annotations
 
+from .._tensor import Tensor
+
 
 def message(name: str, entry: dict, args: tuple, kwargs: dict, *, method: bool) -> str:
     sigs = entry.get("signatures") or []
@@ -72,7 +74,6 @@ def _signature_error(name, params, args, kwargs):
 def accepts(type_str: str, obj) -> bool:
     """Whether torch's parser takes ``obj`` for a parameter of this schema type — the plain
     cases only; anything unsure is taken (the message then comes from a later check)."""
-    from .._tensor import Tensor
     if type_str.endswith("?") and obj is None:
         return True
     base = type_str.rstrip("?").split("[", 1)[0]
@@ -99,7 +100,6 @@ def accepts(type_str: str, obj) -> bool:
 
 def _integral(obj) -> bool:
     """An int where torch's parser wants one: Python and numpy integers, 0-d integer tensors."""
-    from .._tensor import Tensor
     if isinstance(obj, Tensor):
         return obj.ndim == 0 and not obj.dtype.is_floating_point and not obj.dtype.is_complex
     return isinstance(obj, int) or (hasattr(obj, "__index__") and not isinstance(obj, float))

@@ -20,6 +20,7 @@ from ..runtime import device_types
 from ..runtime.devices import resolve_type
 from ..runtime.registry import registry
 from . import state as S
+from .._tensor import Tensor
 
 __all__ = ["autocast", "is_autocast_available", "custom_fwd", "custom_bwd"]
 
@@ -206,7 +207,6 @@ def autocast_decrement_nesting() -> int:
 
 # -- custom autograd Functions ------------------------------------------------------------------
 def _cast_inputs(value, dtype, device_type):
-    from .._tensor import Tensor
     if isinstance(value, Tensor):
         ok = value.is_floating_point() and value.device.type == device_type and \
             value.dtype is not _dtype.float64

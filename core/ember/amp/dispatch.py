@@ -27,6 +27,7 @@ from ..dispatch.dispatcher import register_functionality
 from ..ops.conversion import to_copy_op
 from . import policy
 from . import state as S
+from ..nn import functional as F, modules
 
 _AC = K.AUTOCAST
 _keys = K.state
@@ -207,7 +208,6 @@ def autocast_function(name, fn):
 def install() -> None:
     """Register the handler and wrap the listed composite functionals (once)."""
     register_functionality(_AC, make_handler)
-    from ..nn import functional as F
     names = set(policy.CPU) | set(policy.ACCELERATOR)
     for name in sorted(names):
         fn = getattr(F, name, None)
@@ -225,7 +225,6 @@ def install() -> None:
 def _rebind_layer_classes(fn, wrapped):
     """Layer classes that hold the functional as a class attribute (``Conv2d._fn``) get the
     wrapped one."""
-    from ..nn import modules
     for mod_name, mod in list(sys.modules.items()):
         if not mod_name.startswith(modules.__name__ + ".") or mod is None:
             continue

@@ -10,6 +10,7 @@ import threading
 
 from .. import _dtype
 from ..dispatch import keys as K
+from ..runtime.registry import registry
 
 # PyTorch's defaults: bfloat16 on the CPU, float16 on GPU-like devices
 _DEFAULT_DTYPES = {"cpu": _dtype.bfloat16, "xpu": _dtype.bfloat16, "hpu": _dtype.bfloat16}
@@ -42,7 +43,6 @@ def default_dtype(device_type: str):
     it, else bfloat16 when they do (OpenCL devices without ``cl_khr_fp16``)."""
     if device_type in _DEFAULT_DTYPES:
         return _DEFAULT_DTYPES[device_type]
-    from ..runtime.registry import registry
     backend = registry.loaded(device_type)
     if backend is not None and _dtype.float16 not in backend.dtypes and \
             _dtype.bfloat16 in backend.dtypes:

@@ -6,10 +6,12 @@ inside a node is preceded by a warning with that forward traceback.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
 
 from .._dtype import FLOATING
+from ..ops.elementwise import unary_api
 
 class _Mode(threading.local):
     # defaults as class attributes: enabled() is asked on every recorded op, and a getattr
@@ -56,7 +58,6 @@ class detect_anomaly:
         _set(*self._prev)
 
     def __call__(self, fn):
-        import functools
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -104,7 +105,6 @@ def checked_apply(node, grads):
         _warn_trace(node)
         raise
     if is_anomaly_check_nan_enabled():
-        from ..ops.elementwise import unary_api
         isnan = unary_api["isnan"]
         for i, g in enumerate(outs):
             if g is not None and g.dtype.category >= FLOATING and bool(isnan(g).any()):

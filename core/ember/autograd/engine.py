@@ -22,6 +22,9 @@ from ..ops import _primitives
 from . import anomaly
 from .graph import AccumulateGrad, _clone, _local, accumulate
 from ..dispatch.grad_mode import _restore, _save, _set_enabled
+from ..ops._grad import zeros_like
+from ..ops.factories import full_op, tensor
+from .record import gradient_edge
 
 _AG = K.AUTOGRAD
 # set by a running profiler: ``node_observer(node)`` is a context manager around each node's
@@ -327,7 +330,6 @@ def _as_tuple(x):
 
 
 def _make_grads(outputs, grad_outputs):
-    from ..ops.factories import full_op
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
@@ -341,7 +343,6 @@ def _make_grads(outputs, grad_outputs):
             grads.append(g)
             continue
         if not isinstance(g, Tensor):
-            from ..ops.factories import tensor
             g = tensor(g, dtype=out.dtype, device=out.device)
         if g._shape != out._shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
@@ -356,7 +357,6 @@ def _make_grads(outputs, grad_outputs):
 
 
 def _root_edges(outputs, grads):
-    from .record import gradient_edge
     edges, gs = [], []
     for i, (t, g) in enumerate(zip(outputs, grads)):
         e = gradient_edge(t) if isinstance(t, Tensor) else None
@@ -389,7 +389,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     inputs = _as_tuple(inputs)
     if not inputs:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-    from .record import gradient_edge
     cap, run_acc, nonleaf = [], [], []
     for t in inputs:
         e = gradient_edge(t)
@@ -417,7 +416,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``."""
     if is_grads_batched:  # the first dim of each grad_output is a batch: one vmapped backward
-        import ember   # ember.func is a layer above autograd: reached through the public face
+        import ember  # layering: ember.func is above autograd (the public face, at call time)
         vmap = ember.func.vmap
         outs = _as_tuple(outputs)
 
@@ -442,7 +441,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for t in inputs:
         if not isinstance(t, Tensor):
             raise TypeError(f"grad(): inputs must be Tensors, got {type(t).__name__}")
-    from .record import gradient_edge
     cap = []
     for t in inputs:
         e = gradient_edge(t)
@@ -461,7 +459,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    "used in the graph. Set allow_unused=True if this is the "
                                    "desired behavior.")
             if materialize_grads:
-                from ..ops._grad import zeros_like
                 g = zeros_like(t)
         elif not create_graph and g._ag is not None:
             g = g.detach()

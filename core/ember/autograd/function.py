@@ -15,8 +15,11 @@ from ..dispatch import keys as K
 from ..dispatch import levels as _levels
 from ..ops import _grad
 from . import dual as _dual
-from .graph import DelayedError, Node, SavedTensor, alias, attach, differentiable_dtype
-from ..dispatch.grad_mode import _restore, _save, _set_enabled
+from .graph import DelayedError, Node, SavedTensor, _FREED, alias, attach, differentiable_dtype
+from ..dispatch.grad_mode import _restore, _save, _set_enabled, no_grad
+from ..ops.factories import full_op
+from .nodes import validate
+from .record import check_inplace_target, gradient_edge, rebase, run_below, view_base as view_root
 
 _AG = K.AUTOGRAD
 
@@ -63,7 +66,6 @@ class FunctionCtx(Node):
     @property
     def saved_tensors(self):
         if self._released:
-            from .graph import _FREED
             raise RuntimeError(_FREED)
         if getattr(self, "_in_jvp", False):
             return tuple(getattr(self, "_fw_to_save", None) or self._to_save)
@@ -91,7 +93,6 @@ class FunctionCtx(Node):
     def apply(self, grads):
         grads = list(grads) + [None] * (len(self._out_meta) - len(grads))
         if self.materialize_grads:
-            from ..ops.factories import full_op
             for k, m in enumerate(self._out_meta):
                 if grads[k] is None and m is not None:
                     grads[k] = full_op.on(m[2], m[0], 0, m[1], m[2])
@@ -104,7 +105,6 @@ class FunctionCtx(Node):
         if len(res) != n:
             raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
                                f"(expected {n}, got {len(res)})")
-        from .nodes import validate
         out = []
         k = 0
         for i, (is_tensor, r) in enumerate(zip(self._arg_tensor, res)):
@@ -122,7 +122,6 @@ class FunctionCtx(Node):
 
 
 def _edges(args):
-    from .record import gradient_edge
     edges, metas, needs, is_tensor = [], [], [], []
     for a in args:
         if isinstance(a, Tensor):
@@ -140,8 +139,6 @@ def _edges(args):
 def _finish(ctx, args, out):
     """Attach the outputs of a custom function to ``ctx`` (dirty, non-differentiable, aliasing
     an input), then save what it asked for."""
-    from .record import check_inplace_target, rebase
-    from .record import view_base as view_root
     multi = isinstance(out, tuple)
     outs = list(out) if multi else [out]
     dirty = {id(t) for t in ctx._dirty}
@@ -181,7 +178,6 @@ def _finish(ctx, args, out):
 
 
 def _rebase_nr(t, node, nr):
-    from .record import rebase
     rebase(t, node)
     t._ag.output_nr = nr
 
@@ -284,12 +280,10 @@ def once_differentiable(fn):
     """Backward runs without recording; differentiating its result again raises."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
-        from ..dispatch.grad_mode import no_grad
         with no_grad():
             outputs = fn(ctx, *args)
         if not K.state.grad_enabled:
             return outputs
-        from .record import gradient_edge
         edges = [gradient_edge(a) for a in args if isinstance(a, Tensor) and a.requires_grad]
         if not edges:
             return outputs
@@ -317,7 +311,6 @@ def custom_op_handler(op):
     cls = type(f"GeneratedBackwardFor_{short}", (_CustomOpCtx,), {})
 
     def handler(*args, **kwargs):
-        from .record import run_below
         out = run_below(op, args, kwargs)
         edges, metas, needs, is_tensor = _edges(args)
         if not any(e is not None for e in edges):

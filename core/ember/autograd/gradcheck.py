@@ -14,9 +14,9 @@ import warnings
 import numpy as np
 
 from .._tensor import Tensor
-from ..ops.factories import tensor
+from ..ops.factories import tensor, zeros_like
 from ..ops.views import non_overlapping
-from . import engine
+from . import engine, forward_ad as fwAD
 from ..dispatch.grad_mode import no_grad
 
 
@@ -98,7 +98,6 @@ def _flat(out):
 
 def _analytical(outputs, wrt, n_out_elems):
     """Rows of the Jacobian, one backward per output element."""
-    from ..ops.factories import zeros_like
     jac = [np.zeros((n_out_elems, _width(t))) for t in wrt]
     row = 0
     for o in outputs:
@@ -217,8 +216,6 @@ def _mismatch(m, a, n, floats, mode=""):
 def _forward_jacobian(func, inputs, wrt, n_out):
     """Columns of the Jacobian from forward-mode AD: one jvp per input element (the tangent is
     that element's basis vector)."""
-    from . import forward_ad as fwAD
-    from ..ops.factories import zeros_like
     jac = [np.zeros((n_out, t.numel())) for t in wrt]
     for m, t in enumerate(wrt):
         for j in range(t.numel()):
@@ -241,7 +238,7 @@ def _forward_jacobian(func, inputs, wrt, n_out):
 def _transforms():
     """``ember.func``: a layer above autograd, which the batched checks use as any caller would,
     through the public namespace."""
-    import ember
+    import ember  # layering: ember.func is above autograd
     return ember.func
 
 
@@ -315,7 +312,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   masked=False):
     """gradcheck of the first derivative (a vector-Jacobian product with ``grad_outputs``,
     random when not given): second derivatives against finite differences of the first."""
-    from ..ops.factories import tensor
     inputs = _as_tuple(inputs)
     outputs = _diff_outputs(func(*inputs))
     if grad_outputs is None:

@@ -62,6 +62,19 @@ def alias(t: Tensor) -> Tensor:
     return Tensor._make(t._storage, t._shape, t._stride, t._offset, t.dtype, t.device, t._native)
 
 
+def root_view_base(t: Tensor):
+    """The tensor at the end of ``t``'s chain of view bases (``Tensor._base``), or None when
+    ``t`` is not a view."""
+    b = getattr(t, "_view_base", None)
+    if b is None:
+        return None
+    while True:
+        up = getattr(b, "_view_base", None)
+        if up is None:
+            return b
+        b = up
+
+
 def attach(t: Tensor, node, output_nr: int) -> None:
     """Make ``t`` an output of ``node``."""
     ag = t._ag

@@ -6,6 +6,8 @@ from .._dtype import COMPLEX
 from .._tensor import Tensor
 from ..ops._grad import cast, expandable, sum_to, zeros
 from .graph import Node, SavedTensor
+from ..ops.conversion import to_device_op
+from ..ops.elementwise import add, unary_api
 
 
 class Spec:
@@ -265,12 +267,10 @@ def validate(g, meta, node, k):
             g = _real(g)
         g = cast(g, dtype)
     if g.device is not device:
-        from ..ops.conversion import to_device_op
         g = to_device_op(g, device, False)
     return g
 
 
 def _real(g):
-    from ..ops.elementwise import add, unary_api
     # (z + conj z) / 2 stays in ember ops, so it works on every backend
     return add(g, unary_api["conj_physical"](g)) * 0.5

@@ -27,6 +27,7 @@ from .graph import (AutogradMeta, NotImplementedNode, SavedTensor, ZeroGradNode,
                     differentiable_dtype, grad_accumulator)
 from .nodes import FormulaNode, bind, node_class
 from .view_history import CopySlices, as_strided_node
+from ..ops.conversion import copy_op, to_copy_op
 
 _AG = K.AUTOGRAD
 _state = K.state
@@ -77,14 +78,7 @@ def view_base(t):
     ag = t._ag
     if ag is not None and ag.view_version is not None:
         return ag.base
-    b = getattr(t, "_view_base", None)
-    if b is None:
-        return None
-    while True:
-        up = getattr(b, "_view_base", None)
-        if up is None:
-            return b
-        b = up
+    return _graph.root_view_base(t)
 
 
 def regenerate_view(t):
@@ -289,16 +283,6 @@ def _nondiff_handler(op):
     return handler
 
 
-def _tensor_inputs(args):
-    for a in args:
-        if isinstance(a, Tensor):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            for x in a:
-                if isinstance(x, Tensor):
-                    yield x
-
-
 def _attach_not_implemented(op, args, out, only_missing=False):
     multi = isinstance(out, (tuple, list))
     outs = list(out) if multi else [out]
@@ -306,7 +290,7 @@ def _attach_not_implemented(op, args, out, only_missing=False):
             differentiable_dtype(o.dtype) and not (only_missing and o.requires_grad)]
     if not todo:
         return out
-    edges = [gradient_edge(t) for t in _tensor_inputs(args)]
+    edges = [gradient_edge(t) for t in dispatcher.tensors_in(args)]
     if not any(e is not None for e in edges):
         return out
     node = NotImplementedNode(edges, op.name, len(outs))
@@ -380,13 +364,12 @@ def _inplace_handler(op):
     twin_spec = None
     if twin is not None and twin.derivative.__class__ is Derivative:
         twin_spec = bind(twin, twin.derivative)
-    from ..ops.conversion import copy_op
 
     def handler(*args, **kwargs):
         target = args[0]
         check_inplace_target(target)
         if twin is None:
-            edges = [gradient_edge(t) for t in _tensor_inputs(args)]
+            edges = [gradient_edge(t) for t in dispatcher.tensors_in(args)]
             out = run_below(op, args, kwargs)
             if differentiable_dtype(target.dtype) and any(e is not None for e in edges):
                 rebase(target, ZeroGradNode(op.name) if nondiff else
@@ -441,7 +424,6 @@ def _direct_inplace_handler(op, f):
 
 def history_clone(t):
     """A copy of ``t``'s current value that stands for it in the graph (same grad_fn)."""
-    from ..ops.conversion import to_copy_op
     c = run_below(to_copy_op, (t, t.dtype), {})
     e = gradient_edge(t)
     if e is not None:

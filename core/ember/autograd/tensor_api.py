@@ -8,7 +8,11 @@ from .. import _tensor
 from .._tensor import Tensor
 from ..dispatch import keys as K
 from . import engine
-from .graph import AutogradMeta, _HookDict, add_hook, alias, differentiable_dtype
+from .graph import (AutogradMeta, _HookDict, add_hook, alias, differentiable_dtype,
+                    root_view_base)
+from ..ops._grad import expandable
+from ..ops._util import as_shape
+from .record import regenerate_view
 
 _AG = K.AUTOGRAD
 
@@ -85,7 +89,6 @@ def _grad_fn(self):
         return None
     if ag.view_version is not None and ag.requires_grad and \
             ag.view_version != self._storage.version:
-        from .record import regenerate_view
         return regenerate_view(self)
     return ag.grad_fn
 
@@ -183,17 +186,6 @@ def _set_data(self, other):
     self._ks = (self.device._key or K.device_key(self.device)) | (self._ks & _AG)
 
 
-def _base(self):
-    b = getattr(self, "_view_base", None)
-    if b is None:
-        return None
-    while True:
-        up = getattr(b, "_view_base", None)
-        if up is None:
-            return b
-        b = up
-
-
 def _is_view(self) -> bool:
     return getattr(self, "_view_base", None) is not None
 
@@ -202,8 +194,6 @@ def sum_to_size(self, *size):
     """PyTorch's ``at::sum_to``: a public ``sum`` over the broadcast dims (so bool and integer
     tensors promote as sum does), ``self`` when nothing is reduced, and always a full ``sum()``
     to the empty size."""
-    from ..ops._util import as_shape
-    from ..ops._grad import expandable
     shape = as_shape(size, "sum_to_size")
     if not expandable(shape, self._shape):
         raise RuntimeError(f"sum_to_size: size {list(shape)} is not expandable to size "
@@ -233,7 +223,7 @@ def attach_all():
     Tensor.retains_grad = property(_retains_grad)
     Tensor.output_nr = property(_output_nr)
     Tensor.data = property(_data, _set_data)
-    Tensor._base = property(_base)
+    Tensor._base = property(root_view_base)
     Tensor._is_view = _is_view
     Tensor.sum_to_size = sum_to_size
 

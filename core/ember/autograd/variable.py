@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 
 from .._tensor import Tensor
+from ..ops.factories import empty
 
 
 class _VariableMeta(type):
@@ -20,7 +21,6 @@ class _VariableMeta(type):
             warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "
                           "instead.", UserWarning, stacklevel=2)
         if data is None:
-            from ..ops.factories import empty
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")

@@ -26,10 +26,11 @@ def get_cpu_capability() -> str:
 
 def _numpy_cpu_features() -> dict:
     try:
+        # probe: numpy 2's private module, else numpy 1's
         from numpy._core._multiarray_umath import __cpu_features__
     except ImportError:  # numpy < 2
         try:
-            from numpy.core._multiarray_umath import __cpu_features__
+            from numpy.core._multiarray_umath import __cpu_features__  # probe: numpy 1's
         except ImportError:
             return {}
     return dict(__cpu_features__)

@@ -38,6 +38,10 @@ from .capture import Capture, GraphBreak
 from .capture import _local as _capture_local
 from .graph import Graph, Node, Ref, rebuild
 from ..runtime.layout import contiguous_strides
+from .._device import device as device_cls
+from .._dtype import dtype as dtype_cls
+from ..nn.modules.module import Module
+from ..runtime.registry import registry
 
 __all__ = ["compile", "explain", "is_compiling", "run_graph", "CompiledFunction", "GraphBreak",
            "Graph", "Node", "Ref",
@@ -418,11 +422,7 @@ _runners = {}
 
 
 def _lower_foreach(device, kernel):
-    key = (device.type, kernel.key)
-    if key not in _runners:
-        from ..runtime.registry import registry
-        _runners[key] = registry.get(device.type).compile_foreach(kernel)
-    return _runners[key]
+    return _runner(device, kernel, "compile_foreach")
 
 
 def _fuse(graph, input_meta):
@@ -434,17 +434,20 @@ def _fuse(graph, input_meta):
 def _lower_norm(device, name, dtype):
     key = (device.type, "norm", name, dtype)
     if key not in _runners:
-        from ..runtime.registry import registry
         _runners[key] = registry.get(device.type).compile_norm(name, dtype)
     return _runners[key]
 
 
 def _lower(device, kernel):
     """The device backend's runner for a fused kernel (None: the backend has no lowering)."""
+    return _runner(device, kernel, "compile_pointwise")
+
+
+def _runner(device, kernel, compile_method):
+    """``Backend.<compile_method>(kernel)`` for ``device``'s backend, made once per kernel."""
     key = (device.type, kernel.key)
     if key not in _runners:
-        from ..runtime.registry import registry
-        _runners[key] = registry.get(device.type).compile_pointwise(kernel)
+        _runners[key] = getattr(registry.get(device.type), compile_method)(kernel)
     return _runners[key]
 
 
@@ -518,8 +521,6 @@ def _unreplayable_output(out, external):
         return None
     if isinstance(out, dict):
         return _unreplayable_output(list(out.values()), external)
-    from .._dtype import dtype as dtype_cls
-    from .._device import device as device_cls
     if isinstance(out, (dtype_cls, device_cls, slice, type)) or callable(out):
         return None
     return (f"the function returns a new {type(out).__name__} object; a replay can only "
@@ -527,7 +528,6 @@ def _unreplayable_output(out, external):
 
 
 def _call(node, load):
-    from .._device import device as device_cls
     args = load(node.args)
     kwargs = load(node.kwargs)
     if not _tensors_in(args):            # a factory: dispatched on its device argument
@@ -575,7 +575,6 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
                           f"is ignored", UserWarning, stacklevel=2)
     if disable:
         return model
-    from ..nn.modules.module import Module
     limits = {"name": name, "recompile_limit": recompile_limit}
     if isinstance(model, Module):
         compiled = CompiledFunction(model.forward, fullgraph=fullgraph, dynamic=dynamic,

@@ -26,16 +26,13 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..dispatch.grad_mode import is_grad_enabled
 from .graph import Graph, Ref, _refs, rebuild
+from ..utils._pytree import leaves_of_type
+from ..autograd import grad as autograd_grad
+from ..ops.factories import ones_like
 
 
 def _flat_tensors(x):
-    if isinstance(x, Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _flat_tensors(v)]
-    if isinstance(x, dict):
-        return [t for v in x.values() for t in _flat_tensors(v)]
-    return []
+    return leaves_of_type(x, Tensor)
 
 
 def _unique_tensors(x):
@@ -82,8 +79,6 @@ def capture_joint(cap, out, inputs):
 
 
 def _differentiate(cap, out, inputs, graph, n_inputs):
-    from ..autograd import grad as autograd_grad
-    from .. import ones_like
     out_tensors = _unique_tensors(out)
     diff_outputs = [i for i, t in enumerate(out_tensors) if t.requires_grad]
     if not diff_outputs:
@@ -175,7 +170,7 @@ class CompiledAutograd(Function):
 
     @staticmethod
     def forward(ctx, joint, inputs, structure, *sources):
-        from . import run_graph
+        from . import run_graph  # cycle: ember.compiler (its __init__)
         out, saved = run_graph(joint.forward_run, inputs)
         tensors = _unique_tensors(out)
         structure.append((out, tensors))
@@ -189,7 +184,7 @@ class CompiledAutograd(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        from . import run_graph
+        from . import run_graph  # cycle: ember.compiler (its __init__)
         if is_grad_enabled():
             raise RuntimeError("ember.compile: double backward through a compiled function's "
                                "backward is not supported (torch.compile's aot_autograd has "

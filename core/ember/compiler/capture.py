@@ -20,6 +20,8 @@ from .._tensor import Tensor
 from ..dispatch import dispatcher as _dispatcher
 from ..dispatch import keys as K
 from .graph import Graph, Node, Ref
+from ..autograd import engine
+from ..runtime.registry import registry
 
 TRACER = K.TRACER
 _local = threading.local()
@@ -159,7 +161,6 @@ def _line_in(code):
 
 def _engine_running():
     """Whether autograd's engine is running a backward on this thread (a training step's)."""
-    from ..autograd import engine
     return getattr(engine._local, "run", None) is not None
 
 
@@ -220,7 +221,6 @@ def _inlined(op, args):
     devices = {t.device.type for t in _dispatcher.tensors_in(args)}
     if not devices:
         return False
-    from ..runtime.registry import registry
     return all(registry.get(d).kernels.get(op.name) is None for d in devices)
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from .dynamic import SymInt, has_symbols
 from .graph import Ref
+from .._device import device as device_cls
+from ..dispatch import keys as K
+from ..dispatch.dispatcher import Op, _backend_handler
 
 _LITERALS = (int, float, bool, str, type(None))
 
@@ -20,7 +23,6 @@ def python_function(graph, direct=False):
     tensors of one device (no sparse/batched/autocast/Python-mode key at capture) calls the
     device's handler (its kernel, or its composite) itself, skipping the dispatcher's key-set
     walk and the autograd layer (~3 us a node)."""
-    from .._device import device as device_cls
     direct = direct and getattr(graph, "plain", False)
     namespace = {}
     counter = [0]
@@ -92,8 +94,6 @@ def python_function(graph, direct=False):
 def _direct_handler(node, has_tensor, device):
     """The device handler the dispatcher would reach for ``node`` with no functionality key,
     or None when the node must go through the dispatcher."""
-    from ..dispatch import keys as K
-    from ..dispatch.dispatcher import Op, _backend_handler
     op = node.op
     if not isinstance(op, Op) or node.kwargs:
         return None

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from .tracing import MISSING
+from .._device import device as device_cls
+from .._dtype import dtype as dtype_cls
 
 _PLAIN = (int, float, bool, str, bytes, complex, type(None))
 
@@ -163,8 +165,6 @@ def _encode(v, where, encode, external):
         return type(v)(*items) if hasattr(v, "_fields") else type(v)(items)
     if isinstance(v, dict) and type(v) is dict:
         return {k: _encode(x, where, encode, external) for k, x in v.items()}
-    from .._dtype import dtype as dtype_cls
-    from .._device import device as device_cls
     if isinstance(v, (dtype_cls, device_cls)):
         return v
     raise Unreplayable(f"the function stores a new {type(v).__name__} object in {where}; a "

@@ -36,7 +36,7 @@ def explain(fn):
     A function whose breaks it can resume around is called a second time, through its pieces,
     so that each piece's graph is captured and shown."""
     def run(*args, **kwargs):
-        from . import CompiledFunction, _CompiledModule
+        from . import CompiledFunction, _CompiledModule  # cycle: ember.compiler (its __init__)
         compiled = fn._compiled if isinstance(fn, _CompiledModule) else \
             fn if isinstance(fn, CompiledFunction) else CompiledFunction(fn)
         compiled.cache.clear()

@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from ..utils._pytree import leaves_of_type
+
 
 @dataclass(frozen=True)
 class Ref:
@@ -114,10 +116,4 @@ def _show(x):
 
 
 def _refs(x):
-    if isinstance(x, Ref):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [r for v in x for r in _refs(v)]
-    if isinstance(x, dict):
-        return [r for v in x.values() for r in _refs(v)]
-    return []
+    return leaves_of_type(x, Ref)

@@ -33,6 +33,9 @@ import inspect
 import textwrap
 import types
 
+from .. import _dtype
+from ..ops.factories import tensor
+
 _UNSPLITTABLE_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | \
     inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
@@ -332,8 +335,6 @@ class WithBlock:
 
 
 def _scalar_tensor(v):
-    from ..ops.factories import tensor
-    from .. import _dtype
     return tensor(v, dtype=_dtype.float64)
 
 

@@ -33,6 +33,8 @@ import threading
 from types import FunctionType as _FunctionType, ModuleType as _ModuleType
 
 from .._tensor import Tensor
+from ..nn.modules.module import Module
+from .capture import _user_line
 
 MISSING = object()
 UNKNOWN = object()
@@ -176,7 +178,6 @@ class StateTracer:
             return
         self.external.add(id(v))
         self._alive.append(v)
-        from ..nn.modules.module import Module
         if isinstance(v, Module):
             for m in v.modules():
                 if id(m) not in self.external:
@@ -389,7 +390,6 @@ class StateTracer:
         return value if value is not MISSING else UNKNOWN
 
     def _attr_slot(self, obj, name, for_write=False):
-        from ..nn.modules.module import Module
         where = f"{type(obj).__name__}.{name}"
         if isinstance(obj, Module) and for_write:
             return Slot("attr", obj, name, where, owner=obj)
@@ -501,7 +501,6 @@ class StateTracer:
             owner = getattr(value, "__self__", None)
             if (mod == "builtins" and name in _IMPURE_BUILTINS) or mod in _IMPURE_MODULES or \
                     type(owner).__module__ == "random":
-                from .capture import _user_line
                 reason = f"calls {mod or 'random'}.{name}(), which a replay would not run"
                 self.impure.append((reason, _user_line()))
                 self._pending.append(reason)

@@ -168,6 +168,9 @@ static PyObject *api_repr(PyObject *self)
 static PyMemberDef api_members[] = {
     {"fallback", T_OBJECT, offsetof(ApiFunction, fallback), READONLY,
      "the Python function this one starts like (and calls for every other case)"},
+    {"op", T_OBJECT, offsetof(ApiFunction, op), READONLY, "the op the common case calls"},
+    {"kind", T_INT, offsetof(ApiFunction, kind), READONLY,
+     "which API function's first test (_fastpath.API_*)"},
     {NULL},
 };
 

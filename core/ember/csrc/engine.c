@@ -20,25 +20,38 @@ static Py_ssize_t off_spec_n_out, off_spec_formula, off_spec_slots, off_spec_has
 static const long long LEAF_FIRST = -(1LL << 62);
 static PyObject *ONE_INT;
 
-/* -- the ready queue: a binary heap of (key, id, node), smallest first ------------------------ */
+/* -- the ready queue: a binary heap of (key, order, node), smallest first --------------------- */
+/* ties (leaf accumulators) run in the order they became ready, not by address, as in
+   engine.py: the same graph then accumulates in the same order every time (ember.compile
+   compares two captured steps op by op) */
 typedef struct {
     long long key;
-    uintptr_t id;
+    long long order;
     PyObject *node;   /* strong */
 } Entry;
 
 typedef struct {
     Entry *e;
     Py_ssize_t n, cap;
+    long long next_order;
 } Heap;
 
 static inline int less(const Entry *a, const Entry *b)
 {
-    return a->key < b->key || (a->key == b->key && a->id < b->id);
+    return a->key < b->key || (a->key == b->key && a->order < b->order);
 }
+
+static int heap_push_at(Heap *h, long long key, long long order, PyObject *node);
 
 static int heap_push(Heap *h, long long key, PyObject *node)
 {
+    return heap_push_at(h, key, h->next_order++, node);
+}
+
+static int heap_push_at(Heap *h, long long key, long long order, PyObject *node)
+{
+    if (order >= h->next_order)
+        h->next_order = order + 1;
     if (h->n == h->cap) {
         Py_ssize_t cap = h->cap ? 2 * h->cap : 64;
         Entry *e = PyMem_Realloc(h->e, cap * sizeof(Entry));
@@ -50,7 +63,7 @@ static int heap_push(Heap *h, long long key, PyObject *node)
         h->cap = cap;
     }
     Py_ssize_t i = h->n++;
-    Entry x = {key, (uintptr_t)node, node};
+    Entry x = {key, order, node};
     Py_INCREF(node);
     while (i > 0) {
         Py_ssize_t p = (i - 1) / 2;
@@ -365,7 +378,7 @@ PyObject *py_run_graph(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *ready, *buffers, *deps, *run, *with_extras;
     int keep_graph;
-    Heap heap = {NULL, 0, 0};
+    Heap heap = {NULL, 0, 0, 0};
     if (nargs != 6) {
         PyErr_SetString(PyExc_TypeError, "run_graph(ready, buffers, deps, run, keep_graph, "
                                          "with_extras)");
@@ -384,8 +397,9 @@ PyObject *py_run_graph(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ready); i++) {
         PyObject *entry = PyList_GET_ITEM(ready, i);
         if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3 ||
-            heap_push(&heap, PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 0)),
-                      PyTuple_GET_ITEM(entry, 2)) < 0)
+            heap_push_at(&heap, PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 0)),
+                         PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 1)),
+                         PyTuple_GET_ITEM(entry, 2)) < 0)
             goto error;
     }
     while (heap.n > 0) {

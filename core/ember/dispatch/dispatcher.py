@@ -203,7 +203,7 @@ class Op(_fastpath.C.OpBase if _fastpath.C is not None else object):
                            f"device should run it")
 
     def _mixed_device_handler(self, *args, **kwargs):
-        tensors = [t for t in _iter_tensors(args)]
+        tensors = [t for t in tensors_in(args)]
         seen = []
         for t in tensors:
             if t.device not in seen:
@@ -232,7 +232,8 @@ else:
 _FIRST_TWO = (0, 1)  # the commonest layout (binary ops): an identity check selects its path
 
 
-def _iter_tensors(args):
+def tensors_in(args):
+    """The tensors among ``args`` and inside its lists and tuples, in order."""
     for a in args:
         if isinstance(a, Tensor):
             yield a
@@ -277,7 +278,7 @@ _ALL_DTYPES = frozenset(_dtype.all_dtypes)
 
 
 def _arg_dtypes(args, kwargs):
-    for a in _iter_tensors(args):
+    for a in tensors_in(args):
         yield a.dtype
     for x in args:
         if isinstance(x, _dtype.dtype):
@@ -393,7 +394,7 @@ def _cpu_fallback(op: Op, backend):
             warnings.warn(f"ember: op '{op.name}' has no kernel for backend '{backend.name}'; it "
                           f"runs on the CPU (inputs and outputs are copied). This warning is "
                           f"shown once per op.", CPUFallbackWarning, stacklevel=3)
-        first = next(_iter_tensors(args), None)
+        first = next(tensors_in(args), None)
         # factories (rand, randperm) name their device in an argument: it becomes the CPU too
         target = first.device if first is not None else next(
             a for a in args if a.__class__ is device and a.type != "cpu")
@@ -505,11 +506,6 @@ def call_below(op, bit, args, kwargs):
         return below(*args, **kwargs)
     finally:
         st.masks = prev
-
-
-def tensors_in(args):
-    """The tensors among ``args`` and inside its lists and tuples, in order."""
-    return _iter_tensors(args)
 
 
 def register_functionality(bit: int, make_handler) -> None:

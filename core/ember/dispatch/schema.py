@@ -15,6 +15,7 @@ have untyped schemas, ``mylib::f(x, y)``: every argument may hold tensors.
 from __future__ import annotations
 
 from typing import NamedTuple
+import ast
 
 
 class Argument(NamedTuple):
@@ -191,7 +192,6 @@ def _parse_returns(ret: str):
 
 def _default_value(text: str):
     """A schema default's Python value: None, True/False, numbers, [] lists, strings."""
-    import ast
     literal = {"None": None, "True": True, "False": False, "inf": float("inf"),
                "-inf": float("-inf")}
     if text in literal:

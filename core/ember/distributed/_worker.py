@@ -18,7 +18,7 @@ def _launcher_env(comm) -> None:
     local_rank = os.environ.get("MPI_LOCALRANKID")      # set by Hydra
     local_size = os.environ.get("MPI_LOCALNRANKS")
     if local_rank is None or local_size is None:
-        from mpi4py import MPI
+        from mpi4py import MPI  # optional: mpi4py (ember[distributed])
         node = comm.Split_type(MPI.COMM_TYPE_SHARED)
         local_rank, local_size = str(node.Get_rank()), str(node.Get_size())
         node.Free()
@@ -27,7 +27,7 @@ def _launcher_env(comm) -> None:
 
 
 def _end_job(code: int) -> None:
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional: mpi4py (ember[distributed])
     sys.stdout.flush()
     sys.stderr.flush()
     if MPI.COMM_WORLD.Get_size() > 1 and MPI.Is_initialized() and not MPI.Is_finalized():
@@ -36,7 +36,7 @@ def _end_job(code: int) -> None:
 
 
 def main() -> None:
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional: mpi4py (ember[distributed])
     args = sys.argv[1:]
     module = bool(args) and args[0] == "-m"
     if module:

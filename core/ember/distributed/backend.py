@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 
 from .contract import BackendContext, ProcessGroupBackend
+from ..runtime.registry import registry as devices
 
 __all__ = ["Backend", "BackendContext", "ProcessGroupBackend", "registry"]
 
@@ -67,8 +68,7 @@ class ProcessGroupBackendRegistry:
             if self._hooked:
                 return
             self._hooked = True
-            from ..runtime.registry import registry as devices
-            from . import mpi
+            from . import mpi  # start-up: ember.distributed.mpi (~20 ms)
             if not devices.pm.is_registered(mpi):
                 devices.pm.register(mpi, name="ember.distributed.mpi")
             # historic: backend plugins loaded later (devices load lazily) are called then
@@ -81,7 +81,6 @@ class ProcessGroupBackendRegistry:
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
-        from ..runtime.registry import registry as devices
         for name in devices.names():
             devices.peek(name)
 

@@ -12,8 +12,11 @@ import warnings
 
 from .._tensor import Tensor
 from ._types import ReduceOp, RedOpType, as_red_op
-from .process_group import GroupMember, resolve_group
+from .process_group import GroupMember, _timeout_arg, resolve_group
 from .work import CompletedWork
+from ..dispatch.grad_mode import no_grad
+from ..ops.factories import empty
+from ..ops.shape import cat
 
 __all__ = ["all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
            "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all",
@@ -134,7 +137,6 @@ def _finish(work, async_op):
 def _copy_out(dst_list, flat, sizes):
     """A post step: copy consecutive blocks of ``flat`` into the tensors of ``dst_list``."""
     def run():
-        from ..dispatch.grad_mode import no_grad
         with no_grad():
             start = 0
             for t, n in zip(dst_list, sizes):
@@ -144,14 +146,11 @@ def _copy_out(dst_list, flat, sizes):
 
 
 def _flat_cat(ts):
-    from ..dispatch.grad_mode import no_grad
-    from ..ops.shape import cat
     with no_grad():
         return cat([t.detach().reshape(-1) for t in ts]) if ts else None
 
 
 def _empty(n, like):
-    from ..ops.factories import empty
     return empty(n, dtype=like.dtype, device=like.device)
 
 
@@ -379,7 +378,6 @@ def barrier(group=None, async_op=False, device_ids=None):
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     """A barrier where rank 0 reports which ranks did not arrive within ``timeout``."""
-    from .process_group import _timeout_arg
     fn = "monitored_barrier"
     if _skip(group, fn):
         return None

@@ -18,9 +18,11 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import ember
 
 from .collectives import _group_rank, _skip
 from .process_group import resolve_group
+from ..ops.factories import from_numpy
 
 __all__ = ["broadcast_object_list", "all_gather_object", "gather_object",
            "scatter_object_list"]
@@ -32,7 +34,6 @@ def _formats():
     """``ember.save``/``ember.load``: serialization rebuilds nn's classes (``Parameter``), and nn
     holds DistributedDataParallel, which runs on this package: the objects travel through the
     public namespace rather than an import of ``ember.serialization``."""
-    import ember
     return ember
 
 
@@ -56,7 +57,6 @@ def _decode(arr):
 
 
 def _tensor(arr):
-    from ..ops.factories import from_numpy
     return from_numpy(np.ascontiguousarray(arr))
 
 
@@ -115,6 +115,22 @@ def _gather_sizes(impl, pg, mine):
     return sizes.numpy()
 
 
+def _encode_and_share_sizes(impl, pg, obj, fn):
+    """This rank's pickled ``obj`` and every rank's pickle size. A rank that cannot pickle its
+    object still takes part in the size exchange (sending ``_FAILED``) before raising, so the
+    other ranks fail too instead of waiting."""
+    mine, error = None, None
+    try:
+        mine = _encode(obj, fn)
+    except TypeError as e:
+        error = e
+    sizes = _gather_sizes(impl, pg, _FAILED if error else len(mine))
+    if error is not None:
+        raise error
+    _sizes_or_raise(sizes, fn, pg._ranks)
+    return mine, sizes
+
+
 def _padded(arr, width):
     out = np.zeros(width, dtype=np.uint8)
     if arr is not None:
@@ -132,15 +148,7 @@ def all_gather_object(object_list, obj, group=None):
         raise ValueError(f"{fn}: object_list must be a list of length world size "
                          f"({pg.size()}), got {object_list!r:.60}")
     impl = pg._mpi()
-    mine, error = None, None
-    try:
-        mine = _encode(obj, fn)
-    except TypeError as e:
-        error = e
-    sizes = _gather_sizes(impl, pg, _FAILED if error else len(mine))
-    if error is not None:
-        raise error
-    _sizes_or_raise(sizes, fn, pg._ranks)
+    mine, sizes = _encode_and_share_sizes(impl, pg, obj, fn)
     width = int(sizes.max()) if len(sizes) else 0
     out = _tensor(np.zeros(width * pg.size(), np.uint8))
     _run(impl, "allgather_into", out, _tensor(_padded(mine, width)))
@@ -164,15 +172,7 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
         raise ValueError("Argument ``object_gather_list`` must NOT be specified on "
                          "non-destination ranks.")
     impl = pg._mpi()
-    mine, error = None, None
-    try:
-        mine = _encode(obj, fn)
-    except TypeError as e:
-        error = e
-    sizes = _gather_sizes(impl, pg, _FAILED if error else len(mine))
-    if error is not None:
-        raise error
-    _sizes_or_raise(sizes, fn, pg._ranks)
+    mine, sizes = _encode_and_share_sizes(impl, pg, obj, fn)
     width = int(sizes.max())
     out = _tensor(np.zeros(width * pg.size(), np.uint8)) if pg.rank() == root else None
     _run(impl, "gather_into", out, _tensor(_padded(mine, width)), root)

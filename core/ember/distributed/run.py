@@ -33,12 +33,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import ember
 
 __all__ = ["main", "find_mpiexec", "build_command", "RUN_DIR_ENV", "mark_finished"]
 
@@ -130,7 +132,6 @@ def _host_count(opts) -> int:
 
 
 def _gpu_count() -> int:
-    import ember
     return ember.cuda.device_count() if ember.cuda.is_available() else 0
 
 
@@ -251,7 +252,6 @@ def main(argv=None) -> int:
         print(e, file=sys.stderr)
         return 2
     if opts.dry_run:
-        import shlex
         print(" ".join(f"{k}={v}" for k, v in env.items()) + (" " if env else "") +
               " ".join(shlex.quote(c) for c in cmd))
         return 0

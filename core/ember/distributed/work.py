@@ -13,6 +13,7 @@ import time
 from datetime import timedelta
 
 from ._types import DistBackendError
+from ..futures import Future
 
 __all__ = ["Work"]
 
@@ -134,7 +135,6 @@ class Work:
 
     def get_future(self):
         """An ``ember.futures.Future`` completed with the list of output tensors."""
-        from ..futures import Future
         with self._lock:
             fut = self._future
             if fut is None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from numbers import Number
+import ember
 
 from .. import Size
 from . import constraints
@@ -45,7 +46,6 @@ class Bernoulli(ExponentialFamily):
 
     @property
     def mode(self):
-        import ember
         mode = (self.probs >= 0.5).to(self.probs.dtype)
         return ember.where(self.probs == 0.5, math.nan, mode)
 
@@ -66,7 +66,6 @@ class Bernoulli(ExponentialFamily):
         return self._param.size()
 
     def sample(self, sample_shape=Size()):
-        import ember
         shape = tuple(self._extended_shape(sample_shape))
         with ember.no_grad():
             return ember.bernoulli(self.probs.expand(*shape))
@@ -81,7 +80,6 @@ class Bernoulli(ExponentialFamily):
         return _bce_with_logits(self.logits, self.probs)
 
     def enumerate_support(self, expand=True):
-        import ember
         values = ember.arange(2, dtype=self._param.dtype, device=self._param.device)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         if expand:

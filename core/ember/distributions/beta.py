@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from numbers import Number
+import ember
 
 from .. import Size
 from . import constraints
@@ -19,7 +20,6 @@ class Beta(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
-        import ember
         if isinstance(concentration1, Number) and isinstance(concentration0, Number):
             c = ember.tensor([float(concentration1), float(concentration0)])
         else:
@@ -53,7 +53,6 @@ class Beta(ExponentialFamily):
         return self._dirichlet.rsample(sample_shape).select(-1, 0)
 
     def log_prob(self, value):
-        import ember
         if self._validate_args:
             self._validate_sample(value)
         return self._dirichlet.log_prob(ember.stack([value, 1.0 - value], -1))

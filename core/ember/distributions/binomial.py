@@ -1,6 +1,8 @@
 """The binomial distribution: successes in ``total_count`` Bernoulli trials."""
 from __future__ import annotations
 
+import ember
+
 from .. import Size
 from . import constraints
 from .distribution import Distribution
@@ -45,7 +47,6 @@ class Binomial(Distribution):
 
     @property
     def mode(self):
-        import ember
         m = ((self.total_count + 1) * self.probs).floor()
         return ember.where(m > self.total_count, self.total_count, m)
 
@@ -66,7 +67,6 @@ class Binomial(Distribution):
         return self._param.size()
 
     def sample(self, sample_shape=Size()):
-        import ember
         shape = tuple(self._extended_shape(sample_shape))
         with ember.no_grad():
             return ember.binomial(self.total_count.expand(*shape), self.probs.expand(*shape))
@@ -90,7 +90,6 @@ class Binomial(Distribution):
         return -(lp.exp() * lp).sum(0)
 
     def enumerate_support(self, expand=True):
-        import ember
         total = int(self.total_count.max())
         if not self.total_count.min() == total:
             raise NotImplementedError("Inhomogeneous total count not supported by "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import ember
 
 from .. import Size
 from . import constraints
@@ -64,7 +65,6 @@ class Categorical(Distribution):
 
     @property
     def mean(self):
-        import ember
         return ember.full(tuple(self._extended_shape()), math.nan, dtype=self.probs.dtype,
                           device=self.probs.device)
 
@@ -77,7 +77,6 @@ class Categorical(Distribution):
         return self.mean
 
     def sample(self, sample_shape=Size()):
-        import ember
         if not isinstance(sample_shape, Size):
             sample_shape = Size(sample_shape)
         probs_2d = self.probs.reshape(-1, self._num_events)
@@ -86,7 +85,6 @@ class Categorical(Distribution):
         return samples_2d.reshape(tuple(self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
-        import ember
         if self._validate_args:
             self._validate_sample(value)
         value = value.long().unsqueeze(-1)
@@ -98,7 +96,6 @@ class Categorical(Distribution):
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand=True):
-        import ember
         values = ember.arange(self._num_events, dtype=ember.int64, device=self._param.device)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         if expand:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from numbers import Number
+import ember
 
 from .. import Size
 from . import constraints
@@ -28,7 +29,6 @@ class Cauchy(Distribution):
 
     @property
     def mean(self):
-        import ember
         return ember.full(tuple(self._extended_shape()), math.nan, dtype=self.loc.dtype,
                           device=self.loc.device)
 
@@ -38,12 +38,10 @@ class Cauchy(Distribution):
 
     @property
     def variance(self):
-        import ember
         return ember.full(tuple(self._extended_shape()), math.inf, dtype=self.loc.dtype,
                           device=self.loc.device)
 
     def rsample(self, sample_shape=Size()):
-        import ember
         shape = self._extended_shape(sample_shape)
         u = ember.rand(tuple(shape), dtype=self.loc.dtype, device=self.loc.device)
         eps = ((u - 0.5) * math.pi).tan()  # the standard Cauchy by inversion

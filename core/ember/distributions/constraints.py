@@ -4,6 +4,10 @@
 (``constraint_registry``) map unconstrained space onto each of them."""
 from __future__ import annotations
 
+import ember
+
+from .utils import finfo
+
 __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
            "greater_than", "greater_than_eq", "independent", "integer_interval", "interval",
            "half_open_interval", "is_dependent", "less_than", "lower_cholesky",
@@ -14,7 +18,6 @@ __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "depend
 
 
 def _ember():
-    import ember
     return ember
 
 
@@ -321,7 +324,6 @@ class _CorrCholesky(Constraint):
     event_dim = 2
 
     def check(self, value):
-        from .utils import finfo
         tol = finfo(value.dtype).eps * value.shape[-1] * 10
         row_norm = (value.detach() * value.detach()).sum(-1).sqrt()
         unit = (row_norm - 1.0).abs().le(tol).all(-1)

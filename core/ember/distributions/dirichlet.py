@@ -2,6 +2,8 @@
 gammas, differentiated through the gammas' implicit gradient."""
 from __future__ import annotations
 
+import ember
+
 from .. import Size
 from . import constraints
 from .exp_family import ExponentialFamily
@@ -31,12 +33,10 @@ class Dirichlet(ExponentialFamily):
         return new
 
     def rsample(self, sample_shape=()):
-        import ember
         shape = tuple(self._extended_shape(sample_shape))
         return ember._sample_dirichlet(self.concentration.expand(*shape))
 
     def log_prob(self, value):
-        import ember
         if self._validate_args:
             self._validate_sample(value)
         c = self.concentration
@@ -48,7 +48,6 @@ class Dirichlet(ExponentialFamily):
 
     @property
     def mode(self):
-        import ember
         cm1 = (self.concentration - 1).clamp(min=0.0)
         mode = cm1 / cm1.sum(-1, True)
         # every concentration below 1: the mass sits at the vertex of the largest one

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import warnings
+import ember
 
 from .. import Size, Tensor
 from . import constraints
@@ -11,7 +12,6 @@ __all__ = ["Distribution"]
 
 
 def _em():
-    import ember
     return ember
 
 

@@ -3,6 +3,8 @@ their entropy (and the KL divergence between two members of one family) follow f
 normalizer F through autograd (Bregman divergence)."""
 from __future__ import annotations
 
+import ember
+
 from .distribution import Distribution
 
 __all__ = ["ExponentialFamily"]
@@ -21,7 +23,6 @@ class ExponentialFamily(Distribution):
         raise NotImplementedError
 
     def entropy(self):
-        import ember
         result = -self._mean_carrier_measure
         nparams = [p.detach().requires_grad_() for p in self._natural_params]
         lg = self._log_normalizer(*nparams)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from numbers import Number
+import ember
 
 from .. import Size
 from . import constraints
@@ -23,7 +24,6 @@ class Exponential(ExponentialFamily):
 
     @property
     def mode(self):
-        import ember
         return ember.zeros_like(self.rate)
 
     @property
@@ -43,7 +43,6 @@ class Exponential(ExponentialFamily):
         return self._expand_params(Exponential, batch_shape, _instance, ("rate",))
 
     def rsample(self, sample_shape=Size()):
-        import ember
         shape = self._extended_shape(sample_shape)
         e = ember.empty(tuple(shape), dtype=self.rate.dtype, device=self.rate.device)
         return e.exponential_() / self.rate

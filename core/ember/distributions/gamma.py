@@ -3,6 +3,7 @@ through the implicit gradient of ``_standard_gamma``."""
 from __future__ import annotations
 
 from numbers import Number
+import ember
 
 from .. import Size
 from . import constraints
@@ -13,7 +14,6 @@ __all__ = ["Gamma"]
 
 
 def _standard_gamma(concentration):
-    import ember
     return ember._standard_gamma(concentration)
 
 
@@ -50,7 +50,6 @@ class Gamma(ExponentialFamily):
         return value.clamp(min=finfo(value.dtype).tiny)
 
     def log_prob(self, value):
-        import ember
         value = ember.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         if self._validate_args:
             self._validate_sample(value)
@@ -59,7 +58,6 @@ class Gamma(ExponentialFamily):
                 self.concentration.lgamma())
 
     def cdf(self, value):
-        import ember
         if self._validate_args:
             self._validate_sample(value)
         return ember.special.gammainc(self.concentration, self.rate * value)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from numbers import Number
+import ember
 
 from .. import Size
 from . import constraints
@@ -43,7 +44,6 @@ class Geometric(Distribution):
 
     @property
     def mode(self):
-        import ember
         return ember.zeros_like(self.probs)
 
     @property
@@ -59,7 +59,6 @@ class Geometric(Distribution):
         return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=Size()):
-        import ember
         shape = tuple(self._extended_shape(sample_shape))
         tiny = finfo(self.probs.dtype).tiny
         with ember.no_grad():
@@ -68,7 +67,6 @@ class Geometric(Distribution):
             return (u.log() / (-self.probs).log1p()).floor()
 
     def log_prob(self, value):
-        import ember
         if self._validate_args:
             self._validate_sample(value)
         value, probs = broadcast_all(value, self.probs)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from numbers import Number
+import ember
 
 from . import constraints
 from .transformed_distribution import TransformedDistribution
@@ -18,7 +19,6 @@ class Gumbel(TransformedDistribution):
     support = constraints.real
 
     def __init__(self, loc, scale, validate_args=None):
-        import ember
         self.loc, self.scale = broadcast_all(loc, scale)
         f = finfo(self.loc.dtype)
         if isinstance(loc, Number) and isinstance(scale, Number):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from functools import total_ordering
+import ember
 
 from .bernoulli import Bernoulli
 from .beta import Beta
@@ -37,7 +38,6 @@ _KL_MEMOIZE = {}    # the resolved function for concrete type pairs
 
 
 def _em():
-    import ember
     return ember
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from numbers import Number
+import ember
 
 from .. import Size
 from . import constraints
@@ -42,7 +43,6 @@ class Laplace(Distribution):
         return self._expand_params(Laplace, batch_shape, _instance, ("loc", "scale"))
 
     def rsample(self, sample_shape=Size()):
-        import ember
         shape = self._extended_shape(sample_shape)
         eps = finfo(self.loc.dtype).eps
         u = ember.empty(tuple(shape), dtype=self.loc.dtype, device=self.loc.device)

@@ -3,6 +3,7 @@ evaluated through the capacitance matrix I + W^T D^{-1} W (Woodbury)."""
 from __future__ import annotations
 
 import math
+import ember
 
 from .. import Size
 from . import constraints
@@ -14,12 +15,10 @@ __all__ = ["LowRankMultivariateNormal"]
 
 
 def _linalg():
-    import ember
     return ember.linalg
 
 
 def _eye(n, like):
-    import ember
     return ember.eye(n, dtype=like.dtype, device=like.device)
 
 
@@ -48,7 +47,6 @@ class LowRankMultivariateNormal(Distribution):
     has_rsample = True
 
     def __init__(self, loc, cov_factor, cov_diag, validate_args=None):
-        import ember
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
         event_shape = loc.shape[-1:]

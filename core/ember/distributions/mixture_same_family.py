@@ -2,6 +2,8 @@
 component distribution."""
 from __future__ import annotations
 
+import ember
+
 from .. import Size
 from . import constraints
 from .categorical import Categorical
@@ -91,7 +93,6 @@ class MixtureSameFamily(Distribution):
         return (log_prob_x + log_mix_prob).logsumexp(-1)
 
     def sample(self, sample_shape=Size()):
-        import ember
         with ember.no_grad():
             sample_len, batch_len = len(sample_shape), len(self.batch_shape)
             gather_dim = sample_len + batch_len

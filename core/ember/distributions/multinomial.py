@@ -1,6 +1,8 @@
 """The multinomial distribution: counts of ``total_count`` categorical draws."""
 from __future__ import annotations
 
+import ember
+
 from .. import Size
 from . import constraints
 from .binomial import Binomial
@@ -57,7 +59,6 @@ class Multinomial(Distribution):
         return self._categorical.param_shape
 
     def sample(self, sample_shape=Size()):
-        import ember
         sample_shape = Size(sample_shape)
         samples = self._categorical.sample(Size((self.total_count,) + tuple(sample_shape)))
         order = list(range(samples.dim()))
@@ -69,7 +70,6 @@ class Multinomial(Distribution):
         return counts.type_as(self.probs)
 
     def entropy(self):
-        import ember
         n = ember.tensor(float(self.total_count), dtype=self.probs.dtype,
                          device=self.probs.device)
         term1 = n * self._categorical.entropy() - (n + 1).lgamma()
@@ -79,7 +79,6 @@ class Multinomial(Distribution):
         return term1 + (binomial_probs * weights).sum([0, -1])
 
     def log_prob(self, value):
-        import ember
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import ember
 
 from .. import Size
 from ..runtime.layout import broadcast_shapes
@@ -13,7 +14,6 @@ __all__ = ["MultivariateNormal"]
 
 
 def _linalg():
-    import ember
     return ember.linalg
 
 
@@ -28,7 +28,6 @@ def _batch_mahalanobis(bL, bx):
 
 
 def _precision_to_scale_tril(P):
-    import ember
     Lf = _linalg().cholesky(P.flip(-2, -1))
     L_inv = Lf.flip(-2, -1).mT
     eye = ember.eye(P.shape[-1], dtype=P.dtype, device=P.device)
@@ -36,7 +35,6 @@ def _precision_to_scale_tril(P):
 
 
 def _diag_embed(v):
-    import ember
     return v.unsqueeze(-1) * ember.eye(v.shape[-1], dtype=v.dtype, device=v.device)
 
 
@@ -104,7 +102,6 @@ class MultivariateNormal(Distribution):
 
     @lazy_property
     def precision_matrix(self):
-        import ember
         return ember.cholesky_inverse(self._unbroadcasted_scale_tril).expand(*self._full())
 
     @property

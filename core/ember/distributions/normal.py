@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from numbers import Number
+import ember
 
 from .. import Size, Tensor
 from . import constraints
@@ -15,7 +16,6 @@ __all__ = ["Normal"]
 def _plain_values(*args):
     """True when no argument is differentiated or transformed (autograd, ember.func's vmap or
     jvp), so a result may be computed in place on a fresh temporary."""
-    import ember
     if ember.is_grad_enabled() and any(getattr(a, "requires_grad", False) for a in args):
         return False
     return all(type(a) is Tensor and not getattr(a, "_fw", None) for a in args)
@@ -56,7 +56,6 @@ class Normal(ExponentialFamily):
         return self._expand_params(Normal, batch_shape, _instance, ("loc", "scale"))
 
     def sample(self, sample_shape=Size()):
-        import ember
         shape = self._extended_shape(sample_shape)
         with ember.no_grad():
             return ember.normal(self.loc.expand(shape), self.scale.expand(shape))

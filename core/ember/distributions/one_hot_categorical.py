@@ -1,6 +1,8 @@
 """The categorical distribution with one-hot vectors as samples."""
 from __future__ import annotations
 
+import ember
+
 from .. import Size
 from . import constraints
 from .categorical import Categorical
@@ -10,7 +12,6 @@ __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 def _one_hot(indices, n, like):
-    import ember
     return ember.nn.functional.one_hot(indices, n).to(like.dtype)
 
 
@@ -76,7 +77,6 @@ class OneHotCategorical(Distribution):
         return self._categorical.entropy()
 
     def enumerate_support(self, expand=True):
-        import ember
         n = self.event_shape[0]
         values = ember.eye(n, dtype=self._param.dtype, device=self._param.device)
         values = values.view((n,) + (1,) * len(self.batch_shape) + (n,))

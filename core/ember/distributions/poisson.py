@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from numbers import Number
+import ember
 
 from .. import Size
 from . import constraints
@@ -36,7 +37,6 @@ class Poisson(ExponentialFamily):
         return self._expand_params(Poisson, batch_shape, _instance, ("rate",))
 
     def sample(self, sample_shape=Size()):
-        import ember
         shape = tuple(self._extended_shape(sample_shape))
         with ember.no_grad():
             return ember.poisson(self.rate.expand(*shape))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from numbers import Number
+import ember
 
 from .. import Size
 from . import constraints
@@ -48,7 +49,6 @@ class LogitRelaxedBernoulli(Distribution):
         return self._param.size()
 
     def rsample(self, sample_shape=Size()):
-        import ember
         shape = tuple(self._extended_shape(sample_shape))
         probs = clamp_probs(self.probs.expand(*shape))
         u = clamp_probs(ember.rand(shape, dtype=probs.dtype, device=probs.device))

@@ -2,6 +2,8 @@
 and its log (ExpRelaxedCategorical)."""
 from __future__ import annotations
 
+import ember
+
 from .. import Size
 from . import constraints
 from .categorical import Categorical
@@ -47,7 +49,6 @@ class ExpRelaxedCategorical(Distribution):
         return self._categorical.probs
 
     def rsample(self, sample_shape=Size()):
-        import ember
         shape = tuple(self._extended_shape(sample_shape))
         u = clamp_probs(ember.rand(shape, dtype=self.logits.dtype, device=self.logits.device))
         gumbels = -((-(u.log())).log())
@@ -55,7 +56,6 @@ class ExpRelaxedCategorical(Distribution):
         return scores - scores.logsumexp(-1, keepdim=True)
 
     def log_prob(self, value):
-        import ember
         if self._validate_args:
             self._validate_sample(value)
         K = self._categorical._num_events

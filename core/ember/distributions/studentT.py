@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import ember
 
 from .. import Size
 from . import constraints
@@ -20,7 +21,6 @@ class StudentT(Distribution):
 
     @property
     def mean(self):
-        import ember
         return ember.where(self.df <= 1, math.nan, self.loc)
 
     @property
@@ -29,7 +29,6 @@ class StudentT(Distribution):
 
     @property
     def variance(self):
-        import ember
         df = self.df
         finite = self.scale.pow(2) * df / (df - 2)
         return ember.where(df > 2, finite, ember.where(df > 1, math.inf, math.nan))

@@ -1,6 +1,8 @@
 """A base distribution pushed through a sequence of transforms (change of variables)."""
 from __future__ import annotations
 
+import ember
+
 from .. import Size
 from . import constraints
 from .distribution import Distribution
@@ -71,7 +73,6 @@ class TransformedDistribution(Distribution):
         return self.base_dist.has_rsample
 
     def sample(self, sample_shape=Size()):
-        import ember
         with ember.no_grad():
             x = self.base_dist.sample(sample_shape)
             for t in self.transforms:

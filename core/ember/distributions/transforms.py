@@ -7,11 +7,13 @@ import functools
 import math
 import operator
 from numbers import Number
+import ember
 
 from .. import Size
 from . import constraints
 from .utils import _sum_rightmost, broadcast_all, finfo, lazy_property, tril_matrix_to_vec, \
     vec_to_tril_matrix
+from ..runtime.layout import broadcast_shapes
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
            "CorrCholeskyTransform", "ExpTransform", "IndependentTransform",
@@ -22,7 +24,6 @@ __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform"
 
 
 def _em():
-    import ember
     return ember
 
 
@@ -45,7 +46,6 @@ def _pad_last(x, before, after, value):
 
 
 def _broadcast_shapes(*shapes):
-    from ..runtime.layout import broadcast_shapes
     return Size(broadcast_shapes(*[tuple(s) for s in shapes]))
 
 

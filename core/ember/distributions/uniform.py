@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from numbers import Number
+import ember
 
 from .. import Size
 from . import constraints
@@ -50,7 +51,6 @@ class Uniform(Distribution):
         return constraints.interval(self.low, self.high)
 
     def rsample(self, sample_shape=Size()):
-        import ember
         shape = self._extended_shape(sample_shape)
         rand = ember.rand(tuple(shape), dtype=self.low.dtype, device=self.low.device)
         return self.low + rand * (self.high - self.low)

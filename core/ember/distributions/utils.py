@@ -6,9 +6,11 @@ from functools import update_wrapper
 from numbers import Number
 
 import numpy as np
+import ember
 
 from .. import _dtype
 from .._tensor import Tensor
+from ..ops.nn.loss import binary_cross_entropy_with_logits_op
 
 __all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits",
            "lazy_property", "tril_matrix_to_vec", "vec_to_tril_matrix"]
@@ -42,7 +44,6 @@ def finfo(dtype) -> _FInfo:
 
 
 def _ember():
-    import ember
     return ember
 
 
@@ -150,5 +151,8 @@ def vec_to_tril_matrix(vec, diag=0):
 
 
 def _bce_with_logits(logits, target):
-    """Binary cross-entropy with logits, elementwise (the stable form)."""
-    return logits.clamp(min=0) - logits * target + (-logits.abs()).exp().log1p()
+    """Elementwise binary cross-entropy of logits: torch's ``binary_cross_entropy_with_logits(
+    reduction="none")``, the op whose gradient is ``sigmoid(x) - t`` (the stable composite
+    ``max(x, 0) - x t + log1p(exp(-|x|))`` takes other subgradients at a logit of exactly 0)."""
+    logits, target = broadcast_all(logits, target)
+    return binary_cross_entropy_with_logits_op(logits, target, None, None, 0)

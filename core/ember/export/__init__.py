@@ -14,6 +14,8 @@ import types
 from .._tensor import Tensor
 from ..dispatch.grad_mode import no_grad
 from ..compiler.capture import Capture
+from ..compiler import _encode_output, run_graph
+from ..nn.modules.module import Module
 
 __all__ = ["export", "ExportedProgram"]
 
@@ -31,7 +33,6 @@ class ExportedProgram:
         self.state_dict = dict(zip(self.constant_names, self.constants))
 
     def module(self):
-        from ..compiler import run_graph
         graph = self.graph
 
         def call(*args):
@@ -64,7 +65,6 @@ def _tensors(args):
 def export(mod, args, kwargs=None, *, strict=False, dynamic_shapes=None, grad=False):
     """Capture ``mod(*args, **kwargs)`` into an ``ExportedProgram`` (under ``no_grad`` unless
     ``grad=True``: an exported graph is an inference program, as torch.export's default)."""
-    from ..nn.modules.module import Module
     if not isinstance(args, tuple):
         raise TypeError(f"ember.export: expected args to be a tuple, got {type(args).__name__}")
     kwargs = kwargs or {}
@@ -80,7 +80,6 @@ def export(mod, args, kwargs=None, *, strict=False, dynamic_shapes=None, grad=Fa
     ctx = no_grad() if not grad else _Nothing()
     with ctx, Capture(inputs, fullgraph=True) as cap:
         out = mod(*args, **kwargs) if isinstance(mod, Module) else fn(*args, **kwargs)
-        from ..compiler import _encode_output
         cap.graph.output = _encode_output(cap, out)
     graph = cap.graph
     graph.input_layouts = [(t._stride, t._offset) for t in inputs]

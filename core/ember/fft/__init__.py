@@ -14,6 +14,7 @@ from .. import _dtype
 from .._tensor import Tensor
 from ..ops import fft as _prims
 from ..ops._util import _dtype_title, write_out
+from ..ops.factories import tensor
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
            "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq",
@@ -352,7 +353,6 @@ def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
 
 # -- helpers ------------------------------------------------------------------------------------
 def _freq(fname, values, n, d, out, dtype, device, requires_grad):
-    from ..ops.factories import tensor
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"{fname}(): argument 'n' must be int, not {type(n).__name__}")
     if n < 0:

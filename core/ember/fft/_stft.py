@@ -13,6 +13,8 @@ import warnings
 
 from .. import _dtype
 from .._tensor import Tensor
+from ..nn import functional as F
+from ..ops.factories import arange, ones
 
 
 def _window(fname, window, n_fft, win_length, like):
@@ -41,7 +43,6 @@ def _window(fname, window, n_fft, win_length, like):
 
 
 def _ones(n, like):
-    from ..ops.factories import ones
     return ones(n, dtype=like.dtype.to_real() if like.dtype.is_complex else like.dtype,
                 device=like.device)
 
@@ -86,7 +87,6 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     pad = n_fft // 2 if center else (
         (n_fft - (n_fft if win_length is None else win_length)) // 2 if align_to_window else 0)
     if pad:
-        from ..nn import functional as F
         x = F.pad(x.unsqueeze(1), (pad, pad), mode=pad_mode).squeeze(1)
     length = x.shape[-1]
     hop_length = n_fft // 4 if hop_length is None else hop_length
@@ -156,7 +156,6 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         frames = _fft.irfft(frames_spec, n=n_fft, dim=-1, norm=norm)
     frames = frames * win                           # (batch, n_frames, n_fft)
     expected = n_fft + hop_length * (n_frames - 1)
-    from ..ops.factories import arange
     pos = (arange(n_frames, device=spec.device).unsqueeze(1) * hop_length +
            arange(n_fft, device=spec.device)).reshape(-1)
     batch = frames.shape[0]

@@ -25,6 +25,11 @@ from ..utils._pytree import tree_flatten, tree_map, tree_unflatten
 from ..autograd import dual as _dual
 from ..dispatch import levels as _levels
 from ._batched import BatchedTensor, make_batched
+from ..autograd.record import gradient_edge
+from ..ops import _batching, _grad
+from ..ops.factories import eye
+from ..ops.views import movedim, reshape, slice_op, view_op
+from ._vmap import vmap
 
 _AG = K.AUTOGRAD
 
@@ -73,8 +78,6 @@ def _grad_input(x, vmap_layer):
     when there is an enclosing vmap (``x`` broadcast over its batch if it is not batched)."""
     if not isinstance(x, Tensor):
         raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
-    from ..ops import _batching
-    from ..ops.views import view_op
     if vmap_layer is not None and not (x.__class__ is BatchedTensor and
                                        x._level == vmap_layer.level):
         level = vmap_layer.level
@@ -100,7 +103,6 @@ def _grad_input(x, vmap_layer):
 
 def _grad_input_plain(t, vmap_layer):
     """A tangent broadcast over the batch of ``vmap_layer`` (it goes with a lifted input)."""
-    from ..ops import _batching
     with _levels.Ceiling(vmap_layer.level):
         return make_batched(_batching.materialize(t, None, vmap_layer.batch_size),
                             vmap_layer.level)
@@ -134,7 +136,6 @@ def _reaches_outside(outputs, inputs) -> bool:
 
 def _autograd_grad(outputs, inputs, cotangents, create_graph, retain_graph=True):
     """Gradients of ``outputs`` (with ``cotangents``) w.r.t. ``inputs``; None where unused."""
-    from ..autograd.record import gradient_edge
     pairs = [(o, g) for o, g in zip(outputs, cotangents) if o.requires_grad]
     if not pairs:
         return [None] * len(inputs)
@@ -160,7 +161,6 @@ def _strip(t, keep_graph):
 
 
 def _zeros_like(t):
-    from ..ops import _grad
     return _grad.zeros_like(t)
 
 
@@ -369,8 +369,6 @@ def linearize(func, *primals):
 def _basis(flat, numels, dtype_of):
     """The standard basis of the concatenated elements, split per tensor: tensor i gets
     (total, *shape_i) with the identity's columns for its elements."""
-    from ..ops.factories import eye
-    from ..ops.views import view_op, slice_op
     total = sum(numels)
     out = []
     start = 0
@@ -396,7 +394,6 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     vector-Jacobian product per output element, vmapped (``chunk_size`` at a time)."""
     if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size > 0):
         raise ValueError("jacrev: `chunk_size` should be greater than 0.")
-    from ._vmap import vmap
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -429,7 +426,6 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
 
 def _rows_to_jac(rows, start, n, out_shape):
-    from ..ops.views import reshape, slice_op
     part = slice_op(rows, 0, start, start + n, 1)
     return reshape(part, tuple(out_shape) + tuple(rows._shape[1:]))
 
@@ -438,7 +434,6 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error", chunk_size=Non
     """The Jacobian of ``func`` w.r.t. the arguments at ``argnums``, by forward mode: one
     Jacobian-vector product per input element, vmapped (``chunk_size`` at a time, an ember
     extension)."""
-    from ._vmap import vmap
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -481,7 +476,6 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error", chunk_size=Non
 
 
 def _cols_to_jac(cols, start, n, out_shape, in_shape):
-    from ..ops.views import movedim, reshape, slice_op
     part = slice_op(cols, 0, start, start + n, 1)
     part = movedim(part, 0, -1) if part.ndim > 1 else part
     return reshape(part, tuple(out_shape) + tuple(in_shape))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from .._tensor import Tensor
 from ..dispatch import keys as K
 from ..ops.views import permute_op
+from ..ops._util import as_shape
 
 _BATCHED = K.BATCHED
 _AG = K.AUTOGRAD
@@ -114,7 +115,6 @@ def _new_factory(name):
     """``x.new_zeros(size)`` & co. of a batched tensor: one new tensor per example (torch's
     batching rule), so library code can fill a fresh buffer with batched values."""
     def method(self, *size, **kwargs):
-        from ..ops._util import as_shape
         physical = getattr(self._value, name)
         if name == "new_full":
             shape, rest = as_shape((size[0],), name), size[1:]

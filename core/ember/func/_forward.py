@@ -20,6 +20,8 @@ from ..ops import views as _views
 from ..autograd import dual as _dual
 from ..dispatch import levels as _levels
 from ._calls import _decomposes, _positional
+from ..autograd.nodes import bind, validate
+from ._autodiff import vjp
 
 
 class JvpContext:
@@ -199,8 +201,6 @@ class _FormulaCtx:
 
 def transposed_jvp(op, d, args, out, tangents):
     """Σ_i J_i t_i, as the vjp of ``g -> backward(g)`` (which is J^T g) with cotangents t_i."""
-    from ..autograd.nodes import bind, validate
-    from ._autodiff import vjp
     spec = bind(op, d)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     diff_out = [k for k, o in enumerate(outs) if spec.diff_out[k] and isinstance(o, Tensor)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 
 from .._tensor import Tensor
+from ..dispatch.grad_mode import no_grad
+from ..ops.shape import stack
 
 
 def _get_owner(module, dotted):
@@ -139,8 +141,6 @@ def stack_module_state(models):
 
 
 def _stacked(tensors, name):
-    from ..ops.shape import stack
-    from ..dispatch.grad_mode import no_grad
     all_req = all(t.requires_grad for t in tensors)
     if not all_req and any(t.requires_grad for t in tensors):
         raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
@@ -165,6 +165,7 @@ def replace_all_batch_norm_modules_(root):
 
 def _is_batch_norm(module) -> bool:
     try:
+        # layering: ember.func stays below ember.nn
         from ..nn.modules.normalization import _BatchNorm
     except ImportError:  # moved: recognise it by what it holds
         _BatchNorm = None

@@ -8,6 +8,10 @@ from .._tensor import Tensor
 from ..utils._pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from ..dispatch import levels as _levels
 from ._batched import BatchedTensor, make_batched, move_bdim_to_front
+from ..ops import _batching
+from ..ops.shape import cat
+from ..ops.views import movedim, narrow
+from ..runtime.registry import registry
 
 RANDOMNESS = ("error", "different", "same")
 
@@ -145,8 +149,6 @@ def _unwrap_one(name, out, out_dim, layer):
     if not isinstance(out, Tensor):
         raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type "
                          f"{type(out)}. Did you mean to set out_dims= to None for output?")
-    from ..ops import _batching
-    from ..ops.views import movedim
     if batched:
         value = out._value
     else:  # the same for every example: broadcast over the batch
@@ -164,8 +166,6 @@ def _unwrap_one(name, out, out_dim, layer):
 
 # -- chunks -------------------------------------------------------------------------------------
 def _chunked(func, size, flat_dims, flat_args, spec, out_dims, randomness, kwargs, chunk_size):
-    from ..ops.shape import cat
-    from ..ops.views import narrow
     states = _rng_states() if randomness == "same" else None
     results = []
     for start in range(0, size, chunk_size):
@@ -189,7 +189,6 @@ def _chunked(func, size, flat_dims, flat_args, spec, out_dims, randomness, kwarg
 
 def _rng_states():
     """The default generators' states, so each chunk draws the same numbers ('same')."""
-    from ..runtime.registry import registry
     states = []
     for name in registry.names():
         backend = registry.loaded(name)

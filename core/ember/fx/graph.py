@@ -10,13 +10,18 @@ temporaries are freed as early as eagerly."""
 from __future__ import annotations
 
 import builtins
+import importlib
 import inspect
 import keyword
 import math
+import math as math_mod
 import operator
+import operator as op_mod
 import re
+import ember
 
 from .node import Node, _format_arg, _target_repr, map_arg
+from . import _public
 
 __all__ = ["Graph", "PythonCode"]
 
@@ -299,7 +304,7 @@ class Graph:
                  _format_arg(n.args), _format_arg(n.kwargs)] for n in self.nodes]
         headers = ["opcode", "name", "target", "args", "kwargs"]
         try:
-            from tabulate import tabulate
+            from tabulate import tabulate  # optional: tabulate
             print(tabulate(rows, headers=headers))
         except ImportError:
             print(_simple_table(rows, headers))
@@ -327,8 +332,6 @@ def _simple_table(rows, headers):
 def _public_name(fn):
     """``ember.relu``-style dotted name of a function reachable from ember's public namespaces
     (or from its own module), else None."""
-    import importlib
-    from . import _public
     hit = _public.lookup(fn)
     if hit is not None:
         return hit
@@ -349,9 +352,6 @@ class _CodeGen:
         self.node_names = {n.name for n in graph.nodes}
         self.globals = {"inf": math.inf, "nan": math.nan, "NoneType": type(None)}
         self.names = {}
-        import ember
-        import operator as op_mod
-        import math as math_mod
         self.globals.update(ember=ember, operator=op_mod, math=math_mod,
                             device=ember.device)
 
@@ -399,7 +399,6 @@ class _CodeGen:
             return repr(a)
         if a is Ellipsis:
             return "..."
-        import ember
         if isinstance(a, ember.dtype):
             return f"ember.{a.name}" if getattr(ember, a.name, None) is a else \
                 self.add_global(a, "dtype")

@@ -15,6 +15,8 @@ import itertools
 
 from ..nn.modules.module import Module
 from .graph import Graph
+from .._tensor import Tensor
+from ..nn.parameter import Parameter
 
 __all__ = ["GraphModule"]
 
@@ -33,8 +35,6 @@ def _copy_attr(from_module, to_module, target):
             setattr(to_module, item, t)
         from_module, to_module = f, t
     orig = getattr(from_module, field)
-    from .._tensor import Tensor
-    from ..nn.parameter import Parameter
     if isinstance(orig, Tensor) and not isinstance(orig, Parameter) and \
             field in getattr(from_module, "_buffers", {}):
         to_module.register_buffer(field, orig)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import builtins
 import types
 
+from . import _public
+
 __all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target"]
 
 Argument = object
@@ -233,7 +235,6 @@ def _target_repr(target):
     if isinstance(target, (types.BuiltinFunctionType, types.FunctionType)) and \
             getattr(builtins, target.__name__, None) is target:
         return target.__name__
-    from . import _public
     public = _public.lookup(target)
     if public is not None:
         return public

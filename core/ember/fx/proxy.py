@@ -11,6 +11,8 @@ from __future__ import annotations
 import dis
 import operator
 import sys
+import traceback
+import ember
 
 from .node import Node
 
@@ -71,7 +73,6 @@ class TracerBase:
                          self.create_arg(a.step))
         if a is None or a is Ellipsis or isinstance(a, (bool, int, float, complex, str, bytes)):
             return a
-        import ember
         if isinstance(a, (ember.dtype, ember.device)) or callable(a):
             return a
         raise NotImplementedError(f"argument of type: {type(a)}")
@@ -90,7 +91,6 @@ class TracerBase:
 
 
 def _user_stack():
-    import traceback
     frames = [f for f in traceback.extract_stack()
               if "/ember/fx/" not in f.filename.replace("\\", "/")]
     return "".join(traceback.format_list(frames[-1:]))
@@ -101,7 +101,7 @@ class Proxy:
 
     def __init__(self, node, tracer=None):
         if tracer is None:
-            from .tracer import GraphAppendingTracer
+            from .tracer import GraphAppendingTracer  # cycle: ember.fx.tracer
             tracer = GraphAppendingTracer(node.graph)
         self.tracer = tracer
         self.node = node

@@ -25,6 +25,12 @@ import threading
 
 from .graph import Graph
 from .proxy import Proxy, TracerBase
+from . import _public
+from .._tensor import Tensor
+from ..nn.modules.container import ModuleDict, ModuleList, Sequential
+from ..nn.modules.module import Module
+from ..nn.parameter import Parameter
+from .graph_module import GraphModule
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "PH", "GraphAppendingTracer"]
 
@@ -154,7 +160,6 @@ class Tracer(TracerBase):
     # -- what is a leaf -------------------------------------------------------------------------
     def is_leaf_module(self, m, module_qualified_name):
         """ember's own layers are leaves; containers and user modules are traced through."""
-        from ..nn.modules.container import ModuleDict, ModuleList, Sequential
         return type(m).__module__.startswith("ember.nn") and \
             not isinstance(m, (Sequential, ModuleList, ModuleDict))
 
@@ -177,7 +182,6 @@ class Tracer(TracerBase):
 
     def getattr(self, attr, attr_val, parameter_proxy_cache):
         """A parameter read from a module: a ``get_attr`` proxy (one per parameter)."""
-        from ..nn.parameter import Parameter
         if isinstance(attr_val, Parameter):
             for n, p in self.root.named_parameters():
                 if attr_val is p:
@@ -187,9 +191,6 @@ class Tracer(TracerBase):
         return attr_val
 
     def create_arg(self, a):
-        from .._tensor import Tensor
-        from ..nn.modules.module import Module
-        from ..nn.parameter import Parameter
         if isinstance(a, Parameter):
             for n, p in self.root.named_parameters():
                 if a is p:
@@ -216,7 +217,6 @@ class Tracer(TracerBase):
     # -- tracing --------------------------------------------------------------------------------
     def trace(self, root, concrete_args=None):
         """The ``Graph`` of ``root`` (a module's ``forward``, or a function)."""
-        from ..nn.modules.module import Module
         if isinstance(root, Module):
             self.root = root
             fn = type(root).forward
@@ -281,9 +281,6 @@ class Tracer(TracerBase):
         return args
 
     def _patch(self, patcher, root, fn):
-        from .._tensor import Tensor
-        from ..nn.modules.module import Module
-        from . import _public
         tracer = self
         original_call = Module.__call__
         original_getattr = Module.__getattr__
@@ -366,10 +363,8 @@ class GraphAppendingTracer(TracerBase):
 
 def symbolic_trace(root, concrete_args=None):
     """The ``GraphModule`` of ``root`` (a module or function) traced with proxies."""
-    from .graph_module import GraphModule
     tracer = Tracer()
     graph = tracer.trace(root, concrete_args)
-    from ..nn.modules.module import Module
     name = root.__class__.__name__ if isinstance(root, Module) else root.__name__
     return GraphModule(tracer.root, graph, name)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from ..autograd import anomaly
 from ..dispatch import keys as _keys
@@ -61,7 +62,6 @@ def _executor():
     if pool is None:
         with _lock:
             if _pool is None:
-                from concurrent.futures import ThreadPoolExecutor
                 _pool = ThreadPoolExecutor(max_workers=get_num_interop_threads(),
                                            thread_name_prefix="ember-interop")
                 _fixed = True
@@ -82,6 +82,7 @@ class _BlasLimit:
         with self.lock:
             if self.running == 0 and get_num_interop_threads() > 1:
                 if self.controller is None:
+                    # start-up: threadpoolctl, first use only
                     from threadpoolctl import ThreadpoolController
                     self.controller = ThreadpoolController()
                 self.limited = self.controller.limit(limits=1, user_api="blas")

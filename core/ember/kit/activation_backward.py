@@ -1,9 +1,10 @@
 """Kernels of the fused activation backward ops (``ember.ops.elementwise.backward``).
 
-``threshold_backward`` keeps the gradient unless ``self <= threshold`` by AND-ing its bits with an
-all-ones/all-zeros mask: exact (+0.0 elsewhere, even for inf/NaN gradients, as PyTorch's
-select) and free of the data-dependent branch that ``where`` takes per element (a branch
-mispredicted on half the elements of a relu mask costs ~10x here).
+``threshold_backward`` zeroes the gradient where ``self <= threshold`` (a NaN ``self`` keeps it,
+as PyTorch's) by AND-ing its bits with an all-ones/all-zeros mask: exact (+0.0 elsewhere, even
+for inf/NaN gradients, as PyTorch's select) and free of the data-dependent branch that
+``where`` takes per element (a branch mispredicted on half the elements of a relu mask costs
+~10x here).
 """
 from __future__ import annotations
 
@@ -15,12 +16,10 @@ _UINT = {2: "uint16", 4: "uint32", 8: "uint64"}
 def threshold_backward(be, grad_output, self, threshold):
     xp = be.xp
     g, x = be.native(grad_output), be.native(self)
-    # not (self <= threshold), PyTorch's rule: a NaN self keeps its gradient
-    keep = xp.less_equal(x, threshold, out=xp.empty(x.shape, dtype=bool))
-    xp.logical_not(keep, out=keep)
+    drop = xp.less_equal(x, threshold, out=xp.empty(x.shape, dtype=bool))
     ut = xp.dtype(_UINT[g.dtype.itemsize])
-    mask = keep.view(xp.uint8).astype(ut)
-    xp.negative(mask, out=mask)                              # 0 -> 0, 1 -> all ones
+    mask = drop.view(xp.uint8).astype(ut)
+    mask -= 1                                                # 1 -> 0, 0 -> all ones
     gc = g if g.flags.c_contiguous else g.copy()  # (ascontiguousarray would make 0-d 1-d)
     xp.bitwise_and(mask, gc.view(ut), out=mask)
     return be.wrap(mask.view(g.dtype), grad_output.device)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
+import numpy
 
 from .binding import bind
 from .linalg import HALF
@@ -49,7 +51,6 @@ def _executor(n):
     global _pool
     with _pool_lock:
         if _pool is None or _pool[0] != os.getpid() or _pool[1]._max_workers < n:
-            from concurrent.futures import ThreadPoolExecutor
             _pool = (os.getpid(), ThreadPoolExecutor(n, thread_name_prefix="ember-attention"))
         return _pool[1]
 
@@ -69,6 +70,7 @@ class _OneBlasThread:
         with self._lock:
             if self._controller is None:
                 try:
+                    # start-up: threadpoolctl, first use only
                     from threadpoolctl import ThreadpoolController
                     self._controller = ThreadpoolController()
                 except ImportError:
@@ -93,7 +95,6 @@ _one_blas_thread = _OneBlasThread()
 def _run(xp, work, chunks):
     """``work(bs, hs)`` for every chunk: on worker threads for numpy, else in turn."""
     chunks = list(chunks)
-    import numpy
     if xp is not numpy:
         for c in chunks:
             work(*c)
@@ -109,7 +110,6 @@ def _run(xp, work, chunks):
 
 
 def _quiet(work, *chunk):
-    import numpy
     with numpy.errstate(all="ignore"):  # errstate is per thread
         work(*chunk)
 

@@ -3,6 +3,8 @@ space, one vectorised step per time step over (batch, extended-target position);
 log-sums ``alpha + beta`` per label with ``maximum.at`` and ``add.at`` (methods cupy has too)."""
 from __future__ import annotations
 
+import contextlib
+
 from .binding import bind
 
 
@@ -28,7 +30,6 @@ def _lse(xp, *terms):
 
 
 def _quiet(xp):
-    import contextlib
     errstate = getattr(xp, "errstate", None)
     return errstate(all="ignore") if errstate is not None else contextlib.nullcontext()
 

@@ -2,6 +2,7 @@
 product), in row chunks that keep the (chunk, R, M) difference block near 4 M elements."""
 from __future__ import annotations
 
+import contextlib
 import math
 
 from .binding import bind
@@ -70,7 +71,6 @@ def cdist_backward(be, grad, x1, x2, p, cdist):
 
 
 def _null():
-    import contextlib
     return contextlib.nullcontext()
 
 

@@ -6,6 +6,7 @@ scatters ``grad * weight`` into the input (one ``bincount`` per call) and sums
 multipliers of unnormalize, clip and reflection)."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 from ..ops.grid_sampling import BICUBIC, BILINEAR, BORDER, CUBIC_A, NEAREST, REFLECTION
@@ -130,7 +131,6 @@ def _linear_index(xp, pos, sizes):
 
 
 def _quiet(xp):
-    import contextlib
     errstate = getattr(xp, "errstate", None)
     return errstate(all="ignore") if errstate is not None else contextlib.nullcontext()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array_backend import ArrayBackend
+from .array_backend import ArrayBackend, ieee_caller
 
 
 class on_host:  # noqa: N801 - used like a function: bind(on_host(backend), TABLE)
@@ -24,7 +24,7 @@ class on_host:  # noqa: N801 - used like a function: bind(on_host(backend), TABL
 
     @property
     def special(self):
-        import scipy.special
+        import scipy.special  # start-up: scipy.special (~350 ms)
         return scipy.special
 
     def native(self, t):
@@ -43,7 +43,6 @@ class on_host:  # noqa: N801 - used like a function: bind(on_host(backend), TABL
 
 
 def _numpy_ieee():
-    from .array_backend import ieee_caller
     return ieee_caller(np)
 
 

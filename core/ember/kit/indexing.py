@@ -113,7 +113,7 @@ def _add_rows_into_zeros(xp, out, i, s):
     if xp.__name__ != "numpy" or out.dtype.kind != "f" or i.ndim != 1 or i.size < 64 or \
             out.ndim < 1 or not out.flags.c_contiguous or out.any():
         return False
-    import scipy.sparse as sparse
+    import scipy.sparse as sparse  # start-up: scipy.sparse (~200 ms)
     rows = s.reshape(i.size, -1)
     pick = sparse.csr_matrix((xp.ones(i.size, out.dtype), (i, xp.arange(i.size))),
                              shape=(out.shape[0], i.size))

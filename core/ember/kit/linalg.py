@@ -55,7 +55,7 @@ def svdvals(be, A):
     try:
         s = xp.linalg.svd(x, compute_uv=False)
     except xp.linalg.LinAlgError:  # numpy's bare "SVD did not converge"
-        from .linalg_lapack import _converge_error
+        from .linalg_lapack import _converge_error  # start-up: kit.linalg_lapack (~70 ms)
         raise _converge_error("linalg.svdvals", "singular values") from None
     return _result(be, s, real, A.device)
 

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.linalg._rules import LinAlgError
+
 
 def _lapack(name, a):
     """The LAPACK routine ``name`` (getrf, ...) for the dtype of ``a``."""
-    import scipy.linalg
+    import scipy.linalg  # start-up: scipy.linalg (~400 ms)
     return scipy.linalg.get_lapack_funcs((name,), (a,))[0]
 
 
 def _blas(name, a):
-    import scipy.linalg
+    import scipy.linalg  # start-up: scipy.linalg (~400 ms)
     return scipy.linalg.get_blas_funcs((name,), (a,))[0]
 
 
@@ -56,7 +58,6 @@ def _mats(a):
 
 
 def _converge_error(api, what):
-    from ..ops.linalg._rules import LinAlgError
     return LinAlgError(f"{api}: The algorithm failed to converge because the input matrix is "
                        f"ill-conditioned or has too many repeated {what} (error code: 1).")
 
@@ -477,7 +478,7 @@ def householder_product(be, A, tau):
 
 
 def matrix_exp(be, A):
-    import scipy.linalg
+    import scipy.linalg  # start-up: scipy.linalg (~400 ms)
     a = be.native(A)
     if a.size == 0:
         return _out(be, np.zeros(a.shape, dtype=a.dtype), a.dtype, A.device)

@@ -51,8 +51,10 @@ def nll_loss_backward(be, grad_output, self, target, weight, reduction, ignore_i
     if reduction == 1:
         val = be.ieee(xp.true_divide, val, be.native(total_weight))
     out = xp.zeros(self.shape, dtype=dt)
-    keep = be.native(target) != ignore_index       # ignored rows stay 0 (even over a 0 total)
-    out[rows[keep], safe[keep]] = val[keep]
+    # ignored rows stay 0 (even over a 0 total), without boolean-mask indexing: its output
+    # size is a host read on a device
+    keep = be.native(target) != ignore_index
+    out[rows, safe] = xp.where(keep, val, xp.zeros((), dtype=val.dtype))
     return be.wrap(out, self.device)
 
 

@@ -3,8 +3,11 @@
 elementwise kit's kernels, so they are one row each here."""
 from __future__ import annotations
 
+import numpy as np
+
 from .binding import bind, bind_with
 from .elementwise import binary, helper, special_fn, unary, unary_
+from .host import on_host
 
 
 def _sinc(be, x):
@@ -16,7 +19,11 @@ def _entr(be, x):
 
 
 def _airy_ai(be, x):
-    return be.special.airy(x)[0]          # (Ai, Ai', Bi, Bi')
+    """Ai, the first of scipy's four Airy outputs (nan at +-inf, as torch's). cupyx.scipy.special
+    has no Airy function: a device backend's values take it on the host."""
+    if be.xp is np:
+        return be.special.airy(x)[0]
+    return be._from_host(on_host(be).special.airy(be._to_host(x))[0])
 
 
 #: op name -> the function it applies (resolved per backend by ``register``)

@@ -11,6 +11,7 @@ not provided.
 from __future__ import annotations
 
 import math
+import ember
 
 from .. import _dtype
 from .._tensor import Tensor
@@ -23,7 +24,6 @@ _SMALL_INTS = (_dtype.uint8, _dtype.bool_, _dtype.int8, _dtype.int16, _dtype.int
 
 
 def _ember():
-    import ember
     return ember
 
 

@@ -6,6 +6,7 @@ from .._tensor import Tensor
 from ..dispatch.grad_mode import no_grad
 from ..ops._util import torch_function
 from ..ops.distances import pdist
+from ..ops.views import broadcast_tensors
 
 __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
 
@@ -28,7 +29,6 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         if not isinstance(t, Tensor):
             raise TypeError(f"cosine_similarity(): argument '{name}' must be Tensor, not "
                             f"{type(t).__name__}")
-    from ..ops.views import broadcast_tensors
     if not x1.is_floating_point():
         x1 = x1.float()
     if not x2.is_floating_point():

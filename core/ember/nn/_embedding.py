@@ -13,6 +13,8 @@ from ..ops._util import every_example, require_tensor, torch_function
 from ..ops.elementwise import where
 from ..ops.embedding_bag import embedding_bag, embedding_bag_outputs, embedding_renorm_
 from ..runtime.backend import Backend
+from ..ops.indexing import index_select, one_hot as _one_hot
+from ..ops.sorting import unique
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -59,14 +61,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             f"index out of range in self (embedding of {num} rows got index {{value}})")
     if max_norm is not None:
         embedding_renorm_(weight, flat, max_norm, norm_type)
-    from ..ops.indexing import index_select
     out = index_select(weight, 0, flat)
     if out.requires_grad and (padding_idx is not None or scale_grad_by_freq):
         # same values, altered gradient: d(out)/d(rows) becomes 0 at padding rows, or 1/count
         frozen = out.detach()
         factor = None
         if scale_grad_by_freq:
-            from ..ops.sorting import unique
             _, inv, counts = unique(flat, return_inverse=True, return_counts=True)
             factor = (1.0 / counts.to(weight.dtype)).index_select(0, inv)
         if padding_idx is not None:
@@ -86,7 +86,6 @@ def _torch_embedding_renorm_(input, indices, max_norm, norm_type):
 
 
 def one_hot(tensor, num_classes=-1):
-    from ..ops.indexing import one_hot as _one_hot
     return _one_hot(tensor, num_classes)
 
 

@@ -16,6 +16,9 @@ import math
 from .. import _dtype
 from .._tensor import Tensor
 from ._pool import _pool_tuple
+from ..ops.factories import arange, full, tensor
+from ..ops.random import rand
+from ..ops.shape import cat
 
 __all__ = ["fractional_max_pool2d", "fractional_max_pool3d",
            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices"]
@@ -25,7 +28,6 @@ _SAMPLE_OF_DIM = {2: (1, 0), 3: (0, 1, 2)}
 
 def _intervals(u, in_size, out_size, k):
     """Window starts (int64, [..., out_size]) for per-plane samples ``u`` ([...])."""
-    from .. import arange, cat, full, tensor
     last = full(tuple(u.shape) + (1,), in_size - k, dtype=_dtype.int64, device=u.device)
     if out_size == 1:
         return last
@@ -37,7 +39,6 @@ def _intervals(u, in_size, out_size, k):
 
 
 def _fractional(op, nsp, input, kernel_size, output_size, output_ratio, samples):
-    from .. import rand
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if input.ndim not in (nsp + 1, nsp + 2):
@@ -77,7 +78,6 @@ def _fractional(op, nsp, input, kernel_size, output_size, output_ratio, samples)
         samples = samples[:batch]
     starts = [_intervals(samples[..., _SAMPLE_OF_DIM[nsp][d]].to(x.dtype), spatial[d], out[d],
                          k[d]) for d in range(nsp)]
-    from .. import arange
     windows = x
     for d in range(nsp):
         # rows of dimension d: every window's k[d] positions, gathered along that dimension

@@ -1,8 +1,10 @@
-"""Loss functions, written in ember ops (PyTorch's formulas, reductions and argument errors).
+"""Loss functions (PyTorch's formulas, reductions and argument errors).
 
-Every loss composes differentiable ops, so autograd gives its gradient with no formula of its
-own. The numerically delicate ones use the stable forms PyTorch uses: cross-entropy goes through
-``log_softmax``, BCE-with-logits through ``softplus(-x)``, BCE clamps its logs at -100, and
+Where torch's loss is an op with a derivative of its own (nll_loss, binary_cross_entropy and
+binary_cross_entropy_with_logits), ember calls the op of the same name (``ops/nn/loss.py``), so
+the gradients at the kinks are torch's; the rest compose differentiable ops as torch's Python
+and composite-implicit code does. The numerically delicate ones use the stable forms PyTorch
+uses: cross-entropy goes through ``log_softmax``, BCE clamps its logs at -100, and
 KL-divergence uses ``xlogy`` so zero targets contribute zero.
 """
 from __future__ import annotations
@@ -131,8 +133,10 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         return _pointwise("smooth_l1_loss", input, target, reduction, None, lambda d: d.abs())
 
     def piece(d):
+        # the square of d, not of |d|: its second derivative is 1/beta at d = 0 too (torch's
+        # smooth_l1_loss_double_backward), where |d|'s subgradient 0 would zero it
         z = d.abs()
-        return _ew.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
+        return _ew.where(z < beta, 0.5 * d * d / beta, z - 0.5 * beta)
     return _pointwise("smooth_l1_loss", input, target, reduction, None, piece)
 
 
@@ -142,8 +146,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
 
     def piece(d):
-        z = d.abs()
-        return _ew.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
+        z = d.abs()   # the square of d, not of |d|, as in smooth_l1_loss
+        return _ew.where(z < delta, 0.5 * d * d, delta * (z - 0.5 * delta))
     return _pointwise("huber_loss", input, target, reduction, weight, piece, weight_mean="mean")
 
 
@@ -318,13 +322,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if input.numel() and bool(every_example((input < 0) | (input > 1)).any().item()):
         raise RuntimeError(f"all elements of input should be between 0 and 1 ({op}: input of "
                            f"size {list(input._shape)})")
-    # PyTorch clamps the logs at -100 so that a confident wrong answer costs 100, not inf
-    log_x = _ew.clamp(input.log(), min=-100)
-    log_1mx = _ew.clamp((1 - input).log(), min=-100)
-    loss = -(target * log_x + (1 - target) * log_1mx)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    # one op with PyTorch's derivative (ops/nn/loss.py): its logs clamped at -100, its gradient
+    # (x - t) / max(x (1 - x), 1e-12), so a probability of exactly 0 or 1 differentiates as there
+    return _nn_loss.binary_cross_entropy_op(input, target, weight, _nn_loss.REDUCTIONS[reduction])
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -336,15 +336,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
     _floating(op, input)
-    # softplus(-x) = -log(sigmoid(x)), without overflow for either sign of x
-    neg_log_sig = _ew.softplus(-input)
-    if pos_weight is not None:
-        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * neg_log_sig
-    else:
-        loss = (1 - target) * input + neg_log_sig
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    # one op with PyTorch's derivative, sigmoid(x) - t (ops/nn/loss.py): the stable forward's
+    # max(x, 0) and |x| have kinks at 0 whose subgradients would not add up to it
+    return _nn_loss.binary_cross_entropy_with_logits_op(input, target, weight, pos_weight,
+                                                        _nn_loss.REDUCTIONS[reduction])
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):

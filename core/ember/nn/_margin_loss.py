@@ -4,7 +4,7 @@ written in ember ops with PyTorch's formulas (so every backend runs it and autog
 through it), with the ``torch.*`` native forms (``reduction`` as the enum 0/1/2)."""
 from __future__ import annotations
 
-from ..ops import elementwise as _ew
+from ..ops import elementwise as _ew, factories as _fac
 from ..ops._util import torch_function
 from ._distance import pairwise_distance
 from ._loss import _reduce, _reduction, reduction_from_enum
@@ -54,7 +54,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
         raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with "
                            f"sizes {list(input1.shape)} and {list(input2.shape)}.")
     dim = input1.ndim - 1
-    eps = 1e-12
+    eps = 9.999999960041972e-13   # PyTorch's EPSILON, the float 1e-12
     prod = (input1 * input2).sum(dim)
     mag1 = (input1 * input1).sum(dim) + eps
     mag2 = (input2 * input2).sum(dim) + eps
@@ -75,7 +75,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction="mean"):
     """Per-class logistic losses, averaged over the classes (the last dim)."""
-    from .functional import logsigmoid
+    from .functional import logsigmoid  # cycle: ember.nn.functional
     _tensors("multilabel_soft_margin_loss", input=input, target=target)
     reduction = _reduction(reduction, size_average, reduce)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
@@ -89,7 +89,6 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 def _targets_mask(input, target):
     """(valid targets per position, is-target mask per class) of a multilabel target: the
     class indices up to the first -1."""
-    from ..ops import factories as _fac
     valid = target.ge(0).to(input.dtype).cumprod(-1).bool()
     safe = target.clamp_min(0)
     is_target = _fac.zeros(input.shape, dtype=input.dtype, device=input.device)
@@ -110,7 +109,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     c = x.shape[-1]
     valid, safe, is_target = _targets_mask(x, y)
     xy = x.gather(-1, safe)                                   # (N, J)
-    hinge = (1 - xy.unsqueeze(-1) + x.unsqueeze(-2)).clamp_min(0)  # (N, J, C)
+    # relu, not clamp_min(0): a hinge exactly at 0 passes no gradient (torch's kernel: z > 0)
+    hinge = (1 - xy.unsqueeze(-1) + x.unsqueeze(-2)).relu()  # (N, J, C)
     keep = valid.unsqueeze(-1).logical_and(is_target.logical_not().unsqueeze(-2))
     loss = (hinge * keep).sum((-1, -2)) / c
     if input.ndim < 2:
@@ -134,12 +134,11 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                            f"for input of size: {list(input.shape)}")
     c = x.shape[1]
     xy = x.gather(1, y.unsqueeze(1))
-    z = (margin - xy + x).clamp_min(0)
+    z = (margin - xy + x).relu()   # a hinge at 0 passes no gradient (torch's kernel: z > 0)
     if p == 2:
         z = z * z
     if weight is not None:
         z = z * weight.index_select(0, y).unsqueeze(1)
-    from ..ops import factories as _fac
     others = _fac.arange(c, device=x.device).unsqueeze(0).ne(y.unsqueeze(1))
     z = z * others
     loss = z.sum(1) / c

@@ -7,11 +7,12 @@ the running statistics) are registered beside them."""
 from __future__ import annotations
 
 from ..dispatch.grad_mode import no_grad
-from ..ops import elementwise as _ew
+from ..ops import elementwise as _ew, factories as _fac
 from ..ops import linalg as _la
 from ..ops import nn as _nn_ops
 from ..ops import reduction as _red
 from ..ops._util import require_tensor, torch_function
+from ..ops.shape import cat
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm", "normalize", "instance_norm",
            "local_response_norm"]
@@ -167,7 +168,6 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 def _channel_window_sum(sq, before, after):
     """Sum over channels c - before .. c + after (zero beyond the edges) of ``sq``."""
-    from ..ops.shape import cat
     c = sq.shape[1]
     shape = list(sq.shape)
     parts = []
@@ -207,7 +207,6 @@ def cross_map_lrn2d(input, size, alpha=1e-4, beta=0.75, k=1.0):
     require_tensor(input, "CrossMapLRN2d")
     if input.ndim != 4:
         raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.ndim}D instead.")
-    from ..ops import factories as _fac
     c = input.shape[1]
     pre_pad = int((size - 1) / 2 + 1)
     sq = input * input

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import math
 import warnings
+import numpy as np
 
 from .._tensor import Tensor
 from ..dispatch.grad_mode import no_grad
+from ..ops.factories import eye as identity_matrix, from_numpy
+from ..ops.random import randperm
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
@@ -114,9 +117,9 @@ def eye_(tensor):
     _check(tensor, "eye_")
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    from ..ops.factories import eye
     with no_grad():
-        return tensor.copy_(eye(*tensor._shape, dtype=tensor.dtype, device=tensor.device))
+        return tensor.copy_(identity_matrix(*tensor._shape, dtype=tensor.dtype,
+                                            device=tensor.device))
 
 
 def dirac_(tensor, groups=1):
@@ -180,8 +183,6 @@ def orthogonal_(tensor, gain=1, generator=None):
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
-    import numpy as np
-    from ..ops.factories import from_numpy
     rows = tensor._shape[0]
     cols = tensor.numel() // rows
     with no_grad():
@@ -202,7 +203,6 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     _check(tensor, "sparse_")
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    from ..ops.random import randperm
     rows, cols = tensor._shape
     num_zeros = int(math.ceil(sparsity * rows))
     with no_grad():

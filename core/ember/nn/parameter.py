@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ..autograd.graph import alias
+from .._tensor_str import tensor_repr
+from ..dispatch.grad_mode import no_grad
+from ..ops.factories import empty, from_numpy
 
 
 class Parameter(Tensor):
@@ -15,7 +18,6 @@ class Parameter(Tensor):
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
-            from ..ops.factories import empty
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): data must be a Tensor, got {type(data).__name__}")
@@ -29,7 +31,6 @@ class Parameter(Tensor):
         pass  # everything happens in __new__ (Tensor has no __init__ to chain to)
 
     def __repr__(self, *, tensor_contents=None):
-        from .._tensor_str import tensor_repr
         return "Parameter containing:\n" + tensor_repr(self, "tensor(", tensor_contents)
 
     __str__ = __repr__
@@ -47,7 +48,6 @@ class Parameter(Tensor):
 
 
 def _rebuild_parameter(array, device, requires_grad):
-    from ..ops.factories import from_numpy
     return Parameter(from_numpy(array).to(device), requires_grad)
 
 
@@ -59,15 +59,12 @@ class UninitializedParameter(Parameter):
     cls_to_become = Parameter
 
     def __new__(cls, requires_grad=True, device=None, dtype=None):
-        from ..ops.factories import empty
         return super().__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
 
     def __init__(self, requires_grad=True, device=None, dtype=None):
         pass
 
     def materialize(self, shape, device=None, dtype=None):
-        from ..dispatch.grad_mode import no_grad
-        from ..ops.factories import empty
         with no_grad():
             self.data = empty(tuple(shape), device=device or self.device,
                               dtype=dtype or self.dtype)

@@ -23,6 +23,13 @@ import numpy as np
 
 from . import errors
 from .errors import OnnxExporterError, UnsupportedOperatorError
+from ..utils._pytree import leaves_of_type
+from .._tensor import Tensor
+from ..compiler import dynamic
+from ..compiler.graph import Ref
+from ..export import export as capture
+from ..nn.modules.module import Module
+from ..ops.shape import cat
 
 __all__ = ["export", "errors", "OnnxExporterError", "UnsupportedOperatorError"]
 
@@ -33,7 +40,7 @@ class Builder:
     """Collects ONNX nodes and initializers while the graph is translated."""
 
     def __init__(self, opset, fold):
-        import onnx
+        import onnx  # optional: onnx (ember[onnx])
         self.onnx = onnx
         self.helper = onnx.helper
         self.opset = opset
@@ -67,7 +74,7 @@ class Builder:
     def constant_of_shape(self, shape, value, dtype):
         """A ``ConstantOfShape`` node: the int64 value ``shape`` filled with ``value`` of
         numpy ``dtype``."""
-        from onnx import numpy_helper
+        from onnx import numpy_helper  # optional: onnx (ember[onnx])
         fill = numpy_helper.from_array(np.asarray([value], dtype=dtype))
         return self.op("ConstantOfShape", [shape], value=fill)
 
@@ -79,9 +86,8 @@ def export(model, args, f, export_params=True, verbose=False, training=None,
            export_modules_as_functions=False, **unused):
     """``torch.onnx.export``'s signature: trace ``model(*args)`` and write the ONNX model to
     ``f`` (a path or a binary file object). Returns None, as torch's does."""
-    from ..export import export as capture
-    from ..nn.modules.module import Module
-    from .symbolics import translate
+    from .symbolics import translate  # start-up: ~2 ms, exports only
+    # optional: onnx (ember[onnx])
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -188,9 +194,6 @@ def _generalize(program, model, args, input_names, dynamic_axes, capture):
     """(graph with ``SymInt``s where ints follow a dynamic input axis, the second capture's
     graph) — from capturing the model again with each dynamic axis at another size — or None
     when there are no dynamic input axes or the two captures can't be reconciled."""
-    from .._tensor import Tensor
-    from ..compiler import dynamic
-    from ..ops.shape import cat
     inputs = list(program.example_inputs)
     axes = [(i, d, label) for i, name in enumerate(input_names[:len(inputs)])
             for d, label in dynamic_axes.get(name, {}).items()]
@@ -247,14 +250,7 @@ def _normalise_axes(dynamic_axes):
 
 
 def _flat_refs(x):
-    from ..compiler.graph import Ref
-    if isinstance(x, Ref):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [r for v in x for r in _flat_refs(v)]
-    if isinstance(x, dict):
-        return [r for v in x.values() for r in _flat_refs(v)]
-    return []
+    return leaves_of_type(x, Ref)
 
 
 def _ref_meta(graph, ref, inputs):
@@ -276,7 +272,7 @@ def _value_info(helper, TensorProto, name, meta, dyn):
 
 
 def onnx_dtype(dtype):
-    from onnx import helper
+    from onnx import helper  # optional: onnx (ember[onnx])
     return helper.np_dtype_to_tensor_dtype(np.dtype(dtype.np)) if dtype.np is not None else \
         _unsupported_dtype(dtype)
 

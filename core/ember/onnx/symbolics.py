@@ -13,6 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import OnnxExporterError, UnsupportedOperatorError
+from ..compiler import _call
+from ..compiler.dynamic import SymInt, has_symbols
+from ..compiler.graph import Ref, rebuild
+from ..dispatch.grad_mode import no_grad
 
 
 class Context:
@@ -29,7 +33,6 @@ class Context:
         self.out_dtype = first[1] if first else None
 
     def meta(self, pos):
-        from ..compiler.graph import Ref
         ref = self.node.args[pos]
         if not isinstance(ref, Ref):
             return None
@@ -51,7 +54,6 @@ class Context:
     def dynamic_dims(self, pos):
         """The dimensions of tensor argument ``pos`` whose size follows a dynamic axis (they
         differ between the two captures)."""
-        from ..compiler.graph import Ref
         ref = self.node.args[pos]
         if self.probe is None or not isinstance(ref, Ref) or ref.kind == "const":
             return set()
@@ -65,7 +67,6 @@ class Context:
 
     def concrete(self, v):
         """A ``SymInt`` at the example sizes (ints pass through)."""
-        from ..compiler.dynamic import SymInt
         return v.value(self.inputs) if isinstance(v, SymInt) else v
 
     def sym(self, v):
@@ -84,7 +85,6 @@ class Context:
 
     def is_symbolic(self, v):
         """Whether ``v`` is a ``SymInt``: an int that follows a dynamic axis."""
-        from ..compiler.dynamic import SymInt
         return isinstance(v, SymInt)
 
     def refuse(self, detail="", op=None):
@@ -106,7 +106,6 @@ class Context:
         """A reshape/full target as an ONNX int64 tensor: entries that are a dynamic input
         dimension (or a multiple of one, a flatten) are read from the input's runtime
         ``Shape``; the rest stay constants."""
-        from ..compiler.dynamic import SymInt
         if any(isinstance(t, SymInt) for t in target):
             return self._symbolic_shape(target)
         target = [int(t) for t in target]
@@ -135,7 +134,6 @@ class Context:
         return self.b.op("Concat", parts, axis=0)
 
     def _symbolic_shape(self, target):
-        from ..compiler.dynamic import SymInt
         parts, static = [], []
         for t in target:
             if isinstance(t, SymInt):
@@ -166,9 +164,6 @@ def translate(b, graph, values, inputs, dyn_sizes, const_arrays, probe=None):
     """Emit every node of ``graph``; ``values`` maps (kind, index, item) to ONNX names.
     ``probe``: the (graph, inputs) of a second capture at other dynamic sizes."""
     b.input_names = [values[("input", i, None)] for i in range(len(inputs))]
-    from ..compiler import _call
-    from ..compiler.dynamic import has_symbols
-    from ..compiler.graph import Ref, rebuild
 
     folded = {}             # graph key -> ember tensor, for constant folding
     for i, c in enumerate(graph.constants):
@@ -191,7 +186,6 @@ def translate(b, graph, values, inputs, dyn_sizes, const_arrays, probe=None):
                 if isinstance(a, (list, tuple)):
                     return rebuild(a, [load(x) for x in a])
                 return a
-            from ..dispatch.grad_mode import no_grad
             with no_grad():
                 value = _call(node, load)
             folded[("node", i, None)] = value

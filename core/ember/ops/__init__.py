@@ -2,10 +2,10 @@
 
 ``ember.ops.<namespace>.<name>`` reaches ops defined through ``ember.library``.
 """
+from ..library import namespace
 
 
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
-    from ..library import namespace
     return namespace(name)

@@ -298,6 +298,10 @@ def per_example(op, args, bdims, size, before_each=None):
 
 
 def _stack(name, items):
+    # an output an op leaves undefined (a backward op's gradient its output_mask leaves out)
+    # is None for every example: it stays None
+    if all(x is None for x in items):
+        return None
     for x in items:
         if not isinstance(x, Tensor):
             raise RuntimeError(f"vmap: {name} returned a {type(x).__name__} for an example of "

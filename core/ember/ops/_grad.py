@@ -88,6 +88,14 @@ def keep_where(g: Tensor, mask: Tensor) -> Tensor:
     return P.where(mask, g, 0.0)
 
 
+def evenly_distribute(g: Tensor, self: Tensor, value: Tensor) -> Tensor:
+    """PyTorch's evenly_distribute_backward: the gradient of a value picked from all of
+    ``self`` (max, min, median over everything) shared evenly between the elements equal to
+    it — between the NaNs when it is NaN."""
+    hit = self.eq(value).logical_or(self.isnan().logical_and(value.isnan()))
+    return keep_where(g / hit.sum(), hit)
+
+
 def scatter_selected(g: Tensor, indices: Tensor, shape: tuple, dim: int, keepdim=True) -> Tensor:
     """The gradient of values picked along ``dim`` of a tensor of ``shape`` at ``indices``
     (sort, max/min/mode along a dim): ``g`` added into zeros where the indices point.

@@ -17,7 +17,8 @@ Two makers cover most ops:
 from __future__ import annotations
 
 from .._tensor import Tensor
-from . import _grad
+from . import _batching, _grad
+from ..dispatch.facets import Derivative
 
 
 class FormulaContext:
@@ -111,8 +112,6 @@ def zero(ctx, tangents, *args):
 def attach_elementwise(*ops):
     """Give elementwise ops (and their in-place twins) their vmap rule and, when they have a
     backward formula, their jvp (``ember.func``)."""
-    from . import _batching
-    from ..dispatch.facets import Derivative
     for op in ops:
         if op is None:
             continue

@@ -1,6 +1,8 @@
 """Shared helpers for op definitions: shape rules, argument checks, Tensor method binding."""
 from __future__ import annotations
 
+import ember
+
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 # shape rules every backend needs live in the runtime, below the ops
@@ -32,9 +34,8 @@ def require_tensor(x, fn: str, name: str = "input") -> None:
 
 
 def ember_namespace():
-    """The public ``ember`` namespace, for compositions written with its functions (imported
-    when called: op modules load while ``ember`` itself is still importing)."""
-    import ember
+    """The public ``ember`` namespace, for compositions written with its functions (bound while
+    ``ember`` itself is still importing: read its attributes when called, not at import)."""
     return ember
 
 

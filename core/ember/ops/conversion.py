@@ -10,7 +10,6 @@ import warnings
 
 from .. import _dtype
 from .._device import as_device, device as _device_cls
-import copy
 
 from .._tensor import Tensor
 from ..dispatch.grad_mode import no_grad
@@ -24,6 +23,7 @@ from . import views as _views
 from ._lowering import CAST, foldable, operands
 from ._util import require_tensor, tensor_method
 from .._api.binding import NoMatchingSignature
+from ..runtime.registry import registry
 
 
 def _to_copy_meta(self, dtype):
@@ -81,7 +81,6 @@ def _warn_complex_to_real(src, dst_dtype):
 
 def _host_transfer(self, device, non_blocking):
     """Move data between devices through host memory (any backend pair)."""
-    from ..runtime.registry import registry
     src_backend = registry.get(self.device.type)
     dst_backend = registry.get(device.type)
     return dst_backend.from_numpy(src_backend.to_numpy(self), device, non_blocking)
@@ -291,7 +290,7 @@ def type(self, dtype=None, non_blocking=False, *, memory_format=None):
     """Without an argument, PyTorch's legacy type string (``"ember.FloatTensor"``); with a
     dtype, a legacy class (``ember.DoubleTensor``) or a type string, this tensor in that
     dtype."""
-    from .factories import dtype_of_type, type_name  # factories import this module
+    from .factories import dtype_of_type, type_name  # cycle: ember.ops.factories
     if dtype is None:
         return type_name(self)
     d = dtype_of_type(dtype)

@@ -17,9 +17,11 @@ PyTorch's, this backward has no derivative of its own.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _dtype
 from .._tensor import Tensor
-from . import elementwise as _ew
+from . import elementwise as _ew, factories as _fac
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
 
@@ -81,9 +83,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
              zero_infinity=False):
     """``F.ctc_loss``: the CTC loss of each batch element, reduced by ``reduction``; ``mean``
     divides each loss by its target length first (PyTorch's convention)."""
-    import numpy as np
 
-    from . import factories as _fac
     if not isinstance(log_probs, Tensor) or not isinstance(targets, Tensor):
         raise TypeError("ctc_loss(): log_probs and targets must be Tensors")
     if reduction not in ("none", "mean", "sum"):

@@ -36,23 +36,31 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return input
 
 
+def _trapezoid_parts(y, x, dx, dim):
+    """The mean of each pair of neighbours along ``dim`` and the spacing it is multiplied by:
+    the differences of the sample points ``x`` (a tensor), else the number ``dx``, ``x`` or 1."""
+    length = y.shape[dim]
+    mid = (y.narrow(dim, 1, length - 1) + y.narrow(dim, 0, length - 1)) / 2
+    if isinstance(x, Tensor):
+        spacing = diff(x, dim=dim if x.ndim == y.ndim else -1)
+        if x.ndim == 1 and y.ndim > 1:
+            spacing = spacing.reshape([-1 if k == dim else 1 for k in range(y.ndim)])
+        return mid, spacing
+    return mid, 1.0 if (x is None and dx is None) else (dx if dx is not None else x)
+
+
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoidal rule along ``dim`` with spacing ``dx`` or sample points ``x``."""
     require_tensor(y, "trapezoid", "y")
     if x is not None and dx is not None:
         raise TypeError("trapezoid() received an invalid combination of arguments: x and dx")
     dim = _wrap_dim(dim, y.ndim, "trapezoid")
-    length = y.shape[dim]
-    if length == 0:
+    if y.shape[dim] == 0:
         return y.sum(dim) * 0
-    mid = (y.narrow(dim, 1, length - 1) + y.narrow(dim, 0, length - 1)) / 2
-    if isinstance(x, Tensor):
-        spacing = diff(x, dim=dim if x.ndim == y.ndim else -1)
-        if x.ndim == 1 and y.ndim > 1:
-            spacing = spacing.reshape([-1 if k == dim else 1 for k in range(y.ndim)])
+    mid, spacing = _trapezoid_parts(y, x, dx, dim)
+    if isinstance(spacing, Tensor):
         return (mid * spacing).sum(dim)
-    step = 1.0 if (x is None and dx is None) else (dx if dx is not None else x)
-    return mid.sum(dim) * step
+    return mid.sum(dim) * spacing
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
@@ -63,17 +71,10 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoidal integral along ``dim`` (one element shorter)."""
     require_tensor(y, "cumulative_trapezoid", "y")
     dim = _wrap_dim(dim, y.ndim, "cumulative_trapezoid")
-    length = y.shape[dim]
-    if length == 0:
+    if y.shape[dim] == 0:
         return y
-    mid = (y.narrow(dim, 1, length - 1) + y.narrow(dim, 0, length - 1)) / 2
-    if isinstance(x, Tensor):
-        spacing = diff(x, dim=dim if x.ndim == y.ndim else -1)
-        if x.ndim == 1 and y.ndim > 1:
-            spacing = spacing.reshape([-1 if k == dim else 1 for k in range(y.ndim)])
-        return (mid * spacing).cumsum(dim)
-    step = 1.0 if (x is None and dx is None) else (dx if dx is not None else x)
-    return (mid * step).cumsum(dim)
+    mid, spacing = _trapezoid_parts(y, x, dx, dim)
+    return (mid * spacing).cumsum(dim)
 
 
 def gradient(input, *, spacing=1, dim=None, edge_order=1):

@@ -14,11 +14,15 @@ composite, as in PyTorch (``|a|^2 - 2 a.b + |b|^2``).
 from __future__ import annotations
 
 import math
+import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
+from . import elementwise as _ew, factories as _fac, linalg as _la
+from ..runtime.layout import broadcast_shapes
+from .shape import cat
 
 __all__ = ["cdist", "pdist", "dist"]
 
@@ -56,7 +60,6 @@ def _cdist_composite(x1, x2, p, compute_mode):
 
 
 def _cdist_backward_composite(grad, x1, x2, p, cdist):
-    from . import elementwise as _ew
     diff = _diff(x1, x2)
     g = grad.unsqueeze(-1)
     dist = cdist.unsqueeze(-1)
@@ -100,8 +103,6 @@ _cdist_backward_op = define(
 
 def _euclid_mm(x1, x2):
     """PyTorch's ``_euclidean_dist``: one matrix product, clamped at 0 before the sqrt."""
-    from . import linalg as _la
-    from .shape import cat
     n1 = (x1 * x1).sum(-1, keepdim=True)
     n2 = (x2 * x2).sum(-1, keepdim=True)
     a = cat([x1 * -2, n1, n1.new_ones(n1._shape)], -1)
@@ -111,7 +112,6 @@ def _euclid_mm(x1, x2):
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """Batched p-norm distances between the rows of ``x1`` (*, P, M) and ``x2`` (*, R, M)."""
-    from ..runtime.layout import broadcast_shapes
     for name, t in (("X1", x1), ("X2", x2)):
         if not isinstance(t, Tensor):
             raise TypeError(f"cdist(): argument '{name.lower()}' must be Tensor, not "
@@ -151,7 +151,6 @@ def _title(d):
 def pdist(input, p=2):
     """The distances between every pair of rows of ``input`` (N, M), the upper triangle of
     ``cdist(input, input)`` in row order: (N * (N - 1) / 2,)."""
-    from . import factories as _fac
     if not isinstance(input, Tensor):
         raise TypeError(f"pdist(): argument 'input' must be Tensor, not {type(input).__name__}")
     if input.ndim != 2:
@@ -161,7 +160,6 @@ def pdist(input, p=2):
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     n = input.shape[0]
-    import numpy as np
     rows, cols = np.triu_indices(n, 1)
     full = _cdist_forward_op(input.unsqueeze(0), input.unsqueeze(0), float(p), 2)[0]
     flat = _fac.tensor(rows * n + cols, dtype=_dtype.int64, device=input.device)

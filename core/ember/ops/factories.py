@@ -14,14 +14,17 @@ import numpy as np
 
 from .. import _dtype
 from .._defaults import set_default_device
-from .._device import as_device
+from .._device import as_device, device
 from .._device import device as _device_cls
 from .._tensor import Size, Tensor
 from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import define
 from . import _meta, _primitives
-from ._util import as_shape, tensor_method
+from ._util import as_shape, tensor_method, write_out
 from ..runtime import determinism as _determinism
+from .._layout import strided
+from ..runtime.registry import registry
+from ..runtime.storage import Storage
 
 
 def _full_meta(size, fill_value, dtype, device):
@@ -62,7 +65,6 @@ def _full_onnx(b, c, size, value, dtype, device=None, *rest):
 
 
 def _empty_composite(size, dtype, device):
-    from ..runtime.registry import registry
     return registry.get(device.type).empty(size, dtype, device)
 
 
@@ -136,7 +138,6 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     dev = as_device(device) if device is not None else (
         data.device if isinstance(data, Tensor) and device is None else as_device(None))
     arr = _infer_host_array(data, dtype)
-    from ..runtime.registry import registry
     t = registry.get(dev.type).from_numpy(arr, dev)
     return _finish(t, requires_grad)
 
@@ -175,8 +176,6 @@ def from_numpy(array):
     if any(s % array.itemsize for s in array.strides):
         raise ValueError("from_numpy: strides that are not a multiple of the item size are not "
                          "supported; make a copy first")
-    from .._device import device
-    from .._storage import Storage
     cpu = device("cpu")
     isz = array.itemsize
     return Tensor._make(Storage(array, array.nbytes, cpu), array.shape,
@@ -202,7 +201,6 @@ def _from_dlpack(ext):
         return ext
     device_type = ext.__dlpack_device__()[0] if hasattr(ext, "__dlpack_device__") else 1
     if device_type not in (1, 3):  # kDLCPU, kDLCUDAHost: numpy reads both
-        from ..runtime.registry import registry
         reasons = []
         for name in registry.names():
             backend = registry.peek(name)
@@ -236,13 +234,11 @@ def _check_layout(layout, op):
 
 
 def _strided():
-    from .._layout import strided
     return strided
 
 
 def _factory_out(t, out, op, requires_grad):
     if out is not None:
-        from ._util import write_out
         return write_out(out, t, op)
     return _finish(t, requires_grad)
 
@@ -372,28 +368,21 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_me
 
 
 # x.new_*(...): the factory with x's dtype and device unless given (torch's keyword-only options)
-@tensor_method()
-def new_empty(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
-              requires_grad=False):
-    _check_layout(layout, "new_empty")
-    return empty(*size, dtype=dtype or self.dtype, device=device or self.device,
-                 requires_grad=requires_grad)
+def _new_sized(name, factory):
+    """``Tensor.<name>(*size, ...)``: ``factory`` with the tensor's dtype and device unless
+    given (``new_empty``, ``new_zeros``, ``new_ones``)."""
+    def fn(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
+           requires_grad=False):
+        _check_layout(layout, name)
+        return factory(*size, dtype=dtype or self.dtype, device=device or self.device,
+                       requires_grad=requires_grad)
+    fn.__name__ = fn.__qualname__ = name
+    return tensor_method()(fn)
 
 
-@tensor_method()
-def new_zeros(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
-              requires_grad=False):
-    _check_layout(layout, "new_zeros")
-    return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
-                 requires_grad=requires_grad)
-
-
-@tensor_method()
-def new_ones(self, *size, dtype=None, layout=None, device=None, pin_memory=False,
-             requires_grad=False):
-    _check_layout(layout, "new_ones")
-    return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
-                requires_grad=requires_grad)
+new_empty = _new_sized("new_empty", empty)
+new_zeros = _new_sized("new_zeros", zeros)
+new_ones = _new_sized("new_ones", ones)
 
 
 @tensor_method()

@@ -10,12 +10,13 @@ from __future__ import annotations
 import builtins
 import math
 import warnings
+import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor
 from . import factories as _fac
 from . import views as _views
-from ._util import as_shape, tensor_method
+from ._util import _dtype_title as title, as_shape, tensor_method, write_out
 
 __all__ = ["empty_strided", "empty_permuted", "scalar_tensor", "range", "tril_indices",
            "triu_indices", "frombuffer", "to_dlpack"]
@@ -94,7 +95,6 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None,  # no
     values = _fac.arange(n, dtype=_dtype.float64, device=device) * step + start
     result = values.to(dtype or _dtype.get_default_dtype())
     if out is not None:
-        from ._util import write_out
         return write_out(out, result, "range")
     return result.requires_grad_(True) if requires_grad else result
 
@@ -116,7 +116,6 @@ def _triangle_indices(op, row, col, offset, dtype, layout, device, lower, requir
 
 
 def _dtype_title(d):
-    from ._util import _dtype_title as title
     return title(d)
 
 
@@ -139,7 +138,6 @@ def triu_indices(row, col, offset=0, *, dtype=None, layout=None, device=None,
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     """A 1-D CPU tensor sharing memory with an object exposing the buffer protocol: ``count``
     elements of ``dtype`` (all of them: -1) from byte ``offset``."""
-    import numpy as np
     d = _dtype.as_dtype(dtype)
     view = memoryview(buffer)
     if view.nbytes == 0:

@@ -33,6 +33,7 @@ from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import NOT_DIFFERENTIABLE
 from .elementwise import binary as _bin, ternary as _tern
+from ..linalg import vector_norm
 
 __all__ = ["_foreach_add_", "_foreach_mul_", "_foreach_div_", "_foreach_lerp_",
            "_foreach_addcmul_", "_foreach_addcdiv_", "_foreach_maximum_", "_foreach_sqrt",
@@ -95,7 +96,6 @@ def _mul_tensor(selfs, scalar):
 
 
 def _norm(selfs, ord):
-    from ..linalg import vector_norm
     return [vector_norm(s, ord) for s in selfs]
 
 
@@ -125,10 +125,10 @@ def _fused_sgd(params, grads, bufs, weight_decay, momentum, lr, dampening, neste
                 nesterov, maximize, is_first_step)
 
 
-def adam_one(p, g, exp_avg, exp_avg_sq, max_sq, step, lr, beta1, beta2, weight_decay, eps,
-             amsgrad, maximize, decoupled):
-    """One parameter's Adam/AdamW update in ember ops (``torch.optim.Adam``'s single-tensor
-    path); ``step`` is the incremented step count."""
+def decayed_grad(p, g, weight_decay, maximize=False, decoupled=False, lr=None):
+    """The gradient an update applies (torch.optim's single-tensor paths): negated for
+    ``maximize``, plus ``weight_decay * p`` (L2) — or, ``decoupled`` (AdamW, NAdamW, RAdamW),
+    ``p`` shrunk in place by ``1 - lr * weight_decay`` and the gradient left alone."""
     if maximize:
         g = -g
     if weight_decay != 0:
@@ -136,6 +136,14 @@ def adam_one(p, g, exp_avg, exp_avg_sq, max_sq, step, lr, beta1, beta2, weight_d
             p.mul_(1 - lr * weight_decay)
         else:
             g = g.add(p, alpha=weight_decay)
+    return g
+
+
+def adam_one(p, g, exp_avg, exp_avg_sq, max_sq, step, lr, beta1, beta2, weight_decay, eps,
+             amsgrad, maximize, decoupled):
+    """One parameter's Adam/AdamW update in ember ops (``torch.optim.Adam``'s single-tensor
+    path); ``step`` is the incremented step count."""
+    g = decayed_grad(p, g, weight_decay, maximize, decoupled, lr)
     lerp_one(exp_avg, g, 1 - beta1)
     exp_avg_sq.mul_(beta2).add_(g * g, alpha=1 - beta2)
     bias_correction1 = 1 - beta1 ** step
@@ -153,13 +161,7 @@ def adam_capturable_one(p, g, exp_avg, exp_avg_sq, max_sq, step, lr, beta1, beta
     """One parameter's Adam/AdamW update with a tensor step count (already incremented, on
     ``p``'s device) and a number or tensor ``lr``: torch.optim's capturable formulas, all in
     tensor ops, so nothing is read on the host."""
-    if maximize:
-        g = -g
-    if weight_decay != 0:
-        if decoupled:
-            p.mul_(1 - lr * weight_decay)
-        else:
-            g = g.add(p, alpha=weight_decay)
+    g = decayed_grad(p, g, weight_decay, maximize, decoupled, lr)
     lerp_one(exp_avg, g, 1 - beta1)
     exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
     step_size_neg = (lr / (1 - beta1 ** step)).neg()
@@ -414,20 +416,28 @@ def _fused_sgd_(params, grads, momentum_buffer_list, *, weight_decay, momentum, 
     _bump(params, bufs)
 
 
+def _adam_lists(name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, amsgrad):
+    """A fused Adam op's tensor lists, checked: one of each per parameter (``max_exp_avg_sqs``
+    only with ``amsgrad``), each paired with its parameter."""
+    params = _tensor_list(name, "self", params)
+    n = len(params)
+    grads = _tensor_list(name, "grads", grads, n)
+    exp_avgs = _tensor_list(name, "exp_avgs", exp_avgs, n)
+    exp_avg_sqs = _tensor_list(name, "exp_avg_sqs", exp_avg_sqs, n)
+    max_sqs = _tensor_list(name, "max_exp_avg_sqs", max_exp_avg_sqs or [],
+                           n if amsgrad else None)
+    _check_pairs(name, params, grads, exp_avgs, exp_avg_sqs, *([max_sqs] if amsgrad else []))
+    return params, grads, exp_avgs, exp_avg_sqs, max_sqs
+
+
 def _fused_adam_common(name, op):
     def fn(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, lr, beta1, beta2,
            weight_decay, eps, amsgrad, maximize):
-        params = _tensor_list(name, "self", params)
-        n = len(params)
-        grads = _tensor_list(name, "grads", grads, n)
-        exp_avgs = _tensor_list(name, "exp_avgs", exp_avgs, n)
-        exp_avg_sqs = _tensor_list(name, "exp_avg_sqs", exp_avg_sqs, n)
-        max_sqs = _tensor_list(name, "max_exp_avg_sqs", max_exp_avg_sqs or [],
-                               n if amsgrad else None)
+        params, grads, exp_avgs, exp_avg_sqs, max_sqs = _adam_lists(
+            name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, amsgrad)
         steps = [float(s) for s in steps]
-        if len(steps) != n:
-            raise RuntimeError(f"{name}: expected {n} step counts, got {len(steps)}")
-        _check_pairs(name, params, grads, exp_avgs, exp_avg_sqs, *([max_sqs] if amsgrad else []))
+        if len(steps) != len(params):
+            raise RuntimeError(f"{name}: expected {len(params)} step counts, got {len(steps)}")
         with no_grad():
             op(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, float(lr), float(beta1),
                float(beta2), float(weight_decay), float(eps), bool(amsgrad), bool(maximize))
@@ -446,15 +456,10 @@ def _fused_adam_capturable_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sq
     lives, as is a tensor ``lr``; nothing is read on the host, so a captured training step
     replays it as one node."""
     name = "_fused_adam_capturable_"
-    params = _tensor_list(name, "self", params)
+    params, grads, exp_avgs, exp_avg_sqs, max_sqs = _adam_lists(
+        name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, amsgrad)
     n = len(params)
-    grads = _tensor_list(name, "grads", grads, n)
-    exp_avgs = _tensor_list(name, "exp_avgs", exp_avgs, n)
-    exp_avg_sqs = _tensor_list(name, "exp_avg_sqs", exp_avg_sqs, n)
-    max_sqs = _tensor_list(name, "max_exp_avg_sqs", max_exp_avg_sqs or [],
-                           n if amsgrad else None)
     steps = _tensor_list(name, "state_steps", state_steps, n)
-    _check_pairs(name, params, grads, exp_avgs, exp_avg_sqs, *([max_sqs] if amsgrad else []))
     for p, s in zip(params, steps):
         if s.ndim != 0 or s.device is not p.device or not s.is_floating_point():
             raise RuntimeError(f"{name}: each step count must be a 0-d floating tensor on its "

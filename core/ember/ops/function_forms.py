@@ -10,6 +10,7 @@ import functools
 from .. import _dtype
 from .._tensor import Tensor
 from ._util import require_tensor
+from .elementwise import where
 
 # torch's in-place function forms of Tensor methods (torch 2.13's torch namespace)
 INPLACE_FORMS = (
@@ -45,7 +46,6 @@ def fill(input, value):
         if value.ndim != 0:
             raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
-        from .elementwise import where
         return where(input.new_ones((), dtype=_dtype.bool_), value.to(input.dtype), input)
     return input.clone().fill_(value)
 

@@ -21,8 +21,9 @@ from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
 from ..dispatch.grad_mode import enable_grad
-from . import _primitives
+from . import _primitives, factories as _fac, linalg as _la
 from . import elementwise as _ew
+from .shape import stack
 
 __all__ = ["grid_sampler", "affine_grid_generator"]
 
@@ -222,7 +223,6 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
 
 # -- affine_grid --------------------------------------------------------------------------------
 def _base_coordinates(n, align_corners, device, dtype):
-    from . import factories as _fac
     if n <= 1:
         return _fac.zeros(max(n, 0), dtype=dtype, device=device) if n == 0 else \
             _fac.zeros(1, dtype=dtype, device=device)
@@ -233,9 +233,6 @@ def _base_coordinates(n, align_corners, device, dtype):
 def affine_grid_generator(theta, size, align_corners):
     """(N, *spatial, 2|3) sample points of the affine maps ``theta`` (N, 2, 3) or (N, 3, 4):
     the base grid (x, y[, z], 1) of each output position times theta^T (one batched matmul)."""
-    from . import factories as _fac
-    from . import linalg as _la
-    from .shape import stack
     n, _, *spatial = size
     dev, dt = theta.device, theta.dtype
     axes = [_base_coordinates(s, align_corners, dev, dt) for s in spatial]

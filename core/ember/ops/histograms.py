@@ -7,13 +7,9 @@ from collections import namedtuple
 
 from .. import _dtype
 from .._tensor import Tensor
+from ._util import ember_namespace as _ember
 
 __all__ = ["histogram", "histogramdd"]
-
-
-def _ember():
-    import ember
-    return ember
 
 
 def _tensor(x, fn, name="input"):

@@ -26,7 +26,11 @@ from . import _meta
 from .._api.binding import NoMatchingSignature
 from ._util import _dtype_title, as_shape, broadcast_shapes, tensor_method, write_out
 from . import factories as _fac
-from .factories import _finish, empty, empty_like
+from .factories import _finish, empty, empty_like, in_layout
+from ..runtime.registry import registry
+from .conversion import copy_op
+from .shape import cat_op
+from .views import view_op
 
 __all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial",
            "rand_like", "randn_like", "randint_like"]
@@ -119,7 +123,6 @@ _FLOAT_LIMITS = {"float16": (11, 65504.0), "bfloat16": (8, 3.3895313892515355e38
 # -- argument helpers -----------------------------------------------------------------------------
 def _generator(generator, device, op):
     if generator is None:
-        from ..runtime.registry import registry
         return registry.get(device.type).default_generator(device.index or 0)._impl
     if not isinstance(generator, Generator):
         raise TypeError(f"{op}(): argument 'generator' must be ember.Generator, not "
@@ -379,7 +382,6 @@ def randint_like(input, *args, low=None, high=None, dtype=None, layout=None, dev
             low = args[0]
     if high is None:
         raise TypeError("randint_like() missing required argument 'high'")
-    from .factories import in_layout
     return in_layout(lambda shape: randint(0 if low is None else low, high, shape,
                                            dtype=input.dtype if dtype is None else dtype,
                                            device=input.device if device is None else device,
@@ -557,8 +559,6 @@ def _factory_rule(op, size_pos):
 
 def _randperm_rule(args, bdims, layer):
     n, gen, d, dev = args
-    from .shape import cat_op
-    from .views import view_op
     perms = [view_op(randperm_op.on(dev, *args), (1, n)) for _ in range(layer.batch_size)]
     return cat_op(perms, 0, d), 0
 
@@ -614,7 +614,6 @@ def _inplace_random_rule(op, tensor_args=()):
             return _same_draws(op, args, bdims, layer, len(args) - 1)
         one = empty(self._shape[1:], dtype=self.dtype, device=self.device)
         op(one, *args[1:])
-        from .conversion import copy_op
         return copy_op(self, one.expand(*self._shape)), 0
     return _random_rule(rule)
 

@@ -31,6 +31,7 @@ from .. import _dtype
 from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
+from . import factories as _fac
 
 MODES = ("nearest", "nearest-exact", "linear", "cubic", "area", "linear_aa", "cubic_aa")
 
@@ -210,7 +211,6 @@ def _upsample_backward_backward(ctx, g, grad_output, input_size, output_size, mo
 
 def _apply_tables(x, tables):
     """The composite: one ``index_select`` + weighted sum per dim (any backend's ops)."""
-    from . import factories as _fac
     nd = len(tables)
     cd = compute_dtype(x.dtype)
     out = x

@@ -2,20 +2,23 @@
 compared with every output position along ``dim`` (a one-hot mask over the index), the masked
 values reduced along ``dim``, then combined with the input where anything arrived. Memory is
 index elements x output positions, which suits the sizes graph and pooling code uses; the
-gradients are the composites' (amax/amin split evenly between ties, as PyTorch does)."""
+gradients are the composites'. amax/amin with ``include_self`` reduce the input and the sources
+in one amax/amin, so a tie splits the gradient evenly between every tied value, self included,
+as PyTorch's scatter_reduce_backward does. (Without ``include_self`` torch still counts an
+input equal to the result among the ties, although it took no part: ember does not, so a
+unique extremum among the sources gets the whole gradient.)"""
 from __future__ import annotations
+
+import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor
+from .view_copies import _scatter_into
+from ._util import ember_namespace as _ember
 
 __all__ = ["scatter_reduce", "index_reduce"]
 
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
-
-
-def _ember():
-    import ember
-    return ember
 
 
 def _identity(reduce, dtype):
@@ -25,7 +28,6 @@ def _identity(reduce, dtype):
         return 1
     if dtype.is_floating_point:
         return float("-inf") if reduce == "amax" else float("inf")
-    import numpy as np
     info = np.iinfo(dtype.np) if dtype is not _dtype.bool_ else None
     if info is None:
         return reduce == "amin"
@@ -70,6 +72,12 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     hit = idx.unsqueeze(-1).eq(positions)                          # idx.shape + (n_out,)
     ident = em.full((), _identity(reduce, x.dtype), dtype=x.dtype, device=x.device)
     vals = em.where(hit, s.unsqueeze(-1), ident)
+    # the region of the input the index reaches (every dim but d limited to the index's)
+    region = tuple(slice(0, idx.shape[k]) if k != d else slice(None) for k in range(nd))
+    base = x[region]
+    if include_self and reduce in ("amax", "amin"):
+        # the input as one more candidate of the same reduction: ties share evenly
+        vals = em.cat([vals, base.movedim(d, -1).unsqueeze(d)], d)
     if reduce in ("sum", "mean"):
         red = vals.sum(d)
     elif reduce == "prod":
@@ -81,9 +89,6 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     red = red.to(x.dtype)     # sum/prod promote bool and small ints; the result keeps self's
     count = hit.to(_dtype.int64).sum(d)                            # other dims + (n_out,)
     red, count = red.movedim(-1, d), count.movedim(-1, d)
-    # the region of the input the index reaches (every dim but d limited to the index's)
-    region = tuple(slice(0, idx.shape[k]) if k != d else slice(None) for k in range(nd))
-    base = x[region]
     arrived = count.gt(0)
     if include_self:
         if reduce == "sum":
@@ -94,10 +99,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
             total = base + red
             combined = total / (count + 1).to(x.dtype) if x.is_floating_point() else \
                 em.div(total, count + 1, rounding_mode="floor")
-        elif reduce == "amax":
-            combined = em.maximum(base, red)
-        else:
-            combined = em.minimum(base, red)
+        else:   # amax, amin: the input was one of the candidates
+            combined = red
     else:
         if reduce == "mean":
             safe = count.clamp_min(1)
@@ -109,7 +112,6 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     if tuple(base.shape) == tuple(x.shape):
         result = updated
     else:
-        from .view_copies import _scatter_into
         result = _scatter_into(x, updated, lambda t: t[region], "scatter_reduce")
     result = result.reshape(input.shape)
     return out.copy_(result) if out is not None else result

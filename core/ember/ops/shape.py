@@ -20,6 +20,7 @@ from . import factories as _fac
 from ._lowering import foldable
 from ._util import require_tensor, tensor_method, write_out
 from .views import slice_op, unsqueeze, view_op
+from .factories import zeros
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack",
            "column_stack", "row_stack", "atleast_1d", "atleast_2d", "atleast_3d", "flip",
@@ -400,7 +401,6 @@ def diag(input, diagonal=0, *, out=None):
                         f"{type(diagonal).__name__}")
     if input.ndim == 1:
         n = input.shape[0] + abs(diagonal)
-        from .factories import zeros
         r = zeros(n, n, dtype=input.dtype, device=input.device)
         r.diagonal(diagonal).copy_(input)
     elif input.ndim == 2:
@@ -409,7 +409,6 @@ def diag(input, diagonal=0, *, out=None):
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
     if out is None:
         return r
-    from ._util import write_out
     return write_out(out, r, "diag")
 
 

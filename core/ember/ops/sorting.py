@@ -17,6 +17,9 @@ from ..dispatch.facets import Derivative
 from . import _batching, _grad, _meta
 from ..return_types import _return_type
 from ._util import ember_namespace, require_tensor, tensor_method
+from .elementwise import where
+from .factories import full
+from .indexing import gather_op
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
            "unique"]
@@ -136,30 +139,53 @@ def _nan_count(input, d):
     return input.isnan().sum(d, keepdim=True)
 
 
+def _median_along(input, d, keepdim, name, ignore_nan):
+    n = input._shape[d] if input.ndim else 1
+    if input.dtype.category != _dtype.FLOATING or input.ndim == 0:
+        return _pick(input, d, keepdim, (n - 1) // 2, name)
+    nans = _nan_count(input, d)
+    if ignore_nan:
+        valid = n - nans
+        pos = where(valid > 0, (valid - 1).div(2, rounding_mode="floor"), 0)
+    else:
+        # any NaN makes the median NaN: the first NaN in sorted order
+        pos = where(nans > 0, n - nans, (n - 1) // 2)
+    return _pick(input, d, keepdim, pos, name)
+
+
+def _evenly_distribute(ctx, g, self):
+    # a median over everything shares its gradient between the elements equal to it; the
+    # median along a dim gives it to the one element its index names
+    return (_grad.evenly_distribute(g, self, ctx.result),)
+
+
+def _median_all_op(name, ignore_nan):
+    def composite(self):
+        return _median_along(self.reshape(-1), 0, False, name, ignore_nan).values
+    return define(f"{name}_all(Tensor self) -> Tensor", composite=composite,
+                  derivative=Derivative(_evenly_distribute, save=("self", "result"),
+                                        name=f"{name.capitalize()}Backward0"),
+                  doc=f"{name} of all elements (the lower of the two middle values)")
+
+
+median_all_op = _median_all_op("median", ignore_nan=False)
+nanmedian_all_op = _median_all_op("nanmedian", ignore_nan=True)
+
+
 def _median(name, ignore_nan):
+    all_op = nanmedian_all_op if ignore_nan else median_all_op
+
     def fn(input, dim=None, keepdim=False):
         _check(input, name)
         if dim is None:
             if input.numel() == 0:
                 if input.dtype.category != _dtype.FLOATING:
                     raise RuntimeError(f"{name}(): input tensor cannot be empty")
-                from .factories import full
                 return full((), math.nan, dtype=input.dtype, device=input.device)
-            return fn(input.reshape(-1), 0).values
+            return all_op(input)
         d = _dim(input, dim, name)
         _nonempty(input, d, name)
-        n = input._shape[d] if input.ndim else 1
-        if input.dtype.category != _dtype.FLOATING or input.ndim == 0:
-            return _pick(input, d, keepdim, (n - 1) // 2, name)
-        from .elementwise import where
-        nans = _nan_count(input, d)
-        if ignore_nan:
-            valid = n - nans
-            pos = where(valid > 0, (valid - 1).div(2, rounding_mode="floor"), 0)
-        else:
-            # any NaN makes the median NaN: the first NaN in sorted order
-            pos = where(nans > 0, n - nans, (n - 1) // 2)
-        return _pick(input, d, keepdim, pos, name)
+        return _median_along(input, d, keepdim, name, ignore_nan)
 
     fn.__name__ = name
     return tensor_method()(fn)
@@ -241,7 +267,6 @@ def _sort_jvp(ctx, tangents, self, dim, descending, stable):
         return None
     if not self._shape:
         return t, None
-    from .indexing import gather_op
     return gather_op(t, dim, ctx.result[1]), None
 
 

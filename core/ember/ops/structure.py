@@ -10,17 +10,13 @@ import itertools
 import warnings
 
 from .. import _dtype
-from .._tensor import Tensor
+from .._tensor import Size, Tensor
 from .view_copies import diagonal_scatter
+from ._util import ember_namespace as _ember
 
 __all__ = ["broadcast_shapes", "diag_embed", "diagflat", "block_diag", "cartesian_prod", "combinations",
            "meshgrid", "take_along_dim", "index_fill", "masked_scatter", "put", "isin",
            "searchsorted", "bucketize", "bincount", "histc", "vander"]
-
-
-def _ember():
-    import ember
-    return ember
 
 
 def _tensor(x, fn, name="input"):
@@ -64,7 +60,6 @@ def broadcast_shapes(*shapes):
                 raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single "
                                    f"shape.  Mismatch is at dim {k} with sizes {out[k]} and "
                                    f"{d}")
-    from .._tensor import Size
     return Size(out)
 
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from .. import _dtype
 from .._tensor import Tensor
+from . import elementwise as _ew, factories as _fac
+from .._memory_format import contiguous_format
+from .views import view_as_complex, view_as_real
 
 __all__ = ["alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy",
            "permute_copy", "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy",
@@ -24,7 +27,6 @@ def _tensor(x, fn, name="input"):
 
 def _fresh(view):
     """A copy of ``view`` in new (contiguous) memory."""
-    from .._memory_format import contiguous_format
     return view.clone(memory_format=contiguous_format)
 
 
@@ -55,13 +57,11 @@ def permute_copy(input, dims):
 
 
 def view_as_real_copy(input, *, out=None):
-    from .views import view_as_real
     result = _fresh(view_as_real(input))
     return result if out is None else out.copy_(result)
 
 
 def view_as_complex_copy(input, *, out=None):
-    from .views import view_as_complex
     result = _fresh(view_as_complex(input))
     return result if out is None else out.copy_(result)
 
@@ -179,7 +179,6 @@ def _scatter_into(input, src, view_of, fn):
     ``where``)."""
     _tensor(input, fn)
     _tensor(src, fn, "src")
-    from . import factories as _fac
     positions = view_of(_fac.arange(input.numel(), device=input.device).reshape(input.shape))
     if tuple(positions.shape) != tuple(src.shape):
         raise RuntimeError(f"{fn}: expected src to have a size equal to the slice of self. src "
@@ -187,7 +186,6 @@ def _scatter_into(input, src, view_of, fn):
     if src.dtype is not input.dtype:
         raise RuntimeError(f"{fn}: expected src to have the dtype of self ({input.dtype}), "
                            f"got {src.dtype}")
-    from . import elementwise as _ew
     pos = positions.reshape(-1)
     n = input.numel()
     hit = _fac.zeros(n, dtype=_dtype.bool_, device=input.device)

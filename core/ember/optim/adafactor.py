@@ -12,6 +12,8 @@ __all__ = ["Adafactor"]
 
 
 class Adafactor(Optimizer):
+    _group_defaults = {"foreach": None}
+
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0,
                  weight_decay=0.0, *, foreach=None, maximize=False):
         if hasattr(lr, "numel") and lr.numel() != 1:
@@ -31,11 +33,6 @@ class Adafactor(Optimizer):
         defaults = dict(lr=lr, beta2_decay=beta2_decay, eps=eps, d=d,
                         weight_decay=weight_decay, foreach=foreach, maximize=maximize)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
 
     def _state(self, p, grad):
         state = self.state[p]

@@ -7,11 +7,14 @@ from .. import _dtype
 from .optimizer import (Optimizer, add_scaled_, addcmul_, as_real, bump, bump_tensor,
                         check_hparams, check_impl_flags, add_scalar, grads_of, impl_defaults,
                         lr_on, step_counter, tensor_steps)
+from ..ops.factories import full_like
 
 __all__ = ["Adagrad"]
 
 
 class Adagrad(Optimizer):
+    _group_defaults = {"maximize": False, **impl_defaults(None, None, False)}
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
         check_hparams("Adagrad", lr, tensor_lr=True, lr_decay=lr_decay, weight_decay=weight_decay,
@@ -29,20 +32,12 @@ class Adagrad(Optimizer):
             self._init_state(p, self.param_groups[-1])
 
     def _init_state(self, p, group):
-        from ..ops.factories import full_like
         state = self.state[p]
         if "sum" in state:
             return
         v = group["initial_accumulator_value"]
         state["step"] = step_counter()
         state["sum"] = full_like(p, complex(v, v) if p.dtype.category == _dtype.COMPLEX else v)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            for key, default in impl_defaults(None, None, False).items():
-                group.setdefault(key, default)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""

@@ -9,13 +9,17 @@ from collections import defaultdict
 
 from ..ops import foreach as _fe
 from .optimizer import (Optimizer, addcmul_, as_real, bump, bump_tensor, check_betas,
-                        check_hparams, check_impl_flags, grads_of, host_lr, impl_defaults,
-                        implementation, lerp_, lr_on, step_counter, tensor_steps, zeros_state)
+                        check_hparams, check_impl_flags, decayed_grad, grads_of, host_lr,
+                        impl_defaults, implementation, lerp_, lr_on, step_counter, tensor_steps,
+                        zeros_state)
 
 __all__ = ["Adam", "AdamW"]
 
 
 class Adam(Optimizer):
+    _group_defaults = {"amsgrad": False, "maximize": False, "decoupled_weight_decay": False,
+                       **impl_defaults(None, None, False, False)}
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
@@ -27,15 +31,6 @@ class Adam(Optimizer):
                         differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("decoupled_weight_decay", False)
-            for key, default in impl_defaults(None, None, False, False).items():
-                group.setdefault(key, default)
 
     def _state_of(self, p, amsgrad, capturable=False):
         state = self.state[p]
@@ -111,14 +106,8 @@ class Adam(Optimizer):
         amsgrad, decoupled = group["amsgrad"], group["decoupled_weight_decay"]
         for p, grad in pairs:
             state = self._state_of(p, amsgrad)
-            if group["maximize"]:
-                grad = -grad
             step = bump(state["step"])
-            if wd != 0:
-                if decoupled:
-                    p.mul_(1 - lr * wd)
-                else:
-                    grad = grad.add(p, alpha=wd)
+            grad = decayed_grad(p, grad, wd, group["maximize"], decoupled, lr)
             param, grad = as_real(p), as_real(grad)
             exp_avg, exp_avg_sq = as_real(state["exp_avg"]), as_real(state["exp_avg_sq"])
             lerp_(exp_avg, grad, 1 - beta1)

@@ -3,13 +3,14 @@ place of the root mean square, following PyTorch's update."""
 from __future__ import annotations
 
 from .optimizer import (Optimizer, addcdiv_, as_real, bump, check_betas, check_hparams,
-                        check_impl_flags, grads_of, impl_defaults, lerp_, neg_if, step_counter,
-                        zeros_state)
+                        check_impl_flags, decayed_grad, grads_of, impl_defaults, lerp_)
 
 __all__ = ["Adamax"]
 
 
 class Adamax(Optimizer):
+    _group_defaults = {"maximize": False, **impl_defaults(None, False, False, False)}
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):
         check_hparams("Adamax", lr, eps=eps, weight_decay=weight_decay)
@@ -19,13 +20,6 @@ class Adamax(Optimizer):
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            for key, default in impl_defaults(None, False, False, False).items():
-                group.setdefault(key, default)
-
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
@@ -33,15 +27,9 @@ class Adamax(Optimizer):
             lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
             beta1, beta2 = group["betas"]
             for p, grad in grads_of(group, "Adamax"):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = step_counter()
-                    state["exp_avg"] = zeros_state(p)
-                    state["exp_inf"] = zeros_state(p)
-                grad = neg_if(grad, group["maximize"])
+                state = self._lazy_state(p, zeros=("exp_avg", "exp_inf"))
                 step = bump(state["step"])
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
+                grad = decayed_grad(p, grad, wd, group["maximize"])
                 param, grad = as_real(p), as_real(grad)
                 exp_avg, exp_inf = as_real(state["exp_avg"]), as_real(state["exp_inf"])
                 lerp_(exp_avg, grad, 1 - beta1)

@@ -6,14 +6,15 @@ starts at step ``t0``.
 like PyTorch's non-capturable ones), so reading them never synchronizes a device."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, as_real, bump, check_hparams, check_impl_flags, grads_of,
-                        host_value, impl_defaults, neg_if, step_counter, zeros_state)
+from .optimizer import (Optimizer, as_real, bump, check_hparams, check_impl_flags, decayed_grad,
+                        grads_of, host_value, impl_defaults, step_counter)
 
 __all__ = ["ASGD"]
 
 
 class ASGD(Optimizer):
     _host_state_keys = ("step", "eta", "mu")
+    _group_defaults = {"maximize": False, **impl_defaults(None, False, False, False)}
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
@@ -24,13 +25,6 @@ class ASGD(Optimizer):
                         capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            for key, default in impl_defaults(None, False, False, False).items():
-                group.setdefault(key, default)
-
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
@@ -38,16 +32,9 @@ class ASGD(Optimizer):
             lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
             wd = group["weight_decay"]
             for p, grad in grads_of(group, "ASGD"):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = step_counter()
-                    state["eta"] = step_counter(lr)
-                    state["mu"] = step_counter(1.0)
-                    state["ax"] = zeros_state(p)
-                grad = neg_if(grad, group["maximize"])
+                state = self._lazy_state(p, zeros=("ax",), eta=lr, mu=1.0)
                 step = bump(state["step"])
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
+                grad = decayed_grad(p, grad, wd, group["maximize"])
                 param, grad, ax = as_real(p), as_real(grad), as_real(state["ax"])
                 eta = host_value(state["eta"])
                 param.mul_(1 - lambd * eta)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from .optimizer import Optimizer, as_real, check_hparams
+from ..ops.factories import zeros
+from ..ops.shape import cat
 
 __all__ = ["LBFGS"]
 
@@ -51,8 +53,6 @@ class LBFGS(Optimizer):
         return self._numel_cache
 
     def _gather_flat_grad(self):
-        from ..ops.factories import zeros
-        from ..ops.shape import cat
         views = []
         for p in self._params:
             if p.grad is None:

@@ -6,6 +6,7 @@ import math
 
 from .. import _dtype
 from .optimizer import Optimizer, grads_of
+from ..ops.linalg import addmm
 
 __all__ = ["Muon"]
 
@@ -23,7 +24,6 @@ def zeropower_via_newtonschulz(grad, ns_coefficients, ns_steps, eps):
         raise ValueError("Input tensor gradient must be a 2D matrix")
     if len(ns_coefficients) != 3:
         raise ValueError("Coefficients must be a tuple of exactly 3 values")
-    from ..ops.linalg import addmm
     a, b, c = ns_coefficients
     x = grad.to(_dtype.bfloat16)
     tall = grad.shape[0] > grad.shape[1]

@@ -7,14 +7,17 @@ step counter's dtype like PyTorch's, so float32 runs round it as PyTorch does.""
 from __future__ import annotations
 
 from .optimizer import (Optimizer, add_scalar, addcdiv_, addcmul_, as_real, bump, check_betas,
-                        check_hparams, check_impl_flags, grads_of, host_value, impl_defaults,
-                        lerp_, neg_if, step_counter, zeros_state)
+                        check_hparams, check_impl_flags, decayed_grad, grads_of, host_value,
+                        impl_defaults, lerp_, step_counter)
+from .._tensor import Tensor
 
 __all__ = ["NAdam"]
 
 
 class NAdam(Optimizer):
     _host_state_keys = ("step", "mu_product")
+    _group_defaults = {"maximize": False, "decoupled_weight_decay": False,
+                       **impl_defaults(None, False, False, False)}
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
@@ -29,14 +32,6 @@ class NAdam(Optimizer):
                         foreach=foreach, capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("decoupled_weight_decay", False)
-            for key, default in impl_defaults(None, False, False, False).items():
-                group.setdefault(key, default)
-
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
@@ -45,20 +40,11 @@ class NAdam(Optimizer):
             beta1, beta2 = group["betas"]
             momentum_decay = group["momentum_decay"]
             for p, grad in grads_of(group, "NAdam"):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = step_counter()
-                    state["mu_product"] = step_counter(1.0)
-                    state["exp_avg"] = zeros_state(p)
-                    state["exp_avg_sq"] = zeros_state(p)
-                grad = neg_if(grad, group["maximize"])
+                state = self._lazy_state(p, zeros=("exp_avg", "exp_avg_sq"), mu_product=1.0)
                 step = bump(state["step"])
                 bias_correction2 = 1 - beta2 ** step
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        p.mul_(1 - lr * wd)
-                    else:
-                        grad = grad.add(p, alpha=wd)
+                grad = decayed_grad(p, grad, wd, group["maximize"],
+                                    group["decoupled_weight_decay"], lr)
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
                 mu_product = _mul_host(state, "mu_product", mu)
@@ -77,7 +63,6 @@ class NAdam(Optimizer):
 def _mul_host(state, key, factor):
     """Multiply a host scalar of the state in place (a plain number from an old state dict is
     made a tensor first); return the new value as a float."""
-    from .._tensor import Tensor
     if not isinstance(state[key], Tensor):
         state[key] = step_counter(host_value(state[key]))
     state[key].mul_(factor)

@@ -31,7 +31,10 @@ from .. import _dtype
 from .._tensor import Tensor
 from ..dispatch.grad_mode import enable_grad, set_grad_enabled
 from ..autograd.tensor_api import zero_grads
+from ..ops.foreach import decayed_grad  # noqa: F401  (re-exported for the optimizers)
 from ..utils.hooks import RemovableHandle
+from ..compiler import is_compiling
+from ..ops.factories import tensor, zeros_like
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -123,11 +126,18 @@ class Optimizer:
         return {"defaults": self.defaults, "state": self.state,
                 "param_groups": self.param_groups}
 
+    # options a group saved by an older version may lack, filled in when a state is loaded
+    # (PyTorch's per-optimizer __setstate__ setdefaults)
+    _group_defaults = {}
+
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
         self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
         self._patch_step_function()
+        for group in self.__dict__.get("param_groups", ()):
+            for key, default in self._group_defaults.items():
+                group.setdefault(key, default)
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
@@ -205,6 +215,18 @@ class Optimizer:
     def step(self, closure=None):
         raise NotImplementedError(f"{type(self).__name__} does not define step(); optimizers "
                                   f"subclass Optimizer and implement step(closure=None)")
+
+    def _lazy_state(self, p, zeros=(), **scalars):
+        """``p``'s state, made on its first step: a step counter, each of ``scalars`` as a
+        host scalar (``step_counter``) and a zero tensor like ``p`` for each key in ``zeros``."""
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = step_counter()
+            for key, value in scalars.items():
+                state[key] = step_counter(value)
+            for key in zeros:
+                state[key] = zeros_state(p)
+        return state
 
     def _closure_loss(self, closure):
         if closure is None:
@@ -381,7 +403,6 @@ def step_counter(value=0.0, param=None):
     never synchronizes a device — unless ``param`` is given (``capturable=True``: the count
     lives beside the parameter, like PyTorch's capturable counters; float32, or float64 for
     double-precision parameters so their bias corrections keep double precision)."""
-    from ..ops.factories import tensor
     if param is not None:
         wide = param.dtype in (_dtype.float64, _dtype.complex128)
         return tensor(value, dtype=_dtype.float64 if wide else _dtype.float32,
@@ -398,7 +419,6 @@ def tensor_steps(group):
     optimizers do under ``torch.compile``."""
     if group.get("capturable"):
         return True
-    from ..compiler import is_compiling
     return is_compiling()
 
 
@@ -435,7 +455,6 @@ def host_value(t):
 
 
 def zeros_state(p):
-    from ..ops.factories import zeros_like
     return zeros_like(p)
 
 

@@ -4,13 +4,15 @@ with L2 or decoupled (``decoupled_weight_decay=True``, RAdamW) weight decay."""
 from __future__ import annotations
 
 from .optimizer import (Optimizer, addcmul_, as_real, bump, check_betas, check_hparams,
-                        check_impl_flags, grads_of, impl_defaults, lerp_, neg_if, step_counter,
-                        zeros_state)
+                        check_impl_flags, decayed_grad, grads_of, impl_defaults, lerp_)
 
 __all__ = ["RAdam"]
 
 
 class RAdam(Optimizer):
+    _group_defaults = {"maximize": False, "decoupled_weight_decay": False,
+                       **impl_defaults(None, False, False, False)}
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,
                  capturable=False, differentiable=False):
@@ -24,14 +26,6 @@ class RAdam(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("decoupled_weight_decay", False)
-            for key, default in impl_defaults(None, False, False, False).items():
-                group.setdefault(key, default)
-
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
@@ -41,18 +35,10 @@ class RAdam(Optimizer):
             # the maximum length of the approximated simple moving average
             rho_inf = 2 / (1 - beta2) - 1
             for p, grad in grads_of(group, "RAdam"):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = step_counter()
-                    state["exp_avg"] = zeros_state(p)
-                    state["exp_avg_sq"] = zeros_state(p)
-                grad = neg_if(grad, group["maximize"])
+                state = self._lazy_state(p, zeros=("exp_avg", "exp_avg_sq"))
                 step = bump(state["step"])
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        p.mul_(1 - lr * wd)
-                    else:
-                        grad = grad.add(p, alpha=wd)
+                grad = decayed_grad(p, grad, wd, group["maximize"],
+                                    group["decoupled_weight_decay"], lr)
                 param, grad = as_real(p), as_real(grad)
                 exp_avg, exp_avg_sq = as_real(state["exp_avg"]), as_real(state["exp_avg_sq"])
                 lerp_(exp_avg, grad, 1 - beta1)

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from .optimizer import (Optimizer, add_scaled_, addcmul_, as_real, bump, check_hparams,
                         grads_of, impl_defaults, lerp_, lr_on, step_counter, tensor_steps)
+from ..ops.factories import zeros_like
 
 __all__ = ["RMSprop"]
 
 
 class RMSprop(Optimizer):
+    _group_defaults = {"momentum": 0, "centered": False, "maximize": False,
+                       **impl_defaults(None, False, False, False)}
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):
@@ -21,17 +25,7 @@ class RMSprop(Optimizer):
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("maximize", False)
-            for key, default in impl_defaults(None, False, False, False).items():
-                group.setdefault(key, default)
-
     def _state_of(self, p, group):
-        from ..ops.factories import zeros_like
         state = self.state[p]
         if len(state) == 0:
             state["step"] = step_counter(param=p if group["capturable"] else None)

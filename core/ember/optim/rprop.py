@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from .optimizer import (Optimizer, as_real, bump, check_hparams, check_impl_flags, grads_of,
                         impl_defaults, neg_if, step_counter, zeros_state)
+from ..ops.factories import full_like
 
 __all__ = ["Rprop"]
 
 
 class Rprop(Optimizer):
+    _group_defaults = {"maximize": False, **impl_defaults(None, False, False, False)}
+
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         check_hparams("Rprop", lr)
@@ -21,16 +24,8 @@ class Rprop(Optimizer):
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            for key, default in impl_defaults(None, False, False, False).items():
-                group.setdefault(key, default)
-
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        from ..ops.factories import full_like
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]

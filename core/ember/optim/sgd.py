@@ -8,11 +8,15 @@ from __future__ import annotations
 from ..ops import foreach as _fe
 from .optimizer import (Optimizer, add_scaled_, check_hparams, check_impl_flags, grads_of,
                         host_lr, impl_defaults, implementation, lr_on)
+from ..ops.factories import zeros_like
 
 __all__ = ["SGD"]
 
 
 class SGD(Optimizer):
+    _group_defaults = {"nesterov": False, "maximize": False, "foreach": None,
+                       "differentiable": False, "fused": None}
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
@@ -24,15 +28,6 @@ class SGD(Optimizer):
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         **impl_defaults(foreach, fused, differentiable))
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
@@ -76,7 +71,6 @@ class SGD(Optimizer):
             state = self.state[p]
             buf = state.get("momentum_buffer")
             if buf is None:
-                from ..ops.factories import zeros_like
                 buf = state["momentum_buffer"] = zeros_like(p)
                 first.append((p, g, buf))
             else:

@@ -19,6 +19,9 @@ from ..dispatch.grad_mode import no_grad
 from ..nn.modules.module import Module
 from ..nn.modules.normalization import _BatchNorm
 from .lr_scheduler import LRScheduler, _format_param
+from .. import _dtype
+from ..ops.factories import tensor
+from .optimizer import lerp_
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn",
            "get_swa_multi_avg_fn", "get_ema_avg_fn", "get_swa_avg_fn"]
@@ -36,7 +39,6 @@ def _is_inexact(t):
 
 def _lerp_(t, end, weight):
     """t += weight * (end - t) (PyTorch's ``_foreach_lerp_`` for one tensor)."""
-    from .optimizer import lerp_
     return lerp_(t, end, weight)
 
 
@@ -108,7 +110,6 @@ class AveragedModel(Module):
         super().__init__()
         if avg_fn is not None and multi_avg_fn is not None:
             raise AssertionError("Only one of avg_fn and multi_avg_fn should be provided")
-        from ..ops.factories import tensor
         self.module = deepcopy(model)
         if device is not None:
             self.module = self.module.to(device)
@@ -164,7 +165,6 @@ class AveragedModel(Module):
 
 
 def _int64():
-    from .. import _dtype
     return _dtype.int64
 
 

@@ -29,6 +29,8 @@ from .._device import device as _device_cls
 from .._tensor import Tensor
 from ..dispatch import dispatcher as _dispatcher
 from ..dispatch import keys as K
+from ..autograd import engine
+from ..runtime.registry import registry
 
 PYTHON = K.PYTHON
 _tls = threading.local()
@@ -91,7 +93,6 @@ class Session:
             if _dispatcher._functionality_handlers.get(PYTHON) is not _make_handler:
                 # once: registering clears every op's resolution cache
                 _dispatcher.register_functionality(PYTHON, _make_handler)
-            from ..autograd import engine
             engine.node_observer = _observe_node
             self.perf0 = time.perf_counter_ns()
             self.wall0 = time.time_ns()
@@ -108,7 +109,6 @@ class Session:
         with _session_lock:
             if _session is self:
                 _session = None
-                from ..autograd import engine
                 engine.node_observer = None
         self.stopped = True
         self._attach_kernels(kernels)
@@ -117,7 +117,6 @@ class Session:
     def _start_device_timing(self):
         if not self.device_types:
             return
-        from ..runtime.registry import registry
         for name in registry.names():
             if name == "cpu" or name not in self.device_types:
                 continue
@@ -310,7 +309,6 @@ def _device_of(args, out):
 def _allocator(dev):
     if dev is None or dev.type == "cpu":
         return None
-    from ..runtime.registry import registry
     try:
         return registry.get(dev.type).allocator(dev.index or 0)
     except Exception:  # a backend without an allocator keeps no statistics
@@ -331,25 +329,16 @@ def _memory_after(rec, args, before, out):
     if alloc is not None:
         rec.dev_mem = alloc.memory_allocated() - bytes_before
         return
-    inputs = {id(a._storage) for a in _iter_tensors(args)}
+    inputs = {id(a._storage) for a in _dispatcher.tensors_in(args)}
     seen = set()
     total = 0
-    for o in _iter_tensors(out if isinstance(out, (tuple, list)) else (out,)):
+    for o in _dispatcher.tensors_in(out if isinstance(out, (tuple, list)) else (out,)):
         st = o._storage
         if id(st) not in inputs and id(st) not in seen and o.device.type == "cpu":
             seen.add(id(st))
             total += st.nbytes
     rec.mem = total
 
-
-def _iter_tensors(items):
-    for a in items:
-        if isinstance(a, Tensor):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            for x in a:
-                if isinstance(x, Tensor):
-                    yield x
 
 
 # -- flops --------------------------------------------------------------------------------------

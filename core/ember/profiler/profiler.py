@@ -20,6 +20,7 @@ from enum import Enum
 
 from ._legacy import profile as _legacy_profile
 from ._events import chrome_trace
+from ..runtime.registry import registry
 
 __all__ = ["profile", "schedule", "ProfilerAction", "ProfilerActivity",
            "tensorboard_trace_handler", "supported_activities"]
@@ -46,7 +47,6 @@ class ProfilerAction(Enum):
 
 def supported_activities():
     """CPU, plus PrivateUse1 when a loaded backend can time its kernels."""
-    from ..runtime.registry import registry
     out = {ProfilerActivity.CPU}
     for name in registry.names():
         if name == "cpu":
@@ -60,7 +60,6 @@ def supported_activities():
 def _default_activities():
     """PyTorch's default: CPU, and the device when one is in use (here: a non-CPU backend
     that has run something; none is loaded just to ask)."""
-    from ..runtime.registry import registry
     in_use = any(name != "cpu" and name in registry._ready for name in registry.names())
     return {ProfilerActivity.CPU, ProfilerActivity.PrivateUse1} if in_use else \
         {ProfilerActivity.CPU}
@@ -153,7 +152,6 @@ class profile:
         """Every non-CPU backend's name when a device activity is asked for."""
         if self.activities <= {ProfilerActivity.CPU}:
             return ()
-        from ..runtime.registry import registry
         return tuple(n for n in registry.names() if n != "cpu")
 
     # -- life cycle -----------------------------------------------------------------------------

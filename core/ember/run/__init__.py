@@ -19,9 +19,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import runpy
 import sys
 import traceback
+
+from ..runtime.registry import registry
+from .torch_alias import _parse_devices, install
 
 __all__ = ["main", "run"]
 
@@ -57,7 +61,6 @@ def build_parser(prog: str = "ember run") -> argparse.ArgumentParser:
 
 
 def _devices(specs):
-    from .torch_alias import _parse_devices
     return [pair for spec in specs for pair in _parse_devices(spec)]
 
 
@@ -71,7 +74,6 @@ def _script_frames(tb, path):
 
 def run(script=None, args=(), *, module=None, devices=(), allow=()) -> int:
     """Run ``script`` (a path) or ``module`` with torch aliased to ember; the exit status."""
-    from .torch_alias import install
     try:
         install(devices, allow)
     except (RuntimeError, ValueError) as e:   # an unknown or unavailable target device
@@ -133,12 +135,10 @@ def _hint(error) -> str | None:
             return (f"'{owner}.{name}' does not exist in ember (the script asked for "
                     f"'torch{owner[len('ember'):]}.{name}'): this part of PyTorch's API is not "
                     f"provided; see `python bench/api_coverage.py --missing` for the list.")
-    import re
     unusable = re.search(r"backend '(\w+)' is (?:not available|unavailable)|device type '(\w+)' "
                          r"is not installed", str(error))
     if isinstance(error, RuntimeError) and unusable:
         kind = unusable.group(1) or unusable.group(2)
-        from ..runtime.registry import registry
         usable = [n for n in registry.names() if n not in (kind, "meta") and
                   registry.unavailable_reason(n) is None]
         return (f"the script uses '{kind}' devices, which can't run here; run its '{kind}' work "

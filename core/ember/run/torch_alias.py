@@ -27,6 +27,7 @@ import os
 import sys
 
 from . import outside
+from ..runtime import devices as _devices
 
 #: import names that resolve to ember's modules: prefix -> ember module path
 ALIASES = {"torch": "ember", "torchdata": "ember.data"}
@@ -111,7 +112,6 @@ def install(devices=(), allow=()) -> TorchAliasFinder:
     """Alias torch to ember in this process (and, through the environment, in the processes it
     starts); ``devices`` are ``(source, target)`` redirects, ``allow`` package names let
     through. Returns the finder (``uninstall`` removes it)."""
-    from ..runtime import devices as _devices
     devices, allow = list(devices), list(allow)
     for source, target in devices:
         _devices.redirect(source, target)

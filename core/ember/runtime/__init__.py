@@ -10,7 +10,8 @@ name below with its contract.
   ``OutputSpec``; kernel checks: ``KernelContractError``, ``set_kernel_checks``,
   ``kernel_checks_enabled``; the fallback's ``CPUFallbackWarning``
 * memory and tensors: ``Storage``, ``make_tensor``, ``tensor_constructor``, ``is_tensor``,
-  ``tensor_class``, ``get_native``/``set_native``, ``contiguous_strides``,
+  ``tensor_class``, ``get_native``/``set_native``, the layout accessors ``storage_of``,
+  ``data_of``, ``shape_of``, ``strides_of``, ``offset_of``, ``layout_of``, ``contiguous_strides``,
   ``broadcast_shapes``, ``CachingAllocator``, ``OutOfMemoryError``, ``format_bytes``
 * dtypes: ``dtypes`` (the dtype objects and categories), ``from_numpy_dtype``,
   ``to_numpy_dtype``
@@ -39,7 +40,8 @@ from .registry import BackendUnavailable, registry
 from .rng import HostGenerator
 from .storage import Storage
 from .streams import EventBase, HostEvent, HostStream, StreamBase
-from .tensors import (get_native, is_tensor, make_tensor, set_native, tensor_class,
+from .tensors import (data_of, get_native, is_tensor, layout_of, make_tensor, offset_of,
+                      set_native, shape_of, storage_of, strides_of, tensor_class,
                       tensor_constructor)
 
 __all__ = [
@@ -50,7 +52,8 @@ __all__ = [
     "set_kernel_checks", "kernel_checks_enabled", "CPUFallbackWarning",
     # memory and tensors
     "Storage", "make_tensor", "tensor_constructor", "is_tensor", "tensor_class", "get_native",
-    "set_native", "contiguous_strides", "broadcast_shapes", "CachingAllocator",
+    "set_native", "storage_of", "data_of", "shape_of", "strides_of", "offset_of", "layout_of",
+    "contiguous_strides", "broadcast_shapes", "CachingAllocator",
     "OutOfMemoryError", "format_bytes",
     # dtypes
     "dtypes", "from_numpy_dtype", "to_numpy_dtype",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import random
 import sys
 import threading
 import types
@@ -341,7 +342,6 @@ class DeviceModule(types.ModuleType):
 
     def seed_all(self) -> None:
         """A fresh random seed, the same on every device (torch's ``seed_all``)."""
-        import random
         self.manual_seed_all(random.getrandbits(63))
 
     def get_rng_state_all(self) -> list:

@@ -35,19 +35,20 @@ from __future__ import annotations
 
 import os
 import pickle
+import zipfile
 
-from ._ember_format import FORMAT_VERSION
+from ._ember_format import FORMAT_VERSION, ember_allowed, read_header
 from ._ember_format import Reader as _EmberReader
 from ._ember_format import is_ember_file as _is_ember_file
 from ._ember_format import prepare as _prepare
 from ._files import Source as _Source
 from ._files import remove_stale_temp_files, write_atomically
 from ._placement import DeviceMapError, placer
-from ._torch_format import TorchReader as _TorchReader
+from ._torch_format import TorchReader as _TorchReader, _ZIP_ERRORS
 from ._torch_format import load_zip as _load_zip
 from ._torch_legacy import load_legacy as _load_legacy
 from ._torch_legacy import load_tar as _load_tar
-from ._unpickler import (add_safe_globals, clear_safe_globals, get_safe_globals,
+from ._unpickler import (CorruptCheckpoint, add_safe_globals, clear_safe_globals, get_safe_globals,
                          globals_in_pickle, safe_globals)
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
@@ -137,7 +138,6 @@ def get_unsafe_globals_in_checkpoint(f):
     """The ``module.name`` globals a checkpoint's pickle uses that ``weights_only=True`` would
     refuse (read without running anything): what to pass to ``add_safe_globals`` if you trust
     them."""
-    from ._ember_format import ember_allowed, read_header
     src = _Source(f)
     try:
         kind = _kind(src)
@@ -149,10 +149,7 @@ def get_unsafe_globals_in_checkpoint(f):
             names, _ = globals_in_pickle(src.read_at(start + b, e - b))
             allowed = ember_allowed().with_user_globals().names
         elif kind == "zip":
-            import zipfile
 
-            from ._torch_format import _ZIP_ERRORS
-            from ._unpickler import CorruptCheckpoint
             src.stream.seek(src.start)
             try:
                 zf = zipfile.ZipFile(src.stream)

@@ -23,13 +23,19 @@ import struct
 import zlib
 from collections import Counter, OrderedDict
 
+from pickle import UnpicklingError
 import numpy as np
 
 from .. import _dtype
-from .._device import device as _device_cls
+from .._device import device, device as _device_cls
 from .._tensor import Size, Tensor
 from ._unpickler import (Allowed, CorruptCheckpoint, SafeUnpickler, _Refused,
                          weights_only_message)
+from ..nn.modules.module import _HookODict
+from ..nn.parameter import Parameter
+from ..ops.factories import from_numpy
+from ..runtime import make_tensor
+from .._layout import strided
 
 FORMAT = "ember"
 FORMAT_VERSION = 3
@@ -115,7 +121,6 @@ class Encoder:
 
     def finish(self):
         """Each storage's bytes as an entry (see the module doc for its dtype and shape)."""
-        from ..runtime import make_tensor
         for entry, st, users in self._storages.values():
             owner = self.tensors[entry]
             dt = _dtype.as_dtype(owner["dtype"])
@@ -163,7 +168,6 @@ def _contiguous(shape):
 
 
 def _layout_strided():
-    from .. import strided
     return strided
 
 
@@ -349,7 +353,6 @@ class Reader:
                                                      encoding=self.encoding)
             unpickler.persistent_load = persistent_load
             return unpickler.load()
-        from pickle import UnpicklingError
         allowed = ember_allowed().with_user_globals()
         try:
             return SafeUnpickler(data, allowed, persistent_load, encoding=self.encoding).load()
@@ -430,7 +433,6 @@ class Reader:
         if info.get("requires_grad") is True:
             t.requires_grad_(True)
         if info.get("class") == "Parameter":
-            from ..nn.parameter import Parameter
             t = Parameter(t, requires_grad=t.requires_grad)
         self.done[name] = t
         return t
@@ -449,7 +451,6 @@ class Reader:
                 raise self.bad(f"tensor {name!r} (size {shape}, stride {stride}, offset "
                                f"{offset}) reaches byte {end} of its {storage.nbytes}-byte "
                                f"storage {entry!r}")
-        from ..runtime import make_tensor
         return make_tensor(storage, shape, dt, stride, offset)
 
     def _storage(self, entry, what):
@@ -473,7 +474,6 @@ class Reader:
         self._check_crc(data, owner.get("crc32"), what)
         if len(data) % np.dtype(npd).itemsize:
             npd = np.uint8
-        from ..ops.factories import from_numpy
         base = self.place(from_numpy(np.frombuffer(data, dtype=npd)),
                           str(owner.get("device", "cpu")), what)
         st = self.storages[entry] = base._storage
@@ -489,7 +489,6 @@ class Reader:
         _, data = self._entry_bytes(name, f"tensor {name!r}")
         self._check_crc(data, info.get("crc32"), what)
         arr = np.frombuffer(data, dtype=dt.np).reshape(shape)
-        from ..ops.factories import from_numpy
         return self.place(from_numpy(arr), str(info.get("device", "cpu")), what)
 
 
@@ -505,8 +504,6 @@ def ember_allowed():
     """The globals an ember pickle may use by default: containers and ember's value types."""
     global _EMBER_ALLOWED
     if _EMBER_ALLOWED is None:
-        from .._device import device
-        from ..nn.modules.module import _HookODict
         names = {"ember._dtype._by_name": _dtype._by_name, "ember._device.device": device,
                  "ember._tensor.Size": Size,
                  "ember.nn.modules.module._HookODict": _HookODict}

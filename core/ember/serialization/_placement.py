@@ -1,7 +1,7 @@
 """``map_location`` for ``ember.load``: where each loaded tensor (or torch storage) goes."""
 from __future__ import annotations
 
-from .._device import device as _device_cls
+from .._device import as_device, device as _device_cls
 from .._tensor import Tensor
 
 
@@ -20,7 +20,6 @@ def placer(map_location, label):
       default placement (PyTorch passes a storage; ember passes the data as a CPU tensor, so
       ``lambda storage, loc: storage`` and ``lambda s, loc: s.to(...)`` work the same).
     """
-    from .._device import as_device
 
     if map_location is None or isinstance(map_location, (str, _device_cls)):
         fixed = None if map_location is None else str(map_location)

@@ -30,6 +30,10 @@ from .. import _dtype
 from .._tensor import Size, Tensor
 from ._unpickler import (Allowed, CorruptCheckpoint, SafeUnpickler, _Refused,
                          weights_only_message)
+from .._device import device
+from ..dispatch.grad_mode import no_grad
+from ..nn.parameter import Parameter
+from ..ops.factories import empty, from_numpy
 
 LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 LEGACY_PROTOCOL = 1001
@@ -78,7 +82,6 @@ def _unsupported(what):
 
 
 def _torch_device(kind, index=None):
-    from .._device import device
     spec = kind if index is None else f"{kind}:{index}"
     try:
         return device(spec)
@@ -123,7 +126,6 @@ class LoadedStorage:
         arr = np.frombuffer(data, dtype=dt.np)
         if self.reader.big_endian:
             arr = arr.byteswap()
-        from ..ops.factories import from_numpy
         what = f"storage {self.key!r} ({dtype_name}, {arr.size} elements)"
         t = self.reader.place(from_numpy(arr), self.location, what)
         self._placed[dtype_name] = t
@@ -144,7 +146,6 @@ class LoadedStorage:
                                   f"{list(size)} and stride {list(stride)} at offset {offset} "
                                   f"reaches past the end of storage {self.key!r} "
                                   f"({base.numel()} elements): the file is corrupted")
-        from ..dispatch.grad_mode import no_grad
         with no_grad():
             return base.as_strided(size, stride, offset)
 
@@ -187,7 +188,6 @@ class TorchReader:
 
     @staticmethod
     def rebuild_parameter(data, requires_grad, backward_hooks):
-        from ..nn.parameter import Parameter
         if not isinstance(data, Tensor):
             raise UnpicklingError(f"a Parameter is rebuilt from {type(data).__name__}")
         return Parameter(data, requires_grad)
@@ -197,7 +197,6 @@ class TorchReader:
         return _set_state(cls.rebuild_parameter(data, requires_grad, backward_hooks), state)
 
     def rebuild_from_type_v2(self, func, new_type, args, state):
-        from ..nn.parameter import Parameter
         if new_type not in (Tensor, Parameter):
             raise UnpicklingError(f"ember.load: {self.label}: tensor subclass {new_type!r} is "
                                   f"not supported")
@@ -211,7 +210,6 @@ class TorchReader:
 
     @staticmethod
     def rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad):
-        from ..ops.factories import empty
         try:
             t = empty(0, dtype=dtype, device="meta").as_strided(tuple(size), tuple(stride))
         except Exception as e:
@@ -220,7 +218,6 @@ class TorchReader:
         return t.requires_grad_(bool(requires_grad))
 
     def names(self):
-        from ..nn.parameter import Parameter
         table = {"torch.Size": Size, "torch.device": _torch_device, "torch.Tensor": Tensor,
                  "torch.nn.parameter.Parameter": Parameter,
                  "torch._utils._rebuild_tensor": self.rebuild_tensor,
@@ -261,7 +258,6 @@ class TorchReader:
     def allowed(self):
         names = self.names()
         funcs = [v for v in names.values() if callable(v) and not isinstance(v, type)]
-        from ..nn.parameter import Parameter
         return Allowed(names, callables=(*funcs, Size), newobj=(Parameter, Size),
                        hint=_hint).with_user_globals()
 

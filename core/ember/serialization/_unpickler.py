@@ -18,6 +18,8 @@ import codecs
 import struct
 from collections import Counter, OrderedDict
 from pickle import UnpicklingError
+import io
+import pickletools
 
 from ._safe_globals import (Allowed, CorruptCheckpoint, _refusal, _Refused,
                             add_safe_globals, clear_safe_globals, get_safe_globals,
@@ -550,8 +552,6 @@ for _code, _what in ((b"\x82", "EXT1"), (b"\x83", "EXT2"), (b"\x84", "EXT4"),
 def globals_in_pickle(data, pos=0):
     """The ``module.name`` globals a pickle refers to (read without running anything), and the
     position after it."""
-    import io
-    import pickletools
     stream = io.BytesIO(bytes(data))
     stream.seek(pos)
     found, strings = [], []

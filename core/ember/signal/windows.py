@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+import ember
 
 from .. import _dtype
 from .._layout import strided
@@ -20,7 +21,6 @@ __all__ = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "general
 
 
 def _ember():
-    import ember
     return ember
 
 

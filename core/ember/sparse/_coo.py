@@ -17,6 +17,11 @@ from .._layout import sparse_coo, strided
 from .._tensor import Tensor
 from ..dispatch import keys as K
 from ..runtime.layout import contiguous_strides
+from ..dispatch.grad_mode import no_grad
+from ..runtime.registry import registry
+from ..ops.factories import tensor as to_tensor, zeros
+from ..ops.shape import stack
+from ..ops.sorting import unique
 
 SPARSE = K.SPARSE
 
@@ -61,7 +66,6 @@ def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, devic
     """``torch.sparse_coo_tensor``: a COO tensor from ``indices`` (sparse_dim x nnz) and
     ``values`` (nnz x dense dims); ``size`` defaults to the smallest that holds the indices.
     ``sparse_coo_tensor(size)`` alone is an empty sparse tensor of that size."""
-    from .. import tensor as to_tensor
     if values is None:
         if size is None and indices is not None and not isinstance(indices, Tensor):
             indices, size = None, indices   # torch's sparse_coo_tensor(size) overload
@@ -69,7 +73,6 @@ def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, devic
             raise TypeError("sparse_coo_tensor() missing 1 required positional arguments: "
                             "\"values\"")
         size = tuple(int(s) for s in size)
-        from .. import zeros
         return sparse_coo_tensor(zeros((len(size), 0), dtype=_dtype.int64, device=device),
                                  zeros((0,), dtype=dtype, device=device), size,
                                  requires_grad=requires_grad)
@@ -117,7 +120,6 @@ def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, devic
 
 
 def _check_bounds(indices, sparse_shape):
-    from ..runtime.registry import registry
     if indices.shape[1] == 0 or not registry.get(indices.device.type).has_data:
         return                    # (meta tensors have no values to check)
     lo = indices.amin(1).tolist()
@@ -140,14 +142,12 @@ def _linear(indices, sparse_shape):
 
 
 def _unravel(lin, sparse_shape):
-    from .. import floor_divide, remainder
     rows = []
     rest = lin
     for n in reversed(sparse_shape[1:]):
-        rows.append(remainder(rest, n))
-        rest = floor_divide(rest, n)
+        rows.append(rest.remainder(n))
+        rest = rest.floor_divide(n)
     rows.append(rest)
-    from .. import stack
     return stack(list(reversed(rows)), 0)
 
 
@@ -161,7 +161,6 @@ def coalesce(t):
     nnz = p.indices.shape[1]
     if nnz == 0:
         return make(p.indices, p.values, shape, True)
-    from .. import unique, zeros
     lin = _linear(p.indices, shape[:sdim])
     uniq, inverse, _ = unique(lin, sorted=True, return_inverse=True, return_counts=True)
     values = zeros((uniq.shape[0],) + tuple(p.values.shape[1:]), dtype=p.values.dtype,
@@ -175,7 +174,6 @@ def to_dense(t, dtype=None, *, masked_grad=None):
     p = parts(t)
     sdim = p.indices.shape[0]
     shape = t._shape
-    from .. import zeros
     flat = zeros((math.prod(shape[:sdim]),) + tuple(shape[sdim:]), dtype=p.values.dtype,
                  device=p.values.device)
     if p.indices.shape[1]:
@@ -201,7 +199,6 @@ def to_sparse(t, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None
     if not 0 <= sparse_dim <= t.ndim:
         raise RuntimeError(f"to_sparse: sparse_dim {sparse_dim} must be in [0, {t.ndim}] for a "
                            f"tensor of shape {list(t.shape)}")
-    from ..dispatch.grad_mode import no_grad
     with no_grad():
         nz = t != 0
         if sparse_dim < t.ndim:
@@ -216,7 +213,6 @@ def to_sparse(t, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None
 
 
 def _empty_index(t, nz):
-    from .. import zeros
     return zeros((0, 1), dtype=_dtype.int64, device=t.device)
 
 
@@ -254,7 +250,6 @@ def spmm(s, dense):
     if dense.device != s.device:
         raise RuntimeError(f"sparse.mm: expected both operands on one device, got {s.device} "
                            f"and {dense.device}")
-    from .. import zeros
     dtype = _dtype.promote_types(p.values.dtype, dense.dtype)
     out = zeros((s.shape[0], dense.shape[1]), dtype=dtype, device=dense.device)
     if p.indices.shape[1]:
@@ -272,7 +267,6 @@ def transpose(s, dim0=0, dim1=1):
                            "dimensions only")
     order = list(range(sdim))
     order[dim0], order[dim1] = order[dim1], order[dim0]
-    from .. import tensor as to_tensor
     indices = p.indices.index_select(0, to_tensor(order, device=p.indices.device))
     shape = list(s._shape)
     shape[dim0], shape[dim1] = shape[dim1], shape[dim0]

@@ -10,6 +10,8 @@ from __future__ import annotations
 from ..dispatch import dispatcher as _dispatcher
 from . import _coo
 from ._coo import SPARSE, coalesce, is_sparse, make, parts, spmm
+from ..ops.factories import tensor
+from ..ops.shape import cat
 
 
 def _scalar_values(op_name, fn):
@@ -32,7 +34,6 @@ def _add(a, b, alpha=1, *rest):
         if tuple(a.shape) != tuple(b.shape):
             raise RuntimeError(f"add: expected sizes of the sparse operands to match, got "
                                f"{list(a.shape)} and {list(b.shape)}")
-        from .. import cat
         pa, pb = parts(a), parts(b)
         values = cat([pa.values, pb.values * alpha if alpha != 1 else pb.values], 0)
         return coalesce(make(cat([pa.indices, pb.indices], 1), values, a._shape, False))
@@ -65,7 +66,6 @@ def _permute(t, dims, *rest):
     if sorted(dims[:sdim]) != list(range(sdim)) or dims[sdim:] != list(range(sdim, t.ndim)):
         raise NotImplementedError("permute of a sparse COO tensor may reorder its sparse "
                                   "dimensions only")
-    from .. import tensor
     order = tensor(dims[:sdim], device=p.indices.device)
     return make(p.indices.index_select(0, order), p.values,
                 tuple(t._shape[d] for d in dims), sdim <= 1)

@@ -7,8 +7,15 @@ casts it to an integer. The shifted Chebyshev polynomials are the plain ones
 at ``2x - 1``. Written with ember ops: every backend runs them."""
 from __future__ import annotations
 
+import math
+
 from .. import _dtype
 from .._tensor import Tensor
+from ..ops._util import write_out
+from ..ops.elementwise.selection import where
+from ..ops.elementwise.special import sinc
+from ..ops.factories import tensor, zeros_like
+from ..ops.views.reshaping import broadcast_tensors
 
 __all__ = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
            "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
@@ -18,7 +25,6 @@ __all__ = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polyno
 
 
 def _operands(name, x, n):
-    from .. import tensor
     if not isinstance(x, Tensor) and not isinstance(n, Tensor):
         raise TypeError(f"{name}(): expected a Tensor for input or n")
     like = x if isinstance(x, Tensor) else n
@@ -36,7 +42,6 @@ def _operands(name, x, n):
 
 def _recurrence(name, x, n, first, step):
     """``p_0 = 1``, ``p_1 = first(x)``, ``p_{k+1} = step(k, x, p_k, p_{k-1})``."""
-    from .. import broadcast_tensors, where, zeros_like
     x, n = _operands(name, x, n)
     x, n = broadcast_tensors(x, n)
     top = int(n.max().item()) if n.numel() else 0
@@ -113,8 +118,6 @@ def legendre_polynomial_p(input, n, *, out=None):
 def spherical_bessel_j0(input, *, out=None):
     """``sin(x) / x`` (1 at 0, 0 at +-inf as in scipy and PyTorch): the normalized sinc at
     ``x / pi``."""
-    import math
-    from .. import sinc, where
     x, _ = _operands("spherical_bessel_j0", input, 0)
     return _finish(where(x.isinf(), 0.0, sinc(x / math.pi)), out)
 
@@ -122,5 +125,4 @@ def spherical_bessel_j0(input, *, out=None):
 def _finish(result, out):
     if out is None:
         return result
-    from ..ops._util import write_out
     return write_out(out, result, "special")

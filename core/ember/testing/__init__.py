@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tensor import Tensor
+
 # (rtol, atol) per dtype name, from torch.testing.assert_close's documentation
 DEFAULT_TOLERANCES = {
     "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
@@ -47,7 +49,6 @@ def compare(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float):
 
 
 def _host(x):
-    from .._tensor import Tensor
     if isinstance(x, Tensor):
         return x.detach()._host() if x.requires_grad else x._host()
     return np.asarray(x)
@@ -56,7 +57,6 @@ def _host(x):
 def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=True, check_dtype=True,
                  check_device=True, msg=None):
     """Raise AssertionError unless ``actual`` and ``expected`` are close (PyTorch's rules)."""
-    from .._tensor import Tensor
     if isinstance(actual, (list, tuple)):
         assert len(actual) == len(expected), f"length {len(actual)} != {len(expected)}"
         for a, e in zip(actual, expected):

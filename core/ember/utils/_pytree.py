@@ -103,6 +103,18 @@ def tree_leaves(tree) -> list:
     return tree_flatten(tree)[0]
 
 
+def leaves_of_type(tree, cls) -> list:
+    """The instances of ``cls`` inside nested lists, tuples and dicts (subclasses of those
+    included), in order; anything else is skipped."""
+    if isinstance(tree, cls):
+        return [tree]
+    if isinstance(tree, (list, tuple)):
+        return [x for v in tree for x in leaves_of_type(v, cls)]
+    if isinstance(tree, dict):
+        return [x for v in tree.values() for x in leaves_of_type(v, cls)]
+    return []
+
+
 def tree_map(fn, tree):
     leaves, spec = tree_flatten(tree)
     return tree_unflatten([fn(x) for x in leaves], spec)

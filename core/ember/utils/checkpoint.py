@@ -19,6 +19,8 @@ from ..dispatch.grad_mode import enable_grad
 from ..autograd.graph import AccumulateGrad, Node, alias, attach
 from ..autograd.record import gradient_edge
 from ..dispatch import keys as K
+from .._generator import default_generator
+from ..nn.modules.container import Sequential
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
 
@@ -39,7 +41,6 @@ def _flatten(out):
 
 
 def _rng_states(args):
-    from .._generator import default_generator
     devices = {"cpu": None}
     for a in args:
         if isinstance(a, Tensor) and a.device.type != "cpu":
@@ -182,7 +183,6 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
     """Run ``functions`` (a Sequential or a list of modules) in ``segments`` checkpointed
     chunks; the last chunk runs normally, as in PyTorch."""
-    from ..nn.modules.container import Sequential
     if isinstance(functions, Sequential):
         functions = list(functions.children())
     functions = list(functions)

@@ -13,6 +13,10 @@ import importlib.metadata
 import os
 import platform
 import sys
+import numpy
+import ember
+
+from ..runtime.registry import registry
 
 __all__ = ["get_env_info", "main"]
 
@@ -49,7 +53,7 @@ def _cpu() -> str:
 
 
 def _blas() -> list:
-    import numpy  # noqa: F401 - loads the BLAS threadpoolctl reports
+    # optional: reported when installed
     import scipy.linalg  # noqa: F401
     from threadpoolctl import threadpool_info
     rows = []
@@ -61,7 +65,7 @@ def _blas() -> list:
 
 
 def _opencl() -> list:
-    import pyopencl as cl
+    import pyopencl as cl  # optional: reported when installed
     rows = []
     for p in cl.get_platforms():
         devices = _probe(lambda: ", ".join(d.name for d in p.get_devices()))
@@ -72,7 +76,7 @@ def _opencl() -> list:
 def _cuda() -> str:
     if _version("cupy-cuda12x") == "not installed" and _version("cupy") == "not installed":
         return "cupy not installed"
-    import cupy
+    import cupy  # optional: reported when installed
     runtime = _probe(lambda: cupy.cuda.runtime.runtimeGetVersion())
     driver = _probe(lambda: cupy.cuda.runtime.driverGetVersion())
     count = _probe(lambda: cupy.cuda.runtime.getDeviceCount())
@@ -82,15 +86,14 @@ def _cuda() -> str:
 def _mpi() -> str:
     if _version("mpi4py") == "not installed":
         return "mpi4py not installed"
-    import mpi4py
+    import mpi4py  # optional: reported when installed
     mpi4py.rc.initialize = False   # report the library without starting MPI
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional: reported when installed
     library = " ".join(MPI.Get_library_version().splitlines()[0].split())
     return f"mpi4py {mpi4py.__version__}; {library}"
 
 
 def _backends() -> list:
-    from ..runtime.registry import registry
     rows = []
     for name in registry.names():
         reason = registry.unavailable_reason(name)
@@ -115,7 +118,6 @@ def _plugins() -> list:
 
 def get_env_info() -> list:
     """(section, [lines]) pairs: the report's content."""
-    import ember
     return [
         ("ember", [f"{ember.__version__} at {os.path.dirname(ember.__file__)}"]),
         ("Python", [f"{sys.version.split()[0]} ({sys.executable})"]),

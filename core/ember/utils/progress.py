@@ -96,6 +96,7 @@ class Progress:
 
     def __enter__(self):
         if self.mode == "rich":
+            # start-up: rich (~100 ms), terminal displays only
             from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, TextColumn,
                                        TimeElapsedColumn)
@@ -124,7 +125,7 @@ class Progress:
         task = Task(self, description, total, periodic_only)
         self.tasks.append(task)
         if self._rich is not None:
-            from rich.markup import escape
+            from rich.markup import escape  # start-up: rich (~100 ms), terminal displays only
             task._id = self._rich.add_task(escape(description), total=total, note="")
         elif self.mode == "plain" and not periodic_only:
             self._print(task.line())
@@ -135,7 +136,7 @@ class Progress:
 
     def _update(self, task: Task) -> None:
         if self._rich is not None:
-            from rich.markup import escape
+            from rich.markup import escape  # start-up: rich (~100 ms), terminal displays only
             self._rich.update(task._id, completed=task.completed, note=escape(task.note))
         elif self.mode == "plain":
             now = time.monotonic()
@@ -145,7 +146,7 @@ class Progress:
 
     def _finish(self, task: Task) -> None:
         if self._rich is not None:
-            from rich.markup import escape
+            from rich.markup import escape  # start-up: rich (~100 ms), terminal displays only
             self._rich.update(task._id, completed=task.completed, note=escape(task.note))
         elif self.mode == "plain" and not task.periodic_only:
             self._print(task.line() + " done")
@@ -153,7 +154,7 @@ class Progress:
     def print(self, text: str) -> None:
         """A message above the display (a plain line when piped)."""
         if self._rich is not None:
-            from rich.text import Text
+            from rich.text import Text  # start-up: rich (~100 ms), terminal displays only
             self._rich.console.print(Text(text))
         elif self.mode != "off":
             self._print(text)

@@ -157,7 +157,7 @@ class OpenRegBackend(Backend):
         if src.device is not dst.device:
             host = registry.get(src.device.type).to_numpy(src)
             src = self.from_numpy(host, dst.device)
-        self.launch(dst.device, "copy_", _copy, self, dst, src)
+        self.launch(dst.device, "copy_", copy_body, self, dst, src)
         return dst
 
     def storage_nbytes(self, data) -> int:
@@ -173,7 +173,8 @@ def _read(backend, src, host):
     host[...] = backend.native(src)
 
 
-def _copy(backend, dst, src):
+def copy_body(backend, dst, src):
+    """The device half of `copy_` and `_to_copy` (shared by the kernels module)."""
     s, d = backend.native(src), backend.native(dst)
     if s.dtype.kind == "c" and d.dtype.kind != "c":
         s = (s != 0) if d.dtype.kind == "b" else s.real  # PyTorch: complex -> bool is "!= 0"

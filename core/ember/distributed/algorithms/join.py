@@ -13,6 +13,10 @@ import warnings
 from abc import ABC, abstractmethod
 from typing import NamedTuple
 
+from ...ops.factories import ones, zeros
+from ..collectives import all_reduce
+from ..process_group import resolve_group
+
 __all__ = ["JoinHook", "Joinable", "Join"]
 
 
@@ -81,7 +85,6 @@ class Join:
                 is_first_joinable=(i == 0))
 
     def _extract_dist_info(self) -> None:
-        from ..process_group import resolve_group
         groups = {id(j.join_process_group): j.join_process_group for j in self._joinables}
         if len(groups) > 1:
             raise ValueError("Using join context manager with multiple process groups")
@@ -127,15 +130,11 @@ class Join:
             joinable._join_config = _JoinConfig.construct_disabled_join_config()
 
     def _get_num_nonjoined_procs(self) -> int:
-        from ...ops.factories import zeros
-        from ..collectives import all_reduce
         count = zeros(1, device=self._device)
         all_reduce(count, group=self._process_group)
         return int(count.item())
 
     def _notify_procs_to_terminate(self):
-        from ...ops.factories import ones
-        from ..collectives import all_reduce
         all_reduce(ones(1, device=self._device), group=self._process_group)
         raise RuntimeError(f"Rank {self._rank} exhausted all inputs.")
 
@@ -146,8 +145,6 @@ class Join:
         config = joinable._join_config
         if not config.is_first_joinable or not config.enable:
             return None
-        from ...ops.factories import ones, zeros
-        from ..collectives import all_reduce
         device = joinable.join_device
         group = joinable.join_process_group
         work = all_reduce(ones(1, device=device), group=group, async_op=True)

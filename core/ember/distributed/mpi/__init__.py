@@ -4,10 +4,11 @@ mpi4py; the factory does."""
 from __future__ import annotations
 
 from ...runtime.hookspecs import hookimpl
+from .engine import available
+from .group import create
 
 
 def make_group(context):
-    from .group import create
     return create(context)
 
 
@@ -17,5 +18,4 @@ def ember_register_process_groups(registry):
 
 
 def is_available() -> bool:
-    from .engine import available
     return available()

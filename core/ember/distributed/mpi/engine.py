@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 import time
 
+import importlib.util
 import numpy as np
 
 from .._types import DistBackendError, RedOpType
+from ...dispatch.grad_mode import no_grad
+from ...ops.factories import from_numpy
 
 _MPI = None
 
@@ -23,13 +26,13 @@ def mpi():
     global _MPI
     if _MPI is None:
         try:
-            import mpi4py
+            import mpi4py  # optional: mpi4py (ember[distributed])
         except ImportError as e:
             raise RuntimeError("ember.distributed's MPI backend needs mpi4py and an MPI library: "
                                "pip install 'ember[distributed]' (mpi4py + the mpich wheel)") from e
         mpi4py.rc.threads = True
         mpi4py.rc.thread_level = "multiple"
-        from mpi4py import MPI
+        from mpi4py import MPI  # optional: mpi4py (ember[distributed])
         if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
             raise RuntimeError(f"ember.distributed: the MPI library gave thread level "
                                f"{MPI.Query_thread()}, but the communication thread needs "
@@ -39,7 +42,6 @@ def mpi():
 
 
 def available() -> bool:
-    import importlib.util
     return importlib.util.find_spec("mpi4py") is not None
 
 
@@ -147,8 +149,6 @@ class Staged:
             return
         t = self.tensor
         if self.copied:
-            from ...dispatch.grad_mode import no_grad
-            from ...ops.factories import from_numpy
             with no_grad():
                 t.copy_(from_numpy(self.arr.reshape(tuple(t.shape))))
         else:

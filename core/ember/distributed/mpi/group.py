@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import threading
 import time
+import numpy as np
 
 from .._types import DistBackendError
 from ..contract import ProcessGroupBackend
 from .engine import (Staged, divide_in_place, guarded_barrier, idup, mpi, poll, reduce_op)
 from .progress import MPIWork, progress
 from .status import StatusBoard
+from ..work import CompletedWork
 
 _MONITOR_TAG = 7331          # monitored_barrier's messages on the control communicator
 _world = None                # COMM_WORLD duplicated once: the parent of every group's comms
@@ -205,7 +207,6 @@ class ProcessGroupMPI(ProcessGroupBackend):
     def monitored_barrier(self, timeout, wait_all_ranks):
         """Rank 0 hears from every rank within ``timeout``, then releases them; it names the
         ranks it did not hear from (all of them with ``wait_all_ranks``)."""
-        import numpy as np
         self._check("monitored_barrier")
         self._seq += 1
         self.board.enter(self._seq, "monitored_barrier", 0)
@@ -248,7 +249,6 @@ class ProcessGroupMPI(ProcessGroupBackend):
                 self.abort(err)
                 raise err
         self._done(self._seq)
-        from ..work import CompletedWork
         return CompletedWork("monitored_barrier")
 
     def _check_tag(self, op, tag):

@@ -4,9 +4,11 @@ or the same structure of them for tuple/list results) and its type in ``node.met
 from __future__ import annotations
 
 from typing import Any, NamedTuple
+import ember
 
 from ..interpreter import Interpreter
 from ..node import map_aggregate
+from ..._tensor import Tensor
 
 __all__ = ["TensorMetadata", "ShapeProp", "extract_tensor_metadata"]
 
@@ -23,7 +25,6 @@ class TensorMetadata(NamedTuple):
 
 def extract_tensor_metadata(result):
     """The ``TensorMetadata`` of a tensor."""
-    import ember
     memory_format = None
     for fmt in (ember.contiguous_format, ember.channels_last, ember.channels_last_3d):
         try:
@@ -44,7 +45,6 @@ class ShapeProp(Interpreter):
         self.fake_mode = fake_mode
 
     def run_node(self, n):
-        from ..._tensor import Tensor
         result = super().run_node(n)
         found = [False]
 

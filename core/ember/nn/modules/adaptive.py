@@ -10,6 +10,7 @@ from .. import functional as F
 from .container import ModuleList, Sequential
 from .linear import Linear
 from .module import Module
+from ...ops.shape import cat
 
 __all__ = ["AdaptiveLogSoftmaxWithLoss"]
 
@@ -90,7 +91,6 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         return _ASMoutput(output if batched else output.squeeze(0), loss)
 
     def _get_full_log_prob(self, input, head_output):
-        from ...ops.shape import cat
         head_logprob = F.log_softmax(head_output, dim=1)
         parts = [head_logprob[:, :self.shortlist_size]]
         for i in range(self.n_clusters):

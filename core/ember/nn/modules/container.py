@@ -5,6 +5,7 @@ import warnings
 
 import operator
 from collections import OrderedDict
+from collections.abc import Mapping
 from itertools import chain, islice
 
 from ..._tensor import Tensor
@@ -35,7 +36,17 @@ class Container(Module):
             self.add_module(key, value)
 
 
-class Sequential(Module):
+class _Pop:
+    """``pop(key)`` over the container's own item access (Sequential, ModuleList and the
+    dicts)."""
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+
+class Sequential(_Pop, Module):
     """Modules called in order, the output of each the input of the next."""
 
     def __init__(self, *args):
@@ -114,13 +125,8 @@ class Sequential(Module):
             self.append(m)
         return self
 
-    def pop(self, key):
-        v = self[key]
-        del self[key]
-        return v
 
-
-class ModuleList(Module):
+class ModuleList(_Pop, Module):
     """A list of modules, registered so their parameters are visible."""
 
     def __init__(self, modules=None):
@@ -179,11 +185,6 @@ class ModuleList(Module):
             self.append(m)
         return self
 
-    def pop(self, key):
-        v = self[key]
-        del self[key]
-        return v
-
     def __repr__(self):
         # PyTorch folds runs of identically-printed modules: "(0-2): 3 x Linear(...)"
         lines, items = [], list(self._modules.items())
@@ -202,13 +203,46 @@ class ModuleList(Module):
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
-class ModuleDict(Module):
+class _KeyedContainer(_Pop):
+    """The dict methods ModuleDict and ParameterDict share, over ``_entries`` (the dict whose
+    keys are the container's keys, in order) and the class's own item access."""
+
+    def __len__(self):
+        return len(self._entries)
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __contains__(self, key):
+        return key in self._entries
+
+    def keys(self):
+        return self._entries.keys()
+
+    def update(self, entries):
+        if isinstance(entries, (Mapping, _KeyedContainer)):
+            for k, v in entries.items():
+                self[k] = v
+            return
+        for j, kv in enumerate(entries):
+            if not isinstance(kv, (tuple, list)) or len(kv) != 2:
+                raise ValueError(f"{self._kind} update sequence element #{j} should "
+                                 f"be an iterable of length 2")
+            self[kv[0]] = kv[1]
+
+
+class ModuleDict(_KeyedContainer, Module):
     """An ordered dict of modules, registered under their keys."""
+    _kind = "ModuleDict"
 
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
             self.update(modules)
+
+    @property
+    def _entries(self):
+        return self._modules
 
     def __getitem__(self, key):
         return self._modules[key]
@@ -219,42 +253,14 @@ class ModuleDict(Module):
     def __delitem__(self, key):
         del self._modules[key]
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
     def clear(self):
         self._modules.clear()
-
-    def pop(self, key):
-        v = self[key]
-        del self[key]
-        return v
-
-    def keys(self):
-        return self._modules.keys()
 
     def items(self):
         return self._modules.items()
 
     def values(self):
         return self._modules.values()
-
-    def update(self, modules):
-        if isinstance(modules, (dict, ModuleDict)):
-            for k, m in modules.items():
-                self[k] = m
-            return
-        for j, kv in enumerate(modules):
-            if not isinstance(kv, (tuple, list)) or len(kv) != 2:
-                raise ValueError(f"ModuleDict update sequence element #{j} should be an "
-                                 f"iterable of length 2")
-            self[kv[0]] = kv[1]
 
 
 def _describe_entries(entries):
@@ -337,14 +343,19 @@ class ParameterList(Module):
     __call__ = _not_callable("ParameterList")
 
 
-class ParameterDict(Module):
+class ParameterDict(_KeyedContainer, Module):
     """An ordered dict of parameters (plain tensors are wrapped in Parameter)."""
+    _kind = "ParameterDict"
 
     def __init__(self, parameters=None):
         super().__init__()
         self._keys = {}
         if parameters is not None:
             self.update(parameters)
+
+    @property
+    def _entries(self):
+        return self._keys
 
     def __getitem__(self, key):
         return getattr(self, key)
@@ -361,18 +372,6 @@ class ParameterDict(Module):
         del self._keys[key]
         delattr(self, key)
 
-    def __len__(self):
-        return len(self._keys)
-
-    def __iter__(self):
-        return iter(self._keys)
-
-    def __contains__(self, key):
-        return key in self._keys
-
-    def keys(self):
-        return self._keys.keys()
-
     def items(self):
         return ((k, self[k]) for k in self._keys)
 
@@ -382,25 +381,9 @@ class ParameterDict(Module):
     def get(self, key, default=None):
         return self[key] if key in self else default
 
-    def pop(self, key):
-        v = self[key]
-        del self[key]
-        return v
-
     def clear(self):
         for k in list(self._keys):
             del self[k]
-
-    def update(self, parameters):
-        if isinstance(parameters, (dict, ParameterDict)):
-            for k, v in parameters.items():
-                self[k] = v
-            return
-        for j, kv in enumerate(parameters):
-            if not isinstance(kv, (tuple, list)) or len(kv) != 2:
-                raise ValueError(f"ParameterDict update sequence element #{j} should be an "
-                                 f"iterable of length 2")
-            self[kv[0]] = kv[1]
 
     def extra_repr(self):
         return _describe_entries(self.items())

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 
-from ... import _dtype
-from ...ops.factories import empty
 from ...ops.shape import cat
 from .. import _conv as C
 from .. import init
-from ..parameter import Parameter
+from .linear import _factory, _weight_and_bias
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
@@ -91,15 +89,9 @@ class _ConvNd(Module):
             self._mode_pads = [(0, 0)] * n
         else:
             self._mode_pads = [(p, p) for p in padding]
-        kw = {"device": device, "dtype": dtype if dtype is not None else
-              _dtype.get_default_dtype()}
         shape = ((in_channels, out_channels // groups) if transposed else
                  (out_channels, in_channels // groups)) + kernel_size
-        self.weight = Parameter(empty(shape, **kw))
-        if bias:
-            self.bias = Parameter(empty(out_channels, **kw))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, shape, bias, out_channels, _factory(device, dtype))
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -9,22 +9,8 @@ __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
            "FeatureAlphaDropout"]
 
 
-class Dropout(Module):
-    def __init__(self, p=0.5, inplace=False):
-        super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.dropout(input, self.p, self.training, self.inplace)
-
-    def extra_repr(self):
-        return f"p={self.p}, inplace={self.inplace}"
-
-
 class _DropoutNd(Module):
+    """torch's base of the dropout modules: ``p``, ``inplace`` and the function ``_fn``."""
     _fn = None
 
     def __init__(self, p=0.5, inplace=False):
@@ -39,6 +25,10 @@ class _DropoutNd(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    _fn = staticmethod(F.dropout)
 
 
 class Dropout1d(_DropoutNd):

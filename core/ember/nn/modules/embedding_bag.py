@@ -1,13 +1,11 @@
 """EmbeddingBag: sums, means or maxima of bags of embeddings (``F.embedding_bag``)."""
 from __future__ import annotations
 
-from ... import _dtype
 from ...dispatch.grad_mode import no_grad
-from ...ops.factories import empty
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
 from .module import Module
+from .sparse import _row_index, _table
 
 __all__ = ["EmbeddingBag"]
 
@@ -22,24 +20,10 @@ class EmbeddingBag(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        if padding_idx is not None:
-            if padding_idx > 0:
-                assert padding_idx < num_embeddings, "padding_idx must be within num_embeddings"
-            elif padding_idx < 0:
-                assert padding_idx >= -num_embeddings, "padding_idx must be within " \
-                                                       "num_embeddings"
-                padding_idx = num_embeddings + padding_idx
-        self.padding_idx = padding_idx
+        self.padding_idx = _row_index(padding_idx, num_embeddings, "padding_idx")
+        self.weight = _table(num_embeddings, embedding_dim, _weight, True, device, dtype)
         if _weight is None:
-            dt = dtype if dtype is not None else _dtype.get_default_dtype()
-            self.weight = Parameter(empty((num_embeddings, embedding_dim), dtype=dt,
-                                          device=device))
             self.reset_parameters()
-        else:
-            if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and "
-                                     "embedding_dim")
-            self.weight = Parameter(_weight)
         self.mode = mode
         self.sparse = sparse
         self.include_last_offset = include_last_offset

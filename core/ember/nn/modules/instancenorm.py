@@ -58,25 +58,27 @@ class InstanceNorm3d(_InstanceNorm):
     _spatial = 3
 
 
-class LocalResponseNorm(Module):
+class _ResponseNorm(Module):
+    """Local response normalisation over ``size`` neighbouring channels (``_fn`` computes it)."""
+    _fn = None
+
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
         super().__init__()
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
     def forward(self, input):
-        return N.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+        return type(self)._fn(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self):
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
 
 
-class CrossMapLRN2d(Module):
+class LocalResponseNorm(_ResponseNorm):
+    _fn = staticmethod(N.local_response_norm)
+
+
+class CrossMapLRN2d(_ResponseNorm):
+    _fn = staticmethod(N.cross_map_lrn2d)
+
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
-        super().__init__()
-        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
-
-    def forward(self, input):
-        return N.cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
-
-    def extra_repr(self):
-        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+        super().__init__(size, alpha, beta, k)

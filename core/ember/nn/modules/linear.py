@@ -17,6 +17,16 @@ def _factory(device, dtype):
     return {"device": device, "dtype": dtype if dtype is not None else _dtype.get_default_dtype()}
 
 
+def _weight_and_bias(module, weight_shape, bias, out_features, kw):
+    """Register ``module.weight`` (uninitialised, ``weight_shape``) and ``module.bias``
+    (``out_features`` values, or None when ``bias`` is false); ``reset_parameters`` fills them."""
+    module.weight = Parameter(empty(weight_shape, **kw))
+    if bias:
+        module.bias = Parameter(empty(out_features, **kw))
+    else:
+        module.register_parameter("bias", None)
+
+
 class Identity(Module):
     """Returns its input; takes (and ignores) any constructor arguments, like PyTorch's."""
 
@@ -37,11 +47,7 @@ class Linear(Module):
         kw = _factory(device, dtype)
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in_features), **kw))
-        if bias:
-            self.bias = Parameter(empty(out_features, **kw))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_features, in_features), bias, out_features, kw)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -70,11 +76,8 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in1_features, in2_features), **kw))
-        if bias:
-            self.bias = Parameter(empty(out_features, **kw))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_features, in1_features, in2_features), bias, out_features,
+                         kw)
         self.reset_parameters()
 
     def reset_parameters(self):

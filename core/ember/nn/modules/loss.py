@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import _loss as L
 from .. import functional as F
 from .module import Module
+from .linear import Linear
 
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss",
@@ -254,18 +255,9 @@ class GaussianNLLLoss(_Loss):
                                    reduction=self.reduction)
 
 
-class NLLLoss2d(_WeightedLoss):
-    """PyTorch's deprecated name of ``NLLLoss`` for (N, C, H, W) inputs."""
-
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                 reduction="mean"):
-        super().__init__(weight, size_average, reduce, reduction)
-        self.ignore_index = ignore_index
-
-    def forward(self, input, target):
-        from .. import _loss as L
-        return L.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                          reduction=self.reduction)
+class NLLLoss2d(NLLLoss):
+    """PyTorch's deprecated name of ``NLLLoss`` for (N, C, H, W) inputs (a subclass, as
+    torch's)."""
 
 
 class LinearCrossEntropyLoss(_WeightedLoss):
@@ -283,7 +275,6 @@ class LinearCrossEntropyLoss(_WeightedLoss):
             raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
                                f"{label_smoothing}")
         super().__init__(weight, None, None, reduction)
-        from .linear import Linear
         self.num_classes = num_classes
         self.out_features = tuple(out_features)
         self.ignore_index = ignore_index

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, namedtuple
+import ember
 
 from ..._tensor import Tensor
 from ...utils.hooks import RemovableHandle
 from ...dispatch.grad_mode import no_grad
 from ...autograd.tensor_api import zero_grads
 from ..parameter import Parameter
+from ... import _dtype
+from ...ops.conversion import _parse_to
+from ...runtime.registry import registry
 
 __all__ = ["Module"]
 
@@ -99,7 +103,7 @@ class Module:
                     args = r if isinstance(r, tuple) else (r,)
         bw = None
         if self._backward_hooks:
-            from ._backward_hook import BackwardHook
+            from ._backward_hook import BackwardHook  # start-up: ~1 ms, full backward hooks only
             bw = BackwardHook(self, list(self._backward_hooks.values()))
             args = bw.setup_input_hook(args)
         out = self.forward(*args, **kwargs)
@@ -197,19 +201,20 @@ class Module:
             return self
         mod = self
         for item in target.split("."):
-            if not hasattr(mod, item):
-                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
-            mod = getattr(mod, item)
+            mod = mod._named_attribute(item)
             if not isinstance(mod, Module):
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
+    def _named_attribute(self, name):
+        """``getattr(self, name)``, or torch's error naming this module's class."""
+        if not hasattr(self, name):
+            raise AttributeError(f"{self._get_name()} has no attribute `{name}`")
+        return getattr(self, name)
+
     def get_parameter(self, target):
         mod_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(mod_path)
-        if not hasattr(mod, name):
-            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
-        p = getattr(mod, name)
+        p = self.get_submodule(mod_path)._named_attribute(name)
         if not isinstance(p, Parameter):
             raise AttributeError(f"`{name}` is not an nn.Parameter")
         return p
@@ -365,7 +370,6 @@ class Module:
     def compile(self, *args, **kwargs):
         """Compile this module's forward with ``ember.compile`` in place (``torch``'s
         ``Module.compile``)."""
-        import ember   # the compiler is a layer above nn (it guards on modules)
         ember.compiler._module_compile(self, *args, **kwargs)
 
     def apply(self, fn):
@@ -398,8 +402,6 @@ class Module:
     def to(self, *args, **kwargs):
         """``to(device)``, ``to(dtype)``, ``to(tensor)``, ``to(device, dtype)``: floating-point
         and complex tensors take the dtype, every tensor moves to the device."""
-        from ... import _dtype
-        from ...ops.conversion import _parse_to
         device, dtype, non_blocking, _ = _parse_to(args, dict(kwargs))
         if dtype is not None:
             dtype = _dtype.as_dtype(dtype)
@@ -429,19 +431,15 @@ class Module:
         return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
 
     def float(self):
-        from ... import _dtype
         return self._float_cast(_dtype.float32)
 
     def double(self):
-        from ... import _dtype
         return self._float_cast(_dtype.float64)
 
     def half(self):
-        from ... import _dtype
         return self._float_cast(_dtype.float16)
 
     def bfloat16(self):
-        from ... import _dtype
         return self._float_cast(_dtype.bfloat16)
 
     # -- state_dict -----------------------------------------------------------------------------
@@ -634,7 +632,6 @@ def _announce_backend(name):
 
 
 def _install_device_methods():
-    from ...runtime.registry import registry
     registry.on_new_name(_announce_backend)
 
 

@@ -111,73 +111,57 @@ class _AdaptivePool(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool1d(_AdaptivePool):
+class _AdaptiveAvgPoolNd(_AdaptivePool):
+    _fn = None
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return type(self)._fn(input, self.output_size)
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     """Average pooling to a fixed output length, whatever the input length."""
-
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input):
-        return P.adaptive_avg_pool1d(input, self.output_size)
+    _fn = staticmethod(P.adaptive_avg_pool1d)
 
 
-class AdaptiveAvgPool2d(_AdaptivePool):
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """Average pooling to a fixed output size (None keeps that input dim)."""
-
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input):
-        return P.adaptive_avg_pool2d(input, self.output_size)
+    _fn = staticmethod(P.adaptive_avg_pool2d)
 
 
-class AdaptiveAvgPool3d(_AdaptivePool):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Average pooling to a fixed 3-D output size (None keeps that input dim)."""
+    _fn = staticmethod(P.adaptive_avg_pool3d)
 
-    def __init__(self, output_size):
+
+class _AdaptiveMaxPoolNd(_AdaptivePool):
+    _fn = None
+
+    def __init__(self, output_size, return_indices=False):
         super().__init__()
         self.output_size = output_size
+        self.return_indices = return_indices
 
     def forward(self, input):
-        return P.adaptive_avg_pool3d(input, self.output_size)
+        return type(self)._fn(input, self.output_size, self.return_indices)
 
 
-class AdaptiveMaxPool1d(_AdaptivePool):
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """Max pooling to a fixed output length, whatever the input length."""
-
-    def __init__(self, output_size, return_indices=False):
-        super().__init__()
-        self.output_size = output_size
-        self.return_indices = return_indices
-
-    def forward(self, input):
-        return P.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+    _fn = staticmethod(P.adaptive_max_pool1d)
 
 
-class AdaptiveMaxPool2d(_AdaptivePool):
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """Max pooling to a fixed output size (None keeps that input dim)."""
-
-    def __init__(self, output_size, return_indices=False):
-        super().__init__()
-        self.output_size = output_size
-        self.return_indices = return_indices
-
-    def forward(self, input):
-        return P.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+    _fn = staticmethod(P.adaptive_max_pool2d)
 
 
-class AdaptiveMaxPool3d(_AdaptivePool):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """Max pooling to a fixed 3-D output size (None keeps that input dim)."""
-
-    def __init__(self, output_size, return_indices=False):
-        super().__init__()
-        self.output_size = output_size
-        self.return_indices = return_indices
-
-    def forward(self, input):
-        return P.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+    _fn = staticmethod(P.adaptive_max_pool3d)
 
 
 class _LPPoolNd(Module):

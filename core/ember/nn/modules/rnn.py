@@ -216,6 +216,13 @@ class RNNBase(Module):
         out = out.view((len(sizes), batch, out._shape[1]))
         return (out.transpose(0, 1) if self.batch_first else out), states
 
+    def _forward_any(self, input, state, name):
+        """(output, states) of a PackedSequence or a padded input (``name``: the module, for
+        errors)."""
+        if isinstance(input, PackedSequence):
+            return self._run(input, state)
+        return self._forward_unpacked(input, state, name)
+
     def _forward_unpacked(self, input, hx, name):
         """Batch handling of a tensor input; ``hx`` a tuple of states or None."""
         if input.dim() not in (2, 3):
@@ -285,11 +292,7 @@ class RNN(RNNBase):
 
     def forward(self, input, hx=None):
         _single_state_dims(input, hx)
-        state = None if hx is None else (hx,)
-        if isinstance(input, PackedSequence):
-            out, states = self._run(input, state)
-        else:
-            out, states = self._forward_unpacked(input, state, "RNN")
+        out, states = self._forward_any(input, None if hx is None else (hx,), "RNN")
         return out, states[0]
 
 
@@ -314,12 +317,7 @@ class LSTM(RNNBase):
             if input.dim() == 2 and (hx[0].dim() != 2 or hx[1].dim() != 2):
                 raise RuntimeError(f"For unbatched 2-D input, hx and cx should also be 2-D but "
                                    f"got ({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
-        state = None if hx is None else tuple(hx)
-        if isinstance(input, PackedSequence):
-            out, states = self._run(input, state)
-        else:
-            out, states = self._forward_unpacked(input, state, "LSTM")
-        return out, states
+        return self._forward_any(input, None if hx is None else tuple(hx), "LSTM")
 
 
 class GRU(RNNBase):
@@ -333,11 +331,7 @@ class GRU(RNNBase):
 
     def forward(self, input, hx=None):
         _single_state_dims(input, hx)
-        state = None if hx is None else (hx,)
-        if isinstance(input, PackedSequence):
-            out, states = self._run(input, state)
-        else:
-            out, states = self._forward_unpacked(input, state, "GRU")
+        out, states = self._forward_any(input, None if hx is None else (hx,), "GRU")
         return out, states[0]
 
 

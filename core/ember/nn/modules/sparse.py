@@ -12,6 +12,30 @@ from .module import Module
 __all__ = ["Embedding"]
 
 
+def _row_index(padding_idx, num_embeddings, label):
+    """``padding_idx`` as a row of the table (a negative one counts from the end), with
+    torch's assertions (Embedding and EmbeddingBag spell ``label`` differently)."""
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < num_embeddings, f"{label} must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -num_embeddings, f"{label} must be within num_embeddings"
+            padding_idx = num_embeddings + padding_idx
+    return padding_idx
+
+
+def _table(num_embeddings, embedding_dim, weight, requires_grad, device, dtype):
+    """The table parameter: ``weight`` (checked against the sizes), or a new uninitialised
+    one when it is None."""
+    if weight is None:
+        dt = dtype if dtype is not None else _dtype.get_default_dtype()
+        return Parameter(empty((num_embeddings, embedding_dim), dtype=dt, device=device),
+                         requires_grad=requires_grad)
+    if list(weight.shape) != [num_embeddings, embedding_dim]:
+        raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+    return Parameter(weight, requires_grad=requires_grad)
+
+
 class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
@@ -19,28 +43,14 @@ class Embedding(Module):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        if padding_idx is not None:
-            if padding_idx > 0:
-                assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
-            elif padding_idx < 0:
-                assert padding_idx >= -num_embeddings, "Padding_idx must be within " \
-                                                       "num_embeddings"
-                padding_idx = num_embeddings + padding_idx
-        self.padding_idx = padding_idx
+        self.padding_idx = _row_index(padding_idx, num_embeddings, "Padding_idx")
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
+        self.weight = _table(num_embeddings, embedding_dim, _weight, not _freeze, device, dtype)
         if _weight is None:
-            dt = dtype if dtype is not None else _dtype.get_default_dtype()
-            self.weight = Parameter(empty((num_embeddings, embedding_dim), dtype=dt,
-                                          device=device), requires_grad=not _freeze)
             self.reset_parameters()
-        else:
-            if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and "
-                                     "embedding_dim")
-            self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self):
         init.normal_(self.weight)

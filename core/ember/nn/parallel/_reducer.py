@@ -26,6 +26,9 @@ from ...autograd import engine
 from ...dispatch.grad_mode import no_grad
 from ...autograd.graph import AccumulateGrad
 from ...autograd.record import gradient_edge
+from ... import _dtype, distributed as dist
+from ...futures import Future
+from ...ops.factories import tensor, zeros, zeros_like
 
 _FIRST_BUCKET_BYTES = 1024 * 1024   # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
 
@@ -63,7 +66,6 @@ class _Bucket:
     __slots__ = ("indices", "buffer", "views", "offsets", "pending", "future")
 
     def __init__(self, indices, params):
-        from ...ops.factories import zeros
         first = params[indices[0]]
         sizes = [params[i].numel() for i in indices]
         self.indices = list(indices)
@@ -174,8 +176,6 @@ class Reducer:
         arrived on rank 0 (a broadcast every rank takes part in). True if rebuilt."""
         if not self.should_rebuild() or len(self.rebuilt_order) < len(self.params):
             return False
-        from ... import distributed as dist
-        from ...ops.factories import tensor
         order = tensor(self.rebuilt_order, dtype=_int64())
         dist.broadcast(order, group_src=0, group=self.pg)
         self.has_rebuilt = True
@@ -324,12 +324,10 @@ class Reducer:
                         [self.params[i] for i in b.indices], b.views,
                         bi == len(self.buckets) - 1)
         if self.comm_hook is None:
-            from ... import distributed as dist
             work = dist.all_reduce(gb.buffer(), group=self.pg, async_op=True)
             b.future = work.get_future()
         else:
             fut = self.comm_hook(self.comm_state, gb)
-            from ...futures import Future
             if not isinstance(fut, Future):
                 raise RuntimeError(f"a DDP communication hook must return an "
                                    f"ember.futures.Future (torch.futures.Future), got "
@@ -337,8 +335,6 @@ class Reducer:
             b.future = fut
 
     def _reduce_used_map(self) -> None:
-        from ... import distributed as dist
-        from ...ops.factories import tensor
         dev = self.params[0].device
         used = tensor(self.local_used.copy(), device=dev)
         self.used_work = (dist.all_reduce(used, group=self.pg, async_op=True), used)
@@ -425,7 +421,6 @@ class Reducer:
     # -- join: shadowing the collectives of the ranks still training -----------------------------
     def match_backward_collectives(self) -> None:
         """A joined rank: the same all-reduces a training rank's backward issues, on zeros."""
-        from ...ops.factories import zeros_like
         first_static = self._static_first()
         for bi, b in enumerate(self.buckets):
             self._launch(bi, zeros_like(b.buffer))
@@ -466,5 +461,4 @@ class Reducer:
 
 
 def _int64():
-    from ... import _dtype
     return _dtype.int64

@@ -15,6 +15,11 @@ from ...dispatch.grad_mode import is_grad_enabled, no_grad
 from ..._tensor import Tensor
 from ..modules.module import Module
 from ._reducer import Reducer
+from ... import _dtype, distributed as dist
+from ...distributed.algorithms.join import Join, _JoinConfig
+from ...distributed.process_group import resolve_group
+from ...ops.factories import ones, tensor, zeros
+from ...ops.shape import cat
 
 __all__ = ["DistributedDataParallel"]
 
@@ -35,8 +40,6 @@ def _find_tensors(obj):
 
 def _coalesced_broadcast(tensors, src_group_rank, pg) -> None:
     """Broadcast ``tensors`` from one rank: one flat broadcast per dtype/device."""
-    from ... import distributed as dist
-    from ...ops.shape import cat
     groups = {}
     for t in tensors:
         groups.setdefault((t.dtype, t.device), []).append(t)
@@ -89,8 +92,6 @@ class DistributedDataParallel(Module):
                  delay_all_reduce_named_params=None, param_to_hook_all_reduce=None,
                  mixed_precision=None, device_mesh=None):
         super().__init__()
-        from ...distributed.algorithms.join import _JoinConfig
-        from ...distributed.process_group import resolve_group
         for name, value in (("delay_all_reduce_named_params", delay_all_reduce_named_params),
                             ("param_to_hook_all_reduce", param_to_hook_all_reduce),
                             ("mixed_precision", mixed_precision), ("device_mesh", device_mesh)):
@@ -142,8 +143,6 @@ class DistributedDataParallel(Module):
 
     # -- construction helpers --------------------------------------------------------------------
     def _verify_same_model(self, named) -> None:
-        from ... import distributed as dist
-        from ...ops.factories import tensor, zeros
         pg = self.process_group
         mine = tensor([len(named), sum(p.numel() for _, p in named)], dtype=_int64())
         every = zeros(2 * pg.size(), dtype=_int64())
@@ -166,7 +165,6 @@ class DistributedDataParallel(Module):
 
     # -- forward ---------------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
-        from ...distributed.algorithms.join import Join
         sync = is_grad_enabled() and self.require_backward_grad_sync
         if sync:
             self.reducer.prepare_for_forward()
@@ -195,8 +193,6 @@ class DistributedDataParallel(Module):
 
     def _find_common_rank(self, is_active) -> int:
         """The highest group rank still training (the authoritative copy of the model)."""
-        from ... import distributed as dist
-        from ...ops.factories import tensor
         pg = self.process_group
         t = tensor([pg.rank() if is_active else -1], dtype=_int64(), device=self.device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX, group=pg)
@@ -207,8 +203,6 @@ class DistributedDataParallel(Module):
         _coalesced_broadcast(self._module_buffers, src, self.process_group)
 
     def _check_global_requires_backward_grad_sync(self, is_joined_rank):
-        from ... import distributed as dist
-        from ...ops.factories import ones, zeros
         make = ones if (not is_joined_rank and self.require_backward_grad_sync) else zeros
         flag = make(1, device=self.device)
         return dist.all_reduce(flag, group=self.process_group, async_op=True)
@@ -234,7 +228,6 @@ class DistributedDataParallel(Module):
              throw_on_early_termination=False):
         """``with model.join():`` around the training loop lets ranks run different numbers of
         iterations (see ``ember.distributed.algorithms.Join``)."""
-        from ...distributed.algorithms.join import Join
         return Join([self], enable, throw_on_early_termination,
                     divide_by_initial_world_size=divide_by_initial_world_size)
 
@@ -275,5 +268,4 @@ class DistributedDataParallel(Module):
 
 
 def _int64():
-    from ... import _dtype
     return _dtype.int64

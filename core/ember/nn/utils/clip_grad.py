@@ -10,6 +10,9 @@ import warnings
 
 from ..._tensor import Tensor
 from ...dispatch.grad_mode import no_grad
+from ...ops.factories import tensor
+from ...ops.foreach import _foreach_mul_, _foreach_norm
+from ...ops.shape import stack
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]
@@ -34,8 +37,6 @@ def _vector_norm(t, p):
 
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of the norms of ``tensors`` (as if they were concatenated into one vector)."""
-    from ...ops.factories import tensor
-    from ...ops.shape import stack
     if isinstance(tensors, Tensor):
         tensors = [tensors]
     tensors = [t for t in tensors if t is not None]
@@ -48,7 +49,6 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
         for group in _by_device_and_dtype(tensors):
             if group[0].is_floating_point() or group[0].is_complex():
                 # one multi-tensor op per device and dtype (torch's _foreach_norm)
-                from ...ops.foreach import _foreach_norm
                 found = _foreach_norm(group, norm_type)
             else:
                 found = [_vector_norm(t, norm_type) for t in group]
@@ -69,7 +69,6 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         return
     with no_grad():
         coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
-        from ...ops.foreach import _foreach_mul_
         for group in _by_device_and_dtype(grads):
             scale = coef.to(group[0].device, group[0].dtype)
             if group[0].is_floating_point() or group[0].is_complex():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..._tensor import Tensor
+from ...ops.shape import cat
 
 
 def _check_same_device(param, old_device):
@@ -13,7 +14,6 @@ def _check_same_device(param, old_device):
 
 def parameters_to_vector(parameters):
     """All parameters flattened and concatenated into one 1-D tensor (a differentiable copy)."""
-    from ...ops.shape import cat
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     device, parts = None, []

@@ -9,12 +9,13 @@ from __future__ import annotations
 from ...dispatch.grad_mode import no_grad
 from .. import functional as F
 from ..parameter import Parameter
+from .weight_norm import remove_hook_of
+from ..modules.conv import _ConvTransposeNd
 
 __all__ = ["spectral_norm", "remove_spectral_norm", "SpectralNorm"]
 
 
 def _default_dim(module):
-    from ..modules.conv import _ConvTransposeNd
     return 1 if isinstance(module, _ConvTransposeNd) else 0
 
 
@@ -98,9 +99,4 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 def remove_spectral_norm(module, name="weight"):
     """Turn the normalized weight back into a plain parameter."""
-    for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return remove_hook_of(module, name, SpectralNorm, "spectral_norm")

@@ -93,9 +93,15 @@ def weight_norm(module, name="weight", dim=0):
 
 def remove_weight_norm(module, name="weight"):
     """Turn ``<name>_g``/``<name>_v`` back into one parameter ``<name>``."""
+    return remove_hook_of(module, name, WeightNorm, "weight_norm")
+
+
+def remove_hook_of(module, name, kind, what):
+    """Remove the legacy reparametrization hook of class ``kind`` on ``module.<name>``
+    (``what`` names it in the error when there is none)."""
     for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, kind) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[key]
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{what} of '{name}' not found in {module}")

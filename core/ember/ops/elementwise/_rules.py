@@ -70,6 +70,17 @@ def check_scalar(x, op):
     raise TypeError(f"{op}(): expected a Tensor or a Python number, got {type(x).__name__}")
 
 
+def check_operands(input, other, op):
+    """A binary op's operands: at least one Tensor, the other a Tensor or a Python number
+    (``check_scalar``); TypeError naming ``op`` otherwise."""
+    if not isinstance(input, Tensor):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{op}(): expected at least one Tensor argument, got "
+                            f"{type(input).__name__} and {type(other).__name__}")
+        return check_scalar(input, op), other
+    return input, check_scalar(other, op)
+
+
 def is_bool(x):
     return x.dtype is _dtype.bool_ if isinstance(x, Tensor) else x.__class__ is bool
 

@@ -24,6 +24,7 @@ from .. import conversion as _conv  # formulas and composites only
 from .._lowering import clamp, onnx_clamp
 from .._util import require_tensor, tensor_method
 from . import backward as _bw  # formulas only: the fused gelu_backward
+from .backward import _K_BETA, _K_KAPPA   # gelu's tanh constants, for its lowering rules
 from ._rules import check_overlap, float_dtype
 
 
@@ -34,8 +35,12 @@ def _gelu_backward(ctx, g, x, approximate, compute):
 
 
 def _softplus_backward(ctx, g, x, beta, threshold, compute):
+    # PyTorch's softplus_backward takes the sigmoid up to beta*x == threshold, but its double
+    # backward (softplus_double_backward) masks beta*x < threshold: at the threshold the
+    # sigmoid reads the constant threshold, same value, no slope
     bx = x * beta
-    return (_primitives.where(bx.gt(threshold), g, g * bx.sigmoid()),)
+    inner = _primitives.where(bx.eq(threshold), threshold, bx)
+    return (_primitives.where(bx.gt(threshold), g, g * inner.sigmoid()),)
 
 
 def _leaky_relu_backward(ctx, g, x, slope):
@@ -43,12 +48,16 @@ def _leaky_relu_backward(ctx, g, x, slope):
 
 
 def _elu_backward(ctx, g, x, alpha, scale, input_scale):
-    neg = g * (x * input_scale).exp() * (alpha * scale * input_scale)
-    return (_primitives.where(x.gt(0), g * scale, neg),)
+    # PyTorch's elu_backward takes the exponential branch at x <= 0, but its double backward
+    # (elu_double_backward) masks x < 0: at 0 the exponential reads the constant 0
+    xn = _primitives.where(x.lt(0), x, 0.0)
+    neg = g * (xn * input_scale).exp() * (alpha * scale * input_scale)
+    return (_primitives.where(x.le(0), neg, g * scale),)   # a NaN x takes the linear branch
 
 
 def _hardtanh_backward(ctx, g, x, lo, hi):
-    return (_grad.keep_where(g, x.gt(lo).logical_and(x.lt(hi))),)
+    # PyTorch's hardtanh_backward: 0 at and beyond the bounds (a NaN x keeps its gradient)
+    return (_grad.mask_fill_zero(g, x.le(lo).logical_or(x.ge(hi))),)
 
 
 def _leaky_relu_result_backward(ctx, g, x, slope):
@@ -70,8 +79,11 @@ def _elu_result_backward(ctx, g, x, alpha, scale, input_scale):
             "In-place elu backward calculation is triggered with a negative slope which is not "
             "supported. This is caused by calling in-place forward function with a negative "
             "slope, please call out-of-place version instead.")
+    # the exponential branch at out <= 0, whose own derivative torch masks to out < 0
+    # (elu_double_backward with is_result): at 0 it reads the constant 0
     r = ctx.result
-    return (_primitives.where(r.le(0), g * ((r + alpha * scale) * input_scale), g * scale),)
+    rn = _primitives.where(r.lt(0), r, 0.0)
+    return (_primitives.where(r.le(0), g * ((rn + alpha * scale) * input_scale), g * scale),)
 
 
 def _elu_name(suffix):
@@ -82,7 +94,7 @@ def _elu_name(suffix):
 
 
 def _threshold_backward(ctx, g, x, threshold, value):
-    return (_grad.keep_where(g, x.gt(threshold)),)
+    return (_grad.mask_fill_zero(g, x.le(threshold)),)   # a NaN x keeps its gradient
 
 
 def _hardsigmoid_backward(ctx, g, x):
@@ -90,12 +102,13 @@ def _hardsigmoid_backward(ctx, g, x):
 
 
 def _hardswish_backward(ctx, g, x):
+    # PyTorch's hardswish_backward: 0 up to -3, the slope x/3 + 1/2 strictly between, 1 from 3
     mid = g * (x / 3.0 + 0.5)
-    return (_primitives.where(x.lt(-3.0), 0.0, _primitives.where(x.le(3.0), mid, g)),)
+    return (_primitives.where(x.le(-3.0), 0.0, _primitives.where(x.lt(3.0), mid, g)),)
 
 
 def _threshold(self, threshold, value):
-    fill = _primitives.where(self.gt(threshold), self, value)
+    fill = _primitives.where(self.le(threshold), value, self)   # NaN stays NaN, as in torch
     return fill if fill.dtype is self.dtype else fill.to(self.dtype)
 
 
@@ -170,6 +183,7 @@ hardswish__op = define("hardswish_(Tensor(a!) self) -> Tensor(a!)",
 
 # -- lowering: one element as an expression (fusion), the ONNX nodes (export) -----------------
 _SQRT_HALF = math.sqrt(0.5)   # sqrt(0.5), not _K_ALPHA: the two differ in the last bit
+_K_BETA, _K_KAPPA = _bw._K_BETA, _bw._K_KAPPA   # the tanh approximation's constants
 
 
 @gelu_op.def_pointwise
@@ -367,24 +381,23 @@ def threshold_(input, threshold, value):
     return _write_in_place(threshold__op, "threshold_", input, float(threshold), float(value))
 
 
-def hardsigmoid(input):
-    _require_float(input, "hardsigmoid")
-    return hardsigmoid_op(input)
+def _float_activation(name, op, op_):
+    """``name(input)`` and ``name_(input)`` over an argument-free floating-point op."""
+    def fn(input):
+        _require_float(input, name)
+        return op(input)
+
+    def fn_(input):
+        _require_float(input, name + "_")
+        return _write_in_place(op_, name + "_", input)
+
+    fn.__name__, fn_.__name__ = name, name + "_"
+    fn.__qualname__, fn_.__qualname__ = name, name + "_"
+    return fn, fn_
 
 
-def hardsigmoid_(input):
-    _require_float(input, "hardsigmoid_")
-    return _write_in_place(hardsigmoid__op, "hardsigmoid_", input)
-
-
-def hardswish(input):
-    _require_float(input, "hardswish")
-    return hardswish_op(input)
-
-
-def hardswish_(input):
-    _require_float(input, "hardswish_")
-    return _write_in_place(hardswish__op, "hardswish_", input)
+hardsigmoid, hardsigmoid_ = _float_activation("hardsigmoid", hardsigmoid_op, hardsigmoid__op)
+hardswish, hardswish_ = _float_activation("hardswish", hardswish_op, hardswish__op)
 
 
 def _rrelu_args(input, lower, upper, name):
@@ -424,9 +437,9 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
 # -- compositions: the shrinks and prelu -------------------------------------------------------
 @tensor_method()
 def hardshrink(input, lambd=0.5):
-    """``x`` where ``|x| > lambd``, else 0."""
+    """0 where ``|x| <= lambd``, else ``x`` (NaN stays NaN, as in torch)."""
     require_tensor(input, "hardshrink")
-    return _primitives.where(input.abs() > lambd, input, 0.0)
+    return _primitives.where(input.abs() <= lambd, 0.0, input)
 
 
 def softshrink(input, lambd=0.5):
@@ -434,7 +447,59 @@ def softshrink(input, lambd=0.5):
     require_tensor(input, "softshrink")
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return _primitives.where(input > lambd, input - lambd, _primitives.where(input < -lambd, input + lambd, 0.0))
+    # torch's kernel and backward: 0 (x * 0) where |x| <= lambd, else x -+ lambd with slope 1,
+    # so a NaN stays NaN and keeps its gradient
+    return _primitives.where(input.abs() <= lambd, input * 0, input - lambd * input.sign())
+
+
+# prelu is PyTorch's _prelu_kernel (where(x > 0, x, w x)) with its backward as an op: torch's
+# double backward of it (derivatives.yaml) masks x >= 0 where the backward masked x > 0, so at
+# x = 0 the second derivatives are torch's only through these formulas
+def _prelu_kernel(self, weight):
+    return _primitives.where(self.gt(0), self, self * weight)
+
+
+def _prelu_kernel_backward(grad_output, self, weight):
+    positive = self.gt(0)
+    return (_primitives.where(positive, grad_output, weight * grad_output),
+            _primitives.where(positive, 0.0, self * grad_output))
+
+
+def _prelu_derivative(ctx, g, self, weight):
+    return _prelu_kernel_backward_op(g, self, weight)
+
+
+def _prelu_double_backward(ctx, grads, grad_output, self, weight):
+    gg_self, gg_weight = grads
+    nonneg = self.ge(0)
+    g_out = g_self = g_weight = None
+    if ctx.needs(0):
+        if gg_self is not None:
+            inner = gg_self * weight
+            if gg_weight is not None:
+                inner = inner + gg_weight * self
+            g_out = _primitives.where(nonneg, gg_self, inner)
+        elif gg_weight is not None:
+            g_out = _primitives.where(nonneg, 0.0, gg_weight * self)
+    if ctx.needs(1) and gg_weight is not None:
+        g_self = _primitives.where(nonneg, 0.0, grad_output * gg_weight)
+    if ctx.needs(2) and gg_self is not None:
+        g_weight = _primitives.where(nonneg, 0.0, grad_output * gg_self)
+    return g_out, g_self, g_weight
+
+
+_prelu_kernel_op = define(
+    "_prelu_kernel(Tensor self, Tensor weight) -> Tensor", composite=_prelu_kernel,
+    derivative=Derivative(_prelu_derivative, save=("self", "weight"),
+                          name="PreluKernelBackward0"),
+    doc="x where x > 0, else weight * x (weight broadcast to x): prelu's op")
+_prelu_kernel_backward_op = define(
+    "_prelu_kernel_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)",
+    composite=_prelu_kernel_backward,
+    derivative=Derivative(_prelu_double_backward, save=("grad_output", "self", "weight"),
+                          name="PreluKernelBackwardBackward0"),
+    doc="prelu's gradients: for self, and for weight elementwise (before it is summed to the "
+        "weight's shape)")
 
 
 @tensor_method()
@@ -450,7 +515,7 @@ def prelu(input, weight):
         weight = weight.reshape(n, *([1] * (input.ndim - 2)))
     elif weight.ndim > input.ndim:        # one weight broadcasts to the input's shape
         weight = weight.reshape(())
-    return _primitives.where(input > 0, input, input * weight)
+    return _prelu_kernel_op(input, weight)
 
 
 # -- ember.func: batching rules and jvps (from the backward formulas) ---------------------------

@@ -3,8 +3,8 @@ in ember ops took two or three (``g * (1 - y * y)``), so relu/tanh/sigmoid layer
 kernel in backward.
 
 * ``threshold_backward(grad_output, self, threshold)``: 0 where ``self <= threshold``,
-  ``grad_output`` elsewhere (NaN included, as PyTorch) — relu's backward with ``self`` its
-  result and threshold 0;
+  ``grad_output`` elsewhere — a NaN ``self`` keeps its gradient, as in PyTorch (relu's backward
+  with ``self`` its result and threshold 0);
 * ``tanh_backward(grad_output, output)``: ``grad_output * (1 - output**2)``;
 * ``sigmoid_backward(grad_output, output)``: ``grad_output * output * (1 - output)``;
 * ``gelu_backward(grad_output, self, approximate)``: ``grad_output * gelu'(self)`` (erf form, or

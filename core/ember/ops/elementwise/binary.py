@@ -21,8 +21,8 @@ from .. import _grad, _primitives, _tangents
 from .._lowering import attach, compare, foldable, infix, is_number, onnx_binary, onnx_compare
 from .._util import check_inplace, ember_namespace, is_scalar, require_tensor, write_out
 from ._rules import (ARITH, CMP, FLOAT_BINARY, INT, LOGICAL, binary_dtype, binary_inplace_meta,
-                     binary_meta, check_bcast, check_overlap, check_scalar, check_sub, dtypes_of,
-                     float_dtype)
+                     binary_meta, check_bcast, check_operands, check_overlap, check_scalar,
+                     check_sub, dtypes_of, float_dtype)
 
 
 def _is_t(x):
@@ -66,13 +66,16 @@ def _pow_backward(ctx, g, self, exponent, compute):
         else:
             gs = g * _grad.conj(self ** (exponent - 1) * exponent)
     if ctx.needs(1):
+        # PyTorch's pow_backward_exponent: d(0^b)/db is 0 for b >= 0 (by continuity) and
+        # result * log(0) = -inf for b < 0 (a complex b counts as >= 0 only when real)
         r = ctx.result
+        nonneg = exponent.ge(0) if not exponent.is_complex() else \
+            exponent.imag.eq(0).logical_and(exponent.real.ge(0))
         if _is_t(self):
-            zero_base = self.eq(0).logical_and(exponent.ge(0) if not exponent.is_complex()
-                                               else exponent.eq(exponent))
+            zero_base = self.eq(0).logical_and(nonneg)
             ge_ = g * _grad.conj(_primitives.where(zero_base, 0.0, r * self.log()))
         elif self == 0:
-            ge_ = _grad.zeros_like(g)
+            ge_ = g * _grad.conj(_primitives.where(nonneg, 0.0, r * -math.inf))
         else:
             ge_ = g * _grad.conj(r * _scalar_log(self))
     return gs, ge_
@@ -129,8 +132,10 @@ def _remainder_like(rounding_mode):
 
 
 def _atan2_backward(ctx, g, self, other, compute):
+    # PyTorch's atan2_backward: 1 / (y^2 + x^2), taken as 0 at the origin
     denom = self * self + other * other
-    return _both(ctx, lambda: g * other / denom, lambda: g * -self / denom)
+    recip = _primitives.where(denom.eq(0), 0.0, denom.reciprocal())
+    return _both(ctx, lambda: g * other * recip, lambda: g * -self * recip)
 
 
 def _hypot_backward(ctx, g, self, other, compute):
@@ -364,13 +369,7 @@ def _make_binary(name, family, op, op_):
                     (other.__class__ is float and d.category == FLOATING) or \
                     (other.__class__ is int and d.category == FLOATING):
                 return op(input, other, d)
-        if not isinstance(input, Tensor):
-            if not isinstance(other, Tensor):
-                raise TypeError(f"{name}(): expected at least one Tensor argument, got "
-                                f"{type(input).__name__} and {type(other).__name__}")
-            input = check_scalar(input, name)
-        else:
-            other = check_scalar(other, name)
+        input, other = check_operands(input, other, name)
         d = _binary_compute(name, family, input, other)
         if name == "pow":
             _int_pow_check(input, other, d)
@@ -440,13 +439,7 @@ def _make_add_sub(name, op, op_):
                 and other.dtype.category == FLOATING and alpha.__class__ is int and alpha == 1 \
                 and out is None:
             return op(input, other, 1, other.dtype)  # 1 - p
-        if not isinstance(input, Tensor):
-            if not isinstance(other, Tensor):
-                raise TypeError(f"{name}(): expected at least one Tensor argument, got "
-                                f"{type(input).__name__} and {type(other).__name__}")
-            input = check_scalar(input, name)
-        else:
-            other = check_scalar(other, name)
+        input, other = check_operands(input, other, name)
         if alpha.__class__ is not int:
             alpha = check_scalar(alpha, name)
         if is_sub:
@@ -526,13 +519,7 @@ def div(input, other, *, rounding_mode=None, out=None):
             (input.__class__ is float or input.__class__ is int) and \
             other.dtype.category == FLOATING:
         return div_op(input, other, None, other.dtype)  # 1 / x
-    if not isinstance(input, Tensor):
-        if not isinstance(other, Tensor):
-            raise TypeError(f"div(): expected at least one Tensor argument, got "
-                            f"{type(input).__name__} and {type(other).__name__}")
-        input = check_scalar(input, "div")
-    else:
-        other = check_scalar(other, "div")
+    input, other = check_operands(input, other, "div")
     d = _div_dtype(input, other, rounding_mode)
     if input.__class__ is not Tensor or other.__class__ is not Tensor or \
             input._shape != other._shape:

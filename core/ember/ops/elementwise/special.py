@@ -23,7 +23,7 @@ from .._util import check_inplace, every_example, tensor_method, write_out
 from . import unary as _unary
 from .selection import where
 from ._rules import (FLOAT, FLOAT_BINARY, binary_dtype, binary_meta, check_bcast, check_overlap,
-                     check_scalar, float_dtype, unary_meta)
+                     check_operands, float_dtype, unary_meta)
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
@@ -102,7 +102,7 @@ UNARY_ROWS = [
     ("special_scaled_modified_bessel_k1",
      _from_both(lambda x, r: r * (1 - x.reciprocal())
                 - _api("special_scaled_modified_bessel_k0")(x))),
-    # torch's airy_ai is not differentiable: its result does not require grad
+    # the Airy function Ai (torch's result never requires grad: it has no derivative)
     ("special_airy_ai", NOT_DIFFERENTIABLE),
 ]
 UNARY = [name for name, _ in UNARY_ROWS]
@@ -215,13 +215,7 @@ def _make_binary(name, op):
     public = _public(name)
 
     def fn(input, other, *, out=None):
-        if not isinstance(input, Tensor):
-            if not isinstance(other, Tensor):
-                raise TypeError(f"{public}(): expected at least one Tensor argument, got "
-                                f"{type(input).__name__} and {type(other).__name__}")
-            input = check_scalar(input, public)
-        else:
-            other = check_scalar(other, public)
+        input, other = check_operands(input, other, public)
         _check_real(public, input, other)
         if isinstance(input, complex) or isinstance(other, complex):
             raise RuntimeError(f"{public}: complex inputs are not supported")
@@ -349,7 +343,6 @@ _real_sinc, _real_sinc_ = special_api["sinc"], special_api["sinc_"]
 def _complex_sinc(z):
     """``sin(pi z) / (pi z)``, 1 at 0, for complex z (PyTorch's sinc takes complex input; the
     zero is kept out of the quotient so its gradient is PyTorch's 0 there, not NaN)."""
-    from .selection import where
     zero, one = z.eq(0), z.new_ones(())
     safe = where(zero, one, z) * math.pi
     return where(zero, one, safe.sin() / safe)

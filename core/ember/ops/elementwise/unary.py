@@ -22,6 +22,7 @@ from . import activation as _act  # formulas only (mish)
 from . import backward as _bw  # fused backward ops (relu, tanh, sigmoid)
 from . import complex_numbers as _cplx  # formulas only (sgn)
 from ._rules import FLOAT, PRED, SAME, check_overlap, float_dtype, unary_meta
+from .selection import clamp
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -408,7 +409,6 @@ def logit(input, eps=None, *, out=None):
     """``log(p / (1 - p))``; with ``eps`` the input is first clamped to [eps, 1 - eps] (the
     gradient is zero where it was clamped), as PyTorch's."""
     if eps is not None and isinstance(input, Tensor):
-        from .selection import clamp
         input = clamp(input, float(eps), 1.0 - float(eps))
     return _plain_logit(input, out=out)
 
@@ -416,7 +416,6 @@ def logit(input, eps=None, *, out=None):
 def logit_(self, eps=None):
     if eps is None:
         return _plain_logit_(self)
-    from .selection import clamp
     check_inplace("logit_", self, _unary_dtype("logit", FLOAT, self), self._shape)
     return self.copy_(_plain_logit(clamp(self, float(eps), 1.0 - float(eps))))
 

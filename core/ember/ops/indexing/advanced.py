@@ -19,7 +19,7 @@ from ... import _dtype
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _grad, _tangents
+from .. import _batching, _grad, _tangents
 from .. import _meta
 from .. import conversion as _conv
 from .. import factories as _fac
@@ -476,7 +476,6 @@ def _batched_indices(self_batched, indices, idims, size):
         if t is None:
             phys.append(None)
         elif dd is not None:
-            from .. import _batching
             phys.append(_batching.pad_logical(t, rank))
         else:
             phys.append(t)
@@ -501,7 +500,6 @@ def _index_batch_rule(args, bdims, layer):
         return index_op(self, indices), None
     if any(t is not None and t.dtype in (_dtype.bool_, _dtype.uint8) for t in indices) or \
             all(t is None for t in indices):
-        from .. import _batching
         return _batching.loop(index_op, args, bdims, layer)
     size = next(t._shape[0] for t, d in zip([self] + list(indices), (ds,) + tuple(idims))
                 if d is not None)
@@ -530,7 +528,6 @@ def _index_put_physical(x, indices, idims, values, vdim, accumulate):
     else:
         target = tuple(block) + tuple(s for s, t in zip(example, full) if t is None)
     phys, order = _batched_indices(True, list(indices), idims, size)
-    from .. import _batching
     v = values
     if vdim is not None:
         v = _batching.pad_logical(v, len(target))
@@ -548,7 +545,6 @@ def _index_put_physical(x, indices, idims, values, vdim, accumulate):
 
 def _index_put__batch_rule(args, bdims, layer):
     self, indices, values, accumulate = args
-    from .. import _batching
     _batching.inplace_check(index_put__op, args, bdims)
     if bdims[0] is None:
         return index_put__op(*args), None
@@ -559,7 +555,6 @@ def _index_put__batch_rule(args, bdims, layer):
 
 def _index_put_batch_rule(args, bdims, layer):
     self, indices, values, accumulate = args
-    from .. import _batching
     if all(d is None for d in (bdims[0], bdims[2])) and all(d is None for d in bdims[1]):
         return index_put_op(*args), None
     if any(t is not None and t.dtype in (_dtype.bool_, _dtype.uint8) for t in indices):

@@ -12,7 +12,7 @@ from .. import _meta
 from .. import factories as _fac
 from .. import reduction as _red
 from .._util import _dtype_title, contiguous_strides, every_example, tensor_method, write_out
-from ..views import view_scatter
+from ..views import movedim, view_scatter
 from .advanced import index_put__op
 
 
@@ -348,7 +348,6 @@ def _index_add_batch_rule(args, bdims, layer):
     if bdims[2] is None:
         return index_add_op(x, d, index, src, alpha), 0
     # per-example indices: fold the batch into the indexed dim (example b owns rows b*n...)
-    from ..views import movedim
     n = x._shape[d]
     xm = movedim(x, d, 1)
     rest = xm._shape[2:]

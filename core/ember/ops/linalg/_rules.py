@@ -6,7 +6,7 @@ import math
 
 from ... import _dtype
 from ..._tensor import Tensor
-from .. import _grad
+from .. import _batching, _grad, elementwise as _ew, factories as _fac
 from .. import views as _views
 from .._util import _broadcast_pair, _dtype_title, cpp_dtype_name, every_example  # noqa: F401
 
@@ -238,7 +238,6 @@ def batch_of(A):
 
 def eye_like(n, like, dtype=None, m=None):
     """The identity (n x m) on ``like``'s device, in ``like``'s dtype unless given."""
-    from .. import factories as _fac
     return _fac.eye_op.on(like.device, n, n if m is None else m, dtype or like.dtype,
                           like.device)
 
@@ -255,7 +254,6 @@ def diag(t):
 def quiet_div(num, den):
     """``num / den`` that stays 0 where ``num`` is exactly 0: a gradient an output never
     received arrives as zeros, and must not turn into 0/0 at repeated eigen/singular values."""
-    from .. import elementwise as _ew
     # only 0/0 is masked: elsewhere this stays a plain division, linear in ``num`` around 0
     # (forward AD differentiates a backward formula at a zero output gradient); the denominator
     # is replaced there so no nan appears even in the branch ``where`` discards (its derivative
@@ -281,7 +279,6 @@ def same_batch_rule(op):
     """vmap rule of the decompositions and solvers: their tensors share the leading (batch) dims
     and the kernels loop over them, so vmap's batch is one more leading dim; an unbatched operand
     is expanded and copied (the kernels take one layout per batch)."""
-    from .. import _batching
     positions = [i for i in op.schema.tensor_positions]
 
     def rule(args, bdims, layer):

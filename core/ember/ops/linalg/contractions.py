@@ -11,7 +11,8 @@ from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import reduction as _reduction
 from .. import views as _views
-from .._util import _broadcast_pair, _dtype_title, write_out
+from .. import _grad
+from .._util import _broadcast_pair, _dtype_title, contiguous_strides, write_out
 from . import products as _products
 from ._rules import check_tensors, no_bool
 
@@ -108,6 +109,13 @@ def _einsum_meta(equation, operands):
 
 
 def _einsum_backward(ctx, g, equation, operands):
+    """Each operand's gradient is the einsum of the output gradient with the other operands
+    conjugated (einsum is holomorphic in each operand: PyTorch's convention ``g * conj(f')``),
+    onto that operand's distinct subscripts. Then, undoing what the forward did to the operand:
+    a subscript only it has was summed over, so its gradient is broadcast back; a size-1 dim
+    that broadcast against the others is summed back to size 1; and a repeated subscript (a
+    diagonal, a trace) read a diagonal, so the gradient is written onto that diagonal of zeros —
+    the gradients torch's composite einsum (diagonal, sum, bmm) gets."""
     lhs, out = equation.split("->")
     terms = lhs.split(",")
     metas = ctx.metas_of(1)
@@ -116,25 +124,32 @@ def _einsum_backward(ctx, g, equation, operands):
         if metas[i] is None:
             grads.append(None)
             continue
-        if len(set(term)) != len(term):
-            raise NotImplementedError(f"einsum backward: operand {i} repeats a subscript "
-                                      f"({term!r}); taking diagonals is not supported")
-        others = [t for j, t in enumerate(terms) if j != i]
-        present = set(out).union(*others) if others else set(out)
-        kept = "".join(c for c in term if c in present)
-        eq = ",".join([out] + others) + "->" + kept
-        r = einsum_op(eq, [g] + [operands[j] for j in range(len(terms)) if j != i])
         shape = metas[i][0]
-        if kept != term:  # subscripts summed away inside this operand alone: broadcast back
-            full = tuple(r._shape[kept.index(c)] if c in kept else 1 for c in term)
-            sizes = [n if c not in kept else -1 for c, n in zip(term, shape)]
-            r = _views.reshape(r, full).expand(*sizes)
+        others = [t for j, t in enumerate(terms) if j != i]
+        labels = "".join(dict.fromkeys(term))   # distinct subscripts, in order
+        present = set(out).union(*others)
+        kept = "".join(c for c in labels if c in present)
+        conj_others = [_grad.conj(operands[j]) for j in range(len(terms)) if j != i]
+        r = einsum_op(",".join([out] + others) + "->" + kept, [g] + conj_others)
+        size = {c: shape[term.index(c)] for c in labels}
+        wide = tuple(k for k, c in enumerate(kept) if size[c] == 1 and r._shape[k] != 1)
+        if wide:
+            r = _reduction.sum_op(r, wide, True, r.dtype)
+        if kept != labels:
+            r = _views.reshape(r, tuple(size[c] if c in kept else 1 for c in labels))
+            r = r.expand(*(size[c] for c in labels))
+        if labels != term:
+            strides = contiguous_strides(shape)
+            diagonal = tuple(sum(st for d, st in zip(term, strides) if d == c) for c in labels)
+            r = _views.as_strided_scatter_op(_grad.zeros(shape, g), r,
+                                             tuple(size[c] for c in labels), diagonal, 0)
         grads.append(r)
     return None, grads
 
 
 einsum_op = define("einsum(str equation, Tensor[] operands) -> Tensor", meta=_einsum_meta,
-                   derivative=Derivative(_einsum_backward, save=("operands",)),
+                   derivative=Derivative(_einsum_backward, save=("operands",),
+                                         complex_ok=True),
                    doc="Explicit equation of letters only; operands of one dtype.")
 
 # sublist labels 0..51 name A..Z then a..z, so the implicit output order matches PyTorch's

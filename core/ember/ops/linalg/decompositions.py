@@ -23,7 +23,7 @@ from ... import return_types as _rt
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
-from .. import _meta, _primitives
+from .. import _meta, _primitives, factories as _fac, shape as _shape
 from .._util import write_out
 from . import nonfinite as _nonfinite
 from . import products as _products
@@ -90,7 +90,6 @@ def _lu_backward(L_grad, U_grad, P, L, U, pivot):
 
 
 def _cat(ts, dim):
-    from .. import shape as _shape
     return _shape.cat(ts, dim)
 
 
@@ -123,7 +122,6 @@ pivots_to_permutation_op = define(
 
 def _permutation_matrix(perm, dtype):
     """P with A = P L U, from ``perm`` with (P^T A)[i] = A[perm[i]]."""
-    from .. import factories as _fac
     m = perm._shape[-1]
     cols = _fac.arange(m, device=perm.device)
     return perm.unsqueeze(-1).eq(cols).to(dtype).mT
@@ -279,7 +277,6 @@ def _qr_backward(ctx, g, A, mode):
         ret = ret - diag_embed(diag(ret).imag * 0.5) * 1j
     gA = Q @ ret
     gA = st(mH(R.narrow(-1, 0, m)), gA, False, False, False)
-    from .. import factories as _fac
     gA = _cat([gA, _fac.zeros(R._shape[:-1] + (n - m,), dtype=gA.dtype, device=gA.device)], -1)
     return (gA + Q @ gR,)
 

@@ -9,19 +9,21 @@ real), ``linalg_matrix_exp(A)``; square matrices of any batch shape.
 from __future__ import annotations
 
 import math
+import warnings
 
 from ... import _dtype
 from ... import return_types as _rt
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _meta
+from .. import _meta, elementwise as _ew, factories as _fac, reduction as _red
 from .._util import _broadcast_pair, _dtype_title, every_example, write_out
 from . import decompositions as _dec
 from . import nonfinite as _nonfinite
 from . import products as _products
 from . import solvers as _solvers
 from ._rules import (check_at_least_2d, check_float, check_square, diag, eps_of, eye_like, mH)
+from ..reduction._rules import reduce_dims
 
 
 def _square_meta(api):
@@ -33,7 +35,6 @@ def _square_meta(api):
 
 def _perm_sign(pivots):
     """(-1)^(number of row interchanges) of LAPACK pivots, as an int tensor."""
-    from .. import factories as _fac
     n = pivots._shape[-1]
     idx = _fac.arange(1, n + 1, dtype=pivots.dtype, device=pivots.device)
     swaps = pivots.ne(idx).sum(-1)
@@ -48,7 +49,6 @@ def _det_composite(A):
 
 def _prod_others(x):
     """For each entry of the last dim, the product of the others (safe with zeros)."""
-    from .. import factories as _fac
     ones = _fac.ones(x._shape[:-1] + (1,), dtype=x.dtype, device=x.device)
     n = x._shape[-1]
     left = _dec._cat([ones, x.narrow(-1, 0, n - 1)], -1).cumprod(-1)
@@ -96,7 +96,6 @@ def _slogdet_meta(A):
 
 
 def _slogdet_composite(A):
-    from .. import elementwise as _ew
     LU, pivots, _ = _dec.lu_factor_ex_op(A, True)
     d = diag(LU)
     a = d.abs()
@@ -136,7 +135,6 @@ def slogdet(A, *, out=None):
 
 def logdet(A):
     """``torch.logdet``: log det(A); NaN for a negative determinant of a real matrix."""
-    from .. import elementwise as _ew
     check_square("logdet", A)
     check_float("logdet", A)
     sign, lad = slogdet_op(A)
@@ -233,7 +231,6 @@ def _cross_meta(a, b, dim):
 
 
 def _cross_composite(a, b, dim):
-    from .. import factories as _fac
     i1 = _fac.tensor([1, 2, 0], device=a.device)
     i2 = _fac.tensor([2, 0, 1], device=a.device)
     return a.index_select(dim, i1) * b.index_select(dim, i2) - \
@@ -271,7 +268,6 @@ def cross_legacy(input, other, dim=None, *, out=None):
     """``torch.cross``: ``dim=None`` (deprecated, as in PyTorch) takes the input's first dim of
     size 3."""
     if dim is None:
-        import warnings
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
                       "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
                       "default value of dim will change to agree with that of linalg.cross in a "
@@ -361,14 +357,12 @@ def _norm_float(api, x):
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
-    from .. import reduction as _red
     api = "linalg.vector_norm"
     _norm_float(api, x)
     if isinstance(ord, str):
         raise RuntimeError(f"{api}: Expected ord to be a number, got {ord!r}")
     if dtype is not None:
         x = x.to(_dtype.as_dtype(dtype))
-    from ..reduction._rules import reduce_dims
     dims = reduce_dims(x, dim, api)
     ordf = float(ord)
     if (ordf < 0 or math.isinf(ordf)) and x.numel() == 0:
@@ -475,7 +469,6 @@ def cond(A, p=None, *, out=None):
         if p not in _MATRIX_ORDS:
             raise RuntimeError(f"{api}: Order {p} not supported.")
         check_square(api, A)
-        from .. import elementwise as _ew
         inv, info = _nonfinite.solve(A, _solvers.inv_ex_op)
         r = matrix_norm(A, p) * matrix_norm(inv, p)
         r = _ew.where(info.gt(0), math.inf, r)
@@ -490,7 +483,6 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
         atol, rtol = _solvers.tolerance_overload(api, "tol", tol, atol, rtol, relative=False)
     check_at_least_2d(api, A)
     check_float(api, A)
-    from .. import elementwise as _ew
     a, r = _solvers._tolerances(A, atol, rtol, api)
     if hermitian:
         check_square(api, A)
@@ -544,7 +536,6 @@ def vander(x, *, N=None):
     n = x._shape[-1] if N is None else int(N)
     if n < 1:
         raise RuntimeError(f"{api}: N must be greater than 1.")
-    from .. import factories as _fac
     if x.dtype is _dtype.bool_:
         x = x.to(_dtype.int64)
     ones = _fac.ones(x._shape + (1,), dtype=x.dtype, device=x.device)

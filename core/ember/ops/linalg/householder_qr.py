@@ -13,6 +13,11 @@ Real and complex dtypes."""
 from __future__ import annotations
 
 from ..._tensor import Tensor
+from ... import linalg, return_types
+from ...dispatch.grad_mode import no_grad
+from ..elementwise.selection import where
+from ..factories import zeros
+from ..shape import cat
 
 __all__ = ["geqrf", "ormqr"]
 
@@ -29,8 +34,6 @@ def _check(op, a, name="input"):
 
 def geqrf(input, *, out=None):
     """``(a, tau)``: R on and above the diagonal of ``a``, the Householder vectors below it."""
-    from ... import where, zeros
-    from ...dispatch.grad_mode import no_grad
     _check("geqrf", input)
     m, n = input.shape[-2:]
     k = min(m, n)
@@ -72,7 +75,6 @@ def geqrf(input, *, out=None):
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """``op(Q) @ other`` (``left``) or ``other @ op(Q)``, ``Q`` from ``geqrf``'s ``(input,
     tau)``, ``op`` the transpose when ``transpose``."""
-    from ... import cat, linalg, zeros
     _check("ormqr", input)
     _check("ormqr", other, "other")
     if tau.shape[-1] > input.shape[-1]:
@@ -101,7 +103,6 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
 
 def _geqrf_type():
-    from ... import return_types
     if not hasattr(return_types, "geqrf"):
         return_types.geqrf = return_types._return_type("geqrf", ["a", "tau"])
     return return_types.geqrf

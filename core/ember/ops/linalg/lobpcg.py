@@ -12,8 +12,10 @@ autograd for the converged result). ``method`` accepts torch's "basic" and "orth
 B-orthonormalisation here); ``tracker`` is called with the state after each iteration."""
 from __future__ import annotations
 
-from ... import _dtype
+from ... import _dtype, linalg
 from ..._tensor import Tensor
+from ..random import randn
+from ..shape import cat
 
 __all__ = ["lobpcg"]
 
@@ -30,7 +32,6 @@ class _State(dict):
 
 def _b_orthonormal(S, B):
     """A basis of span(S), orthonormal in B's inner product."""
-    from ... import linalg
     BS = S if B is None else B.matmul(S)
     G = S.mT.matmul(BS)
     G = (G + G.mT) * 0.5
@@ -52,7 +53,6 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
            ortho_bparams=None):
     """``(E, X)``: the ``k`` largest (``largest=True``, torch's default) or smallest
     eigenvalues of ``A x = e B x`` and their B-orthonormal eigenvectors."""
-    from ... import cat, linalg, randn
     if not isinstance(A, Tensor):
         raise TypeError(f"lobpcg(): argument 'A' must be Tensor, not {type(A).__name__}")
     if A.ndim != 2 or A.shape[0] != A.shape[1]:

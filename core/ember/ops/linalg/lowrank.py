@@ -3,13 +3,15 @@ and Tropp 2009, algorithms 4.4 and 5.1 — the algorithm of torch's ``_lowrank.p
 with ember's matmul, QR and SVD so it runs on every backend and autograd sees through it."""
 from __future__ import annotations
 
+from ... import linalg
+from ..random import randn
+
 __all__ = ["svd_lowrank", "pca_lowrank"]
 
 
 def _basis(A, q, niter, M):
     """An orthonormal (m, q) basis approximating the range of ``A - M`` (subspace iteration
     with ``niter`` rounds, re-orthonormalised by QR each time)."""
-    from ... import linalg, randn
     R = randn(*A.shape[:-2], A.shape[-1], q, dtype=A.dtype, device=A.device)
 
     def times(right, adjoint=False):
@@ -26,7 +28,6 @@ def _basis(A, q, niter, M):
 def svd_lowrank(A, q=6, niter=2, M=None):
     """``(U, S, V)`` with ``A - M ≈ U diag(S) V^H``, of rank ``q`` (random: seed with
     ``ember.manual_seed`` to repeat)."""
-    from ... import linalg
     q = 6 if q is None else int(q)
     niter = 2 if niter is None else int(niter)
     m, n = A.shape[-2:]

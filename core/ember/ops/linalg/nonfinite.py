@@ -28,6 +28,7 @@ import cmath
 
 from .._util import every_example
 from ._rules import LinAlgError, eye_like
+from .. import elementwise as _ew
 
 
 def _triangle(A, uplo):
@@ -74,7 +75,6 @@ def _raise_for_nan(api, A):
 def _run_masked(A, bad, run, mask):
     """``run`` on A with the ``bad`` matrices replaced by the identity, then the outputs at
     ``mask`` positions set to NaN for those matrices."""
-    from .. import elementwise as _ew
     n, m = A._shape[-2:]
     per_matrix = bad.unsqueeze(-1).unsqueeze(-1)
     out = run(_ew.where(per_matrix, eye_like(n, A, m=m), A))

@@ -20,12 +20,13 @@ from ... import return_types as _rt
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _meta, _primitives
+from .. import _meta, _primitives, elementwise as _ew, factories as _fac
 from .._util import _broadcast_pair, every_example, write_out
 from . import decompositions as _dec
 from . import nonfinite as _nonfinite
 from ._rules import (batch_of, check_at_least_2d, check_errors, check_float, check_same_device,
                      check_same_dtype, check_square, eps_of, eye_like, mH, same_batch_rule)
+from ...dispatch.grad_mode import no_grad
 
 
 def _expand_batch(t, batch):
@@ -298,7 +299,6 @@ def _pinv_meta(A, atol, rtol, hermitian):
 
 
 def _pinv_composite(A, atol, rtol, hermitian):
-    from .. import elementwise as _ew
     if hermitian:
         S, Q = _dec.eigh_op(A, "L")
         smax = S.abs().amax(-1, True) if S._shape[-1] else S
@@ -339,7 +339,6 @@ pinv_op = define("linalg_pinv(Tensor A, Tensor atol, Tensor rtol, bool hermitian
 
 def _tolerances(A, atol, rtol, api):
     """(atol, rtol) as real tensors broadcastable to the batch (PyTorch's defaults)."""
-    from .. import factories as _fac
     real = _meta.real_of(A.dtype)
     m, n = A._shape[-2:]
 
@@ -415,11 +414,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
     A_, B_ = _expand_batch(A, batch), _expand_batch(B_, batch)
     real = _meta.real_of(A.dtype)
     rc = eps_of(real) * max(m, n) if rcond is None or rcond < 0 else float(rcond)
-    from .. import factories as _fac
     zero = _fac.full((), 0.0, dtype=real, device=A.device)
     cutoff = _fac.full((), rc, dtype=real, device=A.device)
     X = _nonfinite.svd(api, A_, lambda a: pinv_op(a, zero, cutoff, False), mask=(0,)) @ B_
-    from ...dispatch.grad_mode import no_grad
     with no_grad():
         S = _nonfinite.svd(api, A_, _dec._products.svdvals_op, mask=(0,))
         smax = S.narrow(-1, 0, 1) if S._shape[-1] else S

@@ -171,6 +171,184 @@ convolution_backward_op = define(
     doc="(grad_input, grad_weight, grad_bias) of convolution, each where output_mask asks.")
 
 
+# -- ember.func.vmap ------------------------------------------------------------------------------
+# functorch's rules (BatchRulesConvolution.cpp): the vmap batch B is folded into a dim the op
+# already has — N when only the data is batched, the channels with B times the groups when the
+# weight is — so a batch is one call. Physical tensors carry the batch in dim 0; "(B O)" is a dim
+# of B * O with B the outer factor.
+def _into(x, dim):
+    """(B, ..., D, ...) -> (..., (B D), ...): the batch merged into the example's dim ``dim``."""
+    shape = list(x._shape[1:])
+    shape[dim] *= x._shape[0]
+    return x.movedim(0, dim).reshape(shape)
+
+
+def _outof(x, dim, size):
+    """(..., (B D), ...) -> (..., B, D, ...)."""
+    return x.unflatten(dim, (size, -1))
+
+
+def _groups_last(x, groups, size):
+    """(N, (G B C), ...) -> (N, B, (G C), ...): a grouped result back in per-example order."""
+    return x.unflatten(1, (groups, size, -1)).transpose(1, 2).flatten(2, 3)
+
+
+def _groups_first(x, groups):
+    """Physical (B, N, (G C), ...) -> (N, (G B C), ...): each group's channels of every example
+    together, so a grouped call keeps examples apart."""
+    return x.unflatten(2, (groups, -1)).movedim(0, 2).flatten(1, 3)
+
+
+def _stand_in(t, batched, dim, size):
+    """An operand the call reads only the shape of (a gradient the mask leaves out depends on
+    it): one example with dim ``dim`` widened ``size`` times, as a stride-0 view of one
+    element's row — functorch's ``make_dummy``."""
+    e = t.select(0, 0) if batched else t
+    shape = list(e._shape)
+    shape[dim] *= size
+    return e.narrow(dim, 0, 1).expand(*shape)
+
+
+def _convolution_batch_rule(args, bdims, layer):
+    x, w, bias, stride, padding, dilation, transposed, output_padding, groups = args
+    bx, bw, bb = (d is not None for d in bdims[:3])
+    geometry = (stride, padding, dilation, transposed, output_padding)
+    # a batched bias, or any bias beside a batched weight, is added to the batched result
+    separate = bb or (bw and bias is not None)
+    b = None if separate else bias
+    if bx and not bw:                          # (B N) C -> (B N) O
+        out = convolution_op(x.flatten(0, 1), w, b, *geometry, groups)
+        out, dim = _outof(out, 0, x._shape[0]), 0
+    elif bw and not bx:
+        size = w._shape[0]
+        if groups == 1:                        # weight (B O) I, output N (B O)
+            out = convolution_op(x, _into(w, 1 if transposed else 0), b, *geometry, groups)
+            out, dim = _outof(out, 1, size), 1
+        else:                                  # weight (G B O) I, output N (G B O)
+            if transposed:                     # B (G I) O -> (G I) (B O)
+                nw = _into(w, 1)
+            else:                              # B (G O) I -> (G B O) I
+                nw = w.unflatten(1, (groups, -1)).transpose(0, 1).flatten(0, 2)
+            out = convolution_op(x, nw, b, *geometry, groups)
+            out, dim = _groups_last(out, groups, size), 1
+    elif bx and bw:                            # B*G groups: N (B C), (B O) I -> N (B O)
+        size = x._shape[0]                     # (a transposed weight (B I) O: groups split I)
+        out = convolution_op(_into(x, 1), _into(w, 0), b, *geometry, groups * size)
+        out, dim = _outof(out, 1, size), 1
+    else:
+        out, dim = convolution_op(x, w, b, *geometry, groups), None
+    if not separate:
+        return out, dim
+    if dim is not None:
+        out, dim = out.movedim(dim, 0), 0
+    nsp = len(stride)
+    if bb:                                     # (B, O) -> (B, 1, O, 1, ...)
+        bias = bias.reshape((bias._shape[0], 1, bias._shape[1]) + (1,) * nsp)
+    else:
+        bias = bias.reshape((bias._shape[0],) + (1,) * nsp)
+    return out + bias, (0 if dim is not None or bb else None)
+
+
+def _backward_input(g, bg, x, bx, w, bw, geometry, groups):
+    """(grad_input, its batch dim) of convolution_backward with a batched operand."""
+    transposed = geometry[3]
+
+    def run(g, x, w, groups):
+        return convolution_backward_op(g, x, w, None, *geometry, groups,
+                                       [True, False, False])[0]
+    if bg and bw:                              # N (B O), (B O) I -> N (B I)
+        size = w._shape[0]
+        r = run(_into(g, 1), _stand_in(x, bx, 1, size), _into(w, 0), groups * size)
+        return _outof(r, 1, size), 1
+    if bg:                                     # (B N) O, O I -> (B N) I
+        size = g._shape[0]
+        r = run(g.flatten(0, 1), _stand_in(x, bx, 0, size), w, groups)
+        return _outof(r, 0, size), 0
+    if bw:
+        size = w._shape[0]
+        if groups == 1:                        # N O, O (B I) -> N (B I)
+            r = run(g, _stand_in(x, bx, 1, size), _into(w, 0 if transposed else 1), groups)
+            return _outof(r, 1, size), 1
+        if transposed:                         # B (G I) O -> (G B I) O
+            nw = w.unflatten(1, (groups, -1)).transpose(0, 1).flatten(0, 2)
+        else:                                  # B (G O) I -> (G O) (B I)
+            nw = _into(w, 1)
+        r = run(g, _stand_in(x, bx, 1, size), nw, groups)
+        return _groups_last(r, groups, size), 1
+    # only the input is batched: its gradient does not depend on its values
+    return run(g, _stand_in(x, True, 0, 1), w, groups), None
+
+
+def _backward_weight(g, bg, x, bx, w, bw, geometry, groups):
+    """(grad_weight, its batch dim) of convolution_backward with a batched operand."""
+    transposed = geometry[3]
+
+    def run(g, x, w, groups):
+        return convolution_backward_op(g, x, w, None, *geometry, groups,
+                                       [False, True, False])[1]
+    if bg and bx:                              # N (B O), N (B I) -> (B O) I
+        size = x._shape[0]
+        r = run(_into(g, 1), _into(x, 1), _stand_in(w, bw, 0, size), groups * size)
+        return _outof(r, 0, size), 0
+    if bg:
+        size = g._shape[0]
+        if groups == 1:                        # N (B O), N I -> (B O) I or I (B O)
+            dim = 1 if transposed else 0
+            r = run(_into(g, 1), x, _stand_in(w, bw, dim, size), groups)
+            return _outof(r, dim, size), dim
+        ng = _groups_first(g, groups)          # N (G B O)
+        if transposed:                         # -> (G I) (B O)
+            r = run(ng, x, _stand_in(w, bw, 1, size), groups)
+            return _outof(r, 1, size), 1
+        r = run(ng, x, _stand_in(w, bw, 0, size), groups)    # -> (G B O) I
+        return r.unflatten(0, (groups, size, -1)).transpose(0, 1).flatten(1, 2), 0
+    if bx:
+        size = x._shape[0]
+        if groups == 1:                        # N O, N (B I) -> O (B I) or (B I) O
+            dim = 0 if transposed else 1
+            r = run(g, _into(x, 1), _stand_in(w, bw, dim, size), groups)
+            return _outof(r, dim, size), dim
+        nx = _groups_first(x, groups)          # N (G B I)
+        if transposed:                         # -> (G B I) O
+            r = run(g, nx, _stand_in(w, bw, 0, size), groups)
+            return r.unflatten(0, (groups, size, -1)).transpose(0, 1).flatten(1, 2), 0
+        r = run(g, nx, _stand_in(w, bw, 1, size), groups)    # -> (G O) (B I)
+        return _outof(r, 1, size), 1
+    # only the weight is batched: its gradient does not depend on its values
+    return run(g, x, _stand_in(w, True, 0, 1), groups), None
+
+
+def _convolution_backward_batch_rule(args, bdims, layer):
+    g, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, \
+        mask = args
+    bg, bx, bw = (d is not None for d in bdims[:3])
+    geometry = (stride, padding, dilation, transposed, output_padding)
+    if not (bg or bx or bw):
+        return convolution_backward_op(*args), (None, None, None)
+    gb = gb_dim = None
+    if mask[2]:   # the sum of the output gradient over N and space, per example
+        first = 1 if bg else 0
+        gb = g.sum((first,) + tuple(range(first + 2, g.ndim)))
+        gb_dim = 0 if bg else None
+    if bg and bx and bw:                       # one grouped call for both gradients
+        size = w._shape[0]
+        gi, gw, _ = convolution_backward_op(_into(g, 1), _into(x, 1), _into(w, 0), None,
+                                            *geometry, groups * size,
+                                            [mask[0], mask[1], False])
+        gi = _outof(gi, 1, size) if mask[0] else None
+        gw = _outof(gw, 0, size) if mask[1] else None
+        return (gi, gw, gb), (1, 0, gb_dim)
+    gi, gi_dim = _backward_input(g, bg, x, bx, w, bw, geometry, groups) if mask[0] \
+        else (None, None)
+    gw, gw_dim = _backward_weight(g, bg, x, bx, w, bw, geometry, groups) if mask[1] \
+        else (None, None)
+    return (gi, gw, gb), (gi_dim, gw_dim, gb_dim)
+
+
+convolution_op.def_batch_rule(_convolution_batch_rule)
+convolution_backward_op.def_batch_rule(_convolution_backward_batch_rule)
+
+
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
                 groups):
     """``torch.convolution``: the op under every conv and conv_transpose of ``nn.functional``,

@@ -1,7 +1,12 @@
-"""``nll_loss_forward`` / ``nll_loss_backward`` (PyTorch's aten names): the negative
-log-likelihood of class targets over (N, C) log-probabilities as one op each way, under
-``cross_entropy`` and ``nll_loss`` for 2-D inputs (other shapes keep the composition in
-``nn/_loss.py``).
+"""Losses as ops, with PyTorch's aten names and derivatives (``derivatives.yaml``), so their
+gradients at the kinks — a probability of exactly 0 or 1, a logit of exactly 0 — are torch's:
+
+* ``nll_loss_forward`` / ``nll_loss_backward``: the negative log-likelihood of class targets
+  over (N, C) log-probabilities as one op each way, under ``cross_entropy`` and ``nll_loss``
+  for 2-D inputs (other shapes keep the composition in ``nn/_loss.py``);
+* ``binary_cross_entropy`` / ``binary_cross_entropy_backward`` and
+  ``binary_cross_entropy_with_logits`` (below), which the BCE losses and the Bernoulli-family
+  distributions call, as torch's do.
 
 ``nll_loss_forward(self, target, weight, reduction, ignore_index) -> (output, total_weight)``:
 ``output[i] = -weight[t_i] * self[i, t_i]`` (0 where ``t_i == ignore_index``), summed
@@ -15,7 +20,9 @@ from __future__ import annotations
 
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .._util import every_example
+from .. import _grad
+from ..elementwise import activation as _act
+from .._util import broadcast_shapes, every_example
 from . import _rules
 
 REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
@@ -104,3 +111,141 @@ nll_loss_backward_op = define(
                           diff=("grad_output",), name="NllLossBackwardBackward0"),
     doc="the gradient of nll_loss_forward with respect to self")
 
+
+
+# -- binary cross-entropy --------------------------------------------------------------------------
+# Each op's composite is the forward in ember ops (every backend runs it); its derivative is
+# PyTorch's formula (FunctionsManual.cpp), so the gradient at x = 0 or 1 (BCE) and at a logit
+# of 0 (BCE with logits: sigmoid(x) - t, where the stable forward's max(x, 0) and |x| kink) is
+# torch's, and the backward op's own derivative is torch's double backward. A weight or
+# pos_weight that requires grad gets its gradient too (torch refuses them).
+# PyTorch's binary_cross_entropy_backward divides by max(x (1 - x), EPSILON) with EPSILON the
+# float 1e-12 (9.99999996e-13 as a double); its double backward's eps is the double 1e-12
+_BACKWARD_EPS = 9.999999960041972e-13
+_EPS = 1e-12
+
+
+def _reduced(loss, reduction):
+    return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
+
+
+def _mean_scaled(g, self, reduction):
+    return g / self.numel() if reduction == 1 else g
+
+
+def _weighted(g, weight):
+    return g if weight is None else g * weight
+
+
+def _bce_meta(self, target, weight, reduction):
+    shape = broadcast_shapes(self._shape, target._shape)
+    return (shape if reduction == 0 else ()), self.dtype
+
+
+def _bce(self, target, weight, reduction):
+    # PyTorch's kernel: each log clamped at -100, so a confident wrong answer costs 100, not inf
+    loss = (target - 1) * self.neg().log1p().clamp_min(-100.0) - \
+        target * self.log().clamp_min(-100.0)
+    return _reduced(_weighted(loss, weight), reduction)
+
+
+def _bce_backward_composite(grad_output, self, target, weight, reduction):
+    g = grad_output * (self - target) / ((1 - self) * self).clamp_min(_BACKWARD_EPS)
+    return _mean_scaled(_weighted(g, weight), self, reduction)
+
+
+def _bce_derivative(ctx, g, self, target, weight, reduction):
+    gi = gt = gw = None
+    if ctx.needs(0):
+        gi = binary_cross_entropy_backward_op(g, self, target, weight, reduction)
+    if ctx.needs(1):   # binary_cross_entropy_target_backward: -logit(x), unclamped
+        gt = _mean_scaled(_weighted(self.logit().neg() * g, weight), self, reduction)
+    if ctx.needs(2):
+        gw = _grad.sum_to(_mean_scaled(_bce(self, target, None, 0) * g, self, reduction),
+                          weight._shape)
+    return gi, gt, gw
+
+
+def _bce_double_backward(ctx, gg, grad_output, self, target, weight, reduction):
+    g_out = g_self = g_target = g_weight = None
+    if ctx.needs(0):   # binary_cross_entropy_double_backward_grad_output
+        ggo = (self - target) / ((self + _EPS) * (1 - self + _EPS)) * gg
+        g_out = _grad.sum_to(_mean_scaled(_weighted(ggo, weight), self, reduction),
+                             grad_output._shape)
+    if ctx.needs(1):   # binary_cross_entropy_double_backward
+        gi = (self * self - 2 * self * target + target) / \
+            ((self + _EPS).pow(2) * (1 - self + _EPS).pow(2)) * (gg * grad_output)
+        g_self = _mean_scaled(_weighted(gi, weight), self, reduction)
+    if ctx.needs(2):   # binary_cross_entropy_double_backward_target
+        denom = (1 - self) * self
+        denom = denom + (denom.clamp_min(_EPS) - denom).detach()   # torch clamps it in no_grad
+        g_target = _mean_scaled(_weighted(-gg * grad_output, weight) / denom, self, reduction)
+    if ctx.needs(3):
+        g_weight = _grad.sum_to(_bce_backward_composite(grad_output, self, target, None,
+                                                        reduction) * gg, weight._shape)
+    return g_out, g_self, g_target, g_weight
+
+
+def _bce_logits(self, target, weight, pos_weight, reduction):
+    # PyTorch's form: (1 - t) x - (1 + (pos_weight - 1) t) log(sigmoid(x)), with
+    # -log(sigmoid(x)) = softplus(-x), stable for either sign of x
+    neg_log_sigmoid = _act.softplus(-self)
+    if pos_weight is not None:
+        neg_log_sigmoid = ((pos_weight - 1) * target + 1) * neg_log_sigmoid
+    loss = (1 - target) * self + neg_log_sigmoid
+    return _reduced(_weighted(loss, weight), reduction)
+
+
+def _bce_logits_derivative(ctx, g, self, target, weight, pos_weight, reduction):
+    gi = gt = gw = gp = None
+    if ctx.needs(0):   # binary_cross_entropy_with_logits_backward
+        if pos_weight is not None:
+            t = pos_weight * target
+            gi = (t + 1 - target) * self.sigmoid() - t
+        else:
+            gi = self.sigmoid() - target
+        gi = _grad.sum_to(_mean_scaled(_weighted(gi * g, weight), self, reduction), self._shape)
+    if ctx.needs(1):   # binary_cross_entropy_with_logits_target_backward
+        if pos_weight is not None:   # log_sigmoid(-x) - log_sigmoid(x) * pos_weight
+            gt = (-_act.softplus(self) + _act.softplus(-self) * pos_weight) * g
+        else:
+            gt = -self * g
+        gt = _grad.sum_to(_mean_scaled(_weighted(gt, weight), self, reduction), target._shape)
+    if ctx.needs(2):
+        gw = _grad.sum_to(_mean_scaled(_bce_logits(self, target, None, pos_weight, 0) * g, self,
+                                       reduction), weight._shape)
+    if ctx.needs(3):
+        gp = target * _act.softplus(-self) * g
+        gp = _grad.sum_to(_mean_scaled(_weighted(gp, weight), self, reduction),
+                          pos_weight._shape)
+    return gi, gt, gw, gp
+
+
+binary_cross_entropy_op = define(
+    "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight, int reduction) -> Tensor",
+    meta=_bce_meta, composite=_bce,
+    derivative=Derivative(_bce_derivative, save=("self", "target", "weight"),
+                          name="BinaryCrossEntropyBackward0"),
+    doc="binary cross-entropy of probabilities; reduction 0/1/2 = none/mean/sum")
+
+binary_cross_entropy_backward_op = define(
+    "binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, "
+    "Tensor? weight, int reduction) -> Tensor",
+    meta=lambda grad_output, self, *rest: (self._shape, self.dtype),
+    composite=_bce_backward_composite,
+    derivative=Derivative(_bce_double_backward,
+                          save=("grad_output", "self", "target", "weight"),
+                          name="BinaryCrossEntropyBackwardBackward0"),
+    doc="the gradient of binary_cross_entropy with respect to self")
+
+binary_cross_entropy_with_logits_op = define(
+    "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight, "
+    "Tensor? pos_weight, int reduction) -> Tensor",
+    meta=lambda self, target, weight, pos_weight, reduction: _bce_meta(self, target, weight,
+                                                                         reduction),
+    composite=_bce_logits,
+    derivative=Derivative(_bce_logits_derivative,
+                          save=("self", "target", "weight", "pos_weight"),
+                          name="BinaryCrossEntropyWithLogitsBackward0"),
+    doc="binary cross-entropy of logits (sigmoid inside, stable for any logit); "
+        "reduction 0/1/2 = none/mean/sum")

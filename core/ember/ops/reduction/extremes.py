@@ -11,7 +11,7 @@ from .._lowering import onnx_reduce
 from .. import elementwise as _ew
 from .._util import tensor_method
 from . import sums as _sums
-from ._rules import (check_tensor, given, is_full, no_complex, nonempty, reduce_dims,
+from ._rules import (check_tensor, given, no_complex, nonempty, reduce_dims,
                      reduction_meta, restore)
 
 _int64 = _dtype.int64
@@ -38,19 +38,21 @@ def _arg_extreme_meta(op: str):
 
 
 # -- derivatives --------------------------------------------------------------------------------
-def _amax_name(prefix, full_name):
-    # max(x) over everything is PyTorch's MaxBackward1; amax(x, dim) is AmaxBackward0
-    return lambda self, dim, keepdim: full_name if is_full(self, dim, keepdim) else \
-        f"{prefix}Backward0"
-
-
 def _extreme_backward(ctx, g, self, dim, keepdim):
-    """amax/amin: the gradient is shared evenly between the elements equal to the extremum."""
+    """amax/amin: the gradient is shared evenly between the elements equal to the extremum
+    (PyTorch's scale_grad_by_count: g / count * hit, so a NaN extremum, which equals nothing,
+    gives NaN gradients as there)."""
     shape = self._shape
     r = _grad.unsqueeze_dims(ctx.result, shape, dim, keepdim)
     hit = _ew.binary_api["eq"](self, r)
     count = _sums.sum_op(hit, dim, True, self.dtype)
-    return (_grad.keep_where(restore(g, shape, dim, keepdim) / count, hit),)
+    return ((restore(g, shape, dim, keepdim) / count) * hit,)
+
+
+def _extreme_all_backward(ctx, g, self):
+    """max()/min() over everything: PyTorch's evenly_distribute_backward (a NaN result gives
+    the gradient to the NaNs)."""
+    return (_grad.evenly_distribute(g, self, ctx.result),)
 
 
 def _extreme_dim_backward(ctx, g, self, dim, keepdim):
@@ -61,11 +63,19 @@ def _extreme_dim_backward(ctx, g, self, dim, keepdim):
 # -- amax, amin, max, min -----------------------------------------------------------------------
 _EXTREME_SCHEMA = "(Tensor self, int[] dim, bool keepdim) -> Tensor"
 amax_op = define("amax" + _EXTREME_SCHEMA, meta=reduction_meta("amax", "same"),
-                 derivative=Derivative(_extreme_backward, save=("self", "result"),
-                                       name=_amax_name("Amax", "MaxBackward1")))
+                 derivative=Derivative(_extreme_backward, save=("self", "result")))
 amin_op = define("amin" + _EXTREME_SCHEMA, meta=reduction_meta("amin", "same"),
-                 derivative=Derivative(_extreme_backward, save=("self", "result"),
-                                       name=_amax_name("Amin", "MinBackward1")))
+                 derivative=Derivative(_extreme_backward, save=("self", "result")))
+max_all_op = define("max_all(Tensor self) -> Tensor",
+                    composite=lambda self: amax_op(self, tuple(range(self.ndim)), False),
+                    derivative=Derivative(_extreme_all_backward, save=("self", "result"),
+                                          name="MaxBackward1"),
+                    doc="max() over every element (torch's max(Tensor self))")
+min_all_op = define("min_all(Tensor self) -> Tensor",
+                    composite=lambda self: amin_op(self, tuple(range(self.ndim)), False),
+                    derivative=Derivative(_extreme_all_backward, save=("self", "result"),
+                                          name="MinBackward1"),
+                    doc="min() over every element (torch's min(Tensor self))")
 amax_op.def_onnx(onnx_reduce("ReduceMax"))
 amin_op.def_onnx(onnx_reduce("ReduceMin"))
 max_dim_op = define("max_dim(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor "
@@ -106,7 +116,7 @@ def _make_max(name, all_op, dim_op, binary):
         no_complex(input, name)
         if dim is None:
             nonempty(input, (), name, False)
-            return all_op(input, tuple(range(input.ndim)), False)
+            return all_op(input)
         d = _wrap_dim(dim, input.ndim, name)
         if input.ndim:
             nonempty(input, (d,), name, True)
@@ -122,8 +132,8 @@ def _binary(name):
     return fn
 
 
-max = _make_max("max", amax_op, max_dim_op, _binary("maximum"))
-min = _make_max("min", amin_op, min_dim_op, _binary("minimum"))
+max = _make_max("max", max_all_op, max_dim_op, _binary("maximum"))
+min = _make_max("min", min_all_op, min_dim_op, _binary("minimum"))
 
 aminmax_op = define("aminmax(Tensor self, int[] dim, bool keepdim) -> (Tensor min, Tensor max)",
                     composite=lambda x, dim, keepdim: (amin_op(x, dim, keepdim),

@@ -12,7 +12,7 @@ from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _meta
 from .. import elementwise as _ew
 from .. import views as _views
-from .._util import _dtype_title, ember_namespace, require_tensor, tensor_method, write_out
+from .._util import _dtype_title, require_tensor, tensor_method, write_out
 from . import extremes as _extremes
 from . import sums as _sums
 from ._rules import check_tensor, dims_ok, given, no_complex, reduce_dims, restore, without
@@ -57,30 +57,70 @@ def _vector_norm_meta(x, ord, dim, keepdim):
             _meta.real_of(x.dtype))
 
 
-def _vector_norm_backward(ctx, g, self, ord, dim, keepdim):
-    unary, binary = _ew.unary_api, _ew.binary_api
-    shape = self._shape
-    g = restore(g, shape, dim, keepdim)
-    norm = _grad.unsqueeze_dims(ctx.result, shape, dim, keepdim)
+def norm_backward(g, self, ord, norm, dim):
+    """PyTorch's norm_backward, case by case (``g`` and ``norm`` with the reduced ``dim`` kept
+    as size 1), so the subgradient at 0 — and its own derivative, the second one — is torch's:
+    a zero norm passes no gradient for ord 2 and above, a zero element none for ord below 1,
+    and the infinity norms share theirs between the elements tied at the extreme."""
+    unary, where = _ew.unary_api, _ew.where
     if ord == 0:
-        return (_grad.zeros_like(self),)
+        return _grad.zeros_like(self)
     if ord == 1:
-        return (g * unary["sign"](self),)
-    if math.isinf(ord):
-        hit = binary["eq"](unary["abs"](self), norm)
-        count = _sums.sum_op(hit, dim, True, self.dtype)
-        return (_grad.keep_where(g * unary["sign"](self) / count, hit),)
+        return unary["sign"](self) * g
     if ord == 2:
-        scaled = self / norm
+        return g * where(norm.eq(0), 0.0, self / norm)
+    if math.isinf(ord):
+        size = unary["abs"](self)
+        hit = size.eq(norm).logical_or(unary["isnan"](size))
+        count = _sums.sum_op(hit, dim, True, self.dtype)
+        return unary["sign"](self) * ((g / count) * hit)
+    if ord < 1:
+        scaled = unary["sign"](self) * where(self.eq(0), 0.0, unary["abs"](self) ** (ord - 1))
+        return scaled * g * norm ** (1 - ord)
+    if ord < 2:
+        scaled = unary["sign"](self) * unary["abs"](self) ** (ord - 1)
     else:
-        scaled = self * unary["abs"](self) ** (ord - 2) / norm ** (ord - 1)
-    return (_ew.where(binary["eq"](norm, 0), 0.0, g * scaled),)
+        scaled = self * unary["abs"](self) ** (ord - 2)
+    return scaled * where(norm.eq(0), 0.0, g / norm ** (ord - 1))
+
+
+def _vector_norm_backward(ctx, g, self, ord, dim, keepdim):
+    shape = self._shape
+    norm = _grad.unsqueeze_dims(ctx.result, shape, dim, keepdim)
+    return (norm_backward(restore(g, shape, dim, keepdim), self, ord, norm, dim),)
 
 
 vector_norm_op = define("vector_norm(Tensor self, float ord, int[] dim, bool keepdim) -> Tensor",
                         meta=_vector_norm_meta,
                         derivative=Derivative(_vector_norm_backward, save=("self", "result"),
                                               name="LinalgVectorNormBackward0"))
+
+
+def _renorm_dims(self, dim):
+    return tuple(d for d in range(self.ndim) if d != dim)
+
+
+def _renorm(self, p, dim, maxnorm):
+    norm = vector_norm_op(self, p, _renorm_dims(self, dim), True)
+    return self * _ew.where(norm.gt(maxnorm), maxnorm / (norm + 1e-7), 1.0)
+
+
+def _renorm_backward(ctx, g, self, p, dim, maxnorm):
+    # PyTorch's renorm_backward: through the scale where the norm exceeds maxnorm (its norm
+    # term by norm_backward, so a zero sub-tensor passes the gradient unchanged), else g
+    dims = _renorm_dims(self, dim)
+    norm = vector_norm_op(self, p, dims, True)
+    nb = norm_backward(_sums.sum_op(self * g, dims, True, self.dtype), self, p, norm, dims)
+    invnorm = (norm + 1e-7).reciprocal()
+    factor = invnorm * maxnorm
+    return (_ew.where(norm.gt(maxnorm), factor * g - (factor * invnorm) * nb, g),)
+
+
+renorm_op = define("renorm(Tensor self, float p, int dim, float maxnorm) -> Tensor",
+                   composite=_renorm,
+                   derivative=Derivative(_renorm_backward, save=("self",)),
+                   doc="each sub-tensor along dim scaled down to p-norm maxnorm where it "
+                       "exceeds it (by maxnorm / (norm + 1e-7))")
 
 
 @tensor_method()
@@ -94,14 +134,7 @@ def renorm(input, p, dim, maxnorm):
     if input.ndim <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
                            f"dimensions")
-    em = ember_namespace()
-    dim = _wrap_dim(dim, input.ndim, "renorm")
-    others = [d for d in range(input.ndim) if d != dim]
-    norm = input.abs().pow(p).sum(others, keepdim=True).pow(1.0 / p) if p != float("inf") \
-        else input.abs().amax(others, keepdim=True)
-    factor = em.where(norm > maxnorm, maxnorm / (norm + 1e-7),
-                      em.ones((), dtype=input.dtype, device=input.device))
-    return input * factor
+    return renorm_op(input, float(p), _wrap_dim(dim, input.ndim, "renorm"), float(maxnorm))
 
 
 @tensor_method()

@@ -167,9 +167,11 @@ def _std(x, dim, correction, keepdim):
 
 
 def _std_backward(ctx, g, self, dim, correction, keepdim):
-    # d std = d var / (2 std): PyTorch's StdBackward0 (NaN where std is 0, as there)
-    r = restore(ctx.result, self._shape, dim, keepdim)
-    return (_var_backward(ctx, g, self, dim, correction, keepdim)[0] / (r * 2),)
+    # PyTorch's std_backward: var's backward of g / (2 std), that ratio 0 where std is 0 (a
+    # constant input: the subgradient 0, not 0/0)
+    r = ctx.result
+    ratio = _ew.where(r.eq(0), 0.0, g / (r * 2))
+    return _var_backward(ctx, ratio, self, dim, correction, keepdim)
 
 
 std_op = define("std(Tensor self, int[] dim, float correction, bool keepdim) -> Tensor",
@@ -181,7 +183,7 @@ var_mean_op = define("var_mean(Tensor self, int[] dim, float correction, bool ke
                                                            mean_op(x, dim, keepdim, x.dtype)))
 std_mean_op = define("std_mean(Tensor self, int[] dim, float correction, bool keepdim) -> "
                      "(Tensor, Tensor)",
-                     composite=lambda x, dim, c, keepdim: (_std(x, dim, c, keepdim),
+                     composite=lambda x, dim, c, keepdim: (std_op(x, dim, c, keepdim),
                                                            mean_op(x, dim, keepdim, x.dtype)))
 
 

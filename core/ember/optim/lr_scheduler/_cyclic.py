@@ -8,6 +8,32 @@ import types
 from ..optimizer import Optimizer
 from ._base import LRScheduler, _format_param, _lrs, set_lr
 
+
+def _set_momentum(group, momentum, use_beta1):
+    if use_beta1:
+        group["betas"] = (momentum, *group["betas"][1:])
+    else:
+        group["momentum"] = momentum
+
+
+def _cycle_momentum(scheduler, optimizer, base_momentum, max_momentum, last_epoch):
+    """``cycle_momentum=True``'s setup (CyclicLR, OneCycleLR): the optimizer must have a momentum
+    or a beta1; on a fresh start each group's momentum starts at its maximum. Returns the
+    per-group (base, max) momentums."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
+                         "option enabled")
+    scheduler.use_beta1 = "betas" in optimizer.defaults
+    bases = _format_param("base_momentum", optimizer, base_momentum)
+    maxs = _format_param("max_momentum", optimizer, max_momentum)
+    if last_epoch == -1:
+        for m, b, group in zip(maxs, bases, optimizer.param_groups):
+            _set_momentum(group, m, scheduler.use_beta1)
+            group["max_momentum"] = m
+            group["base_momentum"] = b
+    return bases, maxs
+
+
 class CosineAnnealingLR(LRScheduler):
     """Cosine annealing from the initial lr to ``eta_min`` over ``T_max`` epochs, in PyTorch's
     recursive form (which keeps cycling past T_max and composes with other schedulers)."""
@@ -137,21 +163,8 @@ class CyclicLR(LRScheduler):
         self._init_scale_fn()
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with "
-                                 "`cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in self.optimizer.defaults
-            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
-            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
-            if last_epoch == -1:
-                for m, b, group in zip(self.max_momentums, self.base_momentums,
-                                       optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (m, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m
-                    group["max_momentum"] = m
-                    group["base_momentum"] = b
+            self.base_momentums, self.max_momentums = _cycle_momentum(
+                self, optimizer, base_momentum, max_momentum, last_epoch)
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
 
@@ -187,11 +200,7 @@ class CyclicLR(LRScheduler):
         if self.cycle_momentum:
             for group, b, m in zip(self.optimizer.param_groups, self.base_momentums,
                                    self.max_momentums):
-                momentum = m - (m - b) * scale_factor * scale
-                if self.use_beta1:
-                    group["betas"] = (momentum, *group["betas"][1:])
-                else:
-                    group["momentum"] = momentum
+                _set_momentum(group, m - (m - b) * scale_factor * scale, self.use_beta1)
         return lrs
 
     def state_dict(self):
@@ -265,20 +274,7 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with "
-                                 "`cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
-            maxs = _format_param("max_momentum", optimizer, max_momentum)
-            bases = _format_param("base_momentum", optimizer, base_momentum)
-            if last_epoch == -1:
-                for m, b, group in zip(maxs, bases, optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (m, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m
-                    group["max_momentum"] = m
-                    group["base_momentum"] = b
+            _cycle_momentum(self, optimizer, base_momentum, max_momentum, last_epoch)
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start, end, pct):
@@ -308,10 +304,7 @@ class OneCycleLR(LRScheduler):
                 start = end
             lrs.append(lr)
             if self.cycle_momentum:
-                if self.use_beta1:
-                    group["betas"] = (mom, *group["betas"][1:])
-                else:
-                    group["momentum"] = mom
+                _set_momentum(group, mom, self.use_beta1)
         return lrs
 
 

@@ -41,6 +41,7 @@ class _LazyTorchAlias:
                     self._outside.refusal(fullname) is None:
                 return None
         sys.meta_path.remove(self)
+        # start-up: a child process imports ember only once it imports torch
         from ember.run.torch_alias import install_from_environment
         return install_from_environment().find_spec(fullname, path, target)
 

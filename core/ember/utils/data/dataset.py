@@ -8,6 +8,8 @@ import math
 import warnings
 from collections.abc import Iterable
 from typing import Generic, TypeVar
+import numpy as np
+import ember
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -73,9 +75,7 @@ class TensorDataset(Dataset):
         n = len(self)
         if min(indices) < 0 or max(indices) >= n:
             return NotImplemented
-        import numpy as np
 
-        import ember
         index = ember.from_numpy(np.fromiter(indices, dtype=np.int64, count=len(indices)))
         out = []
         for t in self.tensors:
@@ -229,7 +229,6 @@ class Subset(Dataset):
 def random_split(dataset, lengths, generator=None):
     """Split ``dataset`` into non-overlapping ``Subset``s of the given lengths (or fractions
     summing to 1), permuted with ``ember.randperm(generator=generator)``."""
-    import ember
     n = len(dataset)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         sizes = []

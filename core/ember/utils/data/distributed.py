@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import ember
 
 from .sampler import Sampler
 
@@ -9,12 +10,9 @@ __all__ = ["DistributedSampler"]
 
 
 def _process_group_setting(what: str) -> int:
-    """World size or rank from ``ember.distributed`` (imported only when needed)."""
-    try:
-        import ember.distributed as dist
-    except ImportError:
-        dist = None
-    available = dist is not None and getattr(dist, "is_available", lambda: False)()
+    """World size or rank from ``ember.distributed``."""
+    dist = ember.distributed
+    available = getattr(dist, "is_available", lambda: False)()
     initialized = available and getattr(dist, "is_initialized", lambda: False)()
     if not initialized:
         raise RuntimeError(f"DistributedSampler: `{what}` was not given and there is no "
@@ -61,7 +59,6 @@ class DistributedSampler(Sampler):
     def __iter__(self):
         n = len(self.dataset)
         if self.shuffle:
-            import ember
             g = ember.Generator()
             g.manual_seed(self.seed + self.epoch)
             indices = ember.randperm(n, generator=g).tolist()

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import itertools
 from typing import Generic, TypeVar
+import ember
+
+from ._utils.seeds import draw_seed
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -37,8 +40,6 @@ class SequentialSampler(Sampler[int]):
 
 def _fresh_generator():
     """A CPU generator seeded from the default one (torch's per-iteration pattern)."""
-    import ember
-    from ._utils.seeds import draw_seed
     g = ember.Generator()
     g.manual_seed(draw_seed())
     return g
@@ -67,7 +68,6 @@ class RandomSampler(Sampler[int]):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
-        import ember
         n = len(self.data_source)
         generator = _fresh_generator() if self.generator is None else self.generator
         if self.replacement:
@@ -93,7 +93,6 @@ class SubsetRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self):
-        import ember
         for i in ember.randperm(len(self.indices), generator=self.generator).tolist():
             yield self.indices[i]
 
@@ -106,7 +105,6 @@ class WeightedRandomSampler(Sampler[int]):
 
     def __init__(self, weights, num_samples: int, replacement: bool = True,
                  generator=None) -> None:
-        import ember
         if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got "
                              f"num_samples={num_samples}")
@@ -123,7 +121,6 @@ class WeightedRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self):
-        import ember
         drawn = ember.multinomial(self.weights, self.num_samples, self.replacement,
                                   generator=self.generator)
         yield from drawn.tolist()

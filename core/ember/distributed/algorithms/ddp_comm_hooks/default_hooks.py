@@ -10,18 +10,20 @@ collective must start it in the same order on every rank.
 """
 from __future__ import annotations
 
+from .... import _dtype
+from ...collectives import all_reduce
+from ...process_group import resolve_group
+
 __all__ = ["allreduce_hook", "fp16_compress_hook", "bf16_compress_hook",
            "fp16_compress_wrapper", "bf16_compress_wrapper"]
 
 
 def _group(process_group):
-    from ...process_group import resolve_group
     return resolve_group(process_group, "ddp comm hook")
 
 
 def _allreduce_fut(process_group, tensor):
     """Average ``tensor`` over the group; a future of the averaged tensor."""
-    from ...collectives import all_reduce
     group = _group(process_group)
     tensor.div_(group.size())
     fut = all_reduce(tensor, group=group, async_op=True).get_future()
@@ -34,7 +36,6 @@ def allreduce_hook(process_group, bucket):
 
 
 def _compress_hook(dtype, process_group, bucket):
-    from ...collectives import all_reduce
     group = _group(process_group)
     buffer = bucket.buffer()
     compressed = buffer.to(dtype).div_(group.size())
@@ -49,13 +50,11 @@ def _compress_hook(dtype, process_group, bucket):
 
 def fp16_compress_hook(process_group, bucket):
     """Cast the bucket to float16, average it, cast back: half the traffic."""
-    from .... import _dtype
     return _compress_hook(_dtype.float16, process_group, bucket)
 
 
 def bf16_compress_hook(process_group, bucket):
     """Like ``fp16_compress_hook`` in bfloat16 (float32's range, 8 bits of mantissa)."""
-    from .... import _dtype
     return _compress_hook(_dtype.bfloat16, process_group, bucket)
 
 
@@ -74,10 +73,8 @@ def _compress_wrapper(dtype, hook):
 
 def fp16_compress_wrapper(hook):
     """Run ``hook`` on a float16 copy of the bucket, casting the result back."""
-    from .... import _dtype
     return _compress_wrapper(_dtype.float16, hook)
 
 
 def bf16_compress_wrapper(hook):
-    from .... import _dtype
     return _compress_wrapper(_dtype.bfloat16, hook)

@@ -12,6 +12,9 @@ import copy
 import re
 
 import numpy as np
+import ember
+
+from ...._tensor import Tensor
 
 __all__ = ["collate", "collate_float_fn", "collate_int_fn", "collate_numpy_array_fn",
            "collate_numpy_scalar_fn", "collate_str_fn", "collate_tensor_fn", "default_collate",
@@ -24,14 +27,12 @@ default_collate_err_msg_format = ("default_collate: batch must contain tensors, 
 
 
 def _tensor_type():
-    from ...._tensor import Tensor
     return Tensor
 
 
 def default_convert(data):
     """Turn numpy arrays and numpy scalars (also inside dicts, namedtuples and sequences) into
     tensors; used when the DataLoader does not batch (``batch_size=None``)."""
-    import ember
     elem_type = type(data)
     if isinstance(data, _tensor_type()):
         return data
@@ -145,7 +146,6 @@ def _gather_from_one_storage(batch, native):
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
     """Stack tensors along a new first dim (torch's ``stack`` error for unequal shapes)."""
-    import ember
     Tensor = _tensor_type()
     elem = batch[0]
     if all(type(t) is Tensor or isinstance(t, Tensor) for t in batch):
@@ -162,7 +162,6 @@ def collate_tensor_fn(batch, *, collate_fn_map=None):
 
 
 def collate_numpy_array_fn(batch, *, collate_fn_map=None):
-    import ember
     elem = batch[0]
     if np_str_obj_array_pattern.search(elem.dtype.str) is not None:
         raise TypeError(default_collate_err_msg_format.format(elem.dtype))
@@ -173,17 +172,14 @@ def collate_numpy_array_fn(batch, *, collate_fn_map=None):
 
 
 def collate_numpy_scalar_fn(batch, *, collate_fn_map=None):
-    import ember
     return ember.as_tensor(np.asarray(batch))
 
 
 def collate_float_fn(batch, *, collate_fn_map=None):
-    import ember
     return ember.tensor(batch, dtype=ember.float64)
 
 
 def collate_int_fn(batch, *, collate_fn_map=None):
-    import ember
     return ember.tensor(batch)
 
 

@@ -21,7 +21,7 @@ from multiprocessing import connection as mp_connection
 
 from ..dataloader import _BaseDataLoaderIter, _DatasetKind
 from ..datapipes.datapipe import IterDataPipe, MapDataPipe
-from ..graph_settings import seed_datapipe_graph
+from ..graph_settings import apply_sharding, seed_datapipe_graph
 from . import transfer
 from .pin_memory import start_pin_thread
 from .worker import (MP_STATUS_CHECK_INTERVAL, ExceptionWrapper, _IterableDatasetStopIteration,
@@ -30,7 +30,6 @@ from .worker import (MP_STATUS_CHECK_INTERVAL, ExceptionWrapper, _IterableDatase
 
 def _sharding_worker_init_fn(worker_init_fn, world_size, rank_id, worker_id):
     """Shard DataPipes across workers of all ranks, then run the user's worker_init_fn."""
-    from ..graph_settings import apply_sharding
     info = get_worker_info()
     total = info.num_workers * world_size
     global_id = worker_id * world_size + rank_id

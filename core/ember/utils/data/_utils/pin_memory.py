@@ -16,6 +16,7 @@ import queue
 import threading
 
 from .worker import ExceptionWrapper
+from ...._tensor import Tensor
 
 
 def _pin_tensor(t):
@@ -27,7 +28,6 @@ def _pin_tensor(t):
 
 def pin_memory(data, device=None):
     """torch's ``pin_memory`` walk over a batch (tensors, mappings, namedtuples, sequences)."""
-    from ...._tensor import Tensor
     if isinstance(data, Tensor):
         return _pin_tensor(data)
     if isinstance(data, (str, bytes)):

@@ -30,6 +30,9 @@ import weakref
 from collections import deque
 
 import numpy as np
+import ember
+
+from ...._tensor import Tensor
 
 try:
     import _posixshmem
@@ -55,7 +58,6 @@ class _Encoder(pickle.Pickler):
         self.arrays = []
 
     def persistent_id(self, obj):
-        from ...._tensor import Tensor
         if type(obj) is Tensor:
             if obj.requires_grad and not obj.is_leaf:
                 raise RuntimeError(
@@ -173,7 +175,6 @@ class _Decoder(pickle.Unpickler):
         self.arrays = arrays
 
     def persistent_load(self, pid):
-        import ember
         if pid[0] == "t":
             _, k, dtype, shape, device, requires_grad = pid
             t = ember.from_numpy(self.arrays(k, dtype.np, shape))

@@ -7,8 +7,11 @@ import queue
 import random
 import sys
 import traceback
+import numpy as np
+import ember
 
 from . import transfer
+from .fetch import create_fetcher
 
 # How often a worker waiting for work checks that its parent is still alive, and how often the
 # main process checks its workers when no batch is ready (seconds).
@@ -92,9 +95,7 @@ class _ResumeIteration:
 
 
 def _seed_worker(seed, base_seed, worker_id):
-    import numpy as np
 
-    import ember
     random.seed(seed)
     ember.manual_seed(seed)
     state = np.random.SeedSequence([worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32])
@@ -108,7 +109,6 @@ def _worker_loop(is_iterable, dataset, index_queue, data_queue, done_event, auto
     the dataset's random parts when the shared seed changes (a DataPipe graph's: the loader
     passes graph_settings.seed_datapipe_graph)."""
     global _worker_info
-    from .fetch import create_fetcher
     try:
         seed = base_seed + worker_id
         _seed_worker(seed, base_seed, worker_id)

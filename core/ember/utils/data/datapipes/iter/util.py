@@ -14,6 +14,7 @@ from collections.abc import Sized
 
 from .._decorator import functional_datapipe
 from ..datapipe import IterDataPipe, MapDataPipe
+from ..._utils.pin_memory import pin_memory
 
 __all__ = ["CyclerIterDataPipe", "DropperIterDataPipe", "EnumeratorIterDataPipe",
            "FlattenerIterDataPipe", "HeaderIterDataPipe", "InMemoryCacheHolderIterDataPipe",
@@ -386,7 +387,6 @@ class PinMemoryIterDataPipe(PrefetcherIterDataPipe):
 
     def __init__(self, source_datapipe, device=None, pin_memory_fn=None) -> None:
         super().__init__(source_datapipe, buffer_size=2)
-        from ..._utils.pin_memory import pin_memory
         self.device = device
         self.pin_memory_fn = pin_memory if pin_memory_fn is None else pin_memory_fn
 

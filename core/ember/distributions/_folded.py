@@ -1,0 +1,47 @@
+"""``|X|`` of a distribution symmetric about 0 with a ``scale``: what HalfNormal and HalfCauchy
+share (the density doubled on [0, inf), -inf below it; the cdf, icdf and entropy from the
+base's)."""
+from __future__ import annotations
+
+import math
+
+import ember
+
+from . import constraints
+from .transformed_distribution import TransformedDistribution
+from .transforms import AbsTransform
+
+
+class Folded(TransformedDistribution):
+    arg_constraints = {"scale": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+
+    def __init__(self, base, validate_args=None):
+        super().__init__(base, AbsTransform(), validate_args=validate_args)
+
+    @property
+    def scale(self):
+        return self.base_dist.scale
+
+    @property
+    def mode(self):
+        return ember.zeros_like(self.scale)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        value = ember.as_tensor(value, dtype=self.scale.dtype, device=self.scale.device)
+        log_prob = self.base_dist.log_prob(value) + math.log(2)
+        return ember.where(value >= 0, log_prob, -math.inf)
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 2 * self.base_dist.cdf(value) - 1
+
+    def icdf(self, prob):
+        return self.base_dist.icdf((prob + 1) / 2)
+
+    def entropy(self):
+        return self.base_dist.entropy() - math.log(2)
