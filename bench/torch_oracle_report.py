@@ -34,11 +34,12 @@ def main(argv=None):
     p.add_argument("--failures", type=int, default=15, help="print the N largest failure groups")
     p.add_argument("--json", help="write every outcome to this file")
     p.add_argument("-v", "--verbose", action="store_true", help="print each subject as it runs")
+    p.add_argument("--markdown", action="store_true", help="also print the table in Markdown")
     args = p.parse_args(argv)
 
     import ember
     from torch_oracle import sweep
-    from torch_oracle.outcomes import failure_table, rates
+    from torch_oracle.outcomes import failure_table, rates, stale_rules
 
     devices = args.device or ["cpu"] + (["opencl"] if ember.opencl.is_available() else [])
     areas = tuple(args.area or ALL_AREAS)
@@ -75,6 +76,17 @@ def main(argv=None):
                          if counted else f"{'-':>24s}")
         print(f"{area:12s}" + "".join(f"{c:>26s}" for c in cells))
 
+    if args.markdown:
+        print("\n| area | " + " | ".join(devices) + " |")
+        print("|---|" + "---:|" * len(devices))
+        for area in areas:
+            cells = []
+            for d in devices:
+                passed, counted = table.get((area, d), (0, 0))
+                cells.append(f"{100 * passed / counted:.2f}% ({passed}/{counted})" if counted
+                             else "-")
+            print(f"| {area} | " + " | ".join(cells) + " |")
+
     if args.failures:
         for d in devices:
             for area in areas:
@@ -92,6 +104,11 @@ def main(argv=None):
             print("\nfailures by category:")
             for (area, cat), n in sorted(cats.items()):
                 print(f"  {area:12s} {cat:28s} {n:6d}")
+    stale = stale_rules(outcomes)
+    if stale:
+        print("\nknown-gap (xfail) rules whose every sample passes now (remove them):")
+        for subject, area in stale:
+            print(f"  {subject} [{area}]")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"outcomes": [asdict(o) for o in outcomes], "timings": timings}, f)

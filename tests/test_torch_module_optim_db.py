@@ -13,8 +13,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("expecttest")           # torch.testing._internal imports it
 
 import ember  # noqa: E402
-from test_torch_opinfo import failures  # noqa: E402
-from torch_oracle import exclusions, modules, optimizers, sweep  # noqa: E402
+from test_torch_opinfo import assert_no_failures  # noqa: E402
+from torch_oracle import exclusions, modules, opinfo, optimizers, sweep  # noqa: E402
 
 DEVICES = ["cpu"] + (["opencl"] if ember.opencl.is_available() else [])
 MODULE_SHARDS = 2
@@ -26,7 +26,7 @@ def test_moduleinfo_quick(shard):
     for i, info in list(enumerate(modules.module_db()))[shard::MODULE_SHARDS]:
         outcomes += modules.check_module(info, sweep.quick_devices(i, DEVICES), quick=True)
     assert outcomes
-    assert not failures(outcomes, strict=False), failures(outcomes, strict=False)
+    assert_no_failures(outcomes)
 
 
 def test_optimizerinfo_quick():
@@ -34,17 +34,17 @@ def test_optimizerinfo_quick():
     for i, info in enumerate(optimizers.optim_db()):
         outcomes += optimizers.check_optimizer(info, sweep.quick_devices(i, DEVICES), quick=True)
     assert {o.subject for o in outcomes} == {i.optim_cls.__name__ for i in optimizers.optim_db()}
-    assert not failures(outcomes, strict=False), failures(outcomes, strict=False)
+    assert_no_failures(outcomes)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("shard", range(MODULE_SHARDS))
 def test_moduleinfo_full_on_a_representative_subset(shard):
-    subset = sweep.slow_subset(modules.module_db(), sweep.SLOW_MODULE_EVERY)
+    subset = sweep.slow_subset(modules.module_db(), sweep.SLOW_MODULE_EVERY, modules.info_key)
     outcomes = []
     for _, info in subset[shard::MODULE_SHARDS]:
         outcomes += modules.check_module(info, DEVICES)
-    assert not failures(outcomes, strict=True), failures(outcomes, strict=True)
+    assert_no_failures(outcomes, strict=True)
 
 
 @pytest.mark.slow
@@ -52,7 +52,7 @@ def test_optimizerinfo_full():
     outcomes = []
     for info in optimizers.optim_db():
         outcomes += optimizers.check_optimizer(info, DEVICES)
-    assert not failures(outcomes, strict=True), failures(outcomes, strict=True)
+    assert_no_failures(outcomes, strict=True)
 
 
 def test_every_module_and_optimizer_exclusion_names_an_entry_and_gives_a_reason():
@@ -60,6 +60,8 @@ def test_every_module_and_optimizer_exclusion_names_an_entry_and_gives_a_reason(
     for name, rule in exclusions.MODULES.items():
         assert name in names and rule.kind in ("skip", "xfail", "distribution"), name
         assert len(rule.reason) > 15, name
+    ops = {opinfo.key(op) for op in opinfo.op_db()}
+    assert sweep.SLOW_HEAVY <= ops | {modules.info_key(i) for i in modules.module_db()}
     names = {i.optim_cls.__name__ for i in optimizers.optim_db()}
     for name, rule in exclusions.OPTIMIZERS.items():
         assert name in names and rule.kind in ("skip", "xfail"), name

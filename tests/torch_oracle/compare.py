@@ -208,6 +208,49 @@ def assert_same_distribution(actual, expected, where="output"):
                            f"std {af.std():.4g} vs {ef.std():.4g})")
 
 
+SELU_ALPHA = 1.7580993408473766         # alpha dropout's negative saturation (PyTorch's)
+
+
+def assert_dropout(actual, expected, sample, lead, alpha=False, training=True, where="output"):
+    """Dropout of units (elements, or channels for dropout2d/3d and feature dropout): each
+    unit of ember's result must be the input's unit kept (``x / (1 - p)``; for alpha dropout
+    the affine map PyTorch uses) or dropped (0; alpha dropout's constant), and the number
+    dropped must be a plausible Binomial(units, p) draw (two-sided p-value >= 1e-6). A KS test
+    of the pooled values cannot judge this: the values of one channel move together.
+    ``lead``: how many leading dims index the units (the rest is one unit's map)."""
+    from scipy.stats import binomtest
+    assert_same_metadata(actual, expected, where)
+    p = sample.kwargs.get("p", sample.args[0] if sample.args else 0.5)
+    if not sample.kwargs.get("training", sample.args[1] if len(sample.args) > 1 else training) \
+            or p in (0, 1):
+        return assert_same(actual, expected, where)         # deterministic
+    x = sample.input.detach().double()
+    got = ember_to_torch(actual).double()
+    if alpha:
+        scale = 1 / math.sqrt((SELU_ALPHA ** 2 * p + 1) * (1 - p))
+        keep_shift, drop_value = SELU_ALPHA * scale * p, SELU_ALPHA * scale * (p - 1)
+    else:
+        scale, keep_shift, drop_value = 1 / (1 - p), 0.0, 0.0
+    units = math.prod(x.shape[:lead])
+    if units == 0 or x.numel() == 0:
+        return
+    x, got = x.reshape(units, -1), got.reshape(units, -1)
+    # the input's precision, with an absolute part for results that cancel to near 0
+    rtol = 1e-5 if sample.input.dtype in LOW_PRECISION else 1e-12
+    atol = rtol * (1 + float(x.abs().max()) * scale)
+    kept = torch.isclose(got, x * scale + keep_shift, rtol=rtol, atol=atol).all(1)
+    dropped = torch.isclose(got, torch.full_like(got, drop_value), rtol=rtol, atol=atol).all(1)
+    if not bool((kept | dropped).all()):
+        bad = int((~(kept | dropped)).nonzero()[0, 0])
+        raise Mismatch(f"{where}: unit {bad} of {units} is neither the input's kept (x * "
+                       f"{scale:.4g} + {keep_shift:.4g}) nor dropped ({drop_value:.4g})")
+    k = int((dropped & ~kept).sum())
+    pvalue = binomtest(k, units, p).pvalue
+    if pvalue < 1e-6:
+        raise Mismatch(f"{where}: {k} of {units} units dropped at p = {p} (binomial "
+                       f"p-value {pvalue:.2g})")
+
+
 def assert_same_metadata(actual, expected, where="output"):
     """Uninitialised results: same structure, dtypes, shapes and strides; values not compared."""
     if isinstance(expected, (tuple, list)):

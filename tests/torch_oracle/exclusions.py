@@ -48,6 +48,8 @@ class Rule:
     align: Callable | None = None     # gauge: align(actual, expected, sample) puts ember's
     #                                   result in torch's gauge first
     when: Callable | None = None      # only for the samples this predicate accepts
+    check: Callable | None = None     # distribution: check(actual, expected, sample, where)
+    #                                   replaces the KS test
     reference: Callable | None = None  # reference: reference(sample, expected) -> precise result
     torch_error: float = 0.0          # reference: how far (relative) torch's result may be off
 
@@ -63,6 +65,11 @@ def _random(what):
 
 
 _SEEDED = "draws from the generator (torch's and ember's generators differ)"
+_OPENCL_COMPLEX_RNG = Rule(
+    "xfail", "a known bug: ember's OpenCL random kernels have no complex dtypes, and the CPU "
+    "fallback they go to is handed the OpenCL (Philox) generator, which it cannot draw from "
+    "(AttributeError: 'PhiloxGenerator' object has no attribute 'impl')",
+    dtypes=("complex64",), devices=("opencl",))
 _UNINIT = Rule("metadata", "returns uninitialised memory: only dtype, shape and strides are defined")
 
 _PRIVATE = Rule("skip", "calls an aten-internal overload (torch.ops.aten.*) or an underscore torch "
@@ -120,6 +127,14 @@ def _torch_cephes(name, f, **kw):
                 torch_error=1e-4)
 
 
+def _unit_dropout(what, lead, alpha=False, training=True):
+    from .compare import assert_dropout
+    return Rule("distribution", f"random: the dropout mask of {what} " + _SEEDED + "; each unit "
+                "must be the input's kept or dropped, and the count dropped a plausible binomial "
+                "draw", check=lambda a, e, s, where: assert_dropout(
+                    a, e, s, lead(s), alpha=alpha, training=training, where=where))
+
+
 def _unstable(s):
     return not s.kwargs.get("stable", False)
 
@@ -140,11 +155,17 @@ OPINFO = {
     "svd": _svd_gauge(vh=False),
     "linalg.svd": _svd_gauge(vh=True),
     "svd_lowrank": (
+        _OPENCL_COMPLEX_RNG,
         Rule("skip", "with a mean M the centred matrix has rank > q, so the randomized "
                      "approximation depends on the random projection drawn (torch's and ember's "
                      "generators differ)", when=lambda s: s.kwargs.get("M") is not None),
         _svd_gauge(vh=False)),
-    "pca_lowrank": _svd_gauge(vh=False),
+    "pca_lowrank": (_OPENCL_COMPLEX_RNG, _svd_gauge(vh=False)),
+    "sort": _ties(dim_at=(0, "dim"), distinct=True, when=_unstable),
+    "argsort": _ties(dim_at=(0, "dim"), distinct=True, indices_only=True, when=_unstable),
+    "topk": _ties(dim_at=(1, "dim"), distinct=True),
+    "kthvalue": _ties(dim_at=(1, "dim"), keepdim_at=(2, "keepdim")),
+    "mode": _ties(dim_at=(0, "dim"), keepdim_at=(1, "keepdim")),
     "linalg.eig": _eig_gauge(),
     "linalg.eigh": _eig_gauge(),
     "bernoulli": _random(_SEEDED),
@@ -154,19 +175,21 @@ OPINFO = {
     "log_normal": _random(_SEEDED),
     "multinomial": _random(_SEEDED),
     "normal": _random(_SEEDED),
-    "normal.in_place": _random(_SEEDED),
+    "normal.in_place": (_OPENCL_COMPLEX_RNG, _random(_SEEDED)),
     "normal.number_mean": _random(_SEEDED),
-    "uniform": _random(_SEEDED),
-    "randn": _random(_SEEDED),
-    "randn_like": _random(_SEEDED),
-    "rand_like": _random(_SEEDED),
+    "uniform": (_OPENCL_COMPLEX_RNG, _random(_SEEDED)),
+    "randn": (_OPENCL_COMPLEX_RNG, _random(_SEEDED)),
+    "randn_like": (_OPENCL_COMPLEX_RNG, _random(_SEEDED)),
+    "rand_like": (_OPENCL_COMPLEX_RNG, _random(_SEEDED)),
     "randint": _random(_SEEDED),
     "randint_like": _random(_SEEDED),
     "nn.functional.dropout": _random("the dropout mask " + _SEEDED),
-    "nn.functional.dropout2d": _random("the dropout mask " + _SEEDED),
-    "nn.functional.dropout3d": _random("the dropout mask " + _SEEDED),
+    "nn.functional.dropout2d": _unit_dropout("channels ((N, C, L) for 3-D input, as torch)",
+                                             lambda s: 2),
+    "nn.functional.dropout3d": _unit_dropout("channels", lambda s: s.input.ndim - 3),
     "nn.functional.alpha_dropout": _random("the dropout mask " + _SEEDED),
-    "nn.functional.feature_alpha_dropout.with_train": _random("the dropout mask " + _SEEDED),
+    "nn.functional.feature_alpha_dropout.with_train": _unit_dropout(
+        "channels (alpha dropout's affine maps)", lambda s: 2, alpha=True, training=False),
     "nn.functional.rrelu": _random("the negative slopes " + _SEEDED),
     "nn.functional.fractional_max_pool2d": _random("the pooling regions " + _SEEDED),
     "nn.functional.fractional_max_pool3d": _random("the pooling regions " + _SEEDED),
@@ -201,9 +224,9 @@ OPINFO = {
         "it is an expected failure (TestBwdGradients.test_fn_grad)", areas=("backward",)),
     "chalf": Rule("skip", "complex32 (torch.chalf): ember has no complex32 dtype; "
                           "bench/api_coverage.py excludes Tensor.chalf for the same reason"),
-    "half": Rule("skip", "float16 on OpenCL: ember's OpenCL backend has no float16 kernels "
-                         "(PoCL's CPU device lacks cl_khr_fp16); the cpu run compares it",
-                 devices=("opencl",)),
+    "half": Rule("skip", "float16 on OpenCL: ember's OpenCL backend does not offer float16 "
+                         "(its dtypes stop at bfloat16), so .half() there is refused by design; "
+                         "the cpu run compares it", devices=("opencl",)),
     "_segment_reduce.lengths": Rule(
         "skip", "torch.segment_reduce: an undocumented ATen entry point (torch's API reference "
         "omits it; bench/api_coverage.py excludes it); ember has the documented scatter_reduce"),
@@ -224,8 +247,21 @@ OPINFO = {
                                      "tensors only (no CSR/CSC/BSR/BSC)"),
     "sparse.sampled_addmm": Rule("skip", "sparse CSR layout: ember has strided and sparse COO "
                                          "tensors only (no CSR/CSC/BSR/BSC)"),
-    "special.airy_ai": Rule("xfail", "a gap: ember has no special.airy_ai yet (no kernel on any "
-                                     "backend)"),
+    "special.hermite_polynomial_he": Rule(
+        "xfail", "float32 rounding: ember runs the three-term recurrence with float32 tensor "
+        "ops, whose rounding differs from torch's compiled loop; on one sample (values ~1.6e7) "
+        "ember is 3 ulp from the float64 value where torch is under 2", areas=("forward", "method"),
+        dtypes=("float32",)),
+    "matrix_exp": Rule(
+        "xfail", "a known gap on OpenCL: its float32 matrix_exp composite (Pade + squaring in "
+        "float32) is 3x farther from the float64 value than torch's (the cpu computes float32 "
+        "in double)", areas=("forward", "method"), dtypes=("float32",), devices=("opencl",)),
+    "einsum": Rule(
+        "xfail", "a known gap: einsum's backward refuses an operand that repeats a subscript "
+        "('iji': a diagonal), where torch differentiates it", areas=("backward",),
+        when=lambda s: bool(s.args) and isinstance(s.args[0], str) and any(
+            len(set(t)) < len(t) for t in
+            s.args[0].replace("...", "").replace(" ", "").split("->")[0].split(","))),
     "jiterator_2inputs_2outputs": Rule("skip", "torch.cuda.jiterator: CUDA-only, no CPU kernel"),
     "jiterator_4inputs_with_extra_args": Rule("skip", "torch.cuda.jiterator: CUDA-only"),
     "jiterator_binary": Rule("skip", "torch.cuda.jiterator: CUDA-only, no CPU kernel"),

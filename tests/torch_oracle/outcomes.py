@@ -104,3 +104,9 @@ def failure_table(outcomes, area=None, device=None):
                 and (device is None or o.device == device):
             c[(o.subject, o.category)] += 1
     return c
+
+
+def stale_rules(outcomes):
+    """(subject, area) of known-gap (xfail) rules none of whose samples fails any more."""
+    still = {(o.subject, o.area) for o in outcomes if o.status == XFAIL}
+    return sorted({(o.subject, o.area) for o in outcomes if o.status == XPASS} - still)

@@ -198,7 +198,11 @@ class ArrayBackend(Backend):
         if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
             # a batch of rows times one matrix is one GEMM over all the rows, not a loop of small
             # ones (numpy's matmul calls BLAS per batch element)
-            return xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+            rows = 1
+            for n in a.shape[:-1]:
+                rows *= n           # explicit: -1 is ambiguous for an empty inner dim
+            return xp.matmul(a.reshape(rows, a.shape[-1]), b).reshape(a.shape[:-1] +
+                                                                      b.shape[-1:])
         return xp.matmul(a, b)
 
     # -- accumulation ---------------------------------------------------------------------------

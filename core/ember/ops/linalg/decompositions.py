@@ -568,6 +568,8 @@ def _householder_product(A, tau):
     k = tau._shape[-1]
     V = A.tril(-1) + eye_like(m, A, m=n)
     Q = eye_like(m, A, m=n).expand(*batch_of(A), m, n)
+    if k == 0:      # no reflector: the identity, still in A's graph (gradient 0) as torch's
+        Q = A.clone().copy_(Q)
     for i in range(k - 1, -1, -1):
         v = V.narrow(-1, i, 1)
         t = tau.narrow(-1, i, 1).unsqueeze(-1)
@@ -578,8 +580,9 @@ def _householder_product(A, tau):
 householder_product_op = define("linalg_householder_product(Tensor A, Tensor tau) -> Tensor",
                                 meta=_householder_meta, composite=_householder_product,
                                 doc="The first n columns of the product of k Householder "
-                                    "reflectors (LAPACK orgqr); autograd goes through the "
-                                    "composite.")
+                                    "reflectors (LAPACK orgqr); differentiated through the "
+                                    "composite (householder_product runs it when a gradient "
+                                    "is needed).")
 
 
 def householder_product(A, tau, *, out=None):
@@ -602,8 +605,18 @@ def householder_product(A, tau, *, out=None):
     if tau.dtype is not A.dtype:
         raise RuntimeError(f"{api}: tau dtype {tau.dtype} does not match input dtype "
                            f"{A.dtype}")
-    r = householder_product_op(A, tau)
+    if _grad_needed(A, tau):
+        # the op has no derivative of its own (a backend's LAPACK kernel has none): record the
+        # composite's ops, which differentiate to any order and in forward mode
+        r = _householder_product(A, tau)
+    else:
+        r = householder_product_op(A, tau)
     return r if out is None else write_out(out, r, "linalg.householder_product")
+
+
+def _grad_needed(*tensors):
+    from ...dispatch.grad_mode import is_grad_enabled
+    return is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
 for _name, _fields in (("linalg_lu_factor_ex", ["LU", "pivots", "info"]),

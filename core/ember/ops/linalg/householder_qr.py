@@ -1,13 +1,15 @@
 """``torch.geqrf`` and ``torch.ormqr``: QR in LAPACK's Householder form, and products with the
 implicit ``Q``.
 
-``geqrf`` runs LAPACK's algorithm (dgeqr2 with dlarfg's reflectors: ``beta = -sign(alpha) *
-||x||``, ``tau = (beta - alpha) / beta``, ``v = x / (alpha - beta)`` with ``v[0] = 1``; a column
-already zero below the diagonal gets ``tau = 0``) column by column with ember ops over the
+``geqrf`` runs LAPACK's algorithm (xgeqr2 with xlarfg's reflectors: ``beta = -sign(re alpha) *
+||(alpha, x)||`` (real), ``tau = (beta - alpha) / beta``, ``v = x / (alpha - beta)`` with
+``v[0] = 1``; a column already zero below the diagonal with a real ``alpha`` gets ``tau = 0``;
+the trailing columns get ``H^H = I - conj(tau) v v^H``) column by column with ember ops over the
 batch, so every backend runs it natively and its results equal LAPACK's up to rounding. Like
 torch's, it has no derivative. ``ormqr`` builds the full ``Q`` with
-``linalg.householder_product`` (reflectors padded with ``tau = 0`` to a square) and multiplies:
-differentiable through ``householder_product`` and ``matmul``. Real dtypes only."""
+``linalg.householder_product`` (reflectors padded with ``tau = 0`` to a square) and multiplies
+(``transpose``: by ``Q^H``): differentiable through ``householder_product`` and ``matmul``.
+Real and complex dtypes."""
 from __future__ import annotations
 
 from ..._tensor import Tensor
@@ -25,10 +27,9 @@ def _check(op, a, name="input"):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(a).__name__}")
     if a.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
-    if not a.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: Expected a floating point tensor as input, got {a.dtype}"
-                           + (" (complex Householder forms are not supported by ember)"
-                              if a.dtype.is_complex else ""))
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input, got "
+                           f"{a.dtype}")
 
 
 def geqrf(input, *, out=None):
@@ -36,16 +37,18 @@ def geqrf(input, *, out=None):
     _check("geqrf", input)
     m, n = input.shape[-2:]
     k = min(m, n)
+    cplx = input.dtype.is_complex
     with no_grad():
         a = input.detach().clone()
         tau = zeros(*input.shape[:-2], k, dtype=input.dtype, device=input.device)
         for j in range(k):
             alpha = a[..., j, j]
             x = a[..., j + 1:, j]
-            xnorm = x.pow(2).sum(-1).sqrt() if m - j > 1 else alpha * 0
-            nonzero = xnorm != 0
-            norm = (alpha * alpha + xnorm * xnorm).sqrt()
-            beta = where(alpha >= 0, -norm, norm)
+            re = alpha.real if cplx else alpha
+            xnorm = x.abs().pow(2).sum(-1).sqrt() if m - j > 1 else re * 0
+            nonzero = (xnorm != 0).logical_or(alpha.imag != 0) if cplx else xnorm != 0
+            norm = (alpha.abs().pow(2) + xnorm * xnorm).sqrt()
+            beta = where(re >= 0, -norm, norm).to(input.dtype)
             beta = where(nonzero, beta, alpha)
             safe = where(nonzero, alpha - beta, alpha * 0 + 1)
             t = where(nonzero, (beta - alpha) / where(nonzero, beta, beta * 0 + 1), alpha * 0)
@@ -54,11 +57,12 @@ def geqrf(input, *, out=None):
             a[..., j + 1:, j] = v
             a[..., j, j] = beta
             if j + 1 < n:
-                # apply H = I - tau v v^T (v[0] = 1) to the trailing columns
+                # apply H^H = I - conj(tau) v v^H (v[0] = 1) to the trailing columns
                 block = a[..., j:, j + 1:]
                 head = block[..., :1, :]
-                w = head + (v.unsqueeze(-1) * block[..., 1:, :]).sum(-2, keepdim=True)
-                tw = t.unsqueeze(-1).unsqueeze(-1) * w
+                vh = v.conj() if cplx else v
+                w = head + (vh.unsqueeze(-1) * block[..., 1:, :]).sum(-2, keepdim=True)
+                tw = (t.conj() if cplx else t).unsqueeze(-1).unsqueeze(-1) * w
                 a[..., j:j + 1, j + 1:] = head - tw
                 a[..., j + 1:, j + 1:] = block[..., 1:, :] - v.unsqueeze(-1) * tw
     if out is not None:
@@ -90,7 +94,7 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
                               device=tau.device)], -1)
     q = linalg.householder_product(reflectors, tau)
     if transpose:
-        q = q.mT
+        q = q.mH
     result = q.matmul(other) if left else other.matmul(q)
     if out is not None:
         out.copy_(result)

@@ -3,6 +3,8 @@
 compositions."""
 from __future__ import annotations
 
+import math
+
 from ... import _dtype
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
@@ -69,8 +71,9 @@ def _matmul_backward(ctx, g, self, other):
             # a batch of rows times one matrix (a linear layer on 3-d input): the gradient of
             # the matrix is one product over all rows, not a batch of products summed after
             k, m = a2._shape[-1], g2._shape[-1]
-            a_rows = _views.reshape(_grad.conj(a2), (-1, k))
-            g_rows = _views.reshape(g2, (-1, m))
+            rows = math.prod(a2._shape[:-1])        # explicit: -1 is ambiguous when k is 0
+            a_rows = _views.reshape(_grad.conj(a2), (rows, k))
+            g_rows = _views.reshape(g2, (rows, m))
             if ctx.info[2]:
                 gb = mT(matmul_op(mT(g_rows), a_rows))   # other is W.t(): see col_major
             else:
