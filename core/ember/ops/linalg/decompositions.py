@@ -23,6 +23,7 @@ from ... import return_types as _rt
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
+from ...dispatch.grad_mode import is_grad_enabled
 from .. import _meta, _primitives, factories as _fac, shape as _shape
 from .._util import write_out
 from . import nonfinite as _nonfinite
@@ -615,7 +616,6 @@ def householder_product(A, tau, *, out=None):
 
 
 def _grad_needed(*tensors):
-    from ...dispatch.grad_mode import is_grad_enabled
     return is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
