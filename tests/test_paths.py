@@ -35,7 +35,6 @@ KNOWN_GAPS = {
         "10 distributions ember does not implement yet",
     r"^torch\.distributions\.(fishersnedecor|generalized_pareto|inverse_gamma|lkj_cholesky|"
     r"logistic_normal|negative_binomial|von_mises|weibull|wishart)$": "their modules",
-    r"^torch\.autograd\.functional": "autograd.functional (jacobian, hessian, vjp, jvp, hvp, vhp)",
     r"^torch\.autograd\.graph\.": "saved-tensor hooks, gradient edges and multi-grad hooks",
     r"^torch\.autograd\.(function\.(BackwardCFunction|FunctionMeta|InplaceFunction|"
     r"NestedIOFunction)|NestedIOFunction|profiler\.\w+|variable\.VariableMeta|grad_mode\.\w+|"
