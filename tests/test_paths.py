@@ -35,7 +35,11 @@ KNOWN_GAPS = {
         "10 distributions ember does not implement yet",
     r"^torch\.distributions\.(fishersnedecor|generalized_pareto|inverse_gamma|lkj_cholesky|"
     r"logistic_normal|negative_binomial|von_mises|weibull|wishart)$": "their modules",
-    r"^torch\.autograd\.graph\.": "saved-tensor hooks, gradient edges and multi-grad hooks",
+    r"^torch\.autograd\.graph\.allow_mutation_on_saved_tensors$":
+        "clone-on-write of saved tensors (needs a dispatch mode that intercepts in-place ops)",
+    r"^torch\.autograd\.graph\.(region_activation_memory_budget|"
+    r"set_override_stale_capture_stream|set_warn_on_accumulate_grad_stream_mismatch)$":
+        "torch.compile's activation-memory budget and CUDA-graph stream settings",
     r"^torch\.autograd\.(function\.(BackwardCFunction|FunctionMeta|InplaceFunction|"
     r"NestedIOFunction)|NestedIOFunction|profiler\.\w+|variable\.VariableMeta|grad_mode\.\w+|"
     r"enforce_grad_layout_policy|set_multithreading_enabled|gradcheck\.get_\w+)$":
