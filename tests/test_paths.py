@@ -48,23 +48,20 @@ KNOWN_GAPS = {
     r"sgd)$": "the functional optimizer API (torch.optim.adam.adam(params, grads, …))",
     r"^torch\.optim\.swap_in_optimizer_params_and_state$": "optimizer state swapping",
     r"^torch\.compiler\.": "torch.compiler's dynamo API (ember.compile is its own tracer)",
-    r"^torch\.nn\.grad(\.|$)": "torch.nn.grad's convolution input/weight gradients",
     r"^torch\.nn\.attention\.": "FlashAttention implementation registry and causal-bias "
                                 "helpers",
     r"^torch\.nn\.modules\.(linear_cross_entropy\w*|module\.register_module_\w+|utils\.\w+)$|"
     r"^torch\.nn\.modules\.(linear_cross_entropy\w*|utils)$|"
     r"^torch\.nn\.(modules\.)?LinearCrossEntropyOptions$":
         "global module hooks, state-dict prefix helper, linear cross-entropy module",
-    r"^torch\.nn\.(parameter\.)?(Buffer|UninitializedBuffer|UninitializedTensorMixin)$":
-        "nn.Buffer",
     r"SyncBatchNorm$": "cross-process batch norm over NCCL process groups (CUDA only in torch)",
     r"^torch\.nn\.modules\.linear_cross_entropy\w*\.\w+$": "linear cross-entropy module",
     r"^torch\.nn\.parallel\.parallel_apply\.get_a_var$|"
     r"^torch\.nn\.utils\.spectral_norm\.SpectralNorm\w+Hook$":
         "DataParallel and spectral_norm internals",
-    r"^torch\.nn\.utils\.(\w+\.)?(clip_grads_with_norm_|convert_conv\dd_weight_memory_format|"
-    r"fuse_\w+|skip_init)$|^torch\.nn\.utils\.(init|memory_format)$":
-        "nn.utils helpers not written yet",
+    r"^torch\.nn\.utils\.(\w+\.)?(convert_conv\dd_weight_memory_format|fuse_\w+)$|"
+    r"^torch\.nn\.utils\.memory_format$":
+        "conv/batch-norm fusion and channels-last weight conversion not written yet",
     r"^torch\.nn\.parallel\.comm(\.|$)": "CUDA collectives of DataParallel",
     r"^torch\.backends\.(cuda\.\w+|mha(\.\w+)?|mkl(\.\w+)?)$":
         "backend flags (SDP kernels, cuBLAS/cuFFT handles, MHA fast path, MKL)",

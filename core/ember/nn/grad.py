@@ -1,0 +1,45 @@
+"""``ember.nn.grad`` (torch.nn.grad): the gradients of a convolution with respect to its input
+and its weight, given the output's gradient — one call of the ``convolution_backward`` op with
+only the wanted result in its output mask (the tensor standing in for the other operand is an
+expanded one-element tensor: the kernel reads its shape only)."""
+from __future__ import annotations
+
+from ..ops.nn.conv import convolution_backward_op
+
+__all__ = ["conv1d_input", "conv1d_weight", "conv2d_input", "conv2d_weight", "conv3d_input",
+           "conv3d_weight"]
+
+
+def _tuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+def _backward(n, grad_output, input, weight, stride, padding, dilation, groups, which):
+    mask = [which == 0, which == 1, False]
+    return convolution_backward_op(grad_output, input, weight, None, _tuple(stride, n),
+                                   _tuple(padding, n), _tuple(dilation, n), False, [0] * n,
+                                   groups, mask)[which]
+
+
+def _input_grad(n):
+    def conv_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
+        input = grad_output.new_empty(1).expand(tuple(input_size))
+        return _backward(n, grad_output, input, weight, stride, padding, dilation, groups, 0)
+    conv_input.__name__ = conv_input.__qualname__ = f"conv{n}d_input"
+    conv_input.__doc__ = (f"The gradient of conv{n}d with respect to its input of size "
+                          f"``input_size``.")
+    return conv_input
+
+
+def _weight_grad(n):
+    def conv_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
+        weight = grad_output.new_empty(1).expand(tuple(weight_size))
+        return _backward(n, grad_output, input, weight, stride, padding, dilation, groups, 1)
+    conv_weight.__name__ = conv_weight.__qualname__ = f"conv{n}d_weight"
+    conv_weight.__doc__ = (f"The gradient of conv{n}d with respect to its weight of size "
+                           f"``weight_size``.")
+    return conv_weight
+
+
+conv1d_input, conv2d_input, conv3d_input = (_input_grad(n) for n in (1, 2, 3))
+conv1d_weight, conv2d_weight, conv3d_weight = (_weight_grad(n) for n in (1, 2, 3))
