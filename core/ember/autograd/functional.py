@@ -169,16 +169,37 @@ def _prepare_v(v, inputs, create_graph, fn_name, is_inputs_tuple):
     return v
 
 
+def _product(outputs, is_outputs_tuple, of, wrt, v, refs, is_result_tuple, create_graph,
+             strict, stage):
+    """The last backward of every product: ``v`` through ``of`` to ``wrt`` (recorded only with
+    create_graph), zeros (or the ``stage``'s strict error) where nothing arrived, and the
+    results without history unless create_graph, untupled as the caller passed them."""
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(of, wrt, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, refs, strict, create_graph, stage)
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(result, is_result_tuple))
+
+
+def _call(func, inputs, create_graph, strict, fn_name):
+    """``func`` on fresh tensors for ``inputs``: both as tuples, with whether they were."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+    outputs = func(*inputs)
+    is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                          fn_name)
+    _check_requires_grad(outputs, "outputs", strict=strict)
+    return is_inputs_tuple, inputs, is_outputs_tuple, outputs
+
+
 # -- the public functions -----------------------------------------------------------------------
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(*inputs), vᵀ·J)``: the vector-Jacobian product at ``inputs``."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "vjp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_inputs_tuple, inputs, is_outputs_tuple, outputs = _call(func, inputs, create_graph,
+                                                                   strict, "vjp")
         if v is not None:
             _, v = _as_tuple(v, "v", "vjp")
             v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
@@ -186,13 +207,8 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         elif len(outputs) != 1 or outputs[0].nelement() != 1:
             raise RuntimeError("The vector v can only be None if the user-provided function "
                                "returns a single Tensor with a single element.")
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    return _product(outputs, is_outputs_tuple, outputs, inputs, v, inputs, is_inputs_tuple,
+                    create_graph, strict, "back")
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -209,13 +225,9 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         grad_outputs = tuple(zeros_like(out, requires_grad=True) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_outputs_tuple))
+    return _product(outputs, is_outputs_tuple, grad_inputs, grad_outputs, v, outputs,
+                    is_outputs_tuple,
+                    create_graph, strict, "back_trick")
 
 
 def _standard_basis(tensors, numels):
@@ -280,12 +292,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                                       "or `strategy=\"reverse-mode\"`.")
         return _jacfwd(func, inputs, strict, vectorize)
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "jacobian")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_inputs_tuple, inputs, is_outputs_tuple, outputs = _call(func, inputs, create_graph,
+                                                                   strict, "jacobian")
         if vectorize:
             if strict:
                 raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
@@ -396,13 +404,8 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
         v = _prepare_v(v, inputs, create_graph, "vhp", is_inputs_tuple)
         is_outputs_tuple, outputs, jac = _scalar_output_and_jac(func, inputs, strict, "vhp")
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    return _product(outputs, is_outputs_tuple, jac, inputs, v, inputs, is_inputs_tuple,
+                    create_graph, strict, "double_back")
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -416,10 +419,5 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         grad_jac = tuple(zeros_like(inp, requires_grad=True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    return _product(outputs, is_outputs_tuple, double_back, grad_jac, v, inputs, is_inputs_tuple,
+                    create_graph, strict, "double_back_trick")

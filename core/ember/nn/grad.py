@@ -14,31 +14,34 @@ def _tuple(v, n):
     return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
 
 
-def _backward(n, grad_output, input, weight, stride, padding, dilation, groups, which):
-    mask = [which == 0, which == 1, False]
+def _grad_of(n, which, input, weight, grad_output, stride, padding, dilation, groups):
+    """Result ``which`` (0: input, 1: weight) of convolution_backward; the operand given as a
+    size becomes an expanded one-element stand-in."""
+    if which == 0:
+        input = grad_output.new_empty(1).expand(tuple(input))
+    else:
+        weight = grad_output.new_empty(1).expand(tuple(weight))
     return convolution_backward_op(grad_output, input, weight, None, _tuple(stride, n),
                                    _tuple(padding, n), _tuple(dilation, n), False, [0] * n,
-                                   groups, mask)[which]
+                                   groups, [which == 0, which == 1, False])[which]
+
+
+def _named(fn, n, what):
+    fn.__name__ = fn.__qualname__ = f"conv{n}d_{what}"
+    fn.__doc__ = f"The gradient of conv{n}d with respect to its {what}."
+    return fn
 
 
 def _input_grad(n):
     def conv_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
-        input = grad_output.new_empty(1).expand(tuple(input_size))
-        return _backward(n, grad_output, input, weight, stride, padding, dilation, groups, 0)
-    conv_input.__name__ = conv_input.__qualname__ = f"conv{n}d_input"
-    conv_input.__doc__ = (f"The gradient of conv{n}d with respect to its input of size "
-                          f"``input_size``.")
-    return conv_input
+        return _grad_of(n, 0, input_size, weight, grad_output, stride, padding, dilation, groups)
+    return _named(conv_input, n, "input")
 
 
 def _weight_grad(n):
     def conv_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
-        weight = grad_output.new_empty(1).expand(tuple(weight_size))
-        return _backward(n, grad_output, input, weight, stride, padding, dilation, groups, 1)
-    conv_weight.__name__ = conv_weight.__qualname__ = f"conv{n}d_weight"
-    conv_weight.__doc__ = (f"The gradient of conv{n}d with respect to its weight of size "
-                           f"``weight_size``.")
-    return conv_weight
+        return _grad_of(n, 1, input, weight_size, grad_output, stride, padding, dilation, groups)
+    return _named(conv_weight, n, "weight")
 
 
 conv1d_input, conv2d_input, conv3d_input = (_input_grad(n) for n in (1, 2, 3))
