@@ -35,8 +35,11 @@ KNOWN_GAPS = {
         "10 distributions ember does not implement yet",
     r"^torch\.distributions\.(fishersnedecor|generalized_pareto|inverse_gamma|lkj_cholesky|"
     r"logistic_normal|negative_binomial|von_mises|weibull|wishart)$": "their modules",
-    r"^torch\.autograd\.functional": "autograd.functional (jacobian, hessian, vjp, jvp, hvp, vhp)",
-    r"^torch\.autograd\.graph\.": "saved-tensor hooks, gradient edges and multi-grad hooks",
+    r"^torch\.autograd\.graph\.allow_mutation_on_saved_tensors$":
+        "clone-on-write of saved tensors (needs a dispatch mode that intercepts in-place ops)",
+    r"^torch\.autograd\.graph\.(region_activation_memory_budget|"
+    r"set_override_stale_capture_stream|set_warn_on_accumulate_grad_stream_mismatch)$":
+        "torch.compile's activation-memory budget and CUDA-graph stream settings",
     r"^torch\.autograd\.(function\.(BackwardCFunction|FunctionMeta|InplaceFunction|"
     r"NestedIOFunction)|NestedIOFunction|profiler\.\w+|variable\.VariableMeta|grad_mode\.\w+|"
     r"enforce_grad_layout_policy|set_multithreading_enabled|gradcheck\.get_\w+)$":
@@ -45,23 +48,20 @@ KNOWN_GAPS = {
     r"sgd)$": "the functional optimizer API (torch.optim.adam.adam(params, grads, …))",
     r"^torch\.optim\.swap_in_optimizer_params_and_state$": "optimizer state swapping",
     r"^torch\.compiler\.": "torch.compiler's dynamo API (ember.compile is its own tracer)",
-    r"^torch\.nn\.grad(\.|$)": "torch.nn.grad's convolution input/weight gradients",
     r"^torch\.nn\.attention\.": "FlashAttention implementation registry and causal-bias "
                                 "helpers",
     r"^torch\.nn\.modules\.(linear_cross_entropy\w*|module\.register_module_\w+|utils\.\w+)$|"
     r"^torch\.nn\.modules\.(linear_cross_entropy\w*|utils)$|"
     r"^torch\.nn\.(modules\.)?LinearCrossEntropyOptions$":
         "global module hooks, state-dict prefix helper, linear cross-entropy module",
-    r"^torch\.nn\.(parameter\.)?(Buffer|UninitializedBuffer|UninitializedTensorMixin)$":
-        "nn.Buffer",
     r"SyncBatchNorm$": "cross-process batch norm over NCCL process groups (CUDA only in torch)",
     r"^torch\.nn\.modules\.linear_cross_entropy\w*\.\w+$": "linear cross-entropy module",
     r"^torch\.nn\.parallel\.parallel_apply\.get_a_var$|"
     r"^torch\.nn\.utils\.spectral_norm\.SpectralNorm\w+Hook$":
         "DataParallel and spectral_norm internals",
-    r"^torch\.nn\.utils\.(\w+\.)?(clip_grads_with_norm_|convert_conv\dd_weight_memory_format|"
-    r"fuse_\w+|skip_init)$|^torch\.nn\.utils\.(init|memory_format)$":
-        "nn.utils helpers not written yet",
+    r"^torch\.nn\.utils\.(\w+\.)?(convert_conv\dd_weight_memory_format|fuse_\w+)$|"
+    r"^torch\.nn\.utils\.memory_format$":
+        "conv/batch-norm fusion and channels-last weight conversion not written yet",
     r"^torch\.nn\.parallel\.comm(\.|$)": "CUDA collectives of DataParallel",
     r"^torch\.backends\.(cuda\.\w+|mha(\.\w+)?|mkl(\.\w+)?)$":
         "backend flags (SDP kernels, cuBLAS/cuFFT handles, MHA fast path, MKL)",

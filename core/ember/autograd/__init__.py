@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..dispatch import keys as _keys
 from ..dispatch.dispatcher import register_functionality as _register
 from ..dispatch.facets import CustomDerivative as _CustomDerivative
-from . import forward_ad, function, grad_mode, graph, inference, record, tensor_api
+from . import forward_ad, function, functional, grad_mode, graph, inference, record, tensor_api
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, \
     set_detect_anomaly
 from .engine import backward, grad
@@ -25,7 +25,7 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck",
-           "GradcheckError", "Node", "graph", "forward_ad", "Variable"]
+           "GradcheckError", "Node", "graph", "forward_ad", "functional", "Variable"]
 
 def _make_handler(op, bit):
     # ops with a formula record through record.py; custom ops (ember.library's

@@ -20,7 +20,7 @@ from .._tensor import Tensor
 from ..dispatch import keys as K
 from ..ops import _primitives
 from . import anomaly
-from .graph import AccumulateGrad, _clone, _local, accumulate
+from .graph import AccumulateGrad, GradientEdge, _clone, _local, accumulate
 from ..dispatch.grad_mode import _restore, _save, _set_enabled
 from ..ops._grad import zeros_like
 from ..ops.factories import full_op, tensor
@@ -36,12 +36,22 @@ class _Run:
     """Per-backward bookkeeping: which gradient tensors may be stored into ``.grad`` as they
     are (produced here and routed once) and which must be copied first."""
 
-    __slots__ = ("counts", "pinned", "callbacks")
+    __slots__ = ("counts", "pinned", "callbacks", "roots", "deps", "needed", "__weakref__")
 
-    def __init__(self):
+    def __init__(self, roots=()):
         self.counts = {}
         self.pinned = set()
         self.callbacks = []   # queue_callback: run once this backward's graph is done
+        # which nodes this backward runs (graph.will_execute): the roots, the nodes they
+        # reach (deps' keys) and, for grad(inputs=), only those ``needed`` or captured
+        self.roots = roots
+        self.deps = None
+        self.needed = None
+
+    def will_execute(self, node) -> bool:
+        if self.needed is not None and not any(node in part for part in self.needed):
+            return False
+        return node in self.deps or any(n is node for n, _ in self.roots)
 
     def owned(self, g) -> bool:
         # a gradient with history (create_graph) is copied too: x.grad must not share a graph
@@ -90,7 +100,7 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
             hook("autograd's backward runs inside the function (ember.compile captures "
                  "backward passes only through its compiled forward, or whole training steps "
                  "with mode='reduce-overhead')", "backward")
-    run = _Run()
+    run = _Run(root_edges)
     for g in root_grads:
         if g is not None:
             run.pinned.add(id(g))
@@ -108,6 +118,8 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
             capture_at.setdefault(e[0], []).append((e[1], i))
         run_anyway = tuple(accumulate_into or ())
         needed = _needed(list(capture_at) + list(run_anyway), parents, run_anyway)
+        run.needed = (needed, capture_at)
+    run.deps = deps
     buffers = {}
     ready = []
     pushed = set()
@@ -138,7 +150,9 @@ def execute(root_edges, root_grads, *, keep_graph, create_graph, capture_edges=N
             n = pop(ready)[2]
             buf = buffers.pop(n, None)
             x = n._x
-            if x is not None and buf is not None:
+            # a node grad() does not run (neither needed nor captured) fires no tensor hooks
+            if x is not None and buf is not None and (
+                    capture_at is None or n in needed or n in capture_at):
                 _tensor_hooks(x, buf, run)
             if capture_at is not None:
                 for nr, i in capture_at.get(n, ()):
@@ -431,7 +445,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if allow_unused is None:
         allow_unused = materialize_grads
     outputs = _as_tuple(outputs)
-    inputs = _as_tuple(inputs)
+    inputs = (inputs,) if isinstance(inputs, GradientEdge) else _as_tuple(inputs)
     grads = _as_tuple(grad_outputs) or (None,) * len(outputs)
     if len(grads) != len(outputs):
         raise RuntimeError(f"grad requires one grad_output per output: got {len(grads)} for "
@@ -439,11 +453,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     for t in inputs:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"grad(): inputs must be Tensors, got {type(t).__name__}")
+        if not isinstance(t, (Tensor, GradientEdge)):
+            raise TypeError(f"grad(): inputs must be Tensors or GradientEdges, got "
+                            f"{type(t).__name__}")
     cap = []
     for t in inputs:
-        e = gradient_edge(t)
+        # a GradientEdge (graph.get_gradient_edge) names the edge itself
+        e = (t.node, t.output_nr) if isinstance(t, GradientEdge) else gradient_edge(t)
         if e is None:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         cap.append(e)
@@ -459,6 +475,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    "used in the graph. Set allow_unused=True if this is the "
                                    "desired behavior.")
             if materialize_grads:
+                if isinstance(t, GradientEdge):
+                    raise RuntimeError("materialize_grads cannot be used when the given input "
+                                       "is a GradientEdge")
                 g = zeros_like(t)
         elif not create_graph and g._ag is not None:
             g = g.detach()

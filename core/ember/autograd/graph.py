@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
+from typing import NamedTuple
 
 from .. import _tensor
 from .._dtype import FLOATING
@@ -19,6 +20,7 @@ from ..ops._util import _dtype_title
 from ..ops.conversion import to_copy_op
 from ..utils.hooks import RemovableHandle
 from ..dispatch import keys as K
+from . import saved_hooks as _saved_hooks
 from ..ops import _primitives
 
 _AG = K.AUTOGRAD
@@ -108,11 +110,12 @@ class SavedTensor:
     backward itself is being recorded (create_graph).
     """
 
-    __slots__ = ("data", "version", "output_nr", "origin")
+    __slots__ = ("data", "version", "output_nr", "origin", "hooked")
 
     def __init__(self, t: Tensor, output_nr=None, version=None):
         self.version = t._storage.version if version is None else version
         self.output_nr = output_nr
+        self.hooked = None
         if output_nr is None:
             self.data = t
             ag = t._ag
@@ -122,10 +125,50 @@ class SavedTensor:
         else:
             self.data = alias(t)
             self.origin = None
+        if _saved_hooks.in_use:
+            hooks = _saved_hooks.current()
+            if hooks is not None:
+                self._pack(t, hooks)
+
+    def _pack(self, t, hooks):
+        """Keep ``pack_hook(t)`` instead of ``t``, with the edge the unpacked tensor takes
+        when backward is recorded (torch's SavedVariable with hooks)."""
+        pack, unpack = hooks
+        before = t._storage.version
+        with no_grad():
+            packed = pack(t)
+        if t._storage.version != before:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as "
+                "input to pack hook cannot be modified by in-place operations as this can lead "
+                "to unexpected side-effects. Please open an issue if you need to perform "
+                "in-place operations on the input to a pack hook.")
+        edge = None
+        ag = t._ag
+        if self.output_nr is None and ag is not None and ag.requires_grad:
+            edge = (ag.grad_fn, ag.output_nr) if ag.grad_fn is not None else \
+                (grad_accumulator(t), 0)
+        self.data = None
+        self.hooked = (unpack, packed, edge)
+
+    def _unpack_hooked(self, node):
+        unpack, packed, edge = self.hooked
+        t = unpack(packed)
+        if not isinstance(t, Tensor):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but "
+                            f"got result of type {type(t).__name__}")
+        if self.output_nr is not None:
+            edge = (node, self.output_nr)
+        if edge is not None and K.state.grad_enabled:
+            t = alias(t)
+            attach(t, edge[0], edge[1])
+        return t
 
     def unpack(self, node):
         d = self.data
         if d is None:
+            if self.hooked is not None:   # the version check is skipped with hooks, as in torch
+                return self._unpack_hooked(node)
             raise RuntimeError(_FREED)
         if d._storage.version != self.version:
             origin = self.origin
@@ -152,6 +195,7 @@ class SavedTensor:
 
     def free(self):
         self.data = None
+        self.hooked = None
 
 
 class _HookDict(dict):
@@ -368,5 +412,110 @@ class ZeroGradNode(Node):
     def apply(self, grads):
         return []
 
+
+
+
+# -- torch.autograd.graph's public face ---------------------------------------------------------
+class GradientEdge(NamedTuple):
+    """Where a tensor's gradient enters the graph: a node and which of its inputs."""
+    node: Node
+    output_nr: int
+    ownership_token: Node | None = None
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    """The edge ``tensor``'s gradient flows into (its grad_fn, or its leaf accumulator); usable
+    as ``inputs=`` of ``autograd.grad`` even after ``tensor`` is changed in place."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
+                           "not require gradients")
+    node = tensor.grad_fn    # regenerates a view's history after an in-place change
+    return GradientEdge(node if node is not None else grad_accumulator(tensor),
+                        tensor.output_nr)
+
+
+def increment_version(tensor) -> None:
+    """Bump the version counter of ``tensor`` (or of each tensor of an iterable), as an
+    in-place write does: saved copies of it then fail their check at backward."""
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        t._storage.version += 1
+
+
+def _grad_fn_or_acc(t):
+    return t.grad_fn if t.grad_fn is not None else grad_accumulator(t)
+
+
+def _current_run():
+    run = getattr(_local, "run", None)
+    if run is None:
+        raise AssertionError("expected this hook to be called inside a backward call")
+    return run
+
+
+class _MultiHandle(RemovableHandle):
+    """Removes every per-tensor hook a multi-grad hook registered."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+    def __getstate__(self):
+        return self.handles
+
+    def __setstate__(self, state):
+        self.handles = state
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """``mode="all"``: ``fn(grads)`` once per backward, after the gradients of all the
+    ``tensors`` this backward computes arrived (None for those it does not). ``mode="any"``:
+    ``fn(grad)`` with the first of them to arrive."""
+    supported_modes = ("all", "any")
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    lock = threading.Lock()
+    if mode == "all":
+        grad_fns = [_grad_fn_or_acc(t) for t in tensors]
+        pending = {}   # id of the backward run -> [arrived, expected, grads]
+
+        def inner_hook(idx):
+            def hook(grad):
+                run = _current_run()
+                with lock:
+                    state = pending.get(id(run))
+                    if state is None:
+                        expected = sum(map(run.will_execute, grad_fns))
+                        state = pending[id(run)] = [0, expected, [None] * len(grad_fns)]
+                    state[0] += 1
+                    state[2][idx] = grad
+                    done = state[0] == state[1]
+                    if done:
+                        del pending[id(run)]
+                if done:
+                    fn(state[2])
+            return hook
+
+        handles = tuple(t.register_hook(inner_hook(i)) for i, t in enumerate(tensors))
+    else:
+        ran = weakref.WeakKeyDictionary()   # backward runs that already called fn
+
+        def wrapped(grad):
+            run = _current_run()
+            with lock:
+                if run in ran:
+                    return
+                ran[run] = True
+            fn(grad)
+
+        handles = tuple(t.register_hook(wrapped) for t in tensors if t.requires_grad)
+    return _MultiHandle(handles)
+
+
+saved_tensors_hooks = _saved_hooks.saved_tensors_hooks
+save_on_cpu = _saved_hooks.save_on_cpu
+disable_saved_tensors_hooks = _saved_hooks.disable_saved_tensors_hooks
 
 _primitives.provide(SavedTensor=SavedTensor)   # statistics ops save for their derivative

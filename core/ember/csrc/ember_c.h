@@ -40,7 +40,7 @@ typedef struct {
     Py_ssize_t ag_requires_grad, ag_grad_fn, ag_output_nr, ag_grad, ag_hooks, ag_retains_grad,
         ag_acc, ag_base, ag_view_version, ag_post_acc_hooks;
     /* SavedTensor */
-    Py_ssize_t sv_data, sv_version, sv_output_nr, sv_origin;
+    Py_ssize_t sv_data, sv_version, sv_output_nr, sv_origin, sv_hooked;
     /* Node / FormulaNode */
     Py_ssize_t n_next_edges, n_seq, n_x, fn_spec, fn_args, fn_metas, fn_needs, fn_info, fn_result,
         fn_out_meta;
@@ -93,5 +93,6 @@ PyObject *install_engine(PyObject *self, PyObject *args);
 /* record.c */
 extern PyTypeObject FormulaRecorderType;
 PyObject *install_autograd(PyObject *self, PyObject *args);
+PyObject *set_saved_hooks(PyObject *self, PyObject *on);
 
 #endif

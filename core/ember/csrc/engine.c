@@ -334,6 +334,8 @@ static void free_saved(PyObject *a)
     if (Py_TYPE(a) == SavedTensorType) {
         Py_INCREF(Py_None);
         Py_XSETREF(SLOT(a, OFF.sv_data), Py_None);
+        Py_INCREF(Py_None);   /* a saved-tensor hook's packed value goes too */
+        Py_XSETREF(SLOT(a, OFF.sv_hooked), Py_None);
     }
 }
 

@@ -113,6 +113,8 @@ static PyMethodDef methods[] = {
      "array_wrapper(np2dt, fallback) -> wrap(arr, device): ArrayBackend.wrap for numpy"},
     {"install_autograd", install_autograd, METH_VARARGS,
      "install_autograd(AutogradMeta, SavedTensor, FormulaNode, seq, grad_enabled)"},
+    {"set_saved_hooks", set_saved_hooks, METH_O,
+     "set_saved_hooks(on): whether saved-tensor hooks may apply (autograd/saved_hooks.py)"},
     {"install_engine", install_engine, METH_VARARGS,
      "install_engine(FormulaNode, AccumulateGrad, Spec, Derivative, _Run, validate, _unpack, "
      "accumulate)"},

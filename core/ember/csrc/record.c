@@ -25,6 +25,18 @@ typedef struct {
 } Recorder;
 
 static PyObject *ZERO;
+/* saved_hooks.in_use > 0 (set_saved_hooks): a saved-tensor hook may apply, so saving is left to
+   the Python SavedTensor, which packs through it */
+static int saved_hooks_on;
+
+PyObject *set_saved_hooks(PyObject *self, PyObject *on)
+{
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    saved_hooks_on = v;
+    Py_RETURN_NONE;
+}
 
 static long category(PyObject *dtype)
 {
@@ -54,6 +66,8 @@ static PyObject *autograd_meta(PyObject *node)
 static PyObject *saved_tensor(PyObject *t)
 {
     PyObject *st = SLOT(t, OFF.t_storage), *version, *origin, *s;
+    if (saved_hooks_on)
+        return PyObject_CallOneArg((PyObject *)SavedTensorType, t);
     if (st == NULL || (version = SLOT(st, OFF.s_version)) == NULL) {
         PyErr_SetString(PyExc_AttributeError, "SavedTensor: a tensor without storage");
         return NULL;
@@ -77,6 +91,7 @@ static PyObject *saved_tensor(PyObject *t)
     Py_INCREF(version); SLOT(s, OFF.sv_version) = version;
     Py_INCREF(Py_None); SLOT(s, OFF.sv_output_nr) = Py_None;
     SLOT(s, OFF.sv_origin) = origin;
+    Py_INCREF(Py_None); SLOT(s, OFF.sv_hooked) = Py_None;
     return s;
 }
 
@@ -84,6 +99,8 @@ static PyObject *saved_tensor(PyObject *t)
 static PyObject *saved_output(PyObject *t)
 {
     PyObject *st = SLOT(t, OFF.t_storage), *version, *alias, *s;
+    if (saved_hooks_on)
+        return PyObject_CallFunctionObjArgs((PyObject *)SavedTensorType, t, ZERO, NULL);
     if (st == NULL || (version = SLOT(st, OFF.s_version)) == NULL) {
         PyErr_SetString(PyExc_AttributeError, "SavedTensor: a tensor without storage");
         return NULL;
@@ -102,6 +119,7 @@ static PyObject *saved_output(PyObject *t)
     Py_INCREF(version); SLOT(s, OFF.sv_version) = version;
     Py_INCREF(ZERO); SLOT(s, OFF.sv_output_nr) = ZERO;
     Py_INCREF(Py_None); SLOT(s, OFF.sv_origin) = Py_None;
+    Py_INCREF(Py_None); SLOT(s, OFF.sv_hooked) = Py_None;
     return s;
 }
 
@@ -423,6 +441,7 @@ PyObject *install_autograd(PyObject *self, PyObject *args)
         slot_offset(saved_cls, "version", &OFF.sv_version) < 0 ||
         slot_offset(saved_cls, "output_nr", &OFF.sv_output_nr) < 0 ||
         slot_offset(saved_cls, "origin", &OFF.sv_origin) < 0 ||
+        slot_offset(saved_cls, "hooked", &OFF.sv_hooked) < 0 ||
         slot_offset(node_cls, "next_edges", &OFF.n_next_edges) < 0 ||
         slot_offset(node_cls, "seq", &OFF.n_seq) < 0 ||
         slot_offset(node_cls, "_x", &OFF.n_x) < 0 ||

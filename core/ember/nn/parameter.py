@@ -51,10 +51,34 @@ def _rebuild_parameter(array, device, requires_grad):
     return Parameter(from_numpy(array).to(device), requires_grad)
 
 
-class UninitializedParameter(Parameter):
-    """A parameter of a lazy module before its first forward: no elements yet, its shape
-    decided by ``materialize`` (which turns it into a plain ``Parameter`` in place, so
-    optimizers and references made earlier keep working)."""
+class UninitializedTensorMixin:
+    """What a lazy module's parameters and buffers share before their first forward: no
+    elements yet, the shape decided by ``materialize``, which turns the object into its
+    ``cls_to_become`` in place (so optimizers and references made earlier keep working)."""
+
+    cls_to_become = None
+
+    def materialize(self, shape, device=None, dtype=None):
+        with no_grad():
+            self.data = empty(tuple(shape), device=device or self.device,
+                              dtype=dtype or self.dtype)
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self, *, tensor_contents=None):
+        return f"<{type(self).__name__}>"
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, protocol):
+        raise ValueError(f"Attempted to use an uninitialized parameter in {type(self)}. This "
+                         f"error happens when you are using a `LazyModule` or explicitly "
+                         f"manipulating `torch.nn.parameter.{type(self).__name__}` objects. "
+                         f"When using LazyModules Call `forward` with a dummy batch to "
+                         f"initialize the parameters before calling torch functions")
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A parameter of a lazy module before its first forward."""
 
     cls_to_become = Parameter
 
@@ -64,21 +88,52 @@ class UninitializedParameter(Parameter):
     def __init__(self, requires_grad=True, device=None, dtype=None):
         pass
 
-    def materialize(self, shape, device=None, dtype=None):
-        with no_grad():
-            self.data = empty(tuple(shape), device=device or self.device,
-                              dtype=dtype or self.dtype)
-        self.__class__ = self.cls_to_become
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        out = type(self)(self.requires_grad, self.device, self.dtype)
+        memo[id(self)] = out
+        return out
 
-    def __repr__(self, *, tensor_contents=None):
-        return "<UninitializedParameter>"
 
-    __str__ = __repr__
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer of a lazy module (running statistics) before its first forward."""
 
-    def __reduce_ex__(self, protocol):
-        raise ValueError("Attempted to use an uninitialized parameter in pickle; run a forward "
-                         "pass through the lazy module first")
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        d = empty(0, device=device, dtype=dtype)
+        t = cls._make(d._storage, d._shape, d._stride, d._offset, d.dtype, d.device, d._native)
+        t.requires_grad_(requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        pass
+
+
+class _BufferMeta(type):
+    # a Buffer is a plain tensor marked ``_is_buffer``, as torch's is
+    def __instancecheck__(cls, instance):
+        if cls is Buffer:
+            return isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False)
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """``Buffer(data=None, *, persistent=True)``: ``data`` detached and marked so that assigning
+    it to a Module attribute registers a buffer (``persistent=False`` keeps it out of
+    ``state_dict``). What it returns is a plain Tensor, as in torch."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = empty(0)
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
 
 
 def is_lazy(param) -> bool:
-    return isinstance(param, UninitializedParameter)
+    return isinstance(param, UninitializedTensorMixin)

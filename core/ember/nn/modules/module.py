@@ -16,7 +16,7 @@ from ..._tensor import Tensor
 from ...utils.hooks import RemovableHandle
 from ...dispatch.grad_mode import no_grad
 from ...autograd.tensor_api import zero_grads
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter
 from ... import _dtype
 from ...ops.conversion import _parse_to
 from ...runtime.registry import registry
@@ -264,11 +264,15 @@ class Module:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
                                 f"'{name}' (ember.nn.Module or None expected)")
             d["_modules"][name] = value
-        elif params is not None and name in d["_buffers"]:
+        elif isinstance(value, Buffer) or params is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                                 f"(ember.Tensor or None expected)")
-            d["_buffers"][name] = value
+            if isinstance(value, Buffer):   # nn.Buffer says whether it is persistent
+                persistent = value.persistent
+            else:
+                persistent = name not in d["_non_persistent_buffers_set"]
+            self.register_buffer(name, value, persistent)
         else:
             object.__setattr__(self, name, value)
 
