@@ -42,6 +42,7 @@ from .._device import device as device_cls
 from .._dtype import dtype as dtype_cls
 from ..nn.modules.module import Module
 from ..runtime.registry import registry
+from ..utils._pytree import leaves_of_type
 
 __all__ = ["compile", "explain", "is_compiling", "run_graph", "CompiledFunction", "GraphBreak",
            "Graph", "Node", "Ref",
@@ -49,18 +50,6 @@ __all__ = ["compile", "explain", "is_compiling", "run_graph", "CompiledFunction"
 
 RECOMPILE_LIMIT = 8
 KNOWN_OPTIONS = {"trace.graph_diagram", "debug"}
-
-
-def _tensors_in(args):
-    out = []
-    for a in args:
-        if isinstance(a, Tensor):
-            out.append(a)
-        elif isinstance(a, (list, tuple)):
-            out.extend(_tensors_in(a))
-        elif isinstance(a, dict):
-            out.extend(_tensors_in(list(a.values())))
-    return out
 
 
 def _structure(args):
@@ -172,7 +161,7 @@ class CompiledFunction:
 
     # -- guards ---------------------------------------------------------------------------------
     def _guards(self, args, kwargs):
-        tensors = _tensors_in([args, kwargs])
+        tensors = leaves_of_type([args, kwargs], Tensor)
         # exact shapes key the cache; a dynamic family (dynamic.py) shares everything else
         # strides and offset too: a captured view op (as_strided) bakes the layout it saw
         shapes = tuple((tuple(t.shape), t.dtype, str(t.device), t.requires_grad, t._stride,
@@ -530,7 +519,7 @@ def _unreplayable_output(out, external):
 def _call(node, load):
     args = load(node.args)
     kwargs = load(node.kwargs)
-    if not _tensors_in(args):            # a factory: dispatched on its device argument
+    if not leaves_of_type(args, Tensor):  # a factory: dispatched on its device argument
         for a in args:
             if isinstance(a, device_cls):
                 return node.op.on(a, *args, **kwargs)

@@ -8,7 +8,7 @@ dtypes, devices, generators, ``SymInt``s) are bound in the function's namespace.
 from __future__ import annotations
 
 from .dynamic import SymInt, has_symbols
-from .graph import Ref
+from .graph import Ref, _refs
 from .._device import device as device_cls
 from ..dispatch import keys as K
 from ..dispatch.dispatcher import Op, _backend_handler
@@ -65,7 +65,7 @@ def python_function(graph, direct=False):
         op = bind(node.op, "op")
         args = [emit(a) for a in node.args]
         args += [f"{k}={emit(v)}" for k, v in node.kwargs.items()]
-        has_tensor = any(True for _ in _refs([node.args, node.kwargs]))
+        has_tensor = bool(_refs([node.args, node.kwargs]))
         device = next((a for a in node.args if isinstance(a, device_cls)), None)
         handler = _direct_handler(node, has_tensor, device) if direct else None
         view = node.view_of if direct and handler is not None else None
@@ -110,14 +110,3 @@ def _direct_handler(node, has_tensor, device):
         return _backend_handler(op, device)
     except NotImplementedError:
         return None
-
-
-def _refs(x):
-    if isinstance(x, Ref):
-        yield x
-    elif isinstance(x, (list, tuple)):
-        for v in x:
-            yield from _refs(v)
-    elif isinstance(x, dict):
-        for v in x.values():
-            yield from _refs(v)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from .. import _dtype
 from ..ops._lowering import CAST, CONDITION, PREDICATE, SAME
 from ..ops.nn import norm as _norm
-from .graph import Graph, Node, Ref, rebuild
+from .graph import Graph, Node, Ref, _refs, rebuild
 from .pointwise import C_TYPES, Dialect
 
 
@@ -183,7 +183,7 @@ def fuse(graph: Graph, input_meta, lower) -> Graph:
     group_of = {}
     groups = []
     for i, node in enumerate(nodes):
-        reads = [a for a in _flat_refs(node.args) if a.kind == "node"]
+        reads = [a for a in _refs(node.args) if a.kind == "node"]
         schema = getattr(node.op, "schema", None)
         if getattr(node.op, "mutates", False) or (schema is not None and
                                                   schema.mutated_positions):
@@ -233,26 +233,15 @@ def fuse(graph: Graph, input_meta, lower) -> Graph:
     return _rewrite(graph, fusible, meta_of, lower)
 
 
-def _flat_refs(x):
-    if isinstance(x, Ref):
-        yield x
-    elif isinstance(x, (list, tuple)):
-        for v in x:
-            yield from _flat_refs(v)
-    elif isinstance(x, dict):
-        for v in x.values():
-            yield from _flat_refs(v)
-
-
 def _detach_shared_reductions(graph, groups):
     """A reduction epilogue is kept only when nothing outside the group reads the group's
     values: the fused kernel then writes just the reduced tensor."""
     readers = {}
     for i, node in enumerate(graph.nodes):
-        for r in _flat_refs([node.args, node.kwargs]):
+        for r in _refs([node.args, node.kwargs]):
             if r.kind == "node":
                 readers.setdefault(r.index, set()).add(i)
-    outputs = {r.index for r in _flat_refs(graph.output) if r.kind == "node"}
+    outputs = {r.index for r in _refs(graph.output) if r.kind == "node"}
     for g in groups:
         if g.reduce is None:
             continue
@@ -311,10 +300,10 @@ def _rewrite(graph, groups, meta_of, lower):
     used_outside = set()
     for i, node in enumerate(graph.nodes):
         g = member_of.get(i)
-        for r in _flat_refs([node.args, node.kwargs]):
+        for r in _refs([node.args, node.kwargs]):
             if r.kind == "node" and r.index in member_of and member_of[r.index] is not g:
                 used_outside.add(r.index)
-    for r in _flat_refs(graph.output):
+    for r in _refs(graph.output):
         if r.kind == "node":
             used_outside.add(r.index)
 

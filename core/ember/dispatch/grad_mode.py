@@ -85,7 +85,20 @@ class _Mode:
         return type(self)()
 
 
-class _NoParamMode(_Mode):
+class _SetsGradMode(_Mode):
+    """A region whose grad mode is ``_grad_enabled``; the previous mode comes back on exit."""
+    _grad_enabled = None
+
+    def __enter__(self):
+        st = _keys.state
+        self._prev = _save(st)
+        _set_enabled(st, self._grad_enabled)
+
+    def __exit__(self, *exc):
+        _restore(_keys.state, self._prev)
+
+
+class _NoParamMode(_SetsGradMode):
     """``@no_grad`` works with and without parentheses (PyTorch 2's decorators)."""
 
     def __new__(cls, orig_func=None):
@@ -95,35 +108,18 @@ class _NoParamMode(_Mode):
             raise TypeError(f"{cls.__name__}() takes no arguments")
         return cls()(orig_func)
 
-
-class no_grad(_NoParamMode):
-    """Ops inside record nothing: results don't require grad."""
-
     def __init__(self, orig_func=None):
         self._prev = None
 
-    def __enter__(self):
-        st = _keys.state
-        self._prev = _save(st)
-        _set_enabled(st, False)
 
-    def __exit__(self, *exc):
-        _restore(_keys.state, self._prev)
+class no_grad(_NoParamMode):
+    """Ops inside record nothing: results don't require grad."""
+    _grad_enabled = False
 
 
 class enable_grad(_NoParamMode):
     """Turn grad mode back on inside a ``no_grad`` region."""
-
-    def __init__(self, orig_func=None):
-        self._prev = None
-
-    def __enter__(self):
-        st = _keys.state
-        self._prev = _save(st)
-        _set_enabled(st, True)
-
-    def __exit__(self, *exc):
-        _restore(_keys.state, self._prev)
+    _grad_enabled = True
 
 
 class set_grad_enabled(_Mode):
@@ -151,23 +147,15 @@ class set_grad_enabled(_Mode):
         return super().__call__(fn)
 
 
-class _Scoped(_Mode):
+class _Scoped(_SetsGradMode):
     """set_grad_enabled's scoped twin, used when it decorates a function."""
 
     def __init__(self, mode):
-        self.mode = mode
+        self._grad_enabled = mode
         self._prev = None
 
-    def __enter__(self):
-        st = _keys.state
-        self._prev = _save(st)
-        _set_enabled(st, self.mode)
-
-    def __exit__(self, *exc):
-        _restore(_keys.state, self._prev)
-
     def _clone(self):
-        return _Scoped(self.mode)
+        return _Scoped(self._grad_enabled)
 
 
 class inference_mode(_Mode):

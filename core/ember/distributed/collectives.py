@@ -209,6 +209,14 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     return _finish(work, async_op)
 
 
+def _check_world_multiple(fn, pg, whole, whole_name, block, block_name):
+    """``whole`` holds one ``block`` per rank of the group."""
+    if whole.numel() != block.numel() * pg.size():
+        raise ValueError(f"{fn}: {whole_name} has {whole.numel()} elements, expected world size "
+                         f"{pg.size()} x {block_name}'s {block.numel()} ({block_name} shape "
+                         f"{tuple(block.shape)})")
+
+
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """``output_tensor`` = every rank's ``input_tensor`` concatenated (dim 0) or stacked."""
     fn = "all_gather_into_tensor"
@@ -218,10 +226,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
         return None
     pg = resolve_group(group, fn)
     _same_kind([output_tensor], input_tensor, fn, "output_tensor", shape=False)
-    if output_tensor.numel() != input_tensor.numel() * pg.size():
-        raise ValueError(f"{fn}: output_tensor has {output_tensor.numel()} elements, expected "
-                         f"world size {pg.size()} x input_tensor's {input_tensor.numel()} "
-                         f"(input shape {tuple(input_tensor.shape)})")
+    _check_world_multiple(fn, pg, output_tensor, "output_tensor", input_tensor, "input_tensor")
     return _finish(_impl(pg, input_tensor, fn)("allgather_into", output_tensor, input_tensor),
                    async_op)
 
@@ -252,10 +257,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         return None
     pg = resolve_group(group, fn)
     _same_kind([input], output, fn, "input", shape=False)
-    if input.numel() != output.numel() * pg.size():
-        raise ValueError(f"{fn}: input has {input.numel()} elements, expected world size "
-                         f"{pg.size()} x output's {output.numel()} (output shape "
-                         f"{tuple(output.shape)})")
+    _check_world_multiple(fn, pg, input, "input", output, "output")
     op = _op(op, output, fn)
     return _finish(_impl(pg, output, fn)("reduce_scatter_into", output, input, op), async_op)
 

@@ -72,6 +72,28 @@ def _sizes_or_raise(sizes, fn, ranks):
                            f"error on that rank)")
 
 
+def _root_encodes(impl, pg, root, objects, n, fn):
+    """The root pickles ``objects`` (``n`` of them) and every rank learns their byte sizes:
+    (the root's encoded parts or None, sizes). A pickling error reaches every rank: the root
+    raises it, the others a RuntimeError naming the root."""
+    sizes = np.zeros(n, dtype=np.int64)
+    parts, error = None, None
+    if pg.rank() == root:
+        try:
+            parts = [_encode(o, fn) for o in objects]
+            sizes[:] = [len(p) for p in parts]
+        except TypeError as e:
+            error = e
+            sizes[:] = _FAILED
+    sizes_t = _tensor(sizes)
+    _run(impl, "broadcast", sizes_t, root)
+    sizes = sizes_t.numpy()
+    if error is not None:
+        raise error
+    _sizes_or_raise(sizes[:1], fn, [pg._ranks[root]])
+    return parts, sizes
+
+
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
     """Every rank's ``object_list`` becomes ``src``'s (same length on every rank)."""
     fn = "broadcast_object_list"
@@ -82,24 +104,8 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
     pg = resolve_group(group, fn)
     root = _group_rank(pg, src, group_src, fn, "src")
     impl = pg._mpi()
-    n = len(object_list)
-    sizes = np.zeros(n, dtype=np.int64)
-    payload, error = None, None
-    if pg.rank() == root:
-        try:
-            parts = [_encode(o, fn) for o in object_list]
-            sizes[:] = [len(p) for p in parts]
-            payload = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
-        except TypeError as e:
-            error = e
-            sizes[:] = _FAILED
-    sizes_t = _tensor(sizes)
-    _run(impl, "broadcast", sizes_t, root)
-    sizes = sizes_t.numpy()
-    if error is not None:
-        raise error
-    _sizes_or_raise(sizes[:1], fn, [pg._ranks[root]])
-    data = _tensor(payload if payload is not None else np.zeros(int(sizes.sum()), np.uint8))
+    parts, sizes = _root_encodes(impl, pg, root, object_list, len(object_list), fn)
+    data = _tensor(np.concatenate(parts) if parts else np.zeros(int(sizes.sum()), np.uint8))
     _run(impl, "broadcast", data, root)
     if pg.rank() != root:
         arr = data.numpy()
@@ -194,25 +200,11 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
     pg = resolve_group(group, fn)
     root = _group_rank(pg, src, group_src, fn, "src")
     impl = pg._mpi()
-    sizes = np.zeros(pg.size(), dtype=np.int64)
-    parts, error = None, None
-    if pg.rank() == root:
-        if not isinstance(scatter_object_input_list, list) or \
-                len(scatter_object_input_list) != pg.size():
-            raise ValueError(f"{fn}: scatter_object_input_list on the source rank must be a "
-                             f"list of length world size ({pg.size()})")
-        try:
-            parts = [_encode(o, fn) for o in scatter_object_input_list]
-            sizes[:] = [len(p) for p in parts]
-        except TypeError as e:
-            error = e
-            sizes[:] = _FAILED
-    sizes_t = _tensor(sizes)
-    _run(impl, "broadcast", sizes_t, root)
-    sizes = sizes_t.numpy()
-    if error is not None:
-        raise error
-    _sizes_or_raise(sizes[:1], fn, [pg._ranks[root]])
+    if pg.rank() == root and (not isinstance(scatter_object_input_list, list)
+                              or len(scatter_object_input_list) != pg.size()):
+        raise ValueError(f"{fn}: scatter_object_input_list on the source rank must be a "
+                         f"list of length world size ({pg.size()})")
+    parts, sizes = _root_encodes(impl, pg, root, scatter_object_input_list, pg.size(), fn)
     width = int(sizes.max())
     flat = None
     if parts is not None:

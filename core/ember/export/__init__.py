@@ -16,6 +16,7 @@ from ..dispatch.grad_mode import no_grad
 from ..compiler.capture import Capture
 from ..compiler import _encode_output, run_graph
 from ..nn.modules.module import Module
+from ..utils._pytree import leaves_of_type
 
 __all__ = ["export", "ExportedProgram"]
 
@@ -36,7 +37,7 @@ class ExportedProgram:
         graph = self.graph
 
         def call(*args):
-            tensors = _tensors(args)
+            tensors = leaves_of_type(args, Tensor)
             if len(tensors) != graph.n_inputs:
                 raise TypeError(f"exported program takes {graph.n_inputs} tensor inputs, got "
                                 f"{len(tensors)}")
@@ -50,25 +51,13 @@ class ExportedProgram:
     __repr__ = __str__
 
 
-def _tensors(args):
-    out = []
-    for a in args:
-        if isinstance(a, Tensor):
-            out.append(a)
-        elif isinstance(a, (list, tuple)):
-            out.extend(_tensors(a))
-        elif isinstance(a, dict):
-            out.extend(_tensors(list(a.values())))
-    return out
-
-
 def export(mod, args, kwargs=None, *, strict=False, dynamic_shapes=None, grad=False):
     """Capture ``mod(*args, **kwargs)`` into an ``ExportedProgram`` (under ``no_grad`` unless
     ``grad=True``: an exported graph is an inference program, as torch.export's default)."""
     if not isinstance(args, tuple):
         raise TypeError(f"ember.export: expected args to be a tuple, got {type(args).__name__}")
     kwargs = kwargs or {}
-    inputs = _tensors([args, kwargs])
+    inputs = leaves_of_type([args, kwargs], Tensor)
     fn = mod.forward if isinstance(mod, Module) else mod
     if not callable(fn):
         raise TypeError(f"ember.export: expected an nn.Module or a callable, got "

@@ -252,7 +252,8 @@ def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return _fftn("ifft2", input, s, dim, norm, False, out)
 
 
-def _rfftn(fname, input, s, dim, norm, out):
+def _real_signal(fname, input, s, dim):
+    """(x, dims): the real input of an r2c transform (rfftn, ihfftn) resized to ``s``."""
     _tensor(fname, input)
     if input.dtype.category == _dtype.COMPLEX:
         raise RuntimeError(f"{fname} expects a real-valued input tensor, but got "
@@ -260,7 +261,11 @@ def _rfftn(fname, input, s, dim, norm, out):
     shape, dims = _shape_and_dims(fname, input, s, dim)
     if not shape:
         raise RuntimeError(f"{fname} must transform at least one axis")
-    x = _resize(_promote(fname, input), dims, shape)
+    return _resize(_promote(fname, input), dims, shape), dims
+
+
+def _rfftn(fname, input, s, dim, norm, out):
+    x, dims = _real_signal(fname, input, s, dim)
     r = _prims.fft_r2c_op(x, tuple(dims), _norm(fname, norm, True), True)
     return _out(fname, out, r, "complex")
 
@@ -275,7 +280,10 @@ def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return _rfftn("rfft2", input, s, dim, norm, out)
 
 
-def _c2r_shape_and_dims(fname, input, s, dim):
+def _half_spectrum(fname, input, s, dim):
+    """(x, dims, last): the complex half spectrum a c2r transform (irfftn, hfftn) reads,
+    resized to ``s``, and the length ``last`` of the real signal's last transformed dim."""
+    _tensor(fname, input)
     shape, dims = _shape_and_dims(fname, input, s, dim)
     if not shape:
         raise RuntimeError(f"{fname} must transform at least one axis")
@@ -283,13 +291,11 @@ def _c2r_shape_and_dims(fname, input, s, dim):
     last = 2 * (input._shape[dims[-1]] - 1) if s is None or s[-1] == -1 else shape[-1]
     _check_points(fname, last, "s", input)
     shape[-1] = last // 2 + 1
-    return shape, dims, last
+    return _resize(_promote(fname, input, require_complex=True), dims, shape), dims, last
 
 
 def _irfftn(fname, input, s, dim, norm, out):
-    _tensor(fname, input)
-    shape, dims, last = _c2r_shape_and_dims(fname, input, s, dim)
-    x = _resize(_promote(fname, input, require_complex=True), dims, shape)
+    x, dims, last = _half_spectrum(fname, input, s, dim)
     r = _prims.fft_c2r_op(x, tuple(dims), _norm(fname, norm, False), last)
     return _out(fname, out, r, "real")
 
@@ -305,9 +311,7 @@ def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
 
 
 def _hfftn(fname, input, s, dim, norm, out):
-    _tensor(fname, input)
-    shape, dims, last = _c2r_shape_and_dims(fname, input, s, dim)
-    x = _resize(_promote(fname, input, require_complex=True), dims, shape)
+    x, dims, last = _half_spectrum(fname, input, s, dim)
     mode = _norm(fname, norm, True)
     if len(dims) > 1:
         x = _prims.fft_c2c_op(x, tuple(dims[:-1]), mode, True)
@@ -326,14 +330,7 @@ def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
 
 
 def _ihfftn(fname, input, s, dim, norm, out):
-    _tensor(fname, input)
-    if input.dtype.category == _dtype.COMPLEX:
-        raise RuntimeError(f"{fname} expects a real-valued input tensor, but got "
-                           f"{_dtype_title(input.dtype)}")
-    shape, dims = _shape_and_dims(fname, input, s, dim)
-    if not shape:
-        raise RuntimeError(f"{fname} must transform at least one axis")
-    x = _resize(_promote(fname, input), dims, shape)
+    x, dims = _real_signal(fname, input, s, dim)
     mode = _norm(fname, norm, False)
     r = _prims.fft_r2c_op(x, (dims[-1],), mode, True).conj()
     if len(dims) > 1:

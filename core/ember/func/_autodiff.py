@@ -183,6 +183,17 @@ class _GradLayer:
         _levels.pop(self.layer)
 
 
+def _split_aux(output, has_aux, api):
+    """(output, aux) of ``f``'s result: with ``has_aux`` it must be that pair, else aux is
+    None."""
+    if not has_aux:
+        return output, None
+    if not (isinstance(output, tuple) and len(output) == 2):
+        raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if "
+                           f"has_aux is True")
+    return output
+
+
 def grad_and_value(func, argnums=0, has_aux=False):
     """``func``'s gradient w.r.t. the arguments at ``argnums``, and its value."""
     @functools.wraps(func)
@@ -191,12 +202,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             nums = _argnums(argnums, len(args))
             diff = tree_map(lambda x: _grad_input(x, g.vmap), _slice(args, nums))
             output = func(*_replace(args, nums, diff), **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(output, tuple) and len(output) == 2):
-                    raise RuntimeError("grad_and_value(f)(*args): output of function f should be "
-                                       "a tuple: (output, aux) if has_aux is True")
-                output, aux = output
+            output, aux = _split_aux(output, has_aux, "grad_and_value(f)(*args)")
             if not isinstance(output, Tensor):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a "
                                    f"Tensor, got {type(output)}")
@@ -236,12 +242,7 @@ def vjp(func, *primals, has_aux=False):
     with _GradLayer() as g:
         diff = tree_map(lambda x: _grad_input(x, g.vmap), primals)
         out = func(*diff)
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: "
-                                   "(output, aux) if has_aux is True")
-            out, aux = out
+        out, aux = _split_aux(out, has_aux, "vjp(f, *primals)")
         flat_out, out_spec = tree_flatten(out)
         for o in flat_out:
             if not isinstance(o, Tensor):
@@ -299,12 +300,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     try:
         duals = [_dual.make_dual_at(p, t, layer.level) for p, t in zip(flat_p, flat_t)]
         out = func(*tree_unflatten(duals, p_spec))
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError(f"{_JVP}: output of function f should be a tuple: (output, "
-                                   f"aux) if has_aux is True")
-            out, aux = out
+        out, aux = _split_aux(out, has_aux, _JVP)
         flat_out, out_spec = tree_flatten(out)
         if not flat_out:
             raise RuntimeError(f"{_JVP}: Expected f to be a function that has non-empty output "

@@ -122,13 +122,7 @@ def _tensors(handler, args):
     pos = handler._tensor_pos
     n = len(args)
     if pos is None:  # untyped schema (a custom op): any argument may hold tensors
-        for a in args:
-            if isinstance(a, Tensor):
-                yield a
-            elif isinstance(a, (list, tuple)):
-                for x in a:
-                    if isinstance(x, Tensor):
-                        yield x
+        yield from dispatcher.tensors_in(args)
         return
     for i in pos:
         if i < n:

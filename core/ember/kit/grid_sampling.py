@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 
-from ..ops.grid_sampling import BICUBIC, BILINEAR, BORDER, CUBIC_A, NEAREST, REFLECTION
+from ..ops.grid_sampling import (BICUBIC, BILINEAR, BORDER, CUBIC_A, NEAREST, REFLECTION,
+                                 cubic_coefficients)
 from .binding import bind
 
 
@@ -58,18 +59,12 @@ def _cubic(t):
     """Keys' cubic convolution coefficients of the four taps and their derivatives in t."""
     A = CUBIC_A
 
-    def near(x):
-        return ((A + 2) * x - (A + 3)) * x * x + 1
-
-    def far(x):
-        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
-
     def near_d(x):
         return (3 * (A + 2) * x - 2 * (A + 3)) * x
 
     def far_d(x):
         return (3 * A * x - 10 * A) * x + 8 * A
-    return ([far(t + 1), near(t), near(1 - t), far(2 - t)],
+    return (cubic_coefficients(t),
             [far_d(t + 1), near_d(t), -near_d(1 - t), -far_d(2 - t)])
 
 

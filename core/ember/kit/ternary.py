@@ -27,26 +27,27 @@ def _three(be, x, a, b, dt):
     return operand(be, x, dt), operand(be, a, dt), operand(be, b, dt)
 
 
+def _scaled(be, f, x, a, b, value, dt):
+    """``f`` (addcmul's or addcdiv's formula) of the operands and ``value`` in numpy dtype dt."""
+    return be.ieee(f, be, *_three(be, x, a, b, dt), dt.type(value), dt)
+
+
 def addcmul(be, x, a, b, value, compute):
     dt = compute.np
-    r = be.ieee(_addcmul, be, *_three(be, x, a, b, dt), dt.type(value), dt)
-    return result(be, r, dt, x.device)
+    return result(be, _scaled(be, _addcmul, x, a, b, value, dt), dt, x.device)
 
 
 def addcmul_(be, x, a, b, value, compute):
-    dt = compute.np
-    return into(be, x, be.ieee(_addcmul, be, *_three(be, x, a, b, dt), dt.type(value), dt))
+    return into(be, x, _scaled(be, _addcmul, x, a, b, value, compute.np))
 
 
 def addcdiv(be, x, a, b, value, compute):
     dt = compute.np
-    r = be.ieee(_addcdiv, be, *_three(be, x, a, b, dt), dt.type(value), dt)
-    return result(be, r, dt, x.device)
+    return result(be, _scaled(be, _addcdiv, x, a, b, value, dt), dt, x.device)
 
 
 def addcdiv_(be, x, a, b, value, compute):
-    dt = compute.np
-    return into(be, x, be.ieee(_addcdiv, be, *_three(be, x, a, b, dt), dt.type(value), dt))
+    return into(be, x, _scaled(be, _addcdiv, x, a, b, value, compute.np))
 
 
 def lerp(be, x, end, weight, compute):

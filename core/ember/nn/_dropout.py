@@ -25,14 +25,23 @@ def _check(input, p, fn):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
-    """Zero each element with probability ``p`` (ember RNG of the input's device) and scale the
-    rest by ``1/(1-p)``."""
-    _check(input, p, "dropout")
+def _trivial(input, p, training, inplace):
+    """The result when nothing is random: the input itself (eval, or p = 0) or zeros (p = 1:
+    PyTorch returns zeros, not the dropped value's affine image); None otherwise."""
     if not training or p == 0.0:
         return input
     if p == 1.0:
         return input.mul_(0) if inplace else input * 0
+    return None
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability ``p`` (ember RNG of the input's device) and scale the
+    rest by ``1/(1-p)``."""
+    _check(input, p, "dropout")
+    out = _trivial(input, p, training, inplace)
+    if out is not None:
+        return out
     with no_grad():
         mask = input.new_empty(input.shape).bernoulli_(1.0 - p).div_(1.0 - p)
     return input.mul_(mask) if inplace else input * mask
@@ -48,10 +57,9 @@ def _feature_mask(input, p, batched):
 
 def _channel_dropout(input, p, training, inplace, batched, fn):
     _check(input, p, fn)
-    if not training or p == 0.0:
-        return input
-    if p == 1.0:
-        return input.mul_(0) if inplace else input * 0
+    out = _trivial(input, p, training, inplace)
+    if out is not None:
+        return out
     mask = _feature_mask(input, p, batched) / (1.0 - p)
     return input.mul_(mask) if inplace else input * mask
 
@@ -104,11 +112,9 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 
 def _alpha(input, p, training, inplace, feature, fn):
     _check(input, p, fn)
-    if not training or p == 0.0:
-        return input
-    if p == 1.0:
-        # every unit dropped: PyTorch returns zeros, not the dropped value's affine image
-        return input.mul_(0) if inplace else input * 0
+    out = _trivial(input, p, training, inplace)
+    if out is not None:
+        return out
     keep = 1.0 - p
     a = 1.0 / math.sqrt((_ALPHA_PRIME ** 2 * p + 1) * keep)
     b = -a * _ALPHA_PRIME * p

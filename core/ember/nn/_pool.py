@@ -12,6 +12,7 @@ import math
 from .._tensor import Tensor
 from ..ops._util import _dtype_title, every_example, torch_function
 from ..ops.nn import pool as _pool_ops
+from ..ops.nn._rules import pool_out_size
 from ._conv import batched, check_tensor
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
@@ -43,16 +44,6 @@ def _fmt(shape) -> str:
     return "x".join(str(s) for s in shape)
 
 
-def _out_size(length, k, s, p, d, ceil_mode):
-    """PyTorch's pooling_output_shape: windows may start in the left padding, never past it on
-    the right, and with ceil_mode one partial window at the end is kept."""
-    num = length + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
-    out = num // s + 1
-    if ceil_mode and (out - 1) * s >= length + p:
-        out -= 1
-    return out
-
-
 def _window_args(op, x, nsp, kernel_size, stride, padding, dilation, ceil_mode):
     k = _pool_tuple(op, "kernel_size", kernel_size, nsp)
     s = _pool_tuple(op, "stride", stride, nsp, default=k)
@@ -75,7 +66,7 @@ def _window_args(op, x, nsp, kernel_size, stride, padding, dilation, ceil_mode):
             raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, but "
                                f"got pad={pp}, kernel_size={kk} and dilation={dd}")
     sp = x._shape[2:]
-    out = tuple(_out_size(L, kk, ss, pp, dd, ceil_mode)
+    out = tuple(pool_out_size(L, kk, ss, pp, dd, ceil_mode)
                 for L, kk, ss, pp, dd in zip(sp, k, s, p, d))
     if any(o < 1 for o in out):
         raise RuntimeError(f"{op}: Given input size: ({_fmt(x._shape[1:])}). Calculated output "

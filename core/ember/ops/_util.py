@@ -39,6 +39,13 @@ def ember_namespace():
     return ember
 
 
+def scalar_beside(other, input):
+    """``other`` as a Tensor: a Python scalar becomes a 0-d tensor on ``input``'s device."""
+    if isinstance(other, Tensor):
+        return other
+    return ember_namespace().tensor(other, device=input.device)
+
+
 #: ``ember.<name>`` functions defined away from the op families ``ember/__init__`` star-imports
 #: (the ``torch.*`` native forms of nn functions): filled by ``torch_function``
 TORCH_FUNCTIONS: dict = {}

@@ -216,14 +216,18 @@ def _from_dlpack(ext):
 
 
 # -- constants ----------------------------------------------------------------------------------
-def _size_args(args, size, op):
-    """``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))`` (PyTorch's keyword) -> (2, 3)."""
+def _size_args(args, size, op, required=False):
+    """``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))`` (PyTorch's keyword) -> (2, 3). With no
+    size at all: a ``required`` size is a TypeError, otherwise () (a 0-d tensor, ember's
+    long-standing form for the constant factories)."""
     if size is not None:
         if args:
             raise TypeError(f"{op}() got multiple values for argument 'size'")
         args = (size,)
     elif not args:
-        return ()   # f() with no size: a 0-d tensor (ember's long-standing form)
+        if required:
+            raise TypeError(f"{op}() missing 1 required positional argument: 'size'")
+        return ()
     return as_shape(args, op)
 
 
@@ -301,24 +305,24 @@ def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_gra
                         "full", requires_grad)
 
 
-def zeros(*size_args, size=None, dtype=None, layout=None, device=None, requires_grad=False,
-          out=None, pin_memory=False):
-    shape = _size_args(size_args, size, "zeros")
-    _check_layout(layout, "zeros")
+def _constant(op, value, size_args, size, dtype, layout, device, requires_grad, out):
+    """``zeros`` and ``ones``: a tensor of ``value`` in the default (or ``out``'s) dtype."""
+    shape = _size_args(size_args, size, op)
+    _check_layout(layout, op)
     if out is not None and dtype is None:
         dtype = out.dtype
-    d, dev = _resolve(dtype, device, "zeros")
-    return _factory_out(full_op.on(dev, shape, 0, d, dev), out, "zeros", requires_grad)
+    d, dev = _resolve(dtype, device, op)
+    return _factory_out(full_op.on(dev, shape, value, d, dev), out, op, requires_grad)
+
+
+def zeros(*size_args, size=None, dtype=None, layout=None, device=None, requires_grad=False,
+          out=None, pin_memory=False):
+    return _constant("zeros", 0, size_args, size, dtype, layout, device, requires_grad, out)
 
 
 def ones(*size_args, size=None, dtype=None, layout=None, device=None, requires_grad=False,
          out=None, pin_memory=False):
-    shape = _size_args(size_args, size, "ones")
-    _check_layout(layout, "ones")
-    if out is not None and dtype is None:
-        dtype = out.dtype
-    d, dev = _resolve(dtype, device, "ones")
-    return _factory_out(full_op.on(dev, shape, 1, d, dev), out, "ones", requires_grad)
+    return _constant("ones", 1, size_args, size, dtype, layout, device, requires_grad, out)
 
 
 def in_layout(make, input, memory_format, op):

@@ -109,15 +109,22 @@ def _coordinates(x, size, padding_mode, align_corners):
     return x
 
 
-def _cubic_coefficients(t):
+def _cubic_near(x):
+    """Keys' cubic convolution kernel for 0 <= x <= 1."""
     A = CUBIC_A
+    return ((A + 2) * x - (A + 3)) * x * x + 1
 
-    def near(x):
-        return ((A + 2) * x - (A + 3)) * x * x + 1
 
-    def far(x):
-        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
-    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+def _cubic_far(x):
+    """Keys' cubic convolution kernel for 1 <= x <= 2."""
+    A = CUBIC_A
+    return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+
+
+def cubic_coefficients(t):
+    """The weights of the four taps around a point at fraction ``t`` past the second one
+    (works on Tensors and numpy arrays alike)."""
+    return [_cubic_far(t + 1), _cubic_near(t), _cubic_near(1 - t), _cubic_far(2 - t)]
 
 
 def _gather(flat, index, valid):
@@ -161,7 +168,7 @@ def _grid_sample_composite(input, grid, mode, padding_mode, align_corners):
             taps.append(([b + o for b, o in zip(base, corner)], w))
     else:
         base = [x.floor() for x in coords]
-        coef = [_cubic_coefficients(x - b) for x, b in zip(coords, base)]
+        coef = [cubic_coefficients(x - b) for x, b in zip(coords, base)]
         taps = []
         for i, j in itertools.product(range(4), repeat=2):
             pos = [_coordinates(base[0] + (i - 1), sizes[0], padding_mode, align_corners),

@@ -133,16 +133,6 @@ def _generator(generator, device, op):
     return generator._impl
 
 
-def _size(args, size, op):
-    if size is not None:
-        if args:
-            raise TypeError(f"{op}() got multiple values for argument 'size'")
-        args = (size,)
-    if not args:
-        raise TypeError(f"{op}() missing 1 required positional argument: 'size'")
-    return as_shape(args, op)
-
-
 def _not_implemented(op, d):
     return NotImplementedError(f'"{op}" not implemented for \'{_dtype_title(d)}\'')
 
@@ -237,7 +227,7 @@ def _inplace(self, op, *args):
 def _sampler(op, name):
     def sample(*size_args, size=None, generator=None, out=None, dtype=None, layout=None,
                device=None, requires_grad=False, pin_memory=False):
-        shape = _size(size_args, size, name)
+        shape = _fac._size_args(size_args, size, name, required=True)
         d, dev = _float_dtype(dtype, name), as_device(device)
         t = op.on(dev, shape, _generator(generator, dev, name), d, dev)
         return _result(t, out, requires_grad, name)

@@ -286,41 +286,49 @@ def _unicode(u):
     u.stack.append(u._readline().decode("raw-unicode-escape"))
 
 
+def _sized(u, length_format):
+    """The payload after a little-endian length ("<B", "<I" or "<Q" struct format)."""
+    prefix = u._read(struct.calcsize(length_format))
+    return u._read(struct.unpack(length_format, prefix)[0])
+
+
+def _utf8(data):
+    return str(data, "utf-8", "surrogatepass")
+
+
 @_op(b"X")
 def _binunicode(u):
-    n = struct.unpack("<I", u._read(4))[0]
-    u.stack.append(str(u._read(n), "utf-8", "surrogatepass"))
+    u.stack.append(_utf8(_sized(u, "<I")))
 
 
 @_op(b"\x8c")
 def _short_binunicode(u):
-    u.stack.append(str(u._read(u._read(1)[0]), "utf-8", "surrogatepass"))
+    u.stack.append(_utf8(_sized(u, "<B")))
 
 
 @_op(b"\x8d")
 def _binunicode8(u):
-    n = struct.unpack("<Q", u._read(8))[0]
-    u.stack.append(str(u._read(n), "utf-8", "surrogatepass"))
+    u.stack.append(_utf8(_sized(u, "<Q")))
 
 
 @_op(b"B")
 def _binbytes(u):
-    u.stack.append(bytes(u._read(struct.unpack("<I", u._read(4))[0])))
+    u.stack.append(bytes(_sized(u, "<I")))
 
 
 @_op(b"C")
 def _short_binbytes(u):
-    u.stack.append(bytes(u._read(u._read(1)[0])))
+    u.stack.append(bytes(_sized(u, "<B")))
 
 
 @_op(b"\x8e")
 def _binbytes8(u):
-    u.stack.append(bytes(u._read(struct.unpack("<Q", u._read(8))[0])))
+    u.stack.append(bytes(_sized(u, "<Q")))
 
 
 @_op(b"\x96")
 def _bytearray8(u):
-    u.stack.append(bytearray(u._read(struct.unpack("<Q", u._read(8))[0])))
+    u.stack.append(bytearray(_sized(u, "<Q")))
 
 
 # -- containers ---------------------------------------------------------------------------------

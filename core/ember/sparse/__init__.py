@@ -59,20 +59,20 @@ def _values(self):
     return _need_sparse(self, "_values").values
 
 
-def indices(self):
-    p = _need_sparse(self, "indices")
+def _coalesced(self, what):
+    p = _need_sparse(self, what)
     if not p.coalesced:
-        raise RuntimeError("Cannot get indices on an uncoalesced tensor, please call "
-                           ".coalesce() first")
-    return p.indices
+        raise RuntimeError(f"Cannot get {what} on an uncoalesced tensor, please call "
+                           f".coalesce() first")
+    return p
+
+
+def indices(self):
+    return _coalesced(self, "indices").indices
 
 
 def values(self):
-    p = _need_sparse(self, "values")
-    if not p.coalesced:
-        raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
-                           ".coalesce() first")
-    return p.values
+    return _coalesced(self, "values").values
 
 
 def _coalesce(self):

@@ -46,7 +46,29 @@ class _Pop:
         return v
 
 
-class Sequential(_Pop, Module):
+class _NumberedModules(_Pop, Module):
+    """What Sequential and ModuleList share: modules keyed "0".."n-1" (kept so when modules
+    are inserted or deleted), iterated in order."""
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __dir__(self):
+        return [k for k in super().__dir__() if not k.isdigit()]
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def _renumber(self, modules):
+        self._modules.clear()
+        self._modules.update((str(i), m) for i, m in enumerate(modules))
+
+
+class Sequential(_NumberedModules):
     """Modules called in order, the output of each the input of the next."""
 
     def __init__(self, *args):
@@ -79,16 +101,7 @@ class Sequential(_Pop, Module):
                 delattr(self, key)
         else:
             delattr(self, list(self._modules)[_index(idx, len(self), "Sequential")])
-        # keep the keys 0..n-1, as PyTorch does
-        items = list(self._modules.items())
-        self._modules.clear()
-        self._modules.update((str(i), m) for i, (_, m) in enumerate(items))
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
+        self._renumber(list(self._modules.values()))  # keys 0..n-1, as PyTorch keeps them
 
     def __add__(self, other):
         if not isinstance(other, Sequential):
@@ -98,13 +111,6 @@ class Sequential(_Pop, Module):
         for m in chain(self, other):
             out.append(m)
         return out
-
-    def __dir__(self):
-        return [k for k in super().__dir__() if not k.isdigit()]
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
 
     def insert(self, index, module):
         if not isinstance(module, Module):
@@ -116,8 +122,7 @@ class Sequential(_Pop, Module):
             index += n
         mods = list(self._modules.values())
         mods.insert(index, module)
-        self._modules.clear()
-        self._modules.update((str(i), m) for i, m in enumerate(mods))
+        self._renumber(mods)
         return self
 
     def extend(self, sequential):
@@ -126,7 +131,7 @@ class Sequential(_Pop, Module):
         return self
 
 
-class ModuleList(_Pop, Module):
+class ModuleList(_NumberedModules):
     """A list of modules, registered so their parameters are visible."""
 
     def __init__(self, modules=None):
@@ -147,28 +152,13 @@ class ModuleList(_Pop, Module):
         for k in (keys[idx] if isinstance(idx, slice) else
                   [keys[_index(idx, len(self), "ModuleList")]]):
             del self._modules[k]
-        mods = list(self._modules.values())
-        self._modules.clear()
-        self._modules.update((str(i), m) for i, m in enumerate(mods))
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
+        self._renumber(list(self._modules.values()))
 
     def __iadd__(self, modules):
         return self.extend(modules)
 
     def __add__(self, other):
         return ModuleList(list(chain(self, other)))
-
-    def __dir__(self):
-        return [k for k in super().__dir__() if not k.isdigit()]
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
 
     def insert(self, index, module):
         mods = list(self._modules.values())

@@ -1,11 +1,11 @@
 """Conv1d/2d/3d and ConvTranspose1d/2d/3d with PyTorch's arguments, initialization and
-repr. The maths is in ``nn/_conv.py``; non-zero padding modes are applied here first."""
+repr. The maths is in ``nn/_conv.py``; non-zero padding modes are ``F.pad``'s, applied first."""
 from __future__ import annotations
 
 import math
 
-from ...ops.shape import cat
 from .. import _conv as C
+from .._padding import pad as _pad
 from .. import init
 from .linear import _factory, _weight_and_bias
 from .module import Module
@@ -13,37 +13,6 @@ from .module import Module
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
-
-
-def _mode_pad(x, pads, mode):
-    """Pad the trailing ``len(pads)`` dims by (lo, hi) with 'reflect', 'replicate' or 'circular'."""
-    base = x.ndim - len(pads)
-    for i, (lo, hi) in enumerate(pads):
-        d = base + i
-        n = x._shape[d]
-        if mode == "reflect" and (lo >= n or hi >= n):
-            raise RuntimeError(f"Padding size should be less than the corresponding input "
-                               f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of "
-                               f"input {list(x._shape)}")
-        if mode == "circular" and (lo > n or hi > n):
-            raise RuntimeError(f"Padding value causes wrapping around more than once (padding "
-                               f"({lo}, {hi}) at dimension {d} of input {list(x._shape)})")
-        if mode == "reflect":
-            left = x.narrow(d, 1, lo).flip(d) if lo else None
-            right = x.narrow(d, n - 1 - hi, hi).flip(d) if hi else None
-        elif mode == "replicate":
-            edge = list(x._shape)
-            edge[d] = lo
-            left = x.narrow(d, 0, 1).expand(tuple(edge)) if lo else None
-            edge[d] = hi
-            right = x.narrow(d, n - 1, 1).expand(tuple(edge)) if hi else None
-        else:  # circular
-            left = x.narrow(d, n - lo, lo) if lo else None
-            right = x.narrow(d, 0, hi) if hi else None
-        parts = [p for p in (left, x, right) if p is not None]
-        if len(parts) > 1:
-            x = cat(parts, d)
-    return x
 
 
 class _ConvNd(Module):
@@ -138,7 +107,9 @@ class _Conv(_ConvNd):
     def _conv_forward(self, input, weight, bias):
         fn = type(self)._fn
         if self.padding_mode != "zeros":
-            return fn(_mode_pad(input, self._mode_pads, self.padding_mode), weight, bias,
+            # F.pad takes (lo, hi) pairs from the last dim backwards
+            pads = tuple(v for lo_hi in reversed(self._mode_pads) for v in lo_hi)
+            return fn(_pad(input, pads, self.padding_mode), weight, bias,
                       self.stride, 0, self.dilation, self.groups)
         return fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 

@@ -20,12 +20,6 @@ class _InstanceNorm(_BatchNorm):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
                          dtype, bias=bias)
 
-    def _check_input_dim(self, input):
-        allowed = (self._spatial + 1, self._spatial + 2)
-        if input.ndim not in allowed:
-            raise ValueError(f"expected {allowed[0]}D or {allowed[1]}D input (got {input.ndim}D "
-                             f"input)")
-
     def forward(self, input):
         self._check_input_dim(input)
         unbatched = input.ndim == self._spatial + 1
@@ -48,14 +42,17 @@ class _InstanceNorm(_BatchNorm):
 
 class InstanceNorm1d(_InstanceNorm):
     _spatial = 1
+    _dims = (2, 3)  # unbatched or batched: _BatchNorm's input check reads it
 
 
 class InstanceNorm2d(_InstanceNorm):
     _spatial = 2
+    _dims = (3, 4)  # unbatched or batched: _BatchNorm's input check reads it
 
 
 class InstanceNorm3d(_InstanceNorm):
     _spatial = 3
+    _dims = (4, 5)  # unbatched or batched: _BatchNorm's input check reads it
 
 
 class _ResponseNorm(Module):

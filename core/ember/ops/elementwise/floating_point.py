@@ -10,7 +10,7 @@ from ... import return_types as _rt
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .._util import check_inplace, ember_namespace, require_tensor, tensor_method
+from .._util import check_inplace, ember_namespace, require_tensor, scalar_beside, tensor_method
 
 __all__ = ["frexp", "ldexp", "nextafter", "float_power"]
 
@@ -136,8 +136,7 @@ def ldexp(input, other):
     """``input * 2 ** other``."""
     require_tensor(input, "ldexp")
     em = ember_namespace()
-    if not isinstance(other, Tensor):
-        other = em.tensor(other, device=input.device)
+    other = scalar_beside(other, input)
     dt = _dtype.promote_types(input.dtype, other.dtype)
     if dt.category < _dtype.FLOATING:    # integer operands: the default float dtype
         dt = _dtype.get_default_dtype()

@@ -3,8 +3,7 @@ of masked ember ops (the longest chain for each width is bounded), so every back
 from __future__ import annotations
 
 from ... import _dtype
-from ..._tensor import Tensor
-from .._util import _dtype_title, ember_namespace, require_tensor, tensor_method
+from .._util import _dtype_title, ember_namespace, require_tensor, scalar_beside, tensor_method
 
 __all__ = ["gcd", "lcm"]
 
@@ -17,8 +16,7 @@ def gcd(input, other):
     """The greatest common divisor, elementwise (integers; gcd(0, 0) = 0)."""
     require_tensor(input, "gcd")
     em = ember_namespace()
-    if not isinstance(other, Tensor):
-        other = em.tensor(other, device=input.device)
+    other = scalar_beside(other, input)
     dt = em.result_type(input, other)
     if dt.is_floating_point or dt.is_complex or dt is _dtype.bool_:
         raise RuntimeError(f"\"gcd_cpu\" not implemented for '{_dtype_title(dt)}'")
@@ -37,8 +35,7 @@ def gcd(input, other):
 def lcm(input, other):
     """The least common multiple, elementwise (integers; 0 when either is 0)."""
     em = ember_namespace()
-    if not isinstance(other, Tensor):
-        other = em.tensor(other, device=input.device)
+    other = scalar_beside(other, input)
     g = gcd(input, other)
     dt = g.dtype
     safe = em.where(g.eq(0), em.ones((), dtype=dt, device=g.device), g)

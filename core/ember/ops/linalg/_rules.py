@@ -163,6 +163,16 @@ def check_float(api, A, allow_low=False):
         raise RuntimeError(f"{api}: Low precision dtypes not supported. Got {_dtype_title(d)}")
 
 
+def check_float_matrices(api, A, *, square=False, allow_low=False):
+    """What a decomposition takes: batches of floating or complex matrices (square ones when
+    ``square``)."""
+    if square:
+        check_square(api, A)
+    else:
+        check_at_least_2d(api, A)
+    check_float(api, A, allow_low)
+
+
 def check_same_dtype(api, A, B, names=("A", "B")):
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{api}: Expected {names[0]} and {names[1]} to have the same dtype, "

@@ -28,7 +28,7 @@ from .. import _meta, _primitives, factories as _fac, shape as _shape
 from .._util import write_out
 from . import nonfinite as _nonfinite
 from . import products as _products
-from ._rules import (batch_of, check_at_least_2d, check_errors, check_float, check_square,
+from ._rules import (batch_of, check_at_least_2d, check_errors, check_float, check_float_matrices,
                      diag, diag_embed, eye_like, mH, quiet_div, real_part,
                      same_batch_rule)
 
@@ -42,6 +42,14 @@ def _outs(out, results, api):
     if not isinstance(out, (tuple, list)) or len(out) != len(results):
         raise TypeError(f"{api}(): argument 'out' must be a tuple of {len(results)} Tensors")
     return type(results)(*(write_out(o, r, api) for o, r in zip(out, results)))
+
+
+def ex_result(r, raise_errors, api, out):
+    """What an ``*_ex`` function returns: its results with ``info`` (checked only when the
+    caller passed ``check_errors=True``), written to ``out`` when given."""
+    if raise_errors:
+        check_errors(r.info, api)
+    return _outs(out, r, api.removeprefix("torch."))
 
 
 def _meta_square(api, A):
@@ -141,23 +149,15 @@ def _unpack(LU, pivots, unpack_data, unpack_pivots):
 
 
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
-    check_at_least_2d("linalg.lu_factor_ex", A)
-    check_float("linalg.lu_factor_ex", A)
+    check_float_matrices("linalg.lu_factor_ex", A)
     r = _rt.linalg_lu_factor_ex(*lu_factor_ex_op(A, bool(pivot)))
-    if check_errors:
-        _check(r.info, "torch.linalg.lu_factor_ex")
-    return _outs(out, r, "linalg.lu_factor_ex")
-
-
-def _check(info, api):
-    check_errors(info, api)
+    return ex_result(r, check_errors, "torch.linalg.lu_factor_ex", out)
 
 
 def lu_factor(A, *, pivot=True, out=None):
-    check_at_least_2d("linalg.lu_factor", A)
-    check_float("linalg.lu_factor", A)
+    check_float_matrices("linalg.lu_factor", A)
     LU, pivots, info = lu_factor_ex_op(A, bool(pivot))
-    _check(info, "torch.linalg.lu_factor")
+    check_errors(info, "torch.linalg.lu_factor")
     return _outs(out, _rt.linalg_lu_factor(LU, pivots), "linalg.lu_factor")
 
 
@@ -182,8 +182,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
 
 
 def lu(A, *, pivot=True, out=None):
-    check_at_least_2d("linalg.lu", A)
-    check_float("linalg.lu", A)
+    check_float_matrices("linalg.lu", A)
     LU, pivots, _ = lu_factor_ex_op(A, bool(pivot))
     P, L, U = _unpack(LU, pivots, True, bool(pivot))
     if P is None:
@@ -220,19 +219,15 @@ cholesky_ex_op = define("linalg_cholesky_ex(Tensor A, bool upper) -> (Tensor L, 
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
-    check_square("linalg.cholesky", A)
-    check_float("linalg.cholesky", A)
+    check_float_matrices("linalg.cholesky", A, square=True)
     r = _rt.linalg_cholesky_ex(*cholesky_ex_op(A, bool(upper)))
-    if check_errors:
-        _check(r.info, "linalg.cholesky_ex")
-    return _outs(out, r, "linalg.cholesky_ex")
+    return ex_result(r, check_errors, "linalg.cholesky_ex", out)
 
 
 def cholesky(A, *, upper=False, out=None):
-    check_square("linalg.cholesky", A)
-    check_float("linalg.cholesky", A)
+    check_float_matrices("linalg.cholesky", A, square=True)
     L, info = cholesky_ex_op(A, bool(upper))
-    _check(info, "linalg.cholesky")
+    check_errors(info, "linalg.cholesky")
     return L if out is None else write_out(out, L, "linalg.cholesky")
 
 
@@ -288,8 +283,7 @@ qr_op = define("linalg_qr(Tensor A, str mode) -> (Tensor Q, Tensor R)", meta=_qr
 
 
 def qr(A, mode="reduced", *, out=None):
-    check_at_least_2d("linalg.qr", A)
-    check_float("linalg.qr", A)
+    check_float_matrices("linalg.qr", A)
     if mode not in _QR_MODES:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
@@ -366,16 +360,14 @@ def _check_uplo(UPLO):
 
 
 def eigh(A, UPLO="L", *, out=None):
-    check_square("linalg.eigh", A)
-    check_float("linalg.eigh", A)
+    check_float_matrices("linalg.eigh", A, square=True)
     _check_uplo(UPLO)
     r = _nonfinite.eigh(A, UPLO, lambda a: eigh_op(a, UPLO))
     return _outs(out, _rt.linalg_eigh(*r), "linalg.eigh")
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
-    check_square("linalg.eigvalsh", A)
-    check_float("linalg.eigvalsh", A)
+    check_float_matrices("linalg.eigvalsh", A, square=True)
     _check_uplo(UPLO)
     r = _nonfinite.eigh(A, UPLO, lambda a: eigvalsh_op(a, UPLO), mask=(0,))
     return r if out is None else write_out(out, r, "linalg.eigvalsh")
@@ -422,14 +414,12 @@ eigvals_op = define("linalg_eigvals(Tensor A) -> Tensor", meta=_eigvals_meta,
 
 
 def eig(A, *, out=None):
-    check_square("linalg.eig", A)
-    check_float("linalg.eig", A)
+    check_float_matrices("linalg.eig", A, square=True)
     return _outs(out, _rt.linalg_eig(*eig_op(A)), "linalg.eig")
 
 
 def eigvals(A, *, out=None):
-    check_square("linalg.eigvals", A)
-    check_float("linalg.eigvals", A)
+    check_float_matrices("linalg.eigvals", A, square=True)
     r = eigvals_op(A)
     return r if out is None else write_out(out, r, "linalg.eigvals")
 
@@ -511,16 +501,14 @@ def _check_driver(driver, api):
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
-    check_at_least_2d("linalg.svd", A)
-    check_float("linalg.svd", A)
+    check_float_matrices("linalg.svd", A)
     _check_driver(driver, "linalg.svd")
     r = _nonfinite.svd("linalg.svd", A, lambda a: svd_op(a, bool(full_matrices)))
     return _outs(out, _rt.linalg_svd(*r), "linalg.svd")
 
 
 def svdvals(A, *, driver=None, out=None):
-    check_at_least_2d("linalg.svdvals", A)
-    check_float("linalg.svdvals", A)
+    check_float_matrices("linalg.svdvals", A)
     _check_driver(driver, "linalg.svdvals")
     r = _nonfinite.svd("linalg.svdvals", A, _products.svdvals_op, mask=(0,))
     return r if out is None else write_out(out, r, "linalg.svdvals")
@@ -540,19 +528,15 @@ ldl_factor_ex_op = define("linalg_ldl_factor_ex(Tensor A, bool hermitian) -> (Te
 
 
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
-    check_square("torch.linalg.ldl_factor_ex", A)
-    check_float("torch.linalg.ldl_factor_ex", A)
+    check_float_matrices("torch.linalg.ldl_factor_ex", A, square=True)
     r = _rt.linalg_ldl_factor_ex(*ldl_factor_ex_op(A, bool(hermitian)))
-    if check_errors:
-        _check(r.info, "torch.linalg.ldl_factor_ex")
-    return _outs(out, r, "linalg.ldl_factor_ex")
+    return ex_result(r, check_errors, "torch.linalg.ldl_factor_ex", out)
 
 
 def ldl_factor(A, *, hermitian=False, out=None):
-    check_square("torch.linalg.ldl_factor", A)
-    check_float("torch.linalg.ldl_factor", A)
+    check_float_matrices("torch.linalg.ldl_factor", A, square=True)
     LD, pivots, info = ldl_factor_ex_op(A, bool(hermitian))
-    _check(info, "torch.linalg.ldl_factor")
+    check_errors(info, "torch.linalg.ldl_factor")
     return _outs(out, _rt.linalg_ldl_factor(LD, pivots), "linalg.ldl_factor")
 
 

@@ -22,7 +22,8 @@ from . import decompositions as _dec
 from . import nonfinite as _nonfinite
 from . import products as _products
 from . import solvers as _solvers
-from ._rules import (check_at_least_2d, check_float, check_square, diag, eps_of, eye_like, mH)
+from ._rules import (check_at_least_2d, check_float, check_float_matrices, check_square, diag,
+                     eps_of, eye_like, mH)
 from ..reduction._rules import reduce_dims
 
 
@@ -84,8 +85,7 @@ det_op = define("linalg_det(Tensor A) -> Tensor", meta=_det_meta,
 
 
 def det(A, *, out=None):
-    check_square("linalg.det", A)
-    check_float("linalg.det", A)
+    check_float_matrices("linalg.det", A, square=True)
     r = det_op(A)
     return r if out is None else write_out(out, r, "linalg.det")
 
@@ -128,15 +128,13 @@ slogdet_op = define("linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)
 
 
 def slogdet(A, *, out=None):
-    check_square("linalg.slogdet", A)
-    check_float("linalg.slogdet", A)
+    check_float_matrices("linalg.slogdet", A, square=True)
     return _dec._outs(out, _rt.linalg_slogdet(*slogdet_op(A)), "linalg.slogdet")
 
 
 def logdet(A):
     """``torch.logdet``: log det(A); NaN for a negative determinant of a real matrix."""
-    check_square("logdet", A)
-    check_float("logdet", A)
+    check_float_matrices("logdet", A, square=True)
     sign, lad = slogdet_op(A)
     if A.dtype.category == _dtype.COMPLEX:
         return lad.to(A.dtype) + sign.log()
@@ -195,8 +193,7 @@ matrix_exp_op = define("linalg_matrix_exp(Tensor A) -> Tensor",
 
 
 def matrix_exp(A):
-    check_square("linalg.matrix_exp", A)
-    check_float("linalg.matrix_exp", A, allow_low=True)
+    check_float_matrices("linalg.matrix_exp", A, square=True, allow_low=True)
     return matrix_exp_op(A)
 
 
@@ -457,8 +454,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
 
 def cond(A, p=None, *, out=None):
     api = "linalg.cond"
-    check_at_least_2d(api, A)
-    check_float(api, A)
+    check_float_matrices(api, A)
     if p is None or p in (2, -2):
         s = _nonfinite.svd(api, A, _products.svdvals_op, mask=(0,))
         if s._shape[-1] == 0:  # PyTorch: the condition number of an empty matrix is 0
@@ -481,8 +477,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     api = "linalg.matrix_rank"
     if tol is not None:
         atol, rtol = _solvers.tolerance_overload(api, "tol", tol, atol, rtol, relative=False)
-    check_at_least_2d(api, A)
-    check_float(api, A)
+    check_float_matrices(api, A)
     a, r = _solvers._tolerances(A, atol, rtol, api)
     if hermitian:
         check_square(api, A)

@@ -24,8 +24,9 @@ from .. import _meta, _primitives, elementwise as _ew, factories as _fac
 from .._util import _broadcast_pair, every_example, write_out
 from . import decompositions as _dec
 from . import nonfinite as _nonfinite
-from ._rules import (batch_of, check_at_least_2d, check_errors, check_float, check_same_device,
-                     check_same_dtype, check_square, eps_of, eye_like, mH, same_batch_rule)
+from ._rules import (batch_of, check_at_least_2d, check_errors, check_float,
+                     check_float_matrices, check_same_device, check_same_dtype, check_square,
+                     eps_of, eye_like, mH, same_batch_rule)
 from ...dispatch.grad_mode import no_grad
 
 
@@ -147,13 +148,19 @@ def _solve_args(api, A, B, left):
     B_ = B.unsqueeze(-1) if vector else B
     if B_.ndim < 2:
         raise RuntimeError(f"{api}: The input tensor B must have at least 2 dimensions.")
+    return (*_equation_operands(api, A, B_, left), vector)
+
+
+def _equation_operands(api, A, B, left):
+    """A square A and a matrix B that ``AX = B`` (``left``) or ``XA = B`` can pair, broadcast
+    to one batch shape."""
     n = A._shape[-1]
-    if (B_._shape[-2] if left else B_._shape[-1]) != n:
+    if (B._shape[-2] if left else B._shape[-1]) != n:
         eq = "AX = B" if left else "XA = B"
         raise RuntimeError(f"{api}: Incompatible shapes of A and B for the equation {eq} "
-                           f"({n}x{n} and {B_._shape[-2]}x{B_._shape[-1]})")
-    batch = _common_batch(api, A, B_)
-    return _expand_batch(A, batch), _expand_batch(B_, batch), vector
+                           f"({n}x{n} and {B._shape[-2]}x{B._shape[-1]})")
+    batch = _common_batch(api, A, B)
+    return _expand_batch(A, batch), _expand_batch(B, batch)
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
@@ -209,18 +216,11 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     api = "linalg.solve_triangular"
     check_at_least_2d(api, A)
     check_at_least_2d(api, B, "B")
-    check_square(api, A)
-    check_float(api, A)
+    check_float_matrices(api, A, square=True)
     check_same_dtype(api, A, B)
     check_same_device(api, A, B)
-    n = A._shape[-1]
-    if (B._shape[-2] if left else B._shape[-1]) != n:
-        eq = "AX = B" if left else "XA = B"
-        raise RuntimeError(f"{api}: Incompatible shapes of A and B for the equation {eq} "
-                           f"({n}x{n} and {B._shape[-2]}x{B._shape[-1]})")
-    batch = _common_batch(api, A, B)
-    r = solve_triangular_op(_expand_batch(A, batch), _expand_batch(B, batch), bool(upper),
-                            bool(left), bool(unitriangular))
+    A, B = _equation_operands(api, A, B, left)
+    r = solve_triangular_op(A, B, bool(upper), bool(left), bool(unitriangular))
     return r if out is None else write_out(out, r, api)
 
 
@@ -249,17 +249,13 @@ inv_ex_op = define("linalg_inv_ex(Tensor A) -> (Tensor inverse, Tensor info)", m
 
 
 def inv_ex(A, *, check_errors=False, out=None):
-    check_square("linalg.inv_ex", A)
-    check_float("linalg.inv_ex", A)
+    check_float_matrices("linalg.inv_ex", A, square=True)
     r = _rt.linalg_inv_ex(*_nonfinite.solve(A, inv_ex_op))
-    if check_errors:
-        check_errors_(r.info, "linalg.inv_ex")
-    return _dec._outs(out, r, "linalg.inv_ex")
+    return _dec.ex_result(r, check_errors, "linalg.inv_ex", out)
 
 
 def inv(A, *, out=None):
-    check_square("linalg.inv", A)
-    check_float("linalg.inv", A)
+    check_float_matrices("linalg.inv", A, square=True)
     r, info = _nonfinite.solve(A, inv_ex_op)
     check_errors(info, "linalg.inv")
     return r if out is None else write_out(out, r, "linalg.inv")
@@ -372,8 +368,7 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
     api = "linalg.pinv"
     if rcond is not None:
         atol, rtol = tolerance_overload(api, "rcond", rcond, atol, rtol, relative=True)
-    check_at_least_2d(api, A)
-    check_float(api, A)
+    check_float_matrices(api, A)
     if hermitian:
         check_square(api, A)
     a, r = _tolerances(A, atol, rtol, api)

@@ -4,12 +4,19 @@ from __future__ import annotations
 from .collate import default_collate
 
 
-class _MapDatasetFetcher:
+class _BaseDatasetFetcher:
+    """What both fetchers keep (PyTorch's base of the same name)."""
+
     def __init__(self, dataset, auto_collation, collate_fn, drop_last):
         self.dataset = dataset
         self.auto_collation = auto_collation
         self.collate_fn = collate_fn
         self.drop_last = drop_last
+
+
+class _MapDatasetFetcher(_BaseDatasetFetcher):
+    def __init__(self, dataset, auto_collation, collate_fn, drop_last):
+        super().__init__(dataset, auto_collation, collate_fn, drop_last)
         # Datasets that can build a default-collated batch directly (TensorDataset, Subset of
         # one) skip the per-sample indexing; they return NotImplemented when they cannot.
         fast = getattr(dataset, "_fetch_collated", None)
@@ -32,12 +39,9 @@ class _MapDatasetFetcher:
         return self.collate_fn(data)
 
 
-class _IterableDatasetFetcher:
+class _IterableDatasetFetcher(_BaseDatasetFetcher):
     def __init__(self, dataset, auto_collation, collate_fn, drop_last):
-        self.dataset = dataset
-        self.auto_collation = auto_collation
-        self.collate_fn = collate_fn
-        self.drop_last = drop_last
+        super().__init__(dataset, auto_collation, collate_fn, drop_last)
         self.dataset_iter = iter(dataset)
         self.ended = False
 

@@ -13,7 +13,7 @@ from enum import Enum
 
 from .._decorator import functional_datapipe
 from ..datapipe import IterDataPipe
-from ..utils.common import StreamWrapper, validate_pathname_binary_tuple
+from ..utils.common import StreamWrapper, declared_length, validate_pathname_binary_tuple
 
 __all__ = ["Bz2FileLoaderIterDataPipe", "CompressionType", "DecompressorIterDataPipe",
            "TarArchiveLoaderIterDataPipe", "XzFileLoaderIterDataPipe",
@@ -31,9 +31,7 @@ class _ArchiveLoader(IterDataPipe):
         self.length = length
 
     def __len__(self):
-        if self.length == -1:
-            raise TypeError(f"{type(self).__name__} instance doesn't have valid length")
-        return self.length
+        return declared_length(self)
 
 
 @functional_datapipe("load_from_tar")

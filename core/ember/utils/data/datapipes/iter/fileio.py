@@ -6,18 +6,12 @@ import os
 
 from .._decorator import functional_datapipe
 from ..datapipe import IterDataPipe
-from ..utils.common import (StreamWrapper, _check_unpickable_fn, get_file_binaries_from_pathnames,
-                            get_file_pathnames_from_root)
+from ..utils.common import (StreamWrapper, _check_unpickable_fn, declared_length,
+                            get_file_binaries_from_pathnames, get_file_pathnames_from_root)
 from .util import IterableWrapperIterDataPipe
 
 __all__ = ["FileListerIterDataPipe", "FileOpenerIterDataPipe", "HashCheckerIterDataPipe",
            "SaverIterDataPipe", "StreamReaderIterDataPipe"]
-
-
-def _declared_length(pipe):
-    if pipe.length == -1:
-        raise TypeError(f"{type(pipe).__name__} instance doesn't have valid length")
-    return pipe.length
 
 
 @functional_datapipe("list_files")
@@ -45,7 +39,7 @@ class FileListerIterDataPipe(IterDataPipe):
                                                     self.abspath, self.non_deterministic)
 
     def __len__(self):
-        return _declared_length(self)
+        return declared_length(self)
 
 
 @functional_datapipe("open_files")
@@ -71,7 +65,7 @@ class FileOpenerIterDataPipe(IterDataPipe):
         yield from get_file_binaries_from_pathnames(self.datapipe, self.mode, self.encoding)
 
     def __len__(self):
-        return _declared_length(self)
+        return declared_length(self)
 
 
 @functional_datapipe("read_from_stream")

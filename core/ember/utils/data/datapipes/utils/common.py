@@ -124,6 +124,13 @@ def unzip_columns(sequence_length, columns_to_skip, who):
     return columns
 
 
+def declared_length(pipe) -> int:
+    """``len`` of a pipe built with ``length=`` (-1, the default: no valid length)."""
+    if pipe.length == -1:
+        raise TypeError(f"{type(pipe).__name__} instance doesn't have valid length")
+    return pipe.length
+
+
 def match_masks(name: str, masks) -> bool:
     if not masks:
         return True
