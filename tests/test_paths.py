@@ -29,12 +29,6 @@ import api_coverage  # noqa: E402
 
 # what ember does not have yet at these paths (regex over the torch path): why
 KNOWN_GAPS = {
-    r"^torch\.distributions\.(\w+\.)?(FisherSnedecor|GeneralizedPareto|InverseGamma|"
-    r"LKJCholesky|LogisticNormal|NegativeBinomial|VonMises|Weibull|Wishart|"
-    r"CumulativeDistributionTransform)$":
-        "10 distributions ember does not implement yet",
-    r"^torch\.distributions\.(fishersnedecor|generalized_pareto|inverse_gamma|lkj_cholesky|"
-    r"logistic_normal|negative_binomial|von_mises|weibull|wishart)$": "their modules",
     r"^torch\.autograd\.functional": "autograd.functional (jacobian, hessian, vjp, jvp, hvp, vhp)",
     r"^torch\.autograd\.graph\.": "saved-tensor hooks, gradient edges and multi-grad hooks",
     r"^torch\.autograd\.(function\.(BackwardCFunction|FunctionMeta|InplaceFunction|"
