@@ -4,6 +4,7 @@ Weibull, Wishart and transforms.CumulativeDistributionTransform) against torch.d
 (values, moments, entropies, gradients of log_prob, shapes, argument validation, KL) and
 scipy.stats (samples, by KS tests or moments with fixed seeds)."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -357,6 +358,44 @@ def test_kl_divergences_match_torch():
         _close(out[0], out[1], name, rtol=1e-9)
     with pytest.raises(NotImplementedError):   # as torch: the transforms' scales differ
         E.kl_divergence(E.Weibull(1.0, 2.0), E.Weibull(2.0, 2.0))
+
+
+def test_edge_values_match_torch():
+    torch = pytest.importorskip("torch")
+    from torch import distributions as T
+    # no successes before no failures: probability 1 (lgamma(0) would give nan)
+    for lib, conv in ((E, ember.tensor), (T, torch.tensor)):
+        d = lib.NegativeBinomial(conv([0.0, 2.0]), probs=conv([0.3, 0.3]))
+        np.testing.assert_allclose(_np(d.log_prob(conv([0.0, 0.0]))), [0.0, 2 * math.log(0.7)])
+    # moments that do not exist are nan (F, generalized Pareto) or inf (inverse gamma)
+    f = E.FisherSnedecor(ember.tensor([1.0, 5.0]), ember.tensor([1.5, 3.0]))
+    assert np.isnan(_np(f.mean))[0] and np.isnan(_np(f.variance)).all()
+    assert np.isnan(_np(f.mode))[0] and not np.isnan(_np(f.mode))[1]
+    g = E.InverseGamma(ember.tensor([0.5, 1.5]), 1.0)
+    assert np.isinf(_np(g.mean))[0] and np.isinf(_np(g.variance)).all()
+    gp = E.GeneralizedPareto(0.0, 1.0, ember.tensor([1.5, 0.6, 0.2]))
+    np.testing.assert_array_equal(np.isnan(_np(gp.mean)), [True, False, False])
+    np.testing.assert_array_equal(np.isnan(_np(gp.variance)), [True, True, False])
+
+
+def test_wishart_redraws_singular_samples_and_warns_only_then():
+    w = E.Wishart(ember.tensor(4.0, dtype=ember.float64),
+                  covariance_matrix=ember.eye(2, dtype=ember.float64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # no "Singular sample" warning on regular draws
+        w.rsample((50,))
+    real, calls = w._bartlett_sampling, []
+
+    def first_singular(shape=()):
+        calls.append(shape)
+        s = real(shape)
+        return s * 0 if len(calls) == 1 else s
+    w._bartlett_sampling = first_singular
+    with pytest.warns(UserWarning, match="Singular sample"):
+        s = w.rsample((3,))
+    assert len(calls) == 2 and bool(E.constraints.positive_definite.check(s).all())
+    with pytest.warns(UserWarning, match="Low df"):
+        E.Wishart(ember.tensor(2.5), covariance_matrix=ember.eye(3))
 
 
 def test_cumulative_distribution_transform_builds_a_copula_like_torch():
