@@ -29,12 +29,6 @@ import api_coverage  # noqa: E402
 
 # what ember does not have yet at these paths (regex over the torch path): why
 KNOWN_GAPS = {
-    r"^torch\.distributions\.(\w+\.)?(FisherSnedecor|GeneralizedPareto|InverseGamma|"
-    r"LKJCholesky|LogisticNormal|NegativeBinomial|VonMises|Weibull|Wishart|"
-    r"CumulativeDistributionTransform)$":
-        "10 distributions ember does not implement yet",
-    r"^torch\.distributions\.(fishersnedecor|generalized_pareto|inverse_gamma|lkj_cholesky|"
-    r"logistic_normal|negative_binomial|von_mises|weibull|wishart)$": "their modules",
     r"^torch\.autograd\.graph\.allow_mutation_on_saved_tensors$":
         "clone-on-write of saved tensors (needs a dispatch mode that intercepts in-place ops)",
     r"^torch\.autograd\.graph\.(region_activation_memory_budget|"

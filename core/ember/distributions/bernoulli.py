@@ -8,8 +8,7 @@ import ember
 from .. import Size
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _bce_with_logits, broadcast_all, lazy_property, logits_to_probs, \
-    probs_to_logits
+from .utils import _bce_with_logits, _BinaryProbsLogits, broadcast_all
 
 __all__ = ["Bernoulli"]
 
@@ -19,7 +18,7 @@ def _probs_or_logits(probs, logits):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(_BinaryProbsLogits, ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
@@ -52,18 +51,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -16,8 +16,8 @@ from .utils import _sum_rightmost, broadcast_all, finfo, lazy_property, tril_mat
 from ..runtime.layout import broadcast_shapes
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
-           "CorrCholeskyTransform", "ExpTransform", "IndependentTransform",
-           "LowerCholeskyTransform", "PositiveDefiniteTransform", "PowerTransform",
+           "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
+           "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform", "PowerTransform",
            "ReshapeTransform", "SigmoidTransform", "SoftplusTransform", "TanhTransform",
            "SoftmaxTransform", "StackTransform", "StickBreakingTransform", "Transform",
            "identity_transform"]
@@ -882,3 +882,33 @@ class StackTransform(Transform):
         return constraints.stack([t.codomain for t in self.transforms], self.dim)
 
 
+class CumulativeDistributionTransform(Transform):
+    """The CDF of ``distribution``: maps its support onto the unit interval (a copula's
+    marginals: ``TransformedDistribution(MultivariateNormal(...),
+    [CumulativeDistributionTransform(Normal(0, 1))])``)."""
+
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self):
+        return self.distribution.support
+
+    def _call(self, x):
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y):
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self.distribution.log_prob(x)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)

@@ -64,6 +64,19 @@ def broadcast_all(*values):
     return em.broadcast_tensors(*values)
 
 
+def _set_count_and_param(dist, total_count, probs, logits):
+    """The parameters of the binomial families: exactly one of ``probs``/``logits``, broadcast
+    with ``total_count`` (cast to its dtype); sets ``dist.total_count``, ``dist.probs`` or
+    ``dist.logits``, and ``dist._param`` (the one given)."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    name, value = ("probs", probs) if probs is not None else ("logits", logits)
+    count, param = broadcast_all(total_count, value)
+    dist.total_count = count.type_as(param)
+    setattr(dist, name, param)
+    dist._param = param
+
+
 def _standard_normal(shape, dtype, device):
     return _ember().randn(tuple(shape), dtype=dtype, device=device)
 
@@ -109,6 +122,24 @@ class lazy_property:
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
+
+
+class _BinaryProbsLogits:
+    """``probs`` and ``logits`` of a binary event, each computed from the other (the one given,
+    ``_param``) on first use, and ``param_shape``: shared by Bernoulli, Binomial,
+    LogitRelaxedBernoulli and NegativeBinomial."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
 
 
 class _LazyPropertyAndProperty(lazy_property, property):
