@@ -363,3 +363,19 @@ def test_against_torch(reduction):
     ]
     for got, want in pairs:
         np.testing.assert_allclose(arr(got), want.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_bce_with_logits_is_exact_beyond_softplus_threshold():
+    # torch takes log_sigmoid (exact everywhere); softplus's threshold (x itself above 20) cost
+    # up to 2e-8 relative once (1 - t) x cancels against it for very negative logits
+    torch = pytest.importorskip("torch")
+    x = np.array([-60.0, -35.0, -20.5, -20.0, -3.0, 0.0, 3.0, 20.5, 35.0, 60.0])
+    t = np.linspace(0.001, 0.999, x.size)
+    pw = np.full(x.size, 0.05)
+    for pos_weight in (None, pw):
+        got = F.binary_cross_entropy_with_logits(
+            E(x), E(t), reduction="none", pos_weight=None if pos_weight is None else E(pw))
+        want = torch.nn.functional.binary_cross_entropy_with_logits(
+            torch.tensor(x), torch.tensor(t), reduction="none",
+            pos_weight=None if pos_weight is None else torch.tensor(pw))
+        np.testing.assert_allclose(arr(got), want.numpy(), rtol=1e-13, atol=0)

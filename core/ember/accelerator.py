@@ -17,6 +17,7 @@ from ._device import device as _device_cls
 from .runtime.device_module import device_module as _device_module
 from .runtime.devices import redirected_accelerator as _redirected_accelerator
 from .runtime.registry import registry as _registry
+from ._warn import user_stacklevel
 
 __all__ = ["current_accelerator", "current_device_idx", "current_device_index", "current_stream",
            "device_count", "device_index", "empty_cache", "is_available", "max_memory_allocated",
@@ -111,12 +112,13 @@ def set_device_index(device, /) -> None:
 
 
 def current_device_idx() -> int:
-    warnings.warn("Use `current_device_index` instead.", FutureWarning, stacklevel=2)
+    warnings.warn("Use `current_device_index` instead.", FutureWarning,
+                  stacklevel=user_stacklevel())
     return current_device_index()
 
 
 def set_device_idx(device, /) -> None:
-    warnings.warn("Use `set_device_index` instead.", FutureWarning, stacklevel=2)
+    warnings.warn("Use `set_device_index` instead.", FutureWarning, stacklevel=user_stacklevel())
     set_device_index(device)
 
 

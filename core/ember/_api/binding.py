@@ -37,6 +37,7 @@ from ..ops._util import write_out
 from .shared_names import SHARED
 
 from .. import _fastpath
+from .._warn import user_stacklevel
 
 SNAPSHOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_signatures.json")
 
@@ -235,7 +236,7 @@ class Binding:
         instead = "\n".join(f"\t{self.name}{o}" for o in parser_errors.options(entry))
         warnings.warn(f"This overload of {self.name} is deprecated:\n\t{self.name}"
                       f"{parser_errors.render(sig)}\nConsider using one of the following "
-                      f"signatures instead:\n{instead}", UserWarning, stacklevel=4)
+                      f"signatures instead:\n{instead}", UserWarning, stacklevel=user_stacklevel())
 
     # -- torch's message for a call that matches no signature
     def error(self, args: tuple, kwargs: dict, python_error: TypeError) -> TypeError:

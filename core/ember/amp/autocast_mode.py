@@ -21,6 +21,7 @@ from ..runtime.devices import resolve_type
 from ..runtime.registry import registry
 from . import state as S
 from .._tensor import Tensor
+from .._warn import user_stacklevel
 
 __all__ = ["autocast", "is_autocast_available", "custom_fwd", "custom_bwd"]
 
@@ -79,7 +80,7 @@ class autocast:
                     reason = (f"ember.autocast: device type '{device_type}' is not available "
                               f"({reason}). Disabling autocast.")
             if reason is not None:
-                warnings.warn(reason, UserWarning, stacklevel=2)
+                warnings.warn(reason, UserWarning, stacklevel=user_stacklevel())
                 enabled = False
         self._enabled = bool(enabled)
 
@@ -145,19 +146,22 @@ def set_autocast_dtype(device_type: str, dtype) -> None:
 
 def get_autocast_cpu_dtype():
     warnings.warn("ember.get_autocast_cpu_dtype() is deprecated. Please use "
-                  "ember.get_autocast_dtype('cpu') instead.", DeprecationWarning, stacklevel=2)
+                  "ember.get_autocast_dtype('cpu') instead.", DeprecationWarning,
+                  stacklevel=user_stacklevel())
     return S.get_dtype("cpu")
 
 
 def get_autocast_gpu_dtype():
     warnings.warn("ember.get_autocast_gpu_dtype() is deprecated. Please use "
-                  "ember.get_autocast_dtype('cuda') instead.", DeprecationWarning, stacklevel=2)
+                  "ember.get_autocast_dtype('cuda') instead.", DeprecationWarning,
+                  stacklevel=user_stacklevel())
     return S.get_dtype("cuda")
 
 
 def is_autocast_cpu_enabled() -> bool:
     warnings.warn("ember.is_autocast_cpu_enabled() is deprecated. Please use "
-                  "ember.is_autocast_enabled('cpu') instead.", DeprecationWarning, stacklevel=2)
+                  "ember.is_autocast_enabled('cpu') instead.", DeprecationWarning,
+                  stacklevel=user_stacklevel())
     return S.is_enabled("cpu")
 
 
@@ -165,21 +169,21 @@ def set_autocast_cpu_enabled(enabled) -> None:
     """Deprecated torch spelling of ``set_autocast_enabled("cpu", enabled)``."""
     warnings.warn("ember.set_autocast_cpu_enabled(enabled) is deprecated. Please use "
                   "ember.set_autocast_enabled('cpu', enabled) instead.", DeprecationWarning,
-                  stacklevel=2)
+                  stacklevel=user_stacklevel())
     S.set_enabled("cpu", enabled)
 
 
 def set_autocast_cpu_dtype(dtype) -> None:
     warnings.warn("ember.set_autocast_cpu_dtype(dtype) is deprecated. Please use "
                   "ember.set_autocast_dtype('cpu', dtype) instead.", DeprecationWarning,
-                  stacklevel=2)
+                  stacklevel=user_stacklevel())
     S.set_dtype("cpu", dtype)
 
 
 def set_autocast_gpu_dtype(dtype) -> None:
     warnings.warn("ember.set_autocast_gpu_dtype(dtype) is deprecated. Please use "
                   "ember.set_autocast_dtype('cuda', dtype) instead.", DeprecationWarning,
-                  stacklevel=2)
+                  stacklevel=user_stacklevel())
     S.set_dtype("cuda", dtype)
 
 

@@ -11,6 +11,7 @@ from .autocast_mode import autocast as _autocast
 from .autocast_mode import custom_bwd as _custom_bwd
 from .autocast_mode import custom_fwd as _custom_fwd
 from .grad_scaler import GradScaler as _GradScaler
+from .._warn import user_stacklevel
 
 
 def make(device_type: str) -> types.ModuleType:
@@ -24,7 +25,7 @@ def make(device_type: str) -> types.ModuleType:
         def __init__(self, enabled=True, dtype=None, cache_enabled=True):
             warnings.warn(f"`ember.{device_type}.amp.autocast(args...)` is deprecated. Please "
                           f"use `ember.amp.autocast('{device_type}', args...)` instead.",
-                          FutureWarning, stacklevel=2)
+                          FutureWarning, stacklevel=user_stacklevel())
             super().__init__(device_type, dtype=dtype, enabled=enabled,
                              cache_enabled=cache_enabled)
 
@@ -33,7 +34,7 @@ def make(device_type: str) -> types.ModuleType:
                      growth_interval=2000, enabled=True):
             warnings.warn(f"`ember.{device_type}.amp.GradScaler(args...)` is deprecated. Please "
                           f"use `ember.amp.GradScaler('{device_type}', args...)` instead.",
-                          FutureWarning, stacklevel=2)
+                          FutureWarning, stacklevel=user_stacklevel())
             super().__init__(device_type, init_scale=init_scale, growth_factor=growth_factor,
                              backoff_factor=backoff_factor, growth_interval=growth_interval,
                              enabled=enabled)
@@ -41,13 +42,13 @@ def make(device_type: str) -> types.ModuleType:
     def custom_fwd(fwd=None, *, cast_inputs=None):
         warnings.warn(f"`ember.{device_type}.amp.custom_fwd(args...)` is deprecated. Please use "
                       f"`ember.amp.custom_fwd(args..., device_type='{device_type}')` instead.",
-                      FutureWarning, stacklevel=2)
+                      FutureWarning, stacklevel=user_stacklevel())
         return _custom_fwd(fwd, device_type=device_type, cast_inputs=cast_inputs)
 
     def custom_bwd(bwd=None):
         warnings.warn(f"`ember.{device_type}.amp.custom_bwd(args...)` is deprecated. Please use "
                       f"`ember.amp.custom_bwd(args..., device_type='{device_type}')` instead.",
-                      FutureWarning, stacklevel=2)
+                      FutureWarning, stacklevel=user_stacklevel())
         return _custom_bwd(bwd, device_type=device_type)
 
     for obj in (autocast, GradScaler):

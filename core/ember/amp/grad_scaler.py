@@ -20,6 +20,7 @@ from ..ops.elementwise import where
 from ..ops.factories import full
 from ..runtime.registry import registry
 from ..runtime.devices import resolve_type
+from .._warn import user_stacklevel
 
 __all__ = ["GradScaler", "OptState"]
 
@@ -84,7 +85,7 @@ class GradScaler:
         if enabled and (not registry.is_known(device) or
                         registry.unavailable_reason(device) is not None):
             warnings.warn(f"ember.amp.GradScaler is enabled, but {device} is not available.  "
-                          f"Disabling.", UserWarning, stacklevel=2)
+                          f"Disabling.", UserWarning, stacklevel=user_stacklevel())
             self._enabled = False
         if self._enabled:
             if growth_factor <= 1.0:

@@ -12,6 +12,7 @@ import warnings
 
 from .._dtype import FLOATING
 from ..ops.elementwise import unary_api
+from .._warn import user_stacklevel
 
 class _Mode(threading.local):
     # defaults as class attributes: enabled() is asked on every recorded op, and a getattr
@@ -47,7 +48,8 @@ class detect_anomaly:
         self.check_nan = check_nan
         self._prev = None
         warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
-                      "and should only be enabled for debugging.", UserWarning, stacklevel=2)
+                      "and should only be enabled for debugging.", UserWarning,
+                      stacklevel=user_stacklevel())
 
     def __enter__(self):
         self._prev = (enabled(), getattr(_local, "check_nan", True))
@@ -95,7 +97,7 @@ def _warn_trace(node):
     trace = node._x.trace if node._x is not None else None
     if trace:
         warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused "
-                      f"the error:\n{''.join(trace)}", UserWarning, stacklevel=4)
+                      f"the error:\n{''.join(trace)}", UserWarning, stacklevel=user_stacklevel())
 
 
 def checked_apply(node, grads):

@@ -25,6 +25,7 @@ from ..dispatch.grad_mode import _restore, _save, _set_enabled
 from ..ops._grad import zeros_like
 from ..ops.factories import full_op, tensor
 from .record import gradient_edge
+from .._warn import user_stacklevel
 
 _AG = K.AUTOGRAD
 # set by a running profiler: ``node_observer(node)`` is a context manager around each node's
@@ -491,7 +492,7 @@ def _warn_nonleaf_grad():
                   "indeed want the .grad field to be populated for a non-leaf Tensor, use "
                   ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
                   "mistake, make sure you access the leaf Tensor instead.", UserWarning,
-                  stacklevel=3)
+                  stacklevel=user_stacklevel())
 
 
 _primitives.provide(grad=grad)   # for ops whose backward differentiates their composite

@@ -18,6 +18,7 @@ from ..ops.factories import tensor, zeros_like
 from ..ops.views import non_overlapping
 from . import engine, forward_ad as fwAD
 from ..dispatch.grad_mode import no_grad
+from .._warn import user_stacklevel
 
 
 class GradcheckError(RuntimeError):
@@ -58,7 +59,8 @@ def _check_inputs(inputs):
         if t.dtype.name not in ("float64", "complex128"):
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
                           f"point. This check will likely fail if all the inputs are not of "
-                          f"double precision floating point.", UserWarning, stacklevel=3)
+                          f"double precision floating point.", UserWarning,
+                          stacklevel=user_stacklevel())
         if not non_overlapping(t._shape, t._stride):
             raise RuntimeError(f"The {i}th input has a dimension with stride 0. gradcheck only "
                                f"supports inputs that are non-overlapping to be able to compute "

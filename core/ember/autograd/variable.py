@@ -10,6 +10,7 @@ import warnings
 
 from .._tensor import Tensor
 from ..ops.factories import empty
+from .._warn import user_stacklevel
 
 
 class _VariableMeta(type):
@@ -19,7 +20,7 @@ class _VariableMeta(type):
     def __call__(cls, data=None, requires_grad=False, volatile=False):
         if volatile:
             warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "
-                          "instead.", UserWarning, stacklevel=2)
+                          "instead.", UserWarning, stacklevel=user_stacklevel())
         if data is None:
             data = empty(0)
         if not isinstance(data, Tensor):

@@ -9,6 +9,7 @@ read it.
 from __future__ import annotations
 
 import warnings
+from .._warn import user_stacklevel
 
 _PRECISIONS = ("highest", "high", "medium")
 _precision = "highest"
@@ -22,7 +23,7 @@ def set_float32_matmul_precision(precision: str) -> None:
         # PyTorch warns and keeps the old setting
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
                       f"set_float32_matmul_precision call has no effect.", UserWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
         return
     _precision = precision
 

@@ -235,7 +235,7 @@ class CompiledFunction:
                                                  self.recompile_limit,
                                                  guard_log.nearest_difference(self.cache, key))
                     warnings.warn(f"{what}; new argument shapes/dtypes run eagerly from now on",
-                                  UserWarning, stacklevel=2)
+                                  UserWarning, stacklevel=user_stacklevel())
                 return self.fn(*args, **kwargs)
             if self.cache:
                 self.recompiles += 1
@@ -550,7 +550,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if shapes_spec is not None:
         warnings.warn("ember.compile: shapes_spec is not used by ember's compiler (dynamic "
                       "families generalize sizes from the calls seen) and is ignored",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=user_stacklevel())
     if mode not in (None, "default", "reduce-overhead", "max-autotune",
                     "max-autotune-no-cudagraphs"):
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: default, "
@@ -561,7 +561,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     for key in (options or {}):
         if key not in KNOWN_OPTIONS:
             warnings.warn(f"ember.compile: option {key!r} is not used by ember's compiler and "
-                          f"is ignored", UserWarning, stacklevel=2)
+                          f"is ignored", UserWarning, stacklevel=user_stacklevel())
     if disable:
         return model
     limits = {"name": name, "recompile_limit": recompile_limit}
@@ -606,3 +606,4 @@ def _module_compile(self, *args, **kwargs):
 
 
 from .explain import explain  # noqa: E402 - reads CompiledFunction, _CompiledModule
+from .._warn import user_stacklevel

@@ -393,7 +393,7 @@ def _cpu_fallback(op: Op, backend):
                               backend.name)
             warnings.warn(f"ember: op '{op.name}' has no kernel for backend '{backend.name}'; it "
                           f"runs on the CPU (inputs and outputs are copied). This warning is "
-                          f"shown once per op.", CPUFallbackWarning, stacklevel=3)
+                          f"shown once per op.", CPUFallbackWarning, stacklevel=user_stacklevel())
         first = next(tensors_in(args), None)
         # factories (rand, randperm) name their device in an argument: it becomes the CPU too
         target = first.device if first is not None else next(
@@ -518,6 +518,7 @@ def register_functionality(bit: int, make_handler) -> None:
 from ..runtime import catalog as _catalog  # noqa: E402 - after the registry of ops exists
 from ..runtime import checks as _checks  # noqa: E402
 from ..runtime import events as _events  # noqa: E402
+from .._warn import user_stacklevel
 
 _catalog.install(get_op, all_ops)
 _events.subscribe(_events.KERNEL_CHANGED, lambda backend_name, op_name: invalidate(op_name))

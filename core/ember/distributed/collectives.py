@@ -17,6 +17,7 @@ from .work import CompletedWork
 from ..dispatch.grad_mode import no_grad
 from ..ops.factories import empty
 from ..ops.shape import cat
+from .._warn import user_stacklevel
 
 __all__ = ["all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
            "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all",
@@ -98,7 +99,7 @@ def _group_rank(pg, global_rank, group_rank, fn, what):
 def _skip(group, fn) -> bool:
     if group is GroupMember.NON_GROUP_MEMBER:
         warnings.warn(f"Running {fn} on a rank which does not belong to the given group.",
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
         return True
     return False
 

@@ -70,14 +70,14 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                       "release, stft will return complex tensors for all inputs, and "
                       "return_complex=False will raise an error.\nNote: you can still call "
                       "torch.view_as_real on the complex output to recover the old return "
-                      "format.", UserWarning, stacklevel=2)
+                      "format.", UserWarning, stacklevel=user_stacklevel())
     if window is None:
         warnings.warn("A window was not provided. A rectangular window will be applied,which "
                       "is known to cause spectral leakage. Other windows such as torch.hann_"
                       "window or torch.hamming_window are recommended to reduce spectral "
                       "leakage.To suppress this warning and use a rectangular window, "
                       "explicitly set `window=torch.ones(n_fft, device=<device>)`.",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=user_stacklevel())
     if input.ndim not in (1, 2):
         raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got a tensor of shape "
                            f"{list(input.shape)}")
@@ -189,3 +189,4 @@ Tensor.stft, Tensor.istft = stft, istft
 from .. import fft as _fft  # noqa: E402 - the package imports this module last
 from ..ops import shape as _shape_ops  # noqa: E402
 from ..ops import views as _views  # noqa: E402
+from .._warn import user_stacklevel

@@ -256,7 +256,7 @@ def fallback(op, args, bdims, layer):
         warnings.warn(f"There is a performance drop because we have not yet implemented the "
                       f"batching rule for {name}. It runs once per example of the batch and the "
                       f"results are stacked (ember.func.vmap fallback; shown once per op).",
-                      VmapFallbackWarning, stacklevel=4)
+                      VmapFallbackWarning, stacklevel=user_stacklevel())
     _batching.inplace_check(op, args, bdims)
     return _batching.per_example(op, args, bdims, layer.batch_size)
 
@@ -268,3 +268,4 @@ def register() -> None:
 
 from ..ops import _batching, views as _views  # noqa: E402 - ops load first
 from . import _forward  # noqa: E402 - it imports this module's helpers
+from .._warn import user_stacklevel

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import warnings
 from typing import Generic, TypeVar
+from .._warn import user_stacklevel
 
 __all__ = ["Future", "collect_all", "wait_all"]
 
@@ -117,7 +118,7 @@ def _run_callback(callback, fut):
         callback(fut)
     except Exception as e:
         warnings.warn(f"Got the following error when running the callback: "
-                      f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=3)
+                      f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=user_stacklevel())
 
 
 def collect_all(futures) -> Future:

@@ -13,6 +13,7 @@ from ..ops.elementwise import activation as _act
 from ..ops.elementwise.activation import (celu_, hardshrink, prelu, rrelu_, selu_, softshrink,
                                          threshold_)
 from ..ops._util import require_tensor, torch_function
+from .._warn import user_stacklevel
 
 __all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "gelu", "silu", "mish", "elu",
            "elu_", "selu", "selu_", "celu", "celu_", "hardtanh", "hardtanh_", "hardsigmoid",
@@ -153,7 +154,7 @@ def glu(input, dim=-1):
 
 def _softmax_dim(name, ndim):
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
-                  f"include dim=X as an argument.", UserWarning, stacklevel=3)
+                  f"include dim=X as an argument.", UserWarning, stacklevel=user_stacklevel())
     return 0 if ndim in (0, 1, 3) else 1
 
 

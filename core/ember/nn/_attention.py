@@ -18,6 +18,7 @@ from ._activation import softmax
 from ._dropout import dropout
 from ._linear import linear
 from ._padding import pad
+from .._warn import user_stacklevel
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -40,7 +41,7 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if check_other and other_type is not None and mask.dtype is not other_type:
         warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
-                      f"same type for both instead.", stacklevel=3)
+                      f"same type for both instead.", stacklevel=user_stacklevel())
     if not is_float:
         mask = _fac.zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
     return mask

@@ -10,6 +10,7 @@ import warnings
 from .._tensor import Tensor
 from ..dispatch.grad_mode import no_grad
 from ..ops._util import torch_function
+from .._warn import user_stacklevel
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
 
@@ -85,14 +86,14 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       f"behavior and silence this warning, please use dropout instead. Note that "
                       f"dropout2d exists to provide channel-wise dropout on inputs with 2 spatial "
                       f"dimensions, a channel dimension, and an optional batch dimension (i.e. 3D "
-                      f"or 4D inputs).", stacklevel=2)
+                      f"or 4D inputs).", stacklevel=user_stacklevel())
     if input.ndim == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
                       "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
                       "where C is the channel dim. This behavior will change in a future release "
                       "to interpret the input as one without a batch dimension, i.e. shape (C, H, "
                       "W). To maintain the 1D channel-wise dropout behavior, please switch to "
-                      "using dropout1d instead.", stacklevel=2)
+                      "using dropout1d instead.", stacklevel=user_stacklevel())
     return _channel_dropout(input, p, training, inplace, input.ndim >= 2, "dropout2d")
 
 
@@ -105,7 +106,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
                       f"behavior and silence this warning, please use dropout instead. Note that "
                       f"dropout3d exists to provide channel-wise dropout on inputs with 3 spatial "
                       f"dimensions, a channel dimension, and an optional batch dimension (i.e. 4D "
-                      f"or 5D inputs).", stacklevel=2)
+                      f"or 5D inputs).", stacklevel=user_stacklevel())
     return _channel_dropout(input, p, training, inplace, input.ndim != 4 and input.ndim >= 2,
                             "dropout3d")
 

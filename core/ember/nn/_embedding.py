@@ -15,6 +15,7 @@ from ..ops.embedding_bag import embedding_bag, embedding_bag_outputs, embedding_
 from ..runtime.backend import Backend
 from ..ops.indexing import index_select, one_hot as _one_hot
 from ..ops.sorting import unique
+from .._warn import user_stacklevel
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -34,7 +35,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if sparse:
         warnings.warn("embedding(sparse=True): ember computes the weight's gradient dense (its "
                       "sparse COO tensors do not flow through embedding's backward)",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=user_stacklevel())
     num = weight._shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:

@@ -20,6 +20,7 @@ from ..ops.nn import loss as _nn_loss
 from ..ops._util import _dtype_title, broadcast_shapes, every_example, torch_function
 from ..ops.ctc import ctc_loss
 from ..ops.reduction import log_softmax
+from .._warn import user_stacklevel
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
@@ -35,7 +36,7 @@ def legacy_reduction(size_average, reduce, emit_warning=True) -> str:
     ret = "mean" if size_average and reduce else "sum" if reduce else "none"
     if emit_warning:
         warnings.warn(f"size_average and reduce args will be deprecated, please use "
-                      f"reduction='{ret}' instead.", UserWarning, stacklevel=3)
+                      f"reduction='{ret}' instead.", UserWarning, stacklevel=user_stacklevel())
     return ret
 
 
@@ -91,7 +92,7 @@ def _size_warning(input, target):
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
                       f"({input.shape}). This will likely lead to incorrect results due to "
                       f"broadcasting. Please ensure they have the same size.", UserWarning,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
 
 
 def _pointwise(op, input, target, reduction, weight, elementwise, weight_mean="weights"):
@@ -354,7 +355,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                           "the support size.'batchmean' divides only by the batch size, and "
                           "aligns with the KL div math definition.'mean' will be changed to "
                           "behave the same as 'batchmean' in the next major release.",
-                          UserWarning, stacklevel=2)
+                          UserWarning, stacklevel=user_stacklevel())
     _floating(op, input)
     if log_target:
         loss = target.exp() * (target - input)

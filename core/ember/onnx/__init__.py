@@ -30,6 +30,7 @@ from ..compiler.graph import Ref
 from ..export import export as capture
 from ..nn.modules.module import Module
 from ..ops.shape import cat
+from .._warn import user_stacklevel
 
 __all__ = ["export", "errors", "OnnxExporterError", "UnsupportedOperatorError"]
 
@@ -134,7 +135,7 @@ def export(model, args, f, export_params=True, verbose=False, training=None,
                               f"size of dynamic axis {d} of {name!r}, so sizes are matched by "
                               f"value, and its example size {size} is also another "
                               f"dimension's (or is 1): shapes computed from it may be misread",
-                              UserWarning, stacklevel=2)
+                              UserWarning, stacklevel=user_stacklevel())
     const_arrays = {}
     graph_inputs_extra = []
     for i, (c, cname) in enumerate(zip(graph.constants, program.constant_names)):

@@ -57,6 +57,7 @@ from ._util import _broadcast_pair
 from ..dispatch.grad_mode import is_grad_enabled
 from ..runtime.registry import registry
 from ._util import cpp_dtype_name as _cpp
+from .._warn import user_stacklevel
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -310,7 +311,7 @@ def select_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa=
     if warn:
         for b, why in reasons:
             warnings.warn(f"scaled_dot_product_attention: {b.name} can't be used: {why}",
-                          UserWarning, stacklevel=4)
+                          UserWarning, stacklevel=user_stacklevel())
     raise RuntimeError("No available kernel. Aborting execution. (scaled_dot_product_attention:"
                        " enabled backends " + (", ".join(b.name for b, _ in reasons) or "none") +
                        "; see ember.nn.attention.sdpa_kernel)")

@@ -24,6 +24,7 @@ from ._lowering import CAST, foldable, operands
 from ._util import require_tensor, tensor_method
 from .._api.binding import NoMatchingSignature
 from ..runtime.registry import registry
+from .._warn import user_stacklevel
 
 
 def _to_copy_meta(self, dtype):
@@ -76,7 +77,7 @@ def _warn_complex_to_real(src, dst_dtype):
     if src.category == _dtype.COMPLEX and dst_dtype.category < _dtype.COMPLEX and \
             dst_dtype is not _dtype.bool_:
         warnings.warn("Casting complex values to real discards the imaginary part",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=user_stacklevel())
 
 
 def _host_transfer(self, device, non_blocking):

@@ -644,7 +644,7 @@ def set_default_tensor_type(t) -> None:
     floating types, as in PyTorch). Use ``ember.set_default_dtype``."""
     warnings.warn("ember.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
                   "ember.set_default_dtype() and ember.set_default_device() as alternatives.",
-                  UserWarning, stacklevel=2)
+                  UserWarning, stacklevel=user_stacklevel())
     d = dtype_of_type(t) if not isinstance(t, _dtype.dtype) else None
     if d is None:
         raise TypeError(f"invalid type object: only floating-point types are supported as the "
@@ -673,3 +673,4 @@ Tensor.__new__ = _tensor_new
 from . import conversion as _conv  # noqa: E402
 from . import views as _views  # noqa: E402
 from .. import _memory_format as _mf  # noqa: E402
+from .._warn import user_stacklevel

@@ -17,6 +17,7 @@ from .._tensor import Tensor
 from . import factories as _fac
 from . import views as _views
 from ._util import _dtype_title as title, as_shape, tensor_method, write_out
+from .._warn import user_stacklevel
 
 __all__ = ["empty_strided", "empty_permuted", "scalar_tensor", "range", "tril_indices",
            "triu_indices", "frombuffer", "to_dlpack"]
@@ -84,7 +85,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None,  # no
     warnings.warn("torch.range is deprecated and will be removed in a future release because "
                   "its behavior is inconsistent with Python's range builtin. Instead, use "
                   "torch.arange, which produces values in [start, end).", UserWarning,
-                  stacklevel=2)
+                  stacklevel=user_stacklevel())
     if end is None:
         start, end = 0, start
     if step == 0:

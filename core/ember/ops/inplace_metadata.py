@@ -14,6 +14,7 @@ from ..runtime.layout import contiguous_strides
 from ..runtime.storage import Storage
 from ._util import tensor_method
 from .factories import empty
+from .._warn import user_stacklevel
 
 
 @tensor_method()
@@ -189,13 +190,13 @@ def _resize_as_(self, other, *, memory_format=None):
 
 @tensor_method("resize")
 def _resize(self, *sizes):
-    warnings.warn("non-inplace resize is deprecated")
+    warnings.warn("non-inplace resize is deprecated", stacklevel=user_stacklevel())
     return self.reshape(*sizes)
 
 
 @tensor_method("resize_as")
 def _resize_as(self, other):
-    warnings.warn("non-inplace resize_as is deprecated")
+    warnings.warn("non-inplace resize_as is deprecated", stacklevel=user_stacklevel())
     return self.reshape(other.shape)
 
 

@@ -31,6 +31,7 @@ from ..runtime.registry import registry
 from .conversion import copy_op
 from .shape import cat_op
 from .views import view_op
+from .._warn import user_stacklevel
 
 __all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial",
            "rand_like", "randn_like", "randint_like"]
@@ -199,7 +200,8 @@ def _check_random_range(low, high, d, op):
             if abs(v) > 1 << digits:
                 warnings.warn(f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
                               f"precision limitations {d.name} can support discrete uniform "
-                              f"distribution only within this range.", UserWarning, stacklevel=4)
+                              f"distribution only within this range.", UserWarning,
+                              stacklevel=user_stacklevel())
 
 
 def _from_to(op, args, kwargs, defaults):

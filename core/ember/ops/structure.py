@@ -13,6 +13,7 @@ from .. import _dtype
 from .._tensor import Size, Tensor
 from .view_copies import diagonal_scatter
 from ._util import ember_namespace as _ember
+from .._warn import user_stacklevel
 
 __all__ = ["broadcast_shapes", "diag_embed", "diagflat", "block_diag", "cartesian_prod", "combinations",
            "meshgrid", "take_along_dim", "index_fill", "masked_scatter", "put", "isin",
@@ -125,7 +126,7 @@ def meshgrid(*tensors, indexing=None):
         tensors = tuple(tensors[0])
     if indexing is None:
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
-                      "indexing argument.", UserWarning, stacklevel=2)
+                      "indexing argument.", UserWarning, stacklevel=user_stacklevel())
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "

@@ -35,6 +35,7 @@ from ..ops.foreach import decayed_grad  # noqa: F401  (re-exported for the optim
 from ..utils.hooks import RemovableHandle
 from ..compiler import is_compiling
 from ..ops.factories import tensor, zeros_like
+from .._warn import user_stacklevel
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -197,7 +198,7 @@ class Optimizer:
         if len(tensors) != len(set(tensors)):
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
                           "future, this will cause an error; see github.com/pytorch/pytorch/"
-                          "issues/40967 for more information", stacklevel=3)
+                          "issues/40967 for more information", stacklevel=user_stacklevel())
         seen = set()
         for group in self.param_groups:
             seen.update(group["params"])

@@ -21,6 +21,7 @@ from enum import Enum
 from ._legacy import profile as _legacy_profile
 from ._events import chrome_trace
 from ..runtime.registry import registry
+from .._warn import user_stacklevel
 
 __all__ = ["profile", "schedule", "ProfilerAction", "ProfilerActivity",
            "tensorboard_trace_handler", "supported_activities"]
@@ -74,7 +75,7 @@ def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first
         raise AssertionError("Invalid profiler schedule arguments")
     if warmup == 0:
         warnings.warn("Profiler won't be using warmup, this can skew profiler results",
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
 
     def schedule_fn(step: int) -> ProfilerAction:
         if step < 0:

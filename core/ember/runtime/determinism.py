@@ -18,6 +18,7 @@ dtype's largest value (integers, bool) while ``fill_uninitialized_memory`` is Tr
 from __future__ import annotations
 
 import warnings
+from .._warn import user_stacklevel
 
 _enabled = False
 _warn_only = False
@@ -98,7 +99,7 @@ def alert_not_deterministic(caller: str) -> None:
     if _warn_only:
         warnings.warn(f"{caller} does not have a deterministic implementation, but you set "
                       f"'ember.use_deterministic_algorithms(True, warn_only=True)'.",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=user_stacklevel())
         return
     raise RuntimeError(f"{caller} does not have a deterministic implementation, but you set "
                        f"'ember.use_deterministic_algorithms(True)'. You can turn off "

@@ -22,6 +22,7 @@ from . import device_absence, device_types, events
 from .devices import device as _device_cls
 from .devices import resolve_type
 from .registry import registry
+from .._warn import user_stacklevel
 
 
 def _absent_aware(name, method):
@@ -274,25 +275,27 @@ class DeviceModule(types.ModuleType):
 
     def memory_cached(self, device=None) -> int:
         warnings.warn(f"ember.{self._name}.memory_cached has been renamed to "
-                      f"ember.{self._name}.memory_reserved", FutureWarning, stacklevel=2)
+                      f"ember.{self._name}.memory_reserved", FutureWarning,
+                      stacklevel=user_stacklevel())
         return self.memory_reserved(device)
 
     def max_memory_cached(self, device=None) -> int:
         warnings.warn(f"ember.{self._name}.max_memory_cached has been renamed to "
-                      f"ember.{self._name}.max_memory_reserved", FutureWarning, stacklevel=2)
+                      f"ember.{self._name}.max_memory_reserved", FutureWarning,
+                      stacklevel=user_stacklevel())
         return self.max_memory_reserved(device)
 
     def reset_max_memory_allocated(self, device=None) -> None:
         """Deprecated in torch: resets every peak, as ``reset_peak_memory_stats``."""
         warnings.warn(f"ember.{self._name}.reset_max_memory_allocated now calls "
                       f"ember.{self._name}.reset_peak_memory_stats, which resets /all/ peak "
-                      f"memory stats.", FutureWarning, stacklevel=2)
+                      f"memory stats.", FutureWarning, stacklevel=user_stacklevel())
         self.reset_peak_memory_stats(device)
 
     def reset_max_memory_cached(self, device=None) -> None:
         warnings.warn(f"ember.{self._name}.reset_max_memory_cached now calls "
                       f"ember.{self._name}.reset_peak_memory_stats, which resets /all/ peak "
-                      f"memory stats.", FutureWarning, stacklevel=2)
+                      f"memory stats.", FutureWarning, stacklevel=user_stacklevel())
         self.reset_peak_memory_stats(device)
 
     def memory_stats_as_nested_dict(self, device=None) -> dict:

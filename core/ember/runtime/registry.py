@@ -35,6 +35,7 @@ import pluggy
 
 from . import device_types, events, hookspecs
 from .kernels import KernelTable
+from .._warn import user_stacklevel
 
 log = logging.getLogger("ember.registry")
 
@@ -262,7 +263,7 @@ class BackendRegistry:
                 self._broken[name] = reason
                 log.warning("backend '%s' is unavailable: %s", name, reason)
                 warnings.warn(f"ember: backend '{name}' is unavailable: {reason}",
-                              RuntimeWarning, stacklevel=4)
+                              RuntimeWarning, stacklevel=user_stacklevel())
             if name not in self._backends and name not in self._broken:
                 self._broken[name] = f"plugin '{ep.value}' registered no backend named '{name}'"
         finally:
@@ -284,7 +285,7 @@ class BackendRegistry:
             self._forget(name)
             events.publish(events.BACKEND_REMOVED, name)
             warnings.warn(f"ember: backend '{name}' is unavailable: {reason}", RuntimeWarning,
-                          stacklevel=4)
+                          stacklevel=user_stacklevel())
             return reason
         self._verdicts[name] = reason
         if reason is None:

@@ -34,6 +34,7 @@ from .._device import device
 from ..dispatch.grad_mode import no_grad
 from ..nn.parameter import Parameter
 from ..ops.factories import empty, from_numpy
+from .._warn import user_stacklevel
 
 LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 LEGACY_PROTOCOL = 1001
@@ -88,7 +89,7 @@ def _torch_device(kind, index=None):
     except Exception as e:
         warnings.warn(f"ember.load: the checkpoint holds torch.device({spec!r}), a device type "
                       f"ember does not know ({e}); it is loaded as the string {spec!r}",
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
         return spec
 
 

@@ -16,6 +16,7 @@ from typing import NamedTuple
 from ...ops.factories import ones, zeros
 from ..collectives import all_reduce
 from ..process_group import resolve_group
+from ..._warn import user_stacklevel
 
 __all__ = ["JoinHook", "Joinable", "Join"]
 
@@ -110,7 +111,8 @@ class Join:
                 warnings.warn(f"Detected uneven input skew of greater than 1000. This means "
                               f"that rank {self._rank} has at least 1000 fewer inputs than "
                               f"other currently-active ranks. This level of skew could lead to "
-                              f"performance degradation during training.")
+                              f"performance degradation during training.",
+                              stacklevel=user_stacklevel())
             if self._get_num_nonjoined_procs() == 0:
                 all_joined = True
             else:

@@ -135,11 +135,11 @@ class Hardtanh(Module):
         super().__init__()
         if min_value is not None:
             warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`",
-                          FutureWarning, stacklevel=2)
+                          FutureWarning, stacklevel=user_stacklevel())
             min_val = min_value
         if max_value is not None:
             warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`",
-                          FutureWarning, stacklevel=2)
+                          FutureWarning, stacklevel=user_stacklevel())
             max_val = max_value
         if max_val <= min_val:
             raise AssertionError(f"max_val ({max_val}) must be greater than min_val "
@@ -292,3 +292,4 @@ class Softmax2d(Module):
 
 # torch defines MultiheadAttention in torch.nn.modules.activation; scripts name it there
 from .multihead import MultiheadAttention  # noqa: E402,F401
+from ..._warn import user_stacklevel

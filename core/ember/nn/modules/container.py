@@ -11,6 +11,7 @@ from itertools import chain, islice
 from ..._tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
+from ..._warn import user_stacklevel
 
 __all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
            "ParameterDict"]
@@ -31,7 +32,7 @@ class Container(Module):
         super().__init__()
         warnings.warn("nn.Container is deprecated. All of it's functionality is now "
                       "implemented in nn.Module. Subclass that instead.", DeprecationWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
         for key, value in kwargs.items():
             self.add_module(key, value)
 

@@ -7,6 +7,7 @@ import warnings
 from .. import _normalization as N
 from .module import Module
 from .normalization import _BatchNorm
+from ..._warn import user_stacklevel
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
            "CrossMapLRN2d"]
@@ -31,7 +32,8 @@ class _InstanceNorm(_BatchNorm):
                                  f"{channels}.")
             warnings.warn(f"input's size at dim={0 if unbatched else 1} does not match "
                           f"num_features. You can silence this warning by not passing in "
-                          f"num_features, which is not used because affine=False")
+                          f"num_features, which is not used because affine=False",
+                          stacklevel=user_stacklevel())
         x = input.unsqueeze(0) if unbatched else input
         use_input_stats = self.training or not self.track_running_stats
         out = N.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,

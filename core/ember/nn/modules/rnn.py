@@ -24,6 +24,7 @@ from .. import init
 from ..parameter import Parameter
 from .._packed_sequence import PackedSequence
 from .module import Module
+from ..._warn import user_stacklevel
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -61,7 +62,8 @@ class RNNBase(Module):
         if dropout > 0 and num_layers == 1:
             warnings.warn(f"dropout option adds dropout after all but last recurrent layer, so "
                           f"non-zero dropout expects num_layers greater than 1, but got "
-                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=3)
+                          f"dropout={dropout} and num_layers={num_layers}",
+                          stacklevel=user_stacklevel())
         _check_flag("bias", bias)
         _check_flag("batch_first", batch_first)
         _check_size("input_size", input_size)

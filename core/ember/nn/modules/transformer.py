@@ -26,6 +26,7 @@ from .linear import Linear
 from .module import Module
 from .multihead import MultiheadAttention
 from .normalization import LayerNorm
+from ..._warn import user_stacklevel
 
 __all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
            "TransformerDecoderLayer"]
@@ -164,7 +165,7 @@ class TransformerEncoder(Module):
         why_not = _nested_fast_path_blocker(encoder_layer)
         if enable_nested_tensor and why_not:
             warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
-                          f"because {why_not}", stacklevel=2)
+                          f"because {why_not}", stacklevel=user_stacklevel())
             self.use_nested_tensor = False
 
     def _pads_like_torch(self, src, mask, padding):

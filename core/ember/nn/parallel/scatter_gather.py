@@ -10,6 +10,7 @@ import warnings
 from ..._device import as_device
 from ..._tensor import Tensor
 from ...ops.shape import cat
+from ..._warn import user_stacklevel
 
 __all__ = ["scatter", "scatter_kwargs", "gather"]
 
@@ -67,7 +68,7 @@ def gather(outputs, target_device, dim=0):
             if all(t.ndim == 0 for t in outs) and dim == 0:
                 warnings.warn("Was asked to gather along dimension 0, but all input tensors were "
                               "scalars; will instead unsqueeze and return a vector.",
-                              UserWarning, stacklevel=4)
+                              UserWarning, stacklevel=user_stacklevel())
                 outs = [t.unsqueeze(0) for t in outs]
             return cat([t.to(target) for t in outs], dim)
         if out is None:

@@ -12,6 +12,7 @@ import warnings
 
 from ..._tensor import Tensor
 from ..parameter import Parameter
+from ..._warn import user_stacklevel
 
 __all__ = ["weight_norm", "remove_weight_norm", "norm_except_dim", "WeightNorm"]
 
@@ -54,7 +55,7 @@ class WeightNorm:
     def apply(module, name, dim):
         warnings.warn("`ember.nn.utils.weight_norm` is deprecated in favor of "
                       "`ember.nn.utils.parametrizations.weight_norm`.", FutureWarning,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two weight_norm hooks on the same "

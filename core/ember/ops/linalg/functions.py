@@ -25,6 +25,7 @@ from . import solvers as _solvers
 from ._rules import (check_at_least_2d, check_float, check_float_matrices, check_square, diag,
                      eps_of, eye_like, mH)
 from ..reduction._rules import reduce_dims
+from ..._warn import user_stacklevel
 
 
 def _square_meta(api):
@@ -268,7 +269,7 @@ def cross_legacy(input, other, dim=None, *, out=None):
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
                       "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
                       "default value of dim will change to agree with that of linalg.cross in a "
-                      "future release.", UserWarning, stacklevel=3)
+                      "future release.", UserWarning, stacklevel=user_stacklevel())
         dim = next((i for i, p in enumerate(input._shape) if p == 3), None)
         if dim is None:
             raise RuntimeError("cross: no dimension of size 3 in input")

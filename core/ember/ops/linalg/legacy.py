@@ -24,6 +24,7 @@ from . import decompositions as _dec
 from . import functions as _fn
 from . import solvers as _sol
 from ._rules import check_float, check_square, eye_like, mH
+from ..._warn import user_stacklevel
 
 
 @tensor_method()
@@ -121,7 +122,8 @@ def chain_matmul(*matrices, out=None):
     """Deprecated in PyTorch for ``torch.linalg.multi_dot``; the same product."""
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
                   "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
-                  "more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
+                  "more tensors rather than multiple parameters.", UserWarning,
+                  stacklevel=user_stacklevel())
     if len(matrices) == 1:
         result = matrices[0].clone()
     else:

@@ -19,6 +19,7 @@ from .._util import _dtype_title, tensor_method
 from . import scans as _scans  # formulas only: scans imports this module
 from ._rules import (accumulate_dtype, check_tensor, overload_name, reduce_dims, reduction_meta,
                      restore)
+from ..._warn import user_stacklevel
 
 
 # -- sum, prod, nansum, mean --------------------------------------------------------------------
@@ -204,7 +205,7 @@ def _var_args(op, input, dim, unbiased, keepdim, correction):
     if math.prod(input._shape[d] for d in dims) - c <= 0:
         warnings.warn(f"{op.split('_')[0]}(): degrees of freedom is <= 0. Correction should be "
                       f"strictly less than the reduction factor (input numel divided by output "
-                      f"numel).", UserWarning, stacklevel=3)
+                      f"numel).", UserWarning, stacklevel=user_stacklevel())
     return input, dims, float(c), bool(keepdim)
 
 

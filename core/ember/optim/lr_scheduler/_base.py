@@ -6,6 +6,7 @@ import warnings
 
 from ..._tensor import Tensor
 from ..optimizer import Optimizer
+from ..._warn import user_stacklevel
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
@@ -78,7 +79,7 @@ class LRScheduler:
     def _warn_get_lr(self):
         if not self._get_lr_called_within_step:
             warnings.warn("To get the last learning rate computed by the scheduler, please use "
-                          "`get_last_lr()`.", UserWarning, stacklevel=3)
+                          "`get_last_lr()`.", UserWarning, stacklevel=user_stacklevel())
 
     def step(self, epoch=None):
         if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
@@ -86,10 +87,10 @@ class LRScheduler:
                           "You should call them in the opposite order: `optimizer.step()` "
                           "before `lr_scheduler.step()`.  Failure to do this will result in "
                           "skipping the first value of the learning rate schedule.",
-                          UserWarning, stacklevel=2)
+                          UserWarning, stacklevel=user_stacklevel())
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=user_stacklevel())
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):

@@ -6,6 +6,7 @@ import warnings
 
 from ..optimizer import Optimizer
 from ._base import EPOCH_DEPRECATION_WARNING, LRScheduler, _lrs, set_lr
+from ..._warn import user_stacklevel
 
 class ReduceLROnPlateau(LRScheduler):
     """Multiply the lr by ``factor`` when a metric stopped improving for ``patience`` epochs."""
@@ -45,7 +46,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=user_stacklevel())
         self.last_epoch = epoch
         if self._is_better(current, self.best):
             self.best = current

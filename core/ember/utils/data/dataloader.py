@@ -22,6 +22,7 @@ from .datapipes.datapipe import IterDataPipe, MapDataPipe
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 from .graph_settings import apply_random_seed, apply_sharding, apply_shuffle_settings
+from ..._warn import user_stacklevel
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
@@ -269,7 +270,8 @@ class DataLoader:
             warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in "
                           f"total. {detail} Please be aware that excessive worker creation might "
                           f"get DataLoader running slow or even freeze, lower the worker number "
-                          f"to avoid potential slowness/freeze if necessary.", stacklevel=3)
+                          f"to avoid potential slowness/freeze if necessary.",
+                          stacklevel=user_stacklevel())
 
 
 class _BaseDataLoaderIter:
@@ -330,7 +332,7 @@ class _BaseDataLoaderIter:
                 msg += ("For multiprocessing data-loading, this could be caused by not properly "
                         "configuring the IterableDataset replica at each worker (see "
                         "get_worker_info()).")
-            warnings.warn(msg, stacklevel=2)
+            warnings.warn(msg, stacklevel=user_stacklevel())
         return data
 
     def __len__(self):

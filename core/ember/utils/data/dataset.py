@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Generic, TypeVar
 import numpy as np
 import ember
+from ..._warn import user_stacklevel
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -243,7 +244,7 @@ def random_split(dataset, lengths, generator=None):
         for i, length in enumerate(lengths):
             if length == 0:
                 warnings.warn(f"Length of split at index {i} is 0. This might result in an empty "
-                              f"dataset.", stacklevel=2)
+                              f"dataset.", stacklevel=user_stacklevel())
     if sum(lengths) != n:
         raise ValueError(f"Sum of input lengths does not equal the length of the input dataset! "
                          f"(lengths {list(lengths)} sum to {sum(lengths)}, dataset has {n})")

@@ -12,6 +12,7 @@ import warnings
 from collections import deque
 
 from .datapipes.datapipe import IterDataPipe, MapDataPipe
+from ..._warn import user_stacklevel
 
 __all__ = ["DataPipe", "DataPipeGraph", "traverse", "traverse_dps"]
 
@@ -90,5 +91,5 @@ def traverse_dps(datapipe) -> DataPipeGraph:
 
 def traverse(datapipe, only_datapipe=None) -> DataPipeGraph:
     warnings.warn("`traverse` function is deprecated and will be removed after 1.13. Please use "
-                  "`traverse_dps` instead.", FutureWarning, stacklevel=2)
+                  "`traverse_dps` instead.", FutureWarning, stacklevel=user_stacklevel())
     return traverse_dps(datapipe)

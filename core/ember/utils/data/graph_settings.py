@@ -9,6 +9,7 @@ from ._utils.seeds import draw_seed
 from .datapipes.datapipe import IterDataPipe
 from .datapipes.iter.grouping import SHARDING_PRIORITIES, _ShardingIterDataPipe
 from .graph import traverse_dps
+from ..._warn import user_stacklevel
 
 __all__ = ["apply_random_seed", "apply_sharding", "apply_shuffle_seed", "apply_shuffle_settings",
            "get_all_graph_pipes"]
@@ -74,7 +75,7 @@ def apply_shuffle_settings(datapipe, shuffle=None):
     if not shufflers and shuffle:
         warnings.warn("`shuffle=True` was set, but the datapipe does not contain a `Shuffler`. "
                       "Adding one at the end. Be aware that the default buffer size might not be "
-                      "sufficient for your task.", stacklevel=2)
+                      "sufficient for your task.", stacklevel=user_stacklevel())
         datapipe = datapipe.shuffle()
         shufflers = [datapipe]
     for shuffler in shufflers:
@@ -98,7 +99,7 @@ def apply_random_seed(datapipe, rng):
 def apply_shuffle_seed(datapipe, rng):
     warnings.warn("`apply_shuffle_seed` is deprecated since 1.12 and will be removed in the "
                   "future releases. Please use `apply_random_seed` instead.", FutureWarning,
-                  stacklevel=2)
+                  stacklevel=user_stacklevel())
     return apply_random_seed(datapipe, rng)
 
 

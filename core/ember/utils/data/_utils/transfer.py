@@ -33,6 +33,7 @@ import numpy as np
 import ember
 
 from ...._tensor import Tensor
+from ...._warn import user_stacklevel
 
 try:
     import _posixshmem
@@ -142,7 +143,7 @@ class Sender:
                 warnings.warn(f"DataLoader worker {self.worker_id}: cannot place a {size}-byte "
                               f"batch in shared memory ({e}); sending batches through the "
                               f"result queue instead (slower). Free space in {_SHM_DIR} or use "
-                              f"smaller batches.", RuntimeWarning, stacklevel=2)
+                              f"smaller batches.", RuntimeWarning, stacklevel=user_stacklevel())
             else:
                 name, slot_size, segment = self.slots[slot]
                 for a, off in zip(arrays, offsets):

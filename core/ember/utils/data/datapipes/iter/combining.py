@@ -12,6 +12,7 @@ from collections.abc import Sized
 from .._decorator import functional_datapipe
 from ..datapipe import IterDataPipe, MapDataPipe
 from ..utils.common import StreamWrapper, _check_unpickable_fn, unzip_columns
+from ....._warn import user_stacklevel
 
 __all__ = ["ConcaterIterDataPipe", "DemultiplexerIterDataPipe", "ForkerIterDataPipe",
            "IterKeyZipperIterDataPipe", "MapKeyZipperIterDataPipe", "MultiplexerIterDataPipe",
@@ -185,7 +186,7 @@ class _Container(IterDataPipe):
         self.buffer_size = buffer_size
         if buffer_size < 0:
             warnings.warn(f"Unlimited buffer size is set for `{what}`, please be aware of OOM "
-                          f"at random places", UserWarning, stacklevel=4)
+                          f"at random places", UserWarning, stacklevel=user_stacklevel())
         self.reset()
 
     def reset(self) -> None:
@@ -356,7 +357,7 @@ class _ChildDataPipe(IterDataPipe):
             if not main.is_every_instance_exhausted():
                 warnings.warn("Some child DataPipes are not exhausted when __iter__ is called. "
                               "We are resetting the buffer and each child DataPipe will read "
-                              "from the start again.", UserWarning, stacklevel=4)
+                              "from the start again.", UserWarning, stacklevel=user_stacklevel())
             main.reset()
         self._valid_iterator_id = main._valid_iterator_id
         return self._valid_iterator_id
@@ -485,7 +486,8 @@ class IterKeyZipperIterDataPipe(IterDataPipe):
                         warned = True
                         warnings.warn("Buffer reaches the upper limit, so reference key-data "
                                       "pair begins to be removed from buffer in FIFO order. "
-                                      "Please consider increase buffer size.", stacklevel=2)
+                                      "Please consider increase buffer size.",
+                                      stacklevel=user_stacklevel())
                     buffer.popitem(last=False)
                 buffer[ref_key] = ref_data
             ref = buffer.pop(key)

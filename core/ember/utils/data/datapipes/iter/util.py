@@ -15,6 +15,7 @@ from collections.abc import Sized
 from .._decorator import functional_datapipe
 from ..datapipe import IterDataPipe, MapDataPipe
 from ..._utils.pin_memory import pin_memory
+from ....._warn import user_stacklevel
 
 __all__ = ["CyclerIterDataPipe", "DropperIterDataPipe", "EnumeratorIterDataPipe",
            "FlattenerIterDataPipe", "HeaderIterDataPipe", "InMemoryCacheHolderIterDataPipe",
@@ -47,7 +48,8 @@ class IterableWrapperIterDataPipe(IterDataPipe):
                 source = copy.deepcopy(self.iterable)
             except TypeError:
                 warnings.warn("The input iterable can not be deepcopied, please be aware of "
-                              "in-place modification would affect source data.", stacklevel=2)
+                              "in-place modification would affect source data.",
+                              stacklevel=user_stacklevel())
         yield from source
 
     def __len__(self):

@@ -10,6 +10,7 @@ from .._decorator import functional_datapipe
 from .._seeded import SeededRandomMixin
 from ..datapipe import DataChunk, IterDataPipe, MapDataPipe
 from ..utils.common import _check_unpickable_fn, unzip_columns
+from ....._warn import user_stacklevel
 
 __all__ = ["Batcher", "Concater", "InMemoryCacheHolder", "IterToMapConverter", "MapDataPipe",
            "Mapper", "SequenceWrapper", "Shuffler", "UnZipper", "Zipper"]
@@ -28,7 +29,8 @@ class SequenceWrapperMapDataPipe(MapDataPipe):
                 self.sequence = copy.deepcopy(sequence)
             except TypeError:
                 warnings.warn("The input sequence can not be deepcopied, please be aware of "
-                              "in-place modification would affect source data", stacklevel=2)
+                              "in-place modification would affect source data",
+                              stacklevel=user_stacklevel())
                 self.sequence = sequence
         else:
             self.sequence = sequence
@@ -223,7 +225,7 @@ class IterToMapConverterMapDataPipe(MapDataPipe):
             key, value = pair
             if key in self._map:
                 warnings.warn(f"Found duplicate key {key}. Please check your `key_value_fn`",
-                              stacklevel=2)
+                              stacklevel=user_stacklevel())
             self._map[key] = value
 
     def __getitem__(self, index):

@@ -8,6 +8,7 @@ import os
 import warnings
 from collections.abc import Iterable
 from io import IOBase
+from ....._warn import user_stacklevel
 
 __all__ = ["StreamWrapper", "get_file_binaries_from_pathnames", "get_file_pathnames_from_root",
            "match_masks", "validate_input_col", "validate_pathname_binary_tuple"]
@@ -66,10 +67,10 @@ def _check_unpickable_fn(fn) -> None:
         fn = fn.func
     if _is_local_fn(fn):
         warnings.warn("Local function is not supported by pickle, please use regular python "
-                      "function or functools.partial instead.", stacklevel=3)
+                      "function or functools.partial instead.", stacklevel=user_stacklevel())
     elif getattr(fn, "__name__", None) == "<lambda>":
         warnings.warn("Lambda function is not supported by pickle, please use regular python "
-                      "function or functools.partial instead.", stacklevel=3)
+                      "function or functools.partial instead.", stacklevel=user_stacklevel())
 
 
 def apply_to_columns(fn, data, input_col, output_col):
