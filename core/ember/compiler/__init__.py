@@ -43,6 +43,7 @@ from .._dtype import dtype as dtype_cls
 from ..nn.modules.module import Module
 from ..runtime.registry import registry
 from ..utils._pytree import leaves_of_type
+from .._warn import user_stacklevel
 
 __all__ = ["compile", "explain", "is_compiling", "run_graph", "CompiledFunction", "GraphBreak",
            "Graph", "Node", "Ref",
@@ -606,4 +607,3 @@ def _module_compile(self, *args, **kwargs):
 
 
 from .explain import explain  # noqa: E402 - reads CompiledFunction, _CompiledModule
-from .._warn import user_stacklevel

@@ -20,6 +20,7 @@ from ..runtime.registry import registry
 from . import keys as K
 from .facets import Derivative
 from .schema import Schema
+from .._warn import user_stacklevel
 
 log = logging.getLogger("ember.dispatch")
 fallback_log = logging.getLogger("ember.fallback")
@@ -518,7 +519,6 @@ def register_functionality(bit: int, make_handler) -> None:
 from ..runtime import catalog as _catalog  # noqa: E402 - after the registry of ops exists
 from ..runtime import checks as _checks  # noqa: E402
 from ..runtime import events as _events  # noqa: E402
-from .._warn import user_stacklevel
 
 _catalog.install(get_op, all_ops)
 _events.subscribe(_events.KERNEL_CHANGED, lambda backend_name, op_name: invalidate(op_name))

@@ -15,6 +15,7 @@ from .. import _dtype
 from .._tensor import Tensor
 from ..nn import functional as F
 from ..ops.factories import arange, ones
+from .._warn import user_stacklevel
 
 
 def _window(fname, window, n_fft, win_length, like):
@@ -189,4 +190,3 @@ Tensor.stft, Tensor.istft = stft, istft
 from .. import fft as _fft  # noqa: E402 - the package imports this module last
 from ..ops import shape as _shape_ops  # noqa: E402
 from ..ops import views as _views  # noqa: E402
-from .._warn import user_stacklevel

@@ -25,6 +25,7 @@ from ..dispatch import keys as K
 from ..dispatch import levels as _levels
 from ._batched import BatchedTensor, make_batched, move_bdim_to_front
 from ._calls import _decomposes, _positional
+from .._warn import user_stacklevel
 
 _BATCHED = K.BATCHED
 _AG = K.AUTOGRAD
@@ -268,4 +269,3 @@ def register() -> None:
 
 from ..ops import _batching, views as _views  # noqa: E402 - ops load first
 from . import _forward  # noqa: E402 - it imports this module's helpers
-from .._warn import user_stacklevel

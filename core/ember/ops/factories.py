@@ -25,6 +25,7 @@ from ..runtime import determinism as _determinism
 from .._layout import strided
 from ..runtime.registry import registry
 from ..runtime.storage import Storage
+from .._warn import user_stacklevel
 
 
 def _full_meta(size, fill_value, dtype, device):
@@ -98,6 +99,8 @@ def _infer_host_array(data, dtype):
                             f"types are: float64, float32, float16, complex64, complex128, "
                             f"int64, int32, int16, int8, uint8, and bool.")
         return np.array(arr, dtype=None if dtype is None else dtype.np)
+    if isinstance(data, (list, tuple)) and data and isinstance(data[0], np.ndarray):
+        _warn_list_of_arrays()
     data = _unwrap_tensors(data)
     try:
         arr = np.array(data)
@@ -113,6 +116,18 @@ def _infer_host_array(data, dtype):
         dtype = (_dtype.bool_ if kind == "b" else _dtype.int64 if kind in "iu" else
                  _dtype.get_default_dtype() if kind == "f" else _dtype._default_complex())
     return arr.astype(dtype.np)
+
+
+_LIST_OF_ARRAYS_WARNED = [False]
+
+
+def _warn_list_of_arrays():
+    # torch's TORCH_WARN_ONCE: once per process, whichever line converts such a list first
+    if not _LIST_OF_ARRAYS_WARNED[0]:
+        _LIST_OF_ARRAYS_WARNED[0] = True
+        warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
+                      "consider converting the list to a single numpy.ndarray with numpy.array() "
+                      "before converting to a tensor.", UserWarning, stacklevel=user_stacklevel())
 
 
 def _unwrap_tensors(data):
@@ -673,4 +688,3 @@ Tensor.__new__ = _tensor_new
 from . import conversion as _conv  # noqa: E402
 from . import views as _views  # noqa: E402
 from .. import _memory_format as _mf  # noqa: E402
-from .._warn import user_stacklevel

@@ -9,6 +9,7 @@ from .. import functional as F
 from .._activation import _softmax2d
 from ..parameter import Parameter
 from .module import Module
+from ..._warn import user_stacklevel
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU",
            "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softsign", "Sigmoid", "Tanh",
@@ -292,4 +293,3 @@ class Softmax2d(Module):
 
 # torch defines MultiheadAttention in torch.nn.modules.activation; scripts name it there
 from .multihead import MultiheadAttention  # noqa: E402,F401
-from ..._warn import user_stacklevel
