@@ -43,9 +43,7 @@ class Categorical(Distribution):
             new.logits = self.logits.expand(*param_shape)
             new._param = new.logits
         new._num_events = self._num_events
-        super(Categorical, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(new, batch_shape)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):

@@ -1,14 +1,13 @@
 """The geometric distribution: failures before the first success."""
 from __future__ import annotations
 
-from numbers import Number
 import ember
 
 from .. import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import _bce_with_logits, broadcast_all, finfo, lazy_property, logits_to_probs, \
-    probs_to_logits
+from .utils import (_bce_with_logits, _set_probs_or_logits, broadcast_all, finfo,
+                    lazy_property, logits_to_probs, probs_to_logits)
 
 __all__ = ["Geometric"]
 
@@ -18,15 +17,8 @@ class Geometric(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        given = probs if probs is not None else logits
-        batch_shape = Size() if isinstance(given, Number) else given.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        param = _set_probs_or_logits(self, probs, logits)
+        super().__init__(param.size(), validate_args=validate_args)
         if self._validate_args and probs is not None:
             value = self.probs
             valid = value > 0

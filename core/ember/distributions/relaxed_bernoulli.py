@@ -1,7 +1,6 @@
 """The relaxed (Concrete / Gumbel-softmax) Bernoulli distribution on (0, 1), and its logit."""
 from __future__ import annotations
 
-from numbers import Number
 import ember
 
 from .. import Size
@@ -9,7 +8,7 @@ from . import constraints
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
-from .utils import _BinaryProbsLogits, broadcast_all, clamp_probs
+from .utils import _BinaryProbsLogits, _set_probs_or_logits, broadcast_all, clamp_probs
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
@@ -20,17 +19,8 @@ class LogitRelaxedBernoulli(_BinaryProbsLogits, Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = temperature
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(Size() if is_scalar else self._param.size(),
-                         validate_args=validate_args)
+        param = _set_probs_or_logits(self, probs, logits)
+        super().__init__(param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(LogitRelaxedBernoulli, batch_shape, _instance,
