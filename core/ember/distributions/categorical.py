@@ -12,6 +12,23 @@ from .utils import finfo, lazy_property, logits_to_probs, probs_to_logits
 __all__ = ["Categorical"]
 
 
+class _OfCategorical:
+    """``probs``, ``logits`` and ``param_shape`` of a family built on the Categorical
+    ``_categorical`` (OneHotCategorical, Multinomial, ExpRelaxedCategorical)."""
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+
 class Categorical(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True

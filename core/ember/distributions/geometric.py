@@ -6,13 +6,13 @@ import ember
 from .. import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import (_bce_with_logits, _set_probs_or_logits, broadcast_all, finfo,
-                    lazy_property, logits_to_probs, probs_to_logits)
+from .utils import (_bce_with_logits, _LazyBinaryProbsLogits, _set_probs_or_logits,
+                    broadcast_all, finfo)
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(_LazyBinaryProbsLogits, Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
@@ -41,14 +41,6 @@ class Geometric(Distribution):
     @property
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -5,7 +5,7 @@ import ember
 
 from .. import Size
 from . import constraints
-from .categorical import Categorical
+from .categorical import Categorical, _OfCategorical
 from .distribution import Distribution
 
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
@@ -15,7 +15,7 @@ def _one_hot(indices, n, like):
     return ember.nn.functional.one_hot(indices, n).to(like.dtype)
 
 
-class OneHotCategorical(Distribution):
+class OneHotCategorical(_OfCategorical, Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.one_hot
     has_enumerate_support = True
@@ -36,14 +36,6 @@ class OneHotCategorical(Distribution):
         return self._categorical._param
 
     @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
     def mean(self):
         return self._categorical.probs
 
@@ -56,10 +48,6 @@ class OneHotCategorical(Distribution):
     def variance(self):
         p = self._categorical.probs
         return p * (1 - p)
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     def sample(self, sample_shape=Size()):
         indices = self._categorical.sample(Size(sample_shape))

@@ -13,6 +13,23 @@ from .utils import _BinaryProbsLogits, _set_probs_or_logits, broadcast_all, clam
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
 
+class _OfRelaxedBase:
+    """``temperature``, ``logits`` and ``probs`` of a relaxed distribution, its base's (shared
+    by RelaxedBernoulli and RelaxedOneHotCategorical)."""
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
+
+
 class LogitRelaxedBernoulli(_BinaryProbsLogits, Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real
@@ -40,7 +57,7 @@ class LogitRelaxedBernoulli(_BinaryProbsLogits, Distribution):
         return self.temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(_OfRelaxedBase, TransformedDistribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
@@ -52,15 +69,3 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs

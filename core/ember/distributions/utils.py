@@ -140,10 +140,9 @@ class lazy_property:
         return value
 
 
-class _BinaryProbsLogits:
-    """``probs`` and ``logits`` of a binary event, each computed from the other (the one given,
-    ``_param``) on first use, and ``param_shape``: shared by Bernoulli, Binomial,
-    LogitRelaxedBernoulli and NegativeBinomial."""
+class _LazyBinaryProbsLogits:
+    """``probs`` and ``logits`` of a binary event, each computed from the other (the one given)
+    on first use."""
 
     @lazy_property
     def logits(self):
@@ -152,6 +151,11 @@ class _BinaryProbsLogits:
     @lazy_property
     def probs(self):
         return logits_to_probs(self.logits, is_binary=True)
+
+
+class _BinaryProbsLogits(_LazyBinaryProbsLogits):
+    """The lazy probs/logits pair and ``param_shape`` (of ``_param``, the one given): shared by
+    Bernoulli, Binomial, LogitRelaxedBernoulli and NegativeBinomial."""
 
     @property
     def param_shape(self):
