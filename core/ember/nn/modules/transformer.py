@@ -81,18 +81,19 @@ class Transformer(Module):
                  bias=True, device=None, dtype=None):
         kw = _factory(device, dtype)
         super().__init__()
+        # the encoder's and the decoder's layers take the same arguments
+        layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                      batch_first, norm_first, bias)
         if custom_encoder is not None:
             self.encoder = custom_encoder
         else:
-            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
-                                            layer_norm_eps, batch_first, norm_first, bias, **kw)
+            layer = TransformerEncoderLayer(*layer_args, **kw)
             norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
             self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
-            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
-                                            layer_norm_eps, batch_first, norm_first, bias, **kw)
+            layer = TransformerDecoderLayer(*layer_args, **kw)
             norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
             self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
         self._reset_parameters()
