@@ -332,24 +332,32 @@ class _PositiveDefinite(_Symmetric):
         return _ember().linalg.cholesky_ex(value).info.eq(0)
 
 
-class _Cat(Constraint):
-    """Constraints ``cseq`` applied to consecutive slices of lengths ``lengths`` along
-    ``dim``."""
+class _OnSlices(Constraint):
+    """Constraints ``cseq`` (which must all be constraints) applied to slices along ``dim``;
+    discrete when any of them is."""
 
-    def __init__(self, cseq, dim=0, lengths=None):
+    def __init__(self, cseq, dim=0):
         if not all(isinstance(c, Constraint) for c in cseq):
             raise AssertionError("All elements of cseq must be Constraint instances")
         self.cseq = list(cseq)
-        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
-        if len(self.lengths) != len(self.cseq):
-            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq "
-                                 f"({len(self.cseq)})")
         self.dim = dim
         super().__init__()
 
     @property
     def is_discrete(self):
         return any(c.is_discrete for c in self.cseq)
+
+
+class _Cat(_OnSlices):
+    """Constraints ``cseq`` applied to consecutive slices of lengths ``lengths`` along
+    ``dim``."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        super().__init__(cseq, dim)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq "
+                                 f"({len(self.cseq)})")
 
     @property
     def event_dim(self):
@@ -363,19 +371,8 @@ class _Cat(Constraint):
         return _ember().cat(checks, self.dim)
 
 
-class _Stack(Constraint):
+class _Stack(_OnSlices):
     """Constraints ``cseq`` applied to the slices along ``dim``."""
-
-    def __init__(self, cseq, dim=0):
-        if not all(isinstance(c, Constraint) for c in cseq):
-            raise AssertionError("All elements of cseq must be Constraint instances")
-        self.cseq = list(cseq)
-        self.dim = dim
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return any(c.is_discrete for c in self.cseq)
 
     @property
     def event_dim(self):
