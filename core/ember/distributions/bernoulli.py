@@ -2,20 +2,14 @@
 from __future__ import annotations
 
 import math
-from numbers import Number
 import ember
 
 from .. import Size
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _bce_with_logits, _BinaryProbsLogits, broadcast_all
+from .utils import _bce_with_logits, _BinaryProbsLogits, _set_probs_or_logits, broadcast_all
 
 __all__ = ["Bernoulli"]
-
-
-def _probs_or_logits(probs, logits):
-    if (probs is None) == (logits is None):
-        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
 class Bernoulli(_BinaryProbsLogits, ExponentialFamily):
@@ -25,16 +19,8 @@ class Bernoulli(_BinaryProbsLogits, ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _probs_or_logits(probs, logits)
-        if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(Size() if is_scalar else self._param.size(),
-                         validate_args=validate_args)
+        param = _set_probs_or_logits(self, probs, logits)
+        super().__init__(param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Bernoulli, batch_shape, _instance, ("probs", "logits"))

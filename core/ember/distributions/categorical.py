@@ -12,6 +12,23 @@ from .utils import finfo, lazy_property, logits_to_probs, probs_to_logits
 __all__ = ["Categorical"]
 
 
+class _OfCategorical:
+    """``probs``, ``logits`` and ``param_shape`` of a family built on the Categorical
+    ``_categorical`` (OneHotCategorical, Multinomial, ExpRelaxedCategorical)."""
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+
 class Categorical(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True
@@ -43,9 +60,7 @@ class Categorical(Distribution):
             new.logits = self.logits.expand(*param_shape)
             new._param = new.logits
         new._num_events = self._num_events
-        super(Categorical, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(new, batch_shape)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):

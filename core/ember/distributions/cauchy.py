@@ -2,28 +2,16 @@
 from __future__ import annotations
 
 import math
-from numbers import Number
 import ember
 
 from .. import Size
-from . import constraints
+from ._location_scale import LocationScale
 from .distribution import Distribution
-from .utils import broadcast_all
 
 __all__ = ["Cauchy"]
 
 
-class Cauchy(Distribution):
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch_shape = Size() if isinstance(loc, Number) and isinstance(scale, Number) \
-            else self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
+class Cauchy(LocationScale, Distribution):
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Cauchy, batch_shape, _instance, ("loc", "scale"))
 
@@ -31,10 +19,6 @@ class Cauchy(Distribution):
     def mean(self):
         return ember.full(tuple(self._extended_shape()), math.nan, dtype=self.loc.dtype,
                           device=self.loc.device)
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):

@@ -92,24 +92,31 @@ class _DependentProperty(property, _Dependent):
         return _DependentProperty(fn, is_discrete=self._is_discrete, event_dim=self._event_dim)
 
 
-class _IndependentConstraint(Constraint):
-    """``base_constraint`` with ``reinterpreted_batch_ndims`` more dims reduced in
-    ``check``."""
+class _OnBase(Constraint):
+    """A constraint built on ``base_constraint`` (which must be one), discrete when it is."""
 
-    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+    def __init__(self, base_constraint):
         if not isinstance(base_constraint, Constraint):
             raise AssertionError(f"base_constraint must be a Constraint, got "
                                  f"{type(base_constraint).__name__}")
-        if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
-            raise AssertionError(f"reinterpreted_batch_ndims must be an int >= 0, got "
-                                 f"{reinterpreted_batch_ndims!r}")
         self.base_constraint = base_constraint
-        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
         super().__init__()
 
     @property
     def is_discrete(self):
         return self.base_constraint.is_discrete
+
+
+class _IndependentConstraint(_OnBase):
+    """``base_constraint`` with ``reinterpreted_batch_ndims`` more dims reduced in
+    ``check``."""
+
+    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        super().__init__(base_constraint)
+        if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
+            raise AssertionError(f"reinterpreted_batch_ndims must be an int >= 0, got "
+                                 f"{reinterpreted_batch_ndims!r}")
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
 
     @property
     def event_dim(self):
@@ -127,19 +134,8 @@ class _IndependentConstraint(Constraint):
                f"{self.reinterpreted_batch_ndims})"
 
 
-class MixtureSameFamilyConstraint(Constraint):
+class MixtureSameFamilyConstraint(_OnBase):
     """The component distribution's constraint, checked with the mixture dim put back."""
-
-    def __init__(self, base_constraint):
-        if not isinstance(base_constraint, Constraint):
-            raise AssertionError(f"base_constraint must be a Constraint, got "
-                                 f"{type(base_constraint).__name__}")
-        self.base_constraint = base_constraint
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return self.base_constraint.is_discrete
 
     @property
     def event_dim(self):
@@ -154,6 +150,41 @@ class MixtureSameFamilyConstraint(Constraint):
 
     def __repr__(self):
         return f"{self.__class__.__name__}({self.base_constraint!r})"
+
+
+class _Bounded(Constraint):
+    """A constraint with bounds, shown in its repr (``_bounds``: their attribute names)."""
+
+    _bounds = ()
+
+    def __repr__(self):
+        fields = ", ".join(f"{name}={getattr(self, name)}" for name in self._bounds)
+        return f"{self.__class__.__name__[1:]}({fields})"
+
+
+class _LowerBounded(_Bounded):
+    _bounds = ("lower_bound",)
+
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+        super().__init__()
+
+
+class _UpperBounded(_Bounded):
+    _bounds = ("upper_bound",)
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+        super().__init__()
+
+
+class _TwoSided(_Bounded):
+    _bounds = ("lower_bound", "upper_bound")
+
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+        super().__init__()
 
 
 class _Boolean(Constraint):
@@ -172,48 +203,25 @@ class _OneHot(Constraint):
         return is_boolean.all(-1) & value.sum(-1).eq(1)
 
 
-class _IntegerInterval(Constraint):
+class _IntegerInterval(_TwoSided):
     is_discrete = True
-
-    def __init__(self, lower_bound, upper_bound):
-        self.lower_bound = lower_bound
-        self.upper_bound = upper_bound
-        super().__init__()
 
     def check(self, value):
         return (value % 1).eq(0) & (value >= self.lower_bound) & (value <= self.upper_bound)
 
-    def __repr__(self):
-        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, " \
-               f"upper_bound={self.upper_bound})"
 
-
-class _IntegerLessThan(Constraint):
+class _IntegerLessThan(_UpperBounded):
     is_discrete = True
-
-    def __init__(self, upper_bound):
-        self.upper_bound = upper_bound
-        super().__init__()
 
     def check(self, value):
         return (value % 1).eq(0) & (value <= self.upper_bound)
 
-    def __repr__(self):
-        return f"{self.__class__.__name__[1:]}(upper_bound={self.upper_bound})"
 
-
-class _IntegerGreaterThan(Constraint):
+class _IntegerGreaterThan(_LowerBounded):
     is_discrete = True
-
-    def __init__(self, lower_bound):
-        self.lower_bound = lower_bound
-        super().__init__()
 
     def check(self, value):
         return (value % 1).eq(0) & (value >= self.lower_bound)
-
-    def __repr__(self):
-        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
 
 
 class _Real(Constraint):
@@ -221,68 +229,29 @@ class _Real(Constraint):
         return value.eq(value)  # False for NaN
 
 
-class _GreaterThan(Constraint):
-    def __init__(self, lower_bound):
-        self.lower_bound = lower_bound
-        super().__init__()
-
+class _GreaterThan(_LowerBounded):
     def check(self, value):
         return value > self.lower_bound
 
-    def __repr__(self):
-        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
 
-
-class _GreaterThanEq(Constraint):
-    def __init__(self, lower_bound):
-        self.lower_bound = lower_bound
-        super().__init__()
-
+class _GreaterThanEq(_LowerBounded):
     def check(self, value):
         return value >= self.lower_bound
 
-    def __repr__(self):
-        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
 
-
-class _LessThan(Constraint):
-    def __init__(self, upper_bound):
-        self.upper_bound = upper_bound
-        super().__init__()
-
+class _LessThan(_UpperBounded):
     def check(self, value):
         return value < self.upper_bound
 
-    def __repr__(self):
-        return f"{self.__class__.__name__[1:]}(upper_bound={self.upper_bound})"
 
-
-class _Interval(Constraint):
-    def __init__(self, lower_bound, upper_bound):
-        self.lower_bound = lower_bound
-        self.upper_bound = upper_bound
-        super().__init__()
-
+class _Interval(_TwoSided):
     def check(self, value):
         return (value >= self.lower_bound) & (value <= self.upper_bound)
 
-    def __repr__(self):
-        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, " \
-               f"upper_bound={self.upper_bound})"
 
-
-class _HalfOpenInterval(Constraint):
-    def __init__(self, lower_bound, upper_bound):
-        self.lower_bound = lower_bound
-        self.upper_bound = upper_bound
-        super().__init__()
-
+class _HalfOpenInterval(_TwoSided):
     def check(self, value):
         return (value >= self.lower_bound) & (value < self.upper_bound)
-
-    def __repr__(self):
-        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, " \
-               f"upper_bound={self.upper_bound})"
 
 
 class _Simplex(Constraint):
@@ -363,24 +332,32 @@ class _PositiveDefinite(_Symmetric):
         return _ember().linalg.cholesky_ex(value).info.eq(0)
 
 
-class _Cat(Constraint):
-    """Constraints ``cseq`` applied to consecutive slices of lengths ``lengths`` along
-    ``dim``."""
+class _OnSlices(Constraint):
+    """Constraints ``cseq`` (which must all be constraints) applied to slices along ``dim``;
+    discrete when any of them is."""
 
-    def __init__(self, cseq, dim=0, lengths=None):
+    def __init__(self, cseq, dim=0):
         if not all(isinstance(c, Constraint) for c in cseq):
             raise AssertionError("All elements of cseq must be Constraint instances")
         self.cseq = list(cseq)
-        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
-        if len(self.lengths) != len(self.cseq):
-            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq "
-                                 f"({len(self.cseq)})")
         self.dim = dim
         super().__init__()
 
     @property
     def is_discrete(self):
         return any(c.is_discrete for c in self.cseq)
+
+
+class _Cat(_OnSlices):
+    """Constraints ``cseq`` applied to consecutive slices of lengths ``lengths`` along
+    ``dim``."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        super().__init__(cseq, dim)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq "
+                                 f"({len(self.cseq)})")
 
     @property
     def event_dim(self):
@@ -394,19 +371,8 @@ class _Cat(Constraint):
         return _ember().cat(checks, self.dim)
 
 
-class _Stack(Constraint):
+class _Stack(_OnSlices):
     """Constraints ``cseq`` applied to the slices along ``dim``."""
-
-    def __init__(self, cseq, dim=0):
-        if not all(isinstance(c, Constraint) for c in cseq):
-            raise AssertionError("All elements of cseq must be Constraint instances")
-        self.cseq = list(cseq)
-        self.dim = dim
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return any(c.is_discrete for c in self.cseq)
 
     @property
     def event_dim(self):

@@ -12,13 +12,12 @@ from __future__ import annotations
 import ember
 
 import math
-from numbers import Number
 
 from .. import Size
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import (_bce_with_logits, broadcast_all, clamp_probs, lazy_property,
-                    logits_to_probs, probs_to_logits)
+from .utils import (_bce_with_logits, _set_probs_or_logits, broadcast_all, clamp_probs,
+                    lazy_property, logits_to_probs, probs_to_logits)
 
 __all__ = ["ContinuousBernoulli"]
 
@@ -34,23 +33,15 @@ class ContinuousBernoulli(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        param = _set_probs_or_logits(self, probs, logits)
         if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
             # validated before the clamp below, which would make any value pass
             if validate_args is not None and \
-                    not self.arg_constraints["probs"].check(self.probs).all():
+                    not self.arg_constraints["probs"].check(param).all():
                 raise ValueError("The parameter probs has invalid values")
-            self.probs = clamp_probs(self.probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
+            self.probs = self._param = clamp_probs(param)
         self._lims = lims
-        super().__init__(Size() if is_scalar else self._param.size(),
-                         validate_args=validate_args)
+        super().__init__(param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(ContinuousBernoulli, batch_shape, _instance,

@@ -28,9 +28,7 @@ class Dirichlet(ExponentialFamily):
         batch_shape = Size(batch_shape)
         new.concentration = self.concentration.expand(*(tuple(batch_shape) +
                                                         tuple(self.event_shape)))
-        super(Dirichlet, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(new, batch_shape)
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))

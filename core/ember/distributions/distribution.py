@@ -162,7 +162,7 @@ class Distribution:
 
     def _expand_params(self, cls, batch_shape, _instance, names, copied=()):
         """The common body of ``expand``: a ``cls`` instance (``cls`` the class defining
-        ``expand``, as PyTorch's ``super(cls, new)``) whose tensor parameters ``names`` are this
+        ``expand``, whose ``__init__`` a subclass must share) whose tensor parameters ``names`` are this
         one's expanded to ``batch_shape`` (lazily computed twins such as probs/logits only when
         present, the present one becoming ``_param``), with ``copied`` attributes shared."""
         new = self._get_checked_instance(cls, _instance)
@@ -175,7 +175,15 @@ class Distribution:
                 setattr(new, name, value)
                 if name in ("probs", "logits") and "_param" in self.__dict__:
                     new._param = value
-        super(cls, new).__init__(batch_shape, validate_args=False)
+        return self._init_expanded(new, batch_shape)
+
+    def _init_expanded(self, new, batch_shape):
+        """The common tail of ``expand``: ``new``, its parameters already set, initialised with
+        ``batch_shape`` and this event shape without checking them again, validating later
+        input as this one does. (PyTorch's ``super(cls, new).__init__``: the one ``__init__``
+        above every family's is this class's, and mixins such as LocationScale take the
+        family's own arguments.)"""
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
 

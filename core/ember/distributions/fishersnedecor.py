@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from numbers import Number
 import ember
 
 from .. import Size
@@ -24,9 +23,7 @@ class FisherSnedecor(Distribution):
         self.df1, self.df2 = broadcast_all(df1, df2)
         self._gamma1 = Gamma(self.df1 * 0.5, self.df1)
         self._gamma2 = Gamma(self.df2 * 0.5, self.df2)
-        batch_shape = Size() if isinstance(df1, Number) and isinstance(df2, Number) \
-            else self.df1.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.df1.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(FisherSnedecor, _instance)
@@ -35,9 +32,7 @@ class FisherSnedecor(Distribution):
         new.df2 = self.df2.expand(batch_shape)
         new._gamma1 = self._gamma1.expand(batch_shape)
         new._gamma2 = self._gamma2.expand(batch_shape)
-        super(FisherSnedecor, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(new, batch_shape)
 
     @property
     def mean(self):

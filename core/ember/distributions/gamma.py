@@ -2,7 +2,6 @@
 through the implicit gradient of ``_standard_gamma``."""
 from __future__ import annotations
 
-from numbers import Number
 import ember
 
 from .. import Size
@@ -37,9 +36,7 @@ class Gamma(ExponentialFamily):
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
-        batch_shape = Size() if isinstance(concentration, Number) and isinstance(rate, Number) \
-            else self.concentration.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.concentration.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Gamma, batch_shape, _instance, ("concentration", "rate"))

@@ -4,7 +4,6 @@ Sampled by inverting the CDF, so samples differentiate in all three parameters."
 from __future__ import annotations
 
 import math
-from numbers import Number
 import ember
 
 from .. import Size
@@ -22,9 +21,7 @@ class GeneralizedPareto(Distribution):
 
     def __init__(self, loc, scale, concentration, validate_args=None):
         self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
-        batch_shape = Size() if all(isinstance(v, Number) for v in (loc, scale, concentration)) \
-            else self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.loc.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(GeneralizedPareto, batch_shape, _instance,

@@ -1,32 +1,24 @@
 """The geometric distribution: failures before the first success."""
 from __future__ import annotations
 
-from numbers import Number
 import ember
 
 from .. import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import _bce_with_logits, broadcast_all, finfo, lazy_property, logits_to_probs, \
-    probs_to_logits
+from .utils import (_bce_with_logits, _LazyBinaryProbsLogits, _set_probs_or_logits,
+                    broadcast_all, finfo)
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(_LazyBinaryProbsLogits, Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        given = probs if probs is not None else logits
-        batch_shape = Size() if isinstance(given, Number) else given.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        param = _set_probs_or_logits(self, probs, logits)
+        super().__init__(param.size(), validate_args=validate_args)
         if self._validate_args and probs is not None:
             value = self.probs
             valid = value > 0
@@ -49,14 +41,6 @@ class Geometric(Distribution):
     @property
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -1,30 +1,17 @@
 """The Laplace distribution (double exponential)."""
 from __future__ import annotations
 
-from numbers import Number
 import ember
 
 from .. import Size
-from . import constraints
+from ._location_scale import LocationScale
 from .distribution import Distribution
-from .utils import broadcast_all, finfo
+from .utils import finfo
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
-
+class Laplace(LocationScale, Distribution):
     @property
     def variance(self):
         return 2 * self.scale.pow(2)
@@ -32,12 +19,6 @@ class Laplace(Distribution):
     @property
     def stddev(self):
         return (2 ** 0.5) * self.scale
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch_shape = Size() if isinstance(loc, Number) and isinstance(scale, Number) \
-            else self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Laplace, batch_shape, _instance, ("loc", "scale"))

@@ -43,9 +43,7 @@ class LKJCholesky(Distribution):
         new.dim = self.dim
         new.concentration = self.concentration.expand(*batch_shape)
         new._beta = self._beta.expand(tuple(batch_shape) + (self.dim,))
-        super(LKJCholesky, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(new, batch_shape)
 
     def sample(self, sample_shape=Size()):
         with ember.no_grad():

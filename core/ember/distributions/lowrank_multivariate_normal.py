@@ -7,6 +7,7 @@ import ember
 
 from .. import Size
 from . import constraints
+from ._location_scale import Centred
 from .distribution import Distribution
 from .multivariate_normal import _batch_mahalanobis, _batch_mv, _diag_embed
 from .utils import _standard_normal, lazy_property
@@ -39,7 +40,7 @@ def _batch_lowrank_mahalanobis(W, D, x, capacitance_tril):
     return term1 - term2
 
 
-class LowRankMultivariateNormal(Distribution):
+class LowRankMultivariateNormal(Centred, Distribution):
     arg_constraints = {"loc": constraints.real_vector,
                        "cov_factor": constraints.independent(constraints.real, 2),
                        "cov_diag": constraints.independent(constraints.positive, 1)}
@@ -81,21 +82,10 @@ class LowRankMultivariateNormal(Distribution):
         new._unbroadcasted_cov_factor = self._unbroadcasted_cov_factor
         new._unbroadcasted_cov_diag = self._unbroadcasted_cov_diag
         new._capacitance_tril = self._capacitance_tril
-        super(LowRankMultivariateNormal, new).__init__(batch_shape, self.event_shape,
-                                                       validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(new, batch_shape)
 
     def _full(self):
         return tuple(self._batch_shape) + tuple(self._event_shape) * 2
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @lazy_property
     def variance(self):

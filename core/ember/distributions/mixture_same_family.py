@@ -50,11 +50,7 @@ class MixtureSameFamily(Distribution):
         new._mixture_distribution = self._mixture_distribution.expand(batch_shape)
         new._num_component = self._num_component
         new._event_ndims = self._event_ndims
-        super(MixtureSameFamily, new).__init__(batch_shape=batch_shape,
-                                               event_shape=new._component_distribution.event_shape,
-                                               validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(new, batch_shape)
 
     @constraints.dependent_property
     def support(self):

@@ -7,6 +7,7 @@ import ember
 from .. import Size
 from ..runtime.layout import broadcast_shapes
 from . import constraints
+from ._location_scale import Centred
 from .distribution import Distribution
 from .utils import _standard_normal, lazy_property
 
@@ -38,7 +39,7 @@ def _diag_embed(v):
     return v.unsqueeze(-1) * ember.eye(v.shape[-1], dtype=v.dtype, device=v.device)
 
 
-class MultivariateNormal(Distribution):
+class MultivariateNormal(Centred, Distribution):
     arg_constraints = {"loc": constraints.real_vector,
                        "covariance_matrix": constraints.positive_definite,
                        "precision_matrix": constraints.positive_definite,
@@ -83,10 +84,7 @@ class MultivariateNormal(Distribution):
         for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
             if name in self.__dict__:
                 setattr(new, name, getattr(self, name).expand(*cov_shape))
-        super(MultivariateNormal, new).__init__(batch_shape, self.event_shape,
-                                                validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(new, batch_shape)
 
     def _full(self):
         return tuple(self._batch_shape) + tuple(self._event_shape) * 2
@@ -103,14 +101,6 @@ class MultivariateNormal(Distribution):
     @lazy_property
     def precision_matrix(self):
         return ember.cholesky_inverse(self._unbroadcasted_scale_tril).expand(*self._full())
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):

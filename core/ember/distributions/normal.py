@@ -6,9 +6,9 @@ from numbers import Number
 import ember
 
 from .. import Size, Tensor
-from . import constraints
+from ._location_scale import LocationScale
 from .exp_family import ExponentialFamily
-from .utils import _standard_normal, broadcast_all
+from .utils import _standard_normal
 
 __all__ = ["Normal"]
 
@@ -24,19 +24,8 @@ def _plain_values(*args):
 _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
 
 
-class Normal(ExponentialFamily):
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
+class Normal(LocationScale, ExponentialFamily):
     _mean_carrier_measure = 0
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def stddev(self):
@@ -45,12 +34,6 @@ class Normal(ExponentialFamily):
     @property
     def variance(self):
         return self.stddev.pow(2)
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch_shape = Size() if isinstance(loc, Number) and isinstance(scale, Number) \
-            else self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Normal, batch_shape, _instance, ("loc", "scale"))

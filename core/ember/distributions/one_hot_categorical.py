@@ -5,7 +5,7 @@ import ember
 
 from .. import Size
 from . import constraints
-from .categorical import Categorical
+from .categorical import Categorical, _OfCategorical
 from .distribution import Distribution
 
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
@@ -15,7 +15,7 @@ def _one_hot(indices, n, like):
     return ember.nn.functional.one_hot(indices, n).to(like.dtype)
 
 
-class OneHotCategorical(Distribution):
+class OneHotCategorical(_OfCategorical, Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.one_hot
     has_enumerate_support = True
@@ -29,22 +29,11 @@ class OneHotCategorical(Distribution):
         new = self._get_checked_instance(OneHotCategorical, _instance)
         batch_shape = Size(batch_shape)
         new._categorical = self._categorical.expand(batch_shape)
-        super(OneHotCategorical, new).__init__(batch_shape, self.event_shape,
-                                               validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(new, batch_shape)
 
     @property
     def _param(self):
         return self._categorical._param
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
 
     @property
     def mean(self):
@@ -59,10 +48,6 @@ class OneHotCategorical(Distribution):
     def variance(self):
         p = self._categorical.probs
         return p * (1 - p)
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     def sample(self, sample_shape=Size()):
         indices = self._categorical.sample(Size(sample_shape))

@@ -1,7 +1,6 @@
 """The relaxed (Concrete / Gumbel-softmax) Bernoulli distribution on (0, 1), and its logit."""
 from __future__ import annotations
 
-from numbers import Number
 import ember
 
 from .. import Size
@@ -9,9 +8,26 @@ from . import constraints
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
-from .utils import _BinaryProbsLogits, broadcast_all, clamp_probs
+from .utils import _BinaryProbsLogits, _set_probs_or_logits, broadcast_all, clamp_probs
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
+
+
+class _OfRelaxedBase:
+    """``temperature``, ``logits`` and ``probs`` of a relaxed distribution, its base's (shared
+    by RelaxedBernoulli and RelaxedOneHotCategorical)."""
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
 
 
 class LogitRelaxedBernoulli(_BinaryProbsLogits, Distribution):
@@ -20,17 +36,8 @@ class LogitRelaxedBernoulli(_BinaryProbsLogits, Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = temperature
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(Size() if is_scalar else self._param.size(),
-                         validate_args=validate_args)
+        param = _set_probs_or_logits(self, probs, logits)
+        super().__init__(param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(LogitRelaxedBernoulli, batch_shape, _instance,
@@ -50,7 +57,7 @@ class LogitRelaxedBernoulli(_BinaryProbsLogits, Distribution):
         return self.temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(_OfRelaxedBase, TransformedDistribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
@@ -62,15 +69,3 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-from numbers import Number
 import ember
 
 from .. import Size
@@ -39,9 +38,7 @@ class Uniform(Distribution):
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
-        batch_shape = Size() if isinstance(low, Number) and isinstance(high, Number) \
-            else self.low.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.low.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Uniform, batch_shape, _instance, ("low", "high"))

@@ -64,13 +64,29 @@ def broadcast_all(*values):
     return em.broadcast_tensors(*values)
 
 
+def _probs_or_logits(probs, logits):
+    """The name and value of the one of ``probs``/``logits`` given (exactly one must be)."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    return ("probs", probs) if probs is not None else ("logits", logits)
+
+
+def _set_probs_or_logits(dist, probs, logits):
+    """The parameter of the binary families: exactly one of ``probs``/``logits``, as a tensor
+    (a number becomes a 0-dim one); sets ``dist.probs`` or ``dist.logits`` and ``dist._param``
+    (the one given), and returns it."""
+    name, value = _probs_or_logits(probs, logits)
+    (param,) = broadcast_all(value)
+    setattr(dist, name, param)
+    dist._param = param
+    return param
+
+
 def _set_count_and_param(dist, total_count, probs, logits):
     """The parameters of the binomial families: exactly one of ``probs``/``logits``, broadcast
     with ``total_count`` (cast to its dtype); sets ``dist.total_count``, ``dist.probs`` or
     ``dist.logits``, and ``dist._param`` (the one given)."""
-    if (probs is None) == (logits is None):
-        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-    name, value = ("probs", probs) if probs is not None else ("logits", logits)
+    name, value = _probs_or_logits(probs, logits)
     count, param = broadcast_all(total_count, value)
     dist.total_count = count.type_as(param)
     setattr(dist, name, param)
@@ -124,10 +140,9 @@ class lazy_property:
         return value
 
 
-class _BinaryProbsLogits:
-    """``probs`` and ``logits`` of a binary event, each computed from the other (the one given,
-    ``_param``) on first use, and ``param_shape``: shared by Bernoulli, Binomial,
-    LogitRelaxedBernoulli and NegativeBinomial."""
+class _LazyBinaryProbsLogits:
+    """``probs`` and ``logits`` of a binary event, each computed from the other (the one given)
+    on first use."""
 
     @lazy_property
     def logits(self):
@@ -136,6 +151,11 @@ class _BinaryProbsLogits:
     @lazy_property
     def probs(self):
         return logits_to_probs(self.logits, is_binary=True)
+
+
+class _BinaryProbsLogits(_LazyBinaryProbsLogits):
+    """The lazy probs/logits pair and ``param_shape`` (of ``_param``, the one given): shared by
+    Bernoulli, Binomial, LogitRelaxedBernoulli and NegativeBinomial."""
 
     @property
     def param_shape(self):

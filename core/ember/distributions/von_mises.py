@@ -9,6 +9,7 @@ import ember
 
 from .. import Size
 from . import constraints
+from ._location_scale import Centred
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property
 
@@ -62,7 +63,7 @@ def _rejection_sample(loc, concentration, proposal_r, x):
     return (x + math.pi + loc) % (2 * math.pi) - math.pi
 
 
-class VonMises(Distribution):
+class VonMises(Centred, Distribution):
     arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
     support = constraints.real
     has_rsample = False
@@ -103,15 +104,6 @@ class VonMises(Distribution):
         # PyTorch builds a new instance (its expand falls back to the constructor)
         return type(self)(self.loc.expand(batch_shape), self.concentration.expand(batch_shape),
                           validate_args=self.__dict__.get("_validate_args"))
-
-    @property
-    def mean(self):
-        """The circular mean."""
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @lazy_property
     def variance(self):

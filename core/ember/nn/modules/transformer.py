@@ -82,18 +82,19 @@ class Transformer(Module):
                  bias=True, device=None, dtype=None):
         kw = _factory(device, dtype)
         super().__init__()
+        # the encoder's and the decoder's layers take the same arguments
+        layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                      batch_first, norm_first, bias)
         if custom_encoder is not None:
             self.encoder = custom_encoder
         else:
-            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
-                                            layer_norm_eps, batch_first, norm_first, bias, **kw)
+            layer = TransformerEncoderLayer(*layer_args, **kw)
             norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
             self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
-            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
-                                            layer_norm_eps, batch_first, norm_first, bias, **kw)
+            layer = TransformerDecoderLayer(*layer_args, **kw)
             norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
             self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
         self._reset_parameters()
@@ -248,9 +249,32 @@ def _public(activation):
     return activation
 
 
-class TransformerEncoderLayer(Module):
+class _TransformerLayer(Module):
+    """What the encoder and decoder layers share: the feed-forward sublayer's modules, the
+    numbered norms and dropouts (registered in torch's order: the state_dict layout) and the
+    self-attention block."""
+
     __constants__ = ["norm_first"]
 
+    def _add_feed_forward(self, d_model, dim_feedforward, dropout, bias, kw):
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+
+    def _add_norms_and_dropouts(self, count, d_model, layer_norm_eps, dropout, bias, kw):
+        """norm1..norm{count}, then dropout1..dropout{count}, one per sublayer."""
+        for i in range(1, count + 1):
+            setattr(self, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        for i in range(1, count + 1):
+            setattr(self, f"dropout{i}", Dropout(dropout))
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+
+class TransformerEncoderLayer(_TransformerLayer):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu,
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
@@ -258,14 +282,9 @@ class TransformerEncoderLayer(Module):
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self._add_feed_forward(d_model, dim_feedforward, dropout, bias, kw)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
+        self._add_norms_and_dropouts(2, d_model, layer_norm_eps, dropout, bias, kw)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
         self.activation_relu_or_gelu = _relu_or_gelu(activation)
@@ -286,18 +305,11 @@ class TransformerEncoderLayer(Module):
             x = self.norm2(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=is_causal)[0]
-        return self.dropout1(x)
-
     def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
-class TransformerDecoderLayer(Module):
-    __constants__ = ["norm_first"]
-
+class TransformerDecoderLayer(_TransformerLayer):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu,
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
@@ -307,16 +319,9 @@ class TransformerDecoderLayer(Module):
                                             batch_first=batch_first, bias=bias, **kw)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
                                                  batch_first=batch_first, bias=bias, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self._add_feed_forward(d_model, dim_feedforward, dropout, bias, kw)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
+        self._add_norms_and_dropouts(3, d_model, layer_norm_eps, dropout, bias, kw)
         self.activation = _get_activation_fn(activation) if isinstance(activation, str) \
             else _public(activation)
 
@@ -334,11 +339,6 @@ class TransformerDecoderLayer(Module):
                                                memory_is_causal))
             x = self.norm3(x + self._ff_block(x))
         return x
-
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           is_causal=is_causal, need_weights=False)[0]
-        return self.dropout1(x)
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,

@@ -148,11 +148,17 @@ def mv(input, vec):
     return matmul_op(input, vec)
 
 
+def _check_inner_product(name, input, other_name, other):
+    """dot's and vdot's checks: two tensors (``other`` called ``other_name`` in errors), 1-D,
+    of one size and dtype, not bool."""
+    check_tensors(name, **{"input": input, other_name: other})
+    inner_product_check(name, input, other)
+    no_bool(name, input)
+
+
 @tensor_method()
 def dot(input, tensor):
-    check_tensors("dot", input=input, tensor=tensor)
-    inner_product_check("dot", input, tensor)
-    no_bool("dot", input)
+    _check_inner_product("dot", input, "tensor", tensor)
     return matmul_op(input, tensor)
 
 
@@ -169,9 +175,7 @@ vdot_op = define("vdot(Tensor self, Tensor other) -> Tensor", composite=_vdot,
 
 @tensor_method()
 def vdot(input, other):
-    check_tensors("vdot", input=input, other=other)
-    inner_product_check("vdot", input, other)
-    no_bool("vdot", input)
+    _check_inner_product("vdot", input, "other", other)
     return vdot_op(input, other)
 
 

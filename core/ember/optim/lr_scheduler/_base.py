@@ -69,6 +69,14 @@ class LRScheduler:
     def load_state_dict(self, state_dict):
         self.__dict__.update(state_dict)
 
+    def _load_state_dict_but(self, state_dict, key):
+        """Loads every entry of ``state_dict`` but ``key`` and returns that one's saved value,
+        for the caller to load into the objects it describes."""
+        state_dict = dict(state_dict)
+        saved = state_dict.pop(key)
+        self.__dict__.update(state_dict)
+        return saved
+
     def get_last_lr(self):
         """The learning rates the last ``step()`` set, one per parameter group."""
         return self._last_lr
@@ -147,9 +155,7 @@ class _LambdaBase(LRScheduler):
         return sd
 
     def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
+        lambdas = self._load_state_dict_but(state_dict, "lr_lambdas")
         for fn, saved in zip(self.lr_lambdas, lambdas):
             if saved is not None:
                 fn.__dict__.update(saved)

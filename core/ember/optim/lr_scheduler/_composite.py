@@ -30,9 +30,7 @@ class _Composite(LRScheduler):
         return sd
 
     def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        subs = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
+        subs = self._load_state_dict_but(state_dict, "_schedulers")
         for s, sd in zip(self._schedulers, subs):
             s.load_state_dict(sd)
 
