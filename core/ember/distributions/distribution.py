@@ -7,6 +7,7 @@ import ember
 from .. import Size, Tensor
 from . import constraints
 from .utils import lazy_property
+from .._warn import user_stacklevel
 
 __all__ = ["Distribution"]
 
@@ -49,7 +50,8 @@ class Distribution:
                 arg_constraints = {}
                 warnings.warn(f"{self.__class__} does not define `arg_constraints`. Please set "
                               f"`arg_constraints = {{}}` or initialize the distribution with "
-                              f"`validate_args=False` to turn off validation.", stacklevel=2)
+                              f"`validate_args=False` to turn off validation.",
+                              stacklevel=user_stacklevel())
             for param, constraint in arg_constraints.items():
                 if constraints.is_dependent(constraint):
                     continue
@@ -108,7 +110,7 @@ class Distribution:
 
     def sample_n(self, n):
         warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
-                      FutureWarning, stacklevel=2)
+                      FutureWarning, stacklevel=user_stacklevel())
         return self.sample(Size((n,)))
 
     def log_prob(self, value):
@@ -152,7 +154,8 @@ class Distribution:
         except NotImplementedError:
             warnings.warn(f"{self.__class__} does not define `support` to enable sample "
                           f"validation. Please initialize the distribution with "
-                          f"`validate_args=False` to turn off validation.", stacklevel=2)
+                          f"`validate_args=False` to turn off validation.",
+                          stacklevel=user_stacklevel())
             return
         if not _all_true(support.check(value)):
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape "

@@ -30,6 +30,7 @@ from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 from .utils import _sum_rightmost, euler_constant as _euler_gamma
+from .._warn import user_stacklevel
 
 __all__ = ["register_kl", "kl_divergence"]
 
@@ -85,7 +86,7 @@ def _dispatch_kl(type_p, type_q):
     if left is not right:
         warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). Please "
                       f"register_kl({left_p.__name__}, {right_q.__name__})", RuntimeWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
     return left
 
 

@@ -15,6 +15,7 @@ from .chi2 import Chi2
 from .exp_family import ExponentialFamily
 from .multivariate_normal import _precision_to_scale_tril
 from .utils import finfo, lazy_property
+from .._warn import user_stacklevel
 
 __all__ = ["Wishart"]
 
@@ -71,7 +72,7 @@ class Wishart(ExponentialFamily):
             self.precision_matrix = param.expand(*full)
         if bool(self.df.lt(p).any()):
             warnings.warn("Low df values detected. Singular samples are highly likely to occur "
-                          "for ndim - 1 < df < ndim.", stacklevel=2)
+                          "for ndim - 1 < df < ndim.", stacklevel=user_stacklevel())
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
         self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
         if scale_tril is not None:
@@ -164,7 +165,7 @@ class Wishart(ExponentialFamily):
         sample = self._bartlett_sampling(sample_shape)
         singular = self._singular(sample)
         if bool(singular.any()):
-            warnings.warn("Singular sample detected.", stacklevel=2)
+            warnings.warn("Singular sample detected.", stacklevel=user_stacklevel())
             event_dims = (1,) * (len(self._batch_shape) + 2)
             for _ in range(max_try_correction):
                 again = self._bartlett_sampling(sample_shape)
