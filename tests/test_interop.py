@@ -180,6 +180,29 @@ def test_format():
     assert f"{ember.tensor([1, 2])}" == "tensor([1, 2])"
 
 
+def test_format_like_torch():
+    # a 0-d plain tensor formats as its number even without a spec (minGPT prints
+    # f"new top score of {score}"); Parameters and tensors of several elements as their repr
+    torch = pytest.importorskip("torch")
+    for lib in (ember, torch):
+        lib.manual_seed(0)
+    cases = [lambda L: L.tensor(640.0), lambda L: L.tensor(3), lambda L: L.tensor(True),
+             lambda L: L.tensor(0.25, requires_grad=True) * 2, lambda L: L.tensor([1.5, 2.0]),
+             lambda L: L.nn.Parameter(L.tensor(2.0))]
+    for make in cases:
+        e, t = make(ember), make(torch)
+        assert f"{e}" == f"{t}" and "{}".format(e) == "{}".format(t)
+        for spec in (".2f", ">8"):
+            try:
+                want = format(t, spec)
+            except TypeError as err:
+                with pytest.raises(TypeError, match="unsupported format string"):
+                    format(e, spec)
+                assert "unsupported format string" in str(err)
+            else:
+                assert format(e, spec) == want
+
+
 # -- len and iteration ----------------------------------------------------------------------------
 def test_len():
     assert len(ember.zeros(2, 3)) == 2 and len(ember.zeros(0, 4)) == 0

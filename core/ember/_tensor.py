@@ -310,9 +310,12 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec):
-        if self.ndim == 0 and spec:
-            return self.item().__format__(spec)
-        return object.__format__(self, spec) if spec else repr(self)
+        # torch's rule: a 0-d plain Tensor formats as its number, with or without a spec
+        # (f"{loss}" prints 0.25, not tensor(0.2500)); subclasses (Parameter) and meta tensors
+        # format as their repr, and any spec on them is refused as object's
+        if self.ndim == 0 and type(self) is Tensor and self.device.type != "meta":
+            return self.detach().item().__format__(spec)
+        return object.__format__(self, spec)
 
     # -- autograd metadata (filled in by ember.autograd) ----------------------------------------
     @property
