@@ -499,3 +499,24 @@ def addcdiv_(t, a, b, value):
 def lerp_(t, end, weight):
     """``t.lerp_(end, weight)`` (PyTorch's two-sided formula, exact at both ends)."""
     return t.lerp_(end, weight)
+
+
+def check_state_steps(state_steps):
+    """PyTorch's check at the top of the functional optimizers (``torch.optim.adam.adam``, …):
+    step counts are 0-d tensors, not numbers (the API before PyTorch 1.12)."""
+    if not all(isinstance(t, Tensor) for t in state_steps):
+        raise RuntimeError("API has changed, `state_steps` argument must contain a list of "
+                           "singleton tensors")
+
+
+def check_no_grad_scaling(name, grad_scale, found_inf):
+    """ember's fused steps take no AMP scale: refuse one rather than ignore it."""
+    if grad_scale is not None or found_inf is not None:
+        raise RuntimeError(f"{name}: ember's optimizer steps take no grad_scale/found_inf "
+                           f"(unscale the gradients first, e.g. with GradScaler.unscale_)")
+
+
+def functional_implementation(foreach, fused, differentiable=False):
+    """``implementation`` for the functional forms' flags: the same choice a param group with
+    these flags gets (foreach when neither is given, as ember's optimizers default)."""
+    return implementation({"foreach": foreach, "fused": fused, "differentiable": differentiable})

@@ -1,0 +1,153 @@
+"""torch's functional optimizer API (``torch.optim.adam.adam(params, grads, exp_avgs, …)``) at
+the same ember paths (issue #30, item 3): each takes torch's lists and flags and updates them
+in place as torch's does. The optimizer classes' ``step`` calls these functions, so the class
+tests cover the same code; here torch itself is the reference, a few steps per option set, in
+float64, for every implementation flag."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+SHAPES = [(3, 4), (5,), ()]
+STEPS = 3
+
+
+def _arrays(seed, count=len(SHAPES), positive=False):
+    rng = np.random.default_rng(seed)
+    out = [rng.standard_normal(s) for s in SHAPES[:count]]
+    return [np.abs(a) + 0.1 for a in out] if positive else out
+
+
+def _pair(arrays):
+    return ([torch.tensor(a, dtype=torch.float64) for a in arrays],
+            [ember.tensor(a, dtype=ember.float64) for a in arrays])
+
+
+def _check_same(ts, es, what):
+    assert len(ts) == len(es), what
+    for i, (t, e) in enumerate(zip(ts, es)):
+        if t is None:
+            assert e is None, f"{what}[{i}]"
+            continue
+        np.testing.assert_allclose(e.numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-14,
+                                   err_msg=f"{what}[{i}]")
+
+
+def _fns(name):
+    """torch's and ember's function at ``torch.optim.<name>`` / ``ember.optim.<name>``."""
+    module, fn = name.split(".")
+    return (getattr(importlib.import_module(f"torch.optim.{module}"), fn),
+            getattr(importlib.import_module(f"ember.optim.{module}"), fn))
+
+
+def _run(name, state_names, positive_state=(), steps_list=True, empty=(), **kwargs):
+    """Run torch's and ember's ``name`` STEPS times on the same lists; compare everything."""
+    tfn, efn = _fns(name)
+    tparams, eparams = _pair(_arrays(0))
+    tstate, estate = {}, {}
+    for k, state in enumerate(state_names):
+        arrays = _arrays(10 + k, positive=state in positive_state)
+        arrays = [np.zeros_like(a) if state not in positive_state else a for a in arrays]
+        tstate[state], estate[state] = ([], []) if state in empty else _pair(arrays)
+    tsteps = [torch.tensor(0.0, dtype=torch.float64) for _ in SHAPES]
+    esteps = [ember.tensor(0.0, dtype=ember.float64) for _ in SHAPES]
+    for step in range(STEPS):
+        tgrads, egrads = _pair(_arrays(100 + step))
+        targs = [tparams, tgrads, *tstate.values()] + ([tsteps] if steps_list else [])
+        eargs = [eparams, egrads, *estate.values()] + ([esteps] if steps_list else [])
+        # torch's CPU build refuses capturable=True: its non-capturable update is the reference
+        tfn(*targs, **{k: v for k, v in kwargs.items() if k != "capturable"})
+        efn(*eargs, **{k: ember.tensor(v.numpy()) if isinstance(v, torch.Tensor) else v
+                       for k, v in kwargs.items()})
+        _check_same(tparams, eparams, f"{name} {kwargs} step {step} params")
+        for state in state_names:
+            _check_same(tstate[state], estate[state], f"{name} {kwargs} step {step} {state}")
+        if steps_list:
+            _check_same(tsteps, esteps, f"{name} {kwargs} step {step} state_steps")
+
+
+IMPLS = [dict(foreach=False), dict(foreach=True), dict(), dict(fused=True)]
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=str)
+@pytest.mark.parametrize("momentum,dampening,nesterov", [(0, 0, False), (0.9, 0, False),
+                                                         (0.9, 0.1, False), (0.9, 0, True)])
+@pytest.mark.parametrize("weight_decay,maximize", [(0, False), (0.1, True)])
+def test_sgd(impl, momentum, dampening, nesterov, weight_decay, maximize):
+    tparams, eparams = _pair(_arrays(0))
+    tbufs = [None] * len(SHAPES) if momentum else []
+    ebufs = list(tbufs)
+    kw = dict(weight_decay=weight_decay, momentum=momentum, lr=0.1, dampening=dampening,
+              nesterov=nesterov, maximize=maximize, **impl)
+    for step in range(STEPS):
+        tgrads, egrads = _pair(_arrays(100 + step))
+        _fns('sgd.sgd')[0](tparams, tgrads, tbufs, **kw)
+        _fns('sgd.sgd')[1](eparams, egrads, ebufs, **kw)
+        _check_same(tparams, eparams, f"sgd {kw} step {step}")
+        _check_same(tbufs, ebufs, f"sgd {kw} step {step} momentum buffers")
+
+
+@pytest.mark.parametrize("name", ["adam.adam", "adamw.adamw"])
+@pytest.mark.parametrize("impl", IMPLS + [dict(capturable=True, foreach=False),
+                                          dict(capturable=True)], ids=str)
+@pytest.mark.parametrize("amsgrad,weight_decay,maximize",
+                         [(False, 0, False), (True, 0.1, False), (False, 0.1, True)])
+def test_adam(name, impl, amsgrad, weight_decay, maximize):
+    _run(name, ["exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs"],
+         empty=() if amsgrad else ("max_exp_avg_sqs",), amsgrad=amsgrad, beta1=0.9,
+         beta2=0.99, lr=0.01, weight_decay=weight_decay, eps=1e-8, maximize=maximize, **impl)
+
+
+@pytest.mark.parametrize("name", ["adam.adam", "adamw.adamw"])
+def test_adam_decoupled_and_tensor_lr(name):
+    kw = dict(amsgrad=False, beta1=0.9, beta2=0.99, weight_decay=0.1, eps=1e-8,
+              maximize=False, foreach=False)
+    states = ["exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs"]
+    empty = ("max_exp_avg_sqs",)
+    _run(name, states, empty=empty, lr=torch.tensor(0.01, dtype=torch.float64), **kw)
+    if name == "adam.adam":
+        _run(name, states, empty=empty, lr=0.01, decoupled_weight_decay=True, **kw)
+
+
+def _errors(tfn, efn, *args, **kwargs):
+    with pytest.raises(Exception) as texc:
+        tfn(*args[0], **kwargs)
+    with pytest.raises(type(texc.value)) as eexc:
+        efn(*args[1], **kwargs)
+    assert str(eexc.value) == str(texc.value)
+
+
+def test_state_steps_must_be_tensors():
+    kw = dict(amsgrad=False, beta1=0.9, beta2=0.99, lr=0.01, weight_decay=0, eps=1e-8,
+              maximize=False)
+    (tp,), (ep,) = _pair(_arrays(0, 1))
+    (tg,), (eg,) = _pair(_arrays(1, 1))
+    for t_fn, e_fn in [_fns("adam.adam"), _fns("adamw.adamw")]:
+        _errors(t_fn, e_fn, ([tp], [tg], [tp * 0], [tp * 0], [], [0.0]),
+                ([ep], [eg], [ep * 0], [ep * 0], [], [0.0]), **kw)
+
+
+def test_signatures_match_torch():
+    import inspect
+    for name in ["sgd.sgd", "adam.adam", "adamw.adamw"]:
+        t, e = (inspect.signature(f) for f in _fns(name))
+        assert [(p.name, p.kind, p.default) for p in e.parameters.values()] == \
+            [(p.name, p.kind, p.default) for p in t.parameters.values()], name
+
+
+def test_classes_call_the_functional_form(monkeypatch):
+    """One implementation per algorithm: ``step`` goes through the module's function."""
+    calls = []
+    adam_module = importlib.import_module("ember.optim.adam")
+    real = adam_module.adam
+    monkeypatch.setattr(adam_module, "adam", lambda *a, **k: (calls.append(1), real(*a, **k)))
+    p = ember.tensor([1.0, 2.0], requires_grad=True)
+    p.grad = ember.tensor([0.5, -0.5])
+    ember.optim.AdamW([p]).step()
+    assert calls
