@@ -72,6 +72,7 @@ def _run(name, state_names, positive_state=(), steps_list=True, empty=(), **kwar
             _check_same(tsteps, esteps, f"{name} {kwargs} step {step} state_steps")
 
 
+FUNCTIONS = ["sgd.sgd", "adam.adam", "adamw.adamw", "rmsprop.rmsprop"]
 IMPLS = [dict(foreach=False), dict(foreach=True), dict(), dict(fused=True)]
 
 
@@ -115,6 +116,18 @@ def test_adam_decoupled_and_tensor_lr(name):
         _run(name, states, empty=empty, lr=0.01, decoupled_weight_decay=True, **kw)
 
 
+@pytest.mark.parametrize("impl", [dict(foreach=False), dict(foreach=True), dict(),
+                                  dict(capturable=True)], ids=str)
+@pytest.mark.parametrize("centered,momentum", [(False, 0), (True, 0), (False, 0.9),
+                                               (True, 0.9)])
+@pytest.mark.parametrize("weight_decay,maximize", [(0, False), (0.1, True)])
+def test_rmsprop(impl, centered, momentum, weight_decay, maximize):
+    empty = (() if centered else ("grad_avgs",)) + (() if momentum else ("momentum_buffers",))
+    _run("rmsprop.rmsprop", ["square_avgs", "grad_avgs", "momentum_buffers"], empty=empty,
+         lr=0.01, alpha=0.9, eps=1e-8, weight_decay=weight_decay, momentum=momentum,
+         centered=centered, maximize=maximize, **impl)
+
+
 def _errors(tfn, efn, *args, **kwargs):
     with pytest.raises(Exception) as texc:
         tfn(*args[0], **kwargs)
@@ -131,11 +144,14 @@ def test_state_steps_must_be_tensors():
     for t_fn, e_fn in [_fns("adam.adam"), _fns("adamw.adamw")]:
         _errors(t_fn, e_fn, ([tp], [tg], [tp * 0], [tp * 0], [], [0.0]),
                 ([ep], [eg], [ep * 0], [ep * 0], [], [0.0]), **kw)
+    _errors(*_fns("rmsprop.rmsprop"), ([tp], [tg], [tp * 0], [], [], [0.0]),
+            ([ep], [eg], [ep * 0], [], [], [0.0]), lr=0.01, alpha=0.9, eps=1e-8,
+            weight_decay=0, momentum=0, centered=False)
 
 
 def test_signatures_match_torch():
     import inspect
-    for name in ["sgd.sgd", "adam.adam", "adamw.adamw"]:
+    for name in FUNCTIONS:
         t, e = (inspect.signature(f) for f in _fns(name))
         assert [(p.name, p.kind, p.default) for p in e.parameters.values()] == \
             [(p.name, p.kind, p.default) for p in t.parameters.values()], name
