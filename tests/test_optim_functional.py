@@ -46,15 +46,29 @@ def _fns(name):
             getattr(importlib.import_module(f"ember.optim.{module}"), fn))
 
 
-def _run(name, state_names, positive_state=(), steps_list=True, empty=(), **kwargs):
+def _state(spec, k):
+    """A state list for ``_run``: "zeros", "positive" (random > 0), "empty" (the list PyTorch
+    gets for a state an option turns off), ("fill", v) like the parameters or ("scalar", v): a
+    0-d tensor per parameter."""
+    if spec == "empty":
+        return [], []
+    if spec == "zeros":
+        return _pair([np.zeros(s) for s in SHAPES])
+    if spec == "positive":
+        return _pair(_arrays(10 + k, positive=True))
+    kind, value = spec
+    return _pair([np.full(s if kind == "fill" else (), value) for s in SHAPES])
+
+
+def _run(name, state_names, empty=(), init=None, steps_list=True, **kwargs):
     """Run torch's and ember's ``name`` STEPS times on the same lists; compare everything."""
     tfn, efn = _fns(name)
     tparams, eparams = _pair(_arrays(0))
+    specs = {state: "empty" if state in empty else "zeros" for state in state_names}
+    specs.update(init or {})
     tstate, estate = {}, {}
     for k, state in enumerate(state_names):
-        arrays = _arrays(10 + k, positive=state in positive_state)
-        arrays = [np.zeros_like(a) if state not in positive_state else a for a in arrays]
-        tstate[state], estate[state] = ([], []) if state in empty else _pair(arrays)
+        tstate[state], estate[state] = _state(specs[state], k)
     tsteps = [torch.tensor(0.0, dtype=torch.float64) for _ in SHAPES]
     esteps = [ember.tensor(0.0, dtype=ember.float64) for _ in SHAPES]
     for step in range(STEPS):
@@ -72,7 +86,11 @@ def _run(name, state_names, positive_state=(), steps_list=True, empty=(), **kwar
             _check_same(tsteps, esteps, f"{name} {kwargs} step {step} state_steps")
 
 
-FUNCTIONS = ["sgd.sgd", "adam.adam", "adamw.adamw", "rmsprop.rmsprop"]
+FUNCTIONS = ["sgd.sgd", "adam.adam", "adamw.adamw", "rmsprop.rmsprop", "adagrad.adagrad",
+             "adadelta.adadelta", "adamax.adamax", "asgd.asgd", "nadam.nadam", "radam.radam",
+             "rprop.rprop"]
+SINGLE_IMPLS = [dict(foreach=False), dict(foreach=True), dict()]
+DECAY = [(0, False), (0.1, True)]
 IMPLS = [dict(foreach=False), dict(foreach=True), dict(), dict(fused=True)]
 
 
@@ -128,6 +146,65 @@ def test_rmsprop(impl, centered, momentum, weight_decay, maximize):
          centered=centered, maximize=maximize, **impl)
 
 
+@pytest.mark.parametrize("impl", SINGLE_IMPLS + [dict(fused=True)], ids=str)
+@pytest.mark.parametrize("lr_decay", [0, 0.1])
+@pytest.mark.parametrize("weight_decay,maximize", DECAY)
+def test_adagrad(impl, lr_decay, weight_decay, maximize):
+    _run("adagrad.adagrad", ["state_sums"], init={"state_sums": ("fill", 0.1)}, lr=0.1,
+         weight_decay=weight_decay, lr_decay=lr_decay, eps=1e-10, maximize=maximize, **impl)
+
+
+@pytest.mark.parametrize("impl", SINGLE_IMPLS, ids=str)
+@pytest.mark.parametrize("weight_decay,maximize", DECAY)
+def test_adadelta(impl, weight_decay, maximize):
+    _run("adadelta.adadelta", ["square_avgs", "acc_deltas"], lr=1.0, rho=0.9, eps=1e-6,
+         weight_decay=weight_decay, maximize=maximize, **impl)
+
+
+@pytest.mark.parametrize("impl", SINGLE_IMPLS, ids=str)
+@pytest.mark.parametrize("weight_decay,maximize", DECAY)
+def test_adamax(impl, weight_decay, maximize):
+    _run("adamax.adamax", ["exp_avgs", "exp_infs"], eps=1e-8, beta1=0.9, beta2=0.99, lr=0.01,
+         weight_decay=weight_decay, maximize=maximize, **impl)
+
+
+@pytest.mark.parametrize("impl", SINGLE_IMPLS, ids=str)
+@pytest.mark.parametrize("t0", [1.0, 1e6])
+@pytest.mark.parametrize("weight_decay,maximize", DECAY)
+def test_asgd(impl, t0, weight_decay, maximize):
+    _run("asgd.asgd", ["axs", "mus", "etas"],
+         init={"mus": ("scalar", 1.0), "etas": ("scalar", 0.01)}, lambd=1e-4, lr=0.01, t0=t0,
+         alpha=0.75, weight_decay=weight_decay, maximize=maximize, **impl)
+
+
+@pytest.mark.parametrize("impl", SINGLE_IMPLS, ids=str)
+@pytest.mark.parametrize("decoupled", [False, True])
+@pytest.mark.parametrize("weight_decay,maximize", DECAY)
+def test_nadam(impl, decoupled, weight_decay, maximize):
+    _run("nadam.nadam", ["exp_avgs", "exp_avg_sqs", "mu_products"],
+         init={"mu_products": ("scalar", 1.0)}, decoupled_weight_decay=decoupled, beta1=0.9,
+         beta2=0.99, lr=0.01, weight_decay=weight_decay, momentum_decay=4e-3, eps=1e-8,
+         maximize=maximize, **impl)
+
+
+@pytest.mark.parametrize("impl", SINGLE_IMPLS, ids=str)
+@pytest.mark.parametrize("decoupled", [False, True])
+@pytest.mark.parametrize("weight_decay,maximize", DECAY)
+@pytest.mark.parametrize("beta2", [0.99, 0.5])     # 0.5: the rectified branch from step 1
+def test_radam(impl, decoupled, weight_decay, maximize, beta2):
+    _run("radam.radam", ["exp_avgs", "exp_avg_sqs"], decoupled_weight_decay=decoupled,
+         beta1=0.9, beta2=beta2, lr=0.01, weight_decay=weight_decay, eps=1e-8,
+         maximize=maximize, **impl)
+
+
+@pytest.mark.parametrize("impl", SINGLE_IMPLS, ids=str)
+@pytest.mark.parametrize("maximize", [False, True])
+def test_rprop(impl, maximize):
+    _run("rprop.rprop", ["prevs", "step_sizes"], init={"step_sizes": ("fill", 0.01)},
+         step_size_min=1e-6, step_size_max=50, etaminus=0.5, etaplus=1.2, maximize=maximize,
+         **impl)
+
+
 def _errors(tfn, efn, *args, **kwargs):
     with pytest.raises(Exception) as texc:
         tfn(*args[0], **kwargs)
@@ -136,17 +213,43 @@ def _errors(tfn, efn, *args, **kwargs):
     assert str(eexc.value) == str(texc.value)
 
 
-def test_state_steps_must_be_tensors():
-    kw = dict(amsgrad=False, beta1=0.9, beta2=0.99, lr=0.01, weight_decay=0, eps=1e-8,
-              maximize=False)
+# every functional form but asgd and sgd checks its step counts first (PyTorch's message)
+STEP_CHECKS = {
+    "adam.adam": (3, dict(amsgrad=False, beta1=0.9, beta2=0.99, lr=0.01, weight_decay=0,
+                          eps=1e-8, maximize=False)),
+    "adamw.adamw": (3, dict(amsgrad=False, beta1=0.9, beta2=0.99, lr=0.01, weight_decay=0,
+                            eps=1e-8, maximize=False)),
+    "rmsprop.rmsprop": (3, dict(lr=0.01, alpha=0.9, eps=1e-8, weight_decay=0, momentum=0,
+                                centered=False)),
+    "adagrad.adagrad": (1, dict(lr=0.1, weight_decay=0, lr_decay=0, eps=1e-10,
+                                maximize=False)),
+    "adadelta.adadelta": (2, dict(lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, maximize=False)),
+    "adamax.adamax": (2, dict(eps=1e-8, beta1=0.9, beta2=0.99, lr=0.01, weight_decay=0)),
+    "nadam.nadam": (3, dict(beta1=0.9, beta2=0.99, lr=0.01, weight_decay=0,
+                            momentum_decay=4e-3, eps=1e-8)),
+    "radam.radam": (2, dict(beta1=0.9, beta2=0.99, lr=0.01, weight_decay=0, eps=1e-8)),
+    "rprop.rprop": (2, dict(step_size_min=1e-6, step_size_max=50, etaminus=0.5,
+                            etaplus=1.2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STEP_CHECKS))
+def test_state_steps_must_be_tensors(name):
+    n_states, kw = STEP_CHECKS[name]
     (tp,), (ep,) = _pair(_arrays(0, 1))
     (tg,), (eg,) = _pair(_arrays(1, 1))
-    for t_fn, e_fn in [_fns("adam.adam"), _fns("adamw.adamw")]:
-        _errors(t_fn, e_fn, ([tp], [tg], [tp * 0], [tp * 0], [], [0.0]),
-                ([ep], [eg], [ep * 0], [ep * 0], [], [0.0]), **kw)
-    _errors(*_fns("rmsprop.rmsprop"), ([tp], [tg], [tp * 0], [], [], [0.0]),
-            ([ep], [eg], [ep * 0], [], [], [0.0]), lr=0.01, alpha=0.9, eps=1e-8,
-            weight_decay=0, momentum=0, centered=False)
+    _errors(*_fns(name), ([tp], [tg], *[[tp * 0]] * n_states, [0.0]),
+            ([ep], [eg], *[[ep * 0]] * n_states, [0.0]), **kw)
+
+
+def test_grad_scaling_is_refused():
+    """ember's steps take no AMP scale (a cut, see ``check_no_grad_scaling``): refused, not
+    ignored."""
+    (ep,), (eg,) = (ember.ones(2),), (ember.ones(2),)
+    with pytest.raises(RuntimeError, match="grad_scale"):
+        _fns("sgd.sgd")[1]([ep], [eg], [], fused=True, grad_scale=ember.tensor(2.0),
+                           weight_decay=0, momentum=0, lr=0.1, dampening=0, nesterov=False,
+                           maximize=False)
 
 
 def test_signatures_match_torch():

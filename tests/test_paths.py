@@ -38,9 +38,6 @@ KNOWN_GAPS = {
     r"NestedIOFunction)|NestedIOFunction|profiler\.\w+|variable\.VariableMeta|grad_mode\.\w+|"
     r"enforce_grad_layout_policy|set_multithreading_enabled|gradcheck\.get_\w+)$":
         "autograd internals and legacy profiler helpers",
-    r"^torch\.optim\.\w+\.(adadelta|adagrad|adamax|asgd|nadam|radam|rprop)$":
-        "the functional optimizer API of these optimizers (sgd, adam, adamw and rmsprop "
-        "have theirs; these still write the update in the class's step())",
     r"^torch\.optim\.swap_in_optimizer_params_and_state$": "optimizer state swapping",
     r"^torch\.compiler\.": "torch.compiler's dynamo API (ember.compile is its own tracer)",
     r"^torch\.nn\.attention\.": "FlashAttention implementation registry and causal-bias "
