@@ -6,6 +6,9 @@ starts at step ``t0``.
 like PyTorch's non-capturable ones), so reading them never synchronizes a device."""
 from __future__ import annotations
 
+import numpy as np
+
+from .. import _dtype
 from .._tensor import Tensor
 from .optimizer import (Optimizer, as_real, bump, check_hparams, check_impl_flags, decayed_grad,
                         grads_of, host_value, impl_defaults, step_counter)
@@ -69,5 +72,11 @@ def asgd(params, grads, axs, mus, etas, state_steps, foreach=None, maximize=Fals
             etas[i].fill_(eta)
             mus[i].fill_(mu)
         else:                            # its single-tensor one: through a default-dtype scalar
-            etas[i].copy_(step_counter(eta))
-            mus[i].copy_(step_counter(mu))
+            etas[i].fill_(_as_default_scalar(eta))
+            mus[i].fill_(_as_default_scalar(mu))
+
+
+def _as_default_scalar(value):
+    """``value`` rounded as ``torch.as_tensor(value)`` stores it (the default dtype, as
+    ``step_counter``'s: float64 or float32)."""
+    return value if _dtype.get_default_dtype() is _dtype.float64 else float(np.float32(value))

@@ -36,16 +36,17 @@ class SGD(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             pairs = grads_of(group, "SGD")
-            params = [p for p, _ in pairs]
             momentum = group["momentum"]
-            bufs = [self.state[p].get("momentum_buffer") for p in params] if momentum else []
+            states = [self.state[p] for p, _ in pairs] if momentum else []
+            bufs = [state.get("momentum_buffer") for state in states]
+            new = [i for i, buf in enumerate(bufs) if buf is None]
             impl = implementation(group)
-            sgd(params, [g for _, g in pairs], bufs, foreach=impl == "foreach",
+            sgd([p for p, _ in pairs], [g for _, g in pairs], bufs, foreach=impl == "foreach",
                 fused=impl == "fused", weight_decay=group["weight_decay"], momentum=momentum,
                 lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"],
                 maximize=group["maximize"])
-            for p, buf in zip(params, bufs):
-                self.state[p]["momentum_buffer"] = buf
+            for i in new:                # the buffers this first step made
+                states[i]["momentum_buffer"] = bufs[i]
         return loss
 
 
