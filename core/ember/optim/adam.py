@@ -10,10 +10,10 @@ from collections import defaultdict
 from ..ops import foreach as _fe
 from .._tensor import Tensor
 from ..compiler import is_compiling
-from .optimizer import (Optimizer, addcmul_, as_real, bump, bump_tensor, check_betas,
-                        check_hparams, check_impl_flags, check_no_grad_scaling,
-                        check_state_steps, decayed_grad, functional_implementation, grads_of,
-                        impl_defaults, implementation, lerp_, lr_on, step_counter, zeros_state)
+from .optimizer import (Optimizer, adam_moments_, as_real, bump, bump_tensor, check_betas,
+                        check_hparams, check_impl_flags, check_no_grad_scaling, check_state_steps,
+                        functional_implementation, grads_of, impl_defaults, implementation, lr_on,
+                        step_counter, zeros_state)
 
 __all__ = ["Adam", "AdamW", "adam", "adamw"]
 
@@ -128,12 +128,9 @@ def _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, *,
                         differentiable):
     lr = float(lr.item()) if isinstance(lr, Tensor) else lr
     for i, p in enumerate(params):
-        step = bump(steps[i])
-        grad = decayed_grad(p, grads[i], weight_decay, maximize, decoupled, lr)
-        param, grad = as_real(p), as_real(grad)
-        exp_avg, exp_avg_sq = as_real(exp_avgs[i]), as_real(exp_avg_sqs[i])
-        lerp_(exp_avg, grad, 1 - beta1)
-        addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
+        step, param, grad, exp_avg, exp_avg_sq = adam_moments_(
+            p, grads[i], exp_avgs[i], exp_avg_sqs[i], steps[i], beta1=beta1, beta2=beta2,
+            weight_decay=weight_decay, maximize=maximize, decoupled=decoupled, lr=lr)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
         if amsgrad:

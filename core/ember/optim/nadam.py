@@ -6,9 +6,9 @@ The running product of the ``mu_t`` is a host scalar of the state (``mu_product`
 step counter's dtype like PyTorch's, so float32 runs round it as PyTorch does."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, add_scalar, addcdiv_, addcmul_, as_real, bump, check_betas,
-                        check_hparams, check_impl_flags, check_state_steps, decayed_grad,
-                        grads_of, host_value, impl_defaults, lerp_, step_counter)
+from .optimizer import (Optimizer, adam_moments_, add_scalar, addcdiv_, check_betas, check_hparams,
+                        check_impl_flags, check_state_steps, grads_of, host_value, impl_defaults,
+                        step_counter)
 from .._tensor import Tensor
 
 __all__ = ["NAdam", "nadam"]
@@ -63,17 +63,15 @@ def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps,
     implementation: the ``foreach`` flag is accepted and gives the same results."""
     check_state_steps(state_steps)
     for i, p in enumerate(params):
-        step = bump(state_steps[i])
+        step, param, grad, exp_avg, exp_avg_sq = adam_moments_(
+            p, grads[i], exp_avgs[i], exp_avg_sqs[i], state_steps[i], beta1=beta1,
+            beta2=beta2, weight_decay=weight_decay, maximize=maximize,
+            decoupled=decoupled_weight_decay, lr=lr)
         bias_correction2 = 1 - beta2 ** step
-        grad = decayed_grad(p, grads[i], weight_decay, maximize, decoupled_weight_decay, lr)
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
         mu_product = host_value(mu_products[i].mul_(mu))
         mu_product_next = mu_product * mu_next
-        param, grad = as_real(p), as_real(grad)
-        exp_avg, exp_avg_sq = as_real(exp_avgs[i]), as_real(exp_avg_sqs[i])
-        lerp_(exp_avg, grad, 1 - beta1)
-        addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
         denom = add_scalar(exp_avg_sq.div(bias_correction2).sqrt(), eps, differentiable)
         addcdiv_(param, grad, denom, -lr * (1.0 - mu) / (1.0 - mu_product))
         addcdiv_(param, exp_avg, denom, -lr * mu_next / (1.0 - mu_product_next))

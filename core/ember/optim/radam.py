@@ -3,9 +3,8 @@ of the adaptive learning rate is tractable (the rectification term), following P
 with L2 or decoupled (``decoupled_weight_decay=True``, RAdamW) weight decay."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, addcmul_, as_real, bump, check_betas, check_hparams,
-                        check_impl_flags, check_state_steps, decayed_grad, grads_of,
-                        impl_defaults, lerp_)
+from .optimizer import (Optimizer, adam_moments_, check_betas, check_hparams, check_impl_flags,
+                        check_state_steps, grads_of, impl_defaults)
 
 __all__ = ["RAdam", "radam"]
 
@@ -54,12 +53,10 @@ def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, decoupled_weight_de
     # the maximum length of the approximated simple moving average
     rho_inf = 2 / (1 - beta2) - 1
     for i, p in enumerate(params):
-        step = bump(state_steps[i])
-        grad = decayed_grad(p, grads[i], weight_decay, maximize, decoupled_weight_decay, lr)
-        param, grad = as_real(p), as_real(grad)
-        exp_avg, exp_avg_sq = as_real(exp_avgs[i]), as_real(exp_avg_sqs[i])
-        lerp_(exp_avg, grad, 1 - beta1)
-        addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
+        step, param, grad, exp_avg, exp_avg_sq = adam_moments_(
+            p, grads[i], exp_avgs[i], exp_avg_sqs[i], state_steps[i], beta1=beta1,
+            beta2=beta2, weight_decay=weight_decay, maximize=maximize,
+            decoupled=decoupled_weight_decay, lr=lr)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
         bias_corrected_exp_avg = exp_avg / bias_correction1
