@@ -38,8 +38,6 @@ KNOWN_GAPS = {
     r"NestedIOFunction)|NestedIOFunction|profiler\.\w+|variable\.VariableMeta|grad_mode\.\w+|"
     r"enforce_grad_layout_policy|set_multithreading_enabled|gradcheck\.get_\w+)$":
         "autograd internals and legacy profiler helpers",
-    r"^torch\.optim\.\w+\.(adadelta|adagrad|adam|adamax|adamw|asgd|nadam|radam|rmsprop|rprop|"
-    r"sgd)$": "the functional optimizer API (torch.optim.adam.adam(params, grads, …))",
     r"^torch\.optim\.swap_in_optimizer_params_and_state$": "optimizer state swapping",
     r"^torch\.compiler\.": "torch.compiler's dynamo API (ember.compile is its own tracer)",
     r"^torch\.nn\.attention\.": "FlashAttention implementation registry and causal-bias "

@@ -42,7 +42,7 @@ ALIASES = {
     "ember.nn.modules.normalization": _same("ember.nn", "LocalResponseNorm CrossMapLRN2d"),
     "ember.nn.modules.sparse": _same("ember.nn", "EmbeddingBag"),
     "ember.nn.utils.stateless": _same("ember.func", "functional_call"),
-    "ember.optim.adamw": _same("ember.optim", "AdamW"),
+    "ember.optim.adamw": {"AdamW": "ember.optim.AdamW", "adamw": "ember.optim.adam.adamw"},
     "ember.autograd.anomaly_mode": _same("ember.autograd", "detect_anomaly set_detect_anomaly"),
     "ember.utils.dlpack": _same("ember", "from_dlpack"),
     # torch's datapipe modules and class names (ember's classes carry torchdata's short names)

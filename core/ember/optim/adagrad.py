@@ -4,12 +4,14 @@ construction (like PyTorch), so ``state_dict()`` is complete before the first st
 from __future__ import annotations
 
 from .. import _dtype
+from ..compiler import is_compiling
 from .optimizer import (Optimizer, add_scaled_, addcmul_, as_real, bump, bump_tensor,
-                        check_hparams, check_impl_flags, add_scalar, grads_of, impl_defaults,
-                        lr_on, step_counter, tensor_steps)
+                        check_hparams, check_impl_flags, check_no_grad_scaling,
+                        check_state_steps, add_scalar, grads_of, impl_defaults, lr_on,
+                        step_counter)
 from ..ops.factories import full_like
 
-__all__ = ["Adagrad"]
+__all__ = ["Adagrad", "adagrad"]
 
 
 class Adagrad(Optimizer):
@@ -43,21 +45,35 @@ class Adagrad(Optimizer):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, lr_decay, eps, wd = group["lr"], group["lr_decay"], group["eps"], \
-                group["weight_decay"]
-            tensors = tensor_steps(group)
-            for p, grad in grads_of(group, "Adagrad"):
-                state = self.state[p]
-                # under ember.compile the count stays a tensor: no host read in the step
-                step = bump_tensor(state["step"], p.device) if tensors else bump(state["step"])
-                if group["maximize"]:
-                    grad = -grad
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
-                lr_p = lr_on(lr, p.device)
-                clr = lr_p / (1 + (step - 1) * lr_decay) if lr_decay else lr_p
-                param, grad, state_sum = as_real(p), as_real(grad), as_real(state["sum"])
-                addcmul_(state_sum, grad, grad, 1)
-                std = add_scalar(state_sum.sqrt(), eps, group["differentiable"])
-                add_scaled_(param, grad / std, clr)
+            pairs = grads_of(group, "Adagrad")
+            states = [self.state[p] for p, _ in pairs]
+            adagrad([p for p, _ in pairs], [g for _, g in pairs], [s["sum"] for s in states],
+                    [s["step"] for s in states], fused=group["fused"],
+                    foreach=group["foreach"], differentiable=group["differentiable"],
+                    lr=group["lr"], weight_decay=group["weight_decay"],
+                    lr_decay=group["lr_decay"], eps=group["eps"], maximize=group["maximize"])
         return loss
+
+
+def adagrad(params, grads, state_sums, state_steps, fused=None, grad_scale=None,
+            found_inf=None, has_sparse_grad=False, foreach=None, differentiable=False,
+            has_complex=False, *, lr, weight_decay, lr_decay, eps, maximize):
+    """``torch.optim.adagrad.adagrad``: one Adagrad step over lists, in place, step counts
+    included. ``Adagrad.step`` calls this. ember has one (single-tensor) implementation: the
+    ``foreach``/``fused`` flags are accepted and give the same results; gradients are dense
+    (``has_sparse_grad`` is accepted for the signature)."""
+    check_state_steps(state_steps)
+    check_no_grad_scaling("adagrad", grad_scale, found_inf)
+    tensors = is_compiling()
+    for i, p in enumerate(params):
+        # under ember.compile the count stays a tensor: no host read in the step
+        step = bump_tensor(state_steps[i], p.device) if tensors else bump(state_steps[i])
+        grad = -grads[i] if maximize else grads[i]
+        if weight_decay != 0:
+            grad = grad.add(p, alpha=weight_decay)
+        lr_p = lr_on(lr, p.device)
+        clr = lr_p / (1 + (step - 1) * lr_decay) if lr_decay else lr_p
+        param, grad, state_sum = as_real(p), as_real(grad), as_real(state_sums[i])
+        addcmul_(state_sum, grad, grad, 1)
+        std = add_scalar(state_sum.sqrt(), eps, differentiable)
+        add_scaled_(param, grad / std, clr)

@@ -8,12 +8,14 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..ops import foreach as _fe
-from .optimizer import (Optimizer, addcmul_, as_real, bump, bump_tensor, check_betas,
-                        check_hparams, check_impl_flags, decayed_grad, grads_of, host_lr,
-                        impl_defaults, implementation, lerp_, lr_on, step_counter, tensor_steps,
-                        zeros_state)
+from .._tensor import Tensor
+from ..compiler import is_compiling
+from .optimizer import (Optimizer, adam_moments_, as_real, bump, bump_tensor, check_betas,
+                        check_hparams, check_impl_flags, check_no_grad_scaling, check_state_steps,
+                        functional_implementation, grads_of, impl_defaults, implementation, lr_on,
+                        step_counter, zeros_state)
 
-__all__ = ["Adam", "AdamW"]
+__all__ = ["Adam", "AdamW", "adam", "adamw"]
 
 
 class Adam(Optimizer):
@@ -49,128 +51,142 @@ class Adam(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             pairs = grads_of(group, type(self).__name__)
+            amsgrad = group["amsgrad"]
+            capturable = bool(group["capturable"])
+            states = [self._state_of(p, amsgrad, capturable) for p, _ in pairs]
             impl = implementation(group)
-            if tensor_steps(group) and impl != "fused":
-                if impl == "single" or not self._multi_capturable(group, pairs):
-                    self._capturable(group, pairs)
-            elif impl == "single":
-                self._single(group, pairs)
-            elif pairs:
-                self._multi(group, pairs, fused=impl == "fused")
+            beta1, beta2 = group["betas"]
+            adam([p for p, _ in pairs], [g for _, g in pairs],
+                 [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
+                 [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
+                 [s["step"] for s in states], foreach=impl == "foreach",
+                 capturable=capturable, differentiable=group["differentiable"],
+                 fused=impl == "fused", decoupled_weight_decay=group["decoupled_weight_decay"],
+                 amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=group["lr"],
+                 weight_decay=group["weight_decay"], eps=group["eps"],
+                 maximize=group["maximize"])
         return loss
 
-    def _capturable(self, group, pairs):
-        """PyTorch's capturable update, one parameter at a time: the step count stays a tensor
-        and the bias corrections are tensor ops (``foreach.adam_capturable_one``), so nothing
-        is read on the host."""
-        beta1, beta2 = group["betas"]
-        amsgrad = group["amsgrad"]
-        for p, grad in pairs:
-            state = self._state_of(p, amsgrad, capturable=bool(group["capturable"]))
-            step = bump_tensor(state["step"], p.device)
-            _fe.adam_capturable_one(
-                as_real(p), as_real(grad), as_real(state["exp_avg"]),
-                as_real(state["exp_avg_sq"]),
-                as_real(state["max_exp_avg_sq"]) if amsgrad else None, step,
-                lr_on(group["lr"], p.device), beta1, beta2, group["weight_decay"],
-                group["eps"], amsgrad, group["maximize"], group["decoupled_weight_decay"])
 
-    def _multi_capturable(self, group, pairs):
-        """The capturable update of a whole group as one ``_fused_adam_capturable_`` op (one
-        graph node under ``ember.compile``); False when the group doesn't fit it (step counts
-        on another device than their parameters, complex parameters, several devices)."""
-        if not pairs:
-            return True
-        amsgrad = group["amsgrad"]
-        device = pairs[0][0].device
-        rows = []
-        for p, g in pairs:
-            state = self._state_of(p, amsgrad, capturable=bool(group["capturable"]))
-            step = state["step"]
-            if p.device is not device or step.device is not device or p.is_complex():
-                return False
-            rows.append((p, g, state["exp_avg"], state["exp_avg_sq"],
-                         state["max_exp_avg_sq"] if amsgrad else None, step))
-        params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps = (list(x) for x in zip(*rows))
-        beta1, beta2 = group["betas"]
-        _fe._fused_adam_capturable_(
-            params, grads, exp_avgs, exp_avg_sqs, max_sqs if amsgrad else [], steps,
-            lr=lr_on(group["lr"], device), beta1=beta1, beta2=beta2,
-            weight_decay=group["weight_decay"], eps=group["eps"], amsgrad=amsgrad,
-            maximize=group["maximize"], decoupled=group["decoupled_weight_decay"])
+def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None,
+         capturable=False, differentiable=False, fused=None, grad_scale=None, found_inf=None,
+         has_complex=False, decoupled_weight_decay=False, *, amsgrad, beta1, beta2, lr,
+         weight_decay, eps, maximize):
+    """``torch.optim.adam.adam``: one Adam (``decoupled_weight_decay``: AdamW) step over lists,
+    in place, step counts included. ``Adam.step`` calls this. With ``capturable`` (and inside
+    an ``ember.compile`` capture) the step counts stay tensors; ``has_complex`` is accepted
+    for PyTorch's signature (complex tensors are always updated as real pairs)."""
+    check_state_steps(state_steps)
+    check_no_grad_scaling("adam", grad_scale, found_inf)
+    impl = functional_implementation(foreach, fused, differentiable)
+    hp = dict(amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay,
+              eps=eps, maximize=maximize, decoupled=decoupled_weight_decay)
+    lists = (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps)
+    if (capturable or is_compiling()) and impl != "fused":
+        if impl == "single" or not _multi_capturable_adam(*lists, **hp):
+            _capturable_adam(*lists, **hp)
+    elif impl == "single":
+        _single_tensor_adam(*lists, differentiable=differentiable, **hp)
+    elif params:
+        _multi_tensor_adam(*lists, fused=impl == "fused", **hp)
+
+
+def _capturable_adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, *, amsgrad, beta1,
+                     beta2, lr, weight_decay, eps, maximize, decoupled):
+    """PyTorch's capturable update, one parameter at a time: the step count stays a tensor
+    and the bias corrections are tensor ops (``foreach.adam_capturable_one``), so nothing
+    is read on the host."""
+    for i, p in enumerate(params):
+        step = bump_tensor(steps[i], p.device)
+        _fe.adam_capturable_one(
+            as_real(p), as_real(grads[i]), as_real(exp_avgs[i]), as_real(exp_avg_sqs[i]),
+            as_real(max_sqs[i]) if amsgrad else None, step, lr_on(lr, p.device), beta1, beta2,
+            weight_decay, eps, amsgrad, maximize, decoupled)
+
+
+def _multi_capturable_adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, *, amsgrad,
+                           beta1, beta2, lr, weight_decay, eps, maximize, decoupled):
+    """The capturable update of all the lists as one ``_fused_adam_capturable_`` op (one
+    graph node under ``ember.compile``); False when they don't fit it (step counts on another
+    device than their parameters, complex parameters, several devices)."""
+    if not params:
         return True
+    device = params[0].device
+    for p, step in zip(params, steps):
+        if p.device is not device or step.device is not device or p.is_complex():
+            return False
+    _fe._fused_adam_capturable_(
+        list(params), list(grads), list(exp_avgs), list(exp_avg_sqs),
+        list(max_sqs) if amsgrad else [], list(steps), lr=lr_on(lr, device), beta1=beta1,
+        beta2=beta2, weight_decay=weight_decay, eps=eps, amsgrad=amsgrad, maximize=maximize,
+        decoupled=decoupled)
+    return True
 
-    def _single(self, group, pairs):
-        lr, eps, wd = host_lr(group), group["eps"], group["weight_decay"]
-        beta1, beta2 = group["betas"]
-        amsgrad, decoupled = group["amsgrad"], group["decoupled_weight_decay"]
-        for p, grad in pairs:
-            state = self._state_of(p, amsgrad)
-            step = bump(state["step"])
-            grad = decayed_grad(p, grad, wd, group["maximize"], decoupled, lr)
-            param, grad = as_real(p), as_real(grad)
-            exp_avg, exp_avg_sq = as_real(state["exp_avg"]), as_real(state["exp_avg_sq"])
-            lerp_(exp_avg, grad, 1 - beta1)
-            addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
-            bias_correction1 = 1 - beta1 ** step
-            bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-            if amsgrad:
-                max_sq = as_real(state["max_exp_avg_sq"])
-                # (differentiable: maximum must not save the tensor copy_ overwrites)
-                prev_max = max_sq.clone() if group["differentiable"] else max_sq
-                max_sq.copy_(prev_max.maximum(exp_avg_sq))
-                denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-            else:
-                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-            param.add_(exp_avg / denom, alpha=-(lr / bias_correction1))
 
-    def _multi(self, group, pairs, fused):
-        """The group's update in multi-tensor ops; parameters are grouped by step count (the
-        bias corrections depend on it: usually one group)."""
-        amsgrad = group["amsgrad"]
-        by_step = defaultdict(list)
-        for p, g in pairs:
-            state = self._state_of(p, amsgrad)
-            step = bump(state["step"])
-            by_step[step].append((as_real(p), as_real(g), as_real(state["exp_avg"]),
-                                  as_real(state["exp_avg_sq"]),
-                                  as_real(state["max_exp_avg_sq"]) if amsgrad else None))
-        for step, items in by_step.items():
-            params, grads, exp_avgs, exp_avg_sqs, max_sqs = (list(x) for x in zip(*items))
-            if fused:
-                op = _fe._fused_adamw_ if group["decoupled_weight_decay"] else _fe._fused_adam_
-                beta1, beta2 = group["betas"]
-                op(params, grads, exp_avgs, exp_avg_sqs, max_sqs if amsgrad else [],
-                   [step] * len(params), lr=host_lr(group), beta1=beta1, beta2=beta2,
-                   weight_decay=group["weight_decay"], eps=group["eps"], amsgrad=amsgrad,
-                   maximize=group["maximize"])
-            else:
-                self._foreach(group, step, params, grads, exp_avgs, exp_avg_sqs, max_sqs)
-
-    @staticmethod
-    def _foreach(group, step, params, grads, exp_avgs, exp_avg_sqs, max_sqs):
-        lr, eps, wd = host_lr(group), group["eps"], group["weight_decay"]
-        beta1, beta2 = group["betas"]
-        if group["maximize"]:
-            grads = _fe._foreach_mul(grads, -1)
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                _fe._foreach_mul_(params, 1 - lr * wd)
-            else:
-                grads = _fe._foreach_add(grads, params, alpha=wd)
-        _fe._foreach_lerp_(exp_avgs, grads, 1 - beta1)
-        _fe._foreach_mul_(exp_avg_sqs, beta2)
-        _fe._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
+def _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, *, amsgrad,
+                        beta1, beta2, lr, weight_decay, eps, maximize, decoupled,
+                        differentiable):
+    lr = float(lr.item()) if isinstance(lr, Tensor) else lr
+    for i, p in enumerate(params):
+        step, param, grad, exp_avg, exp_avg_sq = adam_moments_(
+            p, grads[i], exp_avgs[i], exp_avg_sqs[i], steps[i], beta1=beta1, beta2=beta2,
+            weight_decay=weight_decay, maximize=maximize, decoupled=decoupled, lr=lr)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-        if group["amsgrad"]:
-            _fe._foreach_maximum_(max_sqs, exp_avg_sqs)
-            denom = _fe._foreach_sqrt(max_sqs)
+        if amsgrad:
+            max_sq = as_real(max_sqs[i])
+            # (differentiable: maximum must not save the tensor copy_ overwrites)
+            prev_max = max_sq.clone() if differentiable else max_sq
+            max_sq.copy_(prev_max.maximum(exp_avg_sq))
+            denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
         else:
-            denom = _fe._foreach_sqrt(exp_avg_sqs)
-        _fe._foreach_div_(denom, bias_correction2_sqrt)
-        _fe._foreach_add_(denom, eps)
-        _fe._foreach_addcdiv_(params, exp_avgs, denom, -(lr / bias_correction1))
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        param.add_(exp_avg / denom, alpha=-(lr / bias_correction1))
+
+
+def _multi_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, *, fused,
+                       amsgrad, beta1, beta2, lr, weight_decay, eps, maximize, decoupled):
+    """The update in multi-tensor ops; parameters are grouped by step count (the bias
+    corrections depend on it: usually one group)."""
+    lr = float(lr.item()) if isinstance(lr, Tensor) else lr
+    by_step = defaultdict(list)
+    for i, p in enumerate(params):
+        by_step[bump(steps[i])].append(
+            (as_real(p), as_real(grads[i]), as_real(exp_avgs[i]), as_real(exp_avg_sqs[i]),
+             as_real(max_sqs[i]) if amsgrad else None))
+    hp = dict(lr=lr, beta1=beta1, beta2=beta2, weight_decay=weight_decay, eps=eps,
+              amsgrad=amsgrad, maximize=maximize)
+    for step, items in by_step.items():
+        ps, gs, avgs, avg_sqs, maxes = (list(x) for x in zip(*items))
+        if fused:
+            op = _fe._fused_adamw_ if decoupled else _fe._fused_adam_
+            op(ps, gs, avgs, avg_sqs, maxes if amsgrad else [], [step] * len(ps), **hp)
+        else:
+            _foreach_adam(step, ps, gs, avgs, avg_sqs, maxes, decoupled=decoupled, **hp)
+
+
+def _foreach_adam(step, params, grads, exp_avgs, exp_avg_sqs, max_sqs, *, lr, beta1, beta2,
+                  weight_decay, eps, amsgrad, maximize, decoupled):
+    if maximize:
+        grads = _fe._foreach_mul(grads, -1)
+    if weight_decay != 0:
+        if decoupled:
+            _fe._foreach_mul_(params, 1 - lr * weight_decay)
+        else:
+            grads = _fe._foreach_add(grads, params, alpha=weight_decay)
+    _fe._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+    _fe._foreach_mul_(exp_avg_sqs, beta2)
+    _fe._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+    if amsgrad:
+        _fe._foreach_maximum_(max_sqs, exp_avg_sqs)
+        denom = _fe._foreach_sqrt(max_sqs)
+    else:
+        denom = _fe._foreach_sqrt(exp_avg_sqs)
+    _fe._foreach_div_(denom, bias_correction2_sqrt)
+    _fe._foreach_add_(denom, eps)
+    _fe._foreach_addcdiv_(params, exp_avgs, denom, -(lr / bias_correction1))
 
 
 class AdamW(Adam):
@@ -189,3 +205,14 @@ class AdamW(Adam):
         super().__setstate__(state)
         for group in self.param_groups:
             group["decoupled_weight_decay"] = True
+
+
+def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None,
+          capturable=False, differentiable=False, fused=None, grad_scale=None, found_inf=None,
+          has_complex=False, *, amsgrad, beta1, beta2, lr, weight_decay, eps, maximize):
+    """``torch.optim.adamw.adamw``: ``adam`` with decoupled weight decay."""
+    adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=foreach,
+         capturable=capturable, differentiable=differentiable, fused=fused,
+         grad_scale=grad_scale, found_inf=found_inf, has_complex=has_complex,
+         decoupled_weight_decay=True, amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr,
+         weight_decay=weight_decay, eps=eps, maximize=maximize)

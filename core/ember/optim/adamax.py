@@ -3,9 +3,10 @@ place of the root mean square, following PyTorch's update."""
 from __future__ import annotations
 
 from .optimizer import (Optimizer, addcdiv_, as_real, bump, check_betas, check_hparams,
-                        check_impl_flags, decayed_grad, grads_of, impl_defaults, lerp_)
+                        check_impl_flags, check_state_steps, decayed_grad, grads_of,
+                        impl_defaults, lerp_)
 
-__all__ = ["Adamax"]
+__all__ = ["Adamax", "adamax"]
 
 
 class Adamax(Optimizer):
@@ -24,17 +25,32 @@ class Adamax(Optimizer):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            pairs = grads_of(group, "Adamax")
+            states = [self._lazy_state(p, zeros=("exp_avg", "exp_inf")) for p, _ in pairs]
             beta1, beta2 = group["betas"]
-            for p, grad in grads_of(group, "Adamax"):
-                state = self._lazy_state(p, zeros=("exp_avg", "exp_inf"))
-                step = bump(state["step"])
-                grad = decayed_grad(p, grad, wd, group["maximize"])
-                param, grad = as_real(p), as_real(grad)
-                exp_avg, exp_inf = as_real(state["exp_avg"]), as_real(state["exp_inf"])
-                lerp_(exp_avg, grad, 1 - beta1)
-                # the weighted infinity norm: max(beta2 * u, |g| + eps)
-                exp_inf.copy_(exp_inf.mul(beta2).maximum(grad.abs().add_(eps)))
-                clr = lr / (1 - beta1 ** step)
-                addcdiv_(param, exp_avg, exp_inf, -clr)
+            adamax([p for p, _ in pairs], [g for _, g in pairs], [s["exp_avg"] for s in states],
+                   [s["exp_inf"] for s in states], [s["step"] for s in states],
+                   foreach=group["foreach"], maximize=group["maximize"],
+                   differentiable=group["differentiable"], capturable=group["capturable"],
+                   eps=group["eps"], beta1=beta1, beta2=beta2, lr=group["lr"],
+                   weight_decay=group["weight_decay"])
         return loss
+
+
+def adamax(params, grads, exp_avgs, exp_infs, state_steps, foreach=None, maximize=False,
+           differentiable=False, capturable=False, has_complex=False, *, eps, beta1, beta2, lr,
+           weight_decay):
+    """``torch.optim.adamax.adamax``: one Adamax step over lists, in place, step counts
+    included. ``Adamax.step`` calls this. ember has one (single-tensor) implementation: the
+    ``foreach`` flag is accepted and gives the same results."""
+    check_state_steps(state_steps)
+    for i, p in enumerate(params):
+        step = bump(state_steps[i])
+        grad = decayed_grad(p, grads[i], weight_decay, maximize)
+        param, grad = as_real(p), as_real(grad)
+        exp_avg, exp_inf = as_real(exp_avgs[i]), as_real(exp_infs[i])
+        lerp_(exp_avg, grad, 1 - beta1)
+        # the weighted infinity norm: max(beta2 * u, |g| + eps)
+        exp_inf.copy_(exp_inf.mul(beta2).maximum(grad.abs().add_(eps)))
+        clr = lr / (1 - beta1 ** step)
+        addcdiv_(param, exp_avg, exp_inf, -clr)

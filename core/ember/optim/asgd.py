@@ -6,10 +6,14 @@ starts at step ``t0``.
 like PyTorch's non-capturable ones), so reading them never synchronizes a device."""
 from __future__ import annotations
 
+import numpy as np
+
+from .. import _dtype
+from .._tensor import Tensor
 from .optimizer import (Optimizer, as_real, bump, check_hparams, check_impl_flags, decayed_grad,
                         grads_of, host_value, impl_defaults, step_counter)
 
-__all__ = ["ASGD"]
+__all__ = ["ASGD", "asgd"]
 
 
 class ASGD(Optimizer):
@@ -29,21 +33,50 @@ class ASGD(Optimizer):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
-            wd = group["weight_decay"]
-            for p, grad in grads_of(group, "ASGD"):
-                state = self._lazy_state(p, zeros=("ax",), eta=lr, mu=1.0)
-                step = bump(state["step"])
-                grad = decayed_grad(p, grad, wd, group["maximize"])
-                param, grad, ax = as_real(p), as_real(grad), as_real(state["ax"])
-                eta = host_value(state["eta"])
-                param.mul_(1 - lambd * eta)
-                param.add_(grad, alpha=-eta)
-                if host_value(state["mu"]) != 1:
-                    ax.add_(param.sub(ax).mul_(host_value(state["mu"])))
-                else:
-                    ax.copy_(param)
-                # stored in the counter's dtype, so float32 state rounds as PyTorch's does
-                state["eta"] = step_counter(lr / ((1 + lambd * lr * step) ** alpha))
-                state["mu"] = step_counter(1 / max(1, step - t0))
+            pairs = grads_of(group, "ASGD")
+            states = [self._lazy_state(p, zeros=("ax",), eta=group["lr"], mu=1.0)
+                      for p, _ in pairs]
+            for state in states:         # a plain number from an old state dict
+                for key in ("eta", "mu"):
+                    if not isinstance(state[key], Tensor):
+                        state[key] = step_counter(host_value(state[key]))
+            asgd([p for p, _ in pairs], [g for _, g in pairs], [s["ax"] for s in states],
+                 [s["mu"] for s in states], [s["eta"] for s in states],
+                 [s["step"] for s in states], foreach=group["foreach"],
+                 maximize=group["maximize"], differentiable=group["differentiable"],
+                 capturable=group["capturable"], lambd=group["lambd"], lr=group["lr"],
+                 t0=group["t0"], alpha=group["alpha"], weight_decay=group["weight_decay"])
         return loss
+
+
+def asgd(params, grads, axs, mus, etas, state_steps, foreach=None, maximize=False,
+         differentiable=False, capturable=False, has_complex=False, *, lambd, lr, t0, alpha,
+         weight_decay):
+    """``torch.optim.asgd.asgd``: one ASGD step over lists, in place (``etas``/``mus``/step
+    counts included). ``ASGD.step`` calls this. ember has one (single-tensor) implementation;
+    ``foreach=True`` only changes how the new ``etas``/``mus`` round, as PyTorch's does."""
+    for i, p in enumerate(params):
+        step = bump(state_steps[i])
+        grad = decayed_grad(p, grads[i], weight_decay, maximize)
+        param, grad, ax = as_real(p), as_real(grad), as_real(axs[i])
+        eta = host_value(etas[i])
+        param.mul_(1 - lambd * eta)
+        param.add_(grad, alpha=-eta)
+        mu = host_value(mus[i])
+        if mu != 1:
+            ax.add_(param.sub(ax).mul_(mu))
+        else:
+            ax.copy_(param)
+        eta, mu = lr / ((1 + lambd * lr * step) ** alpha), 1 / max(1, step - t0)
+        if foreach:                      # PyTorch's multi-tensor update: in the counts' dtype
+            etas[i].fill_(eta)
+            mus[i].fill_(mu)
+        else:                            # its single-tensor one: through a default-dtype scalar
+            etas[i].fill_(_as_default_scalar(eta))
+            mus[i].fill_(_as_default_scalar(mu))
+
+
+def _as_default_scalar(value):
+    """``value`` rounded as ``torch.as_tensor(value)`` stores it (the default dtype, as
+    ``step_counter``'s: float64 or float32)."""
+    return value if _dtype.get_default_dtype() is _dtype.float64 else float(np.float32(value))

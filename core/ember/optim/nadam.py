@@ -6,12 +6,12 @@ The running product of the ``mu_t`` is a host scalar of the state (``mu_product`
 step counter's dtype like PyTorch's, so float32 runs round it as PyTorch does."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, add_scalar, addcdiv_, addcmul_, as_real, bump, check_betas,
-                        check_hparams, check_impl_flags, decayed_grad, grads_of, host_value,
-                        impl_defaults, lerp_, step_counter)
+from .optimizer import (Optimizer, adam_moments_, add_scalar, addcdiv_, check_betas, check_hparams,
+                        check_impl_flags, check_state_steps, grads_of, host_value, impl_defaults,
+                        step_counter)
 from .._tensor import Tensor
 
-__all__ = ["NAdam"]
+__all__ = ["NAdam", "nadam"]
 
 
 class NAdam(Optimizer):
@@ -36,34 +36,43 @@ class NAdam(Optimizer):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            pairs = grads_of(group, "NAdam")
+            states = [self._lazy_state(p, zeros=("exp_avg", "exp_avg_sq"), mu_product=1.0)
+                      for p, _ in pairs]
+            for state in states:         # a plain number from an old state dict
+                if not isinstance(state["mu_product"], Tensor):
+                    state["mu_product"] = step_counter(host_value(state["mu_product"]))
             beta1, beta2 = group["betas"]
-            momentum_decay = group["momentum_decay"]
-            for p, grad in grads_of(group, "NAdam"):
-                state = self._lazy_state(p, zeros=("exp_avg", "exp_avg_sq"), mu_product=1.0)
-                step = bump(state["step"])
-                bias_correction2 = 1 - beta2 ** step
-                grad = decayed_grad(p, grad, wd, group["maximize"],
-                                    group["decoupled_weight_decay"], lr)
-                mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
-                mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
-                mu_product = _mul_host(state, "mu_product", mu)
-                mu_product_next = mu_product * mu_next
-                param, grad = as_real(p), as_real(grad)
-                exp_avg, exp_avg_sq = as_real(state["exp_avg"]), as_real(state["exp_avg_sq"])
-                lerp_(exp_avg, grad, 1 - beta1)
-                addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
-                denom = add_scalar(exp_avg_sq.div(bias_correction2).sqrt(), eps,
-                                   group["differentiable"])
-                addcdiv_(param, grad, denom, -lr * (1.0 - mu) / (1.0 - mu_product))
-                addcdiv_(param, exp_avg, denom, -lr * mu_next / (1.0 - mu_product_next))
+            nadam([p for p, _ in pairs], [g for _, g in pairs], [s["exp_avg"] for s in states],
+                  [s["exp_avg_sq"] for s in states], [s["mu_product"] for s in states],
+                  [s["step"] for s in states],
+                  decoupled_weight_decay=group["decoupled_weight_decay"],
+                  foreach=group["foreach"], capturable=group["capturable"],
+                  differentiable=group["differentiable"], maximize=group["maximize"],
+                  beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+                  momentum_decay=group["momentum_decay"], eps=group["eps"])
         return loss
 
 
-def _mul_host(state, key, factor):
-    """Multiply a host scalar of the state in place (a plain number from an old state dict is
-    made a tensor first); return the new value as a float."""
-    if not isinstance(state[key], Tensor):
-        state[key] = step_counter(host_value(state[key]))
-    state[key].mul_(factor)
-    return host_value(state[key])
+def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps,
+          decoupled_weight_decay=False, foreach=None, capturable=False, differentiable=False,
+          has_complex=False, maximize=False, *, beta1, beta2, lr, weight_decay, momentum_decay,
+          eps):
+    """``torch.optim.nadam.nadam``: one NAdam step over lists, in place (``mu_products`` and
+    step counts included). ``NAdam.step`` calls this. ember has one (single-tensor)
+    implementation: the ``foreach`` flag is accepted and gives the same results."""
+    check_state_steps(state_steps)
+    for i, p in enumerate(params):
+        step, param, grad, exp_avg, exp_avg_sq = adam_moments_(
+            p, grads[i], exp_avgs[i], exp_avg_sqs[i], state_steps[i], beta1=beta1,
+            beta2=beta2, weight_decay=weight_decay, maximize=maximize,
+            decoupled=decoupled_weight_decay, lr=lr)
+        bias_correction2 = 1 - beta2 ** step
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
+        mu_product = host_value(mu_products[i].mul_(mu))
+        mu_product_next = mu_product * mu_next
+        denom = add_scalar(exp_avg_sq.div(bias_correction2).sqrt(), eps, differentiable)
+        addcdiv_(param, grad, denom, -lr * (1.0 - mu) / (1.0 - mu_product))
+        addcdiv_(param, exp_avg, denom, -lr * mu_next / (1.0 - mu_product_next))
+

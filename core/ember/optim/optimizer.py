@@ -31,7 +31,7 @@ from .. import _dtype
 from .._tensor import Tensor
 from ..dispatch.grad_mode import enable_grad, set_grad_enabled
 from ..autograd.tensor_api import zero_grads
-from ..ops.foreach import decayed_grad  # noqa: F401  (re-exported for the optimizers)
+from ..ops.foreach import decayed_grad  # (re-exported for the optimizers)
 from ..utils.hooks import RemovableHandle
 from ..compiler import is_compiling
 from ..ops.factories import tensor, zeros_like
@@ -499,3 +499,39 @@ def addcdiv_(t, a, b, value):
 def lerp_(t, end, weight):
     """``t.lerp_(end, weight)`` (PyTorch's two-sided formula, exact at both ends)."""
     return t.lerp_(end, weight)
+
+
+def adam_moments_(p, grad, exp_avg, exp_avg_sq, step_t, *, beta1, beta2, weight_decay,
+                  maximize, decoupled, lr):
+    """The start Adam, NAdam and RAdam share: count the step, apply weight decay (L2 or
+    decoupled) and maximize, and update the first moment and the second moment (the running
+    average of squared gradients). Returns the step count and the real views (``as_real``) of
+    the parameter, decayed gradient and both moments."""
+    step = bump(step_t)
+    grad = decayed_grad(p, grad, weight_decay, maximize, decoupled, lr)
+    param, grad = as_real(p), as_real(grad)
+    exp_avg, exp_avg_sq = as_real(exp_avg), as_real(exp_avg_sq)
+    lerp_(exp_avg, grad, 1 - beta1)
+    addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
+    return step, param, grad, exp_avg, exp_avg_sq
+
+
+def check_state_steps(state_steps):
+    """PyTorch's check at the top of the functional optimizers (``torch.optim.adam.adam``, …):
+    step counts are 0-d tensors, not numbers (the API before PyTorch 1.12)."""
+    if not all(isinstance(t, Tensor) for t in state_steps):
+        raise RuntimeError("API has changed, `state_steps` argument must contain a list of "
+                           "singleton tensors")
+
+
+def check_no_grad_scaling(name, grad_scale, found_inf):
+    """ember's fused steps take no AMP scale: refuse one rather than ignore it."""
+    if grad_scale is not None or found_inf is not None:
+        raise RuntimeError(f"{name}: ember's optimizer steps take no grad_scale/found_inf "
+                           f"(unscale the gradients first, e.g. with GradScaler.unscale_)")
+
+
+def functional_implementation(foreach, fused, differentiable=False):
+    """``implementation`` for the functional forms' flags: the same choice a param group with
+    these flags gets (foreach when neither is given, as ember's optimizers default)."""
+    return implementation({"foreach": foreach, "fused": fused, "differentiable": differentiable})

@@ -3,10 +3,10 @@ of the adaptive learning rate is tractable (the rectification term), following P
 with L2 or decoupled (``decoupled_weight_decay=True``, RAdamW) weight decay."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, addcmul_, as_real, bump, check_betas, check_hparams,
-                        check_impl_flags, decayed_grad, grads_of, impl_defaults, lerp_)
+from .optimizer import (Optimizer, adam_moments_, check_betas, check_hparams, check_impl_flags,
+                        check_state_steps, grads_of, impl_defaults)
 
-__all__ = ["RAdam"]
+__all__ = ["RAdam", "radam"]
 
 
 class RAdam(Optimizer):
@@ -30,28 +30,41 @@ class RAdam(Optimizer):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            pairs = grads_of(group, "RAdam")
+            states = [self._lazy_state(p, zeros=("exp_avg", "exp_avg_sq")) for p, _ in pairs]
             beta1, beta2 = group["betas"]
-            # the maximum length of the approximated simple moving average
-            rho_inf = 2 / (1 - beta2) - 1
-            for p, grad in grads_of(group, "RAdam"):
-                state = self._lazy_state(p, zeros=("exp_avg", "exp_avg_sq"))
-                step = bump(state["step"])
-                grad = decayed_grad(p, grad, wd, group["maximize"],
-                                    group["decoupled_weight_decay"], lr)
-                param, grad = as_real(p), as_real(grad)
-                exp_avg, exp_avg_sq = as_real(state["exp_avg"]), as_real(state["exp_avg_sq"])
-                lerp_(exp_avg, grad, 1 - beta1)
-                addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                bias_corrected_exp_avg = exp_avg / bias_correction1
-                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-                if rho_t > 5.0:
-                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf /
-                            ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                    adaptive_lr = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
-                    param.add_(bias_corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
-                else:
-                    param.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
+            radam([p for p, _ in pairs], [g for _, g in pairs], [s["exp_avg"] for s in states],
+                  [s["exp_avg_sq"] for s in states], [s["step"] for s in states],
+                  decoupled_weight_decay=group["decoupled_weight_decay"],
+                  foreach=group["foreach"], differentiable=group["differentiable"],
+                  capturable=group["capturable"], maximize=group["maximize"], beta1=beta1,
+                  beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+                  eps=group["eps"])
         return loss
+
+
+def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, decoupled_weight_decay=False,
+          foreach=None, differentiable=False, capturable=False, has_complex=False,
+          maximize=False, *, beta1, beta2, lr, weight_decay, eps):
+    """``torch.optim.radam.radam``: one RAdam step over lists, in place, step counts included.
+    ``RAdam.step`` calls this. ember has one (single-tensor) implementation: the ``foreach``
+    flag is accepted and gives the same results."""
+    check_state_steps(state_steps)
+    # the maximum length of the approximated simple moving average
+    rho_inf = 2 / (1 - beta2) - 1
+    for i, p in enumerate(params):
+        step, param, grad, exp_avg, exp_avg_sq = adam_moments_(
+            p, grads[i], exp_avgs[i], exp_avg_sqs[i], state_steps[i], beta1=beta1,
+            beta2=beta2, weight_decay=weight_decay, maximize=maximize,
+            decoupled=decoupled_weight_decay, lr=lr)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        bias_corrected_exp_avg = exp_avg / bias_correction1
+        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        if rho_t > 5.0:
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf /
+                    ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            adaptive_lr = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
+            param.add_(bias_corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
+        else:
+            param.add_(bias_corrected_exp_avg * lr, alpha=-1.0)

@@ -3,11 +3,12 @@ optionally centered (minus the squared running mean of gradients), with momentum
 and maximize. Complex parameters are updated as pairs of reals, like PyTorch."""
 from __future__ import annotations
 
+from ..compiler import is_compiling
 from .optimizer import (Optimizer, add_scaled_, addcmul_, as_real, bump, check_hparams,
-                        grads_of, impl_defaults, lerp_, lr_on, step_counter, tensor_steps)
+                        check_state_steps, grads_of, impl_defaults, lerp_, lr_on, step_counter)
 from ..ops.factories import zeros_like
 
-__all__ = ["RMSprop"]
+__all__ = ["RMSprop", "rmsprop"]
 
 
 class RMSprop(Optimizer):
@@ -40,32 +41,49 @@ class RMSprop(Optimizer):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
-            wd, momentum = group["weight_decay"], group["momentum"]
-            tensors = tensor_steps(group)
-            for p, grad in grads_of(group, "RMSprop"):
-                state = self._state_of(p, group)
-                if group["maximize"]:
-                    grad = -grad
-                if tensors:              # capturable: the count is never read on the host
-                    state["step"].add_(1)
-                else:
-                    bump(state["step"])
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
-                param, grad = as_real(p), as_real(grad)
-                square_avg = as_real(state["square_avg"])
-                addcmul_(square_avg.mul_(alpha), grad, grad, 1 - alpha)
-                if group["centered"]:
-                    grad_avg = lerp_(as_real(state["grad_avg"]), grad, 1 - alpha)
-                    avg = square_avg.sub(grad_avg * grad_avg).sqrt_()
-                else:
-                    avg = square_avg.sqrt()
-                avg = avg.add_(eps)
-                if momentum > 0:
-                    buf = as_real(state["momentum_buffer"])
-                    buf.mul_(momentum).add_(grad / avg)
-                    add_scaled_(param, buf, lr_on(lr, p.device))
-                else:
-                    add_scaled_(param, grad / avg, lr_on(lr, p.device))
+            pairs = grads_of(group, "RMSprop")
+            states = [self._state_of(p, group) for p, _ in pairs]
+            rmsprop([p for p, _ in pairs], [g for _, g in pairs],
+                    [s["square_avg"] for s in states],
+                    [s["grad_avg"] for s in states] if group["centered"] else [],
+                    [s["momentum_buffer"] for s in states] if group["momentum"] > 0 else [],
+                    [s["step"] for s in states], foreach=group["foreach"],
+                    maximize=group["maximize"], differentiable=group["differentiable"],
+                    capturable=group["capturable"], lr=group["lr"], alpha=group["alpha"],
+                    eps=group["eps"], weight_decay=group["weight_decay"],
+                    momentum=group["momentum"], centered=group["centered"])
         return loss
+
+
+def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps,
+            foreach=None, maximize=False, differentiable=False, capturable=False,
+            has_complex=False, *, lr, alpha, eps, weight_decay, momentum, centered):
+    """``torch.optim.rmsprop.rmsprop``: one RMSprop step over lists, in place, step counts
+    included (``grad_avgs`` only when ``centered``, ``momentum_buffer_list`` only with
+    momentum). ``RMSprop.step`` calls this. ember has one (single-tensor) implementation: the
+    ``foreach`` flag is accepted and gives the same results."""
+    check_state_steps(state_steps)
+    tensors = capturable or is_compiling()
+    for i, p in enumerate(params):
+        grad = -grads[i] if maximize else grads[i]
+        if tensors:                      # capturable: the count is never read on the host
+            state_steps[i].add_(1)
+        else:
+            bump(state_steps[i])
+        if weight_decay != 0:
+            grad = grad.add(p, alpha=weight_decay)
+        param, grad = as_real(p), as_real(grad)
+        square_avg = as_real(square_avgs[i])
+        addcmul_(square_avg.mul_(alpha), grad, grad, 1 - alpha)
+        if centered:
+            grad_avg = lerp_(as_real(grad_avgs[i]), grad, 1 - alpha)
+            avg = square_avg.sub(grad_avg * grad_avg).sqrt_()
+        else:
+            avg = square_avg.sqrt()
+        avg = avg.add_(eps)
+        if momentum > 0:
+            buf = as_real(momentum_buffer_list[i])
+            buf.mul_(momentum).add_(grad / avg)
+            add_scaled_(param, buf, lr_on(lr, p.device))
+        else:
+            add_scaled_(param, grad / avg, lr_on(lr, p.device))
