@@ -379,3 +379,23 @@ def test_bce_with_logits_is_exact_beyond_softplus_threshold():
             torch.tensor(x), torch.tensor(t), reduction="none",
             pos_weight=None if pos_weight is None else torch.tensor(pw))
         np.testing.assert_allclose(arr(got), want.numpy(), rtol=1e-13, atol=0)
+
+
+def test_logsigmoid_is_exact_like_torch():
+    # torch's log_sigmoid is exact everywhere; -softplus(-x) stopped at softplus's threshold
+    # (logsigmoid(-25) was -25, not -25.000000000013888); first and second derivatives too
+    torch = pytest.importorskip("torch")
+    xs = [-800.0, -25.0, -20.5, -20.0, -1.0, 0.0, 1.0, 20.0, 20.5, 25.0, 800.0]
+    got, want = [], []
+    for lib, out in ((ember, got), (torch, want)):
+        x = lib.tensor(xs, dtype=lib.float64, requires_grad=True)
+        y = lib.nn.functional.logsigmoid(x)
+        g, = lib.autograd.grad(y.sum(), x, create_graph=True)
+        gg, = lib.autograd.grad(g.sum(), x)
+        out += [np.array(y.detach().tolist()), np.array(g.detach().tolist()),
+                np.array(gg.tolist())]
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-15, atol=0)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-14, atol=0)
+    # torch's second derivative loses digits at large x (1 - sigmoid cancels: 4e-6 relative at
+    # 25, where ember's -exp(-25)(1 - exp(-25)) is exact)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-5, atol=1e-300)

@@ -126,7 +126,7 @@ def tanh(input):
 
 def logsigmoid(input):
     require_tensor(input, "logsigmoid")
-    return -_ew.softplus(-input, 1.0, 20.0)
+    return -_act.softplus_exact(-input)
 
 
 def tanhshrink(input):

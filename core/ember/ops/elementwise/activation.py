@@ -272,6 +272,20 @@ def softplus(input, beta=1.0, threshold=20.0):
     return softplus_op(input, float(beta), float(threshold), _real_activation(input, "softplus"))
 
 
+def softplus_exact(x):
+    """log(1 + exp(x)) to rounding for any x: what PyTorch's log_sigmoid (``-softplus_exact(-x)``)
+    and BCE-with-logits compute. softplus returns x itself above its threshold (2e-9 short at
+    x = 20), which BCE-with-logits' (1 - t) x cancels against for very negative logits. Above 20
+    the next term of the series, exp(-x), is added; the clamp keeps the branch not taken finite
+    (a where() gradient multiplies it by zero), so derivatives stay sigmoid(x) at every order."""
+    big = x.ge(_SOFTPLUS_THRESHOLD)
+    tail = x + (-x.clamp_min(_SOFTPLUS_THRESHOLD)).exp()
+    return _primitives.where(big, tail, softplus(x))
+
+
+_SOFTPLUS_THRESHOLD = 20.0
+
+
 def _require_float(input, op):
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _grad, _primitives
+from .. import _grad
 from ..elementwise import activation as _act
 from .._util import broadcast_shapes, every_example
 from . import _rules
@@ -186,24 +186,10 @@ def _bce_double_backward(ctx, gg, grad_output, self, target, weight, reduction):
     return g_out, g_self, g_target, g_weight
 
 
-def _softplus_exact(x):
-    """log(1 + exp(x)) to rounding for any x. softplus returns x itself above its threshold
-    (2e-9 short at x = 20); PyTorch's BCE-with-logits takes log_sigmoid, exact everywhere, and
-    its loss cancels (1 - t) x against this term for very negative logits. Above 20 the next
-    term of the series, exp(-x), is added; the clamp keeps the branch not taken finite (a
-    where() gradient multiplies it by zero), so derivatives stay sigmoid(x) at every order."""
-    big = x.gt(_SOFTPLUS_THRESHOLD)
-    tail = x + (-x.clamp_min(_SOFTPLUS_THRESHOLD)).exp()
-    return _primitives.where(big, tail, _act.softplus(x))
-
-
-_SOFTPLUS_THRESHOLD = 20.0
-
-
 def _bce_logits(self, target, weight, pos_weight, reduction):
     # PyTorch's form: (1 - t) x - (1 + (pos_weight - 1) t) log(sigmoid(x)), with
     # -log(sigmoid(x)) = softplus(-x)
-    neg_log_sigmoid = _softplus_exact(-self)
+    neg_log_sigmoid = _act.softplus_exact(-self)
     if pos_weight is not None:
         neg_log_sigmoid = ((pos_weight - 1) * target + 1) * neg_log_sigmoid
     loss = (1 - target) * self + neg_log_sigmoid
@@ -221,7 +207,7 @@ def _bce_logits_derivative(ctx, g, self, target, weight, pos_weight, reduction):
         gi = _grad.sum_to(_mean_scaled(_weighted(gi * g, weight), self, reduction), self._shape)
     if ctx.needs(1):   # binary_cross_entropy_with_logits_target_backward
         if pos_weight is not None:   # log_sigmoid(-x) - log_sigmoid(x) * pos_weight
-            gt = (-_softplus_exact(self) + _softplus_exact(-self) * pos_weight) * g
+            gt = (-_act.softplus_exact(self) + _act.softplus_exact(-self) * pos_weight) * g
         else:
             gt = -self * g
         gt = _grad.sum_to(_mean_scaled(_weighted(gt, weight), self, reduction), target._shape)
@@ -229,7 +215,7 @@ def _bce_logits_derivative(ctx, g, self, target, weight, pos_weight, reduction):
         gw = _grad.sum_to(_mean_scaled(_bce_logits(self, target, None, pos_weight, 0) * g, self,
                                        reduction), weight._shape)
     if ctx.needs(3):
-        gp = target * _softplus_exact(-self) * g
+        gp = target * _act.softplus_exact(-self) * g
         gp = _grad.sum_to(_mean_scaled(_weighted(gp, weight), self, reduction),
                           pos_weight._shape)
     return gi, gt, gw, gp
