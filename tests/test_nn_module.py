@@ -453,3 +453,76 @@ def test_deepcopy_module():
     assert d.fc1.weight is not m.fc1.weight
     x = ember.randn(2, 3)
     np.testing.assert_array_equal(d(x).detach().numpy(), m(x).detach().numpy())
+
+
+# -- to_empty, set_submodule, extra state (torch's Module API) -------------------------------------
+def test_to_empty_keeps_shapes_and_dtypes_and_moves_the_device():
+    m = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).double()
+    ids = [id(p) for p in m.parameters()]
+    assert m.to_empty(device="cpu") is m
+    assert [id(p) for p in m.parameters()] == ids   # Parameters kept, their data replaced
+    assert [(p.shape, p.dtype) for p in m.state_dict().values()] == \
+        [(t.shape, t.dtype) for t in nn.Sequential(nn.Linear(3, 4),
+                                                   nn.BatchNorm1d(4)).double().state_dict()
+         .values()]
+    if ember.opencl.is_available():
+        m.to_empty(device="opencl", recurse=False)        # nothing of its own: unchanged
+        assert all(p.device.type == "cpu" for p in m.parameters())
+        m.to_empty(device="opencl")
+        assert all(t.device.type == "opencl" for t in m.state_dict().values())
+
+
+def test_set_submodule_like_torch():
+    torch = pytest.importorskip("torch")
+    outcomes = []
+    for L in (ember, torch):
+        net = L.nn.Sequential(L.nn.Linear(2, 2), L.nn.Sequential(L.nn.ReLU()))
+        got = []
+        for target, new, strict in [("1.0", L.nn.Tanh(), True), ("1.extra", L.nn.Tanh(), False),
+                                    ("1.missing", L.nn.Tanh(), True), ("0.weight", L.nn.Tanh(),
+                                                                        False),
+                                    ("", L.nn.Tanh(), False), ("0", 3, False),
+                                    ("2.x", L.nn.Tanh(), False)]:
+            try:
+                net.set_submodule(target, new, strict=strict)
+                got.append(type(net.get_submodule(target)).__name__)
+            except (ValueError, AttributeError) as e:
+                got.append((type(e).__name__, str(e).replace("torch", "ember")))
+        outcomes.append(got)
+    assert outcomes[0] == outcomes[1]
+
+
+def test_extra_state_round_trips_like_torch():
+    torch = pytest.importorskip("torch")
+    keys = []
+    for L in (ember, torch):
+        class Counter(L.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = L.nn.Linear(2, 1)
+                self.calls = 0
+
+            def get_extra_state(self):
+                return {"calls": self.calls}
+
+            def set_extra_state(self, state):
+                self.calls = state["calls"]
+
+        a, b = Counter(), Counter()
+        a.calls = 7
+        sd = a.state_dict()
+        keys.append(list(sd))
+        assert sd["_extra_state"] == {"calls": 7}
+        b.load_state_dict(sd)
+        assert b.calls == 7
+        del sd["_extra_state"]
+        r = b.load_state_dict(sd, strict=False)
+        assert r.missing_keys == ["_extra_state"] and b.calls == 7   # reported, not raised
+        with pytest.raises(RuntimeError, match="Missing key.*_extra_state"):
+            b.load_state_dict(sd)
+        plain = L.nn.Linear(2, 1)
+        with pytest.raises(RuntimeError, match="Unexpected key.*_extra_state"):
+            plain.load_state_dict({**plain.state_dict(), "_extra_state": 1})
+        with pytest.raises(RuntimeError, match="should never be called"):
+            plain.get_extra_state()
+    assert keys[0] == keys[1]

@@ -23,6 +23,9 @@ from ...runtime.registry import registry
 
 __all__ = ["Module"]
 
+_EXTRA_STATE = "_extra_state"   # the state_dict key of get_extra_state()
+
+
 def _add_hook(d, fn, prepend=False, **flags):
     handle = RemovableHandle(d)
     d[handle.id] = (fn, flags) if flags else fn
@@ -205,6 +208,22 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
+
+    def set_submodule(self, target, module, strict=False):
+        """Put ``module`` at the dotted path ``target``: replacing a submodule, or (unless
+        ``strict``) adding one to an existing parent; torch's errors."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if hasattr(parent, name):
+            if not isinstance(getattr(parent, name), Module):
+                raise AttributeError(f"`{name}` is not an nn.Module")
+        elif strict:
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        setattr(parent, name, module)
 
     def _named_attribute(self, name):
         """``getattr(self, name)``, or torch's error naming this module's class."""
@@ -425,6 +444,12 @@ class Module:
             return t.to(device, cast, non_blocking, memory_format=layout)
         return self._apply(convert)
 
+    def to_empty(self, *, device, recurse=True):
+        """The parameters and buffers moved to ``device`` without their values (uninitialised
+        tensors of the same shapes and dtypes): how a module built on the meta device gets
+        storage (``nn.utils.skip_init``)."""
+        return self._apply(lambda t: ember.empty_like(t, device=device), recurse=recurse)
+
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 
@@ -447,6 +472,17 @@ class Module:
         return self._float_cast(_dtype.bfloat16)
 
     # -- state_dict -----------------------------------------------------------------------------
+    # a subclass that overrides both keeps non-tensor state under "<prefix>_extra_state"
+    def get_extra_state(self):
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be "
+                           "called: a module stores extra state by overriding get_extra_state "
+                           "and set_extra_state.")
+
+    def set_extra_state(self, state):
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be "
+                           "called: a module stores extra state by overriding get_extra_state "
+                           "and set_extra_state.")
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, p in self._parameters.items():
             if p is not None:
@@ -454,6 +490,8 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An OrderedDict of parameters and persistent buffers under PyTorch's dotted names."""
@@ -524,9 +562,17 @@ class Module:
                                   f'in the model are {param.shape} and whose dimensions in the '
                                   f'checkpoint are {value.shape}, an exception occurred : '
                                   f'{e.args}.')
+        extra_key = prefix + _EXTRA_STATE
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
         if strict:
             for key in state_dict.keys():
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_key:
                     rest = key[len(prefix):]
                     head = rest.split(".", 1)[0]
                     if head not in self._modules and head not in local:
