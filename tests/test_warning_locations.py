@@ -49,3 +49,12 @@ def test_a_hook_called_back_from_ember_is_the_place_named():
     x.register_hook(hook)
     found = _where(lambda: (x * 2).sum().backward())
     assert [f for f, m in found if "Implicit dimension" in m] == [__file__]
+
+
+def test_a_user_module_whose_name_starts_like_embers_is_the_user_s():
+    # only ember's own packages (ember, ember.*, ember_*) are skipped, not "embers_model"
+    code = compile("def run(F, x):\n    return F.softmax(x)\n", "embers_model.py", "exec")
+    namespace = {"__name__": "embers_model"}
+    exec(code, namespace)
+    found = _where(lambda: namespace["run"](F, ember.randn(2, 3)))
+    assert [f for f, _ in found] == ["embers_model.py"]

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import sys
 
-_OWN = ("ember", "importlib")
+# ember, its backends and plug-ins (ember_cpu, ember_opencl, ember_conformance, ...), importlib
+_OWN_PACKAGES = ("ember", "importlib")
+_OWN_PREFIXES = ("ember.", "ember_", "importlib.")
+
+
+def _own(module_name: str) -> bool:
+    return module_name in _OWN_PACKAGES or module_name.startswith(_OWN_PREFIXES)
 
 
 def user_stacklevel() -> int:
@@ -19,7 +25,7 @@ def user_stacklevel() -> int:
     the first frame outside ember."""
     frame = sys._getframe(1)   # the function calling warnings.warn: stacklevel 1
     level = 1
-    while frame is not None and frame.f_globals.get("__name__", "").startswith(_OWN):
+    while frame is not None and _own(frame.f_globals.get("__name__", "")):
         frame = frame.f_back
         level += 1
     return level
