@@ -348,7 +348,7 @@ def _jvp_sample(info, sample, device, cpu):
             hi = _to_host(plus[k]).astype(np.float64)
             lo = _to_host(minus[k]).astype(np.float64)
             with np.errstate(invalid="ignore"):
-                expected = (hi - lo) / (2 * EPS)
+                expected = np.asarray((hi - lo) / (2 * EPS))   # (0-d outputs: an array)
             # an output infinite on both sides (masked log_softmax's -inf) has no difference
             # quotient (inf - inf); its tangent is the formula's (torch's too), not checked here
             got_tan = _to_host(tan[k]).astype(np.float64, copy=True)
