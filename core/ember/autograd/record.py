@@ -97,8 +97,11 @@ def _formula_handler(op, f):
     slots = spec.slots
     diff_out = spec.diff_out
     if any(is_list for _, is_list in slots):
+        list_cls = None if callable(f.name) else node_class(spec, None)
+
         def handler(*args, **kwargs):
-            return record(spec, args, run_below(op, args, kwargs), slots, diff_out)
+            return record(spec, args, run_below(op, args, kwargs), slots, diff_out,
+                          cls=list_cls)
         return handler
 
     # the common case, in one pass: no Tensor[] arguments
@@ -212,12 +215,12 @@ def collect(spec, args, slots):
     return edges, metas
 
 
-def record(spec, args, out, slots, diff_out, edges_metas=None):
+def record(spec, args, out, slots, diff_out, edges_metas=None, cls=None):
     em = edges_metas or collect(spec, args, slots)
     if em is None:
         return out
     edges, metas = em
-    node = node_class(spec, args)(edges)
+    node = (cls or node_class(spec, args))(edges)
     node._metas = metas
     node._spec = spec
     needs = spec.needs(args, edges)

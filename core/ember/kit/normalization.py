@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .binding import bind
 from .linalg import HALF
+from .row_reduce import row_sum
 
 
 def _work(xp, a):
@@ -115,7 +116,14 @@ def _row_norm(be, input, rows, cols, eps):
     xp = be.xp
     x0 = be.native(input)
     x = _work(xp, x0).reshape(rows, cols)        # (not -1: ambiguous for an empty input)
-    mean, xm, var, rstd = _stats(xp, x, (1,), eps)
+    if not cols:
+        mean, xm, var, rstd = _stats(xp, x, (1,), eps)
+        return x0, xm * rstd, mean, rstd
+    # _stats along the rows, with the short-row sums of kit/row_reduce.py
+    mean = row_sum(xp, x) / cols
+    xm = x - mean
+    var = row_sum(xp, xm * xm) / cols
+    rstd = 1.0 / xp.sqrt(var + eps)
     return x0, xm * rstd, mean, rstd
 
 
@@ -145,8 +153,7 @@ def layer_norm(be, input, normalized_shape, weight, bias, eps):
 def _row_backward(xp, g, x, mean, rstd, m):
     """N(g) = rstd * (g - mean(g) - xh * mean(g * xh)) per row (the input gradient)."""
     xh = (x - mean) * rstd
-    return rstd * (g - g.sum(axis=1, keepdims=True) / m - xh * ((g * xh).sum(axis=1,
-                                                                          keepdims=True) / m)), xh
+    return rstd * (g - row_sum(xp, g) / m - xh * (row_sum(xp, g * xh) / m)), xh
 
 
 def layer_norm_backward(be, grad_out, input, normalized_shape, mean, rstd, weight, bias,

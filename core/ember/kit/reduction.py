@@ -12,6 +12,7 @@ import math
 
 from .binding import bind, bind_with
 from .linalg import HALF
+from .row_reduce import row_max, row_sum
 
 
 def _acc(xp, dt):
@@ -137,14 +138,22 @@ def softmax(be, log, x, dim, dtype):
     if a.size == 0:
         return be.wrap(xp.empty(a.shape, dtype=dt), x.device)
     s = a.reshape(1) if a.ndim == 0 else a
+    if dim == s.ndim - 1:   # the common case: many short rows (kit/row_reduce.py)
+        def total(v):
+            return row_sum(xp, v)
+        top = row_max(xp, s)
+    else:
+        def total(v):
+            return xp.sum(v, axis=dim, keepdims=True)
+        top = xp.amax(s, axis=dim, keepdims=True)
     with xp.errstate(all="ignore"):
         # shifting by the max keeps exp() in range; the result is unchanged
-        r = xp.subtract(s, xp.amax(s, axis=dim, keepdims=True), dtype=_acc(xp, dt))
+        r = xp.subtract(s, top, dtype=_acc(xp, dt))
         if log:
-            r -= xp.log(xp.sum(xp.exp(r), axis=dim, keepdims=True))
+            r -= xp.log(total(xp.exp(r)))
         else:
             xp.exp(r, out=r)
-            r /= xp.sum(r, axis=dim, keepdims=True)
+            r /= total(r)
     return _result(be, r.reshape(a.shape), dt, x.device)
 
 

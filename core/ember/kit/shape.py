@@ -9,6 +9,11 @@ def cat(be, tensors, dim, dtype):
     return be.wrap(be.xp.concatenate(arrays, axis=dim), tensors[0].device)
 
 
+def stack(be, tensors, dim, dtype):
+    arrays = [be.native(t).astype(dtype.np, copy=False) for t in tensors]
+    return be.wrap(be.xp.stack(arrays, axis=dim), tensors[0].device)
+
+
 def flip(be, x, dims):
     # copy: flip over no dims is the input itself
     return be.wrap(be.xp.flip(be.native(x), axis=dims).copy(), x.device)
@@ -32,7 +37,7 @@ def triu(be, x, k):
     return be.wrap(be.xp.triu(be.native(x), k), x.device)
 
 
-TABLE = {"cat": cat, "flip": flip, "roll": roll, "tile": tile, "tril": tril, "triu": triu}
+TABLE = {"cat": cat, "stack": stack, "flip": flip, "roll": roll, "tile": tile, "tril": tril, "triu": triu}
 
 
 def register(backend) -> None:

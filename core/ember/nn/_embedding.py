@@ -49,6 +49,17 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     # index_select flags a bad index on the device, raised at the next read): a read here would
     # stall every step
     be = flat._backend()
+    if flat.device.type == "cpu" and max_norm is None and not _tensor_mod._capturing():
+        # the CPU's index_select checks its indices as it reads them: catch its error rather
+        # than check twice (six ops a call), and say it as embedding does
+        try:
+            out = index_select(weight, 0, flat)
+        except IndexError:
+            bad = flat[(flat < 0) | (flat >= num)][0]
+            raise IndexError(f"index out of range in self (embedding of {num} rows got index "
+                             f"{int(bad)})") from None
+        return _padded(out, flat, weight, padding_idx, scale_grad_by_freq).reshape(
+            *input._shape, weight._shape[1])
     if flat.numel() and not _tensor_mod._capturing() and (
             flat.device.type == "cpu" or type(be).assert_values is not Backend.assert_values):
         every = every_example(flat)   # every example of a vmapped batch
@@ -63,6 +74,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if max_norm is not None:
         embedding_renorm_(weight, flat, max_norm, norm_type)
     out = index_select(weight, 0, flat)
+    return _padded(out, flat, weight, padding_idx, scale_grad_by_freq).reshape(
+        *input._shape, weight._shape[1])
+
+
+def _padded(out, flat, weight, padding_idx, scale_grad_by_freq):
+    """``out`` (the picked rows) with the gradient padding_idx and scale_grad_by_freq give."""
     if out.requires_grad and (padding_idx is not None or scale_grad_by_freq):
         # same values, altered gradient: d(out)/d(rows) becomes 0 at padding rows, or 1/count
         frozen = out.detach()
@@ -74,7 +91,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             keep = (flat != padding_idx).to(weight.dtype)
             factor = keep if factor is None else factor * keep
         out = frozen + (out - frozen) * factor.unsqueeze(-1)
-    return out.reshape(*input._shape, weight._shape[1])
+    return out
 
 
 @torch_function("embedding_renorm_")

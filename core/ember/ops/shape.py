@@ -1,9 +1,11 @@
 """Ops that rearrange or combine data (copies, unlike the views in ``views/``), each with its
 meta and derivative beside its define.
 
-Kernels: ``cat(Tensor[] tensors, int dim, dtype dtype)``, ``flip(Tensor self, int[] dims)``,
+Kernels: ``cat(Tensor[] tensors, int dim, dtype dtype)``, ``stack(Tensor[] tensors, int dim,
+dtype dtype)`` (a backend without it runs its composite: ``cat`` of unsqueezed views),
+``flip(Tensor self, int[] dims)``,
 ``roll(Tensor self, int[] shifts, int[] dims)``, ``tile(Tensor self, int[] reps)``,
-``tril(Tensor self, int diagonal)``, ``triu(Tensor self, int diagonal)``. ``stack``,
+``tril(Tensor self, int diagonal)``, ``triu(Tensor self, int diagonal)``.
 ``repeat_interleave`` and the ``*stack`` helpers are composites of these and of views.
 """
 from __future__ import annotations
@@ -19,7 +21,7 @@ from . import _meta
 from . import factories as _fac
 from ._lowering import foldable
 from ._util import require_tensor, tensor_method, write_out
-from .views import slice_op, unsqueeze, view_op
+from .views import select_op, slice_op, unsqueeze, view_op
 from .factories import zeros
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack",
@@ -47,6 +49,11 @@ def _cat_meta(tensors, dim, dtype):
     return ref[:d] + (total,) + ref[d + 1:], dtype
 
 
+def _stack_meta(tensors, dim, dtype):
+    shape = tuple(tensors[0]._shape)
+    return shape[:dim] + (len(tensors),) + shape[dim:], dtype
+
+
 def _tile_meta(self, reps):
     reps = tuple(reps)
     shape = tuple(self._shape)
@@ -72,6 +79,17 @@ def _cat_backward(ctx, g, tensors, dim, dtype):
         grads.append(slice_op(g, dim, start, start + n, 1) if meta is not None else None)
         start += n
     return (grads,)
+
+
+def _stack_backward(ctx, g, tensors, dim, dtype):
+    # StackBackward0: entry i's gradient is the i-th slice of g along dim
+    return ([select_op(g, dim, i) if meta is not None else None
+             for i, meta in enumerate(ctx.metas_of(0))],)
+
+
+def _stack_composite(tensors, dim, dtype):
+    """What a backend without a ``stack`` kernel runs: its ``cat`` of unsqueezed views."""
+    return cat_op([unsqueeze(t, dim) for t in tensors], dim, dtype)
 
 
 def _flip_backward(ctx, g, self, dims):
@@ -106,6 +124,9 @@ def _triu_backward(ctx, g, self, diagonal):
 # -- ops ----------------------------------------------------------------------------------------
 cat_op = define("cat(Tensor[] tensors, int dim, dtype dtype) -> Tensor", meta=_cat_meta,
                 derivative=Derivative(_cat_backward, complex_ok=True, setup=_shapes))
+stack_op = define("stack(Tensor[] tensors, int dim, dtype dtype) -> Tensor", meta=_stack_meta,
+                  composite=_stack_composite,
+                  derivative=Derivative(_stack_backward, complex_ok=True))
 flip_op = define("flip(Tensor self, int[] dims) -> Tensor", meta=_meta.same("flip"),
                  derivative=Derivative(_flip_backward, complex_ok=True))
 roll_op = define("roll(Tensor self, int[] shifts, int[] dims) -> Tensor", meta=_meta.same("roll"),
@@ -116,6 +137,15 @@ roll_op = define("roll(Tensor self, int[] shifts, int[] dims) -> Tensor", meta=_
 @foldable
 def _cat_onnx(b, c, xs, dim, *rest):
     return b.op("Concat", list(xs), axis=int(dim))
+
+
+@stack_op.def_onnx
+@foldable
+def _stack_onnx(b, c, xs, dim, *rest):
+    axes = b.ints([dim])
+    return b.op("Concat", [b.op("Unsqueeze", [x, axes]) for x in xs], axis=int(dim))
+
+
 tile_op = define("tile(Tensor self, int[] reps) -> Tensor", meta=_tile_meta,
                  derivative=Derivative(_tile_backward, complex_ok=True, name="RepeatBackward0"))
 tril_op = define("tril(Tensor self, int diagonal) -> Tensor", meta=_meta.same("tril"),
@@ -146,33 +176,47 @@ def cat(tensors, dim=0, *, out=None):
     if not tensors:
         raise ValueError("cat(): expected a non-empty list of Tensors")
     dtype = tensors[0].dtype
-    for t in tensors[1:]:
-        dtype = _dtype.promote_types(dtype, t.dtype)
+    legacy = False
     for i, t in enumerate(tensors):
-        if t.ndim == 0:
-            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
-                               f"concatenated")
+        if t.dtype is not dtype:
+            dtype = _dtype.promote_types(dtype, t.dtype)
+        shape = t._shape
+        if len(shape) < 2:
+            if not shape:
+                raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                                   f"concatenated")
+            legacy = legacy or shape[0] == 0
     # PyTorch's legacy rule: 1-D empty tensors are skipped whatever the other shapes (they
     # still take part in the dtype promotion)
-    shaped = [t for t in tensors if not _legacy_empty(t)]
+    shaped = [t for t in tensors if not _legacy_empty(t)] if legacy else tensors
     if not shaped:
         r = cat_op(tensors, 0, dtype)
         return r if out is None else write_out(out, r, "cat")
-    ref = shaped[0]
-    d = _wrap_dim(dim, ref.ndim, "cat")
+    ref = shaped[0]._shape
+    d = _wrap_dim(dim, len(ref), "cat")
+    nd, before, after = len(ref), ref[:d], ref[d + 1:]
+    for t in tensors:
+        s = t._shape
+        if len(s) != nd or s[:d] != before or s[d + 1:] != after:
+            if not (legacy and _legacy_empty(t)):
+                _cat_mismatch(tensors, ref, d)
+    r = cat_op(shaped, d, dtype)
+    return r if out is None else write_out(out, r, "cat")
+
+
+def _cat_mismatch(tensors, ref, d):
+    """PyTorch's message for the first tensor whose shape does not fit ``ref`` off ``d``."""
     for i, t in enumerate(tensors):
         if _legacy_empty(t):
             continue
-        if t.ndim != ref.ndim:
+        if t.ndim != len(ref):
             raise RuntimeError(f"cat(): Tensors must have same number of dimensions: got "
-                               f"{ref.ndim} and {t.ndim}")
-        for k in range(ref.ndim):
-            if k != d and t._shape[k] != ref._shape[k]:
+                               f"{len(ref)} and {t.ndim}")
+        for k in range(len(ref)):
+            if k != d and t._shape[k] != ref[k]:
                 raise RuntimeError(f"cat(): Sizes of tensors must match except in dimension {d}. "
-                                   f"Expected size {ref._shape[k]} but got size {t._shape[k]} "
+                                   f"Expected size {ref[k]} but got size {t._shape[k]} "
                                    f"for tensor number {i} in the list.")
-    r = cat_op(shaped, d, dtype)
-    return r if out is None else write_out(out, r, "cat")
 
 
 concat = concatenate = cat
@@ -188,7 +232,12 @@ def stack(tensors, dim=0, *, out=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(shape)} at entry 0 and {list(t._shape)} at entry {i}")
     d = _wrap_dim(dim, len(shape) + 1, "stack")
-    return cat([unsqueeze(t, d) for t in tensors], d, out=out)
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        if t.dtype is not dtype:
+            dtype = _dtype.promote_types(dtype, t.dtype)
+    r = stack_op(tensors, d, dtype)
+    return r if out is None else write_out(out, r, "stack")
 
 
 def _atleast(n):
@@ -449,6 +498,15 @@ def _cat_batch_rule(args, bdims, layer):
     return cat_op(parts, dim + 1, dtype), 0
 
 
+def _stack_batch_rule(args, bdims, layer):
+    tensors, dim, dtype = args
+    if all(d is None for d in bdims[0]):
+        return stack_op(tensors, dim, dtype), None
+    size = _batching.batch_size_of(args, bdims, layer)
+    parts = [_batching.materialize(t, d, size) for t, d in zip(tensors, bdims[0])]
+    return stack_op(parts, dim + 1, dtype), 0
+
+
 def _tile_batch_rule(args, bdims, layer):
     x, reps = args
     if bdims[0] is None:
@@ -459,10 +517,11 @@ def _tile_batch_rule(args, bdims, layer):
 
 
 cat_op.def_batch_rule(_cat_batch_rule)
+stack_op.def_batch_rule(_stack_batch_rule)
 flip_op.def_batch_rule(_batching.shift_dims(flip_op, 1))
 roll_op.def_batch_rule(_batching.shift_dims(roll_op, 2))
 tile_op.def_batch_rule(_tile_batch_rule)
 tril_op.def_batch_rule(_batching.last_dims(tril_op))
 triu_op.def_batch_rule(_batching.last_dims(triu_op))
-for _op in (cat_op, flip_op, roll_op, tile_op, tril_op, triu_op):
+for _op in (cat_op, stack_op, flip_op, roll_op, tile_op, tril_op, triu_op):
     _op.def_jvp(_tangents.linear(_op))

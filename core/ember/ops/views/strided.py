@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import _dtype
 from ..._tensor import Tensor
+from ...dispatch import keys as _K
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _primitives, _tangents
@@ -241,7 +242,14 @@ def _check_src(src, size):
 def view_scatter(g: Tensor, in_shape, size, stride, offset) -> Tensor:
     """Zeros of ``in_shape`` with ``g`` at the view's positions (logical, contiguous layout)."""
     n = math.prod(in_shape)
-    buf = as_strided_scatter_op(_grad.zeros((n,), g), g, tuple(size), tuple(stride), offset)
+    size = tuple(size)
+    if not (g._ks & _K.FUNCTIONALITY_MASK) and g._shape == size:
+        # a plain gradient outside any graph (no create_graph, vmap or other transform): write it
+        # into the fresh zeros in place, without the copy of them that the scatter op makes
+        buf = _grad.zeros((n,), g)
+        _primitives.copy_op(as_strided_op(buf, size, tuple(stride), buf._offset + offset), g)
+        return buf.view(tuple(in_shape))
+    buf = as_strided_scatter_op(_grad.zeros((n,), g), g, size, tuple(stride), offset)
     return buf.view(tuple(in_shape))
 
 
