@@ -8,6 +8,7 @@ for inf/NaN gradients, as PyTorch's select) and free of the data-dependent branc
 """
 from __future__ import annotations
 
+from . import erf32
 from .binding import bind
 
 _UINT = {2: "uint16", 4: "uint32", 8: "uint64"}
@@ -78,7 +79,7 @@ def gelu_backward(be, grad_output, self, approximate):
     else:
         # Phi(x) + x phi(x) = 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)
         quiet(xp.multiply, x, _SQRT_HALF, t)
-        be.special.erf(t, out=t)
+        erf32.erf(be, t, out=t)
         t += 1
         t *= 0.5                                       # Phi(x)
         xp.multiply(x, x, out=r)

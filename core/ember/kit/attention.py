@@ -24,6 +24,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 import numpy
 
+from .._threads import get_num_threads
 from .binding import bind
 from .linalg import HALF
 
@@ -31,19 +32,17 @@ Q_BLOCK = 256          # queries per tile
 K_BLOCK = 512          # keys per tile
 TILE_BUDGET = 1 << 22  # score elements held at once by all chunks together (16 MB float32)
 CHUNK_TILE = 1 << 18   # score elements per chunk: its tiles stay in a core's cache (1 MB)
-THREADS = None         # worker threads for numpy (None: the CPUs this process may use)
+THREADS = None         # worker threads for numpy (None: ember.get_num_threads(), at most 8)
 
 _pool = None
 _pool_lock = threading.Lock()
 
 
 def threads():
+    # intra-op parallelism, as every other CPU kernel: set_num_threads(1) means one thread
     if THREADS is not None:
         return max(1, THREADS)
-    try:
-        return max(1, min(8, len(os.sched_getaffinity(0))))
-    except AttributeError:  # not Linux
-        return max(1, min(8, os.cpu_count() or 1))
+    return max(1, min(8, get_num_threads()))
 
 
 def _executor(n):

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _fastpath
 from .._tensor import Tensor
-from . import parallel
+from . import erf32, parallel
 from .binding import bind, bind_with
 from .value_checks import all_true
 
@@ -74,7 +74,7 @@ def into(be, self, r):
 
 # -- unary math: helpers for what xp lacks, then one row per op ------------------------------------
 def _gelu_none(be, x):
-    return 0.5 * x * (1.0 + be.special.erf(x * (1.0 / math.sqrt(2.0))))
+    return 0.5 * x * (1.0 + erf32.erf(be, x * (1.0 / math.sqrt(2.0))))
 
 
 def _sigmoid(be, x):

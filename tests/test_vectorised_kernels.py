@@ -1,11 +1,13 @@
-"""The short-row reductions (core/ember/kit/row_reduce.py) and the ``stack`` op, against numpy
-and PyTorch: log-softmax over a small vocabulary, attention-shaped softmax and layer norm over
-a narrow width take the fast path only with many rows, so these shapes are large enough for it."""
+"""The CPU kernels' vectorised paths, against numpy/scipy and PyTorch: the short-row reductions
+(core/ember/kit/row_reduce.py: log-softmax over a small vocabulary, attention-shaped softmax and
+layer norm over a narrow width take them only with many rows, so the shapes here are large
+enough), float32 erf (core/ember/kit/erf32.py, under GELU) and the ``stack`` op."""
 import numpy as np
 import pytest
 
 import ember
 import ember.nn.functional as F
+from ember.kit import erf32
 from ember.kit.row_reduce import row_max, row_sum
 
 torch = pytest.importorskip("torch")
@@ -121,3 +123,30 @@ def test_stack_under_vmap_and_jvp_equal_the_composition():
     assert got.tolist() == ember.stack([xs, ys[0].expand(4, 3)], -1).tolist()
     _, tangent = jvp(lambda a, b: ember.stack([a, b], 1), (xs, ys), (ys, xs))
     assert tangent.tolist() == ember.stack([ys, xs], 1).tolist()
+
+
+# -- float32 erf under GELU -------------------------------------------------------------------
+def test_float32_erf_is_within_two_ulp_of_scipys_double():
+    special = pytest.importorskip("scipy.special")
+    x = np.linspace(-7, 7, 1_400_001).astype(np.float32)
+    be = ember.tensor([0.0])._backend()
+    got = erf32.erf(be, x)
+    assert got.dtype == np.float32
+    assert np.abs(got.astype(np.float64) - special.erf(x.astype(np.float64))).max() < 1.2e-7
+    edge = erf32.erf(be, np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], np.float32))
+    assert np.isnan(edge[0]) and edge[1:].tolist() == [1.0, -1.0, 0.0, 0.0]
+    out = np.empty_like(x)
+    assert erf32.erf(be, x, out=out) is out and np.array_equal(out, got)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_and_its_gradient_equal_torch_on_a_large_activation(dtype):
+    a = _data((8, 64, 512), dtype)
+    x, t = ember.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y, ty = F.gelu(x), torch.nn.functional.gelu(t)
+    tol = dict(rtol=1e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), **tol)
+    g = _data((8, 64, 512), dtype, 1)
+    y.backward(ember.tensor(g))
+    ty.backward(torch.tensor(g))
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), **tol)
