@@ -101,12 +101,22 @@ def _infer_host_array(data, dtype):
         return np.array(arr, dtype=None if dtype is None else dtype.np)
     if isinstance(data, (list, tuple)) and data and isinstance(data[0], np.ndarray):
         _warn_list_of_arrays()
-    data = _unwrap_tensors(data)
     try:
+        # CPU tensors inside convert through __array__ (a replay buffer's lists take no walk)
         arr = np.array(data)
+    except (TypeError, RuntimeError):
+        # a tensor numpy cannot read where it is (another device, or requiring grad)
+        data = _unwrap_tensors(data)
+        arr = None
     except ValueError as e:
         raise ValueError(f"tensor(): expected a rectangular nested sequence of numbers ({e})") \
             from None
+    if arr is None:
+        try:
+            arr = np.array(data)
+        except ValueError as e:
+            raise ValueError(f"tensor(): expected a rectangular nested sequence of numbers "
+                             f"({e})") from None
     if arr.dtype == object or arr.dtype.kind not in "biufc":
         bad = _first_bad(data)
         raise TypeError(f"tensor(): could not infer a dtype from element of type "
