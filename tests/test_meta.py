@@ -366,3 +366,30 @@ def test_install_and_uninstall_through_the_entry_point(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("GONE") and "meta" in r.stdout
     assert not any(pathlib.Path(own).glob("ember_meta*"))
+
+
+def test_the_conformance_runner_checks_a_data_less_backend_on_shapes_and_dtypes(meta_device):
+    """``ember-conformance --backend meta``: a device without values (Backend.has_data False)
+    is compared on shapes and dtypes; what it cannot run is unsupported (naming the values it
+    would need), never a crash or a failure on a value read."""
+    runner = pytest.importorskip("ember_conformance.runner")
+    from ember_conformance.opdb import all_opinfos
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = runner.run("meta", check_fd=False)
+    failed = [f"{r.suite} {r.name} {r.dtype}: {r.message}" for r in results if not r.ok]
+    assert not failed, "\n".join(failed[:20])
+    forward = [r for r in results if r.suite == "forward"]
+    assert sum(r.status == "pass" for r in forward) > 1900
+    covers = {info.name: set(info.covers) for info in all_opinfos()}
+    data_dependent = set(ember_meta.DATA_DEPENDENT)
+    for r in forward:
+        if r.status == "unsupported" and not r.message.endswith("is not supported"):
+            assert r.message.startswith("needs values"), r.message
+            assert r.name in API_READS_VALUES or covers[r.name] & data_dependent or any(
+                f"{op}: can't run on the meta device" in r.message for op in data_dependent), \
+                (r.name, r.message)
+    contracts = {r.name: r.status for r in results if r.suite not in
+                 ("forward", "gradient", "vmap", "jvp", "coverage")}
+    assert contracts["views_share_storage"] == "pass"
+    assert contracts["copy_round_trip_all_dtypes"] == "skip"

@@ -1,6 +1,10 @@
 """Checking one op entry × dtype on a backend against the CPU reference: forward values and
 first-order gradients (``gradient``). The CPU's own derivatives against finite differences are in
-``finite_differences.py``."""
+``finite_differences.py``.
+
+A data-less backend (``Backend.has_data`` False, as the meta device) has shapes and dtypes but no
+values: its outputs and gradients are compared on those alone, and an op it refuses with
+``NotImplementedError`` (one whose output shape depends on values) counts as unsupported."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -94,6 +98,27 @@ def _to_host(x):
     return np.asarray(x)
 
 
+def holds_values(device) -> bool:
+    """False for a data-less device: its checks compare shapes and dtypes only."""
+    return getattr(registry.get(device.type), "has_data", True)
+
+
+def reads_values(error, device) -> bool:
+    """True when ``error`` is a data-less device refusing to produce or read a value (an op
+    whose output shape depends on values, or ember reading one on the host)."""
+    text = str(error)
+    return isinstance(error, NotImplementedError) or \
+        f"on {device.type} tensors" in text or "no data" in text
+
+
+def layout_of(x) -> str:
+    """``dtype[shape]`` of an output, read from its metadata (no value is read)."""
+    if isinstance(x, ember.Tensor):
+        return f"{str(x.dtype).replace('ember.', '')}{list(x.shape)}"
+    a = np.asarray(x)
+    return f"{a.dtype}{list(a.shape)}"
+
+
 def _call(info, device, sample, requires_grad=False):
     args, kwargs = sample.build(device)
     if requires_grad:
@@ -119,6 +144,7 @@ def check_forward(info, dtype: str, device, only_sample=None) -> Result:
         return _check_unsupported(info, dtype, device, only_sample)
     on_fallback = ops_on_fallback(info, backend)
     status = "fallback" if on_fallback else "pass"
+    values = holds_values(device)
     compared, checks, first_rejection, worst = 0, 0, "", _Worst()
     cpu = ember.device("cpu")
     visited = 0
@@ -145,6 +171,8 @@ def check_forward(info, dtype: str, device, only_sample=None) -> Result:
             except Exception as e2:
                 return fail(f"the CPU raised {type(e).__name__} ({e}) but the backend raised "
                             f"{type(e2).__name__}: {e2}")
+            if not values:   # the CPU's error may read values (a zero divisor): not comparable
+                continue
             return fail(f"the CPU raised {type(e).__name__}: {e} but the backend did not")
         try:
             _, actual = _call(info, device, sample)
@@ -155,19 +183,23 @@ def check_forward(info, dtype: str, device, only_sample=None) -> Result:
                               checks=checks)
             return fail(f"{type(e).__name__}: {e}")
         except Exception as e:
-            return fail(f"{type(e).__name__}: {e}")
+            if values or not reads_values(e, device):
+                return fail(f"{type(e).__name__}: {e}")
+            return Result("forward", info.name, dtype, "unsupported", 0.0,
+                          f"needs values: {type(e).__name__}: {e}", visited, checks=checks)
         exp_items, act_items = _flatten(expected), _flatten(actual)
         if len(exp_items) != len(act_items):
             return fail(f"{len(act_items)} outputs, expected {len(exp_items)}")
         for e_item, a_item in zip(exp_items, act_items):
             if isinstance(a_item, ember.Tensor) and a_item.device is not device:
                 return fail(f"output on {a_item.device}, expected {device}")
-            e_np, a_np = _to_host(e_item), _to_host(a_item)
-            if info.random:
-                if e_np.shape != a_np.shape or e_np.dtype != a_np.dtype:
-                    return fail(f"random output {a_np.dtype}{list(a_np.shape)}, expected "
-                                f"{e_np.dtype}{list(e_np.shape)}")
+            if info.random or not values:
+                got, want = layout_of(a_item), layout_of(e_item)
+                if got != want:
+                    return fail(f"{'random ' if info.random else ''}output {got}, expected "
+                                f"{want}")
                 continue
+            e_np, a_np = _to_host(e_item), _to_host(a_item)
             rtol, atol = tolerance(e_np.dtype.name, info.tolerances)
             dev = measure(a_np, e_np, rtol, atol)
             if not dev.ok:
@@ -211,6 +243,7 @@ def check_gradient(info, dtype: str, device, only_sample=None) -> Result:
     if ember._dtype.as_dtype(dtype) not in backend.dtypes:
         return Result("gradient", info.name, dtype, "unsupported")
     on_fallback = ops_on_fallback(info, backend)
+    values = holds_values(device)
     checks, visited, worst = 0, 0, _Worst()
     cpu = ember.device("cpu")
     for index, sample in selected_samples(info, dtype, only_sample):
@@ -233,13 +266,21 @@ def check_gradient(info, dtype: str, device, only_sample=None) -> Result:
                               checks=checks)
             return fail(f"{type(e).__name__}: {e}")
         except Exception as e:
-            return fail(f"{type(e).__name__}: {e}")
+            if values or not reads_values(e, device):
+                return fail(f"{type(e).__name__}: {e}")
+            return Result("gradient", info.name, dtype, "unsupported", 0.0,
+                          f"needs values: {type(e).__name__}: {e}", visited, checks=checks)
         for position, (r, g) in enumerate(zip(ref, got)):
             if (r is None) != (g is None):
                 return fail(f"input {position}: the CPU's gradient is "
                             f"{'None' if r is None else 'a tensor'}, the backend's is "
                             f"{'None' if g is None else 'a tensor'}")
             if r is None:
+                continue
+            if not values:
+                if layout_of(g) != layout_of(r):
+                    return fail(f"gradient of input {position}: {layout_of(g)}, expected "
+                                f"{layout_of(r)}")
                 continue
             r_np = _to_host(r)  # gradients chain several kernels: 10x the forward tolerance
             rtol, atol = tolerance(r_np.dtype.name, info.tolerances)

@@ -17,7 +17,8 @@ import numpy as np
 
 import ember
 
-from .checks import Result, _flatten, _to_host, selected_samples
+from .checks import (Result, _flatten, _to_host, holds_values, layout_of, reads_values,
+                     selected_samples)
 from .tolerances import measure, tolerance
 
 # Entries that write a batched value into a tensor they made themselves (unbatched): vmap refuses
@@ -172,6 +173,10 @@ def _factory_pattern(info, sample, device, vmap):
     dummy = ember.zeros(BATCH, device=device)
     f = vmap(lambda _: info.fn(*args, **kwargs),
              randomness="different" if info.random else "error")
+    if not holds_values(device):   # a data-less device: the batched layout is all there is
+        one, got = info.fn(*args, **kwargs), f(dummy)
+        want = layout_of(one).replace("[", f"[{BATCH}, " if one.ndim else f"[{BATCH}", 1)
+        return layout_of(got) == want, f"{layout_of(got)} under vmap, expected {want}"
     expected = [_to_host(info.fn(*args, **kwargs)) for _ in range(BATCH)]
     got = _to_host(f(dummy))
     stacked = np.stack(expected)
@@ -238,11 +243,20 @@ def _one_pattern(info, sample, device, slots, dims, vmap):
     except Exception as e:
         if unbatched_target and INPLACE_MESSAGE in str(e):
             return True, _RAISED_INPLACE, None
+        if not holds_values(device) and reads_values(e, device):
+            return None   # a data-less device: the op needs values under vmap
         return False, f"vmap raised {type(e).__name__}: {e}", None
     flat_actual = _flatten(actual)
     if len(flat_actual) != len(flat_expected[0]):
         return False, f"{len(flat_actual)} outputs, expected {len(flat_expected[0])}", None
+    values = holds_values(device)
     for k, a in enumerate(flat_actual):
+        if not values:   # a data-less device: the stacked loop's layout, without values
+            one = flat_expected[0][k]
+            want = layout_of(one).replace("[", f"[{BATCH}, " if one.ndim else f"[{BATCH}", 1)
+            if layout_of(a) != want:
+                return False, f"output {k}: {layout_of(a)}, expected {want}", None
+            continue
         stacked = np.stack([_to_host(f[k]) for f in flat_expected])
         got = _to_host(a)
         if info.random:

@@ -267,8 +267,9 @@ class Tensor:
             hook(self, stream)
 
     def item(self):
-        if self.device.type == "meta":  # PyTorch's message: there is no value to read
-            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+        if not getattr(self._backend(), "has_data", True):
+            # PyTorch's message on meta tensors: a data-less device has no value to read
+            raise RuntimeError(f"Tensor.item() cannot be called on {self.device.type} tensors")
         if self.numel() != 1:
             raise RuntimeError(f"item(): a Tensor with {self.numel()} elements cannot be converted to "
                                f"Scalar")
