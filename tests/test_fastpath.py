@@ -190,3 +190,31 @@ def test_compiled_native_view_matches_the_python_method():
         assert a.shape == b.shape and a.strides == b.strides and a.flags.writeable
         np.testing.assert_array_equal(a, b)
         assert be.native(v) is a                # cached on the tensor
+
+
+@compiled
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("batch, hidden", [(20, 200), (64, 64), (1, 3), (0, 5)])
+def test_compiled_lstm_cell_backward_gives_the_references_bits(dtype, batch, hidden):
+    from ember.kit.rnn import _lstm_cell_backward
+    rng = np.random.default_rng(batch + hidden)
+    gh, gcy, c = (rng.standard_normal((batch, hidden)).astype(dtype) for _ in range(3))
+    ws = rng.random((batch, 5 * hidden)).astype(dtype)
+    d, gc = np.empty((batch, 4 * hidden), dtype), np.empty((batch, hidden), dtype)
+    d_ref, gc_ref = np.empty_like(d), np.empty_like(gc)
+    assert _fastpath.C.lstm_cell_backward(gh, gcy, c, ws, d, gc) is True
+    _lstm_cell_backward(np, gh, gcy, c, ws, d_ref, gc_ref)
+    assert np.array_equal(d, d_ref) and np.array_equal(gc, gc_ref)
+
+
+@compiled
+def test_compiled_lstm_cell_backward_declines_other_layouts():
+    a = np.zeros((4, 3), np.float32)
+    ws, d = np.zeros((4, 15), np.float32), np.zeros((4, 12), np.float32)
+    cell = _fastpath.C.lstm_cell_backward
+    assert cell(a, a, a, ws, d, a) is True
+    assert cell(a.T.copy().T, a, a, ws, d, a) is False                 # not C-contiguous
+    assert cell(a.astype(np.float64), a, a, ws, d, a) is False         # mixed dtypes
+    assert cell(a.astype(np.int32), a.astype(np.int32), a.astype(np.int32), ws, d, a) is False
+    assert cell(a, a, a, ws[:, :10], d, a) is False                     # workspace not (B, 5H)
+    assert cell(a, a, a, ws, d, a[:, :2]) is False

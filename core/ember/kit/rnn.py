@@ -7,9 +7,8 @@ float32 and round once, like the linear-algebra kernels.
 """
 from __future__ import annotations
 
+from .._fastpath import C as _C
 from .binding import bind
-
-
 from .linalg import HALF
 
 
@@ -80,13 +79,24 @@ def lstm_step(be, gates_x, hx, cx, w_hh, b_hh, w_hr):
 def lstm_step_backward(be, grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
     xp = be.xp
     dt, (ghy, gcy, c, ws, w, wr) = _work(be, grad_hy, grad_cy, cx, workspace, w_hh, w_hr)
+    gh = ghy if wr is None else xp.matmul(ghy, wr)
+    d = xp.empty((c.shape[0], 4 * c.shape[1]), dtype=ws.dtype)
+    gc = xp.empty(c.shape, dtype=ws.dtype)
+    if not (_C is not None and _C.lstm_cell_backward(gh, gcy, c, ws, d, gc)):
+        _lstm_cell_backward(xp, gh, gcy, c, ws, d, gc)
+    dev = cx.device
+    return _out(be, d, dt, dev), _out(be, xp.matmul(d, w), dt, dev), _out(be, gc, dt, dev)
+
+
+def _lstm_cell_backward(xp, gh, gcy, c, ws, d, gc):
+    """The gates' gradients into ``d`` (B, 4H) and the cell's into ``gc`` (B, H) from the
+    hidden and cell gradients (the reference of csrc/rnn_cells.c, which does it in one pass
+    for C-contiguous float32/float64 host arrays)."""
     H = c.shape[1]
     i, f, g, o, tc = (ws[:, k * H:(k + 1) * H] for k in range(5))
-    gh = ghy if wr is None else xp.matmul(ghy, wr)
-    d = xp.empty((c.shape[0], 4 * H), dtype=ws.dtype)
     di, df, dg, do = (d[:, k * H:(k + 1) * H] for k in range(4))
     # gc = grad_cy + gh * o * (1 - tanh(c')^2)
-    gc = xp.multiply(tc, tc)
+    xp.multiply(tc, tc, out=gc)
     xp.subtract(1, gc, out=gc)
     gc *= o
     gc *= gh
@@ -105,8 +115,6 @@ def lstm_step_backward(be, grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
     do *= o
     _complement_times(xp, do, o)
     gc *= f
-    dev = cx.device
-    return _out(be, d, dt, dev), _out(be, xp.matmul(d, w), dt, dev), _out(be, gc, dt, dev)
 
 
 def gru_step(be, gates_x, hx, w_hh, b_hh):

@@ -1,0 +1,79 @@
+/* The pointwise part of an LSTM step's backward, in one pass over the batch.
+ *
+ * Python reference: ember/kit/rnn.py, _lstm_cell_backward (twenty numpy passes over (B, H)
+ * arrays, each paying a call; on an RNN's small per-step arrays the calls are the cost). The
+ * arithmetic is the reference's, operation by operation in the same order and dtype (C11 does
+ * not contract a * b + c into an fma), so both give the same bits. The caller checks the
+ * layouts; anything else takes the reference.
+ */
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define NO_IMPORT_ARRAY
+#define PY_ARRAY_UNIQUE_SYMBOL ember_ARRAY_API
+#include "ember_c.h"
+#include <numpy/arrayobject.h>
+
+/* gh, gcy, c: (B, H); ws: (B, 5H) = i, f, g, o, tanh(c'); d: (B, 4H) out; gc: (B, H) out */
+#define LSTM_CELL_BACKWARD(T)                                                                    \
+    static void lstm_cell_backward_##T(Py_ssize_t B, Py_ssize_t H, const T *gh, const T *gcy,   \
+                                       const T *c, const T *ws, T *d, T *gc)                    \
+    {                                                                                            \
+        for (Py_ssize_t b = 0; b < B; b++) {                                                     \
+            const T *i = ws + b * 5 * H, *f = i + H, *g = f + H, *o = g + H, *tc = o + H;       \
+            const T *ghb = gh + b * H, *gcyb = gcy + b * H, *cb = c + b * H;                     \
+            T *di = d + b * 4 * H, *df = di + H, *dg = df + H, *dout = dg + H, *gcb = gc + b * H; \
+            for (Py_ssize_t j = 0; j < H; j++) {                                                 \
+                T s = (((T)1 - tc[j] * tc[j]) * o[j]) * ghb[j] + gcyb[j];                       \
+                di[j] = ((s * g[j]) * i[j]) * ((T)1 - i[j]);                                     \
+                df[j] = ((s * cb[j]) * f[j]) * ((T)1 - f[j]);                                    \
+                dg[j] = (((T)1 - g[j] * g[j]) * i[j]) * s;                                       \
+                dout[j] = ((ghb[j] * tc[j]) * o[j]) * ((T)1 - o[j]);                             \
+                gcb[j] = s * f[j];                                                               \
+            }                                                                                    \
+        }                                                                                        \
+    }
+
+LSTM_CELL_BACKWARD(float)
+LSTM_CELL_BACKWARD(double)
+
+static int usable(PyObject *o, int type, Py_ssize_t rows, Py_ssize_t cols)
+{
+    if (!PyArray_CheckExact(o))
+        return 0;
+    PyArrayObject *a = (PyArrayObject *)o;
+    return PyArray_TYPE(a) == type && PyArray_NDIM(a) == 2 && PyArray_IS_C_CONTIGUOUS(a) &&
+           PyArray_DIM(a, 0) == rows && PyArray_DIM(a, 1) == cols;
+}
+
+/* lstm_cell_backward(gh, gcy, c, ws, d, gc) -> bool: True when done, False when the arrays are
+ * not all C-contiguous float32 or float64 of matching shapes (the caller runs the reference) */
+PyObject *py_lstm_cell_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "lstm_cell_backward(gh, gcy, c, ws, d, gc)");
+        return NULL;
+    }
+    if (!PyArray_CheckExact(args[2]) || PyArray_NDIM((PyArrayObject *)args[2]) != 2)
+        Py_RETURN_FALSE;
+    PyArrayObject *c = (PyArrayObject *)args[2];
+    Py_ssize_t B = PyArray_DIM(c, 0), H = PyArray_DIM(c, 1);
+    int type = PyArray_TYPE(c);
+    if (type != NPY_FLOAT32 && type != NPY_FLOAT64)
+        Py_RETURN_FALSE;
+    if (!usable(args[0], type, B, H) || !usable(args[1], type, B, H) ||
+        !usable(args[2], type, B, H) || !usable(args[3], type, B, 5 * H) ||
+        !usable(args[4], type, B, 4 * H) || !usable(args[5], type, B, H) ||
+        !PyArray_ISWRITEABLE((PyArrayObject *)args[4]) ||
+        !PyArray_ISWRITEABLE((PyArrayObject *)args[5]))
+        Py_RETURN_FALSE;
+#define DATA(k, T) ((T *)PyArray_DATA((PyArrayObject *)args[k]))
+    Py_BEGIN_ALLOW_THREADS
+    if (type == NPY_FLOAT32)
+        lstm_cell_backward_float(B, H, DATA(0, float), DATA(1, float), DATA(2, float),
+                                 DATA(3, float), DATA(4, float), DATA(5, float));
+    else
+        lstm_cell_backward_double(B, H, DATA(0, double), DATA(1, double), DATA(2, double),
+                                  DATA(3, double), DATA(4, double), DATA(5, double));
+    Py_END_ALLOW_THREADS
+#undef DATA
+    Py_RETURN_TRUE;
+}
