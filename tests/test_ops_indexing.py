@@ -732,3 +732,41 @@ def test_mask_setitem_casts_a_one_element_value_like_torch(case):
     got = run(ember)
     assert got.dtype.name == str(want.dtype).split(".")[-1]
     np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+_PLAIN_INDICES = [0, -1, (0,), (slice(None),), (Ellipsis,), (Ellipsis, 1),
+                  (1, Ellipsis, slice(1, 3)), (slice(None), -2), (slice(0, 10),),
+                  (slice(1, None, 2), 2, slice(None), slice(-3, -1)), (0, 0, 0, 0),
+                  (Ellipsis, slice(None), slice(None)), (slice(5, 1),), (slice(-100, 100, 3),),
+                  (slice(None), slice(None), slice(None), slice(None))]
+
+
+@pytest.mark.parametrize("index", _PLAIN_INDICES, ids=repr)
+def test_plain_indexing_makes_torchs_views_and_nodes(index):
+    """ints, slices and an Ellipsis take _plain_view's short path: the same views (shape,
+    strides, offset), the same backward nodes and gradients as PyTorch."""
+    torch = pytest.importorskip("torch")
+    a = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5)
+    x, t = ember.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    e, w = x[index], t[index]
+    assert tuple(e.shape) == tuple(w.shape)
+    assert tuple(e.stride()) == tuple(w.stride()) and e.storage_offset() == w.storage_offset()
+    if type(w.grad_fn).__name__ == "AliasBackward0":
+        # an index that changes nothing (x[...], x[:, :]): PyTorch's alias op, ember's view
+        assert type(e.grad_fn).__name__ == "ViewBackward0"
+    else:
+        assert type(e.grad_fn).__name__ == type(w.grad_fn).__name__
+    e.sum().backward()
+    w.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
+    assert x.detach()[index] is not x
+
+
+@pytest.mark.parametrize("index, error", [
+    (5, IndexError), ((0, 0, 0, 0, 0), IndexError), ((Ellipsis, Ellipsis), IndexError),
+    ((0, 7), IndexError), ((slice(None, None, 0),), ValueError),
+    ((slice(None, None, -1),), ValueError)], ids=repr)
+def test_plain_indexing_errors_are_the_general_paths(index, error):
+    x = ember.zeros(2, 3, 4, 5)
+    with pytest.raises(error):
+        x[index]

@@ -256,8 +256,68 @@ def _result_shape(shape, indices):
     return b + tuple(s for d, s in enumerate(shape) if indices[d] is None)
 
 
+def _plain_view(self, index):
+    """``self[index]`` when ``index`` is an int, or a tuple of ints, slices (ints or None, steps
+    >= 1) and at most one Ellipsis, all in bounds: the views ``_resolve`` would take, found
+    without its general walk (indexing is on every step's path). None for anything else, with
+    nothing done: ``_resolve`` then applies (and raises) as usual."""
+    shape = self._shape
+    if index.__class__ is int:
+        if shape and -shape[0] <= index < shape[0]:
+            return select_op(self, 0, index)
+        return None
+    if index.__class__ is not tuple:
+        return None
+    ellipsis = -1
+    for pos, e in enumerate(index):
+        c = e.__class__
+        if c is slice:
+            start, stop, step = e.start, e.stop, e.step
+            if not ((start is None or start.__class__ is int) and
+                    (stop is None or stop.__class__ is int) and
+                    (step is None or (step.__class__ is int and step > 0))):
+                return None
+        elif e is Ellipsis:
+            if ellipsis >= 0:
+                return None
+            ellipsis = pos
+        elif c is not int:
+            return None
+    used = len(index) - (ellipsis >= 0)
+    if used > len(shape):
+        return None
+    dims = []   # the input dim of each entry (an Ellipsis stands for the ones it skips)
+    dim = 0
+    for pos, e in enumerate(index):
+        if pos == ellipsis:
+            dim += len(shape) - used
+            dims.append(None)
+            continue
+        if e.__class__ is int and not -shape[dim] <= e < shape[dim]:
+            return None
+        dims.append(dim)
+        dim += 1
+    view, out_dim = self, 0
+    for e, dim in zip(index, dims):
+        if dim is None:
+            out_dim += len(shape) - used
+        elif e.__class__ is int:
+            view = select_op(view, out_dim, e)
+        else:
+            start, stop, step = e.start, e.stop, e.step
+            # a whole dim is skipped, as _resolve does (x[:, 3] is one select)
+            if not ((start is None or start == 0) and (step is None or step == 1) and
+                    (stop is None or stop >= shape[dim])):
+                view = slice_op(view, out_dim, start, stop, 1 if step is None else step)
+            out_dim += 1
+    return view
+
+
 @tensor_method("__getitem__")
 def _getitem(self, index):
+    view = _plain_view(self, index)
+    if view is not None:
+        return view if view is not self else view_op(self, self._shape)
     view, indices = _resolve(self, index)
     if indices is None:
         # x[...] is still a new view object, as in PyTorch; through view_op so autograd sees it
