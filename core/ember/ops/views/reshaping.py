@@ -289,8 +289,9 @@ Tensor.unflatten = unflatten
 
 # -- permutations -------------------------------------------------------------------------------
 def _permute(self, dims):
-    return self._view_of(tuple(self._shape[d] for d in dims),
-                         tuple(self._stride[d] for d in dims), self._offset)
+    shape, stride = self._shape, self._stride
+    return self._view_of(tuple([shape[d] for d in dims]), tuple([stride[d] for d in dims]),
+                         self._offset)
 
 
 def _inverse(dims):
@@ -330,8 +331,14 @@ def permute(input, *dims):
 Tensor.permute = permute
 
 
+_SWAP = (1, 0)
+
+
 def transpose(input, dim0, dim1):
-    n = input.ndim
+    n = len(input._shape)
+    if n == 2 and dim0.__class__ is int and dim1.__class__ is int and \
+            {dim0 % 2, dim1 % 2} == {0, 1} and -2 <= dim0 < 2 and -2 <= dim1 < 2:
+        return permute_op(input, _SWAP)   # a matrix's transpose: the common case
     if n == 0:
         _wrap_dim(dim0, 0, "transpose"), _wrap_dim(dim1, 0, "transpose")
         return permute_op(input, ())
@@ -351,7 +358,7 @@ def t(input):
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
     if input.ndim == 2:
-        return transpose(input, 0, 1)
+        return permute_op(input, _SWAP)
     return permute_op(input, tuple(range(input.ndim)))
 
 
