@@ -262,6 +262,8 @@ def _layout_strides(shape, order):
 
 def _caster(d):
     def cast(self, memory_format=None):
+        if memory_format is None and self.dtype is d:
+            return self   # already that dtype: itself, as PyTorch (no layout to compute)
         order = order_for(self, memory_format, d.name)
         if self.dtype is d:
             if memory_format is None or memory_format is _mf.preserve_format or \

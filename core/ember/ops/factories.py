@@ -193,6 +193,16 @@ def from_numpy(array):
     """A CPU tensor sharing memory with ``array`` (writes show up on both sides)."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    isz = array.itemsize
+    strides = array.strides
+    for s in strides:
+        if s < 0 or s % isz:
+            break
+    else:   # the common case: checked in one loop
+        cpu = device("cpu")
+        return Tensor._make(Storage(array, array.nbytes, cpu), array.shape,
+                            tuple([s // isz for s in strides]), 0,
+                            _dtype.from_numpy_dtype(array.dtype), cpu, array)
     if any(s < 0 for s in array.strides):
         raise ValueError("At least one stride in the given numpy array is negative, and tensors "
                          "with negative strides are not currently supported. (You can probably "
