@@ -150,3 +150,39 @@ def test_gelu_and_its_gradient_equal_torch_on_a_large_activation(dtype):
     y.backward(ember.tensor(g))
     ty.backward(torch.tensor(g))
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), **tol)
+
+
+# -- branch-free where (kit/select.py) and leaky_relu ------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int8, np.bool_,
+                                   np.float16])
+def test_branch_free_select_gives_wheres_bits(dtype):
+    from ember.kit.select import MIN_SIZE, select
+    rng = np.random.default_rng(0)
+    n = MIN_SIZE + 17
+    a = (rng.standard_normal(n) * 100).astype(dtype)
+    b = (rng.standard_normal(n) * 100).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        a[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1e-30]
+    cond = rng.random(n) > 0.5
+    got, want = select(np, cond, a, b), np.where(cond, a, b)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    # a transposed operand and a 2-D mask
+    a2, b2, c2 = a[:n - 17].reshape(256, -1), b[:n - 17].reshape(-1, 256).T, \
+        cond[:n - 17].reshape(256, -1)
+    assert np.array_equal(select(np, c2, a2, b2).view(np.uint8),
+                          np.where(c2, a2, b2).view(np.uint8))
+
+
+@pytest.mark.parametrize("slope", [0.2, 0.0, 1.0, -0.5, 3.0, 0.01])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_leaky_relu_and_its_gradient_have_torchs_bits(slope, dtype):
+    a = _data((16, 8, 32, 32), dtype)
+    a.reshape(-1)[:5] = [np.nan, -0.0, 0.0, np.inf, -np.inf]
+    g = _data((16, 8, 32, 32), dtype, 1)
+    x, t = ember.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y, ty = F.leaky_relu(x, slope), torch.nn.functional.leaky_relu(t, slope)
+    y.backward(ember.tensor(g))
+    ty.backward(torch.tensor(g))
+    assert np.array_equal(y.detach().numpy().view(np.uint8), ty.detach().numpy().view(np.uint8))
+    assert np.array_equal(x.grad.numpy().view(np.uint8), t.grad.numpy().view(np.uint8))

@@ -17,6 +17,7 @@ import numpy as np
 from .. import _fastpath
 from .._tensor import Tensor
 from . import erf32, parallel
+from .select import select
 from .binding import bind, bind_with
 from .value_checks import all_true
 
@@ -294,8 +295,15 @@ def softplus(be, x, beta, threshold, compute):
 
 
 def leaky_relu(be, x, slope):
+    xp = be.xp
     a = be.native(x)
-    return result(be, be.xp.where(a > 0, a, a * slope), a.dtype, x.device)
+    r = be.ieee(xp.multiply, a, slope)
+    if 0 < slope <= 1 and a.dtype.kind == "f":
+        # x > 0 ? x : slope x is max(x, slope x) here (NaN stays NaN, -0.0 and the infinities
+        # stay themselves), without where's branch per element
+        r = xp.maximum(a, r, out=r) if r.ndim else xp.maximum(a, r)   # (0-d: a scalar)
+        return result(be, r, a.dtype, x.device)
+    return result(be, select(xp, a > 0, a, r), a.dtype, x.device)
 
 
 def elu(be, x, alpha, scale, input_scale):
@@ -518,7 +526,7 @@ def div_(be, a, b, mode, compute):
 # -- where / clamp ---------------------------------------------------------------------------------
 def where(be, cond, a, b, compute):
     dt = compute.np
-    r = be.xp.where(be.native(cond), operand(be, a, dt), operand(be, b, dt))
+    r = select(be.xp, be.native(cond), operand(be, a, dt), operand(be, b, dt))
     return result(be, r, dt, cond.device)
 
 
