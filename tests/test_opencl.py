@@ -425,3 +425,22 @@ def test_matmul_shapes_batches_and_strides():
         check(lambda a, b: a @ b, randn(*sa), randn(*sb), rtol=1e-5, atol=1e-5)
     check(lambda a, b: a.t() @ b.t(), randn(7, 5), randn(3, 7), rtol=1e-5, atol=1e-5)
     check(lambda a, b: a @ b.expand(2, 6, 2), randint(2, 4, 6), randint(1, 6, 2))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("exponent", [2, 3, 0.5, 2.0, 3.0, -0.5, -1, -2.0])
+def test_power_by_a_constant_has_the_cpus_bits(exponent, dtype):
+    """x ** 2, x ** 3, x ** 0.5, x ** -0.5, ... skip PoCL's slow pow() (as the pointwise rule
+    renders them): the CPU's bits, special values included, forward and backward."""
+    a = (np.random.default_rng(3).standard_normal(4099) * 3).astype(dtype)
+    a[:5] = [np.nan, -0.0, 0.0, np.inf, -np.inf]
+    g = np.random.default_rng(4).standard_normal(4099).astype(dtype)
+    results = []
+    for device in ("cpu", "opencl"):
+        x = ember.tensor(a, device=device, requires_grad=True)
+        y = x ** exponent
+        y.backward(ember.tensor(g, device=device))
+        results.append((y.detach().cpu().numpy(), x.grad.cpu().numpy()))
+    (y_cpu, g_cpu), (y_cl, g_cl) = results
+    np.testing.assert_array_equal(y_cl, y_cpu)
+    assert_close(ember.tensor(g_cl), ember.tensor(g_cpu), equal_nan=True)

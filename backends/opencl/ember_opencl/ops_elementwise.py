@@ -155,6 +155,10 @@ def binary(be, name, body, to_bool, a, b, compute):
     t = _first_tensor(a, b)
     st, q = be.state_queue(t.device)
     rt = D.bool_ if to_bool else compute
+    if name == "pow" and b.__class__ in (int, float) and b in MB.POW_BY and \
+            compute.category == D.FLOATING and isinstance(a, Tensor):
+        out = be.new_tensor(st, shape_of(a), rt, t.device)
+        return run(st, q, MB.POW_BY[b], out, (a,), (compute,), compute, rt)
     check_divisor(be, name, b, compute)
     out = be.new_tensor(st, broadcast_shape(a, b), rt, t.device)
     return run(st, q, body, out, (a, b), (compute, compute), compute, rt)

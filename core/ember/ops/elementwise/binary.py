@@ -171,10 +171,19 @@ def _pow_expr(e, a, b, *_):
     if is_number(b):
         if b == 2:
             return f"({e(a)} * {e(a)})"
+        # PyTorch's pow kernel computes these scalar exponents so (numpy's results agree)
+        if b == 3:
+            return f"({e(a)} * {e(a)} * {e(a)})"
         if b == 1:
             return e(a)
         if b == 0.5:
             return e.fn("sqrt", e(a))
+        if b == -0.5:
+            return f"(1 / {e.fn('sqrt', e(a))})"
+        if b == -1:
+            return f"(1 / {e(a)})"
+        if b == -2:
+            return f"(1 / ({e(a)} * {e(a)}))"
     return e.fn("pow", e(a), e(b))
 
 
