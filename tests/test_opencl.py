@@ -444,3 +444,31 @@ def test_power_by_a_constant_has_the_cpus_bits(exponent, dtype):
     (y_cpu, g_cpu), (y_cl, g_cl) = results
     np.testing.assert_array_equal(y_cl, y_cpu)
     assert_close(ember.tensor(g_cl), ember.tensor(g_cpu), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shapes", [((3000,), (3000,)), ((40, 1000), (1000,)),
+                                    ((40, 1000), (1000, 1)), ((1000,), (1000, 1)),
+                                    ((1, 7, 600), (600, 1))], ids=str)
+def test_long_column_products_are_parallel_reductions_equal_to_the_cpu(shapes, dtype):
+    """A product with one output column and K >= 256 (LBFGS's dots, matrix-vector products)
+    runs as mul + the parallel sum: the CPU's values and gradients within summation order."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(shapes[0]).astype(dtype)
+    b = rng.standard_normal(shapes[1]).astype(dtype)
+    tol = dict(rtol=1e-4, atol=1e-3) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-9)
+    got, want = [], []
+    for device, bucket in (("opencl", got), ("cpu", want)):
+        x = ember.tensor(a, device=device, requires_grad=True)
+        y = ember.tensor(b, device=device, requires_grad=True)
+        if x.ndim == 2 and device == "opencl":
+            x = x.t().contiguous().t()       # a column-major operand: read through its strides
+        r = x @ y
+        r.sum().backward()
+        leaf_x = x if x.is_leaf else None
+        bucket += [r.detach().cpu().numpy(), y.grad.cpu().numpy()]
+        if leaf_x is not None:
+            bucket.append(leaf_x.grad.cpu().numpy())
+    assert got[0].shape == want[0].shape
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, **tol)
