@@ -449,10 +449,13 @@ def test_power_by_a_constant_has_the_cpus_bits(exponent, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shapes", [((3000,), (3000,)), ((40, 1000), (1000,)),
                                     ((40, 1000), (1000, 1)), ((1000,), (1000, 1)),
-                                    ((1, 7, 600), (600, 1))], ids=str)
-def test_long_column_products_are_parallel_reductions_equal_to_the_cpu(shapes, dtype):
-    """A product with one output column and K >= 256 (LBFGS's dots, matrix-vector products)
-    runs as mul + the parallel sum: the CPU's values and gradients within summation order."""
+                                    ((1, 7, 600), (600, 1)), ((3, 64, 100), (3, 100, 1)),
+                                    ((64, 100), (5, 100, 1)), ((5, 1, 1), (5, 1, 300)),
+                                    ((300,), (300, 20)), ((2, 1, 30), (4, 1, 30, 7))], ids=str)
+def test_thin_products_are_parallel_reductions_equal_to_the_cpu(shapes, dtype):
+    """A product with one output column or row (LBFGS's dots, matrix-vector products, a
+    transposed convolution from 1x1) runs as mul + the parallel sum: the CPU's values and
+    gradients within summation order, batch dims broadcast."""
     rng = np.random.default_rng(5)
     a = rng.standard_normal(shapes[0]).astype(dtype)
     b = rng.standard_normal(shapes[1]).astype(dtype)
