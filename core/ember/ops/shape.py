@@ -489,22 +489,17 @@ def rot90(input, k=1, dims=(0, 1)):
 
 
 # -- ember.func: batching rules (dims shift past the batch); every op here is linear ----------
-def _cat_batch_rule(args, bdims, layer):
-    tensors, dim, dtype = args
-    if all(d is None for d in bdims[0]):
-        return cat_op(tensors, dim, dtype), None
-    size = _batching.batch_size_of(args, bdims, layer)
-    parts = [_batching.materialize(t, d, size) for t, d in zip(tensors, bdims[0])]
-    return cat_op(parts, dim + 1, dtype), 0
-
-
-def _stack_batch_rule(args, bdims, layer):
-    tensors, dim, dtype = args
-    if all(d is None for d in bdims[0]):
-        return stack_op(tensors, dim, dtype), None
-    size = _batching.batch_size_of(args, bdims, layer)
-    parts = [_batching.materialize(t, d, size) for t, d in zip(tensors, bdims[0])]
-    return stack_op(parts, dim + 1, dtype), 0
+def _list_batch_rule(op):
+    """cat's and stack's rule: every entry batched at dim 0, the dim shifted past it."""
+    def rule(args, bdims, layer):
+        tensors, dim, dtype = args
+        if all(d is None for d in bdims[0]):
+            return op(tensors, dim, dtype), None
+        size = _batching.batch_size_of(args, bdims, layer)
+        parts = [_batching.materialize(t, d, size) for t, d in zip(tensors, bdims[0])]
+        return op(parts, dim + 1, dtype), 0
+    rule.__name__ = f"_{op.name}_batch_rule"
+    return rule
 
 
 def _tile_batch_rule(args, bdims, layer):
@@ -516,8 +511,8 @@ def _tile_batch_rule(args, bdims, layer):
     return tile_op(_batching.pad_logical(x, n), (1,) + reps), 0
 
 
-cat_op.def_batch_rule(_cat_batch_rule)
-stack_op.def_batch_rule(_stack_batch_rule)
+cat_op.def_batch_rule(_list_batch_rule(cat_op))
+stack_op.def_batch_rule(_list_batch_rule(stack_op))
 flip_op.def_batch_rule(_batching.shift_dims(flip_op, 1))
 roll_op.def_batch_rule(_batching.shift_dims(roll_op, 2))
 tile_op.def_batch_rule(_tile_batch_rule)
