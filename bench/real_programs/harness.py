@@ -270,8 +270,17 @@ def time_sequence_prediction(load, lib, device):
     seq.double()
     criterion = torch.nn.MSELoss()
     optimizer = torch.optim.LBFGS(seq.parameters(), lr=0.8)
+    # LBFGS stops evaluating once the loss stops changing (after ~15 steps: one evaluation a
+    # step instead of 20), at a different step on each library (their initial weights differ):
+    # every timed step starts from the same weights and a fresh optimizer, so it does the same
+    # work
+    start = {k: v.clone() for k, v in seq.state_dict().items()}
+    fresh = optimizer.state_dict()
 
     def step():
+        seq.load_state_dict(start)
+        optimizer.load_state_dict(fresh)
+
         def closure():
             optimizer.zero_grad()
             out = seq(input)
