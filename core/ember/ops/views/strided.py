@@ -243,9 +243,10 @@ def view_scatter(g: Tensor, in_shape, size, stride, offset) -> Tensor:
     """Zeros of ``in_shape`` with ``g`` at the view's positions (logical, contiguous layout)."""
     n = math.prod(in_shape)
     size = tuple(size)
-    if not (g._ks & _K.FUNCTIONALITY_MASK) and g._shape == size:
-        # a plain gradient outside any graph (no create_graph, vmap or other transform): write it
-        # into the fresh zeros in place, without the copy of them that the scatter op makes
+    if not ((g._ks | _K.state.masks[0]) & _K.FUNCTIONALITY_MASK) and g._shape == size:
+        # a plain gradient outside any graph, transform or mode (no create_graph, vmap, capture,
+        # profiler): write it into the fresh zeros in place, without the copy of them that the
+        # scatter op makes
         buf = _grad.zeros((n,), g)
         _primitives.copy_op(as_strided_op(buf, size, tuple(stride), buf._offset + offset), g)
         return buf.view(tuple(in_shape))
