@@ -102,21 +102,16 @@ def _infer_host_array(data, dtype):
     if isinstance(data, (list, tuple)) and data and isinstance(data[0], np.ndarray):
         _warn_list_of_arrays()
     try:
-        # CPU tensors inside convert through __array__ (a replay buffer's lists take no walk)
-        arr = np.array(data)
-    except (TypeError, RuntimeError):
-        # a tensor numpy cannot read where it is (another device, or requiring grad)
-        data = _unwrap_tensors(data)
-        arr = None
+        try:
+            # CPU tensors inside convert through __array__ (a replay buffer's lists take no walk)
+            arr = np.array(data)
+        except (TypeError, RuntimeError):
+            # a tensor numpy cannot read where it is (another device): its host copy
+            data = _unwrap_tensors(data)
+            arr = np.array(data)
     except ValueError as e:
         raise ValueError(f"tensor(): expected a rectangular nested sequence of numbers ({e})") \
             from None
-    if arr is None:
-        try:
-            arr = np.array(data)
-        except ValueError as e:
-            raise ValueError(f"tensor(): expected a rectangular nested sequence of numbers "
-                             f"({e})") from None
     if arr.dtype == object or arr.dtype.kind not in "biufc":
         bad = _first_bad(data)
         raise TypeError(f"tensor(): could not infer a dtype from element of type "
@@ -197,24 +192,22 @@ def from_numpy(array):
     strides = array.strides
     for s in strides:
         if s < 0 or s % isz:
-            break
-    else:   # the common case: checked in one loop
-        cpu = device("cpu")
-        return Tensor._make(Storage(array, array.nbytes, cpu), array.shape,
-                            tuple([s // isz for s in strides]), 0,
-                            _dtype.from_numpy_dtype(array.dtype), cpu, array)
+            _refuse_strides(array)
+    cpu = device("cpu")
+    return Tensor._make(Storage(array, array.nbytes, cpu), array.shape,
+                        tuple([s // isz for s in strides]), 0,
+                        _dtype.from_numpy_dtype(array.dtype), cpu, array)
+
+
+def _refuse_strides(array):
+    """PyTorch's error for strides a tensor cannot have (negative ones first, as it checks)."""
     if any(s < 0 for s in array.strides):
         raise ValueError("At least one stride in the given numpy array is negative, and tensors "
                          "with negative strides are not currently supported. (You can probably "
                          "work around this by making a copy of your array  with array.copy().)")
-    d = _dtype.from_numpy_dtype(array.dtype)
-    if any(s % array.itemsize for s in array.strides):
-        raise ValueError("from_numpy: strides that are not a multiple of the item size are not "
-                         "supported; make a copy first")
-    cpu = device("cpu")
-    isz = array.itemsize
-    return Tensor._make(Storage(array, array.nbytes, cpu), array.shape,
-                        tuple(s // isz for s in array.strides), 0, d, cpu, array)
+    _dtype.from_numpy_dtype(array.dtype)   # an unsupported dtype is named before the strides
+    raise ValueError("from_numpy: strides that are not a multiple of the item size are not "
+                     "supported; make a copy first")
 
 
 def from_dlpack(ext_tensor, *, device=None, copy=None):
