@@ -443,6 +443,8 @@ def test_power_by_a_constant_has_the_cpus_bits(exponent, dtype):
         results.append((y.detach().cpu().numpy(), x.grad.cpu().numpy()))
     (y_cpu, g_cpu), (y_cl, g_cl) = results
     np.testing.assert_array_equal(y_cl, y_cpu)
+    in_place = ember.tensor(a, device="opencl").pow_(exponent)
+    np.testing.assert_array_equal(in_place.cpu().numpy(), y_cpu)
     assert_close(ember.tensor(g_cl), ember.tensor(g_cpu), equal_nan=True)
 
 

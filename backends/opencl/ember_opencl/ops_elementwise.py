@@ -151,14 +151,23 @@ def check_divisor(be, name, b, compute):
     run(st, q, MB.ANY_ZERO, b, (b,), (compute,), compute, compute, check=True)
 
 
+def _power_by_constant(name, a, b, compute):
+    """The one-operand body of a float ``a ** b`` for a constant ``b`` of ``MB.POW_BY``, else
+    None."""
+    if name == "pow" and b.__class__ in (int, float) and b in MB.POW_BY and \
+            compute.category == D.FLOATING and isinstance(a, Tensor):
+        return MB.POW_BY[b]
+    return None
+
+
 def binary(be, name, body, to_bool, a, b, compute):
     t = _first_tensor(a, b)
     st, q = be.state_queue(t.device)
     rt = D.bool_ if to_bool else compute
-    if name == "pow" and b.__class__ in (int, float) and b in MB.POW_BY and \
-            compute.category == D.FLOATING and isinstance(a, Tensor):
+    power = _power_by_constant(name, a, b, compute)
+    if power is not None:
         out = be.new_tensor(st, shape_of(a), rt, t.device)
-        return run(st, q, MB.POW_BY[b], out, (a,), (compute,), compute, rt)
+        return run(st, q, power, out, (a,), (compute,), compute, rt)
     check_divisor(be, name, b, compute)
     out = be.new_tensor(st, broadcast_shape(a, b), rt, t.device)
     return run(st, q, body, out, (a, b), (compute, compute), compute, rt)
@@ -166,6 +175,9 @@ def binary(be, name, body, to_bool, a, b, compute):
 
 def binary_(be, name, body, to_bool, a, b, compute):
     st, q = be.state_queue(a.device)
+    power = _power_by_constant(name, a, b, compute)
+    if power is not None:   # x.pow_(3) as x ** 3 (the same bits)
+        return run(st, q, power, a, (a,), (compute,), compute, compute)
     check_divisor(be, name, b, compute)
     return run(st, q, body, a, (a, no_overlap(a, b)), (compute, compute), compute,
                D.bool_ if to_bool else compute)
