@@ -274,6 +274,31 @@ def _nll_backward(x, t, *, weight, reduction, ignore_index):
     return _ops().loss.nll_loss_backward_op(go, x, t, w, reduction, ignore_index, total)
 
 
+def _regression(name):
+    def loss(x, t, *, reduction, **param):
+        return getattr(_ops().loss, f"{name}_op")(x, t, reduction, *param.values())
+    return loss
+
+
+def _regression_backward(name):
+    def backward(go, x, t, *, reduction, **param):
+        go = go if reduction == 0 else go.sum()
+        return getattr(_ops().loss, f"{name}_backward_op")(go, x, t, reduction,
+                                                          *param.values())
+    return backward
+
+
+# differences over [-3, 3): both pieces of smooth_l1 (beta 0.5) and huber (delta 1.2)
+REGRESSION_CASES = [(f"reduction {r}", [((3, 4), C), ((3, 4), T)], dict(reduction=r))
+                    for r in (0, 1, 2)]
+REGRESSION_BACKWARD_CASES = [(f"reduction {r}", [((3, 4), C), ((3, 4), C), ((3, 4), T)],
+                              dict(reduction=r)) for r in (0, 1, 2)]
+
+
+def _with(cases, **param):
+    return [(f"{desc} {param}", operands, dict(kw, **param)) for desc, operands, kw in cases]
+
+
 POOL2 = [((2, 3, 6, 7), C)]
 POOL3 = [((1, 2, 4, 5, 4), C)]
 OPS = [
@@ -284,6 +309,15 @@ OPS = [
     _entry("binary_cross_entropy", _bce, *BCE_CASES),
     _entry("binary_cross_entropy_backward", _bce_backward, *BCE_BACKWARD_CASES),
     _entry("binary_cross_entropy_with_logits", _bce_logits, *BCE_LOGITS_CASES),
+    _entry("mse_loss", _regression("mse_loss"), *REGRESSION_CASES),
+    _entry("mse_loss_backward", _regression_backward("mse_loss"), *REGRESSION_BACKWARD_CASES),
+    _entry("smooth_l1_loss", _regression("smooth_l1_loss"),
+           *_with(REGRESSION_CASES, beta=0.5)),
+    _entry("smooth_l1_loss_backward", _regression_backward("smooth_l1_loss"),
+           *_with(REGRESSION_BACKWARD_CASES, beta=0.5)),
+    _entry("huber_loss", _regression("huber_loss"), *_with(REGRESSION_CASES, delta=1.2)),
+    _entry("huber_loss_backward", _regression_backward("huber_loss"),
+           *_with(REGRESSION_BACKWARD_CASES, delta=1.2)),
     _entry("prelu", _prelu, *PRELU_CASES, covers=("_prelu_kernel", "_prelu_kernel_backward")),
     _entry("convolution", _conv, *CONV_CASES),
     _entry("convolution_backward", _conv_backward, *CONV_BACKWARD_CASES),

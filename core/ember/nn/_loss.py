@@ -1,8 +1,9 @@
 """Loss functions (PyTorch's formulas, reductions and argument errors).
 
-Where torch's loss is an op with a derivative of its own (nll_loss, binary_cross_entropy and
-binary_cross_entropy_with_logits), ember calls the op of the same name (``ops/nn/loss.py``), so
-the gradients at the kinks are torch's; the rest compose differentiable ops as torch's Python
+Where torch's loss is an op with a derivative of its own (nll_loss, binary_cross_entropy,
+binary_cross_entropy_with_logits, mse_loss, smooth_l1_loss, huber_loss), ember calls the op of
+the same name (``ops/nn/loss.py``), so the gradients at the kinks and the graph's nodes are
+torch's; the rest compose differentiable ops as torch's Python
 and composite-implicit code does. The numerically delicate ones use the stable forms PyTorch
 uses: cross-entropy goes through ``log_softmax``, BCE clamps its logs at -100, and
 KL-divergence uses ``xlogy`` so zero targets contribute zero.
@@ -95,16 +96,24 @@ def _size_warning(input, target):
                       stacklevel=user_stacklevel())
 
 
-def _pointwise(op, input, target, reduction, weight, elementwise, weight_mean="weights"):
-    """The regression losses: warn on size mismatch, broadcast, then an optional weight."""
+def _pointwise(op, input, target, reduction, weight, elementwise, weight_mean="weights",
+               loss_op=None, *params):
+    """The regression losses: warn on size mismatch, broadcast, then an optional weight. An
+    unweighted loss of one real dtype calls ``loss_op`` (torch's op for it, with a backward of
+    its own) on the broadcast operands; the rest reduce ``elementwise(input - target)``."""
     _tensors(op, input=input, target=target, weight=weight)
     _size_warning(input, target)
     _floating(op, input)
     try:
-        broadcast_shapes(input._shape, target._shape)
+        shape = broadcast_shapes(input._shape, target._shape)
     except RuntimeError as e:
         raise RuntimeError(f"{op}: {e} (input shape {list(input._shape)}, target shape "
                            f"{list(target._shape)})") from None
+    if loss_op is not None and weight is None and input.dtype is target.dtype and \
+            input.is_floating_point():
+        input = input if input._shape == shape else input.expand(shape)
+        target = target if target._shape == shape else target.expand(shape)
+        return loss_op(input, target, _nn_loss.REDUCTIONS[reduction], *params)
     loss = elementwise(input - target)
     if weight is None:
         return _reduce(loss, reduction)
@@ -118,7 +127,8 @@ def _pointwise(op, input, target, reduction, weight, elementwise, weight_mean="w
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _reduction(reduction, size_average, reduce)
-    return _pointwise("mse_loss", input, target, reduction, weight, lambda d: d * d)
+    return _pointwise("mse_loss", input, target, reduction, weight, lambda d: d * d,
+                      "weights", _nn_loss.mse_loss_op)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -132,24 +142,18 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0:  # the quadratic piece vanishes: plain L1 (and no division by zero)
         return _pointwise("smooth_l1_loss", input, target, reduction, None, lambda d: d.abs())
-
-    def piece(d):
-        # the square of d, not of |d|: its second derivative is 1/beta at d = 0 too (torch's
-        # smooth_l1_loss_double_backward), where |d|'s subgradient 0 would zero it
-        z = d.abs()
-        return _ew.where(z < beta, 0.5 * d * d / beta, z - 0.5 * beta)
-    return _pointwise("smooth_l1_loss", input, target, reduction, None, piece)
+    return _pointwise("smooth_l1_loss", input, target, reduction, None,
+                      lambda d: _nn_loss.smooth_l1_piece(d, beta), "weights",
+                      _nn_loss.smooth_l1_loss_op, float(beta))
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     reduction = _reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-
-    def piece(d):
-        z = d.abs()   # the square of d, not of |d|, as in smooth_l1_loss
-        return _ew.where(z < delta, 0.5 * d * d, delta * (z - 0.5 * delta))
-    return _pointwise("huber_loss", input, target, reduction, weight, piece, weight_mean="mean")
+    return _pointwise("huber_loss", input, target, reduction, weight,
+                      lambda d: _nn_loss.huber_piece(d, delta), "mean",
+                      _nn_loss.huber_loss_op, float(delta))
 
 
 # -- classification -----------------------------------------------------------------------------

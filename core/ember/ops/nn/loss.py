@@ -6,7 +6,9 @@ gradients at the kinks — a probability of exactly 0 or 1, a logit of exactly 0
   for 2-D inputs (other shapes keep the composition in ``nn/_loss.py``);
 * ``binary_cross_entropy`` / ``binary_cross_entropy_backward`` and
   ``binary_cross_entropy_with_logits`` (below), which the BCE losses and the Bernoulli-family
-  distributions call, as torch's do.
+  distributions call, as torch's do;
+* ``mse_loss``, ``smooth_l1_loss`` and ``huber_loss`` with their backward ops (below), which the
+  unweighted regression losses call.
 
 ``nll_loss_forward(self, target, weight, reduction, ignore_index) -> (output, total_weight)``:
 ``output[i] = -weight[t_i] * self[i, t_i]`` (0 where ``t_i == ignore_index``), summed
@@ -22,6 +24,7 @@ from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _grad
 from ..elementwise import activation as _act
+from ..elementwise.selection import where
 from .._util import broadcast_shapes, every_example
 from . import _rules
 
@@ -248,4 +251,160 @@ binary_cross_entropy_with_logits_op = define(
                           save=("self", "target", "weight", "pos_weight"),
                           name="BinaryCrossEntropyWithLogitsBackward0"),
     doc="binary cross-entropy of logits (sigmoid inside, stable for any logit); "
+        "reduction 0/1/2 = none/mean/sum")
+
+
+# -- regression losses ---------------------------------------------------------------------------
+# mse_loss, smooth_l1_loss and huber_loss are ops in torch, each with a backward op of its own
+# (FunctionsManual.cpp): one node each way, named as torch names them. ``self`` and ``target``
+# share one shape and dtype (the functionals broadcast first, as torch's do). The backward ops
+# scale by 1/numel for "mean" and are elementwise in ``grad_output``, which is 0-d under a
+# reduction: its gradient sums back to that shape.
+def _regression_meta(op):
+    def meta(self, target, reduction, *params):
+        _rules.tensor(op, self, "self")
+        _rules.tensor(op, target, "target")
+        if self._shape != target._shape or self.dtype is not target.dtype:
+            raise RuntimeError(f"{op}: expected self and target of one shape and dtype, got "
+                               f"{list(self._shape)} {self.dtype} and {list(target._shape)} "
+                               f"{target.dtype}")
+        return (self._shape if reduction == 0 else ()), self.dtype
+    return meta
+
+
+def _regression_backward_meta(grad_output, self, target, reduction, *params):
+    return self._shape, self.dtype
+
+
+def _grad_output_adjoint(backward):
+    """The gradient of ``backward(grad_output, ...)`` with respect to ``grad_output``: the
+    backward is linear in it, elementwise, so applied to ``gg`` and summed to its shape."""
+    def adjoint(gg, grad_output, self, target, reduction, *params):
+        return _grad.sum_to(backward(gg, self, target, reduction, *params), grad_output._shape)
+    return adjoint
+
+
+def _mse(self, target, reduction):
+    d = self - target
+    return _reduced(d * d, reduction)
+
+
+def _mse_backward(grad_output, self, target, reduction):
+    return _mean_scaled(2 * (self - target) * grad_output, self, reduction)
+
+
+def _mse_derivative(ctx, g, self, target, reduction):
+    gi = mse_loss_backward_op(g, self, target, reduction) if ctx.needs(0) else None
+    gt = mse_loss_backward_op(g, target, self, reduction) if ctx.needs(1) else None
+    return gi, gt
+
+
+def _mse_double_backward(ctx, gg, grad_output, self, target, reduction):
+    g_out = _grad_output_adjoint(_mse_backward)(gg, grad_output, self, target, reduction) \
+        if ctx.needs(0) else None
+    second = _mean_scaled(2 * gg * grad_output, self, reduction) \
+        if ctx.needs(1) or ctx.needs(2) else None   # mse_loss_double_backward
+    return g_out, second if ctx.needs(1) else None, -second if ctx.needs(2) else None
+
+
+def smooth_l1_piece(d, beta):
+    """The loss of a difference ``d``. The square of d, not of |d|: its second derivative is
+    1/beta at d = 0 too (torch's smooth_l1_loss_double_backward), where |d|'s would be 0."""
+    z = d.abs()
+    return where(z.lt(beta), 0.5 * d * d / beta, z - 0.5 * beta)
+
+
+def _smooth_l1(self, target, reduction, beta):
+    return _reduced(smooth_l1_piece(self - target, beta), reduction)
+
+
+def _smooth_l1_backward(grad_output, self, target, reduction, beta):
+    # torch's kernel: -1 at d <= -beta, 1 at d >= beta, d / beta between
+    d = self - target
+    slope = (d / beta).clamp(-1.0, 1.0)
+    return _mean_scaled(slope * grad_output, self, reduction)
+
+
+def huber_piece(d, delta):
+    """The loss of a difference ``d`` (the square of d, not of |d|, as in smooth_l1_piece)."""
+    z = d.abs()
+    return where(z.lt(delta), 0.5 * d * d, delta * (z - 0.5 * delta))
+
+
+def _huber(self, target, reduction, delta):
+    return _reduced(huber_piece(self - target, delta), reduction)
+
+
+def _huber_backward(grad_output, self, target, reduction, delta):
+    d = self - target
+    return _mean_scaled(d.clamp(-delta, delta) * grad_output, self, reduction)
+
+
+def _kink_loss_derivative(backward_op):
+    def derivative(ctx, g, self, target, reduction, param):
+        gi = backward_op(g, self, target, reduction, param) if ctx.needs(0) else None
+        gt = -backward_op(g, self, target, reduction, param) if ctx.needs(1) else None
+        return gi, gt
+    return derivative
+
+
+def _kink_loss_double_backward(backward, scale):
+    """smooth_l1_loss_double_backward / huber_loss_double_backward: the slope's derivative is
+    ``scale(param)`` inside the quadratic piece (|d| < param) and 0 outside."""
+    def derivative(ctx, gg, grad_output, self, target, reduction, param):
+        g_out = _grad_output_adjoint(backward)(gg, grad_output, self, target, reduction, param) \
+            if ctx.needs(0) else None
+        second = None
+        if ctx.needs(1) or ctx.needs(2):
+            inside = (self - target).abs().lt(param).to(gg.dtype)
+            second = _mean_scaled(gg * grad_output * inside * scale(param), self, reduction)
+        return g_out, second if ctx.needs(1) else None, -second if ctx.needs(2) else None
+    return derivative
+
+
+mse_loss_op = define(
+    "mse_loss(Tensor self, Tensor target, int reduction) -> Tensor",
+    meta=_regression_meta("mse_loss"), composite=_mse,
+    derivative=Derivative(_mse_derivative, save=("self", "target"), name="MseLossBackward0"),
+    doc="mean squared error; reduction 0/1/2 = none/mean/sum")
+
+mse_loss_backward_op = define(
+    "mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor",
+    meta=_regression_backward_meta, composite=_mse_backward,
+    derivative=Derivative(_mse_double_backward, save=("grad_output", "self", "target"),
+                          name="MseLossBackwardBackward0"),
+    doc="the gradient of mse_loss with respect to self")
+
+smooth_l1_loss_backward_op = define(
+    "smooth_l1_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, "
+    "float beta) -> Tensor",
+    meta=_regression_backward_meta, composite=_smooth_l1_backward,
+    derivative=Derivative(_kink_loss_double_backward(_smooth_l1_backward,
+                                                     lambda b: 1.0 / b if b else 0.0),
+                          save=("grad_output", "self", "target"),
+                          name="SmoothL1LossBackwardBackward0"),
+    doc="the gradient of smooth_l1_loss with respect to self")
+
+smooth_l1_loss_op = define(
+    "smooth_l1_loss(Tensor self, Tensor target, int reduction, float beta) -> Tensor",
+    meta=_regression_meta("smooth_l1_loss"), composite=_smooth_l1,
+    derivative=Derivative(_kink_loss_derivative(smooth_l1_loss_backward_op),
+                          save=("self", "target"), name="SmoothL1LossBackward0"),
+    doc="smooth L1 (quadratic below beta > 0, linear above); reduction 0/1/2 = none/mean/sum")
+
+huber_loss_backward_op = define(
+    "huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, "
+    "float delta) -> Tensor",
+    meta=_regression_backward_meta, composite=_huber_backward,
+    derivative=Derivative(_kink_loss_double_backward(_huber_backward, lambda d: 1.0),
+                          save=("grad_output", "self", "target"),
+                          name="HuberLossBackwardBackward0"),
+    doc="the gradient of huber_loss with respect to self")
+
+huber_loss_op = define(
+    "huber_loss(Tensor self, Tensor target, int reduction, float delta) -> Tensor",
+    meta=_regression_meta("huber_loss"), composite=_huber,
+    derivative=Derivative(_kink_loss_derivative(huber_loss_backward_op),
+                          save=("self", "target"), name="HuberLossBackward0"),
+    doc="Huber loss (quadratic below delta > 0, delta-scaled linear above); "
         "reduction 0/1/2 = none/mean/sum")
