@@ -51,6 +51,8 @@ def _matmul_backward(ctx, g, self, other):
     # 1-D operands take part as (1, k) and (k, 1) matrices; the node sums the batch dims
     # that broadcasting added back to each operand's shape
     a_vec, b_vec = ctx.info[0] == 1, ctx.info[1] == 1
+    if a_vec and ctx.info[1] == 2:
+        return _vector_matrix_backward(ctx, g, self, other)
     if a_vec and b_vec:
         g2 = _views.view_op(g, (1, 1))
     elif a_vec:
@@ -84,6 +86,19 @@ def _matmul_backward(ctx, g, self, other):
             gb = matmul_op(mT(_grad.conj(a2)), g2)
         if b_vec:
             gb = _views.reshape(gb, gb._shape[:-1])
+    return ga, gb
+
+
+def _vector_matrix_backward(ctx, g, self, other):
+    # x (k) @ W (k, n), a linear layer on one example: x's gradient is the vector-matrix
+    # product g @ W^H, W's the outer product of x and g (one multiply an element, as the (k, 1)
+    # by (1, n) matrix product makes it), without the matrix path's unsqueezes and reshapes
+    ga = matmul_op(g, mT(_grad.conj(other))) if ctx.needs(0) else None
+    gb = None
+    if ctx.needs(1):
+        x = _grad.conj(self)
+        # other is W.t(): the gradient in W's layout (see col_major)
+        gb = mT(g.unsqueeze(-1) * x) if ctx.info[2] else x.unsqueeze(-1) * g
     return ga, gb
 
 
