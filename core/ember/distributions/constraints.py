@@ -203,25 +203,33 @@ class _OneHot(Constraint):
         return is_boolean.all(-1) & value.sum(-1).eq(1)
 
 
+def _whole(value, bounded):
+    """``bounded`` where ``value`` holds whole numbers: an integer tensor needs no ``% 1`` test
+    (it would hold everywhere, at two ops a call on the sampling path)."""
+    if value.dtype.is_floating_point or value.is_complex() or value.dtype is ember.bool:
+        return (value % 1).eq(0) & bounded
+    return bounded
+
+
 class _IntegerInterval(_TwoSided):
     is_discrete = True
 
     def check(self, value):
-        return (value % 1).eq(0) & (value >= self.lower_bound) & (value <= self.upper_bound)
+        return _whole(value, (value >= self.lower_bound) & (value <= self.upper_bound))
 
 
 class _IntegerLessThan(_UpperBounded):
     is_discrete = True
 
     def check(self, value):
-        return (value % 1).eq(0) & (value <= self.upper_bound)
+        return _whole(value, value <= self.upper_bound)
 
 
 class _IntegerGreaterThan(_LowerBounded):
     is_discrete = True
 
     def check(self, value):
-        return (value % 1).eq(0) & (value >= self.lower_bound)
+        return _whole(value, value >= self.lower_bound)
 
 
 class _Real(Constraint):
