@@ -144,8 +144,8 @@ def softmax(be, log, x, dim, dtype):
         top = row_max(xp, s)
     else:
         def total(v):
-            return xp.sum(v, axis=dim, keepdims=True)
-        top = xp.amax(s, axis=dim, keepdims=True)
+            return v.sum(axis=dim, keepdims=True)
+        top = s.max(axis=dim, keepdims=True)
     with xp.errstate(all="ignore"):
         # shifting by the max keeps exp() in range; the result is unchanged
         r = xp.subtract(s, top, dtype=_acc(xp, dt))

@@ -39,5 +39,5 @@ def row_max(xp, a):
     """``a.max(axis=-1, keepdims=True)`` (NaN wins, as in numpy)."""
     rows = _rows(xp, a, _MAX_MAX_WIDTH)
     if rows is None:
-        return xp.amax(a, axis=-1, keepdims=True)
+        return a.max(axis=-1, keepdims=True)   # the method: np.amax's wrapper costs ~1 µs
     return np.ascontiguousarray(rows.T).max(axis=0).reshape(a.shape[:-1] + (1,))
