@@ -46,7 +46,7 @@ def mean(be, x, dim, keepdim, dtype):
     dt = dtype.np
     a = be.native(x)
     with xp.errstate(all="ignore"):
-        r = xp.sum(a, axis=dim, keepdims=keepdim, dtype=_acc(xp, dt)) / _count(a.shape, dim)
+        r = a.sum(axis=dim, keepdims=keepdim, dtype=_acc(xp, dt)) / _count(a.shape, dim)
     return _result(be, r, dt, x.device)
 
 
@@ -56,10 +56,10 @@ def var(be, x, dim, correction, keepdim):
     work = _acc(xp, a.dtype)
     n = _count(a.shape, dim)
     with xp.errstate(all="ignore"):
-        m = xp.sum(a, axis=dim, keepdims=True, dtype=work) / n
+        m = a.sum(axis=dim, keepdims=True, dtype=work) / n
         d = xp.subtract(a, m, dtype=work)
         sq = d.real * d.real + d.imag * d.imag if d.dtype.kind == "c" else d * d
-        r = xp.sum(sq, axis=dim, keepdims=keepdim) / max(0, n - correction)
+        r = sq.sum(axis=dim, keepdims=keepdim) / max(0, n - correction)
     return _result(be, r, a.real.dtype, x.device)
 
 

@@ -29,7 +29,7 @@ def bounds(be, op, idx, size, dim, exc=IndexError, prefix="", negative=False):
 def all_true(be, op, ok, exc, message):
     """Every element of the boolean array ``ok`` holds (the message names no value)."""
     if ok.size:
-        be.device_assert(op, ~be.xp.all(ok), None, exc, message)
+        be.device_assert(op, ~ok.all(), None, exc, message)
 
 
 def first_failure(be, op, bad, values, exc, message):
