@@ -218,3 +218,30 @@ def test_compiled_lstm_cell_backward_declines_other_layouts():
     assert cell(a.astype(np.int32), a.astype(np.int32), a.astype(np.int32), ws, d, a) is False
     assert cell(a, a, a, ws[:, :10], d, a) is False                     # workspace not (B, 5H)
     assert cell(a, a, a, ws, d, a[:, :2]) is False
+
+
+@compiled
+def test_compiled_collect_matches_the_python_reference():
+    # Tensor[] ops record through collect: leaves, interior nodes, views, tensors that do not
+    # require grad and absent optional arguments, in a list slot and in plain slots
+    from types import SimpleNamespace
+    from ember.autograd import record
+    a = ember.randn(3, requires_grad=True)
+    b = a * 2
+    c = b[1:]
+    args = ([a, b, ember.randn(3), c], a, None, ember.randn(2))
+    slots = [(0, True), (1, False), (2, False), (3, False)]
+    real_only = SimpleNamespace(formula=SimpleNamespace(complex_ok=False), op_name="demo")
+    want = record.collect_reference(real_only, args, slots)   # holds a's accumulator alive
+    got = record.collect(real_only, args, slots)
+    assert got == want and len(got[0]) == 7 and got[0][2] is None
+    assert got[0][0][0] is want[0][0][0] and got[0][3][0] is c._ag.grad_fn
+    none = ([ember.randn(3)], ember.randn(3), None, None)
+    assert record.collect(real_only, none, slots) is None
+    assert record.collect_reference(real_only, none, slots) is None
+    z = [ember.randn(2, dtype=ember.complex64, requires_grad=True)]
+    for fn in (record.collect, record.collect_reference):
+        with pytest.raises(NotImplementedError, match="derivative of 'demo'"):
+            fn(real_only, (z,), [(0, True)])
+        ok = SimpleNamespace(formula=SimpleNamespace(complex_ok=True), op_name="demo")
+        assert fn(ok, (z,), [(0, True)])[1] == [((2,), ember.complex64, z[0].device)]

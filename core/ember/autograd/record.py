@@ -277,6 +277,8 @@ if _fastpath.C is not None:
     _fastpath.C.install_autograd(AutogradMeta, SavedTensor, FormulaNode, _graph._seq, _outputs,
                                  gradient_edge, node_class, _complex_error, anomaly._local,
                                  _AG, COMPLEX, FLOATING)
+    collect_reference = collect
+    collect = _fastpath.C.collect   # the same function, compiled (csrc/record.c)
 
 
 # -- ops without their own formula --------------------------------------------------------------

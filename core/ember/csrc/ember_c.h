@@ -95,5 +95,6 @@ PyObject *install_engine(PyObject *self, PyObject *args);
 extern PyTypeObject FormulaRecorderType;
 PyObject *install_autograd(PyObject *self, PyObject *args);
 PyObject *set_saved_hooks(PyObject *self, PyObject *on);
+PyObject *collect_edges(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -113,6 +113,8 @@ static PyMethodDef methods[] = {
      "array_wrapper(np2dt, fallback) -> wrap(arr, device): ArrayBackend.wrap for numpy"},
     {"install_autograd", install_autograd, METH_VARARGS,
      "install_autograd(AutogradMeta, SavedTensor, FormulaNode, seq, grad_enabled)"},
+    {"collect", (PyCFunction)(void (*)(void))collect_edges, METH_FASTCALL,
+     "collect(spec, args, slots): autograd/record.py's collect"},
     {"set_saved_hooks", set_saved_hooks, METH_O,
      "set_saved_hooks(on): whether saved-tensor hooks may apply (autograd/saved_hooks.py)"},
     {"install_engine", install_engine, METH_VARARGS,

@@ -123,6 +123,128 @@ static PyObject *saved_output(PyObject *t)
     return s;
 }
 
+/* The edge and metadata of one argument, appended to ``edges`` and ``metas``: (node, nr) and
+ * (shape, dtype, device) for a tensor that requires grad (returns 1, or 2 when it is complex),
+ * else nothing (returns 0; the caller appends None to both). -1 on error. */
+static int append_edge(PyObject *x, PyObject *edges, PyObject *metas)
+{
+    if (!is_tensor(x))
+        return 0;
+    PyObject *ag = SLOT(x, OFF.t_ag);
+    if (ag == NULL || ag == Py_None || SLOT(ag, OFF.ag_requires_grad) != Py_True)
+        return 0;
+    PyObject *fn = SLOT(ag, OFF.ag_grad_fn), *edge, *meta;
+    PyObject *vv = SLOT(ag, OFF.ag_view_version);
+    PyObject *acc = SLOT(ag, OFF.ag_acc), *leaf = NULL;
+    if (fn != NULL && fn != Py_None && vv == Py_None)
+        edge = PyTuple_Pack(2, fn, SLOT(ag, OFF.ag_output_nr));
+    else if (fn == Py_None && vv == Py_None && acc != NULL && PyWeakref_Check(acc) &&
+             (leaf = PyWeakref_GetObject(acc)) != Py_None)
+        edge = PyTuple_Pack(2, leaf, ZERO);   /* a leaf's AccumulateGrad, alive */
+    else
+        edge = PyObject_CallOneArg(gradient_edge_fn, x);
+    if (edge == NULL)
+        return -1;
+    int failed = PyList_Append(edges, edge) < 0;
+    Py_DECREF(edge);
+    if (failed)
+        return -1;
+    PyObject *d = SLOT(x, OFF.t_dtype);
+    meta = PyTuple_Pack(3, SLOT(x, OFF.t_shape), d, SLOT(x, OFF.t_device));
+    if (meta == NULL)
+        return -1;
+    failed = PyList_Append(metas, meta) < 0;
+    Py_DECREF(meta);
+    if (failed)
+        return -1;
+    long c = category(d);
+    if (c == -1 && PyErr_Occurred())
+        return -1;
+    return c == COMPLEX_CAT ? 2 : 1;
+}
+
+/* record.collect(spec, args, slots): (edges, metas) over the tensor arguments, the tensors of
+ * Tensor[] slots one by one, or None when none requires grad */
+PyObject *collect_edges(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *spec, *call_args = NULL, *slots = NULL, *edges = NULL, *metas = NULL;
+    int req = 0, cplx = 0;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "collect(spec, args, slots) takes 3 arguments");
+        return NULL;
+    }
+    spec = args[0];
+    if ((call_args = PySequence_Fast(args[1], "collect: args")) == NULL ||
+        (slots = PySequence_Fast(args[2], "collect: slots")) == NULL)
+        goto error;
+    Py_ssize_t na = PySequence_Fast_GET_SIZE(call_args);
+    if ((edges = PyList_New(0)) == NULL || (metas = PyList_New(0)) == NULL)
+        goto error;
+    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(slots); k++) {
+        PyObject *slot = PySequence_Fast_GET_ITEM(slots, k);
+        if (!PyTuple_Check(slot) || PyTuple_GET_SIZE(slot) != 2) {
+            PyErr_SetString(PyExc_TypeError, "collect: a slot is (index, is_list)");
+            goto error;
+        }
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(slot, 0));
+        int is_list = PyObject_IsTrue(PyTuple_GET_ITEM(slot, 1));
+        if ((i == -1 && PyErr_Occurred()) || is_list < 0)
+            goto error;
+        PyObject *a = i < na ? PySequence_Fast_GET_ITEM(call_args, i) : Py_None;
+        PyObject *seq = is_list ? PySequence_Fast(a, "collect: a Tensor[] argument") :
+                                  PyTuple_Pack(1, a);
+        if (seq == NULL)
+            goto error;
+        for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(seq); j++) {
+            int r = append_edge(PySequence_Fast_GET_ITEM(seq, j), edges, metas);
+            if (r == 0 && (PyList_Append(edges, Py_None) < 0 ||
+                           PyList_Append(metas, Py_None) < 0))
+                r = -1;
+            if (r < 0) {
+                Py_DECREF(seq);
+                goto error;
+            }
+            req |= r > 0;
+            cplx |= r == 2;
+        }
+        Py_DECREF(seq);
+    }
+    Py_CLEAR(call_args);
+    Py_CLEAR(slots);
+    if (!req) {
+        Py_DECREF(edges);
+        Py_DECREF(metas);
+        Py_RETURN_NONE;
+    }
+    if (cplx) {
+        PyObject *formula = PyObject_GetAttrString(spec, "formula"), *ok;
+        if (formula == NULL)
+            goto error;
+        ok = PyObject_GetAttrString(formula, "complex_ok");
+        Py_DECREF(formula);
+        int complex_ok = ok == NULL ? -1 : PyObject_IsTrue(ok);
+        Py_XDECREF(ok);
+        if (complex_ok < 0)
+            goto error;
+        if (!complex_ok) {
+            PyObject *e = PyObject_CallOneArg(complex_error_fn, spec);
+            Py_XDECREF(e);
+            goto error;
+        }
+    }
+    PyObject *result = PyTuple_Pack(2, edges, metas);
+    Py_DECREF(edges);
+    Py_DECREF(metas);
+    return result;
+
+error:
+    Py_XDECREF(call_args);
+    Py_XDECREF(slots);
+    Py_XDECREF(edges);
+    Py_XDECREF(metas);
+    return NULL;
+}
+
 static PyObject *recorder_call(PyObject *self_, PyObject *args, PyObject *kwargs)
 {
     Recorder *self = (Recorder *)self_;
@@ -161,45 +283,21 @@ static PyObject *recorder_call(PyObject *self_, PyObject *args, PyObject *kwargs
     for (k = 0; k < PyTuple_GET_SIZE(self->slot_idx); k++) {
         Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(self->slot_idx, k));
         PyObject *x = i < na ? PyTuple_GET_ITEM(args, i) : Py_None;
-        if (is_tensor(x)) {
-            PyObject *ag = SLOT(x, OFF.t_ag);
-            if (ag != NULL && ag != Py_None && SLOT(ag, OFF.ag_requires_grad) == Py_True) {
-                PyObject *fn = SLOT(ag, OFF.ag_grad_fn), *edge, *meta;
-                PyObject *vv = SLOT(ag, OFF.ag_view_version);
-                PyObject *acc = SLOT(ag, OFF.ag_acc), *leaf = NULL;
-                if (fn != NULL && fn != Py_None && vv == Py_None)
-                    edge = PyTuple_Pack(2, fn, SLOT(ag, OFF.ag_output_nr));
-                else if (fn == Py_None && vv == Py_None && acc != NULL && PyWeakref_Check(acc) &&
-                         (leaf = PyWeakref_GetObject(acc)) != Py_None)
-                    edge = PyTuple_Pack(2, leaf, ZERO);   /* a leaf's AccumulateGrad, alive */
-                else
-                    edge = PyObject_CallOneArg(gradient_edge_fn, x);
-                if (edge == NULL)
-                    goto error;
-                if (PyList_Append(edges, edge) < 0) {
-                    Py_DECREF(edge);
-                    goto error;
-                }
-                Py_DECREF(edge);
-                PyObject *d = SLOT(x, OFF.t_dtype);
-                meta = PyTuple_Pack(3, SLOT(x, OFF.t_shape), d, SLOT(x, OFF.t_device));
-                if (meta == NULL || PyList_Append(metas, meta) < 0) {
-                    Py_XDECREF(meta);
-                    goto error;
-                }
-                Py_DECREF(meta);
-                if (i < self->nargs) {
-                    Py_INCREF(Py_True);
-                    Py_SETREF(PyList_GET_ITEM(needs, i), Py_True);
-                }
-                req = 1;
-                if (!self->complex_ok && category(d) == COMPLEX_CAT) {
-                    PyObject *r = PyObject_CallOneArg(complex_error_fn, self->spec);
-                    Py_XDECREF(r);
-                    goto error;
-                }
-                continue;
+        int r = append_edge(x, edges, metas);
+        if (r < 0)
+            goto error;
+        if (r > 0) {
+            if (i < self->nargs) {
+                Py_INCREF(Py_True);
+                Py_SETREF(PyList_GET_ITEM(needs, i), Py_True);
             }
+            req = 1;
+            if (r == 2 && !self->complex_ok) {
+                PyObject *e = PyObject_CallOneArg(complex_error_fn, self->spec);
+                Py_XDECREF(e);
+                goto error;
+            }
+            continue;
         }
         if (PyList_Append(edges, Py_None) < 0 || PyList_Append(metas, Py_None) < 0)
             goto error;
