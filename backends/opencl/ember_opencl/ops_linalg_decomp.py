@@ -322,6 +322,39 @@ inline void rr_pair(long N, long r, long i, long* p, long* q) {
   *p = a < b ? a : b; *q = a < b ? b : a;
 }
 
+/* the rotation (c, s) that zeroes the off-diagonal of a symmetric 2x2 whose
+   (a_qq - a_pp) / (2 a_pq) is th (Rutishauser's stable form: the smaller angle) */
+inline void jacobi_rotation(const T th, T* c, T* s) {
+  const T t = (th >= 0 ? (T)1 : (T)-1) / (fabs(th) + sqrt(th * th + 1));
+  *c = 1 / sqrt(t * t + 1); *s = t * *c;
+}
+
+/* what both Jacobi kernels keep per work-group: the padded size N (even) and its pair count,
+   one round's rotations, and whether a sweep rotated / the matrix has converged; V (n x n)
+   starts as the identity */
+#define JACOBI_STATE(V_INIT) \
+  const long N = n + (n & 1), npairs = N / 2; \
+  __local T cs[JMAX / 2], sn[JMAX / 2]; \
+  __local int rotated, done; \
+  if (V_INIT) for (long e = lid; e < n * n; e += LS) v[e] = (e / n == e % n) ? (T)1 : (T)0; \
+  if (lid == 0) done = 0;
+
+/* up to 60 sweeps of N - 1 rounds r, each round's body ending at a barrier; go is 0 once a
+   sweep rotated nothing: a converged matrix does no more work, but meets every barrier (none
+   may sit in a branch or be skipped by a break) */
+#define JACOBI_SWEEPS_BEGIN \
+  for (int sweep = 0; sweep < 60; sweep++) { \
+    if (lid == 0) rotated = 0; \
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE); \
+    const int go = !done; \
+    for (long r = 0; r < N - 1; r++) {
+#define JACOBI_SWEEPS_END \
+      barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE); \
+    } \
+    if (lid == 0 && !rotated) done = 1; \
+    barrier(CLK_LOCAL_MEM_FENCE); \
+  }
+
 /* symmetric Jacobi: A (n x n) in place -> its diagonal; V (n x n, columns) when vecs */
 __kernel void jacobi_eigh(__global T* A, __global T* V, const long n, const int vecs,
                           const T tol) {
@@ -329,27 +362,15 @@ __kernel void jacobi_eigh(__global T* A, __global T* V, const long n, const int 
   const int lid = get_local_id(0);
   __global T* a = A + z * n * n;
   __global T* v = V + z * n * n;
-  const long N = n + (n & 1), npairs = N / 2;
-  __local T cs[JMAX / 2], sn[JMAX / 2];
-  __local int rotated, done;
-  if (vecs) for (long e = lid; e < n * n; e += LS) v[e] = (e / n == e % n) ? (T)1 : (T)0;
-  if (lid == 0) done = 0;
-  /* a converged matrix does no more work, but meets every barrier (none may sit in a branch
-     or be skipped by a break) */
-  for (int sweep = 0; sweep < 60; sweep++) {
-    if (lid == 0) rotated = 0;
-    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    const int go = !done;
-    for (long r = 0; r < N - 1; r++) {
+  JACOBI_STATE(vecs)
+  JACOBI_SWEEPS_BEGIN
       for (long i = lid; i < npairs; i += LS) {
         long p, q; rr_pair(N, r, i, &p, &q);
         T c = 1, s = 0;
         if (go && q < n) {
           const T apq = a[p * n + q], app = a[p * n + p], aqq = a[q * n + q];
           if (fabs(apq) > tol * sqrt(fabs(app * aqq)) && apq != 0) {
-            const T th = (aqq - app) / (2 * apq);
-            const T t = (th >= 0 ? (T)1 : (T)-1) / (fabs(th) + sqrt(th * th + 1));
-            c = 1 / sqrt(t * t + 1); s = t * c;
+            jacobi_rotation((aqq - app) / (2 * apq), &c, &s);
             rotated = 1;
           }
         }
@@ -377,11 +398,7 @@ __kernel void jacobi_eigh(__global T* A, __global T* V, const long n, const int 
         const T x = a[p * n + col], y = a[q * n + col];
         a[p * n + col] = c * x - s * y; a[q * n + col] = s * x + c * y;
       }
-      barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    }
-    if (lid == 0 && !rotated) done = 1;
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+  JACOBI_SWEEPS_END
 }
 
 /* one-sided Jacobi on the n columns (rows of W, length m) of a tall matrix; V as rows */
@@ -391,18 +408,8 @@ __kernel void jacobi_svd(__global T* W, __global T* V, const long m, const long 
   const int lid = get_local_id(0);
   __global T* w = W + z * n * m;
   __global T* v = V + z * n * n;
-  const long N = n + (n & 1), npairs = N / 2;
-  __local T cs[JMAX / 2], sn[JMAX / 2];
-  __local int rotated, done;
-  for (long e = lid; e < n * n; e += LS) v[e] = (e / n == e % n) ? (T)1 : (T)0;
-  if (lid == 0) done = 0;
-  /* a converged matrix does no more work, but meets every barrier (none may sit in a branch
-     or be skipped by a break) */
-  for (int sweep = 0; sweep < 60; sweep++) {
-    if (lid == 0) rotated = 0;
-    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    const int go = !done;
-    for (long r = 0; r < N - 1; r++) {
+  JACOBI_STATE(1)
+  JACOBI_SWEEPS_BEGIN
       for (long i = lid; i < npairs; i += LS) {
         long p, q; rr_pair(N, r, i, &p, &q);
         T c = 1, s = 0;
@@ -412,9 +419,7 @@ __kernel void jacobi_svd(__global T* W, __global T* V, const long m, const long 
           T al = 0, be = 0, ga = 0;
           for (long k = 0; k < m; k++) { al += x[k] * x[k]; be += y[k] * y[k]; ga += x[k] * y[k]; }
           if (fabs(ga) > tol * sqrt(al * be) && ga != 0) {
-            const T zeta = (be - al) / (2 * ga);
-            const T t = (zeta >= 0 ? (T)1 : (T)-1) / (fabs(zeta) + sqrt(1 + zeta * zeta));
-            c = 1 / sqrt(1 + t * t); s = c * t;
+            jacobi_rotation((be - al) / (2 * ga), &c, &s);
             rotated = 1;
           }
         }
@@ -436,11 +441,7 @@ __kernel void jacobi_svd(__global T* W, __global T* V, const long m, const long 
           v[p * n + k] = c * x - s * y; v[q * n + k] = s * x + c * y;
         }
       }
-      barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    }
-    if (lid == 0 && !rotated) done = 1;
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+  JACOBI_SWEEPS_END
 }
 """
 

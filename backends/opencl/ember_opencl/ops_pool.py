@@ -41,6 +41,33 @@ GEOM = r"""
 #define DY G[16]
 #define DX G[17]
 #define ISNAN(v) ((v) != (v))
+/* the work-item as an output element: its (n, c) plane nc, (oz, oy, ox), and xp, the input
+   plane it pools */
+#define OUTPUT_ELEMENT \
+  const long i = get_global_id(0); \
+  if (i >= total) return; \
+  long t = i; \
+  const long ox = t % OX; t /= OX; const long oy = t % OY; t /= OY; \
+  const long oz = t % OZ; const long nc = t / OZ; \
+  __global const T* xp = x + nc * Z * Y * X;
+/* the work-item as an input element: its (n, c) plane nc, flat index idx in it and (z, y, xx) */
+#define INPUT_ELEMENT \
+  const long i = get_global_id(0); \
+  if (i >= total) return; \
+  const long idx = i % (Z * Y * X), nc = i / (Z * Y * X); \
+  const long xx = idx % X, y = (idx / X) % Y, z = idx / (X * Y);
+/* opens the loops over the kernel taps (a, b, c) whose output window (oz, oy, ox) covers input
+   element (z, y, xx); the body ends with "} } }" */
+#define FOR_TAPS_COVERING_INPUT \
+  for (long a = 0; a < KZ; ++a) { const long qz = z + PZ - a * DZ; \
+    if (qz < 0 || qz % SZ) continue; const long oz = qz / SZ; if (oz >= OZ) continue; \
+    for (long b = 0; b < KY; ++b) { const long qy = y + PY - b * DY; \
+      if (qy < 0 || qy % SY) continue; const long oy = qy / SY; if (oy >= OY) continue; \
+      for (long c = 0; c < KX; ++c) { const long qx = xx + PX - c * DX; \
+        if (qx < 0 || qx % SX) continue; const long ox = qx / SX; if (ox >= OX) continue;
+/* max pooling keeps the first maximum (best, at bi) and lets NaN win */
+#define KEEP_MAX(v, idx) \
+  if (bi < 0 || (!ISNAN(best) && ((v) > best || ISNAN(v)))) { best = (v); bi = (idx); }
 inline long adaptive_start(long o, long L, long O) { return (o * L) / O; }
 inline long adaptive_end(long o, long L, long O) { return ((o + 1) * L + O - 1) / O; }
 """
@@ -48,20 +75,14 @@ inline long adaptive_end(long o, long L, long O) { return ((o + 1) * L + O - 1) 
 SRC = r"""
 __kernel void max_pool(__global T* out, __global long* ind, __global const T* x,
                        __global const long* G, const long total) {
-  const long i = get_global_id(0);
-  if (i >= total) return;
-  long t = i;
-  const long ox = t % OX; t /= OX; const long oy = t % OY; t /= OY;
-  const long oz = t % OZ; const long nc = t / OZ;
-  __global const T* xp = x + nc * Z * Y * X;
+  OUTPUT_ELEMENT
   const long z0 = oz * SZ - PZ, y0 = oy * SY - PY, x0 = ox * SX - PX;
   T best = 0; long bi = -1;
   for (long a = 0; a < KZ; ++a) { const long z = z0 + a * DZ; if (z < 0 || z >= Z) continue;
     for (long b = 0; b < KY; ++b) { const long y = y0 + b * DY; if (y < 0 || y >= Y) continue;
       for (long c = 0; c < KX; ++c) { const long xx = x0 + c * DX; if (xx < 0 || xx >= X) continue;
         const long idx = (z * Y + y) * X + xx;
-        const T v = xp[idx];
-        if (bi < 0 || (!ISNAN(best) && (v > best || ISNAN(v)))) { best = v; bi = idx; }
+        KEEP_MAX(xp[idx], idx)
       } } }
   out[i] = best; ind[i] = bi;
 }
@@ -69,21 +90,13 @@ __kernel void max_pool(__global T* out, __global long* ind, __global const T* x,
 /* gradient of max pooling: each input element sums the windows whose index names it */
 __kernel void max_pool_backward(__global T* gi, __global const T* go, __global const long* ind,
                                 __global const long* G, const long total) {
-  const long i = get_global_id(0);
-  if (i >= total) return;
-  const long idx = i % (Z * Y * X), nc = i / (Z * Y * X);
-  const long xx = idx % X, y = (idx / X) % Y, z = idx / (X * Y);
+  INPUT_ELEMENT
   const long base = nc * OZ * OY * OX;
   AT acc = 0;
-  for (long a = 0; a < KZ; ++a) { const long qz = z + PZ - a * DZ;
-    if (qz < 0 || qz % SZ) continue; const long oz = qz / SZ; if (oz >= OZ) continue;
-    for (long b = 0; b < KY; ++b) { const long qy = y + PY - b * DY;
-      if (qy < 0 || qy % SY) continue; const long oy = qy / SY; if (oy >= OY) continue;
-      for (long c = 0; c < KX; ++c) { const long qx = xx + PX - c * DX;
-        if (qx < 0 || qx % SX) continue; const long ox = qx / SX; if (ox >= OX) continue;
-        const long o = base + (oz * OY + oy) * OX + ox;
-        if (ind[o] == idx) acc += (AT)go[o];
-      } } }
+  FOR_TAPS_COVERING_INPUT
+    const long o = base + (oz * OY + oy) * OX + ox;
+    if (ind[o] == idx) acc += (AT)go[o];
+  } } }
   gi[i] = (T)acc;
 }
 
@@ -97,12 +110,7 @@ inline long avg_divisor(__global const long* G, long oz, long oy, long ox) {
 
 __kernel void avg_pool(__global T* out, __global const T* x, __global const long* G,
                        const long total) {
-  const long i = get_global_id(0);
-  if (i >= total) return;
-  long t = i;
-  const long ox = t % OX; t /= OX; const long oy = t % OY; t /= OY;
-  const long oz = t % OZ; const long nc = t / OZ;
-  __global const T* xp = x + nc * Z * Y * X;
+  OUTPUT_ELEMENT
   const long z0 = oz * SZ - PZ, y0 = oy * SY - PY, x0 = ox * SX - PX;
   AT acc = 0;
   for (long z = max(z0, 0L); z < min(z0 + KZ, Z); ++z)
@@ -114,10 +122,7 @@ __kernel void avg_pool(__global T* out, __global const T* x, __global const long
 
 __kernel void avg_pool_backward(__global T* gi, __global const T* go, __global const long* G,
                                 const long total) {
-  const long i = get_global_id(0);
-  if (i >= total) return;
-  const long idx = i % (Z * Y * X), nc = i / (Z * Y * X);
-  const long xx = idx % X, y = (idx / X) % Y, z = idx / (X * Y);
+  INPUT_ELEMENT
   const long base = nc * OZ * OY * OX;
   AT acc = 0;
   for (long oz = 0; oz < OZ; ++oz) { const long z0 = oz * SZ - PZ;
@@ -133,12 +138,7 @@ __kernel void avg_pool_backward(__global T* gi, __global const T* go, __global c
 
 __kernel void adaptive_avg(__global T* out, __global const T* x, __global const long* G,
                            const long total) {
-  const long i = get_global_id(0);
-  if (i >= total) return;
-  long t = i;
-  const long ox = t % OX; t /= OX; const long oy = t % OY; t /= OY;
-  const long oz = t % OZ; const long nc = t / OZ;
-  __global const T* xp = x + nc * Z * Y * X;
+  OUTPUT_ELEMENT
   const long z0 = adaptive_start(oz, Z, OZ), z1 = adaptive_end(oz, Z, OZ);
   const long y0 = adaptive_start(oy, Y, OY), y1 = adaptive_end(oy, Y, OY);
   const long x0 = adaptive_start(ox, X, OX), x1 = adaptive_end(ox, X, OX);
@@ -150,10 +150,7 @@ __kernel void adaptive_avg(__global T* out, __global const T* x, __global const 
 
 __kernel void adaptive_avg_backward(__global T* gi, __global const T* go,
                                     __global const long* G, const long total) {
-  const long i = get_global_id(0);
-  if (i >= total) return;
-  const long idx = i % (Z * Y * X), nc = i / (Z * Y * X);
-  const long xx = idx % X, y = (idx / X) % Y, z = idx / (X * Y);
+  INPUT_ELEMENT
   const long base = nc * OZ * OY * OX;
   AT acc = 0;
   for (long oz = (z * OZ) / Z; oz < OZ && adaptive_start(oz, Z, OZ) <= z; ++oz) {
@@ -172,19 +169,13 @@ __kernel void adaptive_avg_backward(__global T* gi, __global const T* go,
 
 __kernel void adaptive_max(__global T* out, __global long* ind, __global const T* x,
                            __global const long* G, const long total) {
-  const long i = get_global_id(0);
-  if (i >= total) return;
-  long t = i;
-  const long ox = t % OX; t /= OX; const long oy = t % OY; t /= OY;
-  const long oz = t % OZ; const long nc = t / OZ;
-  __global const T* xp = x + nc * Z * Y * X;
+  OUTPUT_ELEMENT
   T best = 0; long bi = -1;
   for (long z = adaptive_start(oz, Z, OZ); z < adaptive_end(oz, Z, OZ); ++z)
     for (long y = adaptive_start(oy, Y, OY); y < adaptive_end(oy, Y, OY); ++y)
       for (long xx = adaptive_start(ox, X, OX); xx < adaptive_end(ox, X, OX); ++xx) {
         const long idx = (z * Y + y) * X + xx;
-        const T v = xp[idx];
-        if (bi < 0 || (!ISNAN(best) && (v > best || ISNAN(v)))) { best = v; bi = idx; }
+        KEEP_MAX(xp[idx], idx)
       }
   out[i] = best; ind[i] = bi;
 }
@@ -192,10 +183,7 @@ __kernel void adaptive_max(__global T* out, __global long* ind, __global const T
 __kernel void adaptive_max_backward(__global T* gi, __global const T* go,
                                     __global const long* ind, __global const long* G,
                                     const long total) {
-  const long i = get_global_id(0);
-  if (i >= total) return;
-  const long idx = i % (Z * Y * X), nc = i / (Z * Y * X);
-  const long xx = idx % X, y = (idx / X) % Y, z = idx / (X * Y);
+  INPUT_ELEMENT
   const long base = nc * OZ * OY * OX;
   AT acc = 0;
   for (long oz = (z * OZ) / Z; oz < OZ && adaptive_start(oz, Z, OZ) <= z; ++oz)
@@ -211,21 +199,13 @@ __kernel void adaptive_max_backward(__global T* gi, __global const T* go,
    (N*C, Z*Y*X): the input gradient of a convolution, the output of a transposed one */
 __kernel void col2im(__global T* im, __global const T* cols, __global const long* G,
                      const long total) {
-  const long i = get_global_id(0);
-  if (i >= total) return;
-  const long idx = i % (Z * Y * X), nc = i / (Z * Y * X);
-  const long xx = idx % X, y = (idx / X) % Y, z = idx / (X * Y);
+  INPUT_ELEMENT
   const long ol = OZ * OY * OX;
   __global const T* cp = cols + nc * KZ * KY * KX * ol;
   AT acc = 0;
-  for (long a = 0; a < KZ; ++a) { const long qz = z + PZ - a * DZ;
-    if (qz < 0 || qz % SZ) continue; const long oz = qz / SZ; if (oz >= OZ) continue;
-    for (long b = 0; b < KY; ++b) { const long qy = y + PY - b * DY;
-      if (qy < 0 || qy % SY) continue; const long oy = qy / SY; if (oy >= OY) continue;
-      for (long c = 0; c < KX; ++c) { const long qx = xx + PX - c * DX;
-        if (qx < 0 || qx % SX) continue; const long ox = qx / SX; if (ox >= OX) continue;
-        acc += (AT)cp[((a * KY + b) * KX + c) * ol + (oz * OY + oy) * OX + ox];
-      } } }
+  FOR_TAPS_COVERING_INPUT
+    acc += (AT)cp[((a * KY + b) * KX + c) * ol + (oz * OY + oy) * OX + ox];
+  } } }
   im[i] = (T)acc;
 }
 """
@@ -315,92 +295,75 @@ def _window_out(sp, k, s, p, d, ceil_mode):
     return tuple(out)
 
 
+def _pooled(backend, name, x, out_sp, *window, with_indices=False):
+    """Kernel ``name`` over the plain input ``x``, one work-item per output element: the
+    (N, C, *out_sp) result, with the int64 indices of the chosen elements when
+    ``with_indices``. ``window``: ``geometry``'s kernel, stride, padding, dilation, ..."""
+    st, _ = backend.state_queue(x.device)
+    shape = shape_of(x)[:2] + tuple(out_sp)
+    values = _new(backend, shape, x.dtype, x)
+    outs = (values, _new(backend, shape, D.int64, x)) if with_indices else (values,)
+    _run(backend, name, outs, (x,), geometry(st, shape_of(x)[2:], out_sp, *window),
+         values.numel())
+    return outs if with_indices else values
+
+
+def _input_grad(backend, name, grad_output, self, *window, indices=None):
+    """The gradient of pooling ``self`` from ``grad_output`` (and the forward's ``indices``)
+    by the gathering kernel ``name``, one work-item per input element."""
+    g = plain(backend, grad_output)
+    ins = (g,) if indices is None else (g, plain(backend, indices))
+    st, _ = backend.state_queue(g.device)
+    gi = _new(backend, shape_of(self), g.dtype, g)
+    _run(backend, name, (gi,), ins,
+         geometry(st, shape_of(self)[2:], shape_of(g)[2:], *window), gi.numel())
+    return gi
+
+
 def max_pool(backend, self, kernel_size, stride, padding, dilation, ceil_mode):
     x = plain(backend, self)
-    sp = shape_of(x)[2:]
-    out_sp = _window_out(sp, kernel_size, stride, padding, dilation, ceil_mode)
-    shape = shape_of(x)[:2] + out_sp
-    st, _ = backend.state_queue(x.device)
-    values = _new(backend, shape, x.dtype, x)
-    indices = _new(backend, shape, D.int64, x)
-    _run(backend, "max_pool", (values, indices), (x,),
-         geometry(st, sp, out_sp, kernel_size, stride, padding, dilation), values.numel())
-    return values, indices
+    out_sp = _window_out(shape_of(x)[2:], kernel_size, stride, padding, dilation, ceil_mode)
+    return _pooled(backend, "max_pool", x, out_sp, kernel_size, stride, padding, dilation,
+                   with_indices=True)
 
 
 def max_pool_backward(backend, grad_output, self, kernel_size, stride, padding, dilation,
                       ceil_mode, indices):
-    g, ind = plain(backend, grad_output), plain(backend, indices)
-    st, _ = backend.state_queue(g.device)
-    gi = _new(backend, shape_of(self), g.dtype, g)
-    _run(backend, "max_pool_backward", (gi,), (g, ind),
-         geometry(st, shape_of(self)[2:], shape_of(g)[2:], kernel_size, stride, padding, dilation),
-         gi.numel())
-    return gi
+    return _input_grad(backend, "max_pool_backward", grad_output, self, kernel_size, stride,
+                       padding, dilation, indices=indices)
 
 
 def avg_pool(backend, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
              divisor_override):
     x = plain(backend, self)
-    sp = shape_of(x)[2:]
-    nsp = len(sp)
-    out_sp = _window_out(sp, kernel_size, stride, padding, (1,) * nsp, ceil_mode)
-    st, _ = backend.state_queue(x.device)
-    out = _new(backend, shape_of(x)[:2] + out_sp, x.dtype, x)
-    _run(backend, "avg_pool", (out,), (x,),
-         geometry(st, sp, out_sp, kernel_size, stride, padding, (1,) * nsp, divisor_override,
-                  count_include_pad), out.numel())
-    return out
+    ones = (1,) * (x.ndim - 2)
+    out_sp = _window_out(shape_of(x)[2:], kernel_size, stride, padding, ones, ceil_mode)
+    return _pooled(backend, "avg_pool", x, out_sp, kernel_size, stride, padding, ones,
+                   divisor_override, count_include_pad)
 
 
 def avg_pool_backward(backend, grad_output, self, kernel_size, stride, padding, ceil_mode,
                       count_include_pad, divisor_override):
-    g = plain(backend, grad_output)
-    st, _ = backend.state_queue(g.device)
-    nsp = g.ndim - 2
-    gi = _new(backend, shape_of(self), g.dtype, g)
-    _run(backend, "avg_pool_backward", (gi,), (g,),
-         geometry(st, shape_of(self)[2:], shape_of(g)[2:], kernel_size, stride, padding,
-                  (1,) * nsp, divisor_override, count_include_pad), gi.numel())
-    return gi
+    return _input_grad(backend, "avg_pool_backward", grad_output, self, kernel_size, stride,
+                       padding, (1,) * (grad_output.ndim - 2), divisor_override,
+                       count_include_pad)
 
 
 def adaptive_avg(backend, self, output_size):
-    x = plain(backend, self)
-    st, _ = backend.state_queue(x.device)
-    out = _new(backend, shape_of(x)[:2] + tuple(output_size), x.dtype, x)
-    _run(backend, "adaptive_avg", (out,), (x,), geometry(st, shape_of(x)[2:], output_size),
-         out.numel())
-    return out
+    return _pooled(backend, "adaptive_avg", plain(backend, self), output_size)
 
 
 def adaptive_avg_backward(backend, grad_output, self):
-    g = plain(backend, grad_output)
-    st, _ = backend.state_queue(g.device)
-    gi = _new(backend, shape_of(self), g.dtype, g)
-    _run(backend, "adaptive_avg_backward", (gi,), (g,),
-         geometry(st, shape_of(self)[2:], shape_of(g)[2:]), gi.numel())
-    return gi
+    return _input_grad(backend, "adaptive_avg_backward", grad_output, self)
 
 
 def adaptive_max(backend, self, output_size):
-    x = plain(backend, self)
-    st, _ = backend.state_queue(x.device)
-    shape = shape_of(x)[:2] + tuple(output_size)
-    values = _new(backend, shape, x.dtype, x)
-    indices = _new(backend, shape, D.int64, x)
-    _run(backend, "adaptive_max", (values, indices), (x,),
-         geometry(st, shape_of(x)[2:], output_size), values.numel())
-    return values, indices
+    return _pooled(backend, "adaptive_max", plain(backend, self), output_size,
+                   with_indices=True)
 
 
 def adaptive_max_backward(backend, grad_output, self, indices):
-    g, ind = plain(backend, grad_output), plain(backend, indices)
-    st, _ = backend.state_queue(g.device)
-    gi = _new(backend, shape_of(self), g.dtype, g)
-    _run(backend, "adaptive_max_backward", (gi,), (g, ind),
-         geometry(st, shape_of(self)[2:], shape_of(g)[2:]), gi.numel())
-    return gi
+    return _input_grad(backend, "adaptive_max_backward", grad_output, self, indices=indices)
 
 
 def col2im(backend, cols, shape, kernel, stride, padding, dilation, out_sp):

@@ -48,6 +48,12 @@ def _tensor_list(ts, fn, name):
     return list(ts)
 
 
+def _one_per_rank(ts, pg, fn, name):
+    if len(ts) != pg.size():
+        raise ValueError(f"{fn}: {name} has {len(ts)} tensors but the group has {pg.size()} "
+                         f"ranks")
+
+
 def _same_kind(ts, ref, fn, name, shape=True):
     for i, t in enumerate(ts):
         if t.dtype is not ref.dtype or t.device is not ref.device:
@@ -198,9 +204,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     if _skip(group, fn):
         return None
     pg = resolve_group(group, fn)
-    if len(tensor_list) != pg.size():
-        raise ValueError(f"{fn}: tensor_list has {len(tensor_list)} tensors but the group has "
-                         f"{pg.size()} ranks")
+    _one_per_rank(tensor_list, pg, fn, "tensor_list")
     _same_kind(tensor_list, tensor, fn, "tensor_list")
     n = tensor.numel()
     flat = _empty(n * pg.size(), tensor)
@@ -240,9 +244,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     if _skip(group, fn):
         return None
     pg = resolve_group(group, fn)
-    if len(input_list) != pg.size():
-        raise ValueError(f"{fn}: input_list has {len(input_list)} tensors but the group has "
-                         f"{pg.size()} ranks")
+    _one_per_rank(input_list, pg, fn, "input_list")
     _same_kind(input_list, output, fn, "input_list")
     op = _op(op, output, fn)
     return _finish(_impl(pg, output, fn)("reduce_scatter_into", output,
@@ -321,10 +323,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     if _skip(group, fn):
         return None
     pg = resolve_group(group, fn)
-    for name, lst in (("output_tensor_list", outs), ("input_tensor_list", ins)):
-        if len(lst) != pg.size():
-            raise ValueError(f"{fn}: {name} has {len(lst)} tensors but the group has "
-                             f"{pg.size()} ranks")
+    _one_per_rank(outs, pg, fn, "output_tensor_list")
+    _one_per_rank(ins, pg, fn, "input_tensor_list")
     ref = ins[0]
     _same_kind(ins + outs, ref, fn, "tensors", shape=False)
     out_sizes = [t.numel() for t in outs]

@@ -10,6 +10,7 @@ import ember
 from . import constraints
 from .transformed_distribution import TransformedDistribution
 from .transforms import AbsTransform
+from .utils import _forwarded
 
 
 class Folded(TransformedDistribution):
@@ -20,9 +21,7 @@ class Folded(TransformedDistribution):
     def __init__(self, base, validate_args=None):
         super().__init__(base, AbsTransform(), validate_args=validate_args)
 
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    scale = _forwarded("base_dist.scale")
 
     @property
     def mode(self):

@@ -7,7 +7,7 @@ import ember
 from .. import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import finfo, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _forwarded, finfo, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Categorical"]
 
@@ -16,17 +16,11 @@ class _OfCategorical:
     """``probs``, ``logits`` and ``param_shape`` of a family built on the Categorical
     ``_categorical`` (OneHotCategorical, Multinomial, ExpRelaxedCategorical)."""
 
-    @property
-    def probs(self):
-        return self._categorical.probs
+    probs = _forwarded("_categorical.probs")
 
-    @property
-    def logits(self):
-        return self._categorical.logits
+    logits = _forwarded("_categorical.logits")
 
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
+    param_shape = _forwarded("_categorical.param_shape")
 
 
 class Categorical(Distribution):

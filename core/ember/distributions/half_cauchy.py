@@ -7,6 +7,7 @@ import ember
 
 from ._folded import Folded
 from .cauchy import Cauchy
+from .utils import _forwarded
 
 __all__ = ["HalfCauchy"]
 
@@ -24,6 +25,4 @@ class HalfCauchy(Folded):
         return ember.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype,
                           device=self.scale.device)
 
-    @property
-    def variance(self):
-        return self.base_dist.variance
+    variance = _forwarded("base_dist.variance")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import _sum_rightmost
+from .utils import _forwarded, _sum_rightmost
 
 __all__ = ["Independent"]
 
@@ -33,9 +33,7 @@ class Independent(Distribution):
         new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
         return self._init_expanded(new, batch_shape)
 
-    @property
-    def has_rsample(self):
-        return self.base_dist.has_rsample
+    has_rsample = _forwarded("base_dist.has_rsample")
 
     @property
     def has_enumerate_support(self):
@@ -50,17 +48,11 @@ class Independent(Distribution):
             result = constraints.independent(result, self.reinterpreted_batch_ndims)
         return result
 
-    @property
-    def mean(self):
-        return self.base_dist.mean
+    mean = _forwarded("base_dist.mean")
 
-    @property
-    def mode(self):
-        return self.base_dist.mode
+    mode = _forwarded("base_dist.mode")
 
-    @property
-    def variance(self):
-        return self.base_dist.variance
+    variance = _forwarded("base_dist.variance")
 
     def sample(self, sample_shape=Size()):
         return self.base_dist.sample(sample_shape)

@@ -8,6 +8,7 @@ from . import constraints
 from .gamma import Gamma
 from .transformed_distribution import TransformedDistribution
 from .transforms import PowerTransform
+from .utils import _forwarded
 
 __all__ = ["InverseGamma"]
 
@@ -26,13 +27,9 @@ class InverseGamma(TransformedDistribution):
         new = self._get_checked_instance(InverseGamma, _instance)
         return super().expand(batch_shape, _instance=new)
 
-    @property
-    def concentration(self):
-        return self.base_dist.concentration
+    concentration = _forwarded("base_dist.concentration")
 
-    @property
-    def rate(self):
-        return self.base_dist.rate
+    rate = _forwarded("base_dist.rate")
 
     @property
     def mean(self):

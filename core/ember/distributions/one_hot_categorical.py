@@ -7,6 +7,7 @@ from .. import Size
 from . import constraints
 from .categorical import Categorical, _OfCategorical
 from .distribution import Distribution
+from .utils import _forwarded
 
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
@@ -31,13 +32,9 @@ class OneHotCategorical(_OfCategorical, Distribution):
         new._categorical = self._categorical.expand(batch_shape)
         return self._init_expanded(new, batch_shape)
 
-    @property
-    def _param(self):
-        return self._categorical._param
+    _param = _forwarded("_categorical._param")
 
-    @property
-    def mean(self):
-        return self._categorical.probs
+    mean = _forwarded("_categorical.probs")
 
     @property
     def mode(self):

@@ -8,7 +8,8 @@ from . import constraints
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
-from .utils import _BinaryProbsLogits, _set_probs_or_logits, broadcast_all, clamp_probs
+from .utils import (_BinaryProbsLogits, _forwarded, _set_probs_or_logits, broadcast_all,
+                    clamp_probs)
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
@@ -17,17 +18,11 @@ class _OfRelaxedBase:
     """``temperature``, ``logits`` and ``probs`` of a relaxed distribution, its base's (shared
     by RelaxedBernoulli and RelaxedOneHotCategorical)."""
 
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
+    temperature = _forwarded("base_dist.temperature")
 
-    @property
-    def logits(self):
-        return self.base_dist.logits
+    logits = _forwarded("base_dist.logits")
 
-    @property
-    def probs(self):
-        return self.base_dist.probs
+    probs = _forwarded("base_dist.probs")
 
 
 class LogitRelaxedBernoulli(_BinaryProbsLogits, Distribution):

@@ -8,7 +8,7 @@ from . import constraints
 from .distribution import Distribution
 from .independent import Independent
 from .transforms import ComposeTransform, Transform
-from .utils import _sum_rightmost
+from .utils import _forwarded, _sum_rightmost
 
 __all__ = ["TransformedDistribution"]
 
@@ -65,9 +65,7 @@ class TransformedDistribution(Distribution):
             support = constraints.independent(support, len(self.event_shape) - support.event_dim)
         return support
 
-    @property
-    def has_rsample(self):
-        return self.base_dist.has_rsample
+    has_rsample = _forwarded("base_dist.has_rsample")
 
     def sample(self, sample_shape=Size()):
         with ember.no_grad():

@@ -11,8 +11,8 @@ import ember
 
 from .. import Size
 from . import constraints
-from .utils import _sum_rightmost, broadcast_all, finfo, lazy_property, tril_matrix_to_vec, \
-    vec_to_tril_matrix
+from .utils import _forwarded, _sum_rightmost, broadcast_all, finfo, lazy_property, \
+    tril_matrix_to_vec, vec_to_tril_matrix
 from ..runtime.layout import broadcast_shapes
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
@@ -164,13 +164,9 @@ class _InverseTransform(Transform):
     def codomain(self):
         return self._inv.domain
 
-    @property
-    def bijective(self):
-        return self._inv.bijective
+    bijective = _forwarded("_inv.bijective")
 
-    @property
-    def sign(self):
-        return self._inv.sign
+    sign = _forwarded("_inv.sign")
 
     @property
     def inv(self):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from functools import update_wrapper
+from operator import attrgetter
 from numbers import Number
 
 import numpy as np
@@ -91,6 +92,13 @@ def _set_count_and_param(dist, total_count, probs, logits):
     dist.total_count = count.type_as(param)
     setattr(dist, name, param)
     dist._param = param
+
+
+def _forwarded(path):
+    """A read-only property whose value is ``self.<path>`` (a dotted path): a parameter,
+    moment or flag a distribution or transform takes unchanged from the one it is built on
+    (``_forwarded("base_dist.loc")``)."""
+    return property(attrgetter(path))
 
 
 def _standard_normal(shape, dtype, device):

@@ -65,6 +65,19 @@ def _channel_dropout(input, p, training, inplace, batched, fn):
     return input.mul_(mask) if inplace else input * mask
 
 
+def _warn_unexpected_rank(input, spatial):
+    """dropout2d/dropout3d's deprecation warning for an input that is not (N, C, *spatial) or
+    (C, *spatial): it still runs, as in PyTorch."""
+    if input.ndim not in (spatial + 1, spatial + 2):
+        fn = f"dropout{spatial}d"
+        warnings.warn(f"{fn}: Received a {input.ndim}-D input to {fn}, which is deprecated and "
+                      f"will result in an error in a future release. To retain the behavior and "
+                      f"silence this warning, please use dropout instead. Note that {fn} exists "
+                      f"to provide channel-wise dropout on inputs with {spatial} spatial "
+                      f"dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                      f"{spatial + 1}D or {spatial + 2}D inputs).", stacklevel=user_stacklevel())
+
+
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zeroes whole channels of (N, C, L) or unbatched (C, L) inputs."""
     _check(input, p, "dropout1d")
@@ -80,13 +93,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zeroes whole channels of (N, C, H, W) inputs; like PyTorch, a 3-D input is read as
     (N, C, L) (with a warning) and other ranks warn but run."""
     _check(input, p, "dropout2d")
-    if input.ndim not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
-                      f"deprecated and will result in an error in a future release. To retain the "
-                      f"behavior and silence this warning, please use dropout instead. Note that "
-                      f"dropout2d exists to provide channel-wise dropout on inputs with 2 spatial "
-                      f"dimensions, a channel dimension, and an optional batch dimension (i.e. 3D "
-                      f"or 4D inputs).", stacklevel=user_stacklevel())
+    _warn_unexpected_rank(input, 2)
     if input.ndim == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
                       "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
@@ -100,13 +107,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Zeroes whole channels of (N, C, D, H, W) or unbatched (C, D, H, W) inputs."""
     _check(input, p, "dropout3d")
-    if input.ndim not in (4, 5):
-        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is "
-                      f"deprecated and will result in an error in a future release. To retain the "
-                      f"behavior and silence this warning, please use dropout instead. Note that "
-                      f"dropout3d exists to provide channel-wise dropout on inputs with 3 spatial "
-                      f"dimensions, a channel dimension, and an optional batch dimension (i.e. 4D "
-                      f"or 5D inputs).", stacklevel=user_stacklevel())
+    _warn_unexpected_rank(input, 3)
     return _channel_dropout(input, p, training, inplace, input.ndim != 4 and input.ndim >= 2,
                             "dropout3d")
 

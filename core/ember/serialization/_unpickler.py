@@ -296,39 +296,24 @@ def _utf8(data):
     return str(data, "utf-8", "surrogatepass")
 
 
-@_op(b"X")
-def _binunicode(u):
-    u.stack.append(_utf8(_sized(u, "<I")))
+def _sized_opcode(code, length_format, convert):
+    """Register opcode ``code``: push ``convert`` of its length-prefixed payload."""
+    @_op(code)
+    def push(u):
+        u.stack.append(convert(_sized(u, length_format)))
 
 
-@_op(b"\x8c")
-def _short_binunicode(u):
-    u.stack.append(_utf8(_sized(u, "<B")))
-
-
-@_op(b"\x8d")
-def _binunicode8(u):
-    u.stack.append(_utf8(_sized(u, "<Q")))
-
-
-@_op(b"B")
-def _binbytes(u):
-    u.stack.append(bytes(_sized(u, "<I")))
-
-
-@_op(b"C")
-def _short_binbytes(u):
-    u.stack.append(bytes(_sized(u, "<B")))
-
-
-@_op(b"\x8e")
-def _binbytes8(u):
-    u.stack.append(bytes(_sized(u, "<Q")))
-
-
-@_op(b"\x96")
-def _bytearray8(u):
-    u.stack.append(bytearray(_sized(u, "<Q")))
+# the length-prefixed string and bytes opcodes: (opcode, length format, what it pushes)
+for _code, _length_format, _convert in (
+        (b"X", "<I", _utf8),          # BINUNICODE
+        (b"\x8c", "<B", _utf8),       # SHORT_BINUNICODE
+        (b"\x8d", "<Q", _utf8),       # BINUNICODE8
+        (b"B", "<I", bytes),          # BINBYTES
+        (b"C", "<B", bytes),          # SHORT_BINBYTES
+        (b"\x8e", "<Q", bytes),       # BINBYTES8
+        (b"\x96", "<Q", bytearray)):  # BYTEARRAY8
+    _sized_opcode(_code, _length_format, _convert)
+del _code, _length_format, _convert
 
 
 # -- containers ---------------------------------------------------------------------------------
