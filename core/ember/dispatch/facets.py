@@ -71,9 +71,11 @@ NOT_DIFFERENTIABLE = _NotDifferentiable()
 
 
 def camel(op_name: str) -> str:
-    """``max_pool2d`` -> ``MaxPool2d``: how PyTorch names an op's backward node."""
+    """``log1p`` -> ``Log1P``, ``special_i0e`` -> ``SpecialI0E``: how PyTorch's autograd codegen
+    names an op's backward node (each ``_``-separated part ``str.title()``d, so a letter after
+    a digit is upper case too)."""
     short = op_name.rsplit("::", 1)[-1]
-    return "".join(p[:1].upper() + p[1:] for p in short.strip("_").split("_"))
+    return "".join(p.title() for p in short.strip("_").split("_"))
 
 
 class Derivative:
