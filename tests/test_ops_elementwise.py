@@ -1341,3 +1341,18 @@ def test_pow_scalar_special_cases_equal_torch_bit_for_bit():
         want = torch.pow(torch.tensor(x), e).numpy()
         got = ember.pow(ember.tensor(x), e).numpy()
         np.testing.assert_array_equal(got, want, err_msg=f"exponent {e}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool", "complex64"])
+def test_scalar_over_tensor_is_torchs_reciprocal_times_scalar(dtype):
+    # torch's __rdiv__: self.reciprocal() * other, so its bits (not other / self's) and its node
+    torch = pytest.importorskip("torch")
+    vals = {"bool": [True, False], "int64": [3, 7, 0],
+            "complex64": [1 + 2j, 3 - 1j]}.get(dtype, [3.0, 7.1, 0.0, -0.0, 1e-30, -2.3])
+    for other in (2, 2.5, -1, 1 + 1j, np.float64(0.3)):
+        want = other / torch.tensor(vals, dtype=getattr(torch, dtype))
+        got = other / ember.tensor(vals, dtype=getattr(ember, dtype))
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    x = ember.tensor([0.5, 2.0], requires_grad=True)
+    assert (2 / x).grad_fn.name() == "MulBackward0"

@@ -31,7 +31,8 @@ Tensor.__mul__ = _mul
 Tensor.__rmul__ = lambda self, other: _mul(self, other)
 Tensor.__imul__ = _inplace(binary_api["mul_"])
 Tensor.__truediv__ = div
-Tensor.__rtruediv__ = lambda self, other: div(other, self)
+# torch's __rdiv__ is self.reciprocal() * other (its values, rounding and MulBackward0 node)
+Tensor.__rtruediv__ = lambda self, other: _mul(unary_api["reciprocal"](self), other)
 Tensor.__itruediv__ = _inplace(div_)
 Tensor.__floordiv__ = lambda self, other: binary_api["floor_divide"](self, other)
 Tensor.__rfloordiv__ = _rev(binary_api["floor_divide"])
