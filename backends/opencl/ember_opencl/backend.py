@@ -15,10 +15,10 @@ from ember.runtime import dtypes as D
 
 from . import (cltypes, deferred, ops_argreduce, ops_attention, ops_conv, ops_copy, ops_ctc,
                ops_distances, ops_elementwise, ops_embedding_bag, ops_factories, ops_fft,
-               ops_foreach, ops_grid_sampling, ops_indexing, ops_linalg, ops_linalg_decomp,
-               ops_loss, ops_norm, ops_pool, ops_random, ops_reduction, ops_resampling, ops_rnn,
-               ops_sampling, ops_scan, ops_shape, ops_softmax, ops_sort, ops_spatial, ops_special,
-               ops_ternary, transfer)
+               ops_foreach, ops_grid_sampling, ops_indexing, ops_layer_norm, ops_linalg,
+               ops_linalg_decomp, ops_loss, ops_norm, ops_pool, ops_random, ops_reduction,
+               ops_resampling, ops_rnn, ops_sampling, ops_scan, ops_shape, ops_softmax, ops_sort,
+               ops_spatial, ops_special, ops_ternary, transfer)
 from .device import Devices
 from .streams import Event, Stream
 
@@ -42,7 +42,7 @@ KERNEL_MODULES = (
     ops_indexing, ops_argreduce, ops_softmax, ops_scan, ops_sort, ops_special, ops_linalg_decomp,
     ops_sampling, ops_attention, ops_ternary, ops_spatial, ops_resampling, ops_grid_sampling,
     ops_embedding_bag, ops_distances, ops_ctc, ops_rnn, ops_fft, ops_conv, ops_pool, ops_norm,
-    ops_foreach, ops_loss,
+    ops_layer_norm, ops_foreach, ops_loss,
 )
 
 
