@@ -100,6 +100,66 @@ __kernel void put(__global T* out, __global const T* src, __global const long* i
     else out[xa] = MUL(out[xa], v);
   }
 }
+/* take/put with the last dim of the space walked by one work-item: its addresses step by
+   that dim's strides, so only the other dims are decomposed (once per work-item, not once per
+   element). Same elements, same order within a work-item as take/put. */
+inline int locate_last(__global const long* m, __global const long* idx, long p, long* xb,
+                       long* yb, long* ib) {
+  const int R = (int)m[0];
+  __global const long* s = m + 8;
+  long x = m[4], y = m[5], ia = m[2], q = p;
+  for (int d = R - 2; d >= 0; d--) {
+    const long n = s[d], c = q % n;
+    q /= n;
+    x += c * s[R + d]; y += c * s[2 * R + d]; ia += c * s[3 * R + d];
+  }
+  *xb = x; *yb = y; *ib = ia;
+  return R;
+}
+inline int index_last(__global const long* m, __global const long* idx, long ia, long* xa,
+                      const int code, __global long* rec) {
+  const int R = (int)m[0], K = (int)m[1];
+  __global const long* kk = m + 8 + 4 * R;
+  for (int k = 0; k < K; k++) {
+    const long v = idx[ia + k * m[3]], size = kk[3 * k + 1];
+    const long w = (v < 0 && m[6]) ? v + size : v;
+    if (w < 0 || w >= size) { RECORD(rec, code, v, kk[3 * k + 2], size); return 0; }
+    *xa += w * kk[3 * k];
+  }
+  return 1;
+}
+__kernel void take_rows(__global T* out, __global const T* x, __global const long* idx,
+                        __global const long* m, const long rows, const long n, const int code,
+                        __global long* rec) {
+  const long p = get_global_id(0);
+  if (p >= rows) return;
+  long xb, yb, ib;
+  const int R = locate_last(m, idx, p, &xb, &yb, &ib);
+  __global const long* s = m + 8;
+  const long xs = s[2 * R - 1], is = s[4 * R - 1];
+  for (long j = 0; j < n; j++) {
+    long xa = xb + j * xs;
+    out[p * n + j] = index_last(m, idx, ib + j * is, &xa, code, rec) ? x[xa] : (T)0;
+  }
+}
+__kernel void put_rows(__global T* out, __global const T* src, __global const long* idx,
+                       __global const long* m, const long npar, const long nser, const int mode,
+                       const T alpha, const int code, __global long* rec) {
+  const long p = get_global_id(0);
+  if (p >= npar) return;
+  long xb, yb, ib;
+  const int R = locate_last(m, idx, p, &xb, &yb, &ib);
+  __global const long* s = m + 8;
+  const long xs = s[2 * R - 1], ys = s[3 * R - 1], is = s[4 * R - 1];
+  for (long j = 0; j < nser; j++) {
+    long xa = xb + j * xs;
+    if (!index_last(m, idx, ib + j * is, &xa, code, rec)) continue;
+    const T v = src[yb + j * ys];
+    if (mode == 0) out[xa] = v;
+    else if (mode == 1) out[xa] = ADD(out[xa], SCALE(v, alpha));
+    else out[xa] = MUL(out[xa], v);
+  }
+}
 /* operand 0 of the layout is tested (x for nonzero, the mask for masked_select) */
 __kernel void count(__global const T* x, __global const long* m, const int R, const long n,
                     const long chunk, __global long* counts) {
@@ -142,6 +202,8 @@ def _kernels(state, dt):
     return progs.program(state, ("indexing", dt), lambda: _source(state, dt), {
         "take": [None, None, None, None, L, I, None],
         "put": [None, None, None, None, L, L, I, cltypes.np_type(dt), I, None],
+        "take_rows": [None, None, None, None, L, L, I, None],
+        "put_rows": [None, None, None, None, L, L, I, cltypes.np_type(dt), I, None],
         "count": [None, None, I, L, L, None],
         "nz_write": [None, None, I, L, L, None, None, None, I],
         "ms_write": [None, None, None, I, L, L, None, None],
@@ -164,11 +226,14 @@ class Space:
         self.keys.append((xs, size, dim))
 
     def build(self, state):
-        """(metadata buffer, parallel count, serial count)."""
+        """(metadata buffer, parallel count, serial count, size of the last dim: one a
+        work-item of the *_rows kernels walks; 0 when no dim is left)."""
         dims = [d for d in self.dims if d[0] != 1]
         dims = [d for d in dims if not d[4]] + [d for d in dims if d[4]]
         npar = math.prod(d[0] for d in dims if not d[4])
         nser = math.prod(d[0] for d in dims if d[4])
+        last = dims[-1][0] if dims else 0
+        self.serial_dims = sum(1 for d in dims if d[4])
         R = len(dims)
         xo, yo, io, ks, neg = self.head
         meta = [R, len(self.keys), io, ks, xo, yo, neg, 0]
@@ -180,7 +245,7 @@ class Space:
         buf = state.meta.get(key)
         if buf is None:
             buf = codegen.remember(state, key, progs.buffer_of(state, meta))
-        return buf, npar, nser
+        return buf, npar, nser, last
 
 
 def _long_index(be, st, q, t):
@@ -193,22 +258,35 @@ def _clone(be, st, q, x):
     return transfer.copy_into(be, st, q, be.new_tensor(st, shape_of(x), x.dtype, x.device), x)
 
 
+# a work-item per row of the space (its last dim walked in a loop) when rows are this short and
+# at least this many: the per-element index arithmetic (a division per dim) is most of a take
+ROW_MAX, ROWS_MIN = 256, 64
+
+
 def _take(st, q, out, x, idx, space, code, op):
     n = out.numel()
     if n == 0:
         return out
-    buf, _, _ = space.build(st)
-    progs.launch(st, q, _kernels(st, x.dtype)["take"], n, data_of(out),
+    buf, _, _, last = space.build(st)
+    knls = _kernels(st, x.dtype)
+    if 1 < last <= ROW_MAX and n // last >= ROWS_MIN:
+        progs.launch(st, q, knls["take_rows"], n // last, data_of(out), data_of(x),
+                     data_of(idx), buf, n // last, last, code, deferred.slot(st, op, x, idx))
+        return out
+    progs.launch(st, q, knls["take"], n, data_of(out),
                  data_of(x), data_of(idx), buf, n, code,
                  deferred.slot(st, op, x, idx))
     return out
 
 
 def _put(st, q, dst, src, idx, space, mode, code, op, alpha=1):
-    buf, npar, nser = space.build(st)
+    buf, npar, nser, _ = space.build(st)
     if npar * nser == 0:
         return dst
-    progs.launch(st, q, _kernels(st, dst.dtype)["put"], npar, data_of(dst),
+    # one serial dim (index_add, scatter, accumulating index_put_ with one index): it is the
+    # last, and put_rows steps along it instead of decomposing every element's position
+    name = "put_rows" if space.serial_dims == 1 else "put"
+    progs.launch(st, q, _kernels(st, dst.dtype)[name], npar, data_of(dst),
                  data_of(src), data_of(idx), buf, npar, nser, mode,
                  cltypes.pack_scalar(alpha, dst.dtype), code,
                  deferred.slot(st, op, dst, idx, src))
