@@ -7,6 +7,10 @@ int64 metadata buffer, so a new shape or op reuses the compiled program of its d
 * ``take``: ``out[i] = x[a(i)]`` for a contiguous ``out`` (index, gather, index_select);
 * ``put``: ``dst[a(L)] (=, +=, *=) src[b(L)]`` (index_put_, scatter, index_add).
 
+Their ``*_rows`` twins give a work-item a whole row (the space's last dim), stepping along it,
+where that saves each element decomposing its position: takes of many short rows, and puts
+whose one serial dim is the row.
+
 Each dim of the space has a size and a stride into ``x``/``dst``, into ``src`` and into the
 index buffer; each of the K index tensors adds ``value * stride`` of the dim it indexes, after
 the bounds check (and, for ``index``/``index_put_``, the wrap of negative values). So
