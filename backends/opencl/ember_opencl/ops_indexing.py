@@ -49,26 +49,39 @@ _CHUNK_MIN = 64
 _MAX_CHUNKS = 1024
 
 _C_LOCATE = r"""
-/* element L of the space: its x/dst and src addresses; 0 (recorded) on a bad index */
-inline int locate(__global const long* m, __global const long* idx, long L, long* xa, long* ya,
-                  const int code, __global long* rec) {
-  const int R = (int)m[0], K = (int)m[1];
+/* x/dst, src and index addresses of position q over the space's first `dims` dims */
+inline void position(__global const long* m, long q, const int dims, long* xa, long* ya,
+                     long* ia) {
+  const int R = (int)m[0];
   __global const long* s = m + 8;
-  long x = m[4], y = m[5], ia = m[2], q = L;
-  for (int d = R - 1; d >= 0; d--) {
+  long x = m[4], y = m[5], i = m[2];
+  for (int d = dims - 1; d >= 0; d--) {
     const long n = s[d], c = q % n;
     q /= n;
-    x += c * s[R + d]; y += c * s[2 * R + d]; ia += c * s[3 * R + d];
+    x += c * s[R + d]; y += c * s[2 * R + d]; i += c * s[3 * R + d];
   }
-  __global const long* kk = s + 4 * R;
+  *xa = x; *ya = y; *ia = i;
+}
+/* the indexed dims' part of the x/dst address (reading the indices at ia); 0, recorded, on a
+   bad index */
+inline int add_indices(__global const long* m, __global const long* idx, const long ia,
+                       long* xa, const int code, __global long* rec) {
+  const int R = (int)m[0], K = (int)m[1];
+  __global const long* kk = m + 8 + 4 * R;
   for (int k = 0; k < K; k++) {
     const long v = idx[ia + k * m[3]], size = kk[3 * k + 1];
     const long w = (v < 0 && m[6]) ? v + size : v;
     if (w < 0 || w >= size) { RECORD(rec, code, v, kk[3 * k + 2], size); return 0; }
-    x += w * kk[3 * k];
+    *xa += w * kk[3 * k];
   }
-  *xa = x; *ya = y;
   return 1;
+}
+/* element L of the space: its x/dst and src addresses; 0 (recorded) on a bad index */
+inline int locate(__global const long* m, __global const long* idx, long L, long* xa, long* ya,
+                  const int code, __global long* rec) {
+  long ia;
+  position(m, L, (int)m[0], xa, ya, &ia);
+  return add_indices(m, idx, ia, xa, code, rec);
 }
 """
 
@@ -107,43 +120,19 @@ __kernel void put(__global T* out, __global const T* src, __global const long* i
 /* take/put with the last dim of the space walked by one work-item: its addresses step by
    that dim's strides, so only the other dims are decomposed (once per work-item, not once per
    element). Same elements, same order within a work-item as take/put. */
-inline int locate_last(__global const long* m, __global const long* idx, long p, long* xb,
-                       long* yb, long* ib) {
-  const int R = (int)m[0];
-  __global const long* s = m + 8;
-  long x = m[4], y = m[5], ia = m[2], q = p;
-  for (int d = R - 2; d >= 0; d--) {
-    const long n = s[d], c = q % n;
-    q /= n;
-    x += c * s[R + d]; y += c * s[2 * R + d]; ia += c * s[3 * R + d];
-  }
-  *xb = x; *yb = y; *ib = ia;
-  return R;
-}
-inline int index_last(__global const long* m, __global const long* idx, long ia, long* xa,
-                      const int code, __global long* rec) {
-  const int R = (int)m[0], K = (int)m[1];
-  __global const long* kk = m + 8 + 4 * R;
-  for (int k = 0; k < K; k++) {
-    const long v = idx[ia + k * m[3]], size = kk[3 * k + 1];
-    const long w = (v < 0 && m[6]) ? v + size : v;
-    if (w < 0 || w >= size) { RECORD(rec, code, v, kk[3 * k + 2], size); return 0; }
-    *xa += w * kk[3 * k];
-  }
-  return 1;
-}
 __kernel void take_rows(__global T* out, __global const T* x, __global const long* idx,
                         __global const long* m, const long rows, const long n, const int code,
                         __global long* rec) {
   const long p = get_global_id(0);
   if (p >= rows) return;
+  const int R = (int)m[0];
   long xb, yb, ib;
-  const int R = locate_last(m, idx, p, &xb, &yb, &ib);
+  position(m, p, R - 1, &xb, &yb, &ib);
   __global const long* s = m + 8;
   const long xs = s[2 * R - 1], is = s[4 * R - 1];
   for (long j = 0; j < n; j++) {
     long xa = xb + j * xs;
-    out[p * n + j] = index_last(m, idx, ib + j * is, &xa, code, rec) ? x[xa] : (T)0;
+    out[p * n + j] = add_indices(m, idx, ib + j * is, &xa, code, rec) ? x[xa] : (T)0;
   }
 }
 __kernel void put_rows(__global T* out, __global const T* src, __global const long* idx,
@@ -151,13 +140,14 @@ __kernel void put_rows(__global T* out, __global const T* src, __global const lo
                        const T alpha, const int code, __global long* rec) {
   const long p = get_global_id(0);
   if (p >= npar) return;
+  const int R = (int)m[0];
   long xb, yb, ib;
-  const int R = locate_last(m, idx, p, &xb, &yb, &ib);
+  position(m, p, R - 1, &xb, &yb, &ib);
   __global const long* s = m + 8;
   const long xs = s[2 * R - 1], ys = s[3 * R - 1], is = s[4 * R - 1];
   for (long j = 0; j < nser; j++) {
     long xa = xb + j * xs;
-    if (!index_last(m, idx, ib + j * is, &xa, code, rec)) continue;
+    if (!add_indices(m, idx, ib + j * is, &xa, code, rec)) continue;
     const T v = src[yb + j * ys];
     if (mode == 0) out[xa] = v;
     else if (mode == 1) out[xa] = ADD(out[xa], SCALE(v, alpha));
