@@ -3,8 +3,8 @@
 Where torch's loss is an op with a derivative of its own (nll_loss, binary_cross_entropy,
 binary_cross_entropy_with_logits, mse_loss, smooth_l1_loss, huber_loss), ember calls the op of
 the same name (``ops/nn/loss.py``), so the gradients at the kinks and the graph's nodes are
-torch's; the rest compose differentiable ops as torch's Python
-and composite-implicit code does. The numerically delicate ones use the stable forms PyTorch
+torch's; the rest compose differentiable ops as torch's Python and composite-implicit code
+does. The numerically delicate ones use the stable forms PyTorch
 uses: cross-entropy goes through ``log_softmax``, BCE clamps its logs at -100, and
 KL-divergence uses ``xlogy`` so zero targets contribute zero.
 """
@@ -97,7 +97,7 @@ def _size_warning(input, target):
 
 
 def _pointwise(op, input, target, reduction, weight, elementwise, weight_mean="weights",
-               loss_op=None, *params):
+               loss_op=None, params=()):
     """The regression losses: warn on size mismatch, broadcast, then an optional weight. An
     unweighted loss of one real dtype calls ``loss_op`` (torch's op for it, with a backward of
     its own) on the broadcast operands; the rest reduce ``elementwise(input - target)``."""
@@ -128,7 +128,7 @@ def _pointwise(op, input, target, reduction, weight, elementwise, weight_mean="w
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _reduction(reduction, size_average, reduce)
     return _pointwise("mse_loss", input, target, reduction, weight, lambda d: d * d,
-                      "weights", _nn_loss.mse_loss_op)
+                      loss_op=_nn_loss.mse_loss_op)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -143,8 +143,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta == 0:  # the quadratic piece vanishes: plain L1 (and no division by zero)
         return _pointwise("smooth_l1_loss", input, target, reduction, None, lambda d: d.abs())
     return _pointwise("smooth_l1_loss", input, target, reduction, None,
-                      lambda d: _nn_loss.smooth_l1_piece(d, beta), "weights",
-                      _nn_loss.smooth_l1_loss_op, float(beta))
+                      lambda d: _nn_loss.smooth_l1_piece(d, beta),
+                      loss_op=_nn_loss.smooth_l1_loss_op, params=(float(beta),))
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -152,8 +152,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     return _pointwise("huber_loss", input, target, reduction, weight,
-                      lambda d: _nn_loss.huber_piece(d, delta), "mean",
-                      _nn_loss.huber_loss_op, float(delta))
+                      lambda d: _nn_loss.huber_piece(d, delta), weight_mean="mean",
+                      loss_op=_nn_loss.huber_loss_op, params=(float(delta),))
 
 
 # -- classification -----------------------------------------------------------------------------

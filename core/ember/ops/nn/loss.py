@@ -294,9 +294,8 @@ def _mse_backward(grad_output, self, target, reduction):
 
 
 def _mse_derivative(ctx, g, self, target, reduction):
-    gi = mse_loss_backward_op(g, self, target, reduction) if ctx.needs(0) else None
-    gt = mse_loss_backward_op(g, target, self, reduction) if ctx.needs(1) else None
-    return gi, gt
+    # torch's target term, mse_loss_backward(g, target, self), is exactly the negated self term
+    return _self_and_target(ctx, mse_loss_backward_op(g, self, target, reduction))
 
 
 def _mse_double_backward(ctx, gg, grad_output, self, target, reduction):
@@ -340,11 +339,15 @@ def _huber_backward(grad_output, self, target, reduction, delta):
     return _mean_scaled(d.clamp(-delta, delta) * grad_output, self, reduction)
 
 
+def _self_and_target(ctx, grad_self):
+    """The gradients of a loss of ``self - target``: the target's is the self's negated
+    (computed once for both; the backward ops are odd in that difference)."""
+    return (grad_self if ctx.needs(0) else None), (-grad_self if ctx.needs(1) else None)
+
+
 def _kink_loss_derivative(backward_op):
     def derivative(ctx, g, self, target, reduction, param):
-        gi = backward_op(g, self, target, reduction, param) if ctx.needs(0) else None
-        gt = -backward_op(g, self, target, reduction, param) if ctx.needs(1) else None
-        return gi, gt
+        return _self_and_target(ctx, backward_op(g, self, target, reduction, param))
     return derivative
 
 
