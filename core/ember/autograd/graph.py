@@ -15,6 +15,7 @@ from typing import NamedTuple
 from .. import _tensor
 from .._dtype import FLOATING
 from .._tensor import Tensor
+from ..dispatch.facets import camel
 from ..dispatch.grad_mode import no_grad
 from ..ops._util import _dtype_title
 from ..ops.conversion import to_copy_op
@@ -407,7 +408,7 @@ class ZeroGradNode(Node):
         self.op_name = op_name
 
     def name(self):
-        return f"{''.join(p.title() for p in self.op_name.strip('_').split('_'))}Backward0"
+        return f"{camel(self.op_name)}Backward0"
 
     def apply(self, grads):
         return []

@@ -125,14 +125,12 @@ static PyObject *saved_output(PyObject *t)
 
 /* The edge and metadata of one argument, appended to ``edges`` and ``metas``: (node, nr) and
  * (shape, dtype, device) for a tensor that requires grad (returns 1, or 2 when it is complex),
- * else nothing (returns 0; the caller appends None to both). -1 on error. */
+ * else None to both (returns 0). -1 on error. */
 static int append_edge(PyObject *x, PyObject *edges, PyObject *metas)
 {
-    if (!is_tensor(x))
-        return 0;
-    PyObject *ag = SLOT(x, OFF.t_ag);
+    PyObject *ag = is_tensor(x) ? SLOT(x, OFF.t_ag) : NULL;
     if (ag == NULL || ag == Py_None || SLOT(ag, OFF.ag_requires_grad) != Py_True)
-        return 0;
+        return (PyList_Append(edges, Py_None) < 0 || PyList_Append(metas, Py_None) < 0) ? -1 : 0;
     PyObject *fn = SLOT(ag, OFF.ag_grad_fn), *edge, *meta;
     PyObject *vv = SLOT(ag, OFF.ag_view_version);
     PyObject *acc = SLOT(ag, OFF.ag_acc), *leaf = NULL;
@@ -197,9 +195,6 @@ PyObject *collect_edges(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto error;
         for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(seq); j++) {
             int r = append_edge(PySequence_Fast_GET_ITEM(seq, j), edges, metas);
-            if (r == 0 && (PyList_Append(edges, Py_None) < 0 ||
-                           PyList_Append(metas, Py_None) < 0))
-                r = -1;
             if (r < 0) {
                 Py_DECREF(seq);
                 goto error;
@@ -297,10 +292,7 @@ static PyObject *recorder_call(PyObject *self_, PyObject *args, PyObject *kwargs
                 Py_XDECREF(e);
                 goto error;
             }
-            continue;
         }
-        if (PyList_Append(edges, Py_None) < 0 || PyList_Append(metas, Py_None) < 0)
-            goto error;
     }
     if (!req) {
         Py_DECREF(edges);
