@@ -220,14 +220,14 @@ class Space:
         self.keys.append((xs, size, dim))
 
     def build(self, state):
-        """(metadata buffer, parallel count, serial count, size of the last dim: one a
-        work-item of the *_rows kernels walks; 0 when no dim is left)."""
+        """(metadata buffer, parallel count, serial count, how many dims are serial, size of
+        the last dim: what a work-item of the *_rows kernels walks; 0 when no dim is left)."""
         dims = [d for d in self.dims if d[0] != 1]
         dims = [d for d in dims if not d[4]] + [d for d in dims if d[4]]
         npar = math.prod(d[0] for d in dims if not d[4])
         nser = math.prod(d[0] for d in dims if d[4])
         last = dims[-1][0] if dims else 0
-        self.serial_dims = sum(1 for d in dims if d[4])
+        n_serial = sum(1 for d in dims if d[4])
         R = len(dims)
         xo, yo, io, ks, neg = self.head
         meta = [R, len(self.keys), io, ks, xo, yo, neg, 0]
@@ -239,7 +239,7 @@ class Space:
         buf = state.meta.get(key)
         if buf is None:
             buf = codegen.remember(state, key, progs.buffer_of(state, meta))
-        return buf, npar, nser, last
+        return buf, npar, nser, n_serial, last
 
 
 def _long_index(be, st, q, t):
@@ -261,7 +261,7 @@ def _take(st, q, out, x, idx, space, code, op):
     n = out.numel()
     if n == 0:
         return out
-    buf, _, _, last = space.build(st)
+    buf, _, _, _, last = space.build(st)
     knls = _kernels(st, x.dtype)
     if 1 < last <= ROW_MAX and n // last >= ROWS_MIN:
         progs.launch(st, q, knls["take_rows"], n // last, data_of(out), data_of(x),
@@ -274,12 +274,12 @@ def _take(st, q, out, x, idx, space, code, op):
 
 
 def _put(st, q, dst, src, idx, space, mode, code, op, alpha=1):
-    buf, npar, nser, _ = space.build(st)
+    buf, npar, nser, n_serial, _ = space.build(st)
     if npar * nser == 0:
         return dst
     # one serial dim (index_add, scatter, accumulating index_put_ with one index): it is the
     # last, and put_rows steps along it instead of decomposing every element's position
-    name = "put_rows" if space.serial_dims == 1 else "put"
+    name = "put_rows" if n_serial == 1 else "put"
     progs.launch(st, q, _kernels(st, dst.dtype)[name], npar, data_of(dst),
                  data_of(src), data_of(idx), buf, npar, nser, mode,
                  cltypes.pack_scalar(alpha, dst.dtype), code,

@@ -119,9 +119,7 @@ def _accumulate(dtype):
 
 
 def _rows(input, normalized_shape):
-    d = 1
-    for s in normalized_shape:
-        d *= s
+    d = ops_norm._prod(normalized_shape)
     return (input.numel() // d if d else 0), d
 
 
