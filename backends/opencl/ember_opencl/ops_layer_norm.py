@@ -12,6 +12,8 @@ and the statistics stay in it (what ``ops_norm`` returns too).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ember.kit.binding import bind
@@ -119,7 +121,7 @@ def _accumulate(dtype):
 
 
 def _rows(input, normalized_shape):
-    d = ops_norm._prod(normalized_shape)
+    d = math.prod(normalized_shape)
     return (input.numel() // d if d else 0), d
 
 
