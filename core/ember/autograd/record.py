@@ -175,12 +175,12 @@ def _formula_handler(op, f):
 
     handler.__name__ = f"autograd_{op.name}"
     if _fastpath.C is not None:
-        # the same handler, compiled (csrc/record.c); it also attaches the output of a
-        # one-output op that saves its result (what _outputs does then)
-        one_output = spec.n_out == 1 and f.setup is None and not f.is_view and diff_out[0]
+        # the same handler, compiled (csrc/record.c); it also does what _outputs does for a
+        # one-output op (its setup, its saved result, a view's base)
+        one_output = spec.n_out == 1 and diff_out[0]
         return _fastpath.C.FormulaRecorder(op, spec, cls, slot_idx, nargs, save_pos, complex_ok,
                                           one_output, bool(spec.save_result), tuple(diff_out),
-                                          handler, handler.__name__)
+                                          handler, handler.__name__, f.setup, f.is_view)
     return handler
 
 

@@ -1,9 +1,10 @@
 /* The Autograd key's handler for an op with a derivative formula and no Tensor[] argument:
  * run the op below autograd, then record its backward node.
  *
- * Python reference: ember/autograd/record.py, _formula_handler's handler. The cases that
- * handler passes to _outputs (several outputs, a saved result, views, setup) are passed to the
- * same Python function here; calls with keywords go to the Python handler whole.
+ * Python reference: ember/autograd/record.py, _formula_handler's handler and, for an op with
+ * one differentiable output, what _outputs does with it (the formula's setup, a saved result,
+ * a view's base). Several outputs, an output already in a graph and anomaly mode go to the same
+ * Python _outputs; calls with keywords go to the Python handler whole.
  */
 #include "ember_c.h"
 
@@ -19,9 +20,9 @@ static long COMPLEX_CAT, FLOATING_CAT;
 
 typedef struct {
     PyObject_HEAD
-    PyObject *op, *spec, *cls, *slot_idx, *save_pos, *diff_out, *fallback, *name;
+    PyObject *op, *spec, *cls, *slot_idx, *save_pos, *diff_out, *fallback, *name, *setup;
     Py_ssize_t nargs;
-    int complex_ok, simple, save_out;
+    int complex_ok, simple, save_out, is_view;
 } Recorder;
 
 static PyObject *ZERO;
@@ -365,8 +366,15 @@ static PyObject *recorder_call(PyObject *self_, PyObject *args, PyObject *kwargs
     SLOT(node, OFF.fn_args) = saved;
     saved = NULL;
 
+    PyObject *view_src = NULL;   /* a view's input: borrowed from args */
+    if (self->is_view && na > 0 && is_tensor(PyTuple_GET_ITEM(args, 0))) {
+        PyObject *sag = SLOT(PyTuple_GET_ITEM(args, 0), OFF.t_ag);
+        if (sag != NULL && sag != Py_None)
+            view_src = PyTuple_GET_ITEM(args, 0);
+    }
     if (self->simple && Py_TYPE(out) == TensorType && SLOT(out, OFF.t_ag) == Py_None &&
-        category(SLOT(out, OFF.t_dtype)) >= FLOATING_CAT) {
+        category(SLOT(out, OFF.t_dtype)) >= FLOATING_CAT &&
+        (!self->is_view || view_src != NULL)) {
         PyObject *on = PyObject_GetAttr(anomaly_state, str_on);
         if (on == NULL)
             goto error;
@@ -375,11 +383,28 @@ static PyObject *recorder_call(PyObject *self_, PyObject *args, PyObject *kwargs
         if (anomaly < 0)
             goto error;
         if (!anomaly) {
+            PyObject *info = Py_None;
+            Py_INCREF(info);
+            if (self->setup != Py_None && (info = PyObject_Call(self->setup, args, NULL)) == NULL)
+                goto error;
+            Py_XSETREF(SLOT(node, OFF.fn_info), info);
             /* a view of a temporary inside the op is a new tensor to autograd */
-            Py_CLEAR(SLOT(out, OFF.t_view_base));
+            if (!self->is_view)
+                Py_CLEAR(SLOT(out, OFF.t_view_base));
             PyObject *m = autograd_meta(node);
             if (m == NULL)
                 goto error;
+            if (view_src != NULL) {
+                /* its base: the input's base when the input is itself a view, else the input */
+                PyObject *sag = SLOT(view_src, OFF.t_ag);
+                PyObject *base = SLOT(sag, OFF.ag_view_version) != Py_None ?
+                                 SLOT(sag, OFF.ag_base) : view_src;
+                PyObject *version = SLOT(SLOT(out, OFF.t_storage), OFF.s_version);
+                Py_INCREF(base);
+                Py_SETREF(SLOT(m, OFF.ag_base), base);
+                Py_INCREF(version);
+                Py_SETREF(SLOT(m, OFF.ag_view_version), version);
+            }
             Py_SETREF(SLOT(out, OFF.t_ag), m);
             PyObject *ks = SLOT(out, OFF.t_ks);
             long long v = PyLong_AsLongLong(ks);
@@ -389,8 +414,6 @@ static PyObject *recorder_call(PyObject *self_, PyObject *args, PyObject *kwargs
             if (nks == NULL)
                 goto error;
             Py_SETREF(SLOT(out, OFF.t_ks), nks);
-            Py_INCREF(Py_None);
-            Py_XSETREF(SLOT(node, OFF.fn_info), Py_None);
             if (self->save_out) {   /* SavedTensor(out, 0): an alias, outside the graph */
                 PyObject *r = saved_output(out);
                 if (r == NULL)
@@ -423,12 +446,12 @@ error:
 static int recorder_init(PyObject *self_, PyObject *args, PyObject *kwargs)
 {
     Recorder *self = (Recorder *)self_;
-    PyObject *op, *spec, *cls, *slot_idx, *save_pos, *diff_out, *fallback, *name;
+    PyObject *op, *spec, *cls, *slot_idx, *save_pos, *diff_out, *fallback, *name, *setup;
     Py_ssize_t nargs;
-    int complex_ok, simple, save_out;
-    if (!PyArg_ParseTuple(args, "OOOO!nO!pppO!OU", &op, &spec, &cls, &PyTuple_Type, &slot_idx,
+    int complex_ok, simple, save_out, is_view;
+    if (!PyArg_ParseTuple(args, "OOOO!nO!pppO!OUOp", &op, &spec, &cls, &PyTuple_Type, &slot_idx,
                           &nargs, &PyTuple_Type, &save_pos, &complex_ok, &simple, &save_out,
-                          &PyTuple_Type, &diff_out, &fallback, &name))
+                          &PyTuple_Type, &diff_out, &fallback, &name, &setup, &is_view))
         return -1;
     if (ZERO == NULL && (ZERO = PyLong_FromLong(0)) == NULL)
         return -1;
@@ -441,6 +464,8 @@ static int recorder_init(PyObject *self_, PyObject *args, PyObject *kwargs)
     Py_INCREF(diff_out); Py_XSETREF(self->diff_out, diff_out);
     Py_INCREF(fallback); Py_XSETREF(self->fallback, fallback);
     Py_INCREF(name); Py_XSETREF(self->name, name);
+    Py_INCREF(setup); Py_XSETREF(self->setup, setup);
+    self->is_view = is_view;
     self->nargs = nargs;
     self->complex_ok = complex_ok;
     self->simple = simple;
@@ -455,6 +480,7 @@ static int recorder_traverse(PyObject *self_, visitproc visit, void *arg)
     Py_VISIT(self->cls);
     Py_VISIT(self->fallback);
     Py_VISIT(self->diff_out);
+    Py_VISIT(self->setup);
     return 0;
 }
 
@@ -469,6 +495,7 @@ static int recorder_clear(PyObject *self_)
     Py_CLEAR(self->diff_out);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->name);
+    Py_CLEAR(self->setup);
     return 0;
 }
 

@@ -187,6 +187,35 @@ PyObject *py_array_wrapper(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return f;
 }
 
+/* ArrayBackend._flat_bytes for a storage whose data is a C-contiguous, non-empty ndarray (a
+   kernel's fresh result, the common case): a 1-D uint8 view over its bytes, cached on the
+   storage. Py_None (borrowed) when the data is anything else, so the caller takes the Python
+   method; NULL on error. */
+static PyObject *flat_bytes(PyObject *st)
+{
+    PyObject *data = SLOT(st, OFF.s_data);
+    if (data == NULL || Py_TYPE(data) != &PyArray_Type)
+        return Py_None;
+    PyArrayObject *a = (PyArrayObject *)data;
+    if (!PyArray_IS_C_CONTIGUOUS(a) || PyArray_SIZE(a) == 0)
+        return Py_None;
+    npy_intp n = PyArray_NBYTES(a);
+    PyArray_Descr *u8 = PyArray_DescrFromType(NPY_UINT8);
+    if (u8 == NULL)
+        return NULL;
+    PyObject *flat = PyArray_NewFromDescr(&PyArray_Type, u8, 1, &n, NULL, PyArray_BYTES(a),
+                                          PyArray_ISWRITEABLE(a) ? NPY_ARRAY_WRITEABLE : 0, NULL);
+    if (flat == NULL)
+        return NULL;
+    Py_INCREF(data);
+    if (PyArray_SetBaseObject((PyArrayObject *)flat, data) < 0) {
+        Py_DECREF(flat);
+        return NULL;
+    }
+    Py_XSETREF(SLOT(st, OFF.s_cache), flat);   /* the storage owns it; borrowed from here on */
+    return flat;
+}
+
 /* ArrayBackend.native for a tensor of a numpy storage: its cached view, else a strided view of
    the storage's flat bytes (the storage's cache), made here and cached; the Python method
    (`fallback`) for anything else (no flat view yet, another array type, strides or an offset
@@ -203,6 +232,8 @@ static PyObject *native_view(PyObject *fallback, PyObject *t)
     }
     st = SLOT(t, OFF.t_storage);
     flat = st == NULL ? NULL : SLOT(st, OFF.s_cache);
+    if (flat == Py_None && (flat = flat_bytes(st)) == NULL)
+        return NULL;
     shape = SLOT(t, OFF.t_shape);
     stride = SLOT(t, OFF.t_stride);
     offset = SLOT(t, OFF.t_offset);
