@@ -245,3 +245,27 @@ def test_compiled_collect_matches_the_python_reference():
             fn(real_only, (z,), [(0, True)])
         ok = SimpleNamespace(formula=SimpleNamespace(complex_ok=True), op_name="demo")
         assert fn(ok, (z,), [(0, True)])[1] == [((2,), ember.complex64, z[0].device)]
+
+
+def test_recorded_views_and_setup_match_the_python_outputs():
+    # the compiled recorder attaches a view's base and a formula's setup info itself; the
+    # Python reference (record._outputs, run here on a fresh node) must give the same
+    from ember.autograd import record
+    x = ember.randn(3, 4, requires_grad=True)
+    y = x.permute(1, 0)
+    z = y[0]
+    for out, args in ((y, (x, [1, 0])), (z, (y, 0, 0))):
+        assert out._ag.base is x and out._ag.view_version == out._storage.version
+        spec = out.grad_fn._spec
+        twin = ember.Tensor._make(out._storage, out._shape, out._stride, out._offset,
+                                  out.dtype, out.device)
+        record._outputs(spec, type(out.grad_fn)([]), args, twin, spec.diff_out)
+        assert twin._ag.base is out._ag.base and twin._ag.view_version == out._ag.view_version
+    m = ember.randn(2, 3, requires_grad=True)
+    w = ember.addmm(ember.randn(4), m, x)
+    info, f = w.grad_fn._info, w.grad_fn._spec.formula
+    assert f.setup is not None and info is not None
+    assert info == f.setup(ember.randn(4), m, x, 1, 1)
+    w.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.repeat(m.detach().numpy().sum(0)[:, None], 4, 1),
+                               rtol=1e-6)
