@@ -72,3 +72,24 @@ def test_weighted_and_mixed_dtypes_keep_the_composition():
     assert mixed.dtype == ember.float64
     mixed.backward()
     assert x.grad.dtype == ember.float32
+
+
+@pytest.mark.parametrize("dtype", [ember.float64, ember.float32, ember.float16])
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+@pytest.mark.parametrize("name,params", [("mse_loss", ()), ("smooth_l1_loss", (0.5,)),
+                                         ("huber_loss", (0.5,))])
+def test_cpu_kernels_equal_the_composites(name, params, reduction, dtype):
+    # the CPU kit computes each loss and its backward in one pass; other backends run the
+    # composites in ember.ops.nn.loss: one meaning, two implementations that must agree
+    from ember.dispatch.dispatcher import get_op
+    rng = np.random.default_rng(0)
+    x = ember.tensor(np.append(KINKS.ravel(), rng.standard_normal(8)).reshape(4, 4), dtype=dtype)
+    t = ember.zeros(4, 4, dtype=dtype)
+    g = ember.tensor(rng.standard_normal(() if reduction else (4, 4)), dtype=dtype)
+    tol = {ember.float64: 1e-15, ember.float32: 1e-6, ember.float16: 2e-3}[dtype]
+    for op, args in ((get_op(name), (x, t, reduction) + params),
+                     (get_op(name + "_backward"), (g, x, t, reduction) + params)):
+        kernel, composite = op(*args), op.composite(*args)
+        assert kernel.dtype == composite.dtype and kernel.shape == composite.shape
+        np.testing.assert_allclose(kernel.float().numpy(), composite.float().numpy(),
+                                   rtol=tol, atol=tol)

@@ -1,9 +1,17 @@
-"""Kernels of ``nll_loss_forward`` / ``nll_loss_backward`` for array-module backends: one
-fancy-index read (or write) of the target column of each row; the class-range check is a
-``value_checks`` device assert."""
+"""Loss kernels for array-module backends.
+
+``nll_loss_forward`` / ``nll_loss_backward``: one fancy-index read (or write) of the target
+column of each row; the class-range check is a ``value_checks`` device assert.
+
+The regression losses (mse, smooth L1, Huber) and their backward ops: the same arithmetic as
+their composites in ``ember.ops.nn.loss``, in one pass of array calls instead of eight
+dispatched ops (half precision computed in float32 and rounded once, as torch's CPU kernels
+do). ``reduction`` is 0/1/2 = none/mean/sum.
+"""
 from __future__ import annotations
 
 from .binding import bind
+from .linalg import HALF
 from .value_checks import first_failure
 
 
@@ -58,7 +66,76 @@ def nll_loss_backward(be, grad_output, self, target, weight, reduction, ignore_i
     return be.wrap(out, self.device)
 
 
-TABLE = {"nll_loss_forward": nll_loss_forward, "nll_loss_backward": nll_loss_backward}
+# -- regression losses ---------------------------------------------------------------------------
+def _difference(be, self, target):
+    """(xp, result dtype, self - target in the dtype to compute in)."""
+    xp = be.xp
+    a, b = be.native(self), be.native(target)
+    dt = a.dtype
+    return xp, dt, xp.subtract(a, b, dtype=xp.float32 if dt in HALF else dt)
+
+
+def _loss(be, xp, loss, dt, reduction, device):
+    if reduction == 1:
+        loss = loss.sum() / loss.size      # an empty mean is nan, as the composite's
+    elif reduction == 2:
+        loss = loss.sum()
+    return be.wrap(xp.asarray(loss, dtype=dt, order="C"), device)
+
+
+def _gradient(be, xp, slope, grad_output, dt, reduction, device):
+    g = slope * be.native(grad_output)
+    if reduction == 1:
+        g /= slope.size
+    return be.wrap(xp.asarray(g, dtype=dt, order="C"), device)
+
+
+def mse_loss(be, self, target, reduction):
+    xp, dt, d = _difference(be, self, target)
+    with xp.errstate(all="ignore"):
+        return _loss(be, xp, d * d, dt, reduction, self.device)
+
+
+def mse_loss_backward(be, grad_output, self, target, reduction):
+    xp, dt, d = _difference(be, self, target)
+    with xp.errstate(all="ignore"):
+        return _gradient(be, xp, 2 * d, grad_output, dt, reduction, self.device)
+
+
+def smooth_l1_loss(be, self, target, reduction, beta):
+    xp, dt, d = _difference(be, self, target)
+    with xp.errstate(all="ignore"):
+        z = xp.abs(d)
+        return _loss(be, xp, xp.where(z < beta, 0.5 * d * d / beta, z - 0.5 * beta), dt,
+                     reduction, self.device)
+
+
+def smooth_l1_loss_backward(be, grad_output, self, target, reduction, beta):
+    xp, dt, d = _difference(be, self, target)
+    with xp.errstate(all="ignore"):
+        return _gradient(be, xp, xp.clip(d / beta, -1.0, 1.0), grad_output, dt, reduction,
+                         self.device)
+
+
+def huber_loss(be, self, target, reduction, delta):
+    xp, dt, d = _difference(be, self, target)
+    with xp.errstate(all="ignore"):
+        z = xp.abs(d)
+        return _loss(be, xp, xp.where(z < delta, 0.5 * d * d, delta * (z - 0.5 * delta)), dt,
+                     reduction, self.device)
+
+
+def huber_loss_backward(be, grad_output, self, target, reduction, delta):
+    xp, dt, d = _difference(be, self, target)
+    with xp.errstate(all="ignore"):
+        return _gradient(be, xp, xp.clip(d, -delta, delta), grad_output, dt, reduction,
+                         self.device)
+
+
+TABLE = {"nll_loss_forward": nll_loss_forward, "nll_loss_backward": nll_loss_backward,
+         "mse_loss": mse_loss, "mse_loss_backward": mse_loss_backward,
+         "smooth_l1_loss": smooth_l1_loss, "smooth_l1_loss_backward": smooth_l1_loss_backward,
+         "huber_loss": huber_loss, "huber_loss_backward": huber_loss_backward}
 
 
 def register(backend) -> None:
