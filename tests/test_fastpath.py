@@ -269,3 +269,11 @@ def test_recorded_views_and_setup_match_the_python_outputs():
     w.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.repeat(m.detach().numpy().sum(0)[:, None], 4, 1),
                                rtol=1e-6)
+
+
+def test_a_tensor_list_op_may_be_the_first_recorded_op():
+    # collect() once read a constant only a formula recorder's construction made: a fresh
+    # process whose first recorded op was stack/cat of a leaf crashed
+    out = _run("import ember\nv = ember.randn(1, requires_grad=True)\n"
+               "y = ember.stack([v, v, v]).sum()\ny.backward()\nprint(v.grad.item())", pure=False)
+    assert out.strip() == "3.0"

@@ -267,6 +267,10 @@ class Tensor:
             hook(self, stream)
 
     def item(self):
+        a = self._native
+        if a.__class__ is np.ndarray and a.size == 1 and self.device.type == "cpu" and \
+                not _capture_hooks:
+            return a.item()     # the CPU's array, read in place: what to_numpy hands over
         if not getattr(self._backend(), "has_data", True):
             # PyTorch's message on meta tensors: a data-less device has no value to read
             raise RuntimeError(f"Tensor.item() cannot be called on {self.device.type} tensors")

@@ -453,8 +453,6 @@ static int recorder_init(PyObject *self_, PyObject *args, PyObject *kwargs)
                           &nargs, &PyTuple_Type, &save_pos, &complex_ok, &simple, &save_out,
                           &PyTuple_Type, &diff_out, &fallback, &name, &setup, &is_view))
         return -1;
-    if (ZERO == NULL && (ZERO = PyLong_FromLong(0)) == NULL)
-        return -1;
     self->save_out = save_out;
     Py_INCREF(op); Py_XSETREF(self->op, op);
     Py_INCREF(spec); Py_XSETREF(self->spec, spec);
@@ -569,6 +567,9 @@ PyObject *install_autograd(PyObject *self, PyObject *args)
         slot_offset(node_cls, "_info", &OFF.fn_info) < 0 ||
         slot_offset(node_cls, "_result", &OFF.fn_result) < 0 ||
         slot_offset(node_cls, "_out_meta", &OFF.fn_out_meta) < 0)
+        return NULL;
+    /* collect() and the recorders share it: made here, before either can run */
+    if (ZERO == NULL && (ZERO = PyLong_FromLong(0)) == NULL)
         return NULL;
     Py_INCREF(meta_cls);
     Py_XSETREF(AutogradMetaType, (PyTypeObject *)meta_cls);
