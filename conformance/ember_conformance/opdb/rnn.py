@@ -66,6 +66,24 @@ LSTM_BACKWARD = (
              [(B, H), (B, H), (B, H), (B, 5 * H), (G4, H), None], bounds=(-0.9, 0.9))
     + _layouts("proj", [(B, P), (B, H), (B, H), (B, 5 * H), (G4, P), (P, H)],
                bounds=(-0.9, 0.9), layouts=LAYOUTS[:2]))
+T = 3   # an LSTM layer's steps
+LSTM_LAYER = (
+    _layouts("3 steps gates[9,16] h[3,4] c[3,4] w_hh[16,4] b[16]",
+             [(T * B, G4), (B, H), (B, H), (G4, H), (G4,), None], extra=(T, False))
+    + _layouts("reverse", [(T * B, G4), (B, H), (B, H), (G4, H), (G4,), None],
+               extra=(T, True), layouts=LAYOUTS[:2])
+    + _layouts("proj h[3,2] w_hh[16,2] w_hr[2,4]",
+               [(T * B, G4), (B, P), (B, H), (G4, P), None, (P, H)], extra=(T, True),
+               layouts=LAYOUTS[:2])
+    + _layouts("one step", [(B, G4), (B, H), (B, H), (G4, H), (G4,), None], extra=(1, False),
+               layouts=LAYOUTS[:1]))
+LSTM_LAYER_BACKWARD = (
+    _layouts("3 steps grads c[3,4] cells[9,4] ws[9,20] w_hh[16,4]",
+             [(T * B, H), (B, H), (B, H), (B, H), (T * B, H), (T * B, 5 * H), (G4, H), None],
+             extra=(T, False), bounds=(-0.9, 0.9))
+    + _layouts("proj reverse", [(T * B, P), (B, P), (B, H), (B, H), (T * B, H), (T * B, 5 * H),
+                                (G4, P), (P, H)], extra=(T, True), bounds=(-0.9, 0.9),
+               layouts=LAYOUTS[:2]))
 GRU_STEP = (
     _layouts("gates[3,12] h[3,4] w_hh[12,4] b[12]", [(B, G3), (B, H), (G3, H), (G3,)])
     + _layouts("no bias", [(B, G3), (B, H), (G3, H), None], layouts=LAYOUTS[:2])
@@ -153,6 +171,12 @@ OPS = [
            covers=("lstm_step",), differentiable=False, tolerances=dict(LOOSE)),
     OpInfo("lstm_step_backward", _op("lstm_step_backward_op"), _samples(LSTM_BACKWARD), FLOATS,
            covers=("lstm_step_backward",), tolerances=dict(LOOSE)),
+    OpInfo("lstm_layer", _op("lstm_layer_op", 3), _samples(LSTM_LAYER), FLOATS,
+           covers=("lstm_layer",), tolerances=dict(LOOSE)),
+    OpInfo("lstm_layer cells and workspace", _op("lstm_layer_op"), _samples(LSTM_LAYER), FLOATS,
+           covers=("lstm_layer",), differentiable=False, tolerances=dict(LOOSE)),
+    OpInfo("lstm_layer_backward", _op("lstm_layer_backward_op"), _samples(LSTM_LAYER_BACKWARD),
+           FLOATS, covers=("lstm_layer_backward",), tolerances=dict(LOOSE)),
     OpInfo("gru_step", _op("gru_step_op", 1), _samples(GRU_STEP), FLOATS, covers=("gru_step",),
            tolerances=dict(LOOSE)),
     OpInfo("gru_step workspace", _op("gru_step_op"), _samples(GRU_STEP), FLOATS,

@@ -55,25 +55,40 @@ def _complement_times(xp, dst, a):
     dst *= xp.subtract(1, a)
 
 
-def lstm_step(be, gates_x, hx, cx, w_hh, b_hh, w_hr):
-    xp = be.xp
-    dt, (gx, h, c, w, b, wr) = _work(be, gates_x, hx, cx, w_hh, b_hh, w_hr)
+def _lstm_cell(xp, gates, c, ws, cy, hy=None):
+    """One step's gate math from the pre-activation gates (B, 4H): the activations and
+    tanh(c') into ``ws`` (B, 5H), c' into ``cy``; returns h' = o * tanh(c') (into ``hy``)."""
     H = c.shape[1]
-    gates = _hidden(xp, h, w, b, gx)
-    ws = xp.empty((c.shape[0], 5 * H), dtype=gates.dtype)
     _sigmoid(xp, gates[:, :2 * H], ws[:, :2 * H])
     xp.tanh(gates[:, 2 * H:3 * H], out=ws[:, 2 * H:3 * H])
     _sigmoid(xp, gates[:, 3 * H:], ws[:, 3 * H:4 * H])
     i, f, g, o, tc = (ws[:, k * H:(k + 1) * H] for k in range(5))
-    cy = f * c
+    xp.multiply(f, c, out=cy)
     xp.multiply(i, g, out=tc)  # tc is scratch until tanh(c') lands there
     cy += tc
     xp.tanh(cy, out=tc)
-    hy = o * tc
+    return xp.multiply(o, tc, out=hy)
+
+
+def lstm_step(be, gates_x, hx, cx, w_hh, b_hh, w_hr):
+    xp = be.xp
+    dt, (gx, h, c, w, b, wr) = _work(be, gates_x, hx, cx, w_hh, b_hh, w_hr)
+    gates = _hidden(xp, h, w, b, gx)
+    ws = xp.empty((c.shape[0], 5 * c.shape[1]), dtype=gates.dtype)
+    cy = xp.empty(c.shape, dtype=gates.dtype)
+    hy = _lstm_cell(xp, gates, c, ws, cy)
     if wr is not None:
         hy = xp.matmul(hy, wr.T)
     dev = gates_x.device
     return _out(be, hy, dt, dev), _out(be, cy, dt, dev), _out(be, ws, dt, dev)
+
+
+def _cell_backward(xp, gh, gcy, c, ws, d):
+    """The gates' gradients into ``d`` (B, 4H); returns the cell gradient of the step before."""
+    gc = xp.empty(c.shape, dtype=ws.dtype)
+    if not (_C is not None and _C.lstm_cell_backward(gh, gcy, c, ws, d, gc)):
+        _lstm_cell_backward(xp, gh, gcy, c, ws, d, gc)
+    return gc
 
 
 def lstm_step_backward(be, grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
@@ -81,11 +96,56 @@ def lstm_step_backward(be, grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
     dt, (ghy, gcy, c, ws, w, wr) = _work(be, grad_hy, grad_cy, cx, workspace, w_hh, w_hr)
     gh = ghy if wr is None else xp.matmul(ghy, wr)
     d = xp.empty((c.shape[0], 4 * c.shape[1]), dtype=ws.dtype)
-    gc = xp.empty(c.shape, dtype=ws.dtype)
-    if not (_C is not None and _C.lstm_cell_backward(gh, gcy, c, ws, d, gc)):
-        _lstm_cell_backward(xp, gh, gcy, c, ws, d, gc)
+    gc = _cell_backward(xp, gh, gcy, c, ws, d)
     dev = cx.device
     return _out(be, d, dt, dev), _out(be, xp.matmul(d, w), dt, dev), _out(be, gc, dt, dev)
+
+
+def _step_rows(steps, batch, reverse):
+    """Each step's rows of a layer's (steps * batch, *) arrays, in the order the steps run."""
+    order = range(steps - 1, -1, -1) if reverse else range(steps)
+    return [slice(t * batch, (t + 1) * batch) for t in order]
+
+
+def lstm_layer(be, gates_x, hx, cx, w_hh, b_hh, w_hr, steps, reverse):
+    """``steps`` lstm_steps in one call, each writing into the layer's arrays in place."""
+    xp = be.xp
+    dt, (gx, h, c, w, b, wr) = _work(be, gates_x, hx, cx, w_hh, b_hh, w_hr)
+    rows, H = gx.shape[0], c.shape[1]
+    out = xp.empty((rows, h.shape[1]), dtype=gx.dtype)
+    cells = xp.empty((rows, H), dtype=gx.dtype)
+    ws = xp.empty((rows, 5 * H), dtype=gx.dtype)
+    for r in _step_rows(steps, h.shape[0], reverse):
+        gates = _hidden(xp, h, w, b, gx[r])
+        if wr is None:
+            _lstm_cell(xp, gates, c, ws[r], cells[r], out[r])
+        else:
+            xp.matmul(_lstm_cell(xp, gates, c, ws[r], cells[r]), wr.T, out=out[r])
+        h, c = out[r], cells[r]
+    dev = gates_x.device
+    return (_out(be, out, dt, dev), _out(be, h.copy(), dt, dev), _out(be, c.copy(), dt, dev),
+            _out(be, cells, dt, dev), _out(be, ws, dt, dev))
+
+
+def lstm_layer_backward(be, grad_output, grad_hy, grad_cy, cx, cells, workspace, w_hh, w_hr,
+                        steps, reverse):
+    """The steps walked back: each one fused cell backward and one product with w_hh."""
+    xp = be.xp
+    dt, (gout, g_h, g_c, c0, cs, ws, w, wr) = _work(be, grad_output, grad_hy, grad_cy, cx,
+                                                     cells, workspace, w_hh, w_hr)
+    g_c = xp.ascontiguousarray(g_c)
+    d = xp.empty((ws.shape[0], 4 * c0.shape[1]), dtype=ws.dtype)
+    gh = xp.empty(gout.shape, dtype=ws.dtype)
+    order = _step_rows(steps, c0.shape[0], reverse)
+    for k in range(steps - 1, -1, -1):
+        r = order[k]
+        xp.add(g_h, gout[r], out=gh[r])
+        g_cell = gh[r] if wr is None else xp.matmul(gh[r], wr)
+        g_c = _cell_backward(xp, g_cell, g_c, c0 if k == 0 else cs[order[k - 1]], ws[r], d[r])
+        g_h = xp.matmul(d[r], w)
+    dev = cx.device
+    return (_out(be, d, dt, dev), _out(be, g_h, dt, dev), _out(be, g_c, dt, dev),
+            _out(be, gh, dt, dev))
 
 
 def _lstm_cell_backward(xp, gh, gcy, c, ws, d, gc):
@@ -189,6 +249,7 @@ def rnn_step_backward(be, grad_hy, hy, w_hh, nonlinearity):
 
 
 TABLE = {"lstm_step": lstm_step, "lstm_step_backward": lstm_step_backward,
+         "lstm_layer": lstm_layer, "lstm_layer_backward": lstm_layer_backward,
          "gru_step": gru_step, "gru_step_backward": gru_step_backward,
          "rnn_step": rnn_step, "rnn_step_backward": rnn_step_backward}
 

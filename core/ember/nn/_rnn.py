@@ -14,6 +14,9 @@ and direction:
 * each time step is one fused op (``lstm_step``, ``gru_step``, ``rnn_step``);
 * the outputs are concatenated once.
 
+A padded LSTM direction is instead one ``lstm_layer`` op over the projected rows (the steps
+inside it; one autograd node, like PyTorch's MkldnnRnnLayer).
+
 With a packed batch the batch shrinks as sequences end (longest first): the forward direction
 narrows its state when ``batch_sizes`` drops and keeps the finished rows as their final
 state; the reverse direction starts with the shortest batch and grows it with the initial
@@ -110,6 +113,9 @@ def run(mode, data, sizes, hx, weights, num_layers, dropout, training, bidirecti
     layer's output rows and the final states, each (layers * directions, B, features).
     """
     directions = 2 if bidirectional else 1
+    # every step the same batch: an LSTM direction is one op (a packed batch shrinks, and
+    # takes the step loop below)
+    padded = len(sizes) > 0 and sizes.count(sizes[0]) == len(sizes)
     finals = [[] for _ in hx]
     layer_input = data
     for layer in range(num_layers):
@@ -118,11 +124,17 @@ def run(mode, data, sizes, hx, weights, num_layers, dropout, training, bidirecti
             k = layer * directions + d
             w_ih, w_hh, b_ih, b_hh, w_hr = weights[k]
             gates_x, bias = _project(mode, layer_input, w_ih, b_ih, b_hh)
-            steps = _Steps.apply(gates_x, sizes)
             initial = tuple(h.select(0, k) for h in hx)
-            run_direction = _reverse_direction if d == 1 else _forward_direction
-            outs, state = run_direction(_stepper(mode, w_hh, bias, w_hr), steps, sizes, initial)
-            outputs.append(_shape.cat(outs, 0))
+            if mode == "LSTM" and padded:
+                out, *state = _rnn.lstm_layer_op(gates_x, initial[0], initial[1], w_hh, bias,
+                                                 w_hr, len(sizes), d == 1)[:3]
+                outputs.append(out)
+            else:
+                steps = _Steps.apply(gates_x, sizes)
+                run_direction = _reverse_direction if d == 1 else _forward_direction
+                outs, state = run_direction(_stepper(mode, w_hh, bias, w_hr), steps, sizes,
+                                            initial)
+                outputs.append(_shape.cat(outs, 0))
             for acc, s in zip(finals, state):
                 acc.append(s)
         layer_input = outputs[0] if directions == 1 else _shape.cat(outputs, 1)

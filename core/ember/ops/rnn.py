@@ -15,6 +15,15 @@ the dozen a composition of ember ops would (matmul, adds, chunk, sigmoids, tanhs
 ``rnn_step(gates_x, hx, w_hh, b_hh, nonlinearity) -> hy``
     h' = tanh or relu(gates_x + hx @ w_hh^T + b_hh).
 
+``lstm_layer(gates_x, hx, cx, w_hh, b_hh, w_hr, steps, reverse) -> (output, hy, cy, cells,
+workspace)``
+    A whole padded LSTM layer direction: ``steps`` lstm_steps over the (steps * B, 4H) rows of
+    ``gates_x``, B rows a step (last to first when ``reverse``), as *one* op and one autograd
+    node (PyTorch's CPU LSTM is one MkldnnRnnLayer node a layer too). ``output`` holds every
+    step's h', ``cells`` every step's c' and ``workspace`` every step's; its backward op walks
+    the steps back with one fused cell backward each, and the weight gradients are one matmul
+    over all steps, where per-step nodes made one matmul and one accumulation a step.
+
 Their derivatives call a fused backward op per step (``*_step_backward``: the gate gradients
 and the gradient of ``hx`` in one dispatch); the weight gradients are one matmul each. Every op
 has a composite in ember ops, so a backend without kernels (a plug-in, the meta device) runs
@@ -28,6 +37,8 @@ The public functions are PyTorch's cell functions (``lstm_cell``, ``gru_cell``,
 backend's ``ops_rnn``.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor
@@ -101,6 +112,41 @@ def _lstm_step_backward_meta(grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
             raise RuntimeError(f"{op}: {name} has shape {list(t.shape)}, expected {list(shape)}")
     d = cx.dtype
     return ((b, 4 * h), d), ((b, p), d), ((b, h), d)
+
+
+def _layer_batch(op, rows, hx, steps):
+    """The batch size of one step of a layer over ``rows`` rows in ``steps`` steps."""
+    if steps < 1:
+        raise RuntimeError(f"{op}: expected at least one step, got {steps}")
+    b = hx._shape[0] if hx.ndim == 2 else -1
+    if b * steps != rows:
+        raise RuntimeError(f"{op}: {rows} rows of gates are not {steps} steps of hx's batch "
+                           f"{b}")
+    return b
+
+
+def _lstm_layer_meta(gates_x, hx, cx, w_hh, b_hh, w_hr, steps, reverse):
+    op = "lstm_layer"
+    rows = _dims(op, "gates_x", gates_x, 2)[0]
+    b = _layer_batch(op, rows, hx, steps)
+    (_, p), _ = _lstm_step_meta(gates_x.narrow(0, 0, b), hx, cx, w_hh, b_hh, w_hr)[0]
+    h = cx._shape[1]
+    d = gates_x.dtype
+    return ((rows, p), d), ((b, p), d), ((b, h), d), ((rows, h), d), ((rows, 5 * h), d)
+
+
+def _lstm_layer_backward_meta(grad_output, grad_hy, grad_cy, cx, cells, workspace, w_hh, w_hr,
+                              steps, reverse):
+    op = "lstm_layer_backward"
+    rows = _dims(op, "workspace", workspace, 2)[0]
+    b = _layer_batch(op, rows, cx, steps)
+    (_, g), (_, p), (_, h) = (m[0] for m in _lstm_step_backward_meta(
+        grad_hy, grad_cy, cx, workspace.narrow(0, 0, b), w_hh, w_hr))
+    for name, t, shape in (("grad_output", grad_output, (rows, p)), ("cells", cells, (rows, h))):
+        if t._shape != shape:
+            raise RuntimeError(f"{op}: {name} has shape {list(t.shape)}, expected {list(shape)}")
+    d = cx.dtype
+    return ((rows, g), d), ((b, p), d), ((b, h), d), ((rows, p), d)
 
 
 def _gru_step_meta(gates_x, hx, w_hh, b_hh):
@@ -191,6 +237,38 @@ def _lstm_step_backward(grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
     return d, d.matmul(w_hh), gc * f
 
 
+def _step_order(steps, reverse):
+    return range(steps - 1, -1, -1) if reverse else range(steps)
+
+
+def _lstm_layer(gates_x, hx, cx, w_hh, b_hh, w_hr, steps, reverse, step=None):
+    """The layer as ``step`` (the lstm_step op; for double backward its composite, whose
+    workspace keeps its history) once a time step."""
+    step = step or lstm_step_op
+    b = hx._shape[0]
+    outs, cells, spaces = [None] * steps, [None] * steps, [None] * steps
+    h, c = hx, cx
+    for t in _step_order(steps, reverse):
+        h, c, ws = step(gates_x.narrow(0, t * b, b), h, c, w_hh, b_hh, w_hr)
+        outs[t], cells[t], spaces[t] = h, c, ws
+    return _shape.cat(outs, 0), h, c, _shape.cat(cells, 0), _shape.cat(spaces, 0)
+
+
+def _lstm_layer_backward(grad_output, grad_hy, grad_cy, cx, cells, workspace, w_hh, w_hr,
+                         steps, reverse):
+    b = cx._shape[0]
+    order = list(_step_order(steps, reverse))
+    d, gh = [None] * steps, [None] * steps
+    g_h, g_c = grad_hy, grad_cy
+    for k in range(steps - 1, -1, -1):
+        t = order[k]
+        gh[t] = g_h + grad_output.narrow(0, t * b, b)
+        c_prev = cx if k == 0 else cells.narrow(0, order[k - 1] * b, b)
+        d[t], g_h, g_c = lstm_step_backward_op(gh[t], g_c, c_prev,
+                                               workspace.narrow(0, t * b, b), w_hh, w_hr)
+    return _shape.cat(d, 0), g_h, g_c, _shape.cat(gh, 0)
+
+
 def _gru_workspace(gates_x, hx, w_hh, b_hh):
     xr, xz, xn = gates_x.chunk(3, 1)
     hr, hz, hn = _hidden(hx, w_hh, b_hh).chunk(3, 1)
@@ -257,6 +335,39 @@ def _lstm_step_derivative(ctx, grads, gates_x, hx, cx, w_hh, b_hh, w_hr):
     return d, g_hx, g_cx, gw, gb, g_hr
 
 
+def _previous_hidden(hx, output, steps, reverse):
+    """The h each step of a layer read, in the rows of ``output``: hx, then the steps' own."""
+    if steps == 1:
+        return hx
+    b = hx._shape[0]
+    if reverse:
+        return _shape.cat([output.narrow(0, b, (steps - 1) * b), hx], 0)
+    return _shape.cat([hx, output.narrow(0, 0, (steps - 1) * b)], 0)
+
+
+def _lstm_layer_derivative(ctx, grads, gates_x, hx, cx, w_hh, b_hh, w_hr, steps, reverse):
+    output, hy, cy, cells, ws = ctx.result
+    grads = [g if g is not None else t.new_zeros(t._shape)
+             for g, t in zip(grads, (output, hy, cy))]
+    if _recording_backward():
+        # double backward: the steps replayed in ember ops (the saved results are values
+        # without the steps' history), and the backward composed over them
+        output, _, _, cells, ws = _lstm_layer(gates_x, hx, cx, w_hh, b_hh, w_hr, steps,
+                                              reverse, step=_lstm_step)
+        backward = _lstm_layer_backward
+    else:
+        backward = lstm_layer_backward_op
+    d, g_hx, g_cx, gh = backward(grads[0], grads[1], grads[2], cx, cells, ws, w_hh, w_hr, steps,
+                                 reverse)
+    gw = d.t().matmul(_previous_hidden(hx, output, steps, reverse)) if ctx.needs(3) else None
+    gb = d.sum(0) if ctx.needs(4) else None
+    g_hr = None
+    if w_hr is not None and ctx.needs(5):
+        h = cx._shape[1]
+        g_hr = gh.t().matmul(ws.narrow(1, 3 * h, h) * ws.narrow(1, 4 * h, h))
+    return d, g_hx, g_cx, gw, gb, g_hr
+
+
 def _gru_step_derivative(ctx, grads, gates_x, hx, w_hh, b_hh):
     if _recording_backward():
         ws = _gru_workspace(gates_x, hx, w_hh, b_hh)
@@ -287,6 +398,23 @@ lstm_step_backward_op = define(
     "Tensor w_hh, Tensor? w_hr) -> (Tensor grad_gates, Tensor grad_hx, Tensor grad_cx)",
     meta=_lstm_step_backward_meta, composite=_lstm_step_backward,
     doc="The gradients of an LSTM step's pre-activation gates, hx and cx.")
+lstm_layer_op = define(
+    "lstm_layer(Tensor gates_x, Tensor hx, Tensor cx, Tensor w_hh, Tensor? b_hh, Tensor? w_hr, "
+    "int steps, bool reverse) -> (Tensor output, Tensor hy, Tensor cy, Tensor cells, "
+    "Tensor workspace)",
+    meta=_lstm_layer_meta, composite=_lstm_layer,
+    derivative=Derivative(_lstm_layer_derivative,
+                          save=_ALL_STEP_INPUTS + ("cx", "w_hr", "result"),
+                          outputs=(True, True, True, False, False),
+                          name="MkldnnRnnLayerBackward0"),
+    doc="A padded LSTM layer direction: `steps` lstm_steps over the rows of gates_x, as one op.")
+lstm_layer_backward_op = define(
+    "lstm_layer_backward(Tensor grad_output, Tensor grad_hy, Tensor grad_cy, Tensor cx, "
+    "Tensor cells, Tensor workspace, Tensor w_hh, Tensor? w_hr, int steps, bool reverse) -> "
+    "(Tensor grad_gates, Tensor grad_hx, Tensor grad_cx, Tensor grad_hidden)",
+    meta=_lstm_layer_backward_meta, composite=_lstm_layer_backward,
+    doc="The gradients of an LSTM layer's pre-activation gates (every step), hx and cx, and "
+        "each step's output gradient with the recurrent part added (for w_hr's).")
 gru_step_op = define(
     "gru_step(Tensor gates_x, Tensor hx, Tensor w_hh, Tensor? b_hh) -> (Tensor hy, "
     "Tensor workspace)",
@@ -335,6 +463,19 @@ def _lstm_step_onnx(b, c, gx, h, cell, w_hh, b_hh=None, w_hr=None, *rest):
     if w_hr is not None:
         hy = b.op("MatMul", [hy, b.op("Transpose", [w_hr], perm=[1, 0])])
     return [hy, cy, None]
+
+
+@lstm_layer_op.def_onnx
+def _lstm_layer_onnx(b, c, gx, h, cell, w_hh, b_hh=None, w_hr=None, steps=1, reverse=False,
+                     *rest):
+    """The steps unrolled: step t's gates are row block t of gates_x, read as (steps, B, 4H)."""
+    per_step = b.op("Reshape", [gx, b.ints([steps, -1, c.shape(0)[1]])])
+    outs = [None] * steps
+    for t in _step_order(steps, reverse):
+        gx_t = b.op("Gather", [per_step, b.const(np.asarray(t, dtype=np.int64), "step")], axis=0)
+        h, cell, _ = _lstm_step_onnx(b, c, gx_t, h, cell, w_hh, b_hh, w_hr)
+        outs[t] = h
+    return [b.op("Concat", outs, axis=0) if steps > 1 else outs[0], h, cell, None, None]
 
 
 @gru_step_op.def_onnx

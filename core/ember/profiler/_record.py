@@ -364,6 +364,12 @@ def _flops(name, args, out):
             if name == "lstm_step" and args[5] is not None:
                 f += 2 * hx._shape[0] * _numel(args[5]._shape)
             return f
+        if name == "lstm_layer":    # steps lstm_steps: every row of gates_x is one step's
+            w_hr = args[5]
+            per_row = _numel(args[3]._shape) + (0 if w_hr is None else _numel(w_hr._shape))
+            return 2 * args[0]._shape[0] * per_row
+        if name == "lstm_layer_backward":
+            return 2 * args[5]._shape[0] * _numel(args[6]._shape)
         if name in ("lstm_step_backward", "gru_step_backward", "rnn_step_backward"):
             w_hh = {"lstm_step_backward": args[4], "gru_step_backward": args[3]}.get(name, args[2])
             return 2 * args[0]._shape[0] * _numel(w_hh._shape)
