@@ -138,6 +138,13 @@ def softmax(be, log, x, dim, dtype):
     if a.size == 0:
         return be.wrap(xp.empty(a.shape, dtype=dt), x.device)
     s = a.reshape(1) if a.ndim == 0 else a
+    # be.ieee: one switch of numpy's error state for the whole computation (xp.errstate's
+    # context manager costs more than a small softmax itself)
+    r = be.ieee(_softmax, xp, s, dim, log, _acc(xp, dt))
+    return _result(be, r.reshape(a.shape), dt, x.device)
+
+
+def _softmax(xp, s, dim, log, work):
     if dim == s.ndim - 1:   # the common case: many short rows (kit/row_reduce.py)
         def total(v):
             return row_sum(xp, v)
@@ -146,15 +153,14 @@ def softmax(be, log, x, dim, dtype):
         def total(v):
             return v.sum(axis=dim, keepdims=True)
         top = s.max(axis=dim, keepdims=True)
-    with xp.errstate(all="ignore"):
-        # shifting by the max keeps exp() in range; the result is unchanged
-        r = xp.subtract(s, top, dtype=_acc(xp, dt))
-        if log:
-            r -= xp.log(total(xp.exp(r)))
-        else:
-            xp.exp(r, out=r)
-            r /= total(r)
-    return _result(be, r.reshape(a.shape), dt, x.device)
+    # shifting by the max keeps exp() in range; the result is unchanged
+    r = xp.subtract(s, top, dtype=work)
+    if log:
+        r -= xp.log(total(xp.exp(r)))
+    else:
+        xp.exp(r, out=r)
+        r /= total(r)
+    return r
 
 
 TABLE = {"mean": mean, "var": var, "vector_norm": vector_norm}
