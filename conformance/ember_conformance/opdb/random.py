@@ -43,7 +43,7 @@ OPS = [OpInfo(name, fn, samples, dtypes, covers=covers, differentiable=False, ra
            ("normal", lambda d, dt: ember.normal(0.5, 2.0, (3, 3), dtype=dt, device=d),
             _device_only, FLOATS, ("normal",)),
            ("normal tensors", lambda p: ember.normal(p, p), _probs, FLOATS, ("normal",)),
-           ("bernoulli", lambda p: ember.bernoulli(p), _probs, FLOATS, ("bernoulli_",)),
+           ("bernoulli", lambda p: ember.bernoulli(p), _probs, FLOATS, ("bernoulli", "bernoulli_")),
            ("multinomial", lambda p: ember.multinomial(p, 2), _probs, FLOATS,
             ("multinomial",)),
            ("uniform_", _inplace("uniform_", -1.0, 1.0), _target, FLOATS, ("uniform_",)),

@@ -72,6 +72,10 @@ def _overwrite_backward(ctx, g, self, *rest):
     return (_grad.zeros_like(g),)
 
 
+def _draw_backward(ctx, g, self, generator):
+    return (_grad.zeros_like(g),)
+
+
 def _overwrites():
     """The derivative of an in-place fill: no gradient reaches the overwritten values."""
     return Derivative(_overwrite_backward, diff=("self",))
@@ -113,6 +117,13 @@ bernoulli__op = define("bernoulli_(Tensor(a!) self, Tensor|float p, Generator ge
                        "-> Tensor(a!)", meta=_bernoulli__meta, derivative=_overwrites(),
                        doc="A tensor p broadcasts to self; the kernel checks it lies in "
                            "[0, 1].")
+bernoulli_op = define("bernoulli(Tensor self, Generator generator) -> Tensor",
+                      meta=lambda self, generator: (self._shape, self.dtype),
+                      composite=lambda self, generator: bernoulli__op(
+                          _fac.empty_like(self), self, generator),
+                      derivative=Derivative(_draw_backward),
+                      doc="0/1 draws with the probabilities ``self`` (checked in [0, 1]); as "
+                          "torch's, its gradient is zero (BernoulliBackward0).")
 fill__op = define("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", meta=_meta.inplace("fill_"),
                   derivative=_overwrites(), doc="The value is already checked to fit self's dtype.")
 
@@ -320,10 +331,12 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
-    if p is None and input.dtype.category != _dtype.FLOATING:
-        raise _not_implemented("bernoulli", input.dtype)
-    t = bernoulli_(empty_like(input),
-                   input if p is None else p, generator=generator)
+    if p is None:
+        if input.dtype.category != _dtype.FLOATING:
+            raise _not_implemented("bernoulli", input.dtype)
+        t = bernoulli_op(input, _generator(generator, input.device, "bernoulli"))
+    else:
+        t = bernoulli_(empty_like(input), p, generator=generator)
     return t if out is None else write_out(out, t, "bernoulli")
 
 
