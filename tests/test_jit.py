@@ -228,4 +228,4 @@ def test_lstm_ensemble_example_writes_a_trace(tmp_path):
     forks = [e for e in events if e["ph"] == "X" and e["name"].startswith("ember::jit::fork")]
     # 3 models forked by the ensemble, each forking its forward LSTM
     assert len(forks) == 6
-    assert any(e["name"] == "lstm_step" for e in events if e["ph"] == "X")
+    assert any(e["name"] == "lstm_layer" for e in events if e["ph"] == "X")
