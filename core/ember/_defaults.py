@@ -1,15 +1,12 @@
 """The default device (``ember.set_default_device``)."""
 from __future__ import annotations
 
-from ._device import as_device, device
-
-_default = [None]
+from ._device import as_device, default_device
 
 
 def get_default_device():
-    d = _default[0]
-    return d if d is not None else device("cpu")
+    return as_device(None)
 
 
 def set_default_device(dev) -> None:
-    _default[0] = None if dev is None else as_device(dev)
+    default_device[0] = None if dev is None else as_device(dev)

@@ -11,6 +11,10 @@ from .binding import bind
 def full(be, size, fill_value, dtype, device):
     xp = be.xp
     dt = dtype.np
+    if fill_value == 0 and not (fill_value.__class__ is float and math.copysign(1, fill_value) < 0):
+        # zeros (not -0.0): xp.zeros is one C call where xp.full is a Python wrapper, and on
+        # the host its pages are zero until first written
+        return be.wrap(allocate(be, xp.zeros, size, dt, "full"), device)
     if isinstance(fill_value, int) and dt.kind in "iu":
         fill = xp.asarray(fill_value).astype(dt)  # wraps like an integer cast
     else:
