@@ -6,6 +6,7 @@ imports none of them; each loads the first time its device is used.
 from __future__ import annotations
 
 import importlib as _importlib
+import math as _math
 import sys as _sys
 
 from . import _logging  # noqa: F401 - first: applies EMBER_LOGS before anything below logs
@@ -82,6 +83,7 @@ from .ops.scatter_reduce import *  # noqa: F401,F403
 from .ops.rnn import *  # noqa: F401,F403
 from .ops.fft import *  # noqa: F401,F403
 from ._threads import get_num_threads, set_num_threads
+from . import _generator  # noqa: E402 - ember.default_generator (module __getattr__)
 from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, seed,
                          set_rng_state)
 from .runtime.registry import registry as _registry
@@ -147,6 +149,10 @@ from .accelerator import get_device_module  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .dispatch.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
+
+# torch's plain values: math's constants, and None for numpy-style ``x[:, ember.newaxis]``
+pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan
+newaxis = None
 
 # aliases PyTorch has
 half, double, short, long, cfloat, cdouble = float16, float64, int16, int64, complex64, complex128
@@ -225,6 +231,8 @@ _conversion.torch_device_surface()
 def __getattr__(name):
     if name == "fx":                    # torch.fx is reachable from torch; loaded on first use
         return _importlib.import_module("ember.fx")
+    if name == "default_generator":     # the CPU's Generator: asking for it loads the CPU backend
+        return _generator.device_default_generator("cpu")
     # ember.<backend>: the device module of any installed backend, loaded or not; for PyTorch's
     # device modules that no backend provides, a module whose is_available() says why
     if _registry.is_known(name):

@@ -19,7 +19,7 @@ from ..dispatch.grad_mode import enable_grad
 from ..autograd.graph import AccumulateGrad, Node, alias, attach
 from ..autograd.record import gradient_edge
 from ..dispatch import keys as K
-from .._generator import default_generator
+from .._generator import device_default_generator
 from ..nn.modules.container import Sequential
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
@@ -45,7 +45,7 @@ def _rng_states(args):
     for a in args:
         if isinstance(a, Tensor) and a.device.type != "cpu":
             devices[str(a.device)] = a.device
-    gens = [default_generator(d) for d in devices.values()]
+    gens = [device_default_generator(d) for d in devices.values()]
     return [(g, g.get_state()) for g in gens]
 
 
