@@ -83,6 +83,8 @@ from .ops.scatter_reduce import *  # noqa: F401,F403
 from .ops.rnn import *  # noqa: F401,F403
 from .ops.fft import *  # noqa: F401,F403
 from ._threads import get_num_threads, set_num_threads
+from ._warn import is_warn_always_enabled, set_warn_always
+from ._file_mapping import from_file
 from . import _generator  # noqa: E402 - ember.default_generator (module __getattr__)
 from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, seed,
                          set_rng_state)
@@ -146,6 +148,7 @@ from .runtime.determinism import (are_deterministic_algorithms_enabled,  # noqa:
                                   is_deterministic_algorithms_warn_only_enabled,
                                   set_deterministic_debug_mode, use_deterministic_algorithms)
 from .accelerator import get_device_module  # noqa: E402
+from ._streams import Event, Stream  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .dispatch.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
