@@ -31,6 +31,7 @@ import inspect
 import json
 import os
 import re
+import subprocess
 import sys
 
 SNAPSHOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "api_coverage_torch.json")
@@ -279,6 +280,19 @@ def public_values(obj, skip=()) -> set:
     return out
 
 
+def fresh_values() -> dict[str, list[str]]:
+    """``public_values`` of torch and Tensor right after ``import torch``, in a fresh
+    interpreter: a submodule someone imported since (``torch.quasirandom``) is an attribute of
+    torch from then on, and the list must not depend on what ran before."""
+    script = ("import json, sys; sys.path.insert(0, sys.argv[1]); import torch; "
+              "from api_coverage import public_values; "
+              "print(json.dumps({'torch': sorted(public_values(torch)), "
+              "'Tensor': sorted(public_values(torch.Tensor))}))")
+    done = subprocess.run([sys.executable, "-c", script, os.path.dirname(SNAPSHOT)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def override_lists() -> dict[str, set]:
     """The pre-#30 measure: ``torch.overrides.get_testing_overrides()``'s functions reachable as
     ``torch.<name>`` and Tensor's methods and attributes."""
@@ -311,8 +325,9 @@ def torch_lists() -> dict[str, list[str]]:
         mod = torch.Tensor if ns == "Tensor" else _resolve(torch, "" if ns == "torch" else ns)
         names = public_callables(mod) if mod is not None else set()
         out[ns] = sorted(names | overrides.get(ns, set()))
-    out["torch values"] = sorted(public_values(torch, skip=set(out["torch"])))
-    out["Tensor values"] = sorted(public_values(torch.Tensor, skip=set(out["Tensor"])))
+    values = fresh_values()
+    out["torch values"] = sorted(set(values["torch"]) - set(out["torch"]))
+    out["Tensor values"] = sorted(set(values["Tensor"]) - set(out["Tensor"]))
     out["overrides.torch"] = sorted(overrides["torch"])
     out["overrides.Tensor"] = sorted(overrides["Tensor"])
     return out

@@ -136,6 +136,7 @@ from .futures import Future  # noqa: E402 - torch.Future
 from .jit import fork, wait  # noqa: E402 - torch.fork / torch.wait are torch.jit's
 from .runtime.allocator import OutOfMemoryError  # noqa: E402 - torch.OutOfMemoryError
 from ._control_flow import cond, while_loop  # noqa: E402
+from . import quasirandom  # noqa: E402 - torch.quasirandom.SobolEngine
 from . import random  # noqa: E402,F811 - torch.random (the module; ember.rand* are the ops)
 from .random import thread_safe_generator  # noqa: E402
 from .ops.removed import REMOVED as _REMOVED  # noqa: E402

@@ -25,6 +25,7 @@ from . import onnx as onnx
 from . import ops as ops
 from . import optim as optim
 from . import profiler as profiler
+from . import quasirandom as quasirandom
 from . import random as random
 from . import return_types as return_types
 from . import runtime as runtime
