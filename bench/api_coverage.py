@@ -88,8 +88,8 @@ EXCLUSIONS: list[tuple[tuple[str, ...], str, str]] = [
     (("torch", "Tensor"), r"^hash_tensor$",
      "prototype added in torch 2.9 for torch.compile caches, undocumented"),
     (("Tensor",), r"^(storage|storage_type|record_stream|const_data_ptr|module_load|"
-     r"share_memory_|is_shared|ipu|mtia|dim_order)$",
-     "storage/stream/process-sharing internals or vendor devices ember has no backend for"),
+     r"ipu|mtia|dim_order)$",
+     "storage/stream internals or vendor devices ember has no backend for"),
     (("nn.functional",),
      r"^(Optional|assert_int_or_pair|boolean_dispatch|handle_torch_function|"
      r"has_torch_function(_unary|_variadic)?)$",

@@ -137,6 +137,7 @@ from .jit import fork, wait  # noqa: E402 - torch.fork / torch.wait are torch.ji
 from .runtime.allocator import OutOfMemoryError  # noqa: E402 - torch.OutOfMemoryError
 from ._control_flow import cond, while_loop  # noqa: E402
 from . import quasirandom  # noqa: E402 - torch.quasirandom.SobolEngine
+from . import multiprocessing  # noqa: E402 - torch.multiprocessing (registers tensor sharing)
 from . import random  # noqa: E402,F811 - torch.random (the module; ember.rand* are the ops)
 from .random import thread_safe_generator  # noqa: E402
 from .ops.removed import REMOVED as _REMOVED  # noqa: E402

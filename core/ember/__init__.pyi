@@ -20,6 +20,7 @@ from . import jit as jit
 from . import library as library
 from . import linalg as linalg
 from . import masked as masked
+from . import multiprocessing as multiprocessing
 from . import nn as nn
 from . import onnx as onnx
 from . import ops as ops
