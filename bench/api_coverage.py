@@ -10,7 +10,10 @@ class, defined in torch) reachable as an attribute of each namespace in ``NAMESP
 ``random``, … — plus, for ``torch`` and ``Tensor``, the names of
 ``torch.overrides.get_testing_overrides()`` (torch's own list of its overridable functions, which
 counts Tensor properties too). Before issue #30 the measure was that override list alone (4
-namespaces); ``--json`` keeps both.
+namespaces); ``--json`` keeps both. ``torch values`` and ``Tensor values`` count the public
+names that are not callables: torch's constants, dtypes, layouts, objects
+(``default_generator``) and submodules, and Tensor's properties and attributes not counted
+above (``T``, ``grad``, ``is_cuda``…).
 
 Without torch the lists are read from ``bench/api_coverage_torch.json``, a snapshot written by
 ``--write-snapshot`` (torch 2.13).
@@ -28,6 +31,7 @@ import inspect
 import json
 import os
 import re
+import subprocess
 import sys
 
 SNAPSHOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "api_coverage_torch.json")
@@ -40,7 +44,9 @@ NAMESPACES = ("torch", "Tensor", "nn.functional", "nn", "linalg", "fft", "specia
               "distributions.constraints", "distributions.transforms", "utils",
               "utils.data", "utils.checkpoint", "sparse", "random", "testing", "amp",
               "futures", "jit", "profiler", "export", "onnx")
-COUNTED = NAMESPACES
+# the non-callable names of a namespace: "<namespace> values", resolved at <namespace>
+VALUE_NAMESPACES = ("torch values", "Tensor values")
+COUNTED = NAMESPACES + VALUE_NAMESPACES
 INFORMATIONAL: tuple = ()
 
 # (namespaces, regex, reason): a name matching the regex in one of the namespaces is excluded
@@ -82,8 +88,8 @@ EXCLUSIONS: list[tuple[tuple[str, ...], str, str]] = [
     (("torch", "Tensor"), r"^hash_tensor$",
      "prototype added in torch 2.9 for torch.compile caches, undocumented"),
     (("Tensor",), r"^(storage|storage_type|record_stream|const_data_ptr|module_load|"
-     r"share_memory_|is_shared|ipu|mtia|dim_order)$",
-     "storage/stream/process-sharing internals or vendor devices ember has no backend for"),
+     r"ipu|mtia|dim_order)$",
+     "storage/stream internals or vendor devices ember has no backend for"),
     (("nn.functional",),
      r"^(Optional|assert_int_or_pair|boolean_dispatch|handle_torch_function|"
      r"has_torch_function(_unary|_variadic)?)$",
@@ -168,6 +174,45 @@ EXCLUSIONS: list[tuple[tuple[str, ...], str, str]] = [
      r"ProfilerState|SavedTensor|RecordScope|kineto_available|is_fbcode)$",
      "Kineto profiler and autograd C++ bindings re-exported by torch (ember.profiler has its "
      "own recorder)"),
+    # the non-callable names (VALUE_NAMESPACES)
+    (("torch values",), r"^(builtins|ctypes|functools|glob|importlib|inspect|math|os|platform|"
+     r"sys|textwrap|threading|types|warnings|torch|windows)$",
+     "a module torch's __init__ imports (Python's standard library, torch itself, "
+     "torch.signal.windows leaked by an import), not torch API"),
+    (("torch values",), r"^(TYPE_CHECKING|USE_GLOBAL_DEPS|USE_RTLD_GLOBAL_WITH_LIBTORCH|"
+     r"has_lapack|has_mkl|has_openmp|has_spectral|PRIVATE_OPS|cpp|classes)$",
+     "typing flag, build/loader flags of torch's C++ library (deprecated has_* flags; "
+     "torch.backends reports them) and TorchScript's C++ class registries"),
+    (("torch values",), r"^(qint8|qint32|quint8|quint4x2|quint2x4|per_tensor_affine|"
+     r"per_channel_affine|per_channel_affine_float_qparams|per_tensor_symmetric|"
+     r"per_channel_symmetric|quantization|ao)$",
+     "quantization: ember has no quantized dtypes, qschemes or torch.ao"),
+    (("torch values",), r"^(uint16|uint32|uint64)$",
+     "wide unsigned integer dtypes: ember's dtype lattice, promotion and CPU/OpenCL kernels "
+     "cover uint8 only (torch itself implements few ops for them: 'limited support')"),
+    (("torch values",), r"^(bit|bits1x8|bits2x4|bits4x2|bits8|bits16|u?int[1-7])$",
+     "bit-packed and sub-byte dtypes: shell dtypes torch has no CPU arithmetic for"),
+    (("torch values",), r"^(float8_\w+|float4_\w+)$",
+     "float8/float4 dtypes: storage formats for GPU scaled matmuls, no CPU arithmetic; ember "
+     "has none"),
+    (("torch values",), r"^(complex32|chalf)$",
+     "complex32 (torch.chalf), experimental in torch and CPU-less there: ember has no "
+     "complex32 dtype"),
+    (("torch values",), r"^(sparse_csr|sparse_csc|sparse_bsr|sparse_bsc)$",
+     "sparse compressed layouts (CSR/CSC/BSR/BSC); ember has strided and sparse COO"),
+    (("torch values",), r"^(jagged|nested)$",
+     "nested (jagged) tensors: ember has no nested tensor type"),
+    (("torch values",), r"^legacy_contiguous_format$",
+     "torch's internal memory format for legacy serialization (an alias of contiguous_format)"),
+    (("torch values",), r"^(AVG|SUM|monitor)$",
+     "torch.monitor's event counters and their aggregation kinds (a C++ telemetry API)"),
+    (("torch values",), r"^(hub|package|storage|overrides|torch_version)$",
+     "torch.hub downloads models from GitHub (ember has no network model zoo), torch.package "
+     "archives code with models, torch.storage/torch.overrides are the storage classes and "
+     "__torch_function__ protocol ember does not have (see their rules), torch_version is "
+     "torch's version-comparison module (ember.version holds ember's)"),
+    (("Tensor values",), r"^volatile$",
+     "removed in torch 0.4 (reading it only warns): use torch.no_grad"),
 ]
 
 # missing names that another issue's branch provides: name or regex -> owner
@@ -218,6 +263,36 @@ def public_callables(mod) -> set:
     return out
 
 
+def public_values(obj, skip=()) -> set:
+    """The public names of a torch namespace that are not callables (or are modules):
+    constants, dtypes, layouts, objects, submodules; for a class, its properties and plain
+    attributes. Names in ``skip`` (counted elsewhere) are left out."""
+    out = set()
+    for name in dir(obj):
+        if name.startswith("_") or name in skip:
+            continue
+        try:
+            value = getattr(obj, name)
+        except Exception:  # noqa: BLE001 - a lazy attribute that fails to load is not API
+            continue
+        if inspect.ismodule(value) or not callable(value):
+            out.add(name)
+    return out
+
+
+def fresh_values() -> dict[str, list[str]]:
+    """``public_values`` of torch and Tensor right after ``import torch``, in a fresh
+    interpreter: a submodule someone imported since (``torch.quasirandom``) is an attribute of
+    torch from then on, and the list must not depend on what ran before."""
+    script = ("import json, sys; sys.path.insert(0, sys.argv[1]); import torch; "
+              "from api_coverage import public_values; "
+              "print(json.dumps({'torch': sorted(public_values(torch)), "
+              "'Tensor': sorted(public_values(torch.Tensor))}))")
+    done = subprocess.run([sys.executable, "-c", script, os.path.dirname(SNAPSHOT)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def override_lists() -> dict[str, set]:
     """The pre-#30 measure: ``torch.overrides.get_testing_overrides()``'s functions reachable as
     ``torch.<name>`` and Tensor's methods and attributes."""
@@ -250,6 +325,9 @@ def torch_lists() -> dict[str, list[str]]:
         mod = torch.Tensor if ns == "Tensor" else _resolve(torch, "" if ns == "torch" else ns)
         names = public_callables(mod) if mod is not None else set()
         out[ns] = sorted(names | overrides.get(ns, set()))
+    values = fresh_values()
+    out["torch values"] = sorted(set(values["torch"]) - set(out["torch"]))
+    out["Tensor values"] = sorted(set(values["Tensor"]) - set(out["Tensor"]))
     out["overrides.torch"] = sorted(overrides["torch"])
     out["overrides.Tensor"] = sorted(overrides["Tensor"])
     return out
@@ -283,6 +361,7 @@ def owner_of(name: str) -> str | None:
 
 def ember_has(ns: str, name: str) -> bool:
     import ember
+    ns = ns[:-len(" values")] if ns.endswith(" values") else ns
     holder = ember.Tensor if ns == "Tensor" else _resolve(ember, "" if ns == "torch" else ns)
     return holder is not None and hasattr(holder, name)
 

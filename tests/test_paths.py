@@ -36,7 +36,7 @@ KNOWN_GAPS = {
         "torch.compile's activation-memory budget and CUDA-graph stream settings",
     r"^torch\.autograd\.(function\.(BackwardCFunction|FunctionMeta|InplaceFunction|"
     r"NestedIOFunction)|NestedIOFunction|profiler\.\w+|variable\.VariableMeta|grad_mode\.\w+|"
-    r"enforce_grad_layout_policy|set_multithreading_enabled|gradcheck\.get_\w+)$":
+    r"enforce_grad_layout_policy|gradcheck\.get_\w+)$":
         "autograd internals and legacy profiler helpers",
     r"^torch\.optim\.swap_in_optimizer_params_and_state$": "optimizer state swapping",
     r"^torch\.compiler\.": "torch.compiler's dynamo API (ember.compile is its own tracer)",
@@ -51,9 +51,6 @@ KNOWN_GAPS = {
     r"^torch\.nn\.parallel\.parallel_apply\.get_a_var$|"
     r"^torch\.nn\.utils\.spectral_norm\.SpectralNorm\w+Hook$":
         "DataParallel and spectral_norm internals",
-    r"^torch\.nn\.utils\.(\w+\.)?(convert_conv\dd_weight_memory_format|fuse_\w+)$|"
-    r"^torch\.nn\.utils\.memory_format$":
-        "conv/batch-norm fusion and channels-last weight conversion not written yet",
     r"^torch\.nn\.parallel\.comm(\.|$)": "CUDA collectives of DataParallel",
     r"^torch\.backends\.(cuda\.\w+|mha(\.\w+)?|mkl(\.\w+)?)$":
         "backend flags (SDP kernels, cuBLAS/cuFFT handles, MHA fast path, MKL)",
@@ -70,7 +67,9 @@ KNOWN_GAPS = {
         "outside ember's API (see bench/api_coverage.py)",
     r"^torch\.return_types\.\w+$": "structseq types of out= variants and histogram",
     r"^torch\.func\.(debug_unwrap|functionalize|rearrange)$": "functionalize and debugging",
-    r"^torch\.utils\.checkpoint\.\w+$": "selective checkpointing and checkpoint internals",
+    r"^torch\.utils\.checkpoint\.(CheckpointFunction|CheckpointPolicy|GraphExecGroup|"
+    r"SelectiveCheckpointContext|create_selective_checkpoint_contexts)$":
+        "selective checkpointing and the reentrant checkpoint's Function",
     r"^torch\.utils\.(hooks\.\w+|dlpack\.DLDeviceType)$": "hook helpers and the DLPack enum",
     r"^torch\.utils\.data\.(datapipes\.\w+\.)?(DFIterDataPipe|argument_validation|"
     r"runtime_validation\w*)$|^torch\.utils\.data\.datapipes\.map\.callable\.default_fn$|"
@@ -78,9 +77,9 @@ KNOWN_GAPS = {
         "DataFrame datapipes and runtime type validation",
     r"^torch\.masked\.(MaskedTensor|masked_tensor|as_masked_tensor|is_masked_tensor)$":
         "the prototype MaskedTensor subclass",
-    r"^torch\.sparse\.\w+$": "sparse softmax, sampled_addmm, spsolve, legacy typed classes",
-    r"^torch\.(Event|Stream|from_file|is_warn_always_enabled|set_warn_always|classproperty)$":
-        "device-agnostic streams/events, memory-mapped files, warn-always",
+    r"^torch\.sparse\.(sampled_addmm|spsolve|as_sparse_gradcheck|\w+Tensor)$":
+        "CSR-only sampled_addmm and spsolve, gradcheck's sparse wrapper, legacy typed classes",
+    r"^torch\.classproperty$": "torch's internal descriptor helper",
 }
 
 

@@ -6,6 +6,7 @@ imports none of them; each loads the first time its device is used.
 from __future__ import annotations
 
 import importlib as _importlib
+import math as _math
 import sys as _sys
 
 from . import _logging  # noqa: F401 - first: applies EMBER_LOGS before anything below logs
@@ -82,6 +83,9 @@ from .ops.scatter_reduce import *  # noqa: F401,F403
 from .ops.rnn import *  # noqa: F401,F403
 from .ops.fft import *  # noqa: F401,F403
 from ._threads import get_num_threads, set_num_threads
+from ._warn import is_warn_always_enabled, set_warn_always
+from ._file_mapping import from_file
+from . import _generator  # noqa: E402 - ember.default_generator (module __getattr__)
 from ._generator import (Generator, get_rng_state, initial_seed, manual_seed, seed,
                          set_rng_state)
 from .runtime.registry import registry as _registry
@@ -132,6 +136,8 @@ from .futures import Future  # noqa: E402 - torch.Future
 from .jit import fork, wait  # noqa: E402 - torch.fork / torch.wait are torch.jit's
 from .runtime.allocator import OutOfMemoryError  # noqa: E402 - torch.OutOfMemoryError
 from ._control_flow import cond, while_loop  # noqa: E402
+from . import quasirandom  # noqa: E402 - torch.quasirandom.SobolEngine
+from . import multiprocessing  # noqa: E402 - torch.multiprocessing (registers tensor sharing)
 from . import random  # noqa: E402,F811 - torch.random (the module; ember.rand* are the ops)
 from .random import thread_safe_generator  # noqa: E402
 from .ops.removed import REMOVED as _REMOVED  # noqa: E402
@@ -144,9 +150,14 @@ from .runtime.determinism import (are_deterministic_algorithms_enabled,  # noqa:
                                   is_deterministic_algorithms_warn_only_enabled,
                                   set_deterministic_debug_mode, use_deterministic_algorithms)
 from .accelerator import get_device_module  # noqa: E402
+from ._streams import Event, Stream  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .dispatch.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
+
+# torch's plain values: math's constants, and None for numpy-style ``x[:, ember.newaxis]``
+pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan
+newaxis = None
 
 # aliases PyTorch has
 half, double, short, long, cfloat, cdouble = float16, float64, int16, int64, complex64, complex128
@@ -225,6 +236,8 @@ _conversion.torch_device_surface()
 def __getattr__(name):
     if name == "fx":                    # torch.fx is reachable from torch; loaded on first use
         return _importlib.import_module("ember.fx")
+    if name == "default_generator":     # the CPU's Generator: asking for it loads the CPU backend
+        return _generator.device_default_generator("cpu")
     # ember.<backend>: the device module of any installed backend, loaded or not; for PyTorch's
     # device modules that no backend provides, a module whose is_available() says why
     if _registry.is_known(name):

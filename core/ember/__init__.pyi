@@ -20,11 +20,13 @@ from . import jit as jit
 from . import library as library
 from . import linalg as linalg
 from . import masked as masked
+from . import multiprocessing as multiprocessing
 from . import nn as nn
 from . import onnx as onnx
 from . import ops as ops
 from . import optim as optim
 from . import profiler as profiler
+from . import quasirandom as quasirandom
 from . import random as random
 from . import return_types as return_types
 from . import runtime as runtime
@@ -40,6 +42,8 @@ from ._dtype import dtype as dtype
 from ._generator import Generator as Generator
 from ._layout import layout as layout
 from ._memory_format import memory_format as memory_format
+from ._streams import Event as Event
+from ._streams import Stream as Stream
 from ._type_info import finfo as finfo
 from ._type_info import iinfo as iinfo
 from .amp.autocast_mode import autocast as autocast
@@ -75,18 +79,23 @@ complex128: dtype
 complex64: dtype
 contiguous_format: Any
 double: dtype
+e: Any
 float16: dtype
 float32: dtype
 float64: dtype
 float: dtype
 functional: _ModuleType
 half: dtype
+inf: Any
 int16: dtype
 int32: dtype
 int64: dtype
 int8: dtype
 int: dtype
 long: dtype
+nan: Any
+newaxis: Any
+pi: Any
 preserve_format: Any
 short: dtype
 sparse_coo: Any
@@ -314,6 +323,7 @@ def frac_(self): ...  # ember.ops.elementwise.unary
 def frexp(input): ...  # ember.ops.elementwise.floating_point
 def frobenius_norm(input, dim=..., keepdim=..., *, out=...): ...  # ember.ops.linalg.legacy
 def from_dlpack(ext_tensor, *, device=..., copy=...): ...  # ember.ops.factories
+def from_file(filename, shared=..., size=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember._file_mapping
 def from_numpy(array): ...  # ember.ops.factories
 def frombuffer(buffer, *, dtype, count=..., offset=..., requires_grad=...): ...  # ember.ops.factory_forms
 def full(size, fill_value, *, dtype=..., layout=..., device=..., requires_grad=..., out=..., pin_memory=...): ...  # ember.ops.factories
@@ -392,6 +402,7 @@ def is_same_size(input, other): ...  # ember.ops.view_copies
 def is_signed(input): ...  # ember.ops.view_copies
 def is_tensor(obj): ...  # ember
 def is_vulkan_available(): ...  # ember
+def is_warn_always_enabled(): ...  # ember._warn
 def isclose(input, other, rtol=..., atol=..., equal_nan=...): ...  # ember.ops.elementwise.closeness
 def isfinite(input, *, out=...): ...  # ember.ops.elementwise.unary
 def isin(elements, test_elements, *, assume_unique=..., invert=...): ...  # ember.ops.structure
@@ -596,6 +607,7 @@ def set_num_interop_threads(nthreads): ...  # ember.jit._interop
 def set_num_threads(num_threads): ...  # ember._threads
 def set_printoptions(precision=..., threshold=..., edgeitems=..., linewidth=..., profile=..., sci_mode=...): ...  # ember._tensor_str
 def set_rng_state(state): ...  # ember._generator
+def set_warn_always(b): ...  # ember._warn
 def sgn(input, *, out=...): ...  # ember.ops.elementwise.complex_numbers
 def sigmoid(input, *, out=...): ...  # ember.ops.elementwise.unary
 def sigmoid_(self): ...  # ember.ops.elementwise.unary

@@ -11,18 +11,20 @@ from ._device import as_device
 from .runtime.generator import Generator, set_seed_for_new_generators
 from .runtime.registry import registry
 
-__all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
-           "get_rng_state", "set_rng_state"]
+__all__ = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]
 
 
-def default_generator(device=None):
+def device_default_generator(device=None) -> Generator:
+    """The default Generator of ``device`` (the CPU when None): the one random ops use when
+    they are given none. ``ember.default_generator`` is the CPU's, as ``torch.default_generator``
+    is."""
     dev = as_device(device if device is not None else "cpu")
     return registry.get(dev.type).default_generator(dev.index or 0)
 
 
 def manual_seed(seed) -> Generator:
     """Seed the default generator of every device of every loaded backend (and the CPU)."""
-    cpu = default_generator("cpu").manual_seed(seed)
+    cpu = device_default_generator("cpu").manual_seed(seed)
     for backend in registry.loaded_backends():
         if backend.name == "cpu":
             continue
@@ -39,12 +41,12 @@ def seed() -> int:
 
 
 def initial_seed() -> int:
-    return default_generator("cpu").initial_seed()
+    return device_default_generator("cpu").initial_seed()
 
 
 def get_rng_state():
-    return default_generator("cpu").get_state()
+    return device_default_generator("cpu").get_state()
 
 
 def set_rng_state(state) -> None:
-    default_generator("cpu").set_state(state)
+    device_default_generator("cpu").set_state(state)

@@ -11,7 +11,7 @@ import threading as _threading
 
 import numpy as np
 
-from . import _dtype, _fastpath
+from . import _dtype, _fastpath, _shared_memory
 from .dispatch import keys as _keys
 from .runtime import tensors as _runtime_tensors
 from .runtime.registry import registry as _registry
@@ -233,6 +233,17 @@ class Tensor:
                 hook("Tensor.item()/tolist()/bool() reads a tensor's value on the host "
                      "(data-dependent Python)")
         return self._backend().to_numpy(self)
+
+    def share_memory_(self):
+        """Move a CPU tensor's storage into shared memory (in place, for every tensor viewing
+        it), so processes it is sent to through ``ember.multiprocessing`` write to the same
+        memory. A no-op when already shared and for other devices."""
+        _shared_memory.share_storage(self._storage)
+        return self
+
+    def is_shared(self) -> bool:
+        """True when the tensor's storage is in shared memory (``share_memory_()``)."""
+        return _shared_memory.is_shared(self._storage)
 
     def is_pinned(self, device=None) -> bool:
         """True when the tensor is in page-locked host memory (``pin_memory()`` with a backend

@@ -390,6 +390,7 @@ class Tensor:
     def is_nonzero(self): ...  # ember.ops.view_copies
     def is_pinned(self, device=...): ...  # ember._tensor
     def is_same_size(self, other): ...  # ember.ops.view_copies
+    def is_shared(self): ...  # ember._tensor
     def is_signed(self): ...  # ember._tensor
     @property
     def is_sparse(self) -> Any: ...
@@ -607,6 +608,7 @@ class Tensor:
     def sgn_(self): ...  # ember.ops.elementwise.complex_numbers
     @property
     def shape(self) -> Any: ...
+    def share_memory_(self): ...  # ember._tensor
     def short(self, memory_format=...): ...  # ember.ops.conversion
     def sigmoid(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sigmoid_(self): ...  # ember.ops.elementwise.unary

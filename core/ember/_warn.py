@@ -29,3 +29,27 @@ def user_stacklevel() -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+# torch.set_warn_always: warnings torch gives once per process (TORCH_WARN_ONCE) every time
+_WARN_ALWAYS = [False]
+
+
+def set_warn_always(b: bool) -> None:
+    """When True, warnings ember gives once per process are given every time (torch's
+    ``set_warn_always``); useful in tests that check for them."""
+    _WARN_ALWAYS[0] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    """Whether once-per-process warnings are given every time (``set_warn_always``)."""
+    return _WARN_ALWAYS[0]
+
+
+def first_time(seen: set, key) -> bool:
+    """Whether a once-per-process warning about ``key`` is due now: the first time ``key`` is
+    seen, or every time under ``set_warn_always(True)``."""
+    if key in seen:
+        return _WARN_ALWAYS[0]
+    seen.add(key)
+    return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ._generator import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from ._generator import device_default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from . import accelerator
 from .accelerator import get_device_module
 from .utils.data import get_worker_info
@@ -42,3 +42,9 @@ def thread_safe_generator():
     generator) anywhere else."""
     info = get_worker_info()
     return getattr(info, "generator", None) if info is not None else None
+
+
+def __getattr__(name):
+    if name == "default_generator":  # torch.random.default_generator is torch.default_generator
+        return device_default_generator("cpu")
+    raise AttributeError(f"module 'ember.random' has no attribute '{name}'")

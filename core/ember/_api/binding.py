@@ -37,7 +37,7 @@ from ..ops._util import write_out
 from .shared_names import SHARED
 
 from .. import _fastpath
-from .._warn import user_stacklevel
+from .._warn import first_time, user_stacklevel
 
 SNAPSHOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_signatures.json")
 
@@ -229,9 +229,8 @@ class Binding:
         return None
 
     def _warn_deprecated(self, sig, entry):
-        if self.name in _WARNED:
+        if not first_time(_WARNED, self.name):
             return
-        _WARNED.add(self.name)
         from . import parser_errors  # start-up: ~3 ms, read only when a call is refused
         instead = "\n".join(f"\t{self.name}{o}" for o in parser_errors.options(entry))
         warnings.warn(f"This overload of {self.name} is deprecated:\n\t{self.name}"

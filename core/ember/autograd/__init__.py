@@ -20,12 +20,14 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inferen
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import Node
 from .variable import Variable
+from .threading_mode import is_multithreading_enabled, set_multithreading_enabled
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck",
-           "GradcheckError", "Node", "graph", "forward_ad", "functional", "Variable"]
+           "GradcheckError", "Node", "graph", "forward_ad", "functional", "Variable",
+           "is_multithreading_enabled", "set_multithreading_enabled"]
 
 def _make_handler(op, bit):
     # ops with a formula record through record.py; custom ops (ember.library's

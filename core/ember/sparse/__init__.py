@@ -14,7 +14,12 @@ from . import dispatch as _dispatch  # noqa: F401 - registers the SPARSE key's h
 from ._coo import (coalesce, is_sparse, make, parts, sparse_coo_tensor, sparse_mask, spmm,
                    to_dense, to_sparse)
 
-__all__ = ["mm", "addmm", "sum", "sparse_coo_tensor", "is_sparse"]
+from ._construct import spdiags
+from ._invariants import check_sparse_tensor_invariants
+from ._softmax import log_softmax, softmax
+
+__all__ = ["mm", "addmm", "sum", "sparse_coo_tensor", "is_sparse", "softmax", "log_softmax",
+           "spdiags", "check_sparse_tensor_invariants"]
 
 
 def mm(mat1, mat2, reduce="sum"):

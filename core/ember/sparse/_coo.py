@@ -22,6 +22,7 @@ from ..runtime.registry import registry
 from ..ops.factories import tensor as to_tensor, zeros
 from ..ops.shape import stack
 from ..ops.sorting import unique
+from ._invariants import check_sparse_tensor_invariants
 
 SPARSE = K.SPARSE
 
@@ -113,6 +114,9 @@ def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, devic
                            f"{list(size)} for values of shape {list(values.shape)}")
     if check_invariants or (check_invariants is None and size is not None and nnz):
         _check_bounds(indices, size[:sparse_dim])
+    if is_coalesced and nnz > 1 and (check_invariants or (
+            check_invariants is None and check_sparse_tensor_invariants.is_enabled())):
+        _check_coalesced(indices, size[:sparse_dim])
     if requires_grad:
         values = values.detach().requires_grad_(True)
     return make(indices, values, size, bool(is_coalesced) if is_coalesced is not None
@@ -130,6 +134,16 @@ def _check_bounds(indices, sparse_shape):
         if b >= n:
             raise RuntimeError(f"sparse_coo_tensor: size is inconsistent with indices: for dim "
                                f"{d}, size is {n} but found index {b}")
+
+
+def _check_coalesced(indices, sparse_shape):
+    """torch's invariant for ``is_coalesced=True``: index columns strictly increasing."""
+    if not registry.get(indices.device.type).has_data:
+        return
+    lin = _linear(indices, sparse_shape)
+    if not bool((lin[1:] > lin[:-1]).all()):
+        raise RuntimeError("cannot set is_coalesced to true if indices correspond to "
+                           "uncoalesced COO tensor")
 
 
 # -- structure ----------------------------------------------------------------------------------

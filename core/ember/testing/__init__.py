@@ -1,9 +1,14 @@
-"""``ember.testing.assert_close``: PyTorch's comparison with its default tolerances."""
+"""``ember.testing``: ``assert_close`` (PyTorch's comparison with its default tolerances), its
+deprecated form ``assert_allclose``, and ``make_tensor``."""
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
 from .._tensor import Tensor
+from ..ops.factories import tensor
+from ._creation import make_tensor  # noqa: F401
 
 # (rtol, atol) per dtype name, from torch.testing.assert_close's documentation
 DEFAULT_TOLERANCES = {
@@ -75,5 +80,31 @@ def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=True, chec
     if rtol is None:
         rtol, atol = tolerance(e.dtype.name)
     ok, _worst, detail = compare(a, e, rtol, atol)
+    if ok and not equal_nan and a.dtype.kind in "fc" and np.isnan(a).any():
+        ok, detail = False, "NaN in both at the same positions, but equal_nan=False"
     if not ok:
         raise AssertionError(msg or f"Tensor-likes are not close! {detail}")
+
+
+# torch.testing.assert_allclose's own defaults (looser than assert_close's)
+_ALLCLOSE_TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5), "float64": (1e-5, 1e-8)}
+
+
+def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=""):
+    """Deprecated (torch 1.12) form of ``assert_close``: values need not be tensors, dtypes
+    may differ, and the default tolerances are the looser of the two dtypes' in its own
+    table."""
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be "
+                  "removed in a future release. Please use `torch.testing.assert_close()` "
+                  "instead. You can find detailed upgrade instructions in "
+                  "https://github.com/pytorch/pytorch/issues/61844.", FutureWarning,
+                  stacklevel=2)
+    if not isinstance(actual, Tensor):
+        actual = tensor(actual)
+    if not isinstance(expected, Tensor):
+        expected = tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        pairs = [_ALLCLOSE_TOLERANCES.get(t.dtype.name, (0.0, 0.0)) for t in (actual, expected)]
+        rtol, atol = max(p[0] for p in pairs), max(p[1] for p in pairs)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_dtype=False,
+                 check_device=True, msg=msg or None)

@@ -13,16 +13,153 @@ activations between forward and backward.
 """
 from __future__ import annotations
 
+import contextlib
+import warnings
+
+from .. import accelerator
 from .._tensor import Tensor
 from ..autograd import engine
 from ..dispatch.grad_mode import enable_grad
 from ..autograd.graph import AccumulateGrad, Node, alias, attach
 from ..autograd.record import gradient_edge
 from ..dispatch import keys as K
-from .._generator import default_generator
+from .._generator import device_default_generator
 from ..nn.modules.container import Sequential
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "DefaultDeviceType",
+           "check_backward_validity", "detach_variable", "get_device_states", "noop_context_fn",
+           "set_checkpoint_debug_enabled", "set_checkpoint_early_stop", "set_device_states"]
+
+
+class CheckpointError(RuntimeError):
+    """The recomputation in backward did not reproduce the forward (different outputs'
+    shapes or dtypes)."""
+
+
+# set_checkpoint_debug_enabled: overrides checkpoint(debug=...) when not None
+_debug_override = [None]
+# set_checkpoint_early_stop: torch stops its recomputation once the needed tensors exist;
+# ember's recomputation always runs the segment to its end (it needs its outputs), so the
+# setting changes neither results nor memory here
+_early_stop = [True]
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool):
+    """torch's switch for stopping the recomputation once every needed tensor is recomputed.
+    Accepted for torch's programs; ember always recomputes the whole segment."""
+    prev, _early_stop[0] = _early_stop[0], bool(enable)
+    try:
+        yield
+    finally:
+        _early_stop[0] = prev
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled):
+    """Within the block, ``checkpoint``'s ``debug`` is ``enabled`` whatever its caller passes
+    (None: the caller's value)."""
+    prev, _debug_override[0] = _debug_override[0], enabled
+    try:
+        yield
+    finally:
+        _debug_override[0] = prev
+
+
+def noop_context_fn():
+    """The default ``context_fn`` of ``checkpoint``: no context around the forward or the
+    recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+def detach_variable(inputs):
+    """The tuple ``inputs`` with each tensor detached, keeping its ``requires_grad``."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: "
+                           f"{type(inputs).__name__}")
+    out = []
+    for inp in inputs:
+        if not isinstance(inp, Tensor):
+            out.append(inp)
+            continue
+        x = inp.detach()
+        x.requires_grad = inp.requires_grad
+        out.append(x)
+    return tuple(out)
+
+
+def check_backward_validity(inputs) -> None:
+    """Warn when no tensor among ``inputs`` requires grad (their gradients will be None)."""
+    if not any(inp.requires_grad for inp in inputs if isinstance(inp, Tensor)):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      stacklevel=2)
+
+
+class DefaultDeviceType:
+    """The device type whose RNG states ``get_device_states``/``set_device_states`` handle when
+    no argument says: the current accelerator's (the CPU without one) unless set."""
+
+    _default_device_type = None
+
+    @staticmethod
+    def set_device_type(device: str = "cuda") -> None:
+        DefaultDeviceType._default_device_type = device
+
+    @staticmethod
+    def get_device_type() -> str:
+        if not DefaultDeviceType._default_device_type:
+            acc = accelerator.current_accelerator(True)
+            DefaultDeviceType._default_device_type = acc.type if acc is not None else "cpu"
+        return DefaultDeviceType._default_device_type
+
+
+def _tensors_in(args):
+    for a in args:
+        if isinstance(a, Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            yield from _tensors_in(a)
+        elif isinstance(a, dict):
+            yield from _tensors_in(list(a.values()))
+
+
+def _infer_device_type(*args):
+    types = [t.device.type for t in _tensors_in(args) if t.device.type != "cpu"]
+    if len(set(types)) > 1:
+        warnings.warn(f"Tensor arguments, excluding CPU tensors, are detected on at least two "
+                      f"types of devices. Device state will only be saved for devices of a "
+                      f"single device type, and the remaining devices will be ignored. "
+                      f"Consequently, if any checkpointed functions involve randomness, this "
+                      f"may result in incorrect gradients.\nDevice types: {sorted(set(types))} "
+                      f"first device type: {types[0]}", stacklevel=3)
+    if not types:
+        return DefaultDeviceType.get_device_type()
+    return "cuda" if "cuda" in types else types[0]
+
+
+def get_device_states(*args):
+    """(device indices, RNG states) of the non-CPU devices the tensors in ``args`` live on
+    (one device type: see ``_infer_device_type``), for ``set_device_states``."""
+    ids = [t.get_device() for t in _tensors_in(args) if t.device.type not in ("cpu", "meta")]
+    module = accelerator.get_device_module(_infer_device_type(*args))
+    states = []
+    for index in ids:
+        with module.device(index):
+            states.append(module.get_rng_state())
+    return ids, states
+
+
+def set_device_states(devices, states, *, device_type=None) -> None:
+    """Restore the RNG ``states`` of device indices ``devices`` of ``device_type`` (default:
+    ``DefaultDeviceType.get_device_type()``)."""
+    if device_type is None:
+        device_type = DefaultDeviceType.get_device_type()
+    if device_type == "meta":
+        return
+    module = accelerator.get_device_module(device_type)
+    for index, state in zip(devices, states):
+        with module.device(index):
+            module.set_rng_state(state)
 
 
 def _flatten(out):
@@ -45,7 +182,7 @@ def _rng_states(args):
     for a in args:
         if isinstance(a, Tensor) and a.device.type != "cpu":
             devices[str(a.device)] = a.device
-    gens = [default_generator(d) for d in devices.values()]
+    gens = [device_default_generator(d) for d in devices.values()]
     return [(g, g.get_state()) for g in gens]
 
 
@@ -81,6 +218,8 @@ class CheckpointBackward(Node):
         self.arg_edges = arg_edges      # boundary edge key -> index of the arg it came from
         self.metas = metas
         self.num_outputs = num_outputs
+        self.recompute_context = contextlib.nullcontext()  # context_fn's second context
+        self.debug = False
         self.versions = [a._storage.version if isinstance(a, Tensor) else None for a in args]
 
     def apply(self, grads):
@@ -124,21 +263,24 @@ class CheckpointBackward(Node):
         try:
             for g, state in self.rng or ():
                 g.set_state(state)
-            with enable_grad():
+            with enable_grad(), self.recompute_context:
                 out = self.fn(*detached, **self.kwargs)
         finally:
             for g, state in saved:
                 g.set_state(state)
         outs, _ = _flatten(out)
         if [(o._shape, o.dtype) for o in outs] != self.metas:
-            raise RuntimeError(f"torch.utils.checkpoint: Recomputed values have different "
-                               f"metadata than during the original forward pass: "
-                               f"{[(list(o.shape), o.dtype) for o in outs]} now, "
-                               f"{[(list(s), d) for s, d in self.metas]} before")
+            where = (f" (recomputing {getattr(self.fn, '__qualname__', self.fn)!s} on inputs "
+                     f"{[tuple(a.shape) for a in detached if isinstance(a, Tensor)]})"
+                     if self.debug else "")
+            raise CheckpointError(f"torch.utils.checkpoint: Recomputed values have different "
+                                  f"metadata than during the original forward pass: "
+                                  f"{[(list(o.shape), o.dtype) for o in outs]} now, "
+                                  f"{[(list(s), d) for s, d in self.metas]} before{where}")
         return outs
 
     def release(self):
-        self.fn = self.args = self.kwargs = self.rng = None
+        self.fn = self.args = self.kwargs = self.rng = self.recompute_context = None
 
 
 def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default",
@@ -148,8 +290,11 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     forward's random numbers (dropout) in the recomputation."""
     if use_reentrant and kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
-    if context_fn is not None:
-        raise ValueError("checkpoint(context_fn=...) is not supported by ember")
+    if use_reentrant and (context_fn not in (None, noop_context_fn) or debug):
+        raise ValueError("Passing `context_fn` or `debug` is only supported when "
+                         "use_reentrant=False.")
+    if _debug_override[0] is not None:
+        debug = _debug_override[0]
     if not callable(function):
         raise TypeError(f"checkpoint(): function must be callable, got "
                         f"{type(function).__name__}")
@@ -157,7 +302,8 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
         return function(*args, **kwargs)
     rng = _rng_states(args) if preserve_rng_state else None
     start = Node().seq
-    with enable_grad():
+    forward_context, recompute_context = (context_fn or noop_context_fn)()
+    with enable_grad(), forward_context:
         out = function(*args, **kwargs)
     outs, rebuild = _flatten(out)
     edges = _boundary(outs, start)
@@ -171,6 +317,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
                 arg_edges.setdefault((id(e[0]), e[1]), i)
     node = CheckpointBackward(edges, function, args, kwargs, rng, arg_edges,
                               [(o._shape, o.dtype) for o in outs], len(outs))
+    node.recompute_context, node.debug = recompute_context, debug
     new = []
     for k, o in enumerate(outs):
         a = alias(o)

@@ -401,6 +401,10 @@ class Module:
         fn(self)
         return self
 
+    def share_memory(self):
+        """Move every parameter and buffer to shared memory (``Tensor.share_memory_``)."""
+        return self._apply(lambda t: t.share_memory_())
+
     # -- device and dtype -----------------------------------------------------------------------
     def _apply(self, fn, recurse=True):
         if recurse:
