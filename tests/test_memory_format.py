@@ -65,3 +65,27 @@ def test_memory_format_everywhere_torch_takes_it():
     assert ember.empty(2).resize_(2, 3, 4, 5, memory_format=cl).stride() == nhwc
     assert x.to(memory_format=ember.contiguous_format) is x
     assert xc.to(memory_format=ember.preserve_format) is xc
+
+
+@pytest.mark.parametrize("shape,fmt", [((2, 3, 4, 5), "channels_last"),
+                                       ((2, 3, 4, 5, 6), "channels_last_3d"),
+                                       ((1, 3, 1, 5), "channels_last"),
+                                       ((0, 3, 4, 5), "channels_last")])
+def test_is_contiguous_asks_about_the_memory_format_given(shape, fmt):
+    torch = pytest.importorskip("torch")
+    for convert in (None, "contiguous_format", fmt):
+        got, want = [], []
+        for lib, out in ((ember, got), (torch, want)):
+            x = lib.randn(*shape)
+            if convert is not None:
+                x = x.contiguous(memory_format=getattr(lib, convert))
+            for ask in ("contiguous_format", "preserve_format", fmt):
+                out.append(x.is_contiguous(memory_format=getattr(lib, ask)))
+            out.append(lib.randn(3, 4).is_contiguous(memory_format=getattr(lib, fmt)))
+        assert got == want, (convert, got, want)
+
+
+def test_kinds_ember_has_no_tensors_of_read_false_like_torch():
+    torch = pytest.importorskip("torch")
+    for name in ("is_quantized", "is_nested", "is_sparse_csr"):
+        assert getattr(ember.randn(2), name) is getattr(torch.randn(2), name) is False

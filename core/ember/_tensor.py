@@ -11,7 +11,7 @@ import threading as _threading
 
 import numpy as np
 
-from . import _dtype, _fastpath, _shared_memory
+from . import _dtype, _fastpath, _memory_format, _shared_memory
 from .dispatch import keys as _keys
 from .runtime import tensors as _runtime_tensors
 from .runtime.registry import registry as _registry
@@ -45,6 +45,11 @@ def _capturing():
     return any(getattr(h, "__self__", None) is None or h.__self__.thread == me
                for h in _capture_hooks)
 
+
+
+# the dims of a channels-last layout from innermost to outermost, per memory format
+_CHANNELS_LAST_ORDER = {_memory_format.channels_last: (1, 3, 2, 0),
+                        _memory_format.channels_last_3d: (1, 4, 3, 2, 0)}
 
 class Tensor:
     # _view_base: the tensor a view was made from; set only on views (unset slots cost nothing
@@ -141,6 +146,18 @@ class Tensor:
         self._storage.version += 1
 
     def is_contiguous(self, memory_format=None) -> bool:
+        order = _CHANNELS_LAST_ORDER.get(memory_format)
+        if order is not None:   # channels innermost: PyTorch's is_channels_last_contiguous
+            if len(self._shape) != len(order):
+                return False
+            expected = 1
+            for d in order:
+                size = self._shape[d]
+                if size != 1:
+                    if self._stride[d] != expected:
+                        return False
+                    expected *= size
+            return True
         if 0 in self._shape:
             return True  # PyTorch: a tensor without elements is contiguous whatever its strides
         expected = 1
@@ -166,6 +183,9 @@ class Tensor:
     @property
     def is_meta(self) -> bool:
         return self.device.type == "meta"
+
+    # layouts and kinds ember has no tensors of (quantized, nested, compressed sparse)
+    is_quantized = is_nested = is_sparse_csr = property(lambda self: False)
 
     def get_device(self) -> int:
         return -1 if self.device.type == "cpu" else self.device.index

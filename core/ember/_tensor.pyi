@@ -387,13 +387,19 @@ class Tensor:
     @property
     def is_mtia(self) -> Any: ...
     def is_neg(self): ...  # ember.ops.elementwise.unary
+    @property
+    def is_nested(self) -> Any: ...
     def is_nonzero(self): ...  # ember.ops.view_copies
     def is_pinned(self, device=...): ...  # ember._tensor
+    @property
+    def is_quantized(self) -> Any: ...
     def is_same_size(self, other): ...  # ember.ops.view_copies
     def is_shared(self): ...  # ember._tensor
     def is_signed(self): ...  # ember._tensor
     @property
     def is_sparse(self) -> Any: ...
+    @property
+    def is_sparse_csr(self) -> Any: ...
     @property
     def is_vulkan(self) -> Any: ...
     @property
