@@ -369,6 +369,8 @@ def _int_pow_check(a, b, d):
 def _make_binary(name, family, op, op_):
     # same-dtype real tensors of one shape compute in their own dtype for these families
     same_dtype_fast = family in ("arith", "cmp", "logical")
+    # an integer tensor with a Python int keeps its dtype too; pow checks negative exponents
+    int_scalar_fast = name != "pow"
 
     def fn(input, other, *, out=None):
         if same_dtype_fast and out is None and input.__class__ is Tensor:
@@ -376,7 +378,8 @@ def _make_binary(name, family, op, op_):
             if (other.__class__ is Tensor and other.dtype is d and other._shape == input._shape
                     and (d.category == INTEGRAL or d.category == FLOATING)) or \
                     (other.__class__ is float and d.category == FLOATING) or \
-                    (other.__class__ is int and d.category == FLOATING):
+                    (other.__class__ is int and (d.category == FLOATING or
+                                                 int_scalar_fast and d.category == INTEGRAL)):
                 return op(input, other, d)
         input, other = check_operands(input, other, name)
         d = _binary_compute(name, family, input, other)
