@@ -10,7 +10,10 @@ PyTorch's device-side asserts), so no op waits for the device. Either way the ke
 """
 from __future__ import annotations
 
+import numpy as np
+
 _BOUNDS = "index {value} is out of bounds for dimension {dim} with size {size}"
+_FEW = 16   # host indices up to this many are read as Python ints (two numpy reductions cost more)
 
 
 def bounds(be, op, idx, size, dim, exc=IndexError, prefix="", negative=False):
@@ -19,7 +22,16 @@ def bounds(be, op, idx, size, dim, exc=IndexError, prefix="", negative=False):
     if idx.size == 0:
         return
     xp = be.xp
-    hi, lo = idx.max(), idx.min()
+    if xp is np:   # host values, read now: in range is the common case and costs nothing more
+        if idx.size <= _FEW:
+            values = idx.ravel().tolist()
+            hi, lo = max(values), min(values)
+        else:
+            hi, lo = idx.max(), idx.min()
+        if (-size if negative else 0) <= lo and hi < size:
+            return
+    else:
+        hi, lo = idx.max(), idx.min()
     over = hi >= size
     bad = over | (lo < (-size if negative else 0))
     be.device_assert(op, bad, xp.where(over, hi, lo), exc,
