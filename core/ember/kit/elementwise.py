@@ -85,8 +85,7 @@ def _sigmoid(be, x):
 
 
 def _rsqrt(be, x):
-    with be.xp.errstate(divide="ignore"):
-        return 1.0 / be.xp.sqrt(x)
+    return be.ieee(be.xp.divide, 1.0, be.xp.sqrt(x))
 
 
 def _lgamma(be, x):
@@ -97,8 +96,7 @@ def _lgamma(be, x):
 
 
 def _reciprocal(be, x):
-    with be.xp.errstate(divide="ignore"):
-        return 1.0 / x
+    return be.ieee(be.xp.divide, 1.0, x)
 
 
 def _frac(be, x):

@@ -32,21 +32,22 @@ def _count(shape, dims):
 
 # -- sum-like -------------------------------------------------------------------------------------
 def sum_like(be, f, x, dim, keepdim, dtype):
-    """``f`` = xp.sum / xp.prod / xp.nansum, accumulated in float32 for half precision."""
+    """``f`` = xp.sum / xp.prod / xp.nansum, accumulated in float32 for half precision.
+    (``be.ieee`` runs it without IEEE warnings: cheaper than ``xp.errstate``'s context.)"""
     xp = be.xp
     dt = dtype.np
-    with xp.errstate(all="ignore"):
-        r = f(be.native(x), axis=dim, keepdims=keepdim, dtype=_acc(xp, dt))
+    r = be.ieee(f, be.native(x), dim, _acc(xp, dt), None, keepdim)
     return _result(be, r, dt, x.device)
 
 
-def mean(be, x, dim, keepdim, dtype):
+def _mean(a, dim, keepdim, work):
     # sum / n rather than xp.mean: an empty reduction gives nan without a warning
-    xp = be.xp
+    return a.sum(axis=dim, keepdims=keepdim, dtype=work) / _count(a.shape, dim)
+
+
+def mean(be, x, dim, keepdim, dtype):
     dt = dtype.np
-    a = be.native(x)
-    with xp.errstate(all="ignore"):
-        r = a.sum(axis=dim, keepdims=keepdim, dtype=_acc(xp, dt)) / _count(a.shape, dim)
+    r = be.ieee(_mean, be.native(x), dim, keepdim, _acc(be.xp, dt))
     return _result(be, r, dt, x.device)
 
 
