@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 
+import warnings
+
 from ... import _dtype
+from ..._warn import user_stacklevel
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
@@ -331,21 +334,58 @@ def permute(input, *dims):
 Tensor.permute = permute
 
 
-_SWAP = (1, 0)
+def _transpose(self, dim0, dim1):
+    shape, stride = list(self._shape), list(self._stride)
+    shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
+    stride[dim0], stride[dim1] = stride[dim1], stride[dim0]
+    return self._view_of(tuple(shape), tuple(stride), self._offset)
+
+
+def _transpose_backward(ctx, g, self, dim0, dim1):
+    return (transpose_op(g, dim0, dim1),)
+
+
+def _t(self):
+    if len(self._shape) < 2:
+        return self._view_of(self._shape, self._stride, self._offset)
+    return self._view_of(self._shape[::-1], self._stride[::-1], self._offset)
+
+
+def _t_backward(ctx, g, self):
+    return (t_op(g),)
+
+
+# PyTorch records t() and transpose() as their own nodes (TBackward0, TransposeBackward0),
+# not as permute; the dims come wrapped, as permute's do
+transpose_op = define("transpose(Tensor self, int dim0, int dim1) -> Tensor", composite=_transpose,
+                      derivative=Derivative(_transpose_backward, view=True, complex_ok=True))
+t_op = define("t(Tensor self) -> Tensor", composite=_t,
+              derivative=Derivative(_t_backward, view=True, complex_ok=True))
+
+
+@transpose_op.def_onnx
+@foldable
+def _transpose_onnx(b, c, x, dim0, dim1, *rest):
+    perm = list(range(len(c.out_shape)))
+    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    return b.op("Transpose", [x], perm=perm)
+
+
+@t_op.def_onnx
+@foldable
+def _t_onnx(b, c, x, *rest):
+    return b.op("Transpose", [x], perm=list(range(len(c.out_shape)))[::-1])
 
 
 def transpose(input, dim0, dim1):
     n = len(input._shape)
     if n == 2 and dim0.__class__ is int and dim1.__class__ is int and \
-            {dim0 % 2, dim1 % 2} == {0, 1} and -2 <= dim0 < 2 and -2 <= dim1 < 2:
-        return permute_op(input, _SWAP)   # a matrix's transpose: the common case
+            -2 <= dim0 < 2 and -2 <= dim1 < 2 and dim0 % 2 != dim1 % 2:
+        return transpose_op(input, 0, 1)   # a matrix's transpose: the common case
     if n == 0:
         _wrap_dim(dim0, 0, "transpose"), _wrap_dim(dim1, 0, "transpose")
-        return permute_op(input, ())
-    a, b = _wrap_dim(dim0, n, "transpose"), _wrap_dim(dim1, n, "transpose")
-    dims = list(range(n))
-    dims[a], dims[b] = dims[b], dims[a]
-    return permute_op(input, tuple(dims))
+        return transpose_op(input, 0, 0)
+    return transpose_op(input, _wrap_dim(dim0, n, "transpose"), _wrap_dim(dim1, n, "transpose"))
 
 
 Tensor.transpose = transpose
@@ -354,12 +394,10 @@ Tensor.swapaxes = Tensor.swapdims = transpose
 
 
 def t(input):
-    if input.ndim > 2:
+    if len(input._shape) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
-    if input.ndim == 2:
-        return permute_op(input, _SWAP)
-    return permute_op(input, tuple(range(input.ndim)))
+    return t_op(input)
 
 
 Tensor.t = t
@@ -367,15 +405,35 @@ Tensor.T = property(lambda self: permute_op(self, tuple(range(self.ndim - 1, -1,
 
 
 def _mT(self):
-    if self.ndim < 2:
+    n = len(self._shape)
+    if n < 2:
         raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
+                           f"{n}-D tensor.")
+    return transpose_op(self, n - 2, n - 1)
+
+
+def _mH(self):
+    if len(self._shape) < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got "
                            f"{self.ndim}-D tensor.")
-    return transpose(self, -2, -1)
+    return adjoint(self)
+
+
+def _H(self):
+    n = len(self._shape)
+    if n == 2:
+        return adjoint(self)
+    if n == 0:
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                      stacklevel=user_stacklevel())
+        return self.conj()
+    raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {n}-D tensor."
+                       + (" For batches of matrices, consider using tensor.mH" if n > 2 else ""))
 
 
 Tensor.mT = property(_mT)
-Tensor.H = property(lambda self: Tensor.T.fget(self).conj())
-Tensor.mH = property(lambda self: _mT(self).conj())
+Tensor.H = property(_H)
+Tensor.mH = property(_mH)
 
 
 def movedim(input, source, destination):
@@ -532,8 +590,21 @@ view_as_complex_op.def_batch_rule(_dtype_view_batch_rule(view_as_complex_op))
 view_as_real_op.def_jvp(_tangents.linear(view_as_real_op))
 view_as_complex_op.def_jvp(_tangents.linear(view_as_complex_op))
 permute_op.def_batch_rule(_batching.permute_rule(permute_op))
+transpose_op.def_batch_rule(_batching.shift_dims(transpose_op, 1, 2))
 expand_op.def_batch_rule(_batching.expand_rule(expand_op))
-for _op in (view_op, permute_op, expand_op):
+
+
+def _t_batch_rule(args, bdims, layer):
+    x = args[0]
+    if bdims[0] is None:
+        return t_op(x), None
+    # an example's matrix is dims 1 and 2 of the physical tensor; t() of a vector is itself
+    return (transpose_op(x, 1, 2) if x.ndim == 3 else permute_op(x, tuple(range(x.ndim)))), 0
+
+
+_t_batch_rule.family = "view"
+t_op.def_batch_rule(_t_batch_rule)
+for _op in (view_op, permute_op, transpose_op, t_op, expand_op):
     _op.def_jvp(_tangents.linear(_op))
 
 
