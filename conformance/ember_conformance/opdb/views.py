@@ -29,6 +29,11 @@ S234 = _samples((2, 3, 4))
 OPS = [
     OpInfo("view", lambda x: x.contiguous().view(4, 3), S34, ALL_REAL, covers=("view",)),
     OpInfo("reshape", lambda x: x.reshape(2, -1), S34, ALL_REAL, covers=("view",)),
+    # a transposed matrix's rows split: an alias with computed strides; flattened: a copy
+    OpInfo("reshape alias", lambda x: x.t().reshape(2, 2, 3), S34, ALL_REAL,
+           covers=("t", "_reshape_alias")),
+    OpInfo("reshape copy", lambda x: x.t().reshape(-1), S34, ALL_REAL,
+           covers=("t", "_unsafe_view")),
     OpInfo("flatten", lambda x: x.flatten(), S234, ALL_REAL, covers=("view",)),
     OpInfo("permute", lambda x: x.permute(2, 0, 1), S234, ALL_REAL, covers=("permute",)),
     OpInfo("transpose", lambda x: x.transpose(0, 1), S34, ALL_REAL, covers=("transpose",)),

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 
+import functools
+import math
 import warnings
 
 from ... import _dtype
@@ -19,6 +21,8 @@ from .strided import as_strided_op
 
 # -- view / reshape -----------------------------------------------------------------------------
 def _infer_size(shape, numel, op):
+    if -1 not in shape and math.prod(shape) == numel and min(shape, default=0) >= 0:
+        return tuple(shape)   # every size given and right: the common case, checked in C
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -38,6 +42,12 @@ def _infer_size(shape, numel, op):
     return tuple(shape)
 
 
+# the view geometry is a pure function of a few small tuples, and a program asks the same
+# questions every step (each matmul and linear reshapes): the answers are remembered
+_remember = functools.lru_cache(maxsize=4096)
+
+
+@_remember
 def _view_strides(old_shape, old_stride, new_shape):
     """PyTorch's computeStride: strides for ``new_shape`` over the same memory, or None."""
     if not old_shape:
@@ -83,8 +93,10 @@ def _view(self, shape):
     return self._view_of(shape, stride, self._offset)
 
 
-def _view_backward(ctx, g, self, size):
-    return (reshape(g, ctx.meta(0)[0]),)
+def _view_backward(ctx, g, self, *rest):
+    shape = ctx.meta(0)[0]
+    # PyTorch's grad.reshape(self.sizes()); a contiguous gradient (the usual one) is a view
+    return (view_op(g, shape) if _contiguous(g._shape, g._stride) else reshape(g, shape),)
 
 
 view_op = define("view(Tensor self, int[] size) -> Tensor", composite=_view,
@@ -94,6 +106,38 @@ view_op = define("view(Tensor self, int[] size) -> Tensor", composite=_view,
 @view_op.def_onnx
 @foldable
 def _view_onnx(b, c, x, size, *rest):
+    return b.op("Reshape", [x, c.shape_tensor(size)])
+
+
+def _unsafe_view(self, size):
+    stride = _view_strides(self._shape, self._stride, size)
+    if stride is None:
+        raise RuntimeError(f"_unsafe_view: shape {list(size)} is not a view of a tensor of "
+                           f"shape {list(self._shape)} and strides {list(self._stride)}")
+    # the result shares the storage but is not recorded as a view: PyTorch uses _unsafe_view
+    # on results no one else holds (a product's output, a fresh copy), so in-place ops on it
+    # need no view bookkeeping
+    return Tensor._make(self._storage, tuple(size), stride, self._offset, self.dtype,
+                        self.device)
+
+
+def _reshape_alias(self, size, stride):
+    return self._view_of(tuple(size), tuple(stride), self._offset)
+
+
+unsafe_view_op = define("_unsafe_view(Tensor self, int[] size) -> Tensor", composite=_unsafe_view,
+                        derivative=Derivative(_view_backward, complex_ok=True,
+                                              name="UnsafeViewBackward0"))
+reshape_alias_op = define("_reshape_alias(Tensor self, int[] size, int[] stride) -> Tensor",
+                          composite=_reshape_alias,
+                          derivative=Derivative(_view_backward, view=True, complex_ok=True,
+                                                name="ReshapeAliasBackward0"))
+
+
+@unsafe_view_op.def_onnx
+@reshape_alias_op.def_onnx
+@foldable
+def _reshape_onnx(b, c, x, size, *rest):
     return b.op("Reshape", [x, c.shape_tensor(size)])
 
 
@@ -243,10 +287,28 @@ def view_as(self, other):
 
 
 def reshape(input, *shape):
+    # PyTorch's reshape: a view of a contiguous tensor, an alias with the computed strides of
+    # any other tensor that allows one, else a contiguous copy viewed as the shape
     shape = _infer_size(_sizes(shape), input.numel(), "reshape")
-    if _view_strides(input._shape, input._stride, shape) is not None:
+    stride = _view_strides(input._shape, input._stride, shape)
+    if stride is None:
+        return unsafe_view_op(input.contiguous(), shape)
+    if _contiguous(input._shape, input._stride):
         return view_op(input, shape)
-    return view_op(input.contiguous(), shape)
+    return reshape_alias_op(input, shape, stride)
+
+
+@_remember
+def _contiguous(shape, stride):
+    """Tensor.is_contiguous of a geometry."""
+    if 0 in shape:
+        return True
+    expected = 1
+    for size, step in zip(reversed(shape), reversed(stride)):
+        if size != 1 and step != expected:
+            return False
+        expected *= size
+    return True
 _primitives.provide(reshape=reshape)
 
 
@@ -335,6 +397,8 @@ Tensor.permute = permute
 
 
 def _transpose(self, dim0, dim1):
+    if dim0 == dim1:   # a 0-d tensor's transpose(0, -1) among them
+        return self._view_of(self._shape, self._stride, self._offset)
     shape, stride = list(self._shape), list(self._stride)
     shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
     stride[dim0], stride[dim1] = stride[dim1], stride[dim0]
@@ -465,7 +529,13 @@ Tensor.moveaxis = movedim
 
 # -- expand / squeeze ---------------------------------------------------------------------------
 def _expand(self, size):
-    n_new, n_old = len(size), self.ndim
+    shape, stride = _expanded_geometry(self._shape, self._stride, tuple(size))
+    return self._view_of(shape, stride, self._offset)
+
+
+@_remember
+def _expanded_geometry(old_shape, old_stride, size):
+    n_new, n_old = len(size), len(old_shape)
     if n_new < n_old:
         raise RuntimeError(f"expand: the number of sizes provided ({n_new}) must be greater or "
                            f"equal to the number of dimensions in the tensor ({n_old})")
@@ -479,20 +549,20 @@ def _expand(self, size):
             shape.append(s)
             stride.append(0)
             continue
-        old = self._shape[j]
+        old = old_shape[j]
         if s == -1:
             s = old
         if old == s:
             shape.append(s)
-            stride.append(self._stride[j])
+            stride.append(old_stride[j])
         elif old == 1:
             shape.append(s)
             stride.append(0)
         else:
             raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
                                f"size ({old}) at non-singleton dimension {i}.  Target sizes: "
-                               f"{list(size)}.  Tensor sizes: {list(self._shape)}")
-    return self._view_of(tuple(shape), tuple(stride), self._offset)
+                               f"{list(size)}.  Tensor sizes: {list(old_shape)}")
+    return tuple(shape), tuple(stride)
 
 
 def _expand_backward(ctx, g, self, size):
@@ -575,6 +645,17 @@ Tensor.unsqueeze = unsqueeze
 
 # -- ember.func: the batch stays in front of each view; views are linear (the tangent's view) ---
 view_op.def_batch_rule(_batching.view_rule(view_op))
+unsafe_view_op.def_batch_rule(_batching.view_rule(unsafe_view_op))
+_view_batch_rule = _batching.view_rule(view_op)
+
+
+def _reshape_alias_batch_rule(args, bdims, layer):
+    # the strides are one example's: the batched tensor is reshaped as a view would be
+    return _view_batch_rule(args[:2], bdims[:2], layer)
+
+
+_reshape_alias_batch_rule.family = "view"
+reshape_alias_op.def_batch_rule(_reshape_alias_batch_rule)
 
 
 def _dtype_view_batch_rule(op):
@@ -604,7 +685,8 @@ def _t_batch_rule(args, bdims, layer):
 
 _t_batch_rule.family = "view"
 t_op.def_batch_rule(_t_batch_rule)
-for _op in (view_op, permute_op, transpose_op, t_op, expand_op):
+for _op in (view_op, unsafe_view_op, reshape_alias_op, permute_op, transpose_op, t_op,
+            expand_op):
     _op.def_jvp(_tangents.linear(_op))
 
 
