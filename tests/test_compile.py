@@ -91,6 +91,16 @@ def test_guards_recompile_on_shape_dtype_and_grad_mode_with_a_limit():
             _close(opt(ember.ones(n, 2)), ember.full((n,), 2.0))
 
 
+def test_a_graph_with_nothing_to_fuse_still_generalizes_to_new_sizes():
+    # lowering its layer norm must not rewrite the captured graph that generalization compares
+    norm = ember.nn.LayerNorm(8)
+    opt = ember.compile(lambda x: norm(x), dynamic=None)
+    for n in (2, 3, 4, 5, 6):
+        x = ember.randn(n, 8)
+        _close(opt(x), norm(x))
+    assert opt.recompiles == 1
+
+
 def test_torch_compile_surface():
     def foo(x):
         return ember.sin(x) + ember.cos(x)

@@ -166,7 +166,11 @@ def _einsum_list(a, b):
 
 MATMUL_T = dict(tolerances=LOOSE32)
 OPS = [
-    OpInfo("matmul", _fn("matmul"), samples(MATMUL), NUMERIC, covers=("matmul",), **MATMUL_T),
+    # with gradients, matmul takes torch's decomposition: the vector @ matrix squeeze, folded
+    # products viewed back (_unsafe_view), batch operands expanded and reshaped
+    OpInfo("matmul", _fn("matmul"), samples(MATMUL), NUMERIC,
+           covers=("matmul", "_squeeze_row", "_unsafe_view", "_reshape_alias", "expand"),
+           **MATMUL_T),
     OpInfo("matmul operator", lambda a, b: a @ b, samples(MATMUL[:4]), NUMERIC,
            covers=("matmul",), **MATMUL_T),
     OpInfo("mm", _fn("mm"), samples(MM), NUMERIC, covers=("matmul",), **MATMUL_T),

@@ -58,7 +58,11 @@ def _batch_norm(x, w, b, running_stats=False):
 OPS = [
     _entry("linear", lambda x, w, b: _f().linear(x, w, b),
            ("x[4,5] w[3,5] b[3]", [((4, 5), "x"), ((3, 5), "x"), ((3,), "x")], {}),
-           ("x[2,4,5] w^T b", [((2, 4, 5), "x"), ((3, 5), "l"), ((3,), "x")], {})),
+           ("x[2,4,5] w^T b", [((2, 4, 5), "x"), ((3, 5), "l"), ((3,), "x")], {}),
+           # torch's other paths: a vector folded to one row; a transposed input through
+           # matmul with the bias added after
+           ("x[5] w b", [((5,), "x"), ((3, 5), "x"), ((3,), "x")], {}),
+           ("x[2,4,5]^T w b", [((2, 4, 5), "l"), ((3, 5), "x"), ((3,), "x")], {})),
     _entry("conv1d", lambda x, w, b, **kw: _f().conv1d(x, w, b, **kw),
            ("stride 2 pad 1", [((2, 3, 9), "x"), ((4, 3, 3), "x"), ((4,), "x")],
             dict(stride=2, padding=1)),

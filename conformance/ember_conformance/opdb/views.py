@@ -29,9 +29,18 @@ S234 = _samples((2, 3, 4))
 OPS = [
     OpInfo("view", lambda x: x.contiguous().view(4, 3), S34, ALL_REAL, covers=("view",)),
     OpInfo("reshape", lambda x: x.reshape(2, -1), S34, ALL_REAL, covers=("view",)),
+    # a transposed matrix's rows split: an alias with computed strides; flattened: a copy
+    OpInfo("reshape alias", lambda x: x.t().reshape(2, 2, 3), S34, ALL_REAL,
+           covers=("t", "_reshape_alias")),
+    OpInfo("reshape copy", lambda x: x.t().reshape(-1), S34, ALL_REAL,
+           covers=("t", "_unsafe_view")),
     OpInfo("flatten", lambda x: x.flatten(), S234, ALL_REAL, covers=("view",)),
     OpInfo("permute", lambda x: x.permute(2, 0, 1), S234, ALL_REAL, covers=("permute",)),
-    OpInfo("transpose", lambda x: x.transpose(0, 1), S34, ALL_REAL, covers=("permute",)),
+    OpInfo("transpose", lambda x: x.transpose(0, 1), S34, ALL_REAL, covers=("transpose",)),
+    OpInfo("transpose 3d", lambda x: x.transpose(-1, 0), S234, ALL_REAL, covers=("transpose",)),
+    OpInfo("mT", lambda x: x.mT, S234, ALL_REAL, covers=("transpose",)),
+    OpInfo("t", lambda x: x.t(), S34, ALL_REAL, covers=("t",)),
+    OpInfo("t 1d", lambda x: x[0].t(), S34, ALL_REAL, covers=("t", "select")),
     OpInfo("expand", lambda x: x[..., :1].expand(3, 5) if hasattr(ember.Tensor, "__getitem__")
            else x.narrow(1, 0, 1).expand(3, 5), S34, ALL_REAL, covers=("expand", "slice")),
     OpInfo("unsqueeze/squeeze", lambda x: x.unsqueeze(1).squeeze(1).unsqueeze(-1), S34,
@@ -51,8 +60,10 @@ OPS = [
     OpInfo("diagonal 3d", lambda x: x.diagonal(0, 1, 2), S234, ALL_REAL, covers=("diagonal",)),
     OpInfo("write through narrow", _write_through(lambda b: b.narrow(1, 1, 2)), S34,
            ("float32", "int64"), covers=("slice",), differentiable=False),
-    OpInfo("write through transpose", _write_through(lambda b: b.t()), S34,
-           ("float32", "int64"), covers=("permute",), differentiable=False),
+    OpInfo("write through t", _write_through(lambda b: b.t()), S34,
+           ("float32", "int64"), covers=("t",), differentiable=False),
+    OpInfo("write through transpose", _write_through(lambda b: b.transpose(0, 2)), S234,
+           ("float32", "int64"), covers=("transpose",), differentiable=False),
     OpInfo("write through diagonal", _write_through(lambda b: b.diagonal()), S34,
            ("float32", "int64"), covers=("diagonal",), differentiable=False),
 ]

@@ -13,6 +13,8 @@ The CPU backend compiles C with the system C compiler (``ember_cpu/fusion.py``);
 backend builds an OpenCL C kernel (``ember_opencl/fusion.py``)."""
 from __future__ import annotations
 
+import copy
+
 from dataclasses import dataclass
 
 from .. import _dtype
@@ -377,9 +379,12 @@ class LoweredOp:
 
 
 def lower_ops(graph, lower_norm):
-    """Replaces, in place, the ops of ``LOWERED_OPS`` in ``graph`` (a lowered copy) by
-    ``LoweredOp`` nodes where ``lower_norm(device, name, dtype)`` gives a runner."""
-    for node in graph.nodes:
+    """``graph`` with the ops of ``LOWERED_OPS`` replaced by ``LoweredOp`` nodes where
+    ``lower_norm(device, name, dtype)`` gives a runner: a copy when any is, so the captured
+    graph (which ``fuse`` returns as it is when nothing fuses) keeps its ops for dynamic-shape
+    generalization to compare."""
+    nodes = list(graph.nodes)
+    for i, node in enumerate(nodes):
         if node.op not in LOWERED_OPS or node.kwargs:
             continue
         name = node.op.name
@@ -389,8 +394,12 @@ def lower_ops(graph, lower_norm):
             continue
         runner = lower_norm(first[2], name, first[1])
         if runner is not None:
-            node.op = LoweredOp(node.op, runner)
-    return graph
+            nodes[i] = node.moved(op=LoweredOp(node.op, runner))
+    if all(a is b for a, b in zip(nodes, graph.nodes)):
+        return graph
+    lowered = copy.copy(graph)
+    lowered.nodes = nodes
+    return lowered
 
 
 # -- foreach chains (optimizer updates) ----------------------------------------------------------

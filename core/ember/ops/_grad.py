@@ -19,7 +19,7 @@ def sum_to(g: Tensor, shape: tuple) -> Tensor:
     lead = len(gs) - len(shape)
     if lead < 0:
         raise RuntimeError(f"sum_to_size: size {list(shape)} is not expandable to size {list(gs)}")
-    dims = list(range(lead))
+    dims = [d for d in range(lead) if gs[d] != 1]   # a size-1 dim sums to itself: a view
     for i, s in enumerate(shape):
         n = gs[lead + i]
         if s == 1 and n != 1:

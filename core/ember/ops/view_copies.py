@@ -143,7 +143,7 @@ def narrow_copy(input, dim, start, length):
 
 def ravel(input):
     _tensor(input, "ravel")
-    return input.reshape(-1)
+    return input.contiguous().view(-1)   # PyTorch's definition (and its graph)
 
 
 def _split_at(input, indices_or_sections, dim, fn, min_dim):

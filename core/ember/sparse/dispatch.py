@@ -71,6 +71,12 @@ def _permute(t, dims, *rest):
                 tuple(t._shape[d] for d in dims), sdim <= 1)
 
 
+def _transpose(t, dim0, dim1, *rest):
+    dims = list(range(t.ndim))
+    dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+    return _permute(t, dims)
+
+
 def _clone(t, *rest):
     p = parts(t)
     return make(p.indices.clone(), p.values.clone(), t._shape, p.coalesced)
@@ -102,6 +108,7 @@ COO_FORMS = {
     "neg": _neg,
     "matmul": _matmul, "mm": _matmul, "addmm": _addmm,
     "clone": _clone, "_to_copy": _to_copy, "permute": _permute,
+    "transpose": _transpose, "t": lambda t, *r: _permute(t, list(range(t.ndim))[::-1]),
     "sum": _sum,
 }
 

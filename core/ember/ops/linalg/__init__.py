@@ -35,7 +35,7 @@ from .contractions import einsum, einsum_op, tensordot, tensordot_op
 from .fused import (addbmm, addmm, addmm_, addmm_op, addmv, addmv_, addmv_op, addr, baddbmm,
                     baddbmm_, baddbmm_op)
 from .products import (bmm, dot, ger, inner, kron, matmul, matmul_op, mm, mv, outer, outer_op,
-                       svdvals_op, trace, vdot, vdot_op)
+                       records_graph, svdvals_op, trace, vdot, vdot_op)
 
 from ._rules import LinAlgError
 from .legacy import (chain_matmul, cholesky, cholesky_inverse, cholesky_solve, cross, det,

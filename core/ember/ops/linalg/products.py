@@ -8,6 +8,7 @@ import math
 from ... import _dtype
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
+from ...dispatch import keys as _keys
 from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _meta, _tangents
 from .._lowering import onnx_binary
@@ -114,7 +115,122 @@ matmul_op.def_onnx(onnx_binary("MatMul"))
 def matmul(input, other):
     check_tensors("matmul", input=input, other=other)
     matmul_check(input, other)
+    if records_graph(input._ks | other._ks):
+        return _matmul_graph(input, other)
+    # nothing records a graph: one product, whose kernel broadcasts and folds by itself
     return matmul_op(input, other)
+
+
+_RECORDED = _keys.AUTOGRAD | _keys.SPARSE
+
+
+def records_graph(keys):
+    """Will autograd record ops on tensors whose key sets OR to ``keys``? Then products take
+    PyTorch's decomposition, whose nodes a program can read; otherwise nothing can tell the
+    decomposition from one product, and one product is cheaper. Sparse operands always take
+    matmul's COO form."""
+    return _keys.state.grad_enabled and keys & _RECORDED == _keys.AUTOGRAD
+
+
+# -- matmul as PyTorch records it (LinearAlgebra.cpp, _matmul_impl) -------------------------------
+def _squeeze_row(self):
+    # torch squeezes the fresh (1, n) product in place (squeeze_): the same storage, no view
+    return Tensor._make(self._storage, self._shape[1:], self._stride[1:], self._offset,
+                        self.dtype, self.device)
+
+
+def _squeeze_row_backward(ctx, g, self):
+    return (g.unsqueeze(0),)
+
+
+# vector @ matrix: unsqueeze(0) -> mm -> squeeze_(0), whose node torch names SqueezeBackward4
+squeeze_row_op = define("_squeeze_row(Tensor self) -> Tensor", composite=_squeeze_row,
+                        derivative=Derivative(_squeeze_row_backward, complex_ok=True,
+                                              name="SqueezeBackward4"),
+                        doc="A (1, n) product's row as a vector, sharing its storage.")
+
+
+@squeeze_row_op.def_onnx
+def _squeeze_row_onnx(b, c, x, *rest):
+    return b.op("Squeeze", [x, b.ints([0])])
+
+
+def _squeeze_row_batch_rule(args, bdims, layer):
+    x = args[0]
+    if bdims[0] is None:
+        return squeeze_row_op(x), None
+    return _views.squeeze(x, 1), 0
+
+
+squeeze_row_op.def_batch_rule(_squeeze_row_batch_rule)
+squeeze_row_op.def_jvp(_tangents.linear(squeeze_row_op))
+
+
+def _should_fold(t1, t2):
+    """torch's should_fold: fold the batch of the larger operand (>= 3-D) into the rows of one
+    mm/mv against the other (<= 2-D) when that needs no copy, or when the smaller operand
+    requires grad (its gradient is then one product, not a batch of them summed)."""
+    larger = t1.ndim >= t2.ndim
+    big, small = (t1, t2) if larger else (t2, t1)
+    if big.ndim < 3 or small.ndim > 2:
+        return False
+    if small.requires_grad:
+        return True
+    if t1.ndim == 2:
+        return False
+    shape, stride = list(big._shape), list(big._stride)
+    if not larger:   # the larger operand takes part transposed
+        shape[-1], shape[-2], stride[-1], stride[-2] = shape[-2], shape[-1], stride[-2], stride[-1]
+    if math.prod(shape) == 0:
+        return True
+    return all(stride[i] == stride[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
+
+
+def _matmul_graph(t1, t2):
+    """matmul through the ops torch's _matmul_impl calls, so autograd records its nodes."""
+    d1, d2 = t1.ndim, t2.ndim
+    if d2 == 1 and d1 <= 2 or d1 == 2 and d2 == 2:
+        return matmul_op(t1, t2)                      # dot, mv, mm
+    if d1 == 1 and d2 == 2:
+        return squeeze_row_op(matmul_op(_views.unsqueeze(t1, 0), t2))
+    if _should_fold(t1, t2):
+        transpose = d2 > d1
+        if transpose:
+            rows = _views.transpose_op(t2, d2 - 2, d2 - 1)
+            right = _views.t_op(t1) if d1 == 2 else t1
+        else:
+            rows, right = t1, t2
+        sizes = rows._shape
+        shape = sizes[:-1] + right._shape[1:]
+        folded = _views.reshape(rows, (math.prod(sizes[:-1]), sizes[-1]))
+        out = _views.unsafe_view_op(matmul_op(folded, right), shape)
+        if transpose and right.ndim == 2:
+            return _views.transpose_op(out, len(shape) - 2, len(shape) - 1).contiguous()
+        return out
+    batch1, batch2 = t1._shape[:-2], t2._shape[:-2]
+    if d1 == 3 and d2 == 3 and batch1[0] != batch2[0]:
+        # a batch of one that requires grad is squeezed, not expanded: its gradient is then
+        # one product (the fold above) rather than a batch of them summed
+        if batch1[0] == 1 and t1.requires_grad:
+            return _matmul_graph(_views.squeeze(t1, 0), t2)
+        if batch2[0] == 1 and t2.requires_grad:
+            return _matmul_graph(t1, _views.squeeze(t2, 0))
+    n = t1._shape[-2] if d1 > 1 else 1
+    m1 = t1._shape[-1]
+    m2 = t2._shape[-2] if d2 > 1 else t2._shape[0]
+    p = t2._shape[-1] if d2 > 1 else 1
+    batch = _meta.broadcast_shapes("matmul", batch1, batch2)
+    count = math.prod(batch)
+    left = _views.reshape(_views.expand_op(t1, batch + (n, m1)), (count, n, m1))
+    if d2 == 1:
+        right = _views.unsqueeze(_views.reshape(_views.expand_op(t2, batch + (m2,)),
+                                                (count, m2)), 2)
+    else:
+        right = _views.reshape(_views.expand_op(t2, batch + (m2, p)), (count, m2, p))
+    out = matmul_op(left, right)                      # bmm
+    if d2 == 1:
+        out = _views.squeeze(out, -1)
+    return _views.unsafe_view_op(out, batch + (n,) * (d1 > 1) + (p,) * (d2 > 1))
 
 
 Tensor.matmul = matmul

@@ -13,8 +13,9 @@ both hold the same Storage. Each op's derivative sits beside its define:
 """
 from . import strided, reshaping, slicing  # noqa: F401 - order: each imports the one before
 from .reshaping import (broadcast_tensors, broadcast_to, expand, expand_as, expand_op, flatten,
-                        imag, moveaxis, movedim, permute, permute_op, real, reshape, reshape_as,
-                        squeeze, swapaxes, swapdims, t, transpose, unflatten, unsqueeze, view,
+                        imag, moveaxis, movedim, permute, permute_op, real, reshape,
+                        reshape_alias_op, reshape_as, squeeze, swapaxes, swapdims, t, t_op,
+                        transpose, transpose_op, unflatten, unsafe_view_op, unsqueeze, view,
                         view_as, view_as_complex, view_as_complex_op, view_as_real,
                         view_as_real_op, view_op)
 from .slicing import (chunk, diagonal, diagonal_op, narrow, select, select_op, slice_op, split,

@@ -4,7 +4,12 @@
 from __future__ import annotations
 
 
+import functools
+import math
+import warnings
+
 from ... import _dtype
+from ..._warn import user_stacklevel
 from ..._tensor import Tensor, _wrap_dim
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
@@ -16,6 +21,8 @@ from .strided import as_strided_op
 
 # -- view / reshape -----------------------------------------------------------------------------
 def _infer_size(shape, numel, op):
+    if -1 not in shape and math.prod(shape) == numel and min(shape, default=0) >= 0:
+        return tuple(shape)   # every size given and right: the common case, checked in C
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -35,6 +42,12 @@ def _infer_size(shape, numel, op):
     return tuple(shape)
 
 
+# the view geometry is a pure function of a few small tuples, and a program asks the same
+# questions every step (each matmul and linear reshapes): the answers are remembered
+_remember = functools.lru_cache(maxsize=4096)
+
+
+@_remember
 def _view_strides(old_shape, old_stride, new_shape):
     """PyTorch's computeStride: strides for ``new_shape`` over the same memory, or None."""
     if not old_shape:
@@ -80,8 +93,10 @@ def _view(self, shape):
     return self._view_of(shape, stride, self._offset)
 
 
-def _view_backward(ctx, g, self, size):
-    return (reshape(g, ctx.meta(0)[0]),)
+def _view_backward(ctx, g, self, *rest):
+    shape = ctx.meta(0)[0]
+    # PyTorch's grad.reshape(self.sizes()); a contiguous gradient (the usual one) is a view
+    return (view_op(g, shape) if _contiguous(g._shape, g._stride) else reshape(g, shape),)
 
 
 view_op = define("view(Tensor self, int[] size) -> Tensor", composite=_view,
@@ -91,6 +106,38 @@ view_op = define("view(Tensor self, int[] size) -> Tensor", composite=_view,
 @view_op.def_onnx
 @foldable
 def _view_onnx(b, c, x, size, *rest):
+    return b.op("Reshape", [x, c.shape_tensor(size)])
+
+
+def _unsafe_view(self, size):
+    stride = _view_strides(self._shape, self._stride, size)
+    if stride is None:
+        raise RuntimeError(f"_unsafe_view: shape {list(size)} is not a view of a tensor of "
+                           f"shape {list(self._shape)} and strides {list(self._stride)}")
+    # the result shares the storage but is not recorded as a view: PyTorch uses _unsafe_view
+    # on results no one else holds (a product's output, a fresh copy), so in-place ops on it
+    # need no view bookkeeping
+    return Tensor._make(self._storage, tuple(size), stride, self._offset, self.dtype,
+                        self.device)
+
+
+def _reshape_alias(self, size, stride):
+    return self._view_of(tuple(size), tuple(stride), self._offset)
+
+
+unsafe_view_op = define("_unsafe_view(Tensor self, int[] size) -> Tensor", composite=_unsafe_view,
+                        derivative=Derivative(_view_backward, complex_ok=True,
+                                              name="UnsafeViewBackward0"))
+reshape_alias_op = define("_reshape_alias(Tensor self, int[] size, int[] stride) -> Tensor",
+                          composite=_reshape_alias,
+                          derivative=Derivative(_view_backward, view=True, complex_ok=True,
+                                                name="ReshapeAliasBackward0"))
+
+
+@unsafe_view_op.def_onnx
+@reshape_alias_op.def_onnx
+@foldable
+def _reshape_onnx(b, c, x, size, *rest):
     return b.op("Reshape", [x, c.shape_tensor(size)])
 
 
@@ -240,10 +287,28 @@ def view_as(self, other):
 
 
 def reshape(input, *shape):
+    # PyTorch's reshape: a view of a contiguous tensor, an alias with the computed strides of
+    # any other tensor that allows one, else a contiguous copy viewed as the shape
     shape = _infer_size(_sizes(shape), input.numel(), "reshape")
-    if _view_strides(input._shape, input._stride, shape) is not None:
+    stride = _view_strides(input._shape, input._stride, shape)
+    if stride is None:
+        return unsafe_view_op(input.contiguous(), shape)
+    if _contiguous(input._shape, input._stride):
         return view_op(input, shape)
-    return view_op(input.contiguous(), shape)
+    return reshape_alias_op(input, shape, stride)
+
+
+@_remember
+def _contiguous(shape, stride):
+    """Tensor.is_contiguous of a geometry."""
+    if 0 in shape:
+        return True
+    expected = 1
+    for size, step in zip(reversed(shape), reversed(stride)):
+        if size != 1 and step != expected:
+            return False
+        expected *= size
+    return True
 _primitives.provide(reshape=reshape)
 
 
@@ -331,21 +396,60 @@ def permute(input, *dims):
 Tensor.permute = permute
 
 
-_SWAP = (1, 0)
+def _transpose(self, dim0, dim1):
+    if dim0 == dim1:   # a 0-d tensor's transpose(0, -1) among them
+        return self._view_of(self._shape, self._stride, self._offset)
+    shape, stride = list(self._shape), list(self._stride)
+    shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
+    stride[dim0], stride[dim1] = stride[dim1], stride[dim0]
+    return self._view_of(tuple(shape), tuple(stride), self._offset)
+
+
+def _transpose_backward(ctx, g, self, dim0, dim1):
+    return (transpose_op(g, dim0, dim1),)
+
+
+def _t(self):
+    if len(self._shape) < 2:
+        return self._view_of(self._shape, self._stride, self._offset)
+    return self._view_of(self._shape[::-1], self._stride[::-1], self._offset)
+
+
+def _t_backward(ctx, g, self):
+    return (t_op(g),)
+
+
+# PyTorch records t() and transpose() as their own nodes (TBackward0, TransposeBackward0),
+# not as permute; the dims come wrapped, as permute's do
+transpose_op = define("transpose(Tensor self, int dim0, int dim1) -> Tensor", composite=_transpose,
+                      derivative=Derivative(_transpose_backward, view=True, complex_ok=True))
+t_op = define("t(Tensor self) -> Tensor", composite=_t,
+              derivative=Derivative(_t_backward, view=True, complex_ok=True))
+
+
+@transpose_op.def_onnx
+@foldable
+def _transpose_onnx(b, c, x, dim0, dim1, *rest):
+    perm = list(range(len(c.out_shape)))
+    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    return b.op("Transpose", [x], perm=perm)
+
+
+@t_op.def_onnx
+@foldable
+def _t_onnx(b, c, x, *rest):
+    return b.op("Transpose", [x], perm=list(range(len(c.out_shape)))[::-1])
 
 
 def transpose(input, dim0, dim1):
     n = len(input._shape)
     if n == 2 and dim0.__class__ is int and dim1.__class__ is int and \
-            {dim0 % 2, dim1 % 2} == {0, 1} and -2 <= dim0 < 2 and -2 <= dim1 < 2:
-        return permute_op(input, _SWAP)   # a matrix's transpose: the common case
+            -2 <= dim0 < 2 and -2 <= dim1 < 2 and dim0 % 2 != dim1 % 2:
+        return transpose_op(input, 0, 1)   # a matrix's transpose: the common case
     if n == 0:
         _wrap_dim(dim0, 0, "transpose"), _wrap_dim(dim1, 0, "transpose")
-        return permute_op(input, ())
-    a, b = _wrap_dim(dim0, n, "transpose"), _wrap_dim(dim1, n, "transpose")
-    dims = list(range(n))
-    dims[a], dims[b] = dims[b], dims[a]
-    return permute_op(input, tuple(dims))
+        return transpose_op(input, 0, 0)
+    return transpose_op(input, _wrap_dim(dim0, n, "transpose"), _wrap_dim(dim1, n, "transpose"))
 
 
 Tensor.transpose = transpose
@@ -354,12 +458,10 @@ Tensor.swapaxes = Tensor.swapdims = transpose
 
 
 def t(input):
-    if input.ndim > 2:
+    if len(input._shape) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
-    if input.ndim == 2:
-        return permute_op(input, _SWAP)
-    return permute_op(input, tuple(range(input.ndim)))
+    return t_op(input)
 
 
 Tensor.t = t
@@ -367,15 +469,35 @@ Tensor.T = property(lambda self: permute_op(self, tuple(range(self.ndim - 1, -1,
 
 
 def _mT(self):
-    if self.ndim < 2:
+    n = len(self._shape)
+    if n < 2:
         raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
+                           f"{n}-D tensor.")
+    return transpose_op(self, n - 2, n - 1)
+
+
+def _mH(self):
+    if len(self._shape) < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got "
                            f"{self.ndim}-D tensor.")
-    return transpose(self, -2, -1)
+    return adjoint(self)
+
+
+def _H(self):
+    n = len(self._shape)
+    if n == 2:
+        return adjoint(self)
+    if n == 0:
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                      stacklevel=user_stacklevel())
+        return self.conj()
+    raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {n}-D tensor."
+                       + (" For batches of matrices, consider using tensor.mH" if n > 2 else ""))
 
 
 Tensor.mT = property(_mT)
-Tensor.H = property(lambda self: Tensor.T.fget(self).conj())
-Tensor.mH = property(lambda self: _mT(self).conj())
+Tensor.H = property(_H)
+Tensor.mH = property(_mH)
 
 
 def movedim(input, source, destination):
@@ -407,7 +529,13 @@ Tensor.moveaxis = movedim
 
 # -- expand / squeeze ---------------------------------------------------------------------------
 def _expand(self, size):
-    n_new, n_old = len(size), self.ndim
+    shape, stride = _expanded_geometry(self._shape, self._stride, tuple(size))
+    return self._view_of(shape, stride, self._offset)
+
+
+@_remember
+def _expanded_geometry(old_shape, old_stride, size):
+    n_new, n_old = len(size), len(old_shape)
     if n_new < n_old:
         raise RuntimeError(f"expand: the number of sizes provided ({n_new}) must be greater or "
                            f"equal to the number of dimensions in the tensor ({n_old})")
@@ -421,20 +549,20 @@ def _expand(self, size):
             shape.append(s)
             stride.append(0)
             continue
-        old = self._shape[j]
+        old = old_shape[j]
         if s == -1:
             s = old
         if old == s:
             shape.append(s)
-            stride.append(self._stride[j])
+            stride.append(old_stride[j])
         elif old == 1:
             shape.append(s)
             stride.append(0)
         else:
             raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
                                f"size ({old}) at non-singleton dimension {i}.  Target sizes: "
-                               f"{list(size)}.  Tensor sizes: {list(self._shape)}")
-    return self._view_of(tuple(shape), tuple(stride), self._offset)
+                               f"{list(size)}.  Tensor sizes: {list(old_shape)}")
+    return tuple(shape), tuple(stride)
 
 
 def _expand_backward(ctx, g, self, size):
@@ -517,6 +645,17 @@ Tensor.unsqueeze = unsqueeze
 
 # -- ember.func: the batch stays in front of each view; views are linear (the tangent's view) ---
 view_op.def_batch_rule(_batching.view_rule(view_op))
+unsafe_view_op.def_batch_rule(_batching.view_rule(unsafe_view_op))
+_view_batch_rule = _batching.view_rule(view_op)
+
+
+def _reshape_alias_batch_rule(args, bdims, layer):
+    # the strides are one example's: the batched tensor is reshaped as a view would be
+    return _view_batch_rule(args[:2], bdims[:2], layer)
+
+
+_reshape_alias_batch_rule.family = "view"
+reshape_alias_op.def_batch_rule(_reshape_alias_batch_rule)
 
 
 def _dtype_view_batch_rule(op):
@@ -532,8 +671,22 @@ view_as_complex_op.def_batch_rule(_dtype_view_batch_rule(view_as_complex_op))
 view_as_real_op.def_jvp(_tangents.linear(view_as_real_op))
 view_as_complex_op.def_jvp(_tangents.linear(view_as_complex_op))
 permute_op.def_batch_rule(_batching.permute_rule(permute_op))
+transpose_op.def_batch_rule(_batching.shift_dims(transpose_op, 1, 2))
 expand_op.def_batch_rule(_batching.expand_rule(expand_op))
-for _op in (view_op, permute_op, expand_op):
+
+
+def _t_batch_rule(args, bdims, layer):
+    x = args[0]
+    if bdims[0] is None:
+        return t_op(x), None
+    # an example's matrix is dims 1 and 2 of the physical tensor; t() of a vector is itself
+    return (transpose_op(x, 1, 2) if x.ndim == 3 else permute_op(x, tuple(range(x.ndim)))), 0
+
+
+_t_batch_rule.family = "view"
+t_op.def_batch_rule(_t_batch_rule)
+for _op in (view_op, unsafe_view_op, reshape_alias_op, permute_op, transpose_op, t_op,
+            expand_op):
     _op.def_jvp(_tangents.linear(_op))
 
 
