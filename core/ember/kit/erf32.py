@@ -31,10 +31,26 @@ def _horner(x2, coefficients):
     return r
 
 
+_CHUNK = 1 << 15   # elements at a time: the float64 temporaries stay small (and in cache)
+
+
 def erf(be, x, out=None):
     """``erf(x)`` (into ``out`` when given)."""
     if be.xp is not np or x.dtype != _F32:
         return be.special.erf(x, out=out) if out is not None else be.special.erf(x)
+    if x.size > _CHUNK and x.flags.c_contiguous and (out is None or out.flags.c_contiguous):
+        # a large array a chunk at a time: its float64 temporaries (four arrays of twice its
+        # size) would otherwise raise a training step's peak memory and miss the cache
+        out = np.empty_like(x) if out is None else out
+        flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+        for start in range(0, x.size, _CHUNK):
+            part = slice(start, start + _CHUNK)
+            _erf_into(flat_x[part], flat_out[part])
+        return out
+    return _erf_into(x, out)
+
+
+def _erf_into(x, out):
     with np.errstate(invalid="ignore"):
         c = np.clip(x, -4.0, 4.0).astype(np.float64)      # NaN stays NaN
         x2 = c * c
