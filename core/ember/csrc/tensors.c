@@ -187,6 +187,23 @@ PyObject *py_array_wrapper(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return f;
 }
 
+/* An array over ``data`` (memory ``base`` owns; ``descr`` is stolen), holding a reference to
+   ``base``: what numpy makes for a view */
+static PyObject *array_over(PyArray_Descr *descr, int nd, npy_intp *dims, npy_intp *strides,
+                            char *data, int writeable, PyObject *base)
+{
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, strides, data,
+                                         writeable ? NPY_ARRAY_WRITEABLE : 0, NULL);
+    if (arr == NULL)
+        return NULL;
+    Py_INCREF(base);
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, base) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+}
+
 /* ArrayBackend._flat_bytes for a storage whose data is a C-contiguous, non-empty ndarray (a
    kernel's fresh result, the common case): a 1-D uint8 view over its bytes, cached on the
    storage. Py_None (borrowed) when the data is anything else, so the caller takes the Python
@@ -203,15 +220,9 @@ static PyObject *flat_bytes(PyObject *st)
     PyArray_Descr *u8 = PyArray_DescrFromType(NPY_UINT8);
     if (u8 == NULL)
         return NULL;
-    PyObject *flat = PyArray_NewFromDescr(&PyArray_Type, u8, 1, &n, NULL, PyArray_BYTES(a),
-                                          PyArray_ISWRITEABLE(a) ? NPY_ARRAY_WRITEABLE : 0, NULL);
+    PyObject *flat = array_over(u8, 1, &n, NULL, PyArray_BYTES(a), PyArray_ISWRITEABLE(a), data);
     if (flat == NULL)
         return NULL;
-    Py_INCREF(data);
-    if (PyArray_SetBaseObject((PyArrayObject *)flat, data) < 0) {
-        Py_DECREF(flat);
-        return NULL;
-    }
     Py_XSETREF(SLOT(st, OFF.s_cache), flat);   /* the storage owns it; borrowed from here on */
     return flat;
 }
@@ -270,17 +281,10 @@ static PyObject *native_view(PyObject *fallback, PyObject *t)
     if (off < 0 || (!empty && off + hi + isz > size) || lo < 0)
         return PyObject_CallOneArg(fallback, t);
     Py_INCREF(descr);
-    int writeable = PyArray_ISWRITEABLE((PyArrayObject *)flat);
-    arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, strides,
-                               PyArray_BYTES((PyArrayObject *)flat) + off,
-                               writeable ? NPY_ARRAY_WRITEABLE : 0, NULL);
+    arr = array_over(descr, nd, dims, strides, PyArray_BYTES((PyArrayObject *)flat) + off,
+                     PyArray_ISWRITEABLE((PyArrayObject *)flat), flat);
     if (arr == NULL)
         return NULL;
-    Py_INCREF(flat);
-    if (PyArray_SetBaseObject((PyArrayObject *)arr, flat) < 0) {
-        Py_DECREF(arr);
-        return NULL;
-    }
     PyArray_UpdateFlags((PyArrayObject *)arr, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_F_CONTIGUOUS |
                                               NPY_ARRAY_ALIGNED);
     Py_INCREF(arr);

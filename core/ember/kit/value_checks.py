@@ -6,7 +6,8 @@ and hands both to ``be.device_assert``. Where arrays are host memory (numpy) tha
 once and raises, as PyTorch's CPU kernels do; a device backend records them on the device and
 raises at the next synchronization instead (the CUDA backend: ``ember_cuda/asserts.py``, like
 PyTorch's device-side asserts), so no op waits for the device. Either way the kernel then runs on
-(guards keep a bad index from reading outside the array: cupy wraps indices).
+(guards keep a bad index from reading outside the array: cupy wraps indices). Host index checks
+that pass, the common case, return before building the flag (``bounds``).
 """
 from __future__ import annotations
 
