@@ -76,6 +76,15 @@ inline int add_indices(__global const long* m, __global const long* idx, const l
   }
   return 1;
 }
+/* work-item p's row (the last dim, walked by one work-item): its x/dst, src and index
+   addresses where it starts and their steps along that dim */
+inline void row_start(__global const long* m, const long p, long* xb, long* yb, long* ib,
+                      long* xs, long* ys, long* is) {
+  const int R = (int)m[0];
+  __global const long* s = m + 8;
+  position(m, p, R - 1, xb, yb, ib);
+  *xs = s[2 * R - 1]; *ys = s[3 * R - 1]; *is = s[4 * R - 1];
+}
 /* element L of the space: its x/dst and src addresses; 0 (recorded) on a bad index */
 inline int locate(__global const long* m, __global const long* idx, long L, long* xa, long* ya,
                   const int code, __global long* rec) {
@@ -96,6 +105,12 @@ def _source(state, dt):
               "#define SCALE(v, s) ((v) * (s))"
     return "\n".join([progs.header(state), f"typedef {c} T;", ops, deferred.C_RECORD,
                       progs.C_ADDR, _C_LOCATE, r"""
+/* a put's write of v at out[xa]: mode 0 assigns, 1 adds alpha * v, 2 multiplies */
+inline void store(__global T* out, const long xa, const T v, const int mode, const T alpha) {
+  if (mode == 0) out[xa] = v;
+  else if (mode == 1) out[xa] = ADD(out[xa], SCALE(v, alpha));
+  else out[xa] = MUL(out[xa], v);
+}
 __kernel void take(__global T* out, __global const T* x, __global const long* idx,
                    __global const long* m, const long n, const int code, __global long* rec) {
   const long i = get_global_id(0);
@@ -110,11 +125,7 @@ __kernel void put(__global T* out, __global const T* src, __global const long* i
   if (p >= npar) return;
   for (long s = 0; s < nser; s++) {
     long xa, ya;
-    if (!locate(m, idx, p * nser + s, &xa, &ya, code, rec)) continue;
-    const T v = src[ya];
-    if (mode == 0) out[xa] = v;
-    else if (mode == 1) out[xa] = ADD(out[xa], SCALE(v, alpha));
-    else out[xa] = MUL(out[xa], v);
+    if (locate(m, idx, p * nser + s, &xa, &ya, code, rec)) store(out, xa, src[ya], mode, alpha);
   }
 }
 /* take/put with the last dim of the space walked by one work-item: its addresses step by
@@ -125,11 +136,8 @@ __kernel void take_rows(__global T* out, __global const T* x, __global const lon
                         __global long* rec) {
   const long p = get_global_id(0);
   if (p >= rows) return;
-  const int R = (int)m[0];
-  long xb, yb, ib;
-  position(m, p, R - 1, &xb, &yb, &ib);
-  __global const long* s = m + 8;
-  const long xs = s[2 * R - 1], is = s[4 * R - 1];
+  long xb, yb, ib, xs, ys, is;
+  row_start(m, p, &xb, &yb, &ib, &xs, &ys, &is);
   for (long j = 0; j < n; j++) {
     long xa = xb + j * xs;
     out[p * n + j] = add_indices(m, idx, ib + j * is, &xa, code, rec) ? x[xa] : (T)0;
@@ -140,18 +148,12 @@ __kernel void put_rows(__global T* out, __global const T* src, __global const lo
                        const T alpha, const int code, __global long* rec) {
   const long p = get_global_id(0);
   if (p >= npar) return;
-  const int R = (int)m[0];
-  long xb, yb, ib;
-  position(m, p, R - 1, &xb, &yb, &ib);
-  __global const long* s = m + 8;
-  const long xs = s[2 * R - 1], ys = s[3 * R - 1], is = s[4 * R - 1];
+  long xb, yb, ib, xs, ys, is;
+  row_start(m, p, &xb, &yb, &ib, &xs, &ys, &is);
   for (long j = 0; j < nser; j++) {
     long xa = xb + j * xs;
-    if (!add_indices(m, idx, ib + j * is, &xa, code, rec)) continue;
-    const T v = src[yb + j * ys];
-    if (mode == 0) out[xa] = v;
-    else if (mode == 1) out[xa] = ADD(out[xa], SCALE(v, alpha));
-    else out[xa] = MUL(out[xa], v);
+    if (add_indices(m, idx, ib + j * is, &xa, code, rec))
+      store(out, xa, src[yb + j * ys], mode, alpha);
   }
 }
 /* operand 0 of the layout is tested (x for nonzero, the mask for masked_select) */
