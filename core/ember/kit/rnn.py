@@ -101,8 +101,12 @@ def lstm_step_backward(be, grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
     return _out(be, d, dt, dev), _out(be, xp.matmul(d, w), dt, dev), _out(be, gc, dt, dev)
 
 
-def _step_rows(steps, batch, reverse):
-    """Each step's rows of a layer's (steps * batch, *) arrays, in the order the steps run."""
+def _step_rows(op, rows, steps, batch, reverse):
+    """Each step's rows of a layer's (steps * batch, *) arrays, in the order the steps run.
+    (The kernels of trusted backends run without the meta check: a row count that is not
+    whole steps would otherwise leave rows unwritten.)"""
+    if steps < 1 or rows != steps * batch:
+        raise RuntimeError(f"{op}: {rows} rows are not {steps} steps of batch {batch}")
     order = range(steps - 1, -1, -1) if reverse else range(steps)
     return [slice(t * batch, (t + 1) * batch) for t in order]
 
@@ -115,7 +119,7 @@ def lstm_layer(be, gates_x, hx, cx, w_hh, b_hh, w_hr, steps, reverse):
     out = xp.empty((rows, h.shape[1]), dtype=gx.dtype)
     cells = xp.empty((rows, H), dtype=gx.dtype)
     ws = xp.empty((rows, 5 * H), dtype=gx.dtype)
-    for r in _step_rows(steps, h.shape[0], reverse):
+    for r in _step_rows("lstm_layer", rows, steps, h.shape[0], reverse):
         gates = _hidden(xp, h, w, b, gx[r])
         if wr is None:
             _lstm_cell(xp, gates, c, ws[r], cells[r], out[r])
@@ -136,7 +140,7 @@ def lstm_layer_backward(be, grad_output, grad_hy, grad_cy, cx, cells, workspace,
     g_c = xp.ascontiguousarray(g_c)
     d = xp.empty((ws.shape[0], 4 * c0.shape[1]), dtype=ws.dtype)
     gh = xp.empty(gout.shape, dtype=ws.dtype)
-    order = _step_rows(steps, c0.shape[0], reverse)
+    order = _step_rows("lstm_layer_backward", ws.shape[0], steps, c0.shape[0], reverse)
     for k in range(steps - 1, -1, -1):
         r = order[k]
         xp.add(g_h, gout[r], out=gh[r])

@@ -69,84 +69,85 @@ def _same_dtype(op, *named):
         raise RuntimeError(f"{op}: expected floating-point tensors, got {ref.dtype}")
 
 
-def _check_step(op, gates_x, hx, w_hh, b_hh, gates):
-    """(batch, hidden size, hx features) of a step's arguments; errors name the op."""
+def _check_step(op, gates_x, hx, w_hh, b_hh, gates, steps=1):
+    """(batch, hidden size, hx features) of a step's arguments (``gates_x`` holds ``steps``
+    steps' rows, a layer's); errors name the op."""
     b, g = _dims(op, "gates_x", gates_x, 2)
     hb, p = _dims(op, "hx", hx, 2)
     if g % gates:
         raise RuntimeError(f"{op}: gates_x has {g} columns, expected {gates} * hidden_size")
-    if hb != b:
-        raise RuntimeError(f"{op}: hx has batch size {hb}, gates_x has {b}")
+    if steps < 1:
+        raise RuntimeError(f"{op}: expected at least one step, got {steps}")
+    if hb * steps != b:
+        raise RuntimeError(f"{op}: hx has batch size {hb}, gates_x has {b}" if steps == 1 else
+                           f"{op}: {b} rows of gates are not {steps} steps of hx's batch {hb}")
     if _dims(op, "w_hh", w_hh, 2) != (g, p):
         raise RuntimeError(f"{op}: w_hh has shape {list(w_hh.shape)}, expected {[g, p]} for "
                            f"gates_x {list(gates_x.shape)} and hx {list(hx.shape)}")
     if b_hh is not None and b_hh._shape != (g,):
         raise RuntimeError(f"{op}: b_hh has shape {list(b_hh.shape)}, expected {[g]}")
-    return b, g // gates, p
+    return hb, g // gates, p
 
 
-def _lstm_step_meta(gates_x, hx, cx, w_hh, b_hh, w_hr):
-    op = "lstm_step"
+def _check_lstm(op, gates_x, hx, cx, w_hh, b_hh, w_hr, steps=1):
+    """(batch, hidden size, hx features) of an LSTM step's (or layer's) arguments."""
     _same_dtype(op, ("gates_x", gates_x), ("hx", hx), ("cx", cx), ("w_hh", w_hh),
                 ("b_hh", b_hh), ("w_hr", w_hr))
-    b, h, p = _check_step(op, gates_x, hx, w_hh, b_hh, 4)
+    b, h, p = _check_step(op, gates_x, hx, w_hh, b_hh, 4, steps)
     if _dims(op, "cx", cx, 2) != (b, h):
         raise RuntimeError(f"{op}: cx has shape {list(cx.shape)}, expected {[b, h]}")
     if w_hr is None and p != h:
         raise RuntimeError(f"{op}: hx has {p} features, expected hidden_size {h} (no w_hr)")
     if w_hr is not None and _dims(op, "w_hr", w_hr, 2) != (p, h):
         raise RuntimeError(f"{op}: w_hr has shape {list(w_hr.shape)}, expected {[p, h]}")
+    return b, h, p
+
+
+def _lstm_step_meta(gates_x, hx, cx, w_hh, b_hh, w_hr):
+    b, h, p = _check_lstm("lstm_step", gates_x, hx, cx, w_hh, b_hh, w_hr)
     d = gates_x.dtype
     return ((b, p), d), ((b, h), d), ((b, 5 * h), d)
 
 
-def _lstm_step_backward_meta(grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
-    op = "lstm_step_backward"
+def _lstm_layer_meta(gates_x, hx, cx, w_hh, b_hh, w_hr, steps, reverse):
+    b, h, p = _check_lstm("lstm_layer", gates_x, hx, cx, w_hh, b_hh, w_hr, steps)
+    rows, d = b * steps, gates_x.dtype
+    return ((rows, p), d), ((b, p), d), ((b, h), d), ((rows, h), d), ((rows, 5 * h), d)
+
+
+def _check_lstm_backward(op, grad_hy, grad_cy, cx, workspace, w_hh, w_hr, steps=1,
+                         grad_output=None, cells=None):
+    """(batch, hidden size, hx features) of an LSTM backward op's arguments: a step's, or with
+    ``steps`` (and a layer's ``grad_output`` and ``cells``) a layer's of that many steps."""
     _same_dtype(op, ("cx", cx), ("grad_hy", grad_hy), ("grad_cy", grad_cy),
-                ("workspace", workspace), ("w_hh", w_hh), ("w_hr", w_hr))
+                ("workspace", workspace), ("w_hh", w_hh), ("w_hr", w_hr),
+                ("grad_output", grad_output), ("cells", cells))
+    if steps < 1:
+        raise RuntimeError(f"{op}: expected at least one step, got {steps}")
     b, h = _dims(op, "cx", cx, 2)
     p = h if w_hr is None else _dims(op, "w_hr", w_hr, 2)[0]
+    rows = steps * b
     for name, t, shape in (("grad_hy", grad_hy, (b, p)), ("grad_cy", grad_cy, (b, h)),
-                           ("workspace", workspace, (b, 5 * h)), ("w_hh", w_hh, (4 * h, p))):
-        if t._shape != shape:
+                           ("workspace", workspace, (rows, 5 * h)), ("w_hh", w_hh, (4 * h, p)),
+                           ("grad_output", grad_output, (rows, p)), ("cells", cells, (rows, h))):
+        if t is not None and t._shape != shape:
             raise RuntimeError(f"{op}: {name} has shape {list(t.shape)}, expected {list(shape)}")
+    return b, h, p
+
+
+def _lstm_step_backward_meta(grad_hy, grad_cy, cx, workspace, w_hh, w_hr):
+    b, h, p = _check_lstm_backward("lstm_step_backward", grad_hy, grad_cy, cx, workspace, w_hh,
+                                   w_hr)
     d = cx.dtype
     return ((b, 4 * h), d), ((b, p), d), ((b, h), d)
 
 
-def _layer_batch(op, rows, hx, steps):
-    """The batch size of one step of a layer over ``rows`` rows in ``steps`` steps."""
-    if steps < 1:
-        raise RuntimeError(f"{op}: expected at least one step, got {steps}")
-    b = hx._shape[0] if hx.ndim == 2 else -1
-    if b * steps != rows:
-        raise RuntimeError(f"{op}: {rows} rows of gates are not {steps} steps of hx's batch "
-                           f"{b}")
-    return b
-
-
-def _lstm_layer_meta(gates_x, hx, cx, w_hh, b_hh, w_hr, steps, reverse):
-    op = "lstm_layer"
-    rows = _dims(op, "gates_x", gates_x, 2)[0]
-    b = _layer_batch(op, rows, hx, steps)
-    (_, p), _ = _lstm_step_meta(gates_x.narrow(0, 0, b), hx, cx, w_hh, b_hh, w_hr)[0]
-    h = cx._shape[1]
-    d = gates_x.dtype
-    return ((rows, p), d), ((b, p), d), ((b, h), d), ((rows, h), d), ((rows, 5 * h), d)
-
-
 def _lstm_layer_backward_meta(grad_output, grad_hy, grad_cy, cx, cells, workspace, w_hh, w_hr,
                               steps, reverse):
-    op = "lstm_layer_backward"
-    rows = _dims(op, "workspace", workspace, 2)[0]
-    b = _layer_batch(op, rows, cx, steps)
-    (_, g), (_, p), (_, h) = (m[0] for m in _lstm_step_backward_meta(
-        grad_hy, grad_cy, cx, workspace.narrow(0, 0, b), w_hh, w_hr))
-    for name, t, shape in (("grad_output", grad_output, (rows, p)), ("cells", cells, (rows, h))):
-        if t._shape != shape:
-            raise RuntimeError(f"{op}: {name} has shape {list(t.shape)}, expected {list(shape)}")
-    d = cx.dtype
-    return ((rows, g), d), ((b, p), d), ((b, h), d), ((rows, p), d)
+    b, h, p = _check_lstm_backward("lstm_layer_backward", grad_hy, grad_cy, cx, workspace, w_hh,
+                                   w_hr, steps, grad_output, cells)
+    rows, d = steps * b, cx.dtype
+    return ((rows, 4 * h), d), ((b, p), d), ((b, h), d), ((rows, p), d)
 
 
 def _gru_step_meta(gates_x, hx, w_hh, b_hh):
