@@ -72,7 +72,7 @@ EXCLUSIONS: list[tuple[tuple[str, ...], str, str]] = [
     (("torch",), r"^sym_",
      "SymInt/SymFloat helpers of torch's symbolic tracer; ember.compile keeps its symbolic sizes "
      "inside its graphs (compiler/dynamic.py) and hands user code no SymInt"),
-    (("Tensor",), r"^chalf$",
+    (("Tensor", "torch values"), r"^(complex32|chalf)$",
      "complex32 (torch.chalf), experimental in torch and CPU-less there: ember has no complex32 "
      "dtype"),
     (("torch",), r"^batch_norm_(stats|elemt|gather_stats.*|backward_.*|update_stats)$",
@@ -195,9 +195,6 @@ EXCLUSIONS: list[tuple[tuple[str, ...], str, str]] = [
     (("torch values",), r"^(float8_\w+|float4_\w+)$",
      "float8/float4 dtypes: storage formats for GPU scaled matmuls, no CPU arithmetic; ember "
      "has none"),
-    (("torch values",), r"^(complex32|chalf)$",
-     "complex32 (torch.chalf), experimental in torch and CPU-less there: ember has no "
-     "complex32 dtype"),
     (("torch values",), r"^(sparse_csr|sparse_csc|sparse_bsr|sparse_bsc)$",
      "sparse compressed layouts (CSR/CSC/BSR/BSC); ember has strided and sparse COO"),
     (("torch values",), r"^(jagged|nested)$",
