@@ -53,6 +53,19 @@ def test_foreach_op_matches_its_composite(name, k, scalar):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-14, atol=1e-15)
 
 
+@pytest.mark.parametrize("name,composite", [("_foreach_mul_", fe._mul_list),
+                                            ("_foreach_div_", fe._div_list)])
+def test_foreach_list_overloads_match_their_composites(name, composite):
+    selfs, others = _lists(2, positive=True)
+    got, want = _clone(selfs), _clone(selfs)
+    getattr(ember, name)(got, others)          # torch's .List overload: self[i] op= other[i]
+    composite(want, others)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-14, atol=1e-15)
+    with pytest.raises(RuntimeError, match=name):
+        getattr(ember, name)(got, others[:2])
+
+
 def test_foreach_bumps_versions_and_checks_lists():
     a, b = _lists(2)
     v = [t._version for t in a]
@@ -127,6 +140,43 @@ def test_multi_tensor_paths_match_torch(opt_cls, hp):
         got = _run(opt_cls, flags, **hp)
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+ADADELTA = [dict(lr=1.0), dict(lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.1),
+            dict(lr=1.0, maximize=True)]
+
+
+@pytest.mark.parametrize("hp", ADADELTA)
+def test_adadelta_foreach_matches_single_tensor_and_torch(hp):
+    single = _run("Adadelta", dict(foreach=False), **hp)
+    got = _run("Adadelta", dict(), **hp)
+    for a, b in zip(got, single):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    torch = pytest.importorskip("torch")
+    want = _run("Adadelta", dict(foreach=False), lib=torch, **hp)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_adadelta_default_runs_multi_tensor_ops():
+    import collections
+    from ember.dispatch import dispatcher
+    m = _model(0, ember)
+    opt = ember.optim.Adadelta(m.parameters())
+    (m(ember.ones(2, 5, dtype=ember.float64)) ** 2).sum().backward()
+    counts = collections.Counter()
+    call = dispatcher.Op.__call__
+
+    def counted(self, *args, **kwargs):
+        counts[self.name] += 1
+        return call(self, *args, **kwargs)
+    dispatcher.Op.__call__ = counted
+    try:
+        opt.step()
+    finally:
+        dispatcher.Op.__call__ = call
+    assert counts["_foreach_div_list_"] == 1 and counts["_foreach_mul_list_"] == 1
+    assert not {"div", "sqrt", "mul", "addcmul"} & set(counts)
 
 
 def test_fused_sgd_is_one_op_per_group():

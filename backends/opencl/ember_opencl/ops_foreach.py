@@ -35,6 +35,8 @@ BODIES = {
     "add_scalar_": (1, (0,), 1, "v0 = v0 + s0;"),
     "mul_": (1, (0,), 1, "v0 = v0 * s0;"),
     "div_": (1, (0,), 1, "v0 = v0 / s0;"),
+    "mul_list_": (2, (0,), 0, "v0 = v0 * v1;"),
+    "div_list_": (2, (0,), 0, "v0 = v0 / v1;"),
     "lerp_": (2, (0,), 1, _LERP),
     "addcmul_": (3, (0,), 1, "v0 = v0 + v1 * v2 * s0;"),
     "addcdiv_": (3, (0,), 1, "v0 = v0 + (v1 / v2) * s0;"),
@@ -159,6 +161,7 @@ def simple(be, body, n_lists, composite, *args):
 SIMPLE = {
     "_foreach_add_scalar_": ("add_scalar_", 1), "_foreach_mul_": ("mul_", 1),
     "_foreach_div_": ("div_", 1), "_foreach_lerp_": ("lerp_", 2),
+    "_foreach_mul_list_": ("mul_list_", 2), "_foreach_div_list_": ("div_list_", 2),
     "_foreach_addcmul_": ("addcmul_", 3), "_foreach_addcdiv_": ("addcdiv_", 3),
     "_foreach_maximum_": ("maximum_", 2),
 }

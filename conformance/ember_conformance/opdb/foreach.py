@@ -106,6 +106,10 @@ OPS = [
            ("_foreach_mul_",)),
     _entry("_foreach_div_", _inplace(lambda a: ember._foreach_div_(a, 3.0)), 1,
            ("_foreach_div_",)),
+    _entry("_foreach_mul_list_", _inplace(lambda a, b: ember._foreach_mul_(a, b)), 2,
+           ("_foreach_mul_list_",)),
+    _entry("_foreach_div_list_", _inplace(lambda a, b: ember._foreach_div_(a, b)), 2,
+           ("_foreach_div_list_",), positive=True),
     _entry("_foreach_mul_ tensor", _inplace(lambda a: ember._foreach_mul_(
         a, ember.tensor(0.9, dtype=a[0].dtype, device=a[0].device))), 1,
         ("_foreach_mul_tensor_",)),

@@ -61,6 +61,18 @@ def mul_tensor_(be, selfs, scalar):
         xp.multiply(a, s, out=a, casting="unsafe")
 
 
+def mul_list_(be, selfs, others):
+    xp = be.xp
+    for a, b in zip(_nat(be, selfs), _nat(be, others)):
+        xp.multiply(a, b, out=a, casting="unsafe")
+
+
+def div_list_(be, selfs, others):
+    xp = be.xp
+    for a, b in zip(_nat(be, selfs), _nat(be, others)):
+        be.ieee(xp.true_divide, a, b, a)
+
+
 def norm(be, selfs, ord):
     """Each tensor's vector norm, accumulated like ``linalg.vector_norm``'s kernel (2: the
     square root of the dot product with itself)."""
@@ -225,7 +237,8 @@ def fused_adam_capturable_(be, params, grads, exp_avgs, exp_avg_sqs, max_sqs, st
 
 TABLE = {
     "_foreach_add_": add_, "_foreach_add_scalar_": add_scalar_, "_foreach_mul_": mul_,
-    "_foreach_mul_tensor_": mul_tensor_, "_foreach_norm": norm,
+    "_foreach_mul_tensor_": mul_tensor_, "_foreach_mul_list_": mul_list_,
+    "_foreach_div_list_": div_list_, "_foreach_norm": norm,
     "_foreach_div_": div_, "_foreach_lerp_": lerp_, "_foreach_addcmul_": addcmul_,
     "_foreach_addcdiv_": addcdiv_, "_foreach_maximum_": maximum_, "_foreach_sqrt": sqrt,
     "_fused_sgd_": fused_sgd_, "_fused_adam_": _fused_adam(False),

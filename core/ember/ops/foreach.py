@@ -8,6 +8,10 @@ launches one kernel per list, see ``ember_opencl.ops_foreach``). Every op also h
 written with the single-tensor in-place ops, which runs wherever a backend has no kernel (the
 meta device, plug-ins) and is the reference the kernels are checked against.
 
+``_foreach_mul_`` and ``_foreach_div_`` also take a second list (PyTorch's ``.List``
+overloads; ops ``_foreach_mul_list_`` / ``_foreach_div_list_``), which Adadelta's multi-tensor
+step needs.
+
 Kernel convention: lists of equal length whose tensors pair up elementwise (same shapes;
 ``self`` tensors are written in place and may be views); scalars are Python numbers. The
 in-place ops return nothing. ``_foreach_sqrt`` returns a list of new tensors.
@@ -93,6 +97,16 @@ def _maximum(selfs, others):
 def _mul_tensor(selfs, scalar):
     for s in selfs:
         s.mul_(scalar)
+
+
+def _mul_list(selfs, others):
+    for s, o in zip(selfs, others):
+        s.mul_(o)
+
+
+def _div_list(selfs, others):
+    for s, o in zip(selfs, others):
+        s.div_(o)
 
 
 def _norm(selfs, ord):
@@ -213,6 +227,10 @@ foreach_mul_op_ = _op("_foreach_mul_(Tensor(a!)[] self, Scalar scalar) -> ()", _
 foreach_mul_tensor_op_ = _op("_foreach_mul_tensor_(Tensor(a!)[] self, Tensor scalar) -> ()",
                              _mul_tensor)
 foreach_norm_op = _op("_foreach_norm(Tensor[] self, Scalar ord) -> Tensor[]", _norm)
+foreach_mul_list_op_ = _op("_foreach_mul_list_(Tensor(a!)[] self, Tensor[] other) -> ()",
+                           _mul_list)
+foreach_div_list_op_ = _op("_foreach_div_list_(Tensor(a!)[] self, Tensor[] other) -> ()",
+                           _div_list)
 foreach_div_op_ = _op("_foreach_div_(Tensor(a!)[] self, Scalar scalar) -> ()", _div_scalar,
                       applies=_bin.div_op)
 foreach_lerp_op_ = _op("_foreach_lerp_(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()",
@@ -311,9 +329,12 @@ def _foreach_add(self, other, alpha=1):
 
 
 def _foreach_mul_(self, scalar):
-    """``torch._foreach_mul_`` with a number, or a 0-d tensor on the tensors' device (a
-    scale computed on the device, as ``clip_grad_norm_``'s): ``self[i] *= scalar``."""
+    """``torch._foreach_mul_`` with a number, a list of tensors (``self[i] *= scalar[i]``), or
+    a 0-d tensor on the tensors' device (a scale computed on the device, as
+    ``clip_grad_norm_``'s): ``self[i] *= scalar``."""
     selfs = _tensor_list("_foreach_mul_", "self", self)
+    if isinstance(scalar, (list, tuple)):
+        return _list_op("_foreach_mul_", foreach_mul_list_op_, _mul_list, selfs, scalar)
     if isinstance(scalar, Tensor):
         if scalar.ndim != 0 or any(s.device is not scalar.device for s in selfs):
             raise RuntimeError(f"_foreach_mul_: a tensor scalar must be 0-d and on the "
@@ -326,6 +347,16 @@ def _foreach_mul_(self, scalar):
     if _recorded(selfs):
         return _mul_scalar(selfs, scalar)
     foreach_mul_op_(selfs, _scalar("_foreach_mul_", scalar))
+    _bump(selfs)
+
+
+def _list_op(name, op, composite, selfs, other):
+    """``self[i] (op)= other[i]`` over two lists of tensors that pair up."""
+    others = _tensor_list(name, "other", other, len(selfs))
+    _check_pairs(name, selfs, others)
+    if _recorded(selfs, others):
+        return composite(selfs, others)
+    op(selfs, others)
     _bump(selfs)
 
 
@@ -344,8 +375,11 @@ def _foreach_mul(self, scalar):
 
 
 def _foreach_div_(self, scalar):
-    """``torch._foreach_div_`` with a number: ``self[i] /= scalar``."""
+    """``torch._foreach_div_`` with a number or a list of tensors: ``self[i] /= scalar``
+    (``/= scalar[i]``)."""
     selfs = _tensor_list("_foreach_div_", "self", self)
+    if isinstance(scalar, (list, tuple)):
+        return _list_op("_foreach_div_", foreach_div_list_op_, _div_list, selfs, scalar)
     if _recorded(selfs):
         return _div_scalar(selfs, scalar)
     foreach_div_op_(selfs, _scalar("_foreach_div_", scalar))

@@ -2,8 +2,11 @@
 gradients and of squared updates set each coordinate's step size; ``lr`` scales the update."""
 from __future__ import annotations
 
+from .._tensor import Tensor
+from ..ops import foreach as _fe
 from .optimizer import (Optimizer, addcmul_, as_real, check_hparams, check_impl_flags,
-                        check_state_steps, decayed_grad, grads_of, impl_defaults)
+                        check_state_steps, decayed_grad, functional_implementation, grads_of,
+                        impl_defaults)
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -40,16 +43,44 @@ def adadelta(params, grads, square_avgs, acc_deltas, state_steps, capturable=Fal
              foreach=None, differentiable=False, has_complex=False, *, lr, rho, eps,
              weight_decay, maximize):
     """``torch.optim.adadelta.adadelta``: one Adadelta step over lists, in place, step counts
-    included. ``Adadelta.step`` calls this. ember has one (single-tensor) implementation: the
-    ``foreach`` flag is accepted and gives the same results."""
+    included. ``Adadelta.step`` calls this. The default (foreach) runs each elementwise step
+    as one multi-tensor op over all the parameters, like PyTorch's ``_multi_tensor_adadelta``
+    (same operations in the same order, so the same results as the single-tensor loop);
+    ``foreach=False``, ``differentiable`` or a tensor ``lr`` take that loop."""
     check_state_steps(state_steps)
-    for i, p in enumerate(params):
+    lists = [[as_real(t) for t in ts] for ts in (params, grads, square_avgs, acc_deltas)]
+    hp = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
+    if functional_implementation(foreach, None, differentiable) == "single" or \
+            isinstance(lr, Tensor) or not params:
+        _single_tensor_adadelta(*lists, state_steps, **hp)
+    else:
+        _multi_tensor_adadelta(*lists, state_steps, **hp)
+
+
+def _single_tensor_adadelta(params, grads, square_avgs, acc_deltas, state_steps, *, lr, rho,
+                            eps, weight_decay, maximize):
+    for i, param in enumerate(params):
         state_steps[i].add_(1)
-        grad = decayed_grad(p, grads[i], weight_decay, maximize)
-        param, grad = as_real(p), as_real(grad)
-        square_avg, acc_delta = as_real(square_avgs[i]), as_real(acc_deltas[i])
+        grad = decayed_grad(param, grads[i], weight_decay, maximize)
+        square_avg, acc_delta = square_avgs[i], acc_deltas[i]
         addcmul_(square_avg.mul_(rho), grad, grad, 1 - rho)
         std = square_avg.add(eps).sqrt()
         delta = acc_delta.add(eps).sqrt() / std * grad
         addcmul_(acc_delta.mul_(rho), delta, delta, 1 - rho)
         param.add_(delta, alpha=-lr)
+
+
+def _multi_tensor_adadelta(params, grads, square_avgs, acc_deltas, state_steps, *, lr, rho,
+                           eps, weight_decay, maximize):
+    _fe._foreach_add_(state_steps, 1)
+    if maximize or weight_decay != 0:
+        grads = [decayed_grad(p, g, weight_decay, maximize) for p, g in zip(params, grads)]
+    _fe._foreach_mul_(square_avgs, rho)
+    _fe._foreach_addcmul_(square_avgs, grads, grads, 1 - rho)
+    std = _fe._foreach_sqrt(_fe._foreach_add(square_avgs, eps))
+    deltas = _fe._foreach_sqrt(_fe._foreach_add(acc_deltas, eps))
+    _fe._foreach_div_(deltas, std)
+    _fe._foreach_mul_(deltas, grads)
+    _fe._foreach_mul_(acc_deltas, rho)
+    _fe._foreach_addcmul_(acc_deltas, deltas, deltas, 1 - rho)
+    _fe._foreach_add_(params, deltas, alpha=-lr)
