@@ -348,6 +348,7 @@ def _backends():
 @pytest.mark.parametrize("device", _backends() or [pytest.param("opencl", marks=pytest.mark.skip(
     reason="opencl unavailable"))])
 @pytest.mark.parametrize("cls,kw", [("LSTM", {"bidirectional": True, "proj_size": 2}),
+                                    ("LSTM", {"bidirectional": True, "num_layers": 2}),
                                     ("GRU", {"num_layers": 2}), ("RNN", {"nonlinearity": "relu"})])
 def test_layers_on_backend_match_cpu(device, cls, kw):
     from ember.nn.utils.rnn import pack_sequence, pad_packed_sequence
