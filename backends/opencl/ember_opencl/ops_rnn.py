@@ -6,10 +6,14 @@ input and the bias, applies the gate nonlinearities and writes every output: LST
 workspace (i, f, g, o, tanh(c')); GRU's h' and workspace (r, z, n, h_n); RNN's h'. A backward
 step is one kernel for the gate gradients and one GEMM for the gradient of h (GRU adds its
 direct term in a last small kernel). LSTM's projection is one more GEMM each way.
+``lstm_layer`` and its backward run a padded direction's steps in one call: the same GEMM and
+gate kernel per step, the kernels writing into the step's rows of the layer's outputs (offset
+arguments), so no op is dispatched per step and nothing is concatenated (projected layers run
+the step composite).
 
-The math is the CPU kernels' (``ember.kit.rnn``) and the composites': gates = gates_x +
-(h W^T + b), sigmoid(x) = 1 / (1 + exp(-x)); half precision computes in float. Operands that
-are not row-major are copied to dense buffers first (the steps of a layer never are).
+The math is the step composites': gates = gates_x + (h W^T + b), sigmoid(x) = 1 / (1 +
+exp(-x)); half precision computes in float. Operands that are not row-major are copied to
+dense buffers first (the steps of a layer never are).
 """
 from __future__ import annotations
 
