@@ -23,8 +23,14 @@ def test_integers_must_be_equal_and_dtypes_checked():
                  check_dtype=False)
 
 
-def test_nan_matches_nan_and_custom_tolerances():
-    assert_close(ember.tensor([np.nan, 1.0]), ember.tensor([np.nan, 1.0]))
+def test_nan_matches_nan_only_when_asked_and_custom_tolerances():
+    nan = ember.tensor([np.nan, 1.0])
+    with pytest.raises(AssertionError, match="equal_nan"):   # torch's default: equal_nan=False
+        assert_close(nan, ember.tensor([np.nan, 1.0]))
+    assert_close(nan, ember.tensor([np.nan, 1.0]), equal_nan=True)
+    assert_close([nan], [ember.tensor([np.nan, 1.0])], equal_nan=True)
+    with pytest.raises(AssertionError, match="^custom: Tensor-likes"):
+        assert_close(ember.tensor([1.0]), ember.tensor([2.0]), msg=lambda m: "custom: " + m)
     assert_close(ember.tensor([1.0]), ember.tensor([1.1]), rtol=0.2, atol=0.0)
     with pytest.raises(ValueError, match="both rtol and atol"):
         assert_close(ember.tensor([1.0]), ember.tensor([1.0]), rtol=0.1)

@@ -59,18 +59,26 @@ def _host(x):
     return np.asarray(x)
 
 
-def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=True, check_dtype=True,
-                 check_device=True, msg=None):
-    """Raise AssertionError unless ``actual`` and ``expected`` are close (PyTorch's rules)."""
+def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=None,
+                 equal_nan=False, check_device=True, check_dtype=True, check_layout=True,
+                 check_stride=False, msg=None):
+    """Raise AssertionError unless ``actual`` and ``expected`` are close (PyTorch's rules and
+    defaults: NaN is equal to NaN only with ``equal_nan=True``; ``msg`` may be a string or a
+    callable that turns the generated message into the one raised)."""
     if isinstance(actual, (list, tuple)):
         assert len(actual) == len(expected), f"length {len(actual)} != {len(expected)}"
         for a, e in zip(actual, expected):
-            assert_close(a, e, rtol=rtol, atol=atol, check_dtype=check_dtype,
-                         check_device=check_device, msg=msg)
+            assert_close(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                         check_dtype=check_dtype, check_device=check_device,
+                         check_layout=check_layout, check_stride=check_stride, msg=msg)
         return
-    if check_device and isinstance(actual, Tensor) and isinstance(expected, Tensor) and \
-            actual.device is not expected.device:
-        raise AssertionError(f"device {actual.device} != expected {expected.device}")
+    both = isinstance(actual, Tensor) and isinstance(expected, Tensor)
+    if check_device and both and actual.device is not expected.device:
+        _fail(msg, f"device {actual.device} != expected {expected.device}")
+    if check_layout and both and actual.layout != expected.layout:
+        _fail(msg, f"layout {actual.layout} != expected {expected.layout}")
+    if check_stride and both and actual.stride() != expected.stride() and actual.numel() > 1:
+        _fail(msg, f"stride {actual.stride()} != expected {expected.stride()}")
     a, e = _host(actual), _host(expected)
     if not check_dtype and a.dtype != e.dtype:
         a = a.astype(np.result_type(a.dtype, e.dtype))
@@ -83,7 +91,11 @@ def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=True, chec
     if ok and not equal_nan and a.dtype.kind in "fc" and np.isnan(a).any():
         ok, detail = False, "NaN in both at the same positions, but equal_nan=False"
     if not ok:
-        raise AssertionError(msg or f"Tensor-likes are not close! {detail}")
+        _fail(msg, f"Tensor-likes are not close! {detail}")
+
+
+def _fail(msg, generated):
+    raise AssertionError(msg(generated) if callable(msg) else (msg or generated))
 
 
 # torch.testing.assert_allclose's own defaults (looser than assert_close's)
