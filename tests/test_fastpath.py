@@ -220,6 +220,49 @@ def test_compiled_lstm_cell_backward_declines_other_layouts():
     assert cell(a, a, a, ws, d, a[:, :2]) is False
 
 
+def _col2im_reference(acc, cols, stride, dilation):
+    import itertools
+    kernel, out_sp = cols.shape[2:4], cols.shape[4:]
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        region = tuple(slice(o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in
+                       zip(offset, dilation, out_sp, stride))
+        acc[(Ellipsis,) + region] += cols[(slice(None), slice(None)) + offset]
+
+
+@compiled
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kernel, out, stride, dilation, strided_cols", [
+    ((3, 3), (5, 4), (1, 1), (1, 1), False), ((4, 4), (6, 6), (2, 2), (1, 1), True),
+    ((3, 2), (4, 5), (2, 3), (2, 1), False), ((1, 1), (3, 3), (1, 1), (1, 1), True)])
+def test_compiled_col2im_gives_the_references_bits(dtype, kernel, out, stride, dilation,
+                                                   strided_cols):
+    rng = np.random.default_rng(sum(kernel + out))
+    batch, channels = 2, 3
+    if strided_cols:    # the whole-batch GEMM's layout: a transposed view
+        cols = rng.standard_normal((channels,) + kernel + (batch,) + out).astype(dtype)
+        cols = cols.transpose(3, 0, 1, 2, 4, 5)
+    else:
+        cols = rng.standard_normal((batch, channels) + kernel + out).astype(dtype)
+    size = [(o - 1) * s + (k - 1) * d + 2 for o, s, k, d in zip(out, stride, kernel, dilation)]
+    acc = rng.standard_normal((batch, channels, *size)).astype(dtype)
+    want = acc.copy()
+    _col2im_reference(want, cols, stride, dilation)
+    assert _fastpath.C.col2im2d(acc, cols, stride, dilation) is True
+    assert np.array_equal(acc, want)
+
+
+@compiled
+def test_compiled_col2im_declines_what_it_does_not_take():
+    cols = np.ones((1, 2, 3, 3, 4, 4), np.float32)
+    col2im = _fastpath.C.col2im2d
+    assert col2im(np.zeros((1, 2, 6, 6), np.float32), cols, (1, 1), (1, 1)) is True
+    assert col2im(np.zeros((1, 2, 5, 6), np.float32), cols, (1, 1), (1, 1)) is False  # too small
+    assert col2im(np.zeros((1, 2, 6, 6), np.float64), cols, (1, 1), (1, 1)) is False  # dtypes
+    assert col2im(np.zeros((1, 2, 6, 6), np.float32).transpose(0, 1, 3, 2), cols, (1, 1),
+                  (1, 1)) is False                                       # acc not C-contiguous
+    assert col2im(np.zeros((2, 2, 6, 6), np.float32), cols, (1, 1), (1, 1)) is False  # batch
+
+
 @compiled
 def test_compiled_collect_matches_the_python_reference():
     # Tensor[] ops record through collect: leaves, interior nodes, views, tensors that do not

@@ -137,6 +137,8 @@ static PyMethodDef methods[] = {
      "ieee_call(f, *args): f(*args) with numpy's floating-point warnings off"},
     {"lstm_cell_backward", (PyCFunction)(void (*)(void))py_lstm_cell_backward, METH_FASTCALL,
      "lstm_cell_backward(gh, gcy, c, ws, d, gc) -> bool: kit/rnn.py's _lstm_cell_backward"},
+    {"col2im2d", (PyCFunction)(void (*)(void))py_col2im2d, METH_FASTCALL,
+     "col2im2d(acc, cols, stride, dilation) -> bool: kit/convolution.py's col2im loop"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,7 +8,8 @@ Every direction reduces to three primitives over a *regular* convolution ``y = C
   and the groups — measured fastest of im2col + GEMM (one GEMM over all of N, with the output
   transposed back), tensordot/einsum on the window view and per-offset shifted GEMMs;
 * ``_input_grad(g, W)``: ``W^T @ g`` gives the columns, col2im adds them back with one strided
-  add per kernel offset (prod(k) adds, each over the whole batch);
+  add per kernel offset (prod(k) adds, each over the whole batch; for 2-D host arrays the
+  compiled csrc/col2im.c does the same sums plane by plane, ~6x faster on DCGAN's layers);
 * ``_weight_grad(g, z)``: ``g @ columns^T`` batched over N, summed over N.
 
 When each sample's output is small (fewer than ``WHOLE_BATCH`` positions: the deep layers of a
@@ -31,6 +32,7 @@ from __future__ import annotations
 import itertools
 import math
 
+from .._fastpath import C as _C
 from .binding import bind
 from .linalg import HALF
 
@@ -160,13 +162,23 @@ def _input_grad(be, g, w, in_sp, stride, padding, dilation, groups):
             cols = cols.reshape((b - a, groups * cg) + tuple(kernel) + tuple(out_sp))
         if acc is None:
             acc = xp.zeros((n, groups * cg) + full, dtype=cols.dtype)
-        for offset in itertools.product(*(range(k) for k in kernel)):  # col2im
-            region = tuple(slice(o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in
-                           zip(offset, dilation, out_sp, stride))
-            acc[(slice(a, b), Ellipsis) + region] += cols[(slice(None), slice(None)) + offset]
+        _col2im(xp, acc[a:b], cols, kernel, out_sp, stride, dilation)
     crop = tuple(slice(p, p + i) for p, i in zip(padding, in_sp))
     r = acc[(Ellipsis,) + crop]
     return r if r.flags.c_contiguous else xp.ascontiguousarray(r)
+
+
+def _col2im(xp, acc, cols, kernel, out_sp, stride, dilation):
+    """acc += the columns ``cols`` (m, C, *kernel, *out) put back at their windows: one strided
+    add per kernel offset (compiled for 2-D float32/float64 host arrays, plane by plane:
+    csrc/col2im.c, the same sums in the same order)."""
+    if len(kernel) == 2 and _C is not None and \
+            _C.col2im2d(acc, cols, tuple(stride), tuple(dilation)):
+        return
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        region = tuple(slice(o * d, o * d + (m - 1) * s + 1, s) for o, d, m, s in
+                       zip(offset, dilation, out_sp, stride))
+        acc[(Ellipsis,) + region] += cols[(slice(None), slice(None)) + offset]
 
 
 def _weight_grad(be, g, z, kernel, stride, padding, dilation, groups):

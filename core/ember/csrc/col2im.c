@@ -1,0 +1,90 @@
+/* col2im for 2-D convolutions: a convolution's columns added back into the image they index,
+ * one (batch, channel) plane at a time.
+ *
+ * Python reference: ember/kit/convolution.py, _input_grad's per-offset loop (one numpy add per
+ * kernel offset, each over the whole batch). Those adds stream the whole image through memory
+ * once per offset, with a strided inner loop; here a plane stays in cache across its offsets.
+ * Each element receives its contributions in the reference's order (offset by offset), so both
+ * give the same bits. The caller checks the layouts; anything else takes the reference.
+ */
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define NO_IMPORT_ARRAY
+#define PY_ARRAY_UNIQUE_SYMBOL ember_ARRAY_API
+#include "ember_c.h"
+#include <numpy/arrayobject.h>
+
+/* acc: (B, C, H, W) C-contiguous; cols: (B, C, KH, KW, OH, OW) at byte strides cs */
+#define COL2IM(T)                                                                              \
+    static void col2im_##T(const npy_intp *shape, T *acc, const char *cols, const npy_intp *cs, \
+                           const npy_intp *kout, npy_intp sh, npy_intp sw, npy_intp dh,        \
+                           npy_intp dw)                                                        \
+    {                                                                                          \
+        npy_intp B = shape[0], C = shape[1], H = shape[2], W = shape[3];                       \
+        npy_intp KH = kout[0], KW = kout[1], OH = kout[2], OW = kout[3];                       \
+        for (npy_intp b = 0; b < B; b++)                                                       \
+            for (npy_intp c = 0; c < C; c++) {                                                 \
+                T *plane = acc + (b * C + c) * H * W;                                          \
+                const char *src_bc = cols + b * cs[0] + c * cs[1];                             \
+                for (npy_intp kh = 0; kh < KH; kh++)                                           \
+                    for (npy_intp kw = 0; kw < KW; kw++) {                                     \
+                        const char *src = src_bc + kh * cs[2] + kw * cs[3];                    \
+                        for (npy_intp oh = 0; oh < OH; oh++) {                                 \
+                            T *row = plane + (oh * sh + kh * dh) * W + kw * dw;                \
+                            const char *s = src + oh * cs[4];                                  \
+                            if (sw == 1 && cs[5] == (npy_intp)sizeof(T)) {                     \
+                                const T *v = (const T *)s;                                     \
+                                for (npy_intp ow = 0; ow < OW; ow++)                           \
+                                    row[ow] += v[ow];                                          \
+                            } else {                                                           \
+                                for (npy_intp ow = 0; ow < OW; ow++)                           \
+                                    row[ow * sw] += *(const T *)(s + ow * cs[5]);              \
+                            }                                                                  \
+                        }                                                                      \
+                    }                                                                          \
+            }                                                                                  \
+    }
+
+COL2IM(float)
+COL2IM(double)
+
+/* col2im2d(acc, cols, stride, dilation) -> bool: acc[b, c, oh * sh + kh * dh, ow * sw + kw * dw]
+ * += cols[b, c, kh, kw, oh, ow]; True when done, False when the arrays are not what this loop
+ * takes (acc C-contiguous and writable, both float32 or float64, the windows inside acc) */
+PyObject *py_col2im2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    npy_intp sh, sw, dh, dw;
+    if (nargs != 4 || !PyArg_ParseTuple(args[2], "nn", &sh, &sw) ||
+        !PyArg_ParseTuple(args[3], "nn", &dh, &dw)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "col2im2d(acc, cols, stride, dilation)");
+        return NULL;
+    }
+    if (!PyArray_CheckExact(args[0]) || !PyArray_CheckExact(args[1]))
+        Py_RETURN_FALSE;
+    PyArrayObject *acc = (PyArrayObject *)args[0], *cols = (PyArrayObject *)args[1];
+    int type = PyArray_TYPE(acc);
+    if ((type != NPY_FLOAT32 && type != NPY_FLOAT64) || PyArray_TYPE(cols) != type ||
+        PyArray_NDIM(acc) != 4 || PyArray_NDIM(cols) != 6 || !PyArray_IS_C_CONTIGUOUS(acc) ||
+        !PyArray_ISWRITEABLE(acc) || !PyArray_ISALIGNED(cols) || sh < 1 || sw < 1 || dh < 1 ||
+        dw < 1)
+        Py_RETURN_FALSE;
+    const npy_intp *shape = PyArray_DIMS(acc), *cshape = PyArray_DIMS(cols);
+    if (cshape[0] != shape[0] || cshape[1] != shape[1])
+        Py_RETURN_FALSE;
+    const npy_intp *kout = cshape + 2;     /* KH, KW, OH, OW */
+    for (int k = 0; k < 4; k++)
+        if (kout[k] < 1)
+            Py_RETURN_TRUE;                /* nothing to add */
+    if ((kout[2] - 1) * sh + (kout[0] - 1) * dh >= shape[2] ||
+        (kout[3] - 1) * sw + (kout[1] - 1) * dw >= shape[3])
+        Py_RETURN_FALSE;                   /* a window outside acc: the reference raises */
+    const char *src = PyArray_BYTES(cols);
+    const npy_intp *cs = PyArray_STRIDES(cols);
+    Py_BEGIN_ALLOW_THREADS
+    if (type == NPY_FLOAT32)
+        col2im_float(shape, (float *)PyArray_DATA(acc), src, cs, kout, sh, sw, dh, dw);
+    else
+        col2im_double(shape, (double *)PyArray_DATA(acc), src, cs, kout, sh, sw, dh, dw);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_TRUE;
+}
