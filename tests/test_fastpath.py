@@ -264,6 +264,31 @@ def test_compiled_col2im_declines_what_it_does_not_take():
 
 
 @compiled
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+@pytest.mark.parametrize("shape, kernel, stride, padding, dilation, ceil_mode", [
+    ((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((1, 2, 9, 7), (3, 3), (2, 2), (1, 1), (1, 1), True),
+    ((2, 2, 10, 11), (3, 2), (1, 2), (1, 0), (2, 3), False),
+    ((1, 1, 5, 5), (2, 2), (3, 3), (1, 1), (1, 1), True)])
+def test_compiled_max_pool2d_gives_the_references_values_and_indices(
+        dtype, shape, kernel, stride, padding, dilation, ceil_mode, monkeypatch):
+    from ember.kit import pooling
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).round(1)     # ties: the first maximum must win
+    x.reshape(-1)[::7] = -np.inf
+    x.reshape(-1)[5::11] = np.nan               # NaN windows: the first NaN wins
+    t = ember.tensor(x, dtype=dtype)
+    compiled = ember.nn.functional.max_pool2d(t, kernel, stride, padding, dilation, ceil_mode,
+                                              return_indices=True)
+    monkeypatch.setattr(pooling, "_C", None)
+    reference = ember.nn.functional.max_pool2d(t, kernel, stride, padding, dilation, ceil_mode,
+                                               return_indices=True)
+    for a, b in zip(compiled, reference):
+        assert a.shape == b.shape and a.dtype is b.dtype
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@compiled
 def test_compiled_collect_matches_the_python_reference():
     # Tensor[] ops record through collect: leaves, interior nodes, views, tensors that do not
     # require grad and absent optional arguments, in a list slot and in plain slots

@@ -7,7 +7,8 @@
   per shape) turns window offsets into PyTorch's indices. A padded element never wins over the
   window's first real one: the table maps it there, as PyTorch's kernel starts each window at
   its first real element. The backward puts each gradient at its index, in one assignment when
-  windows cannot overlap and with one ``bincount`` otherwise.
+  windows cannot overlap and with one ``bincount`` otherwise. 2-D float32/float64 host arrays
+  take csrc/pool.c instead: one pass per plane, the same values and indices.
 * average pooling: one strided add per kernel offset, divided by per-position counts computed
   once per shape; the backward adds the divided gradient back the same way.
 * adaptive average pooling: one small averaging matrix per spatial dim (``matmul`` along it);
@@ -23,6 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._fastpath import C as _C
 from .binding import bind
 from .linalg import HALF
 
@@ -146,6 +148,12 @@ def max_pool(be, self, kernel_size, stride, padding, dilation, ceil_mode):
     sp = x.shape[2:]
     k, s, p, d = (tuple(v) for v in (kernel_size, stride, padding, dilation))
     out, hi = _geometry(sp, k, s, p, d, ceil_mode)
+    dev = self.device
+    if len(k) == 2 and _C is not None:   # compiled, plane by plane (csrc/pool.c)
+        values = xp.empty((n, c) + out, dtype=x.dtype)
+        indices = xp.empty((n, c) + out, dtype=xp.int64)
+        if _C.max_pool2d(x, values, indices, k, s, p, d):
+            return be.wrap(values, dev), be.wrap(indices, dev)
     padded = _padded(xp, x, p, hi, _lowest(x.dtype))
     table = _position_table(sp, out, k, s, p, d)
     parts = [padded[region] for region in _offsets(k, s, out, d)]
@@ -154,7 +162,6 @@ def max_pool(be, self, kernel_size, stride, padding, dilation, ceil_mode):
         win = _windows(xp, padded, k, s, d, out)
         picked = _argmax_pick(be, win.reshape(n, c, math.prod(out), math.prod(k)), table)
     values, indices = picked
-    dev = self.device
     return (be.wrap(xp.ascontiguousarray(values).reshape((n, c) + out), dev),
             be.wrap(xp.ascontiguousarray(indices).reshape((n, c) + out), dev))
 
