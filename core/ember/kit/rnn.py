@@ -126,7 +126,10 @@ def _add_recurrent(xp, gates, h, w):
     gemm = _gemm(xp, gates.dtype)
     if gemm is not None and h.shape[0] * w.shape[0] * w.shape[1] <= _GEMM_INTO_MAX and \
             gates.flags.c_contiguous and h.flags.c_contiguous and w.flags.c_contiguous:
-        gemm(1.0, w.T, h.T, beta=1.0, c=gates.T, trans_a=1, overwrite_c=1)
+        c = gates.T
+        done = gemm(1.0, w.T, h.T, beta=1.0, c=c, trans_a=1, overwrite_c=1)
+        if done is not c:   # the wrapper worked on a copy after all
+            c[...] = done
     else:
         gates += xp.matmul(w, h.T).T
 
