@@ -479,3 +479,34 @@ def test_thin_products_are_parallel_reductions_equal_to_the_cpu(shapes, dtype):
     assert got[0].shape == want[0].shape
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, **tol)
+
+
+def test_packed_gemm_operands_are_reused_until_their_storage_changes():
+    # a transposed weight is packed for the tiled GEMM; the pack is kept for the next product
+    # that reads the unchanged storage, and every in-place change (version counter) drops it
+    from ember.runtime.registry import registry
+    x = ember.randn(64, 72, device="opencl")
+    w = ember.randn(60, 72, device="opencl", requires_grad=True)
+    packs = registry.get("opencl").state_queue(x.device)[0].packed
+    packs.clear()
+
+    def check():
+        got = (x @ w.t()).detach().cpu().numpy()
+        want = x.cpu().numpy() @ w.detach().cpu().numpy().T
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    check()
+    cached = len(packs)
+    assert cached >= 1
+    check()
+    assert len(packs) == cached                      # the second product reused the pack
+    changes = [lambda: w.add_(1), lambda: w.mul_(-0.5), lambda: w.copy_(ember.randn(60, 72)),
+               lambda: w.uniform_(), lambda: w.detach().clamp_(-0.1, 0.1),
+               lambda: w.__setitem__((slice(2, 4),), 3.0)]
+    for change in changes:
+        with ember.no_grad():
+            change()
+        check()
+    opt = ember.optim.Adam([w], lr=0.1)
+    (x @ w.t()).sum().backward()
+    opt.step()
+    check()

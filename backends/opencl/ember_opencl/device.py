@@ -8,6 +8,7 @@ entries, each an index into the full list or a case-insensitive substring of the
 """
 from __future__ import annotations
 
+import collections
 import os
 import threading
 
@@ -161,6 +162,7 @@ class DeviceState:
         self.allocator = DeviceAllocator(self)
         self.kernels = {}       # key -> compiled kernel (see codegen)
         self.meta = {}          # layout key -> (rank, int64 metadata buffer)
+        self.packed = collections.OrderedDict()   # GEMM operand packs (ops_linalg._packed)
         self._err = None        # error-flag buffer, made on first use
 
     @property

@@ -29,6 +29,7 @@ matrices nuclear norms see, slow for one large matrix.
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -154,10 +155,17 @@ def _fast_kernel(state, dt):
     return knl
 
 
+#: packed copies of small operands are kept (least recently used out) for the next product
+#: that reads the same storage, unchanged (its version counter), in the same layout and queue:
+#: an RNN's weight is packed once per step instead of once per time step and direction
+PACK_CACHE_ENTRIES = 32
+PACK_CACHE_BYTES = 1 << 20
+
+
 def _packed(backend, st, t, batch, rows, cols, bstrides, rs, cs, rows_p, cols_p):
     """(tensor, offset, batch stride, row stride) of a row-major operand whose rows x cols
     matrices (padded to rows_p x cols_p) follow each other: ``t`` itself when it already is
-    one, else a packed copy."""
+    one, else a packed copy (a cached one while ``t``'s storage is unchanged)."""
     if batch and not any(bstrides):  # one matrix broadcast over the batch: pack it once
         t, off, _, ld = _packed(backend, st, t, (), rows, cols, (), rs, cs, rows_p, cols_p)
         return t, off, 0, ld
@@ -166,8 +174,17 @@ def _packed(backend, st, t, batch, rows, cols, bstrides, rs, cs, rows_p, cols_p)
     if cs == 1 and rows == rows_p and cols == cols_p and (rs == cols or rows == 1) and \
             (nb == 1 or (len(sizes) == 1 and bs[0] == rows * cols)):
         return t, offset_of(t), rows * cols, cols
-    p = backend.new_tensor(st, (nb * rows_p * cols_p,), t.dtype, t.device)
+    size = nb * rows_p * cols_p
     full = tuple(batch) + (rows, cols)
+    storage = storage_of(t)
+    key = (id(storage), storage.version, offset_of(t), full, tuple(bstrides), rs, cs, rows_p,
+           cols_p, t.dtype, id(backend.state_queue(t.device)[1]))
+    packs = st.packed
+    hit = packs.get(key)
+    if hit is not None and hit[0]() is storage:
+        packs.move_to_end(key)
+        return hit[1], 0, rows_p * cols_p, cols_p
+    p = backend.new_tensor(st, (size,), t.dtype, t.device)
     new = tensor_constructor()
     dst = new(p.untyped_storage(), full, tuple(
         rows_p * cols_p * math.prod(batch[d + 1:]) for d in range(len(batch))) + (cols_p, 1),
@@ -175,6 +192,10 @@ def _packed(backend, st, t, batch, rows, cols, bstrides, rs, cs, rows_p, cols_p)
     src = new(t.untyped_storage(), full, tuple(bstrides) + (rs, cs), t.storage_offset(),
               t.dtype, t.device, None)
     backend.copy_(dst, src)
+    if size * t.dtype.itemsize <= PACK_CACHE_BYTES:
+        packs[key] = (weakref.ref(storage), p)
+        if len(packs) > PACK_CACHE_ENTRIES:
+            packs.popitem(last=False)
     return p, 0, rows_p * cols_p, cols_p
 
 
