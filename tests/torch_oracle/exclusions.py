@@ -256,12 +256,6 @@ OPINFO = {
         "xfail", "a known gap on OpenCL: its float32 matrix_exp composite (Pade + squaring in "
         "float32) is 3x farther from the float64 value than torch's (the cpu computes float32 "
         "in double)", areas=("forward", "method"), dtypes=("float32",), devices=("opencl",)),
-    "einsum": Rule(
-        "xfail", "a known gap: einsum's backward refuses an operand that repeats a subscript "
-        "('iji': a diagonal), where torch differentiates it", areas=("backward",),
-        when=lambda s: bool(s.args) and isinstance(s.args[0], str) and any(
-            len(set(t)) < len(t) for t in
-            s.args[0].replace("...", "").replace(" ", "").split("->")[0].split(","))),
     "jiterator_2inputs_2outputs": Rule("skip", "torch.cuda.jiterator: CUDA-only, no CPU kernel"),
     "jiterator_4inputs_with_extra_args": Rule("skip", "torch.cuda.jiterator: CUDA-only"),
     "jiterator_binary": Rule("skip", "torch.cuda.jiterator: CUDA-only, no CPU kernel"),
