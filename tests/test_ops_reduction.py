@@ -663,3 +663,43 @@ def test_against_torch():
         got, ref = case(ember, et, ei), case(torch, tt, ti)
         assert got.dtype.name == str(ref.dtype).replace("torch.", "")
         np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("shape, dim", [((4, 5), 1), ((3, 4, 2), 1), ((3, 4, 2), 0), ((), 0),
+                                        ((2, 0, 3), 2)])
+def test_softmax_backward_data_matches_torch(log, shape, dim):
+    torch = pytest.importorskip("torch")
+    name = "_log_softmax_backward_data" if log else "_softmax_backward_data"
+    rng = np.random.default_rng(len(shape) + dim)
+    x, g = rng.standard_normal(shape), rng.standard_normal(shape)
+    y = (torch.log_softmax if log else torch.softmax)(torch.tensor(x), dim)
+    want = getattr(torch, name)(torch.tensor(g), y, dim, torch.float64)
+    got = getattr(ember, name)(ember.tensor(g), ember.tensor(y.numpy()), dim, ember.float64)
+    assert got.dtype is ember.float64 and tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_backward_is_one_op_with_double_backward(log):
+    from ember.dispatch import dispatcher
+    fn = ember.log_softmax if log else ember.softmax
+    x = ember.randn(3, 5, dtype=ember.float64, requires_grad=True)
+    y = fn(x, 1)
+    seen = []
+    call = dispatcher.Op.__call__
+
+    def counted(self, *args, **kwargs):
+        seen.append(self.name)
+        return call(self, *args, **kwargs)
+    dispatcher.Op.__call__ = counted
+    try:
+        y.backward(ember.ones_like(y))
+    finally:
+        dispatcher.Op.__call__ = call
+    assert ("_log_softmax_backward_data" if log else "_softmax_backward_data") in seen
+    assert "exp" not in seen and "sum" not in seen
+    assert ember.autograd.gradgradcheck(lambda a: fn(a, 1), (x.detach().requires_grad_(),))
+    xh = ember.randn(3, 4, dtype=ember.float16, requires_grad=True)   # the gradient in the
+    fn(xh, 1, dtype=ember.float32).sum().backward()                    # input's dtype
+    assert xh.grad.dtype is ember.float16

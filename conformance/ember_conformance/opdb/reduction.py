@@ -236,6 +236,16 @@ for _p in (1, 3, 0.5, 0, math.inf, -math.inf):
     OPS.append(OpInfo(f"norm p={_p}", _with("norm", p=_p),
                       samples(DIMS + EMPTY if _p > 0 and math.isfinite(_p) else NO_IDENTITY),
                       FLOATS, covers=("vector_norm",), tolerances=LOOSE32))
+def _softmax_data(log):
+    """(log_)softmax's backward op on its output, with a gradient made from the input."""
+    forward = ember.log_softmax if log else ember.softmax
+    backward = ember._log_softmax_backward_data if log else ember._softmax_backward_data
+
+    def run(x, dim):
+        return backward(x.sin(), forward(x, dim), dim, x.dtype)
+    return run
+
+
 SCAN = samples(SCAN_CASES)
 OPS += [
     # scans
@@ -254,6 +264,10 @@ OPS += [
            covers=("softmax",)),
     OpInfo("log_softmax large", lambda x, **kw: ember.log_softmax(x * 300, **kw), SCAN, FLOATS,
            covers=("log_softmax",)),
+    OpInfo("_softmax_backward_data", _softmax_data(False), SCAN, FLOATS,
+           covers=("_softmax_backward_data",)),
+    OpInfo("_log_softmax_backward_data", _softmax_data(True), SCAN, FLOATS,
+           covers=("_log_softmax_backward_data",)),
     OpInfo("softmax dtype", _with("softmax", dtype=ember.float64), SCAN, ("float32",),
            covers=("softmax",)),
     OpInfo("log_softmax dtype", _with("log_softmax", dtype=ember.float64), SCAN,

@@ -164,6 +164,38 @@ def _softmax(xp, s, dim, log, work):
     return r
 
 
+def softmax_backward_data(be, log, grad_output, output, dim, input_dtype):
+    """softmax's gradient from its output (``log``: log_softmax's), the composites' arithmetic
+    in the same order: y * (g - sum(g * y)) / g - exp(y) * sum(g)."""
+    xp = be.xp
+    g, y = be.native(grad_output), be.native(output)
+    if g.size == 0:
+        return be.wrap(xp.empty(g.shape, dtype=input_dtype.np), output.device)
+    shape = g.shape
+    if g.ndim == 0:
+        g, y = g.reshape(1), y.reshape(1)
+    work = _acc(xp, g.dtype)
+    if work != g.dtype:       # half precision: computed in float32, rounded once
+        g, y = g.astype(work), y.astype(work)
+    r = be.ieee(_softmax_backward, xp, g, y, dim, log)
+    return _result(be, r.reshape(shape), input_dtype.np, output.device)
+
+
+def _softmax_backward(xp, g, y, dim, log):
+    last = dim == g.ndim - 1
+
+    def total(v):
+        return row_sum(xp, v) if last else v.sum(axis=dim, keepdims=True)
+    if log:
+        r = xp.exp(y)
+        r *= total(g)
+        return xp.subtract(g, r, out=r)
+    r = xp.multiply(g, y)
+    xp.subtract(g, total(r), out=r)
+    r *= y
+    return r
+
+
 TABLE = {"mean": mean, "var": var, "vector_norm": vector_norm}
 
 #: op name -> (shared kernel, the name of the xp function it applies)
@@ -193,3 +225,5 @@ def register(backend) -> None:
         bind_with(backend, name, kernel, _reduction(backend.xp, fn))
     bind_with(backend, "softmax", softmax, False)
     bind_with(backend, "log_softmax", softmax, True)
+    bind_with(backend, "_softmax_backward_data", softmax_backward_data, False)
+    bind_with(backend, "_log_softmax_backward_data", softmax_backward_data, True)

@@ -30,8 +30,10 @@ from .extremes import (all, all_op, amax, amax_op, amin, amin_op, aminmax, aminm
                        min_dim_op)
 from .norms import logsumexp, logsumexp_op, renorm, vector_norm_op
 from .statistics import corrcoef, cov, nanquantile, quantile
-from .scans import (cummax, cummin, cumprod, cumprod_op, cumsum, cumsum_op, log_softmax,
-                    log_softmax_op, logcumsumexp, softmax, softmax_op)
+from .scans import (_log_softmax_backward_data, _softmax_backward_data, cummax, cummin,
+                    cumprod, cumprod_op, cumsum, cumsum_op, log_softmax,
+                    log_softmax_backward_data_op, log_softmax_op, logcumsumexp, softmax,
+                    softmax_backward_data_op, softmax_op)
 from .sums import (count_nonzero, count_nonzero_op, mean, mean_op, nanmean, nanmean_op, nansum,
                    nansum_op, prod, prod_op, std, std_mean, std_mean_op, std_op, sum, sum_op, var,
                    var_mean, var_mean_op, var_op)
@@ -40,4 +42,4 @@ __all__ = ["sum", "mean", "prod", "nansum", "nanmean", "var", "std", "var_mean",
            "max", "min", "amax", "amin", "aminmax", "argmax", "argmin", "all", "any",
            "logsumexp", "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax",
            "cummax", "cummin", "logcumsumexp", "renorm", "cov", "corrcoef", "quantile",
-           "nanquantile"]
+           "nanquantile", "_softmax_backward_data", "_log_softmax_backward_data"]

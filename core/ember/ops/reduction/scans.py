@@ -13,6 +13,7 @@ from .. import elementwise as _ew
 from .. import factories as _fac
 from .. import shape as _shape_ops
 from .._util import _dtype_title, cpp_dtype_name, ember_namespace, every_example, require_tensor, tensor_method
+from .. import _meta
 from ._rules import accumulate_dtype, along_dim_meta, check_tensor, no_complex
 
 
@@ -89,17 +90,80 @@ def _dims_of(shape, dim):
 
 
 def _softmax_backward(ctx, g, self, dim, dtype):
-    y = ctx.result
-    dims = _dims_of(y._shape, dim)
-    return (y * (g - _primitives.sum_op(g * y, dims, True, g.dtype)),)
+    return (softmax_backward_data_op(g, ctx.result, dim, ctx.meta(0)[1]),)
 
 
 def _log_softmax_backward(ctx, g, self, dim, dtype):
-    y = ctx.result
+    return (log_softmax_backward_data_op(g, ctx.result, dim, ctx.meta(0)[1]),)
+
+
+# -- their backward ops (PyTorch's _softmax_backward_data, _log_softmax_backward_data): one op
+# (one kernel) instead of three or four, and what custom autograd Functions call by name
+def _as(t, dtype):
+    return t if t.dtype is dtype else t.to(dtype)
+
+
+def _softmax_data_composite(grad_output, output, dim, input_dtype):
+    """output * (grad_output - sum(grad_output * output, dim))."""
+    dims = _dims_of(output._shape, dim)
+    g = grad_output
+    return _as(output * (g - _primitives.sum_op(g * output, dims, True, g.dtype)), input_dtype)
+
+
+def _log_softmax_data_composite(grad_output, output, dim, input_dtype):
+    """grad_output - exp(output) * sum(grad_output, dim)."""
+    dims = _dims_of(output._shape, dim)
+    g = grad_output
+    return _as(g - _ew.unary_api["exp"](output) * _primitives.sum_op(g, dims, True, g.dtype),
+               input_dtype)
+
+
+def _softmax_data_double(ctx, gg, grad_output, output, dim, input_dtype):
+    # r = y * (g - S), S = sum(g * y): dr/dg is the same map of gg; dr/dy = gg * (g - S) -
+    # g * sum(gg * y)
+    g, y = grad_output, output
+    gg = _as(gg, g.dtype)
     dims = _dims_of(y._shape, dim)
-    return (g - _ew.unary_api["exp"](y) * _primitives.sum_op(g, dims, True, g.dtype),)
+    g_g = softmax_backward_data_op(gg, y, dim, g.dtype) if ctx.needs(0) else None
+    g_y = None
+    if ctx.needs(1):
+        s = _primitives.sum_op(g * y, dims, True, g.dtype)
+        g_y = gg * (g - s) - g * _primitives.sum_op(gg * y, dims, True, g.dtype)
+    return g_g, g_y, None, None
 
 
+def _log_softmax_data_double(ctx, gg, grad_output, output, dim, input_dtype):
+    # r = g - exp(y) * sum(g): dr/dg = gg - sum(gg * exp(y)); dr/dy = -gg * exp(y) * sum(g)
+    g, y = grad_output, output
+    gg = _as(gg, g.dtype)
+    dims = _dims_of(y._shape, dim)
+    e = _ew.unary_api["exp"](y)
+    g_g = gg - _primitives.sum_op(gg * e, dims, True, g.dtype) if ctx.needs(0) else None
+    g_y = -(gg * e) * _primitives.sum_op(g, dims, True, g.dtype) if ctx.needs(1) else None
+    return g_g, g_y, None, None
+
+
+def _softmax_data_meta(name):
+    def meta(grad_output, output, dim, input_dtype):
+        if grad_output._shape != output._shape or grad_output.dtype is not output.dtype:
+            raise RuntimeError(f"{name}: grad_output {list(grad_output._shape)} "
+                               f"({grad_output.dtype}) and output {list(output._shape)} "
+                               f"({output.dtype}) must have one shape and dtype")
+        _meta._check_dim(name, dim, output.ndim)
+        return output._shape, input_dtype
+    return meta
+
+
+softmax_backward_data_op = define(
+    "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, dtype input_dtype) "
+    "-> Tensor", meta=_softmax_data_meta("_softmax_backward_data"),
+    composite=_softmax_data_composite,
+    derivative=Derivative(_softmax_data_double, save=("grad_output", "output")))
+log_softmax_backward_data_op = define(
+    "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, dtype input_dtype) "
+    "-> Tensor", meta=_softmax_data_meta("_log_softmax_backward_data"),
+    composite=_log_softmax_data_composite,
+    derivative=Derivative(_log_softmax_data_double, save=("grad_output", "output")))
 softmax_op = define("softmax(Tensor self, int dim, dtype dtype) -> Tensor",
                     meta=along_dim_meta("softmax"),
                     derivative=Derivative(_softmax_backward, save=("result",)))
@@ -136,6 +200,24 @@ def _make_softmax(name, op):
 
 softmax = _make_softmax("softmax", softmax_op)
 log_softmax = _make_softmax("log_softmax", log_softmax_op)
+
+
+def _make_softmax_backward_data(name, op):
+    def fn(grad_output, output, dim, input_dtype):
+        check_tensor(grad_output, name)
+        check_tensor(output, name)
+        return op(grad_output, output, _wrap_dim(dim, output.ndim, name),
+                  _dtype.as_dtype(input_dtype))
+    fn.__name__ = name
+    fn.__doc__ = f"``torch.{name}(grad_output, output, dim, input_dtype)``: the gradient of " \
+                 f"{name[1:name.index('_backward')]} from its output, in ``input_dtype``."
+    return fn
+
+
+_softmax_backward_data = _make_softmax_backward_data("_softmax_backward_data",
+                                                     softmax_backward_data_op)
+_log_softmax_backward_data = _make_softmax_backward_data("_log_softmax_backward_data",
+                                                         log_softmax_backward_data_op)
 
 
 # -- cummax, cummin, logcumsumexp: compositions of ember ops ----------------------------------
