@@ -36,8 +36,7 @@ from ember.kit.binding import bind
 from ember.runtime import dtypes as D
 from ember.runtime import data_of, get_op, shape_of
 
-from . import cltypes
-from .codegen import compile_program
+from . import cltypes, progs
 
 JACOBI_MAX = 128
 _L = np.int64
@@ -450,30 +449,24 @@ def _wgs(st):
     return 64 if st.max_wg >= 64 else 1 << (st.max_wg.bit_length() - 1)
 
 
+def _source(st, dt):
+    return "\n".join(["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(st.dtypes),
+                      f"typedef {cltypes.CTYPE[dt]} T;", f"#define WGS {_wgs(st)}",
+                      f"#define JMAX {JACOBI_MAX}", SOURCE])
+
+
 def _kernels(st, dt):
-    key = ("linalg_decomp", dt)
-    ks = st.kernels.get(key)
-    if ks is None:
-        src = "\n".join(["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(st.dtypes),
-                         f"typedef {cltypes.CTYPE[dt]} T;", f"#define WGS {_wgs(st)}",
-                         f"#define JMAX {JACOBI_MAX}", SOURCE])
-        prg = compile_program(st, src, "the linear algebra program")
-        T = cltypes.np_type(dt)
-        types = {"lu_factor": [None, None, None, _L, _L, np.int32],
-                 "pivots_perm": [None, None, _L, _L, _L],
-                 "lu_solve": [None, None, None, _L, _L, _L, _L, _L, np.int32],
-                 "tri_solve": [None, None, _L, _L, _L, _L, _L, np.int32, np.int32, np.int32],
-                 "cholesky": [None, None, _L], "geqrf": [None, None, _L, _L],
-                 "orgqr": [None, None, None, _L, _L, _L],
-                 "jacobi_eigh": [None, None, _L, np.int32, T],
-                 "jacobi_svd": [None, None, _L, _L, T]}
-        ks = {}
-        for name, argt in types.items():
-            k = getattr(prg, name)
-            k.set_scalar_arg_dtypes(argt)
-            ks[name] = k
-        st.kernels[key] = ks
-    return ks
+    T = cltypes.np_type(dt)
+    types = {"lu_factor": [None, None, None, _L, _L, np.int32],
+             "pivots_perm": [None, None, _L, _L, _L],
+             "lu_solve": [None, None, None, _L, _L, _L, _L, _L, np.int32],
+             "tri_solve": [None, None, _L, _L, _L, _L, _L, np.int32, np.int32, np.int32],
+             "cholesky": [None, None, _L], "geqrf": [None, None, _L, _L],
+             "orgqr": [None, None, None, _L, _L, _L],
+             "jacobi_eigh": [None, None, _L, np.int32, T],
+             "jacobi_svd": [None, None, _L, _L, T]}
+    return progs.program(st, ("linalg_decomp", dt), lambda: _source(st, dt), types,
+                         "the linear algebra program")
 
 
 class _Ctx:

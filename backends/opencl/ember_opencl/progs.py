@@ -30,12 +30,13 @@ def header(state) -> str:
     return "\n".join(["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes)])
 
 
-def program(state, key, make_source, arg_types):
+def program(state, key, make_source, arg_types, what=None):
     """{kernel name: kernel} of the program ``key``; ``make_source()`` gives its source,
-    ``arg_types`` maps kernel names to their scalar argument dtypes (None for buffers)."""
+    ``arg_types`` maps kernel names to their scalar argument dtypes (None for buffers);
+    ``what`` names the program in a build error (default: the program and its key)."""
     kernels = state.kernels.get(key)
     if kernels is None:
-        prg = codegen.compile_program(state, make_source(), f"the program {key!r}")
+        prg = codegen.compile_program(state, make_source(), what or f"the program {key!r}")
         kernels = {}
         for name, types in arg_types.items():
             k = getattr(prg, name)
