@@ -134,60 +134,12 @@ __kernel void pivots_perm(__global const int* piv, __global long* perm, const lo
   }
 }
 
-/* op(A) x = b for the columns of X (x_i at x[i * rs]); trans: A^T */
-__kernel void lu_solve(__global const T* LU, __global const int* piv, __global T* X,
-                       const long nb, const long n, const long nrhs, const long rs,
-                       const long cs, const int trans) {
-  const long id = get_global_id(0);
-  if (id >= nb * nrhs) return;
-  const long z = id / nrhs, c = id % nrhs;
-  __global const T* a = LU + z * n * n;
-  __global const int* p = piv + z * n;
-  __global T* x = X + z * n * nrhs + c * cs;
-  if (!trans) {
-    for (long i = 0; i < n; i++) {
-      const long j = p[i] - 1;
-      if (j != i) { const T t = x[i * rs]; x[i * rs] = x[j * rs]; x[j * rs] = t; }
-    }
-    for (long i = 0; i < n; i++) {
-      T s = x[i * rs];
-      for (long q = 0; q < i; q++) s -= a[i * n + q] * x[q * rs];
-      x[i * rs] = s;
-    }
-    for (long i = n - 1; i >= 0; i--) {
-      T s = x[i * rs];
-      for (long q = i + 1; q < n; q++) s -= a[i * n + q] * x[q * rs];
-      x[i * rs] = s / a[i * n + i];
-    }
-  } else {
-    for (long i = 0; i < n; i++) {
-      T s = x[i * rs];
-      for (long q = 0; q < i; q++) s -= a[q * n + i] * x[q * rs];
-      x[i * rs] = s / a[i * n + i];
-    }
-    for (long i = n - 1; i >= 0; i--) {
-      T s = x[i * rs];
-      for (long q = i + 1; q < n; q++) s -= a[q * n + i] * x[q * rs];
-      x[i * rs] = s;
-    }
-    for (long i = n - 1; i >= 0; i--) {
-      const long j = p[i] - 1;
-      if (j != i) { const T t = x[i * rs]; x[i * rs] = x[j * rs]; x[j * rs] = t; }
-    }
-  }
-}
-
-/* op(A) x = b with A triangular: lower/upper of op(A) given by eff_upper */
-__kernel void tri_solve(__global const T* A, __global T* X, const long nb, const long n,
-                        const long nrhs, const long rs, const long cs, const int trans,
-                        const int eff_upper, const int unit) {
-  const long id = get_global_id(0);
-  if (id >= nb * nrhs) return;
-  const long z = id / nrhs, c = id % nrhs;
-  __global const T* a = A + z * n * n;
-  __global T* x = X + z * n * nrhs + c * cs;
+/* op(A) x = b in place for one column x (x_i at x[i * rs]), A (n x n) triangular: op(A) is A
+   or (trans) A^T, its lower or (upper) upper triangle is read, its diagonal is 1 when unit */
+inline void solve_triangular(__global const T* a, const long n, __global T* x, const long rs,
+                             const int trans, const int upper, const int unit) {
   #define AT(i, q) (trans ? a[(q) * n + (i)] : a[(i) * n + (q)])
-  if (!eff_upper) {
+  if (!upper) {
     for (long i = 0; i < n; i++) {
       T s = x[i * rs];
       for (long q = 0; q < i; q++) s -= AT(i, q) * x[q * rs];
@@ -201,6 +153,43 @@ __kernel void tri_solve(__global const T* A, __global T* X, const long nb, const
     }
   }
   #undef AT
+}
+
+/* the row interchange of LU pivot i (1-based p[i]) applied to x */
+inline void swap_pivot_row(__global const int* p, const long i, __global T* x, const long rs) {
+  const long j = p[i] - 1;
+  if (j != i) { const T t = x[i * rs]; x[i * rs] = x[j * rs]; x[j * rs] = t; }
+}
+
+/* op(A) x = b for the columns of X (x_i at x[i * rs]); trans: A^T */
+__kernel void lu_solve(__global const T* LU, __global const int* piv, __global T* X,
+                       const long nb, const long n, const long nrhs, const long rs,
+                       const long cs, const int trans) {
+  const long id = get_global_id(0);
+  if (id >= nb * nrhs) return;
+  const long z = id / nrhs, c = id % nrhs;
+  __global const T* a = LU + z * n * n;
+  __global const int* p = piv + z * n;
+  __global T* x = X + z * n * nrhs + c * cs;
+  if (!trans) {  /* P L U x = b: x = U^-1 L^-1 P^T b */
+    for (long i = 0; i < n; i++) swap_pivot_row(p, i, x, rs);
+    solve_triangular(a, n, x, rs, 0, 0, 1);
+    solve_triangular(a, n, x, rs, 0, 1, 0);
+  } else {  /* U^T L^T P^T x = b: x = P L^-T U^-T b */
+    solve_triangular(a, n, x, rs, 1, 0, 0);
+    solve_triangular(a, n, x, rs, 1, 1, 1);
+    for (long i = n - 1; i >= 0; i--) swap_pivot_row(p, i, x, rs);
+  }
+}
+
+/* op(A) x = b with A triangular: lower/upper of op(A) given by eff_upper */
+__kernel void tri_solve(__global const T* A, __global T* X, const long nb, const long n,
+                        const long nrhs, const long rs, const long cs, const int trans,
+                        const int eff_upper, const int unit) {
+  const long id = get_global_id(0);
+  if (id >= nb * nrhs) return;
+  const long z = id / nrhs, c = id % nrhs;
+  solve_triangular(A + z * n * n, n, X + z * n * nrhs + c * cs, rs, trans, eff_upper, unit);
 }
 
 /* Cholesky (lower), in place on the lower triangle; the upper one is zeroed */
@@ -242,6 +231,17 @@ __kernel void cholesky(__global T* A, __global int* info, const long n) {
   if (lid == 0) info[z] = stop;
 }
 
+/* column c of x (m rows, row stride ldx) times the reflector H_j = I - t v v^T, v = (1,
+   a[j+1:m, j]) from a (row stride lda): LAPACK's storage of geqrf's reflectors */
+inline void apply_reflector(__global const T* a, const long lda, const long m, const long j,
+                            const T t, __global T* x, const long ldx, const long c) {
+  T w = x[j * ldx + c];
+  for (long i = j + 1; i < m; i++) w += a[i * lda + j] * x[i * ldx + c];
+  w *= t;
+  x[j * ldx + c] -= w;
+  for (long i = j + 1; i < m; i++) x[i * ldx + c] -= a[i * lda + j] * w;
+}
+
 /* Householder QR (geqrf) in place: R in the upper triangle, the reflectors below, tau */
 __kernel void geqrf(__global T* A, __global T* TAU, const long m, const long n) {
   const long z = get_group_id(0);
@@ -276,13 +276,7 @@ __kernel void geqrf(__global T* A, __global T* TAU, const long m, const long n) 
     if (t != 0) for (long i = j + 1 + lid; i < m; i += LS) a[i * n + j] *= sc;
     barrier(CLK_GLOBAL_MEM_FENCE);
     if (t != 0) {
-      for (long c = j + 1 + lid; c < n; c += LS) {
-        T w = a[j * n + c];
-        for (long i = j + 1; i < m; i++) w += a[i * n + j] * a[i * n + c];
-        w *= t;
-        a[j * n + c] -= w;
-        for (long i = j + 1; i < m; i++) a[i * n + c] -= a[i * n + j] * w;
-      }
+      for (long c = j + 1 + lid; c < n; c += LS) apply_reflector(a, n, m, j, t, a, n, c);
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
@@ -302,13 +296,7 @@ __kernel void orgqr(__global const T* A, __global const T* TAU, __global T* Q, c
   for (long j = k - 1; j >= 0; j--) {
     const T t = tau[j];
     if (t != 0) {
-      for (long c = j + lid; c < qc; c += LS) {
-        T w = q[j * qc + c];
-        for (long i = j + 1; i < m; i++) w += a[i * n + j] * q[i * qc + c];
-        w *= t;
-        q[j * qc + c] -= w;
-        for (long i = j + 1; i < m; i++) q[i * qc + c] -= a[i * n + j] * w;
-      }
+      for (long c = j + lid; c < qc; c += LS) apply_reflector(a, n, m, j, t, q, qc, c);
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
