@@ -11,8 +11,8 @@ import ember
 
 from .. import Size
 from . import constraints
-from .utils import _forwarded, _sum_rightmost, broadcast_all, finfo, lazy_property, \
-    tril_matrix_to_vec, vec_to_tril_matrix
+from .utils import _cat_lengths, _forwarded, _sum_rightmost, broadcast_all, finfo, \
+    lazy_property, tril_matrix_to_vec, vec_to_tril_matrix
 from ..runtime.layout import broadcast_shapes
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
@@ -785,10 +785,7 @@ class CatTransform(_PerSlice):
 
     def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
         super().__init__(tseq, dim, cache_size)
-        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
-        if len(self.lengths) != len(self.transforms):
-            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms "
-                                 f"({len(self.transforms)})")
+        self.lengths = _cat_lengths(lengths, self.transforms, "transforms")
 
     @lazy_property
     def event_dim(self):
