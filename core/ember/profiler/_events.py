@@ -16,6 +16,7 @@ import json
 import math
 import os
 from collections import OrderedDict
+from operator import attrgetter
 
 _SPACING = 2
 _DEFAULT_WIDTH = 12
@@ -57,15 +58,10 @@ class _Times:
     def device_time(self):
         return self.device_time_total / max(self.count, 1)
 
+    # the CUDA-era names of the device times
     cuda_time = device_time
-
-    @property
-    def self_cuda_time_total(self):
-        return self.self_device_time_total
-
-    @property
-    def cuda_time_total(self):
-        return self.device_time_total
+    self_cuda_time_total = property(attrgetter("self_device_time_total"))
+    cuda_time_total = property(attrgetter("device_time_total"))
 
     def __getattr__(self, name):
         if name.endswith("_str"):
