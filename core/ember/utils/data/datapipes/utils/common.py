@@ -6,7 +6,7 @@ import functools
 import inspect
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sized
 from io import IOBase
 from ....._warn import user_stacklevel
 
@@ -127,6 +127,13 @@ def unzip_columns(sequence_length, columns_to_skip, who):
         raise ValueError(f"All instances are being filtered out in {who}. Please check the "
                          f"input `sequence_length` and `columns_to_skip`.")
     return columns
+
+
+def source_length(pipe, source) -> int:
+    """``len`` of a pipe that yields as many items as ``source`` (its datapipe or sampler)."""
+    if isinstance(source, Sized):
+        return len(source)
+    raise TypeError(f"{type(pipe).__name__} instance doesn't have valid length")
 
 
 def declared_length(pipe) -> int:
