@@ -1,7 +1,8 @@
-"""Helpers for the hand-written programs of ``ops_indexing`` and ``ops_random`` (kernels whose
-work does not fit the elementwise template: gathers, scatters, compaction, sampling).
+"""Helpers for the hand-written programs (kernels whose work does not fit the elementwise
+template: gathers, scatters, compaction, sampling, line kernels, linear algebra, attention).
 
-* ``program(state, key, make_source)`` builds a program once per key and caches its kernels;
+* ``program(state, key, make_source, arg_types)`` builds a program once per key and caches its
+  kernels;
 * ``layout(state, shape, tensors)`` is the elementwise template's int64 metadata (collapsed
   sizes, then per tensor its offset and strides) and ``C_ADDR`` the matching address
   computation, for kernels that read strided operands at a runtime rank;
