@@ -316,6 +316,12 @@ inline void jacobi_rotation(const T th, T* c, T* s) {
   *c = 1 / sqrt(t * t + 1); *s = t * *c;
 }
 
+/* (x, y) <- (c x - s y, s x + c y): a Jacobi rotation of one element pair */
+inline void rotate(__global T* x, __global T* y, const T c, const T s) {
+  const T u = *x, w = *y;
+  *x = c * u - s * w; *y = s * u + c * w;
+}
+
 /* what both Jacobi kernels keep per work-group: the padded size N (even) and its pair count,
    one round's rotations, and whether a sweep rotated / the matrix has converged; V (n x n)
    starts as the identity */
@@ -369,12 +375,8 @@ __kernel void jacobi_eigh(__global T* A, __global T* V, const long n, const int 
         long p, q; rr_pair(N, r, i, &p, &q);
         const T c = cs[i], s = sn[i];
         if (q >= n || s == 0) continue;
-        const T x = a[row * n + p], y = a[row * n + q];
-        a[row * n + p] = c * x - s * y; a[row * n + q] = s * x + c * y;
-        if (vecs) {
-          const T vx = v[row * n + p], vy = v[row * n + q];
-          v[row * n + p] = c * vx - s * vy; v[row * n + q] = s * vx + c * vy;
-        }
+        rotate(a + row * n + p, a + row * n + q, c, s);
+        if (vecs) rotate(v + row * n + p, v + row * n + q, c, s);
       }
       barrier(CLK_GLOBAL_MEM_FENCE);
       for (long e = lid; e < npairs * n; e += LS) {       /* rows: J^T (A J) */
@@ -382,8 +384,7 @@ __kernel void jacobi_eigh(__global T* A, __global T* V, const long n, const int 
         long p, q; rr_pair(N, r, i, &p, &q);
         const T c = cs[i], s = sn[i];
         if (q >= n || s == 0) continue;
-        const T x = a[p * n + col], y = a[q * n + col];
-        a[p * n + col] = c * x - s * y; a[q * n + col] = s * x + c * y;
+        rotate(a + p * n + col, a + q * n + col, c, s);
       }
   JACOBI_SWEEPS_END
 }
@@ -419,14 +420,8 @@ __kernel void jacobi_svd(__global T* W, __global T* V, const long m, const long 
         long p, q; rr_pair(N, r, i, &p, &q);
         const T c = cs[i], s = sn[i];
         if (q >= n || s == 0) continue;
-        if (k < m) {
-          const T x = w[p * m + k], y = w[q * m + k];
-          w[p * m + k] = c * x - s * y; w[q * m + k] = s * x + c * y;
-        }
-        if (k < n) {
-          const T x = v[p * n + k], y = v[q * n + k];
-          v[p * n + k] = c * x - s * y; v[q * n + k] = s * x + c * y;
-        }
+        if (k < m) rotate(w + p * m + k, w + q * m + k, c, s);
+        if (k < n) rotate(v + p * n + k, v + q * n + k, c, s);
       }
   JACOBI_SWEEPS_END
 }
