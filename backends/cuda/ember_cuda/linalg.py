@@ -47,10 +47,13 @@ def lu_factor_ex(be, A, pivot):
     return be.wrap(lu, dev), be.wrap(piv, dev), be.wrap(info, dev)
 
 
-def _pivot_sign(xp, piv):
+def _lu_diagonal(be, a):
+    """(diagonal of U, sign of the row permutation) of the LU factorization of ``a``."""
+    xp = be.xp
+    lu, piv, _ = be._api.getrf(a)
     n = piv.shape[-1]
     swaps = (piv != xp.arange(1, n + 1, dtype=piv.dtype)).sum(axis=-1)
-    return 1 - 2 * (swaps % 2)
+    return xp.diagonal(lu, axis1=-2, axis2=-1), 1 - 2 * (swaps % 2)
 
 
 def det(be, A):
@@ -58,9 +61,9 @@ def det(be, A):
     if a.size == 0:
         return _host(be, "det")(A)
     xp = be.xp
-    lu, piv, _ = be._api.getrf(a)
-    d = xp.diagonal(lu, axis1=-2, axis2=-1).prod(axis=-1)
-    return be.wrap(xp.asarray((d * _pivot_sign(xp, piv)).astype(a.dtype), order="C"), A.device)
+    d, perm_sign = _lu_diagonal(be, a)
+    return be.wrap(xp.asarray((d.prod(axis=-1) * perm_sign).astype(a.dtype), order="C"),
+                   A.device)
 
 
 def slogdet(be, A):
@@ -68,11 +71,10 @@ def slogdet(be, A):
     if a.size == 0:
         return _host(be, "slogdet")(A)
     xp = be.xp
-    lu, piv, _ = be._api.getrf(a)
-    d = xp.diagonal(lu, axis1=-2, axis2=-1)
+    d, perm_sign = _lu_diagonal(be, a)
     mag = xp.abs(d)
     phase = xp.where(mag == 0, 0, d / xp.where(mag == 0, 1, mag))
-    sign = phase.prod(axis=-1) * _pivot_sign(xp, piv)
+    sign = phase.prod(axis=-1) * perm_sign
     logabs = xp.log(mag).sum(axis=-1)
     return (be.wrap(xp.asarray(sign.astype(a.dtype), order="C"), A.device),
             be.wrap(xp.asarray(logabs.astype(a.real.dtype), order="C"), A.device))

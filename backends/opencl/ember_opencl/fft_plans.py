@@ -112,6 +112,21 @@ _GID = """  const long gid = get_global_id(0);
   if (gid >= total) return;"""
 
 
+def _butterfly(R, sign, lit, load, twiddle_base, store):
+    """A radix-R pass on butterfly ``j`` (the global kernel's and the local pass's body): load
+    v_r from element ``j + r * m`` (``load`` formats the index into an expression), twiddle
+    v1.. by ``w`` (placed by the statement ``twiddle_base``) unless this is the first stage, take
+    the R-point DFT and store y_r at element ``q + r * Ns`` (``store`` formats the index and the
+    value into a statement)."""
+    L = [f"  CT v{r} = {load.format(f'j + {r} * m')};" for r in range(R)]
+    L += ["  const long k = j % Ns;", "  if (Ns > 1) {", f"    {twiddle_base}"]
+    L += [f"    v{r} = c_mul(v{r}, w[{r - 1}]);" for r in range(1, R)]
+    L.append("  }")
+    L += ["  " + s for s in _dft(R, sign, "v", "y", lit)]
+    L.append(f"  const long q = (j / Ns) * Ns * {R} + k;")
+    return L + [f"  {store.format(f'q + {r} * Ns', f'y{r}')};" for r in range(R)]
+
+
 def _radix_kernel(R, sign, unit, lit):
     L = [f"__kernel void radix{R}(__global const CT* in, __global CT* out, "
          "__global const CT* tw, const long n, const long Ns, const long inner, "
@@ -124,18 +139,9 @@ def _radix_kernel(R, sign, unit, lit):
         L += ["  const long i = gid % inner, t = gid / inner;",
               "  const long j = t % m, o = t / m;", "  const long base = o * n * inner + i;"]
         step = " * inner"
-    for r in range(R):
-        L.append(f"  CT v{r} = in[base + (j + {r} * m){step}];")
-    L.append("  const long k = j % Ns;")
-    L.append("  if (Ns > 1) {")
-    L.append(f"    __global const CT* w = tw + twoff + k * {R - 1};")
-    for r in range(1, R):
-        L.append(f"    v{r} = c_mul(v{r}, w[{r - 1}]);")
-    L.append("  }")
-    L += ["  " + s for s in _dft(R, sign, "v", "y", lit)]
-    L.append(f"  const long d = (j / Ns) * Ns * {R} + k;")
-    for r in range(R):
-        L.append(f"  out[base + (d + {r} * Ns){step}] = y{r} * scale;")
+    L += _butterfly(R, sign, lit, "in[base + ({})" + step + "]",
+                    f"__global const CT* w = tw + twoff + k * {R - 1};",
+                    "out[base + ({})" + step + "] = {} * scale")
     L.append("}")
     return "\n".join(L)
 
@@ -144,18 +150,7 @@ def _local_pass(R, sign, lit):
     """One radix-R pass between local arrays, for butterfly ``j`` (the radix kernel's body)."""
     L = [f"inline void pass{R}(__local const CT* s, __local CT* d, __global const CT* w, "
          "const long j, const long m, const long Ns)\n{"]
-    for r in range(R):
-        L.append(f"  CT v{r} = s[j + {r} * m];")
-    L.append("  const long k = j % Ns;")
-    L.append("  if (Ns > 1) {")
-    L.append(f"    w += k * {R - 1};")
-    for r in range(1, R):
-        L.append(f"    v{r} = c_mul(v{r}, w[{r - 1}]);")
-    L.append("  }")
-    L += ["  " + x for x in _dft(R, sign, "v", "y", lit)]
-    L.append(f"  const long q = (j / Ns) * Ns * {R} + k;")
-    for r in range(R):
-        L.append(f"  d[q + {r} * Ns] = y{r};")
+    L += _butterfly(R, sign, lit, "s[{}]", f"w += k * {R - 1};", "d[{}] = {}")
     L.append("}")
     return "\n".join(L)
 

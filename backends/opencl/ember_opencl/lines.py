@@ -15,7 +15,10 @@ import math
 
 import numpy as np
 
-from . import cltypes
+from ember.runtime import dtypes as D
+from ember.runtime import layout_of
+
+from . import cltypes, progs
 from .codegen import collapse, remember
 
 
@@ -60,6 +63,27 @@ def c_bases(kr, nt, m="m"):
         L.append(f"c_ = q_ % meta[{d}]; q_ /= meta[{d}];")
         L.extend(f"b{t} += c_ * meta[{kr + t * (kr + 2) + 2 + d}];" for t in range(nt))
     return "\n  ".join(L)
+
+
+def line_program(state, family, x, out, dim, dtype, source, names):
+    """(kernels, M, N, meta buffer, local size) for kernels ``names`` that read each line of
+    ``x`` and write the same line of ``out`` (of ``dtype``): one program per key
+    ``(family, input dtype, accumulate dtype, output dtype, collapsed rank, local size)``,
+    its source ``source(state, key)``; each kernel takes (out, in, meta, M, N)."""
+    at = D.float32 if dtype in (D.float16, D.bfloat16) else dtype
+    kr, M, N, mbuf = meta(state, dim, (layout_of(out), layout_of(x)))
+    ls = local_size(state)
+    key = (family, x.dtype, at, dtype, kr, ls)
+    kernels = progs.program(state, key, lambda: source(state, key),
+                            {n: [None, None, None, np.int64, np.int64] for n in names})
+    return kernels, M, N, mbuf, ls
+
+
+def launch_sizes(state, M, ls, per_group):
+    """(global, local) sizes: a work-group of ``ls`` per line, or a work-item per line."""
+    if per_group:
+        return (M * ls,), (ls,)
+    return (round_up(M, state.local_size),), state.local_sizes
 
 
 def local_size(state, cap=256):

@@ -20,8 +20,8 @@ from ember.runtime import dtypes as D
 
 from . import cltypes
 from .codegen import compile_program
-from .ops_reduction import (DtypeKind, chunk_loop_head, extreme_init, reduction_meta,
-                            schedule_head, work_group_size)
+from .ops_reduction import (DtypeKind, chunk_loop_head, extreme_init, launch_sizes,
+                            reduction_meta, schedule_head, work_group_size)
 
 
 def _better(dt, op):
@@ -123,11 +123,7 @@ def arg_reduce(backend, name, x, dims, keepdim):
 
 def _launch(st, q, name, dt, kr, rr, mode, ls, first, vout, iout, x, xi, mbuf, M, R, G, chunk):
     knl = _kernel(st, ArgReduceKey(name, dt, kr, rr, mode, ls, first))
-    if mode == "wg":
-        gsize, lsize = (M * G * ls,), (ls,)
-    else:
-        gsize, lsize = ((M + st.local_size - 1) // st.local_size * st.local_size,), \
-            st.local_sizes
+    gsize, lsize = launch_sizes(st, mode, M, G, ls)
     with st.launch_lock:
         st.last[q] = knl(q, gsize, lsize, data_of(vout), data_of(iout),
                          data_of(x), None if xi is None else data_of(xi), mbuf,

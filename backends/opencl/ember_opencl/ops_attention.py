@@ -37,8 +37,7 @@ from ember.runtime import dtypes as D
 from ember.runtime import (data_of, get_op, offset_of, shape_of, storage_of, strides_of,
                           tensor_constructor)
 
-from . import cltypes
-from .codegen import compile_program
+from . import cltypes, progs
 
 MAX_HEAD_DIM = 256
 LOCAL = 8  # work-items per work-group (independent: no barriers)
@@ -372,18 +371,14 @@ def _program(st, dt, E, Ev, mask_dtype, kind, causal):
         src = parts[0] + "".join(
             f"#undef RM\n#undef RN\n#define RM {r}\n#define RN {rn}\n__kernel void " + p
             for p, r in zip(parts[1:], (rm, rm_dq, rn)))
-        prg = compile_program(st, "\n".join(header) + src, f"the attention program {key!r}")
         a = np.float64 if dt is D.float64 else np.float32
         i8 = np.int64
         types = {"attn_fwd": [None] * 6 + [i8] * 5 + [a] + [i8] * 10,
                  "attn_bwd_dq": [None] * 10 + [i8] * 6 + [a] + [i8] * 20,
                  "attn_bwd_dkv": [None] * 11 + [i8] * 5 + [a] + [i8] * 15}
-        built = {"rows": {"attn_fwd": rm, "attn_bwd_dq": rm_dq, "attn_bwd_dkv": rn}}
-        for name, ts in types.items():
-            k = getattr(prg, name)
-            k.set_scalar_arg_dtypes(ts)
-            built[name] = k
-        st.kernels[key] = built
+        built = progs.program(st, key, lambda: "\n".join(header) + src, types,
+                              f"the attention program {key!r}")
+        built["rows"] = {"attn_fwd": rm, "attn_bwd_dq": rm_dq, "attn_bwd_dkv": rn}
     return built
 
 

@@ -36,8 +36,7 @@ from ember.kit.binding import bind
 from ember.runtime import dtypes as D
 from ember.runtime import data_of, get_op, shape_of
 
-from . import cltypes
-from .codegen import compile_program
+from . import cltypes, progs
 
 JACOBI_MAX = 128
 _L = np.int64
@@ -135,60 +134,12 @@ __kernel void pivots_perm(__global const int* piv, __global long* perm, const lo
   }
 }
 
-/* op(A) x = b for the columns of X (x_i at x[i * rs]); trans: A^T */
-__kernel void lu_solve(__global const T* LU, __global const int* piv, __global T* X,
-                       const long nb, const long n, const long nrhs, const long rs,
-                       const long cs, const int trans) {
-  const long id = get_global_id(0);
-  if (id >= nb * nrhs) return;
-  const long z = id / nrhs, c = id % nrhs;
-  __global const T* a = LU + z * n * n;
-  __global const int* p = piv + z * n;
-  __global T* x = X + z * n * nrhs + c * cs;
-  if (!trans) {
-    for (long i = 0; i < n; i++) {
-      const long j = p[i] - 1;
-      if (j != i) { const T t = x[i * rs]; x[i * rs] = x[j * rs]; x[j * rs] = t; }
-    }
-    for (long i = 0; i < n; i++) {
-      T s = x[i * rs];
-      for (long q = 0; q < i; q++) s -= a[i * n + q] * x[q * rs];
-      x[i * rs] = s;
-    }
-    for (long i = n - 1; i >= 0; i--) {
-      T s = x[i * rs];
-      for (long q = i + 1; q < n; q++) s -= a[i * n + q] * x[q * rs];
-      x[i * rs] = s / a[i * n + i];
-    }
-  } else {
-    for (long i = 0; i < n; i++) {
-      T s = x[i * rs];
-      for (long q = 0; q < i; q++) s -= a[q * n + i] * x[q * rs];
-      x[i * rs] = s / a[i * n + i];
-    }
-    for (long i = n - 1; i >= 0; i--) {
-      T s = x[i * rs];
-      for (long q = i + 1; q < n; q++) s -= a[q * n + i] * x[q * rs];
-      x[i * rs] = s;
-    }
-    for (long i = n - 1; i >= 0; i--) {
-      const long j = p[i] - 1;
-      if (j != i) { const T t = x[i * rs]; x[i * rs] = x[j * rs]; x[j * rs] = t; }
-    }
-  }
-}
-
-/* op(A) x = b with A triangular: lower/upper of op(A) given by eff_upper */
-__kernel void tri_solve(__global const T* A, __global T* X, const long nb, const long n,
-                        const long nrhs, const long rs, const long cs, const int trans,
-                        const int eff_upper, const int unit) {
-  const long id = get_global_id(0);
-  if (id >= nb * nrhs) return;
-  const long z = id / nrhs, c = id % nrhs;
-  __global const T* a = A + z * n * n;
-  __global T* x = X + z * n * nrhs + c * cs;
+/* op(A) x = b in place for one column x (x_i at x[i * rs]), A (n x n) triangular: op(A) is A
+   or (trans) A^T, its lower or (upper) upper triangle is read, its diagonal is 1 when unit */
+inline void solve_triangular(__global const T* a, const long n, __global T* x, const long rs,
+                             const int trans, const int upper, const int unit) {
   #define AT(i, q) (trans ? a[(q) * n + (i)] : a[(i) * n + (q)])
-  if (!eff_upper) {
+  if (!upper) {
     for (long i = 0; i < n; i++) {
       T s = x[i * rs];
       for (long q = 0; q < i; q++) s -= AT(i, q) * x[q * rs];
@@ -202,6 +153,43 @@ __kernel void tri_solve(__global const T* A, __global T* X, const long nb, const
     }
   }
   #undef AT
+}
+
+/* the row interchange of LU pivot i (1-based p[i]) applied to x */
+inline void swap_pivot_row(__global const int* p, const long i, __global T* x, const long rs) {
+  const long j = p[i] - 1;
+  if (j != i) { const T t = x[i * rs]; x[i * rs] = x[j * rs]; x[j * rs] = t; }
+}
+
+/* op(A) x = b for the columns of X (x_i at x[i * rs]); trans: A^T */
+__kernel void lu_solve(__global const T* LU, __global const int* piv, __global T* X,
+                       const long nb, const long n, const long nrhs, const long rs,
+                       const long cs, const int trans) {
+  const long id = get_global_id(0);
+  if (id >= nb * nrhs) return;
+  const long z = id / nrhs, c = id % nrhs;
+  __global const T* a = LU + z * n * n;
+  __global const int* p = piv + z * n;
+  __global T* x = X + z * n * nrhs + c * cs;
+  if (!trans) {  /* P L U x = b: x = U^-1 L^-1 P^T b */
+    for (long i = 0; i < n; i++) swap_pivot_row(p, i, x, rs);
+    solve_triangular(a, n, x, rs, 0, 0, 1);
+    solve_triangular(a, n, x, rs, 0, 1, 0);
+  } else {  /* U^T L^T P^T x = b: x = P L^-T U^-T b */
+    solve_triangular(a, n, x, rs, 1, 0, 0);
+    solve_triangular(a, n, x, rs, 1, 1, 1);
+    for (long i = n - 1; i >= 0; i--) swap_pivot_row(p, i, x, rs);
+  }
+}
+
+/* op(A) x = b with A triangular: lower/upper of op(A) given by eff_upper */
+__kernel void tri_solve(__global const T* A, __global T* X, const long nb, const long n,
+                        const long nrhs, const long rs, const long cs, const int trans,
+                        const int eff_upper, const int unit) {
+  const long id = get_global_id(0);
+  if (id >= nb * nrhs) return;
+  const long z = id / nrhs, c = id % nrhs;
+  solve_triangular(A + z * n * n, n, X + z * n * nrhs + c * cs, rs, trans, eff_upper, unit);
 }
 
 /* Cholesky (lower), in place on the lower triangle; the upper one is zeroed */
@@ -243,6 +231,17 @@ __kernel void cholesky(__global T* A, __global int* info, const long n) {
   if (lid == 0) info[z] = stop;
 }
 
+/* column c of x (m rows, row stride ldx) times the reflector H_j = I - t v v^T, v = (1,
+   a[j+1:m, j]) from a (row stride lda): LAPACK's storage of geqrf's reflectors */
+inline void apply_reflector(__global const T* a, const long lda, const long m, const long j,
+                            const T t, __global T* x, const long ldx, const long c) {
+  T w = x[j * ldx + c];
+  for (long i = j + 1; i < m; i++) w += a[i * lda + j] * x[i * ldx + c];
+  w *= t;
+  x[j * ldx + c] -= w;
+  for (long i = j + 1; i < m; i++) x[i * ldx + c] -= a[i * lda + j] * w;
+}
+
 /* Householder QR (geqrf) in place: R in the upper triangle, the reflectors below, tau */
 __kernel void geqrf(__global T* A, __global T* TAU, const long m, const long n) {
   const long z = get_group_id(0);
@@ -277,13 +276,7 @@ __kernel void geqrf(__global T* A, __global T* TAU, const long m, const long n) 
     if (t != 0) for (long i = j + 1 + lid; i < m; i += LS) a[i * n + j] *= sc;
     barrier(CLK_GLOBAL_MEM_FENCE);
     if (t != 0) {
-      for (long c = j + 1 + lid; c < n; c += LS) {
-        T w = a[j * n + c];
-        for (long i = j + 1; i < m; i++) w += a[i * n + j] * a[i * n + c];
-        w *= t;
-        a[j * n + c] -= w;
-        for (long i = j + 1; i < m; i++) a[i * n + c] -= a[i * n + j] * w;
-      }
+      for (long c = j + 1 + lid; c < n; c += LS) apply_reflector(a, n, m, j, t, a, n, c);
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
@@ -303,13 +296,7 @@ __kernel void orgqr(__global const T* A, __global const T* TAU, __global T* Q, c
   for (long j = k - 1; j >= 0; j--) {
     const T t = tau[j];
     if (t != 0) {
-      for (long c = j + lid; c < qc; c += LS) {
-        T w = q[j * qc + c];
-        for (long i = j + 1; i < m; i++) w += a[i * n + j] * q[i * qc + c];
-        w *= t;
-        q[j * qc + c] -= w;
-        for (long i = j + 1; i < m; i++) q[i * qc + c] -= a[i * n + j] * w;
-      }
+      for (long c = j + lid; c < qc; c += LS) apply_reflector(a, n, m, j, t, q, qc, c);
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
@@ -327,6 +314,12 @@ inline void rr_pair(long N, long r, long i, long* p, long* q) {
 inline void jacobi_rotation(const T th, T* c, T* s) {
   const T t = (th >= 0 ? (T)1 : (T)-1) / (fabs(th) + sqrt(th * th + 1));
   *c = 1 / sqrt(t * t + 1); *s = t * *c;
+}
+
+/* (x, y) <- (c x - s y, s x + c y): a Jacobi rotation of one element pair */
+inline void rotate(__global T* x, __global T* y, const T c, const T s) {
+  const T u = *x, w = *y;
+  *x = c * u - s * w; *y = s * u + c * w;
 }
 
 /* what both Jacobi kernels keep per work-group: the padded size N (even) and its pair count,
@@ -382,12 +375,8 @@ __kernel void jacobi_eigh(__global T* A, __global T* V, const long n, const int 
         long p, q; rr_pair(N, r, i, &p, &q);
         const T c = cs[i], s = sn[i];
         if (q >= n || s == 0) continue;
-        const T x = a[row * n + p], y = a[row * n + q];
-        a[row * n + p] = c * x - s * y; a[row * n + q] = s * x + c * y;
-        if (vecs) {
-          const T vx = v[row * n + p], vy = v[row * n + q];
-          v[row * n + p] = c * vx - s * vy; v[row * n + q] = s * vx + c * vy;
-        }
+        rotate(a + row * n + p, a + row * n + q, c, s);
+        if (vecs) rotate(v + row * n + p, v + row * n + q, c, s);
       }
       barrier(CLK_GLOBAL_MEM_FENCE);
       for (long e = lid; e < npairs * n; e += LS) {       /* rows: J^T (A J) */
@@ -395,8 +384,7 @@ __kernel void jacobi_eigh(__global T* A, __global T* V, const long n, const int 
         long p, q; rr_pair(N, r, i, &p, &q);
         const T c = cs[i], s = sn[i];
         if (q >= n || s == 0) continue;
-        const T x = a[p * n + col], y = a[q * n + col];
-        a[p * n + col] = c * x - s * y; a[q * n + col] = s * x + c * y;
+        rotate(a + p * n + col, a + q * n + col, c, s);
       }
   JACOBI_SWEEPS_END
 }
@@ -432,14 +420,8 @@ __kernel void jacobi_svd(__global T* W, __global T* V, const long m, const long 
         long p, q; rr_pair(N, r, i, &p, &q);
         const T c = cs[i], s = sn[i];
         if (q >= n || s == 0) continue;
-        if (k < m) {
-          const T x = w[p * m + k], y = w[q * m + k];
-          w[p * m + k] = c * x - s * y; w[q * m + k] = s * x + c * y;
-        }
-        if (k < n) {
-          const T x = v[p * n + k], y = v[q * n + k];
-          v[p * n + k] = c * x - s * y; v[q * n + k] = s * x + c * y;
-        }
+        if (k < m) rotate(w + p * m + k, w + q * m + k, c, s);
+        if (k < n) rotate(v + p * n + k, v + q * n + k, c, s);
       }
   JACOBI_SWEEPS_END
 }
@@ -450,30 +432,24 @@ def _wgs(st):
     return 64 if st.max_wg >= 64 else 1 << (st.max_wg.bit_length() - 1)
 
 
+def _source(st, dt):
+    return "\n".join(["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(st.dtypes),
+                      f"typedef {cltypes.CTYPE[dt]} T;", f"#define WGS {_wgs(st)}",
+                      f"#define JMAX {JACOBI_MAX}", SOURCE])
+
+
 def _kernels(st, dt):
-    key = ("linalg_decomp", dt)
-    ks = st.kernels.get(key)
-    if ks is None:
-        src = "\n".join(["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(st.dtypes),
-                         f"typedef {cltypes.CTYPE[dt]} T;", f"#define WGS {_wgs(st)}",
-                         f"#define JMAX {JACOBI_MAX}", SOURCE])
-        prg = compile_program(st, src, "the linear algebra program")
-        T = cltypes.np_type(dt)
-        types = {"lu_factor": [None, None, None, _L, _L, np.int32],
-                 "pivots_perm": [None, None, _L, _L, _L],
-                 "lu_solve": [None, None, None, _L, _L, _L, _L, _L, np.int32],
-                 "tri_solve": [None, None, _L, _L, _L, _L, _L, np.int32, np.int32, np.int32],
-                 "cholesky": [None, None, _L], "geqrf": [None, None, _L, _L],
-                 "orgqr": [None, None, None, _L, _L, _L],
-                 "jacobi_eigh": [None, None, _L, np.int32, T],
-                 "jacobi_svd": [None, None, _L, _L, T]}
-        ks = {}
-        for name, argt in types.items():
-            k = getattr(prg, name)
-            k.set_scalar_arg_dtypes(argt)
-            ks[name] = k
-        st.kernels[key] = ks
-    return ks
+    T = cltypes.np_type(dt)
+    types = {"lu_factor": [None, None, None, _L, _L, np.int32],
+             "pivots_perm": [None, None, _L, _L, _L],
+             "lu_solve": [None, None, None, _L, _L, _L, _L, _L, np.int32],
+             "tri_solve": [None, None, _L, _L, _L, _L, _L, np.int32, np.int32, np.int32],
+             "cholesky": [None, None, _L], "geqrf": [None, None, _L, _L],
+             "orgqr": [None, None, None, _L, _L, _L],
+             "jacobi_eigh": [None, None, _L, np.int32, T],
+             "jacobi_svd": [None, None, _L, _L, T]}
+    return progs.program(st, ("linalg_decomp", dt), lambda: _source(st, dt), types,
+                         "the linear algebra program")
 
 
 class _Ctx:

@@ -100,20 +100,28 @@ def _sampling_source(state, pt):
     return "\n".join([progs.header(state), gpu_common.source("opencl", state.fp64),
                       deferred.C_RECORD, f"""
 typedef {wide} W;
+/* the sum of a row of k probabilities, or -1 once the reason it cannot be sampled is recorded
+   (a negative, infinite or NaN entry; a sum that is not positive); running (unless 0) gets the
+   partial sums */
+inline W checked_row_sum(__global const {c}* pr, const long k, __global W* running,
+                         __global long* rec) {{
+  W acc = 0;
+  for (long j = 0; j < k; j++) {{
+    const W v = (W)pr[j];
+    if (!(v >= 0) || isinf(v)) {{ RECORD(rec, {deferred.MULTINOMIAL_VALUES}, 0, 0, 0); return -1; }}
+    acc += v;
+    if (running) running[j] = acc;
+  }}
+  if (!(acc > 0)) {{ RECORD(rec, {deferred.MULTINOMIAL_SUM}, 0, 0, 0); return -1; }}
+  return acc;
+}}
 __kernel void mn_cdf(__global const {c}* p, __global W* cdf, const long rows, const long k,
                      __global long* rec) {{
   const long row = get_global_id(0);
   if (row >= rows) return;
-  __global const {c}* pr = p + row * k;
   __global W* cr = cdf + row * k;
-  W acc = 0;
-  for (long j = 0; j < k; j++) {{
-    const W v = (W)pr[j];
-    if (!(v >= 0) || isinf(v)) {{ RECORD(rec, {deferred.MULTINOMIAL_VALUES}, 0, 0, 0); return; }}
-    acc += v;
-    cr[j] = acc;
-  }}
-  if (!(acc > 0)) {{ RECORD(rec, {deferred.MULTINOMIAL_SUM}, 0, 0, 0); return; }}
+  const W acc = checked_row_sum(p + row * k, k, cr, rec);
+  if (acc < 0) return;
   for (long j = 0; j < k; j++) cr[j] /= acc;
   cr[k - 1] = 1;  /* every u < 1 lands, as the CPU kernel's normalized cdf */
 }}
@@ -136,13 +144,7 @@ __kernel void mn_race(__global const {c}* p, __global W* keys, __global long* ou
   __global const {c}* pr = p + row * k;
   __global W* kr = keys + row * ns;
   __global long* orow = out + row * ns;
-  W total = 0;
-  for (long j = 0; j < k; j++) {{
-    const W v = (W)pr[j];
-    if (!(v >= 0) || isinf(v)) {{ RECORD(rec, {deferred.MULTINOMIAL_VALUES}, 0, 0, 0); return; }}
-    total += v;
-  }}
-  if (!(total > 0)) {{ RECORD(rec, {deferred.MULTINOMIAL_SUM}, 0, 0, 0); return; }}
+  if (checked_row_sum(pr, k, 0, rec) < 0) return;
   long cnt = 0;
   for (long j = 0; j < k; j++) {{
     const W v = (W)pr[j];

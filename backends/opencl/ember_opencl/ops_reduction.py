@@ -229,6 +229,14 @@ def work_group_size(state):
     return ls
 
 
+def launch_sizes(state, mode, M, G, ls):
+    """(global, local) sizes: ``G`` work-groups of ``ls`` per output (mode "wg"), or a
+    work-item per output ("item")."""
+    if mode == "wg":
+        return (M * G * ls,), (ls,)
+    return ((M + state.local_size - 1) // state.local_size * state.local_size,), state.local_sizes
+
+
 def reduction_meta(state, shape, stride, offset, dims):
     """(kept rank, reduced rank, metadata buffer) of a tensor's layout reduced over ``dims``."""
     import pyopencl as cl
@@ -285,11 +293,7 @@ def _launch(st, q, name, in_dt, at, out_dt, kr, rr, mode, ls, out, x, mbuf, M, R
             first, last, count=None, ex=(0, None)):
     key = ReductionKey(name, in_dt, at, out_dt, kr, rr, mode, ls, first, last)
     knl = _kernel(st, key)
-    if mode == "wg":
-        gsize, lsize = (M * G * ls,), (ls,)
-    else:
-        gsize, lsize = ((M + st.local_size - 1) // st.local_size * st.local_size,), \
-            st.local_sizes
+    gsize, lsize = launch_sizes(st, mode, M, G, ls)
     with st.launch_lock:
         st.last[q] = knl(q, gsize, lsize, data_of(out), data_of(x), mbuf, M, R, G,
                          chunk, R if count is None else count,

@@ -8,15 +8,11 @@ ops come from one program per (input dtype, accumulate dtype, output dtype, coll
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ember.kit.binding import bind_with
-from ember.runtime import dtypes as D
-from ember.runtime import data_of, layout_of, shape_of
+from ember.runtime import data_of, shape_of
 
 from . import cltypes
 from . import lines as LN
-from . import progs
 
 OPS = {"cumsum": ("0", "+"), "cumprod": ("1", "*")}
 
@@ -67,17 +63,9 @@ def scan(backend, name, x, dim, dtype, out=None):
         out = backend.new_tensor(st, shape_of(x), dtype, x.device)
     if x.numel() == 0:
         return out
-    at = D.float32 if dtype in (D.float16, D.bfloat16) else dtype
-    kr, M, N, mbuf = LN.meta(st, dim, (layout_of(out), layout_of(x)))
-    ls = LN.local_size(st)
-    key = ("scan", x.dtype, at, dtype, kr, ls)
-    knls = progs.program(st, key, lambda: source(st, key),
-                         {n: [None, None, None, np.int64, np.int64] for n in NAMES})
+    knls, M, N, mbuf, ls = LN.line_program(st, "scan", x, out, dim, dtype, source, NAMES)
     wg = M < 4 * st.compute_units and N >= ls
-    if wg:
-        gsize, lsize = (M * ls,), (ls,)
-    else:
-        gsize, lsize = (LN.round_up(M, st.local_size),), st.local_sizes
+    gsize, lsize = LN.launch_sizes(st, M, ls, wg)
     LN.launch(st, q, knls[f"{name}_{'wg' if wg else 'item'}"], gsize, lsize, data_of(out),
               data_of(x), mbuf, M, N)
     return out

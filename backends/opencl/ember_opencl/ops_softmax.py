@@ -9,15 +9,11 @@ max (a NaN in the line) makes the line NaN, as numpy's does.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ember.kit.binding import bind_with
-from ember.runtime import dtypes as D
-from ember.runtime import data_of, layout_of, shape_of
+from ember.runtime import data_of, shape_of
 
 from . import cltypes
 from . import lines as LN
-from . import progs
 
 
 def _body(log, mode, ls, reuse):
@@ -53,7 +49,7 @@ def _body(log, mode, ls, reuse):
 
 
 def source(state, key):
-    in_dt, out_dt, at, kr, ls = key[1:]
+    in_dt, at, out_dt, kr, ls = key[1:]
     L = [LN.header(state, IT=in_dt, OT=out_dt, AT=at), f"#define LS {ls}",
          f"#define LOAD(j) {cltypes.cvt('in[b1 + (j) * l1]', in_dt, at)}",
          f"#define STORE(j, v) out[b0 + (j) * l0] = {cltypes.cvt('(v)', at, out_dt)}"]
@@ -81,17 +77,11 @@ def softmax(backend, log, x, dim, dtype):
     out = backend.new_tensor(st, shape_of(x), dtype, x.device)
     if x.numel() == 0:
         return out
-    at = D.float32 if dtype in (D.float16, D.bfloat16) else dtype
-    kr, M, N, mbuf = LN.meta(st, dim, (layout_of(out), layout_of(x)))
-    ls = LN.local_size(st)
-    key = ("softmax", x.dtype, dtype, at, kr, ls)
-    knls = progs.program(st, key, lambda: source(st, key),
-                         {n: [None, None, None, np.int64, np.int64] for n in NAMES})
+    knls, M, N, mbuf, ls = LN.line_program(st, "softmax", x, out, dim, dtype, source, NAMES)
     # a work-group per line once lines are long enough to keep its work-items busy
     wg = N >= 4 * ls or M < st.compute_units
     name = ("log_softmax_" if log else "softmax_") + ("wg" if wg else "item")
-    gsize, lsize = ((M * ls,), (ls,)) if wg else \
-        ((LN.round_up(M, st.local_size),), st.local_sizes)
+    gsize, lsize = LN.launch_sizes(st, M, ls, wg)
     LN.launch(st, q, knls[name], gsize, lsize, data_of(out), data_of(x), mbuf, M, N)
     return out
 

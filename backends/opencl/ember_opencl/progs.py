@@ -1,7 +1,8 @@
-"""Helpers for the hand-written programs of ``ops_indexing`` and ``ops_random`` (kernels whose
-work does not fit the elementwise template: gathers, scatters, compaction, sampling).
+"""Helpers for the hand-written programs (kernels whose work does not fit the elementwise
+template: gathers, scatters, compaction, sampling, line kernels, linear algebra, attention).
 
-* ``program(state, key, make_source)`` builds a program once per key and caches its kernels;
+* ``program(state, key, make_source, arg_types)`` builds a program once per key and caches its
+  kernels;
 * ``layout(state, shape, tensors)`` is the elementwise template's int64 metadata (collapsed
   sizes, then per tensor its offset and strides) and ``C_ADDR`` the matching address
   computation, for kernels that read strided operands at a runtime rank;
@@ -30,12 +31,13 @@ def header(state) -> str:
     return "\n".join(["#pragma OPENCL FP_CONTRACT OFF", cltypes.extensions_pragmas(state.dtypes)])
 
 
-def program(state, key, make_source, arg_types):
+def program(state, key, make_source, arg_types, what=None):
     """{kernel name: kernel} of the program ``key``; ``make_source()`` gives its source,
-    ``arg_types`` maps kernel names to their scalar argument dtypes (None for buffers)."""
+    ``arg_types`` maps kernel names to their scalar argument dtypes (None for buffers);
+    ``what`` names the program in a build error (default: the program and its key)."""
     kernels = state.kernels.get(key)
     if kernels is None:
-        prg = codegen.compile_program(state, make_source(), f"the program {key!r}")
+        prg = codegen.compile_program(state, make_source(), what or f"the program {key!r}")
         kernels = {}
         for name, types in arg_types.items():
             k = getattr(prg, name)

@@ -18,8 +18,17 @@ class Folded(TransformedDistribution):
     support = constraints.nonnegative
     has_rsample = True
 
-    def __init__(self, base, validate_args=None):
+    _folds = None  # the family folded: a location-scale class, built at loc 0
+
+    def __init__(self, scale, validate_args=None):
+        base = self._folds(0, scale, validate_args=False)
         super().__init__(base, AbsTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        # checked against the public class (the one naming _folds), as its own expand would be
+        family = next(c for c in type(self).__mro__ if "_folds" in c.__dict__)
+        new = self._get_checked_instance(family, _instance)
+        return super().expand(batch_shape, _instance=new)
 
     scale = _forwarded("base_dist.scale")
 

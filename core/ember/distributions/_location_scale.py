@@ -15,9 +15,7 @@ class Centred:
     def mean(self):
         return self.loc
 
-    @property
-    def mode(self):
-        return self.loc
+    mode = mean
 
 
 class LocationScale(Centred):

@@ -22,6 +22,22 @@ class _OfCategorical:
 
     param_shape = _forwarded("_categorical.param_shape")
 
+    def _init_over(self, categorical, validate_args):
+        """The distribution over ``categorical`` (kept as ``_categorical``): its batch shape,
+        and an event of one of its outcomes' size."""
+        self._categorical = categorical
+        super().__init__(categorical.batch_shape, categorical.param_shape[-1:],
+                         validate_args=validate_args)
+
+    def _expand_over(self, cls, batch_shape, _instance, **kept):
+        """``expand`` for a ``cls`` whose state is ``_categorical`` and the attributes ``kept``."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = Size(batch_shape)
+        for name, value in kept.items():
+            setattr(new, name, value)
+        new._categorical = self._categorical.expand(batch_shape)
+        return self._init_expanded(new, batch_shape)
+
 
 class Categorical(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}

@@ -43,8 +43,18 @@ biject_to = ConstraintRegistry()
 transform_to = ConstraintRegistry()
 
 
-@biject_to.register(constraints.real)
-@transform_to.register(constraints.real)
+def _bijection_for(*constraint_types):
+    """Register a factory with both registries for each constraint type: its transform is a
+    bijection, so it serves ``transform_to`` too."""
+    def register(factory):
+        for c in constraint_types:
+            biject_to.register(c, factory)
+            transform_to.register(c, factory)
+        return factory
+    return register
+
+
+@_bijection_for(constraints.real)
 def _to_real(constraint):
     return transforms.identity_transform
 
@@ -61,34 +71,24 @@ def _transform_to_independent(constraint):
                                            constraint.reinterpreted_batch_ndims)
 
 
-@biject_to.register(constraints.positive)
-@biject_to.register(constraints.nonnegative)
-@transform_to.register(constraints.positive)
-@transform_to.register(constraints.nonnegative)
+@_bijection_for(constraints.positive, constraints.nonnegative)
 def _to_positive(constraint):
     return transforms.ExpTransform()
 
 
-@biject_to.register(constraints.greater_than)
-@biject_to.register(constraints.greater_than_eq)
-@transform_to.register(constraints.greater_than)
-@transform_to.register(constraints.greater_than_eq)
+@_bijection_for(constraints.greater_than, constraints.greater_than_eq)
 def _to_greater_than(constraint):
     return transforms.ComposeTransform([transforms.ExpTransform(),
                                         transforms.AffineTransform(constraint.lower_bound, 1)])
 
 
-@biject_to.register(constraints.less_than)
-@transform_to.register(constraints.less_than)
+@_bijection_for(constraints.less_than)
 def _to_less_than(constraint):
     return transforms.ComposeTransform([transforms.ExpTransform(),
                                         transforms.AffineTransform(constraint.upper_bound, -1)])
 
 
-@biject_to.register(constraints.interval)
-@biject_to.register(constraints.half_open_interval)
-@transform_to.register(constraints.interval)
-@transform_to.register(constraints.half_open_interval)
+@_bijection_for(constraints.interval, constraints.half_open_interval)
 def _to_interval(constraint):
     lower0 = isinstance(constraint.lower_bound, Number) and constraint.lower_bound == 0
     upper1 = isinstance(constraint.upper_bound, Number) and constraint.upper_bound == 1
@@ -121,8 +121,7 @@ def _transform_to_positive_definite(constraint):
     return transforms.PositiveDefiniteTransform()
 
 
-@biject_to.register(constraints.corr_cholesky)
-@transform_to.register(constraints.corr_cholesky)
+@_bijection_for(constraints.corr_cholesky)
 def _to_corr_cholesky(constraint):
     return transforms.CorrCholeskyTransform()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ember
 
-from .utils import finfo
+from .utils import _cat_lengths, finfo
 
 __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
            "greater_than", "greater_than_eq", "independent", "integer_interval", "interval",
@@ -362,10 +362,7 @@ class _Cat(_OnSlices):
 
     def __init__(self, cseq, dim=0, lengths=None):
         super().__init__(cseq, dim)
-        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
-        if len(self.lengths) != len(self.cseq):
-            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq "
-                                 f"({len(self.cseq)})")
+        self.lengths = _cat_lengths(lengths, self.cseq, "cseq")
 
     @property
     def event_dim(self):

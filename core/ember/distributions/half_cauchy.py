@@ -13,12 +13,7 @@ __all__ = ["HalfCauchy"]
 
 
 class HalfCauchy(Folded):
-    def __init__(self, scale, validate_args=None):
-        super().__init__(Cauchy(0, scale, validate_args=False), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfCauchy, _instance)
-        return super().expand(batch_shape, _instance=new)
+    _folds = Cauchy
 
     @property
     def mean(self):

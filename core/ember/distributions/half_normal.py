@@ -10,12 +10,7 @@ __all__ = ["HalfNormal"]
 
 
 class HalfNormal(Folded):
-    def __init__(self, scale, validate_args=None):
-        super().__init__(Normal(0, scale, validate_args=False), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfNormal, _instance)
-        return super().expand(batch_shape, _instance=new)
+    _folds = Normal
 
     @property
     def mean(self):

@@ -28,17 +28,13 @@ class Multinomial(_OfCategorical, Distribution):
         if not isinstance(total_count, int):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         self.total_count = total_count
-        self._categorical = Categorical(probs=probs, logits=logits)
-        self._binomial = Binomial(total_count=total_count, probs=self.probs)
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
+        categorical = Categorical(probs=probs, logits=logits)
+        self._binomial = Binomial(total_count=total_count, probs=categorical.probs)
+        self._init_over(categorical, validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Multinomial, _instance)
-        batch_shape = Size(batch_shape)
-        new.total_count = self.total_count
-        new._categorical = self._categorical.expand(batch_shape)
-        return self._init_expanded(new, batch_shape)
+        return self._expand_over(Multinomial, batch_shape, _instance,
+                                 total_count=self.total_count)
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):

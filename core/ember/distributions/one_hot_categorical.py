@@ -22,15 +22,10 @@ class OneHotCategorical(_OfCategorical, Distribution):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
+        self._init_over(Categorical(probs, logits), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(OneHotCategorical, _instance)
-        batch_shape = Size(batch_shape)
-        new._categorical = self._categorical.expand(batch_shape)
-        return self._init_expanded(new, batch_shape)
+        return self._expand_over(OneHotCategorical, batch_shape, _instance)
 
     _param = _forwarded("_categorical._param")
 

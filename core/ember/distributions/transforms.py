@@ -11,8 +11,8 @@ import ember
 
 from .. import Size
 from . import constraints
-from .utils import _forwarded, _sum_rightmost, broadcast_all, finfo, lazy_property, \
-    tril_matrix_to_vec, vec_to_tril_matrix
+from .utils import _cat_lengths, _forwarded, _sum_rightmost, broadcast_all, finfo, \
+    lazy_property, tril_matrix_to_vec, vec_to_tril_matrix
 from ..runtime.layout import broadcast_shapes
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
@@ -102,24 +102,25 @@ class Transform:
     __hash__ = object.__hash__
 
     def __call__(self, x):
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
+        return self._through_cache(x, inverse=False)
 
     def _inv_call(self, y):
+        return self._through_cache(y, inverse=True)
+
+    def _through_cache(self, value, inverse):
+        """The map (or its inverse) at value; with a cache, the last pair answers when value is
+        the very tensor it was computed from or to."""
+        compute = self._inverse if inverse else self._call
         if self._cache_size == 0:
-            return self._inverse(y)
-        x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
+            return compute(value)
+        pair = self._cached_x_y
+        if inverse:
+            pair = pair[::-1]
+        if value is pair[0]:
+            return pair[1]
+        result = compute(value)
+        self._cached_x_y = (result, value) if inverse else (value, result)
+        return result
 
     def _call(self, x):
         raise NotImplementedError
@@ -147,6 +148,14 @@ class _ParameterFree(Transform):
         return isinstance(other, type(self))
 
     __hash__ = object.__hash__
+
+
+class _IncreasingOnReals(_ParameterFree):
+    """A parameter-free increasing bijection from the real line (subclasses name the codomain)."""
+
+    domain = constraints.real
+    bijective = True
+    sign = +1
 
 
 class _InverseTransform(Transform):
@@ -411,13 +420,10 @@ class ReshapeTransform(Transform):
         return Size(tuple(shape[:cut]) + tuple(self.in_shape))
 
 
-class ExpTransform(_ParameterFree):
+class ExpTransform(_IncreasingOnReals):
     """y = exp(x)."""
 
-    domain = constraints.real
     codomain = constraints.positive
-    bijective = True
-    sign = +1
 
     def _call(self, x):
         return x.exp()
@@ -475,13 +481,10 @@ def _clipped_sigmoid(x):
     return x.sigmoid().clamp(min=f.tiny, max=1.0 - f.eps)
 
 
-class SigmoidTransform(_ParameterFree):
+class SigmoidTransform(_IncreasingOnReals):
     """y = 1 / (1 + exp(-x)), clipped into (0, 1)."""
 
-    domain = constraints.real
     codomain = constraints.unit_interval
-    bijective = True
-    sign = +1
 
     def _call(self, x):
         return _clipped_sigmoid(x)
@@ -495,13 +498,10 @@ class SigmoidTransform(_ParameterFree):
         return -_softplus(-x) - _softplus(x)
 
 
-class SoftplusTransform(_ParameterFree):
+class SoftplusTransform(_IncreasingOnReals):
     """y = log(1 + exp(x))."""
 
-    domain = constraints.real
     codomain = constraints.positive
-    bijective = True
-    sign = +1
 
     def _call(self, x):
         return _softplus(x)
@@ -513,13 +513,10 @@ class SoftplusTransform(_ParameterFree):
         return -_softplus(-x)
 
 
-class TanhTransform(_ParameterFree):
+class TanhTransform(_IncreasingOnReals):
     """y = tanh(x)."""
 
-    domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
-    bijective = True
-    sign = +1
 
     def _call(self, x):
         return x.tanh()
@@ -766,21 +763,29 @@ class PositiveDefiniteTransform(_ParameterFree):
         return LowerCholeskyTransform().inv(_em().linalg.cholesky(y))
 
 
-class CatTransform(Transform):
-    """Transforms applied to consecutive slices of lengths ``lengths`` along ``dim``."""
+class _PerSlice(Transform):
+    """Transforms each applied to its own slice of the input along ``dim`` (Cat and Stack)."""
 
-    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+    def __init__(self, tseq, dim, cache_size):
         if not all(isinstance(t, Transform) for t in tseq):
             raise AssertionError("All elements of tseq must be Transform instances")
         if cache_size:
             tseq = [t.with_cache(cache_size) for t in tseq]
         super().__init__(cache_size=cache_size)
         self.transforms = list(tseq)
-        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
-        if len(self.lengths) != len(self.transforms):
-            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms "
-                                 f"({len(self.transforms)})")
         self.dim = dim
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+
+class CatTransform(_PerSlice):
+    """Transforms applied to consecutive slices of lengths ``lengths`` along ``dim``."""
+
+    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+        super().__init__(tseq, dim, cache_size)
+        self.lengths = _cat_lengths(lengths, self.transforms, "transforms")
 
     @lazy_property
     def event_dim(self):
@@ -821,10 +826,6 @@ class CatTransform(Transform):
         dim += self.event_dim
         return _em().cat(out, dim) if dim < 0 else sum(out)
 
-    @property
-    def bijective(self):
-        return all(t.bijective for t in self.transforms)
-
     @constraints.dependent_property
     def domain(self):
         return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
@@ -834,17 +835,11 @@ class CatTransform(Transform):
         return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
 
 
-class StackTransform(Transform):
+class StackTransform(_PerSlice):
     """Transforms applied to the slices along ``dim``."""
 
     def __init__(self, tseq, dim=0, cache_size=0):
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise AssertionError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
-        super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
-        self.dim = dim
+        super().__init__(tseq, dim, cache_size)
 
     def with_cache(self, cache_size=1):
         if self._cache_size == cache_size:
@@ -864,10 +859,6 @@ class StackTransform(Transform):
     def log_abs_det_jacobian(self, x, y):
         return _em().stack([t.log_abs_det_jacobian(a, b) for a, b, t in
                             zip(self._slices(x), self._slices(y), self.transforms)], self.dim)
-
-    @property
-    def bijective(self):
-        return all(t.bijective for t in self.transforms)
 
     @constraints.dependent_property
     def domain(self):

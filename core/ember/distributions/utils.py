@@ -101,6 +101,15 @@ def _forwarded(path):
     return property(attrgetter(path))
 
 
+def _cat_lengths(lengths, parts, what):
+    """The slice lengths of a cat constraint or transform over ``parts`` (named ``what``):
+    1 each by default, else one per part."""
+    lengths = [1] * len(parts) if lengths is None else list(lengths)
+    if len(lengths) != len(parts):
+        raise AssertionError(f"lengths ({len(lengths)}) must match {what} ({len(parts)})")
+    return lengths
+
+
 def _standard_normal(shape, dtype, device):
     return _ember().randn(tuple(shape), dtype=dtype, device=device)
 

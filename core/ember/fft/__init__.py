@@ -13,7 +13,7 @@ from __future__ import annotations
 from .. import _dtype
 from .._tensor import Tensor
 from ..ops import fft as _prims
-from ..ops._util import _dtype_title, write_out
+from ..ops._util import _dtype_title, require_tensor, write_out
 from ..ops.factories import tensor
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
@@ -36,9 +36,7 @@ def _norm(fname, norm, forward) -> int:
 
 
 def _tensor(fname, input):
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    require_tensor(input, fname)
 
 
 def _promote(fname, input, require_complex=False):

@@ -14,6 +14,7 @@ import warnings
 from .. import _dtype
 from .._tensor import Tensor
 from ..nn import functional as F
+from ..ops._util import require_tensor
 from ..ops.factories import arange, ones
 from .._warn import user_stacklevel
 
@@ -54,9 +55,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     """Short-time Fourier transform: ``(n_fft // 2 + 1 or n_fft, n_frames)`` per signal.
     ``align_to_window`` (only without ``center``) pads the signal by the window's offset in
     the frame, so frames start where their windows do."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"stft(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    require_tensor(input, "stft")
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
     complex_io = input.dtype.is_complex or (window is not None and window.dtype.is_complex)
@@ -115,9 +114,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
 def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
           normalized=False, onesided=None, length=None, return_complex=False):
     """Inverse short-time Fourier transform (least-squares overlap-add, as PyTorch)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"istft(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    require_tensor(input, "istft")
     if not input.dtype.is_complex:
         raise RuntimeError(f"istft requires a complex-valued input tensor, but got "
                            f"{input.dtype} (shape {list(input.shape)})")

@@ -14,7 +14,7 @@ from .. import _dtype
 from .._tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch.facets import NOT_DIFFERENTIABLE, CustomDerivative, Derivative
-from ..ops import _grad
+from ..ops import _grad, _tangents
 from ..ops import conversion as _conv
 from ..ops import views as _views
 from ..autograd import dual as _dual
@@ -167,27 +167,16 @@ def _transposed_backward(d):
     return rule
 
 
-class _FormulaCtx:
-    """The node-like ``ctx`` a backward formula reads, outside any graph."""
+class _FormulaCtx(_tangents.FormulaContext):
+    """The context of a bound backward formula (``spec``), whose arguments may be tensor lists."""
+
+    __slots__ = ()
 
     def __init__(self, op, spec, args, result, needs):
-        self._op = op
-        self._spec = spec
-        self._args = args
-        self.result = result
-        self._needs = needs
-        f = spec.formula
-        self.info = f.setup(*args) if f.setup is not None else None
+        super().__init__(op, args, result, {i for i, n in enumerate(needs) if n}, spec.formula)
 
     def name(self):
         return f"{self._op.name} (forward AD from its backward)"
-
-    def needs(self, i):
-        return self._needs[i]
-
-    @property
-    def needs_input_grad(self):
-        return tuple(self._needs)
 
     def meta(self, i):
         a = self._args[i]

@@ -23,6 +23,14 @@ from ..ops import shape as _shape
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence",
            "pad_sequence", "unpad_sequence", "pack_sequence", "unpack_sequence"]
 
+def _converts_to(dtype):
+    """A PackedSequence method (``double``, ``int``, ...): ``self.to(dtype=dtype)``."""
+    def convert(self):
+        return self.to(dtype=dtype)
+    convert.__doc__ = f"The sequence with its data converted to {dtype}."
+    return convert
+
+
 _PackedSequenceBase = namedtuple("PackedSequence_",
                                  ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])
 
@@ -67,29 +75,14 @@ class PackedSequence(_PackedSequenceBase):
     def cpu(self, *args, **kwargs):
         return self.to("cpu")
 
-    def double(self):
-        return self.to(dtype=_dtype.float64)
-
-    def float(self):
-        return self.to(dtype=_dtype.float32)
-
-    def half(self):
-        return self.to(dtype=_dtype.float16)
-
-    def long(self):
-        return self.to(dtype=_dtype.int64)
-
-    def int(self):
-        return self.to(dtype=_dtype.int32)
-
-    def short(self):
-        return self.to(dtype=_dtype.int16)
-
-    def char(self):
-        return self.to(dtype=_dtype.int8)
-
-    def byte(self):
-        return self.to(dtype=_dtype.uint8)
+    double = _converts_to(_dtype.float64)
+    float = _converts_to(_dtype.float32)
+    half = _converts_to(_dtype.float16)
+    long = _converts_to(_dtype.int64)
+    int = _converts_to(_dtype.int32)
+    short = _converts_to(_dtype.int16)
+    char = _converts_to(_dtype.int8)
+    byte = _converts_to(_dtype.uint8)
 
     @property
     def is_cuda(self):

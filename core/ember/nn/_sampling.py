@@ -24,6 +24,20 @@ def _is_integer(x):
         isinstance(x, Tensor) and x.ndim == 0 and not x.is_floating_point()
 
 
+def _per_spatial_dim(input, value, name, given_as, expected_form):
+    """``value`` as one entry per spatial dim of ``input`` (a single value repeats); a sequence
+    of another length is PyTorch's ValueError."""
+    dim = input.ndim - 2
+    if not isinstance(value, (list, tuple)):
+        return [value] * dim
+    if len(value) != dim:
+        raise ValueError(
+            f"Input and {name} must have the same number of spatial dimensions, but got input "
+            f"with spatial dimensions of {list(input.shape[2:])} and {given_as} {value}. Please "
+            f"provide input tensor in (N, C, d1, d2, ...,dK) format and {expected_form} format.")
+    return list(value)
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Down/up-sample ``input`` (N, C, d1[, d2[, d3]]) to ``size`` or by ``scale_factor``."""
@@ -41,32 +55,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
         scale_factors = None
-        if isinstance(size, (list, tuple)):
-            if len(size) != dim:
-                raise ValueError(
-                    f"Input and output must have the same number of spatial dimensions, but got "
-                    f"input with spatial dimensions of {list(input.shape[2:])} and output size of "
-                    f"{size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
-                    f"output size in (o1, o2, ...,oK) format.")
-            if not all(_is_integer(x) for x in size):
-                raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] "
-                                f"or Tuple[int, int, int], but got size with types "
-                                f"{[type(x) for x in size]}")
-            output_size = [int(x) for x in size]
-        else:
-            output_size = [int(size)] * dim
+        sizes = _per_spatial_dim(input, size, "output", "output size of",
+                                 "output size in (o1, o2, ...,oK)")
+        if isinstance(size, (list, tuple)) and not all(_is_integer(x) for x in size):
+            raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] "
+                            f"or Tuple[int, int, int], but got size with types "
+                            f"{[type(x) for x in size]}")
+        output_size = [int(x) for x in sizes]
     elif scale_factor is not None:
         output_size = None
-        if isinstance(scale_factor, (list, tuple)):
-            if len(scale_factor) != dim:
-                raise ValueError(
-                    f"Input and scale_factor must have the same number of spatial dimensions, but "
-                    f"got input with spatial dimensions of {list(input.shape[2:])} and "
-                    f"scale_factor of shape {scale_factor}. Please provide input tensor in (N, C, "
-                    f"d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
-            scale_factors = [float(s) for s in scale_factor]
-        else:
-            scale_factors = [float(scale_factor)] * dim
+        scale_factors = [float(s) for s in _per_spatial_dim(
+            input, scale_factor, "scale_factor", "scale_factor of shape",
+            "scale_factor in (s1, s2, ...,sK)")]
     else:
         raise ValueError("either size or scale_factor should be defined")
     if recompute_scale_factor and size is not None:

@@ -23,16 +23,16 @@ from ..dispatch.facets import Derivative
 
 class FormulaContext:
     """The node-like ``ctx`` a backward formula reads, outside any graph: ``needs(i)`` is true
-    only for ``wanted``."""
+    only for ``wanted``; ``info`` is the setup of ``formula`` (default: the op's derivative)."""
 
     __slots__ = ("_op", "_args", "result", "_wanted", "info")
 
-    def __init__(self, op, args, result, wanted):
+    def __init__(self, op, args, result, wanted, formula=None):
         self._op = op
         self._args = args
         self.result = result
         self._wanted = wanted
-        d = op.derivative
+        d = op.derivative if formula is None else formula
         self.info = d.setup(*args) if d.setup is not None else None
 
     def name(self):

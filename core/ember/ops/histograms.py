@@ -7,22 +7,16 @@ from collections import namedtuple
 
 from .. import _dtype
 from .._tensor import Tensor
-from ._util import ember_namespace as _ember
+from ._util import ember_namespace as _ember, require_tensor
 
 __all__ = ["histogram", "histogramdd"]
-
-
-def _tensor(x, fn, name="input"):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
 
 
 # -- histograms and gradients -------------------------------------------------------------------
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
     """(hist, bin_edges) of the flattened input: ``bins`` equal bins over ``range`` (the data's
     when None) or the given increasing edges; the last bin is closed."""
-    _tensor(input, "histogram")
+    require_tensor(input, "histogram")
     em = _ember()
     if not input.is_floating_point():
         raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the "
@@ -81,7 +75,7 @@ def histogramdd(input, bins, range=None, weight=None, density=False):
     """(hist, bin_edges) of the points in the rows of ``input`` (..., D): per dim ``bins[d]``
     equal bins over its range (``range`` flat as [lo0, hi0, lo1, hi1, ...], else the data's)
     or given edges."""
-    _tensor(input, "histogramdd")
+    require_tensor(input, "histogramdd")
     em = _ember()
     if input.ndim < 1:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension")

@@ -19,7 +19,7 @@ from ..dispatch.dispatcher import define
 from ..dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from . import _grad, _meta
 from . import random as _random
-from ._util import _broadcast_pair, _dtype_title
+from ._util import _broadcast_pair, _dtype_title, require_tensor
 
 __all__ = ["poisson", "binomial", "_standard_gamma", "_standard_gamma_grad",
            "_sample_dirichlet"]
@@ -70,9 +70,7 @@ sample_dirichlet_op = define("_sample_dirichlet(Tensor self, Generator generator
 
 
 def _float_input(t, op):
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(t).__name__}")
+    require_tensor(t, op)
     if t.dtype.category != _dtype.FLOATING:
         raise NotImplementedError(f"\"{op}\" not implemented for '{_dtype_title(t.dtype)}'")
 

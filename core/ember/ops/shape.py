@@ -442,9 +442,7 @@ def diag(input, diagonal=0, *, out=None):
     """A 1-D tensor placed on the ``diagonal``-th diagonal of a square matrix, or the
     ``diagonal``-th diagonal of a matrix as a new 1-D tensor (composed of ``diagonal`` views and
     a copy, so autograd and every backend get it)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"diag(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    require_tensor(input, "diag")
     if isinstance(diagonal, bool) or not isinstance(diagonal, int):
         raise TypeError(f"diag(): argument 'diagonal' must be int, not "
                         f"{type(diagonal).__name__}")

@@ -15,9 +15,9 @@ Kernels (batched or unbatched operands, as PyTorch's ops take them):
 """
 from __future__ import annotations
 
-from .._tensor import Tensor
 from ..dispatch.dispatcher import define
 from ..dispatch.facets import Derivative
+from ._util import require_tensor
 
 __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
 
@@ -136,15 +136,9 @@ col2im_op = define(
     derivative=Derivative(_col2im_backward, name="Col2ImBackward0"))
 
 
-def _tensor(x, op):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-
-
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """``F.unfold``: (N, C, H, W) or (C, H, W) -> (N, C*kh*kw, L) or (C*kh*kw, L)."""
-    _tensor(input, "unfold")
+    require_tensor(input, "unfold")
     args = tuple(_pair(v, n, "unfold") for v, n in ((kernel_size, "kernel_size"),
                                                    (dilation, "dilation"), (padding, "padding"),
                                                    (stride, "stride")))
@@ -155,7 +149,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """``F.fold``: (N, C*kh*kw, L) or (C*kh*kw, L) -> (N, C, H, W) or (C, H, W), summing
     overlapping values."""
-    _tensor(input, "fold")
+    require_tensor(input, "fold")
     out_size = _pair(output_size, "output_size", "fold")
     args = tuple(_pair(v, n, "fold") for v, n in ((kernel_size, "kernel_size"),
                                                  (dilation, "dilation"), (padding, "padding"),
@@ -224,20 +218,20 @@ pixel_unshuffle_op = define(
 
 
 def pixel_shuffle(input, upscale_factor):
-    _tensor(input, "pixel_shuffle")
+    require_tensor(input, "pixel_shuffle")
     _pixel_shuffle_meta(input, int(upscale_factor))
     return pixel_shuffle_op(input, int(upscale_factor))
 
 
 def pixel_unshuffle(input, downscale_factor):
-    _tensor(input, "pixel_unshuffle")
+    require_tensor(input, "pixel_unshuffle")
     _pixel_unshuffle_meta(input, int(downscale_factor))
     return pixel_unshuffle_op(input, int(downscale_factor))
 
 
 def channel_shuffle(input, groups):
     """Split the channels (dim 1) into ``groups`` and interleave them."""
-    _tensor(input, "channel_shuffle")
+    require_tensor(input, "channel_shuffle")
     if groups <= 0:
         raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
                            f"groups:{groups}")

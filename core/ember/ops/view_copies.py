@@ -8,6 +8,7 @@ from .. import _dtype
 from .._tensor import Tensor
 from . import elementwise as _ew, factories as _fac
 from .._memory_format import contiguous_format
+from ._util import require_tensor
 from .views import view_as_complex, view_as_real
 
 __all__ = ["alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy",
@@ -19,19 +20,13 @@ __all__ = ["alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "exp
            "is_signed", "isreal", "get_device", "view_as_real_copy", "view_as_complex_copy"]
 
 
-def _tensor(x, fn, name="input"):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-
-
 def _fresh(view):
     """A copy of ``view`` in new (contiguous) memory."""
     return view.clone(memory_format=contiguous_format)
 
 
 def alias_copy(input):
-    _tensor(input, "alias_copy")
+    require_tensor(input, "alias_copy")
     return input.clone()
 
 
@@ -40,7 +35,7 @@ def as_strided_copy(input, size, stride, storage_offset=None):
 
 
 def detach_copy(input):
-    _tensor(input, "detach_copy")
+    require_tensor(input, "detach_copy")
     return input.detach().clone()
 
 
@@ -81,7 +76,7 @@ def split_copy(input, split_size, dim=0):
 
 
 def split_with_sizes(input, split_sizes, dim=0):
-    _tensor(input, "split_with_sizes")
+    require_tensor(input, "split_with_sizes")
     total = input.shape[dim]
     if sum(split_sizes) != total or any(s < 0 for s in split_sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {total} "
@@ -142,12 +137,12 @@ def narrow_copy(input, dim, start, length):
 
 
 def ravel(input):
-    _tensor(input, "ravel")
+    require_tensor(input, "ravel")
     return input.contiguous().view(-1)   # PyTorch's definition (and its graph)
 
 
 def _split_at(input, indices_or_sections, dim, fn, min_dim):
-    _tensor(input, fn)
+    require_tensor(input, fn)
     if input.ndim < min_dim:
         raise RuntimeError(f"torch.{fn} requires a tensor with at least {min_dim} dimension, "
                            f"but got a tensor with {input.ndim} dimensions!")
@@ -177,8 +172,8 @@ def _scatter_into(input, src, view_of, fn):
     the element positions picks them, and a ``where`` over a gather of ``src`` writes them out of place
     (the index tables are unbatched, so ember.func.vmap batches only the gather and the
     ``where``)."""
-    _tensor(input, fn)
-    _tensor(src, fn, "src")
+    require_tensor(input, fn)
+    require_tensor(src, fn, "src")
     positions = view_of(_fac.arange(input.numel(), device=input.device).reshape(input.shape))
     if tuple(positions.shape) != tuple(src.shape):
         raise RuntimeError(f"{fn}: expected src to have a size equal to the slice of self. src "
@@ -223,7 +218,7 @@ def is_same_size(input, other):
 
 
 def is_nonzero(input):
-    _tensor(input, "is_nonzero")
+    require_tensor(input, "is_nonzero")
     if input.numel() == 0:
         raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
     if input.numel() > 1:
@@ -238,7 +233,7 @@ def is_signed(input):
 
 def isreal(input):
     """True where the element is real (its imaginary part is 0); always True off complex."""
-    _tensor(input, "isreal")
+    require_tensor(input, "isreal")
     if input.is_complex():
         return input.imag == 0
     return input.new_ones(input.shape, dtype=_dtype.bool_)

@@ -16,6 +16,7 @@ import json
 import math
 import os
 from collections import OrderedDict
+from operator import attrgetter
 
 _SPACING = 2
 _DEFAULT_WIDTH = 12
@@ -57,15 +58,10 @@ class _Times:
     def device_time(self):
         return self.device_time_total / max(self.count, 1)
 
+    # the CUDA-era names of the device times
     cuda_time = device_time
-
-    @property
-    def self_cuda_time_total(self):
-        return self.self_device_time_total
-
-    @property
-    def cuda_time_total(self):
-        return self.device_time_total
+    self_cuda_time_total = property(attrgetter("self_device_time_total"))
+    cuda_time_total = property(attrgetter("device_time_total"))
 
     def __getattr__(self, name):
         if name.endswith("_str"):
@@ -145,13 +141,10 @@ class FunctionEventAvg(_Times):
         self.overload_name = ""
 
     def add(self, other):
-        if self.key is None:
-            self.key = other.key
-            self.input_shapes = other.input_shapes
-            self.stack = other.stack
-            self.is_user_annotation = other.is_user_annotation
-            self.device_type = other.device_type
-            self.cpu_parent = other.cpu_parent
+        if self.key is None:      # the first event added names the average
+            for attr in ("key", "input_shapes", "stack", "is_user_annotation", "device_type",
+                         "cpu_parent"):
+                setattr(self, attr, getattr(other, attr))
         for attr in ("cpu_time_total", "self_cpu_time_total", "device_time_total",
                      "self_device_time_total", "cpu_memory_usage", "self_cpu_memory_usage",
                      "device_memory_usage", "self_device_memory_usage", "count", "flops"):

@@ -140,15 +140,12 @@ class CTCLoss(_Loss):
 
 
 class _MarginLoss(_Loss):
-    def __init__(self, margin, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
 
 class MarginRankingLoss(_MarginLoss):
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(margin, size_average, reduce, reduction)
-
     def forward(self, input1, input2, target):
         return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
                                      reduction=self.reduction)
@@ -164,9 +161,6 @@ class HingeEmbeddingLoss(_MarginLoss):
 
 
 class CosineEmbeddingLoss(_MarginLoss):
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(margin, size_average, reduce, reduction)
-
     def forward(self, input1, input2, target):
         return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
                                        reduction=self.reduction)

@@ -82,21 +82,17 @@ class Transformer(Module):
                  bias=True, device=None, dtype=None):
         kw = _factory(device, dtype)
         super().__init__()
-        # the encoder's and the decoder's layers take the same arguments
-        layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                      batch_first, norm_first, bias)
-        if custom_encoder is not None:
-            self.encoder = custom_encoder
-        else:
-            layer = TransformerEncoderLayer(*layer_args, **kw)
+
+        def stack(stack_cls, layer_cls, num_layers):
+            # the encoder's and the decoder's layers take the same arguments
+            layer = layer_cls(d_model, nhead, dim_feedforward, dropout, activation,
+                              layer_norm_eps, batch_first, norm_first, bias, **kw)
             norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-            self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
-        if custom_decoder is not None:
-            self.decoder = custom_decoder
-        else:
-            layer = TransformerDecoderLayer(*layer_args, **kw)
-            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-            self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
+            return stack_cls(layer, num_layers, norm)
+        self.encoder = custom_encoder if custom_encoder is not None else \
+            stack(TransformerEncoder, TransformerEncoderLayer, num_encoder_layers)
+        self.decoder = custom_decoder if custom_decoder is not None else \
+            stack(TransformerDecoder, TransformerDecoderLayer, num_decoder_layers)
         self._reset_parameters()
         self.d_model = d_model
         self.nhead = nhead

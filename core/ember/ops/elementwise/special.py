@@ -19,7 +19,7 @@ from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import NOT_DIFFERENTIABLE, Derivative
 from .. import _grad, _meta, _tangents
-from .._util import check_inplace, every_example, tensor_method, write_out
+from .._util import check_inplace, every_example, require_tensor, tensor_method, write_out
 from . import unary as _unary
 from .selection import where
 from ._rules import (FLOAT, FLOAT_BINARY, binary_dtype, binary_meta, check_bcast, check_overlap,
@@ -124,9 +124,7 @@ def _make_unary(name, op, op_):
     public = _public(name)
 
     def fn(input, *, out=None):
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{public}(): argument 'input' (position 1) must be Tensor, not "
-                            f"{type(input).__name__}")
+        require_tensor(input, public)
         _check_real(public, input)
         r = op(input, float_dtype(input.dtype))
         return r if out is None else write_out(out, r, public)
@@ -310,9 +308,7 @@ mvlgamma_op = define("mvlgamma(Tensor self, int p) -> Tensor", composite=_mvlgam
 
 
 def mvlgamma(input, p, *, out=None):
-    if not isinstance(input, Tensor):
-        raise TypeError(f"mvlgamma(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    require_tensor(input, "mvlgamma")
     if isinstance(p, bool) or not isinstance(p, int):
         raise TypeError(f"mvlgamma(): argument 'p' (position 2) must be int, not "
                         f"{type(p).__name__}")

@@ -254,20 +254,22 @@ def with_out_dtype(op, out_dtype, *tensors):
                        f"inputs, got {d} inputs and out_dtype {out_dtype}")
 
 
+def _matrix_product(name, shape_check, input, mat2, out_dtype):
+    """mm and bmm: the checks named after the public op, then matmul."""
+    check_tensors(name, input=input, mat2=mat2)
+    shape_check(input, mat2)
+    no_bool(name, input)
+    return matmul_op(*with_out_dtype(name, out_dtype, input, mat2))
+
+
 @tensor_method()
 def mm(input, mat2, out_dtype=None):
-    check_tensors("mm", input=input, mat2=mat2)
-    mm_check(input, mat2)
-    no_bool("mm", input)
-    return matmul_op(*with_out_dtype("mm", out_dtype, input, mat2))
+    return _matrix_product("mm", mm_check, input, mat2, out_dtype)
 
 
 @tensor_method()
 def bmm(input, mat2, out_dtype=None):
-    check_tensors("bmm", input=input, mat2=mat2)
-    bmm_check(input, mat2)
-    no_bool("bmm", input)
-    return matmul_op(*with_out_dtype("bmm", out_dtype, input, mat2))
+    return _matrix_product("bmm", bmm_check, input, mat2, out_dtype)
 
 
 @tensor_method()

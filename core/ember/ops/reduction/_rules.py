@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from ... import _dtype
 from ..._dtype import COMPLEX, INTEGRAL
-from ..._tensor import Tensor
 from .. import _grad, _meta
-from .._util import normalize_dims
+from .._util import normalize_dims, require_tensor
 
 
 # -- argument handling --------------------------------------------------------------------------
 def check_tensor(x, op):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
+    require_tensor(x, op)
 
 
 def reduce_dims(x, dim, op, empty_is_all=True):

@@ -9,7 +9,8 @@ from ..._utils.collate import default_collate
 from .._decorator import functional_datapipe
 from .._seeded import SeededRandomMixin
 from ..datapipe import IterDataPipe
-from ..utils.common import _check_unpickable_fn, apply_to_columns, check_columns
+from ..utils.common import (_check_unpickable_fn, apply_to_columns, call_on_columns,
+                            check_columns)
 
 __all__ = ["BatchMapperIterDataPipe", "CollatorIterDataPipe", "FilterIterDataPipe",
            "FlatMapperIterDataPipe", "MapperIterDataPipe", "ShuffledFlatMapperIterDataPipe",
@@ -98,13 +99,7 @@ class FilterIterDataPipe(IterDataPipe):
         check_columns(filter_fn, input_col, None)
 
     def _condition(self, data):
-        col = self.input_col
-        if col is None:
-            result = self.filter_fn(data)
-        elif isinstance(col, (list, tuple)):
-            result = self.filter_fn(*(data[c] for c in col))
-        else:
-            result = self.filter_fn(data[col])
+        result = call_on_columns(self.filter_fn, data, self.input_col)
         if not isinstance(result, bool):
             raise ValueError(f"Boolean output is required for `filter_fn` of FilterIterDataPipe, "
                              f"got {type(result)} (value {result!r})")
@@ -131,12 +126,7 @@ class FlatMapperIterDataPipe(IterDataPipe):
         check_columns(fn, input_col, None)
 
     def _apply(self, data):
-        col = self.input_col
-        if col is None:
-            return self.fn(data)
-        if isinstance(col, (list, tuple)):
-            return self.fn(*(data[c] for c in col))
-        return self.fn(data[col])
+        return call_on_columns(self.fn, data, self.input_col)
 
     def __iter__(self):
         for data in self.datapipe:

@@ -13,6 +13,7 @@ from ...sampler import SequentialSampler
 from .._decorator import functional_datapipe
 from .._seeded import SeededRandomMixin
 from ..datapipe import DataChunk, IterDataPipe
+from ..utils.common import source_length
 
 __all__ = ["InBatchShufflerIterDataPipe", "RandomSplitterIterDataPipe", "SamplerIterDataPipe",
            "ShufflerIterDataPipe"]
@@ -36,9 +37,7 @@ class SamplerIterDataPipe(IterDataPipe):
         return iter(self.sampler)
 
     def __len__(self):
-        if isinstance(self.sampler, Sized):
-            return len(self.sampler)
-        raise TypeError(f"{type(self).__name__} instance doesn't have valid length")
+        return source_length(self, self.sampler)
 
 
 @functional_datapipe("shuffle")
@@ -85,9 +84,7 @@ class ShufflerIterDataPipe(SeededRandomMixin, IterDataPipe):
             yield buffer.pop()
 
     def __len__(self):
-        if isinstance(self.datapipe, Sized):
-            return len(self.datapipe)
-        raise TypeError(f"{type(self).__name__} instance doesn't have valid length")
+        return source_length(self, self.datapipe)
 
 
 @functional_datapipe("in_batch_shuffle")

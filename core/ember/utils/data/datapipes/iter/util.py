@@ -10,10 +10,11 @@ import sys
 import threading
 import warnings
 from collections import deque
-from collections.abc import Sized
+from itertools import islice
 
 from .._decorator import functional_datapipe
 from ..datapipe import IterDataPipe, MapDataPipe
+from ..utils.common import source_length
 from ..._utils.pin_memory import pin_memory
 from ....._warn import user_stacklevel
 
@@ -24,10 +25,10 @@ __all__ = ["CyclerIterDataPipe", "DropperIterDataPipe", "EnumeratorIterDataPipe"
            "RepeaterIterDataPipe", "ShardExpanderIterDataPipe", "SlicerIterDataPipe"]
 
 
-def _len_of(pipe, source):
-    if isinstance(source, Sized):
-        return len(source)
-    raise TypeError(f"{type(pipe).__name__} instance doesn't have valid length")
+def _first(source, n):
+    """The first ``n`` items of ``source`` (all for None); with n == 0 it is not even
+    started."""
+    return iter(()) if n == 0 else islice(source, n)
 
 
 class IterableWrapperIterDataPipe(IterDataPipe):
@@ -53,7 +54,7 @@ class IterableWrapperIterDataPipe(IterDataPipe):
         yield from source
 
     def __len__(self):
-        return _len_of(self, self.iterable)
+        return source_length(self, self.iterable)
 
 
 @functional_datapipe("header")
@@ -67,15 +68,7 @@ class HeaderIterDataPipe(IterDataPipe):
         self.limit = limit
 
     def __iter__(self):
-        if self.limit is None:
-            yield from self.source_datapipe
-            return
-        if self.limit == 0:
-            return
-        for i, value in enumerate(self.source_datapipe):
-            yield value
-            if i + 1 >= self.limit:
-                break
+        yield from _first(self.source_datapipe, self.limit)
 
     def __len__(self):
         try:
@@ -99,12 +92,7 @@ class LengthSetterIterDataPipe(IterDataPipe):
         self.length = length
 
     def __iter__(self):
-        if self.length == 0:
-            return
-        for i, x in enumerate(self.source_datapipe):
-            yield x
-            if i + 1 >= self.length:
-                break
+        yield from _first(self.source_datapipe, self.length)
 
     def __len__(self):
         return self.length
@@ -164,7 +152,7 @@ class EnumeratorIterDataPipe(IterDataPipe):
         yield from enumerate(self.source_datapipe, self.starting_index)
 
     def __len__(self):
-        return _len_of(self, self.source_datapipe)
+        return source_length(self, self.source_datapipe)
 
 
 @functional_datapipe("add_index")
@@ -184,7 +172,7 @@ class IndexAdderIterDataPipe(IterDataPipe):
             yield x
 
     def __len__(self):
-        return _len_of(self, self.source_datapipe)
+        return source_length(self, self.source_datapipe)
 
 
 @functional_datapipe("in_memory_cache")
@@ -270,7 +258,7 @@ class SlicerIterDataPipe(IterDataPipe):
             yield _select(item, self.index, self.stop, self.step, keep=True)
 
     def __len__(self):
-        return _len_of(self, self.datapipe)
+        return source_length(self, self.datapipe)
 
 
 @functional_datapipe("drop")
@@ -286,7 +274,7 @@ class DropperIterDataPipe(IterDataPipe):
             yield _select(item, self.indices, None, None, keep=False)
 
     def __len__(self):
-        return _len_of(self, self.datapipe)
+        return source_length(self, self.datapipe)
 
 
 @functional_datapipe("flatten")
@@ -323,7 +311,7 @@ class FlattenerIterDataPipe(IterDataPipe):
                 yield tuple(flat) if isinstance(item, tuple) else flat
 
     def __len__(self):
-        return _len_of(self, self.datapipe)
+        return source_length(self, self.datapipe)
 
 
 _END = object()
@@ -379,7 +367,7 @@ class PrefetcherIterDataPipe(IterDataPipe):
             worker.join(timeout=5)
 
     def __len__(self):
-        return _len_of(self, self.source_datapipe)
+        return source_length(self, self.source_datapipe)
 
 
 @functional_datapipe("pin_memory")

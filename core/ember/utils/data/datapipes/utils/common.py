@@ -6,7 +6,7 @@ import functools
 import inspect
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sized
 from io import IOBase
 from ....._warn import user_stacklevel
 
@@ -73,16 +73,20 @@ def _check_unpickable_fn(fn) -> None:
                       "function or functools.partial instead.", stacklevel=user_stacklevel())
 
 
+def call_on_columns(fn, data, input_col):
+    """``fn`` of the item, or of the column ``input_col`` names (of each, for a list of them)."""
+    if input_col is None:
+        return fn(data)
+    if isinstance(input_col, (list, tuple)):
+        return fn(*(data[col] for col in input_col))
+    return fn(data[input_col])
+
+
 def apply_to_columns(fn, data, input_col, output_col):
     """torch's ``input_col``/``output_col`` rule, shared by map-like pipes."""
-    if input_col is None:
-        result = fn(data)
-        if output_col is None:
-            return result
-    elif isinstance(input_col, (list, tuple)):
-        result = fn(*(data[col] for col in input_col))
-    else:
-        result = fn(data[input_col])
+    result = call_on_columns(fn, data, input_col)
+    if input_col is None and output_col is None:
+        return result
     was_tuple = isinstance(data, tuple)
     if was_tuple:
         data = list(data)
@@ -123,6 +127,13 @@ def unzip_columns(sequence_length, columns_to_skip, who):
         raise ValueError(f"All instances are being filtered out in {who}. Please check the "
                          f"input `sequence_length` and `columns_to_skip`.")
     return columns
+
+
+def source_length(pipe, source) -> int:
+    """``len`` of a pipe that yields as many items as ``source`` (its datapipe or sampler)."""
+    if isinstance(source, Sized):
+        return len(source)
+    raise TypeError(f"{type(pipe).__name__} instance doesn't have valid length")
 
 
 def declared_length(pipe) -> int:
