@@ -158,12 +158,10 @@ def test_adadelta_foreach_matches_single_tensor_and_torch(hp):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
-def test_adadelta_default_runs_multi_tensor_ops():
+def _ops_dispatched(fn):
+    """{op name: calls} while ``fn()`` runs (every Op call, nested ones included)."""
     import collections
     from ember.dispatch import dispatcher
-    m = _model(0, ember)
-    opt = ember.optim.Adadelta(m.parameters())
-    (m(ember.ones(2, 5, dtype=ember.float64)) ** 2).sum().backward()
     counts = collections.Counter()
     call = dispatcher.Op.__call__
 
@@ -172,32 +170,27 @@ def test_adadelta_default_runs_multi_tensor_ops():
         return call(self, *args, **kwargs)
     dispatcher.Op.__call__ = counted
     try:
-        opt.step()
+        fn()
     finally:
         dispatcher.Op.__call__ = call
+    return counts
+
+
+def test_adadelta_default_runs_multi_tensor_ops():
+    m = _model(0, ember)
+    opt = ember.optim.Adadelta(m.parameters())
+    (m(ember.ones(2, 5, dtype=ember.float64)) ** 2).sum().backward()
+    counts = _ops_dispatched(opt.step)
     assert counts["_foreach_div_list_"] == 1 and counts["_foreach_mul_list_"] == 1
     assert not {"div", "sqrt", "mul", "addcmul"} & set(counts)
 
 
 def test_fused_sgd_is_one_op_per_group():
-    import collections
-    from ember.dispatch import dispatcher
     m = _model(0, ember)
     opt = ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, fused=True)
     (m(ember.ones(2, 5, dtype=ember.float64)) ** 2).sum().backward()
     opt.step()  # first step: buffers made
-    counts = collections.Counter()
-    call = dispatcher.Op.__call__
-
-    def counted(self, *args, **kwargs):
-        counts[self.name] += 1
-        return call(self, *args, **kwargs)
-    dispatcher.Op.__call__ = counted
-    try:
-        opt.step()
-    finally:
-        dispatcher.Op.__call__ = call
-    assert counts == {"_fused_sgd_": 1}
+    assert _ops_dispatched(opt.step) == {"_fused_sgd_": 1}
 
 
 @pytest.mark.parametrize("fused", [False, True])
