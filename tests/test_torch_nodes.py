@@ -1,0 +1,116 @@
+"""Ops record the backward nodes torch records: torch's overload numbering (SqueezeBackward1
+for squeeze(dim), SortBackward1 for sort(stable=), NormalBackward1..3 by which of mean and
+std are tensors) and one node for all outputs of a multi-output op (TopkBackward0,
+StdMeanBackward0, CummaxBackward0, …) with torch's output_nr — compared with torch 2.13 on
+names, next_functions, values, gradients and second-order gradients."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+from helpers_graph import compare, leaves  # noqa: E402 - after torch's importorskip
+
+
+def F(lib):
+    return lib.nn.functional
+
+
+OVERLOADS = {
+    "squeeze()": (lambda L, x: x.reshape(1, 3, 1, 4).squeeze(), [(3, 4)]),
+    "squeeze(dim)": (lambda L, x: x.unsqueeze(1).squeeze(1), [(3, 4)]),
+    "squeeze(-1) no-op": (lambda L, x: x.squeeze(-1), [(3, 4)]),
+    "squeeze(dim) 0-d": (lambda L, x: x.squeeze(0), [()]),
+    "squeeze(dims)": (lambda L, x: x.reshape(1, 3, 1, 4).squeeze((0, 2)), [(3, 4)]),
+    "squeeze(()) keeps all": (lambda L, x: x.squeeze(()), [(1, 3)]),
+    "squeeze(list) negative": (lambda L, x: x.reshape(3, 1, 4, 1).squeeze([-1, 1]), [(3, 4)]),
+    "torch.squeeze(dim)": (lambda L, x: L.squeeze(x.unsqueeze(0), 0), [(3, 4)]),
+    "conv1d unbatched": (lambda L, x, w: F(L).conv1d(x, w), [(2, 7), (3, 2, 3)]),
+    "avg_pool1d": (lambda L, x: F(L).avg_pool1d(x, 2), [(2, 3, 6)]),
+    "max_pool1d": (lambda L, x: F(L).max_pool1d(x, 2), [(2, 3, 6)]),
+    "adaptive_avg_pool1d": (lambda L, x: F(L).adaptive_avg_pool1d(x, 3), [(2, 3, 7)]),
+    "sort": (lambda L, x: x.sort(1)[0], [(3, 5)]),
+    "sort(stable=True)": (lambda L, x: x.sort(dim=0, stable=True)[0], [(4, 3)]),
+    "sort(stable=False)": (lambda L, x: L.sort(x, stable=False, descending=True)[0], [(4, 3)]),
+}
+
+
+@pytest.mark.parametrize("case", list(OVERLOADS))
+def test_overloads_record_torchs_node_numbers(case):
+    fn, shapes = OVERLOADS[case]
+    compare(fn, shapes)
+
+
+@pytest.mark.parametrize("form", ["tensor, float", "float, tensor", "tensor, tensor"])
+def test_normal_names_its_overload(form):
+    names = []
+    for lib in (torch, ember):
+        m, s = leaves(lib, [(3,), (3,)])
+        args = {"tensor, float": (m, 0.5), "float, tensor": (0.5, s.abs()),
+                "tensor, tensor": (m, s.abs())}[form]
+        out = lib.normal(*args)
+        names.append(out.grad_fn.name())
+        grads = lib.autograd.grad(out.sum(), [a for a in args if isinstance(a, lib.Tensor)])
+        assert all(np.all(g.numpy() == 0) for g in grads)  # a draw's gradient is zero
+    assert names[0] == names[1]
+
+
+MULTI = {
+    "topk": (lambda L, x: x.topk(2, dim=1), [(3, 5)]),
+    "topk smallest unsorted": (lambda L, x: L.topk(x, 3, 0, largest=False), [(4, 2)]),
+    "topk 0-d": (lambda L, x: x.topk(1), [()]),
+    "kthvalue": (lambda L, x: x.kthvalue(2, 0), [(4, 3)]),
+    "kthvalue keepdim": (lambda L, x: x.kthvalue(3, -1, keepdim=True), [(2, 5)]),
+    "median(dim)": (lambda L, x: x.median(1), [(3, 5)]),
+    "median(dim) keepdim": (lambda L, x: x.median(0, keepdim=True), [(4, 2)]),
+    "nanmedian(dim)": (lambda L, x: x.nanmedian(-1), [(3, 4)]),
+    "median()": (lambda L, x: x.median(), [(3, 5)]),
+    "cummax": (lambda L, x: x.cummax(1), [(3, 5)]),
+    "cummin": (lambda L, x: L.cummin(x, 0), [(4, 3)]),
+    "cummax 0-d": (lambda L, x: x.cummax(0), [()]),
+    "std_mean": (lambda L, x: L.std_mean(x, 1), [(3, 5)]),
+    "std_mean all": (lambda L, x: L.std_mean(x), [(3, 5)]),
+    "var_mean": (lambda L, x: L.var_mean(x, 0, keepdim=True), [(4, 3)]),
+    "var_mean correction": (lambda L, x: L.var_mean(x, (0, 1), correction=0), [(2, 3)]),
+    "std_mean then only the mean": (lambda L, x: L.std_mean(x, 1)[1], [(3, 4)]),
+    "var_mean then only the var": (lambda L, x: L.var_mean(x, 1)[0], [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("case", list(MULTI))
+def test_multi_output_ops_record_one_node(case):
+    fn, shapes = MULTI[case]
+    compare(fn, shapes)
+
+
+def test_cummax_and_median_keep_torchs_tie_and_nan_rules():
+    rows = [[1.0, 3.0, 3.0, 2.0, np.nan, 5.0], [2.0, 2.0, 1.0, 1.0, 0.0, 0.0]]
+    for fn in (lambda L, x: x.cummax(1), lambda L, x: x.cummin(1),
+               lambda L, x: x.nanmedian(1), lambda L, x: x.median(1)):
+        got = []
+        for lib in (torch, ember):
+            x = lib.tensor(rows, dtype=lib.float64, requires_grad=True)
+            v, i = fn(lib, x)
+            (g,) = lib.autograd.grad(v.nan_to_num().sum(), [x])
+            got.append((v.detach().numpy(), i.numpy(), g.numpy()))
+        for a, b in zip(*got):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_selection_ops_under_vmap_and_jvp():
+    x = ember.randn(4, 3, 5)
+    for fn in (lambda a: a.topk(2).values, lambda a: a.kthvalue(2, 0).values,
+               lambda a: a.median(1).values, lambda a: a.cummax(1).values,
+               lambda a: ember.std_mean(a, 1)[0], lambda a: a.squeeze(0),
+               lambda a: a.unsqueeze(0).squeeze(), lambda a: a.unsqueeze(1).squeeze((1,))):
+        batched = ember.func.vmap(fn)(x)
+        looped = ember.stack([fn(x[i]) for i in range(4)])
+        np.testing.assert_allclose(batched.numpy(), looped.numpy(), rtol=1e-6)
+        t = ember.randn(3, 5)
+        _, jt = ember.func.jvp(fn, (x[0],), (t,))
+        eps = 1e-3
+        fd = (fn(x[0].double() + eps * t.double()) - fn(x[0].double() - eps * t.double())) / (2 * eps)
+        np.testing.assert_allclose(jt.numpy(), fd.numpy(), rtol=1e-3, atol=1e-3)
