@@ -114,3 +114,52 @@ def test_selection_ops_under_vmap_and_jvp():
         eps = 1e-3
         fd = (fn(x[0].double() + eps * t.double()) - fn(x[0].double() - eps * t.double())) / (2 * eps)
         np.testing.assert_allclose(jt.numpy(), fd.numpy(), rtol=1e-3, atol=1e-3)
+
+
+# -- ops torch records as their own node -----------------------------------------------------
+def _indices(lib):
+    return lib.tensor([[0, 2, 2], [3, 0, 1]])
+
+
+COMPOSED = {
+    "embedding": (lambda L, w: F(L).embedding(_indices(L), w), [(4, 3)]),
+    "embedding padding_idx": (lambda L, w: F(L).embedding(_indices(L), w, padding_idx=2),
+                              [(4, 3)]),
+    "embedding negative padding_idx": (lambda L, w: F(L).embedding(_indices(L), w,
+                                                                    padding_idx=-4), [(4, 3)]),
+    "embedding 0-d indices": (lambda L, w: F(L).embedding(L.tensor(1), w), [(4, 3)]),
+    "nn.Embedding": (lambda L, w: L.nn.Embedding.from_pretrained(w, freeze=False)(_indices(L)),
+                     [(4, 3)]),
+}
+
+
+@pytest.mark.parametrize("case", list(COMPOSED))
+def test_composed_ops_record_torchs_node(case):
+    fn, shapes = COMPOSED[case]
+    compare(fn, shapes)
+
+
+def test_embedding_scale_grad_by_freq_first_order():
+    # torch's double backward of embedding_dense_backward ignores scale_grad_by_freq (its
+    # embedding_dense_double_backward); ember's is the exact derivative of the scaled
+    # gradient, so only first order is compared here
+    compare(lambda L, w: F(L).embedding(_indices(L), w, scale_grad_by_freq=True, padding_idx=3),
+            [(4, 3)], double=False)
+
+
+def test_embedding_under_vmap_jvp_and_bad_indices():
+    w = ember.randn(5, 3)
+    idx = ember.tensor([[0, 4], [2, 2], [1, 3]])
+    batched = ember.func.vmap(lambda i: F(ember).embedding(i, w))(idx)
+    np.testing.assert_array_equal(batched.numpy(), w.numpy()[idx.numpy()])
+    ws = ember.randn(3, 5, 3)
+    batched = ember.func.vmap(lambda i, ww: F(ember).embedding(i, ww))(idx, ws)
+    np.testing.assert_array_equal(batched.numpy(), np.stack([ws.numpy()[k][idx.numpy()[k]]
+                                                             for k in range(3)]))
+    t = ember.randn(5, 3)
+    _, jt = ember.func.jvp(lambda ww: F(ember).embedding(idx, ww), (w,), (t,))
+    np.testing.assert_array_equal(jt.numpy(), t.numpy()[idx.numpy()])
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F(ember).embedding(ember.tensor([5]), w)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F(ember).embedding(ember.tensor([-1]), w.requires_grad_())

@@ -40,8 +40,8 @@ def _f():
     return functional
 
 
-def _entry(name, call, *cases, tolerances=LOOSE, differentiable=True):
-    return OpInfo(f"nn.{name}", call, _samples(*cases), dtypes=FLOATS, covers=(),
+def _entry(name, call, *cases, tolerances=LOOSE, differentiable=True, covers=()):
+    return OpInfo(f"nn.{name}", call, _samples(*cases), dtypes=FLOATS, covers=covers,
                   differentiable=differentiable, tolerances=dict(tolerances))
 
 
@@ -96,7 +96,7 @@ OPS = [
             dict(running_stats=True)), differentiable=False),
     # padding_idx rows get no gradient by definition, which finite differences can't know
     _entry("embedding", lambda i, w: _f().embedding(i, w),
-           ("[3,4] of 10", [((3, 4), ("i", 10)), ((10, 5), "x")], {})),
+           ("[3,4] of 10", [((3, 4), ("i", 10)), ((10, 5), "x")], {}), covers=("embedding",)),
     _entry("embedding padding_idx", lambda i, w: _f().embedding(i, w, padding_idx=0),
            ("padding_idx 0", [((3, 4), ("i", 10)), ((10, 5), "x")], {}), differentiable=False),
     _entry("cross_entropy", lambda x, t, w, **kw: _f().cross_entropy(x, t, weight=w, **kw),
