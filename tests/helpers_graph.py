@@ -8,12 +8,15 @@ import numpy as np
 import ember
 
 
-def graph(node):
-    """(name, children) of a backward graph, the accumulators named alike in both libraries."""
+def graph(node, none_edges=True):
+    """(name, children) of a backward graph, the accumulators named alike in both libraries.
+    ``none_edges=False`` leaves out empty edges: ember's node for a number in a Tensor slot
+    (clamp's bound) has one, where torch's scalar overload has no edge at all."""
     if node is None:
         return None
     name = node.name().replace("torch::autograd::", "")
-    return (name, tuple(graph(f) for f, _ in node.next_functions))
+    return (name, tuple(graph(f, none_edges) for f, _ in node.next_functions
+                        if none_edges or f is not None))
 
 
 def leaves(lib, shapes, dtype="float64", seed=0):
@@ -27,12 +30,12 @@ def _differentiable(lib, out):
     return [o for o in outs if isinstance(o, lib.Tensor) and o.requires_grad]
 
 
-def structure(lib, out):
+def structure(lib, out, none_edges=True):
     """Per differentiable output: its graph, its output_nr and the first output sharing its
     node (torch records one node for all outputs of a split, a sort, a std_mean)."""
     outs = _differentiable(lib, out)
     firsts = {}
-    return [(graph(o.grad_fn), o.output_nr, firsts.setdefault(id(o.grad_fn), k))
+    return [(graph(o.grad_fn, none_edges), o.output_nr, firsts.setdefault(id(o.grad_fn), k))
             for k, o in enumerate(outs)]
 
 
@@ -44,7 +47,7 @@ def _weighted_sum(lib, outs):
     return total
 
 
-def compare(fn, shapes, dtype="float64", double=True, rtol=1e-10, atol=1e-12):
+def compare(fn, shapes, dtype="float64", double=True, rtol=1e-10, atol=1e-12, none_edges=True):
     """fn(lib, *leaves) under both libraries: graphs, values, gradients of a weighted sum of
     the differentiable outputs and (``double``) gradients of the gradients' squares."""
     seen = {}
@@ -63,7 +66,7 @@ def compare(fn, shapes, dtype="float64", double=True, rtol=1e-10, atol=1e-12):
         if double and used:
             got = lib.autograd.grad(sum((g * g).sum() for _, g in used), xs, allow_unused=True)
             second = [s if g is None else g.detach().numpy() for s, g in zip(second, got)]
-        seen[lib] = (structure(lib, out), values,
+        seen[lib] = (structure(lib, out, none_edges), values,
                      [None if g is None else g.detach().numpy() for g in grads] + second)
     (ts, tv, tg), (es, ev, eg) = seen.values()
     assert es == ts

@@ -163,3 +163,38 @@ def test_embedding_under_vmap_jvp_and_bad_indices():
         F(ember).embedding(ember.tensor([5]), w)
     with pytest.raises(IndexError, match="index out of range in self"):
         F(ember).embedding(ember.tensor([-1]), w.requires_grad_())
+
+
+BOUNDS = {
+    "clamp_min number": (lambda L, x: x.clamp_min(0.25), [(3, 4)]),
+    "clamp_max number": (lambda L, x: L.clamp_max(x, -0.25), [(3, 4)]),
+    "clamp_min tensor": (lambda L, x, b: x.clamp_min(b), [(3, 4), (4,)]),
+    "clamp_max tensor": (lambda L, x, b: L.clamp_max(x, b), [(3, 4), (3, 1)]),
+    "clamp(min=) stays clamp": (lambda L, x: x.clamp(min=0.1), [(3, 4)]),
+    "margin_ranking_loss's clamp": (
+        lambda L, a, b: F(L).margin_ranking_loss(a, b, L.ones(5), reduction="none").grad_fn
+        .name(), [(5,), (5,)]),
+}
+
+
+@pytest.mark.parametrize("case", list(BOUNDS))
+def test_one_sided_clamps_record_torchs_nodes(case):
+    fn, shapes = BOUNDS[case]
+    if case == "margin_ranking_loss's clamp":
+        assert fn(torch, *leaves(torch, shapes)) == fn(ember, *leaves(ember, shapes))
+        return
+    # a number bound is an empty edge in ember's node (clamp's too), no edge in torch's
+    compare(fn, shapes, none_edges="number" not in case and "stays" not in case)
+
+
+def test_one_sided_clamps_on_integers_nan_and_errors():
+    for lib in (torch, ember):
+        x = lib.tensor([-3, 0, 5])
+        assert x.clamp_min(1).tolist() == [1, 1, 5] and x.clamp_max(1).tolist() == [-3, 0, 1]
+        assert x.clamp_min(0.5).dtype == lib.float32
+        y = lib.tensor([float("nan"), 1.0])
+        assert np.isnan(y.clamp_min(2.0)[0].item())
+    with pytest.raises(RuntimeError, match="clamp is not supported for complex types"):
+        ember.zeros(2, dtype=ember.complex64).clamp_min(0)
+    with pytest.raises(RuntimeError, match="clamp_max"):
+        ember.zeros(2, 3).clamp_max(ember.zeros(4))
