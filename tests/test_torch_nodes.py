@@ -198,3 +198,45 @@ def test_one_sided_clamps_on_integers_nan_and_errors():
         ember.zeros(2, dtype=ember.complex64).clamp_min(0)
     with pytest.raises(RuntimeError, match="clamp_max"):
         ember.zeros(2, 3).clamp_max(ember.zeros(4))
+
+
+PADS = {
+    "constant": (lambda L, x: F(L).pad(x, (1, 2)), [(2, 3, 5)]),
+    "constant value, 2 dims": (lambda L, x: F(L).pad(x, (2, 1, 1, 0), value=-1.5), [(2, 3, 5)]),
+    "constant crop": (lambda L, x: F(L).pad(x, (-1, 2, 0, -1)), [(2, 3, 5)]),
+    "constant nothing": (lambda L, x: F(L).pad(x, (0, 0)), [(2, 3)]),
+    "torch.constant_pad_nd": (lambda L, x: L.constant_pad_nd(x, (1, 1), 2.0), [(3, 4)]),
+    "reflect 1-D": (lambda L, x: F(L).pad(x, (2, 3), mode="reflect"), [(2, 3, 5)]),
+    "reflect 2-D": (lambda L, x: F(L).pad(x, (1, 1, 2, 0), mode="reflect"), [(1, 2, 3, 4)]),
+    "reflect 3-D": (lambda L, x: F(L).pad(x, (1, 0, 0, 1, 1, 1), mode="reflect"),
+                    [(1, 2, 3, 3, 3)]),
+    "replicate 1-D": (lambda L, x: F(L).pad(x, (3, 1), mode="replicate"), [(2, 3, 4)]),
+    "replicate 2-D crop": (lambda L, x: F(L).pad(x, (1, -2, 2, 1), mode="replicate"),
+                           [(2, 3, 4)]),
+    "nn.ReflectionPad2d": (lambda L, x: L.nn.ReflectionPad2d(1)(x), [(1, 2, 3, 3)]),
+    "nn.ZeroPad2d": (lambda L, x: L.nn.ZeroPad2d((1, 0, 2, 1))(x), [(1, 2, 3, 3)]),
+}
+
+
+@pytest.mark.parametrize("case", list(PADS))
+def test_pads_record_torchs_nodes(case):
+    fn, shapes = PADS[case]
+    compare(fn, shapes)
+
+
+def test_pads_on_other_dtypes_under_vmap_and_jvp():
+    for lib in (torch, ember):
+        x = lib.tensor([[1, 2], [3, 4]])
+        assert F(lib).pad(x, (1, 0), value=7).tolist() == [[7, 1, 2], [7, 3, 4]]
+        b = lib.tensor([True, False])
+        assert F(lib).pad(b, (0, 1)).tolist() == [True, False, False]
+    x = ember.randn(4, 3, 5)
+    for mode in ("constant", "reflect", "replicate"):
+        fn = lambda a: F(ember).pad(a, (2, 1), mode=mode)   # noqa: E731
+        np.testing.assert_array_equal(ember.func.vmap(fn)(x).numpy(),
+                                      np.stack([fn(x[i]).numpy() for i in range(4)]))
+        t = ember.randn(3, 5)
+        _, jt = ember.func.jvp(fn, (x[0],), (t,))
+        np.testing.assert_array_equal(jt.numpy(), fn(t).numpy())
+    with pytest.raises(RuntimeError, match="negative output size"):
+        F(ember).pad(ember.zeros(2, 3), (-2, -2))
