@@ -238,5 +238,7 @@ def test_pads_on_other_dtypes_under_vmap_and_jvp():
         t = ember.randn(3, 5)
         _, jt = ember.func.jvp(fn, (x[0],), (t,))
         np.testing.assert_array_equal(jt.numpy(), fn(t).numpy())
+    _, jt = ember.func.jvp(lambda a: F(ember).pad(a, (1, 1), value=3.0), (x[0],), (x[1],))
+    np.testing.assert_array_equal(jt.numpy(), F(ember).pad(x[1], (1, 1)).numpy())
     with pytest.raises(RuntimeError, match="negative output size"):
         F(ember).pad(ember.zeros(2, 3), (-2, -2))

@@ -63,7 +63,15 @@ def _constant_pad_backward(ctx, g, self, pad, value):
 constant_pad_nd_op = define("constant_pad_nd(Tensor self, int[] pad, Scalar value) -> Tensor",
                             meta=_pad_meta, composite=_constant_pad,
                             derivative=Derivative(_constant_pad_backward, complex_ok=True))
-constant_pad_nd_op.def_jvp(_tangents.linear(constant_pad_nd_op))
+
+
+def _constant_pad_jvp(ctx, tangents, self, pad, value):
+    # affine in self: the padding is constant, so its tangent is 0 whatever the value
+    t = tangents[0]
+    return None if t is None else constant_pad_nd_op(t, pad, 0)
+
+
+constant_pad_nd_op.def_jvp(_constant_pad_jvp)
 
 
 def _onnx_pads(c, pad):
