@@ -242,3 +242,27 @@ def test_pads_on_other_dtypes_under_vmap_and_jvp():
     np.testing.assert_array_equal(jt.numpy(), F(ember).pad(x[1], (1, 1)).numpy())
     with pytest.raises(RuntimeError, match="negative output size"):
         F(ember).pad(ember.zeros(2, 3), (-2, -2))
+
+
+RSUB = {
+    "1 - x": (lambda L, x: 1 - x, [(3, 4)]),
+    "rsub number": (lambda L, x: L.rsub(x, 2.5), [(3, 4)]),
+    "rsub tensors": (lambda L, x, y: L.rsub(x, y), [(3, 4), (4,)]),
+    "rsub alpha": (lambda L, x, y: L.rsub(x, y, alpha=-0.5), [(3, 1), (2, 1, 4)]),
+    "tensor.__rsub__(tensor)": (lambda L, x, y: x.__rsub__(y), [(3, 4), (3, 4)]),
+}
+
+
+@pytest.mark.parametrize("case", list(RSUB))
+def test_rsub_records_torchs_nodes(case):
+    fn, shapes = RSUB[case]
+    # a number operand is an empty edge in ember's node, none in torch's
+    compare(fn, shapes, none_edges=len(shapes) > 1)
+
+
+def test_rsub_dtypes_and_errors_match_torch():
+    for lib in (torch, ember):
+        assert str(lib.rsub(lib.tensor([1, 2]), 3).dtype).split(".")[-1] == "int64"
+        assert lib.rsub(lib.tensor([1, 2]), lib.tensor([0.5])).tolist() == [-0.5, -1.5]
+        with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
+            lib.rsub(lib.tensor([True]), lib.tensor([False]))

@@ -128,6 +128,9 @@ def _build():
                           dtypes=FLOATS + INTS, covers=(name,)))
         ops.append(OpInfo(name + "_", _inplace_binary(fn_), samples, dtypes=FLOATS + INTS,
                           covers=(name + "_",), differentiable=False))
+    rsub_samples = _binary_samples("rsub", -3.0, 3.0)
+    ops.append(OpInfo("rsub", lambda a, b: ember.rsub(a, b, alpha=2), rsub_samples,
+                      dtypes=FLOATS + INTS, covers=("rsub",)))
     div_samples = _binary_samples("div", 0.5, 3.0)
     for mode in (None, "trunc", "floor"):
         ops.append(OpInfo(f"div rounding_mode={mode}",
