@@ -5,7 +5,8 @@ padding as an ``index_select`` of source positions (PyTorch's is a composite too
 from __future__ import annotations
 
 from ..ops._util import require_tensor, torch_function
-from ..ops.padding import constant_pad_nd_op, pad_index, reflection_pad_op, replication_pad_op
+from ..ops.padding import (constant_pad_nd_op, crop, pad_index, reflection_pad_op,
+                           replication_pad_op)
 
 __all__ = ["pad"]
 
@@ -48,15 +49,11 @@ def pad(input, pad, mode="constant", value=None):
     # circular: a negative pad crops first (PyTorch then wraps around what is left)
     out = input
     for k in range(len(pad) // 2):
-        left, right = pad[2 * k], pad[2 * k + 1]
         dim = input.ndim - 1 - k
-        n = out._shape[dim]
-        if left < 0:
-            out, n, left = out.narrow(dim, -left, n + left), n + left, 0
-        if right < 0:
-            out, n, right = out.narrow(dim, 0, n + right), n + right, 0
+        out, left, right = crop(out, dim, pad[2 * k], pad[2 * k + 1])
         if left or right:
-            out = out.index_select(dim, pad_index(n, left, right, mode, out.device))
+            out = out.index_select(dim, pad_index(out._shape[dim], left, right, mode,
+                                                  out.device))
     return out
 
 

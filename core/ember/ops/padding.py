@@ -31,17 +31,23 @@ def _pad_meta(self, pad, *rest):
     return padded_shape(self._shape, pad), self.dtype
 
 
+def crop(x, dim, left, right):
+    """``(x, left, right)`` with a negative pad's elements cropped off ``x`` along ``dim`` and
+    that pad made 0 (constant and circular padding crop before they pad)."""
+    n = x._shape[dim]
+    if left < 0:
+        x, n, left = x.narrow(dim, -left, n + left), n + left, 0
+    if right < 0:
+        x, right = x.narrow(dim, 0, n + right), 0
+    return x, left, right
+
+
 # -- constant -----------------------------------------------------------------------------------
 def _constant_pad(self, pad, value):
     out = self
     for k in range(len(pad) // 2):
-        left, right = pad[2 * k], pad[2 * k + 1]
         dim = self.ndim - 1 - k
-        n = out._shape[dim]
-        if left < 0:
-            out, n, left = out.narrow(dim, -left, n + left), n + left, 0
-        if right < 0:
-            out, n, right = out.narrow(dim, 0, n + right), n + right, 0
+        out, left, right = crop(out, dim, pad[2 * k], pad[2 * k + 1])
         if left or right:
             parts = []
             for m in (left, None, right):
@@ -52,7 +58,7 @@ def _constant_pad(self, pad, value):
                     shape[dim] = m
                     parts.append(out.new_full(shape, value))
             out = cat(parts, dim)
-    return out if out is not self else self.clone()
+    return out.clone() if out._storage is self._storage else out   # a new tensor, as torch's
 
 
 def _constant_pad_backward(ctx, g, self, pad, value):
