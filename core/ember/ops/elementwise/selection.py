@@ -190,8 +190,9 @@ clamp_max_op = define("clamp_max(Tensor self, Tensor max, dtype compute) -> Tens
                       composite=lambda x, hi, compute: clamp_op(x, None, hi, compute),
                       derivative=Derivative(_clamp_max_backward, save=("self", "max"),
                                             name=_bound_name("ClampMax")))
-clamp_min_op.def_pointwise(lambda e, x, lo, *rest: clamp(e, x, lo, None))
-clamp_max_op.def_pointwise(lambda e, x, hi, *rest: clamp(e, x, None, hi))
+# clamp's rule (this module's public clamp shadows the _lowering name later on)
+clamp_min_op.def_pointwise(lambda e, x, lo, *rest: clamp_op.pointwise(e, x, lo, None))
+clamp_max_op.def_pointwise(lambda e, x, hi, *rest: clamp_op.pointwise(e, x, None, hi))
 clamp_min_op.def_onnx(lambda b, c, x, lo, *rest: onnx_clamp(b, c, x, lo, None))
 clamp_max_op.def_onnx(lambda b, c, x, hi, *rest: onnx_clamp(b, c, x, None, hi))
 
