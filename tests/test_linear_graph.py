@@ -11,43 +11,7 @@ import ember
 torch = pytest.importorskip("torch")
 
 
-# ember names every squeeze node by its shapes alone (views/strided.py): torch's squeeze(dim)
-# overload, SqueezeBackward1, reads as SqueezeBackward0 there, a gap outside these ops
-_SAME = {"SqueezeBackward1": "SqueezeBackward0"}
-
-
-def graph(node):
-    """(name, children) of a backward graph, the accumulators named alike in both libraries."""
-    if node is None:
-        return None
-    name = node.name().replace("torch::autograd::", "")
-    return (_SAME.get(name, name), tuple(graph(f) for f, _ in node.next_functions))
-
-
-def leaves(lib, shapes, dtype="float64", seed=0):
-    rs = np.random.RandomState(seed)
-    return [lib.tensor(rs.randn(*s), dtype=getattr(lib, dtype), requires_grad=True)
-            for s in shapes]
-
-
-def compare(fn, shapes, dtype="float64"):
-    """fn(lib, *leaves) under both: graphs, values, gradients of a weighted sum."""
-    outs = {}
-    for lib in (torch, ember):
-        xs = leaves(lib, shapes, dtype)
-        out = fn(lib, *xs)
-        w = lib.tensor(np.linspace(-1, 1, out.numel()).reshape(tuple(out.shape)),
-                       dtype=out.dtype)
-        grads = lib.autograd.grad((out * w).sum(), xs, allow_unused=True)
-        outs[lib] = (graph(out.grad_fn), out.detach().numpy(),
-                     [None if g is None else g.numpy() for g in grads])
-    (tg, tv, tgr), (eg, ev, egr) = outs[torch], outs[ember]
-    assert eg == tg
-    np.testing.assert_allclose(ev, tv, rtol=1e-10, atol=1e-12)
-    for a, b in zip(egr, tgr):
-        assert (a is None) == (b is None)
-        if a is not None:
-            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+from helpers_graph import compare, graph, leaves  # noqa: E402 - after torch's importorskip
 
 
 VIEWS = {

@@ -638,7 +638,7 @@ def sqrt(input, *, out=...): ...  # ember.ops.elementwise.unary
 def sqrt_(self): ...  # ember.ops.elementwise.unary
 def square(input, *, out=...): ...  # ember.ops.elementwise.unary
 def square_(self): ...  # ember.ops.elementwise.unary
-def squeeze(input, dim=...): ...  # ember.ops.views.reshaping
+def squeeze(input, dim=...): ...  # ember.ops.views.squeezing
 def squeeze_copy(input, dim=...): ...  # ember.ops.view_copies
 def stack(tensors, dim=..., *, out=...): ...  # ember.ops.shape
 def std(input, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
@@ -694,7 +694,7 @@ def unravel_index(indices, shape): ...  # ember.ops.indexing.advanced
 def unsafe_chunk(input, chunks, dim=...): ...  # ember.ops.view_copies
 def unsafe_split(input, split_size, dim=...): ...  # ember.ops.view_copies
 def unsafe_split_with_sizes(input, split_sizes, dim=...): ...  # ember.ops.view_copies
-def unsqueeze(input, dim): ...  # ember.ops.views.reshaping
+def unsqueeze(input, dim): ...  # ember.ops.views.squeezing
 def unsqueeze_copy(input, dim): ...  # ember.ops.view_copies
 def use_deterministic_algorithms(mode, *, warn_only=...): ...  # ember.runtime.determinism
 def values_copy(input, *, out=...): ...  # ember.sparse

@@ -645,7 +645,7 @@ class Tensor:
     def sqrt_(self): ...  # ember.ops.elementwise.unary
     def square(self, *, out=...): ...  # ember.ops.elementwise.unary
     def square_(self): ...  # ember.ops.elementwise.unary
-    def squeeze(self, dim=...): ...  # ember.ops.views.reshaping
+    def squeeze(self, dim=...): ...  # ember.ops.views.squeezing
     def squeeze_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def std(self, dim=..., unbiased=..., keepdim=..., *, correction=...): ...  # ember.ops.reduction.sums
     def stft(self, n_fft, hop_length=..., win_length=..., window=..., center=..., pad_mode=..., normalized=..., onesided=..., return_complex=..., align_to_window=...): ...  # ember.fft._stft
@@ -702,7 +702,7 @@ class Tensor:
     def unsafe_chunk(self, chunks, dim=...): ...  # ember.ops.view_copies
     def unsafe_split(self, split_size, dim=...): ...  # ember.ops.view_copies
     def unsafe_split_with_sizes(self, split_sizes, dim=...): ...  # ember.ops.view_copies
-    def unsqueeze(self, dim): ...  # ember.ops.views.reshaping
+    def unsqueeze(self, dim): ...  # ember.ops.views.squeezing
     def unsqueeze_(self, *args, **kwargs): ...  # ember.ops.inplace_metadata
     def untyped_storage(self): ...  # ember._tensor
     def values(self): ...  # ember.sparse

@@ -128,6 +128,9 @@ def _build():
                           dtypes=FLOATS + INTS, covers=(name,)))
         ops.append(OpInfo(name + "_", _inplace_binary(fn_), samples, dtypes=FLOATS + INTS,
                           covers=(name + "_",), differentiable=False))
+    rsub_samples = _binary_samples("rsub", -3.0, 3.0)
+    ops.append(OpInfo("rsub", lambda a, b: ember.rsub(a, b, alpha=2), rsub_samples,
+                      dtypes=FLOATS + INTS, covers=("rsub",)))
     div_samples = _binary_samples("div", 0.5, 3.0)
     for mode in (None, "trunc", "floor"):
         ops.append(OpInfo(f"div rounding_mode={mode}",
@@ -140,6 +143,10 @@ def _build():
     clamp_samples = _unary_samples("clamp", -3.0, 3.0)
     ops.append(OpInfo("clamp", lambda x: E.clamp(x, -1, 2), clamp_samples,
                       dtypes=FLOATS + INTS, covers=("clamp",)))
+    ops.append(OpInfo("clamp_min", lambda x: E.clamp_min(x, -1), clamp_samples,
+                      dtypes=FLOATS + INTS, covers=("clamp_min",)))
+    ops.append(OpInfo("clamp_max", lambda x: x.clamp_max(0.5), clamp_samples,
+                      dtypes=FLOATS, covers=("clamp_max",)))
     ops.append(OpInfo("clamp_", _inplace(lambda x: E.clamp_(x, min=-1)), clamp_samples,
                       dtypes=FLOATS + INTS, covers=("clamp_",), differentiable=False))
     ops.append(OpInfo("round", lambda x: E.round(x, decimals=1), clamp_samples,

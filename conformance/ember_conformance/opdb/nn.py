@@ -40,8 +40,8 @@ def _f():
     return functional
 
 
-def _entry(name, call, *cases, tolerances=LOOSE, differentiable=True):
-    return OpInfo(f"nn.{name}", call, _samples(*cases), dtypes=FLOATS, covers=(),
+def _entry(name, call, *cases, tolerances=LOOSE, differentiable=True, covers=()):
+    return OpInfo(f"nn.{name}", call, _samples(*cases), dtypes=FLOATS, covers=covers,
                   differentiable=differentiable, tolerances=dict(tolerances))
 
 
@@ -96,9 +96,15 @@ OPS = [
             dict(running_stats=True)), differentiable=False),
     # padding_idx rows get no gradient by definition, which finite differences can't know
     _entry("embedding", lambda i, w: _f().embedding(i, w),
-           ("[3,4] of 10", [((3, 4), ("i", 10)), ((10, 5), "x")], {})),
+           ("[3,4] of 10", [((3, 4), ("i", 10)), ((10, 5), "x")], {}), covers=("embedding",)),
     _entry("embedding padding_idx", lambda i, w: _f().embedding(i, w, padding_idx=0),
            ("padding_idx 0", [((3, 4), ("i", 10)), ((10, 5), "x")], {}), differentiable=False),
+    _entry("pad constant", lambda x: _f().pad(x, (1, 2, -1, 1), value=0.5),
+           ("[2,3,5]", [((2, 3, 5), "x")], {}), covers=("constant_pad_nd",)),
+    _entry("pad reflect", lambda x: _f().pad(x, (2, 1, 1, 0), mode="reflect"),
+           ("[2,3,5]", [((2, 3, 5), "x")], {}), covers=("reflection_pad",)),
+    _entry("pad replicate", lambda x: _f().pad(x, (3, -1), mode="replicate"),
+           ("[2,3,5]", [((2, 3, 5), "x")], {}), covers=("replication_pad",)),
     _entry("cross_entropy", lambda x, t, w, **kw: _f().cross_entropy(x, t, weight=w, **kw),
            ("weights", [((6, 5), "x"), ((6,), ("i", 5)), ((5,), "x")], {}),
            ("label_smoothing, K-dim", [((2, 5, 3), "x"), ((2, 3), ("i", 5)), ((5,), "x")],

@@ -44,7 +44,11 @@ OPS = [
     OpInfo("expand", lambda x: x[..., :1].expand(3, 5) if hasattr(ember.Tensor, "__getitem__")
            else x.narrow(1, 0, 1).expand(3, 5), S34, ALL_REAL, covers=("expand", "slice")),
     OpInfo("unsqueeze/squeeze", lambda x: x.unsqueeze(1).squeeze(1).unsqueeze(-1), S34,
-           ALL_REAL, covers=("as_strided",)),
+           ALL_REAL, covers=("as_strided", "squeeze_dim")),
+    OpInfo("squeeze", lambda x: x.unsqueeze(0).unsqueeze(-1).squeeze(), S34, ALL_REAL,
+           covers=("as_strided", "squeeze")),
+    OpInfo("squeeze dims", lambda x: x.unsqueeze(0).unsqueeze(2).squeeze((0, 1, 2)), S34,
+           ALL_REAL, covers=("as_strided", "squeeze_dims")),
     OpInfo("as_strided", lambda x: x.contiguous().as_strided((2, 2), (1, 2), 1), S34, ALL_REAL,
            covers=("as_strided",)),
     OpInfo("as_strided_scatter", lambda x: ember.as_strided_scatter(

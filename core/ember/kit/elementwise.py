@@ -558,12 +558,20 @@ def clamp_(be, x, lo, hi, compute):
     return into(be, x, _clamp(be, operand(be, x, dt), lo, hi, dt))
 
 
+def clamp_min(be, x, lo, compute):
+    return clamp(be, x, lo, None, compute)
+
+
+def clamp_max(be, x, hi, compute):
+    return clamp(be, x, None, hi, compute)
+
+
 #: the kernels that are not table rows of UNARY/BINARY
 TABLE = {
     "round": round_kernel, "round_": round_inplace, "nan_to_num": nan_to_num,
     "nan_to_num_": nan_to_num_, "gelu": gelu, "softplus": softplus, "leaky_relu": leaky_relu,
     "elu": elu, "hardtanh": hardtanh, "div": div, "div_": div_, "where": where,
-    "clamp": clamp, "clamp_": clamp_,
+    "clamp": clamp, "clamp_": clamp_, "clamp_min": clamp_min, "clamp_max": clamp_max,
 }
 
 

@@ -92,6 +92,12 @@ def index_select(be, x, dim, index):
     return be.wrap(be.xp.take(a, i, axis=dim), x.device)
 
 
+def embedding(be, weight, indices, padding_idx, scale_grad_by_freq):
+    w, i = be.native(weight), be.native(indices)
+    bounds(be, "embedding", i, w.shape[0], 0, prefix="embedding: ")
+    return be.wrap(be.xp.take(w, i, axis=0), weight.device)
+
+
 def index_add(be, x, dim, index, source, alpha):
     out = be.native(x).copy()
     view = out.reshape(1) if out.ndim == 0 else out
@@ -143,7 +149,7 @@ def nonzero(be, x):
 
 TABLE = {"index": index, "index_put_": index_put_, "gather": gather, "scatter": scatter,
          "index_select": index_select, "index_add": index_add, "masked_fill": masked_fill,
-         "masked_select": masked_select, "nonzero": nonzero}
+         "masked_select": masked_select, "nonzero": nonzero, "embedding": embedding}
 
 
 def register(backend) -> None:

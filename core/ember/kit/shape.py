@@ -44,7 +44,20 @@ def triu(be, x, k):
     return be.wrap(be.xp.triu(be.native(x), k), x.device)
 
 
-TABLE = {"cat": cat, "stack": stack, "flip": flip, "roll": roll, "tile": tile, "tril": tril, "triu": triu}
+def constant_pad_nd(be, x, pad, value):
+    a = be.native(x)
+    crop, inner, shape = [slice(None)] * a.ndim, [slice(None)] * a.ndim, list(a.shape)
+    for k in range(len(pad) // 2):
+        d, left, right = a.ndim - 1 - k, pad[2 * k], pad[2 * k + 1]
+        crop[d] = slice(max(-left, 0), a.shape[d] - max(-right, 0))
+        shape[d] += left + right
+        inner[d] = slice(max(left, 0), shape[d] - max(right, 0))
+    out = be.xp.full(shape, value, dtype=a.dtype)
+    out[tuple(inner)] = a[tuple(crop)]
+    return be.wrap(out, x.device)
+
+
+TABLE = {"cat": cat, "constant_pad_nd": constant_pad_nd, "stack": stack, "flip": flip, "roll": roll, "tile": tile, "tril": tril, "triu": triu}
 
 
 def register(backend) -> None:

@@ -11,10 +11,10 @@ from ..dispatch.grad_mode import no_grad
 from ..ops import reduction as _red
 from ..ops._util import every_example, require_tensor, torch_function
 from ..ops.elementwise import where
+from ..ops.embedding import embedding_op
 from ..ops.embedding_bag import embedding_bag, embedding_bag_outputs, embedding_renorm_
 from ..runtime.backend import Backend
-from ..ops.indexing import index_select, one_hot as _one_hot
-from ..ops.sorting import unique
+from ..ops.indexing import one_hot as _one_hot
 from .._warn import user_stacklevel
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
@@ -41,25 +41,25 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         if not -num <= padding_idx < num:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= num
+    pad = -1 if padding_idx is None else padding_idx
+    scale_grad_by_freq = bool(scale_grad_by_freq)
     flat = input.reshape(-1)
     # the range check reads index values: the backend makes it (at once on the CPU, on the
     # device and at the next synchronization on CUDA, like PyTorch's device-side assert).
-    # Under ember.compile/export the check is index_select's own (it raises on every backend),
-    # as it is on a device whose backend would read the values back for it (OpenCL's
-    # index_select flags a bad index on the device, raised at the next read): a read here would
-    # stall every step
+    # Under ember.compile/export the check is the op's own (its kernel's, or index_select's in
+    # its composite: it raises on every backend), as it is on a device whose backend would read
+    # the values back for it (OpenCL's index_select flags a bad index on the device, raised at
+    # the next read): a read here would stall every step
     be = flat._backend()
     if flat.device.type == "cpu" and max_norm is None and not _tensor_mod._capturing():
-        # the CPU's index_select checks its indices as it reads them: catch its error rather
+        # the CPU's kernel checks its indices as it reads them: catch its error rather
         # than check twice (six ops a call), and say it as embedding does
         try:
-            out = index_select(weight, 0, flat)
+            return embedding_op(weight, input, pad, scale_grad_by_freq)
         except IndexError:
             bad = flat[(flat < 0) | (flat >= num)][0]
             raise IndexError(f"index out of range in self (embedding of {num} rows got index "
                              f"{int(bad)})") from None
-        return _padded(out, flat, weight, padding_idx, scale_grad_by_freq).reshape(
-            *input._shape, weight._shape[1])
     if flat.numel() and not _tensor_mod._capturing() and (
             flat.device.type == "cpu" or type(be).assert_values is not Backend.assert_values):
         every = every_example(flat)   # every example of a vmapped batch
@@ -73,25 +73,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             f"index out of range in self (embedding of {num} rows got index {{value}})")
     if max_norm is not None:
         embedding_renorm_(weight, flat, max_norm, norm_type)
-    out = index_select(weight, 0, flat)
-    return _padded(out, flat, weight, padding_idx, scale_grad_by_freq).reshape(
-        *input._shape, weight._shape[1])
-
-
-def _padded(out, flat, weight, padding_idx, scale_grad_by_freq):
-    """``out`` (the picked rows) with the gradient padding_idx and scale_grad_by_freq give."""
-    if out.requires_grad and (padding_idx is not None or scale_grad_by_freq):
-        # same values, altered gradient: d(out)/d(rows) becomes 0 at padding rows, or 1/count
-        frozen = out.detach()
-        factor = None
-        if scale_grad_by_freq:
-            _, inv, counts = unique(flat, return_inverse=True, return_counts=True)
-            factor = (1.0 / counts.to(weight.dtype)).index_select(0, inv)
-        if padding_idx is not None:
-            keep = (flat != padding_idx).to(weight.dtype)
-            factor = keep if factor is None else factor * keep
-        out = frozen + (out - frozen) * factor.unsqueeze(-1)
-    return out
+    return embedding_op(weight, input, pad, scale_grad_by_freq)
 
 
 @torch_function("embedding_renorm_")

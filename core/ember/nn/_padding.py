@@ -1,29 +1,14 @@
-"""``pad`` of ``ember.nn.functional`` (negative pads crop): constant padding as a ``cat`` with
-filled blocks; reflect, replicate and circular padding as an ``index_select`` of source
-positions (so autograd and every backend see ordinary ops); ``torch.constant_pad_nd``."""
+"""``pad`` of ``ember.nn.functional`` (negative pads crop): the padding ops of
+``ops/padding.py`` (constant, reflect, replicate, each its own node as in PyTorch) and circular
+padding as an ``index_select`` of source positions (PyTorch's is a composite too);
+``torch.constant_pad_nd``."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..ops._util import require_tensor, torch_function
-from ..ops.factories import from_numpy
-from ..ops.shape import cat
+from ..ops.padding import (constant_pad_nd_op, crop, pad_index, reflection_pad_op,
+                           replication_pad_op)
 
 __all__ = ["pad"]
-
-
-def _pad_index(n, left, right, mode, device):
-    """Source index of each padded position along a dim of size ``n``."""
-    pos = np.arange(-left, n + right)
-    if mode == "reflect":
-        period = 2 * (n - 1)
-        pos = np.abs(pos) % period if period else np.zeros_like(pos)
-        pos = np.where(pos >= n, period - pos, pos)
-    elif mode == "replicate":
-        pos = np.clip(pos, 0, n - 1)
-    else:  # circular
-        pos = pos % n
-    return from_numpy(pos.astype(np.int64)).to(device)
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -41,31 +26,13 @@ def pad(input, pad, mode="constant", value=None):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if mode != "constant" and value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
-    out = input
     for k in range(len(pad) // 2):
         left, right = pad[2 * k], pad[2 * k + 1]
         dim = input.ndim - 1 - k
-        n = out._shape[dim]
-        # a negative pad crops. PyTorch's circular mode then wraps around what is left;
-        # reflect and replicate read the positions -left .. n+right of the uncropped input
-        if mode in ("constant", "circular"):
-            if left < 0:
-                out, n, left = out.narrow(dim, -left, n + left), n + left, 0
-            if right < 0:
-                out, n, right = out.narrow(dim, 0, n + right), n + right, 0
-        if mode == "constant":
-            if left or right:
-                parts = []
-                fill = 0 if value is None else value
-                for m in (left, None, right):
-                    if m is None:
-                        parts.append(out)
-                    elif m:
-                        shape = list(out._shape)
-                        shape[dim] = m
-                        parts.append(out.new_full(shape, fill))
-                out = cat(parts, dim)
-            continue
+        n = input._shape[dim]
+        if n + left + right < 0 or (mode != "constant" and min(left, 0) + min(right, 0) + n < 0):
+            raise RuntimeError(f"pad: the input size {n} at dimension {dim}, plus negative "
+                               f"padding {left} and {right}, resulted in a negative output size")
         if mode == "reflect" and (left >= n or right >= n):
             raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
                                f"input dimension, but got: padding ({left}, {right}) at "
@@ -73,8 +40,20 @@ def pad(input, pad, mode="constant", value=None):
         if mode == "circular" and (left > n or right > n):
             raise RuntimeError(f"Padding value causes wrapping around more than once (padding "
                                f"({left}, {right}) for size {n} at dimension {dim}).")
+    if mode == "constant":
+        return constant_pad_nd_op(input, pad, 0 if value is None else value)
+    if mode == "reflect":
+        return reflection_pad_op(input, pad)
+    if mode == "replicate":
+        return replication_pad_op(input, pad)
+    # circular: a negative pad crops first (PyTorch then wraps around what is left)
+    out = input
+    for k in range(len(pad) // 2):
+        dim = input.ndim - 1 - k
+        out, left, right = crop(out, dim, pad[2 * k], pad[2 * k + 1])
         if left or right:
-            out = out.index_select(dim, _pad_index(n, left, right, mode, out.device))
+            out = out.index_select(dim, pad_index(out._shape[dim], left, right, mode,
+                                                  out.device))
     return out
 
 

@@ -68,6 +68,11 @@ def _normal_backward(ctx, g, mean, std, size, generator, dtype, device):
             _grad.zeros_like(g) if ctx.needs(1) else None)
 
 
+def _normal_name(mean, std, *rest):
+    """PyTorch's overloads: normal(Tensor, float) 1, (float, Tensor) 2, (Tensor, Tensor) 3."""
+    return f"NormalBackward{int(isinstance(mean, Tensor)) + 2 * int(isinstance(std, Tensor))}"
+
+
 def _overwrite_backward(ctx, g, self, *rest):
     return (_grad.zeros_like(g),)
 
@@ -95,7 +100,7 @@ randperm_op = define("randperm(int n, Generator generator, dtype dtype, Device d
                      meta=_randperm_meta, derivative=NOT_DIFFERENTIABLE)
 normal_op = define("normal(Tensor|float mean, Tensor|float std, int[] size, Generator generator, "
                    "dtype dtype, Device device) -> Tensor", meta=_sized("normal"),
-                   derivative=Derivative(_normal_backward),
+                   derivative=Derivative(_normal_backward, name=_normal_name),
                    doc="mean + std * N(0, 1) in the broadcast shape ``size``; the op layer has "
                        "checked float stds, the kernel checks tensor stds.")
 multinomial_op = define("multinomial(Tensor self, int num_samples, bool replacement, "

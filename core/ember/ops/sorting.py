@@ -40,6 +40,12 @@ def _sort_backward(ctx, g, self, dim, descending, stable):
     return (_grad.scatter_selected(g[0], ctx.result[1], ctx.meta(0)[0], dim),)
 
 
+def _sort_name(self, dim, descending, stable):
+    # the kernels always sort stably, so ``stable`` only says which overload was called:
+    # PyTorch's sort.stable (any ``stable=``) records SortBackward1
+    return "SortBackward1" if stable else "SortBackward0"
+
+
 def _mode_meta(self, dim):
     dims = (_meta._check_dim("mode", dim, self.ndim),) if self.ndim else ()
     s = _meta.reduced(self._shape, dims, False)
@@ -53,7 +59,7 @@ def _mode_backward(ctx, g, self, dim):
 sort_op = define("sort(Tensor self, int dim, bool descending, bool stable) -> "
                  "(Tensor values, Tensor indices)", meta=_sort_meta,
                  derivative=Derivative(_sort_backward, save=("result1",), outputs=(True, False),
-                                       complex_ok=True))
+                                       complex_ok=True, name=_sort_name))
 mode_op = define("mode(Tensor self, int dim) -> (Tensor values, Tensor indices)",
                  meta=_mode_meta,
                  derivative=Derivative(_mode_backward, save=("result1",), outputs=(True, False)))
@@ -80,20 +86,44 @@ def _nonempty(input, d, op):
 
 
 @tensor_method()
-def sort(input, dim=-1, descending=False, stable=False):
+def sort(input, dim=-1, descending=False, stable=None):
     _check(input, "sort")
     d = _dim(input, dim, "sort")
-    return return_types.sort(*sort_op(input, d, bool(descending), bool(stable)))
+    return return_types.sort(*sort_op(input, d, bool(descending), stable is not None))
 
 
 @tensor_method()
-def argsort(input, dim=-1, descending=False, stable=False):
+def argsort(input, dim=-1, descending=False, stable=None):
     return sort(input, dim, descending, stable).indices
 
 
 @tensor_method()
 def msort(input):
     return sort(input, 0).values
+
+
+def _topk(input, k, d, largest, sorted):
+    values, indices = sort_op(input, d, largest, True)
+    if input.ndim:
+        values, indices = values.narrow(d, 0, k), indices.narrow(d, 0, k)
+    return values.contiguous(), indices.contiguous()
+
+
+def _selection_op(schema, composite, dim_keepdim, name=None):
+    """An order statistic composed of sort, recorded as one node for its values and indices
+    (PyTorch's TopkBackward0, KthvalueBackward0, MedianBackward1, …) that saves the indices:
+    the gradient goes back where they point. ``dim_keepdim(*args after self)``: the dim the
+    values were picked along and whether it was kept."""
+    def backward(ctx, g, self, *rest):
+        dim, keepdim = dim_keepdim(*rest)
+        return (_grad.scatter_selected(g[0], ctx.result[1], ctx.meta(0)[0], dim, keepdim),)
+    return define(schema + " -> (Tensor values, Tensor indices)", composite=composite,
+                  derivative=Derivative(backward, save=("result1",), outputs=(True, False),
+                                        name=name))
+
+
+topk_op = _selection_op("topk(Tensor self, int k, int dim, bool largest, bool sorted)", _topk,
+                        lambda k, d, largest, sorted: (d, True))
 
 
 @tensor_method()
@@ -104,10 +134,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if not 0 <= k <= size:
         raise RuntimeError(f"topk(): selected index k out of range (k={k}, dimension {d} has size "
                            f"{size})")
-    values, indices = sort_op(input, d, bool(largest), True)
-    if input.ndim:
-        values, indices = values.narrow(d, 0, k), indices.narrow(d, 0, k)
-    return return_types.topk(values.contiguous(), indices.contiguous())
+    return return_types.topk(*topk_op(input, int(k), d, bool(largest), bool(sorted)))
 
 
 def _pick(input, d, keepdim, pos, name):
@@ -132,7 +159,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     size = input._shape[d] if input.ndim else 1
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    return _pick(input, d, keepdim, int(k) - 1, "kthvalue")
+    return return_types.kthvalue(*kthvalue_op(input, int(k), d, bool(keepdim)))
 
 
 def _nan_count(input, d):
@@ -151,6 +178,23 @@ def _median_along(input, d, keepdim, name, ignore_nan):
         # any NaN makes the median NaN: the first NaN in sorted order
         pos = where(nans > 0, n - nans, (n - 1) // 2)
     return _pick(input, d, keepdim, pos, name)
+
+
+def _dim_keepdim(*args):
+    return args[-2:]
+
+
+kthvalue_op = _selection_op("kthvalue(Tensor self, int k, int dim, bool keepdim)",
+                            lambda x, k, d, keepdim: tuple(_pick(x, d, keepdim, k - 1, "kthvalue")),
+                            _dim_keepdim)
+median_dim_op = _selection_op(
+    "median_dim(Tensor self, int dim, bool keepdim)",
+    lambda x, d, keepdim: tuple(_median_along(x, d, keepdim, "median", False)), _dim_keepdim,
+    name="MedianBackward1")
+nanmedian_dim_op = _selection_op(
+    "nanmedian_dim(Tensor self, int dim, bool keepdim)",
+    lambda x, d, keepdim: tuple(_median_along(x, d, keepdim, "nanmedian", True)), _dim_keepdim,
+    name="NanmedianBackward1")
 
 
 def _evenly_distribute(ctx, g, self):
@@ -174,6 +218,7 @@ nanmedian_all_op = _median_all_op("nanmedian", ignore_nan=True)
 
 def _median(name, ignore_nan):
     all_op = nanmedian_all_op if ignore_nan else median_all_op
+    dim_op = nanmedian_dim_op if ignore_nan else median_dim_op
 
     def fn(input, dim=None, keepdim=False):
         _check(input, name)
@@ -185,7 +230,7 @@ def _median(name, ignore_nan):
             return all_op(input)
         d = _dim(input, dim, name)
         _nonempty(input, d, name)
-        return _median_along(input, d, keepdim, name, ignore_nan)
+        return getattr(return_types, name)(*dim_op(input, d, bool(keepdim)))
 
     fn.__name__ = name
     return tensor_method()(fn)

@@ -290,6 +290,19 @@ sub_op = define("sub(Tensor self, Tensor other, Scalar alpha, dtype compute) -> 
                 derivative=Derivative(_sub_backward, complex_ok=True, name=_sub_name))
 sub_op_ = define("sub_(Tensor(a!) self, Tensor other, Scalar alpha, dtype compute) -> Tensor(a!)",
                  meta=binary_inplace_meta("sub_"), functional=sub_op)
+def _rsub_backward(ctx, g, self, other, alpha, compute):
+    gs = None
+    if ctx.needs(0):
+        gs = -g if alpha.__class__ is int and alpha == 1 else g * -_grad.conj(alpha)
+    return gs, g
+
+
+# rsub of two tensors is its own op, as in PyTorch (RsubBackward0); with a number it is sub's
+# number-first form (RsubBackward1, what ``1 - x`` records)
+rsub_op = define("rsub(Tensor self, Tensor other, Scalar alpha, dtype compute) -> Tensor",
+                 meta=binary_meta("rsub", ARITH),
+                 composite=lambda x, y, alpha, compute: sub_op(y, x, alpha, compute),
+                 derivative=Derivative(_rsub_backward, complex_ok=True))
 div_op = define("div(Tensor self, Tensor other, str? rounding_mode, dtype compute) -> Tensor",
                 meta=binary_meta("div", FLOAT_BINARY),
                 derivative=Derivative(_div_backward, save={"self": "other", "other": None},
@@ -308,6 +321,11 @@ def _sub_expr(e, a, b, alpha=1, *_):
     return f"({e(a)} - {e(b)})" if alpha == 1 else f"({e(a)} - {e.lit(alpha)} * {e(b)})"
 
 
+@rsub_op.def_pointwise
+def _rsub_expr(e, a, b, alpha=1, *_):
+    return _sub_expr(e, b, a, alpha)
+
+
 @div_op.def_pointwise
 def _div_expr(e, a, b, mode=None, *_):
     return None if mode is not None else f"({e(a)} / {e(b)})"   # rounding: a library call
@@ -324,6 +342,8 @@ def _scaled_onnx(op_type):
 
 add_op.def_onnx(_scaled_onnx("Add"))
 sub_op.def_onnx(_scaled_onnx("Sub"))
+rsub_op.def_onnx(foldable(lambda b, c, x, y, alpha=1, *rest:
+                          _scaled_onnx("Sub")(b, c, y, x, alpha)))
 
 
 @div_op.def_onnx
@@ -562,11 +582,16 @@ def rsub(input, other, alpha=1):
     """``other - alpha * input`` (PyTorch's reversed subtraction)."""
     require_tensor(input, "rsub")
     if not isinstance(other, Tensor):
-        other = ember_namespace().tensor(other, dtype=_dtype.result_type(input, other),
-                                         device=input.device)
-    return sub(other, input, alpha=alpha)
+        return sub(check_scalar(other, "rsub"), input, alpha=alpha)
+    if alpha.__class__ is not int:
+        alpha = check_scalar(alpha, "rsub")
+    check_sub(other, input, "rsub")
+    d = binary_dtype(input, other)
+    _check_alpha(alpha, d, "rsub")
+    check_bcast(input, other, "rsub")
+    return rsub_op(input, other, alpha, d)
 
 
 # -- ember.func: every op above batches elementwise; its jvp comes from its backward ------------
 _tangents.attach_elementwise(*(o for _, op, op_ in binary_ops.values() for o in (op, op_)),
-                             add_op, add_op_, sub_op, sub_op_, div_op, div_op_)
+                             add_op, add_op_, sub_op, sub_op_, rsub_op, div_op, div_op_)

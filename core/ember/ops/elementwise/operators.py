@@ -7,7 +7,7 @@ import numpy as _np
 from ... import _dtype
 from ..._tensor import Tensor
 from .._util import is_scalar, tensor_method
-from .binary import add, add_, binary_api, div, div_, sub, sub_
+from .binary import add, add_, binary_api, div, div_, rsub, sub, sub_
 from .unary import unary_api
 
 
@@ -25,7 +25,9 @@ Tensor.__add__ = add  # the API functions take the tensor first: no wrapper need
 Tensor.__radd__ = lambda self, other: add(self, other)  # + and * commute: keep the fast path
 Tensor.__iadd__ = _inplace(add_)
 Tensor.__sub__ = sub
-Tensor.__rsub__ = lambda self, other: sub(other, self)
+# a number first is sub's number-first form (RsubBackward1); a tensor, rsub (RsubBackward0)
+Tensor.__rsub__ = lambda self, other: rsub(self, other) if isinstance(other, Tensor) else \
+    sub(other, self)
 Tensor.__isub__ = _inplace(sub_)
 Tensor.__mul__ = _mul
 Tensor.__rmul__ = lambda self, other: _mul(self, other)

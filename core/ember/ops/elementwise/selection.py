@@ -164,12 +164,53 @@ Tensor.clamp = Tensor.clip = clamp
 Tensor.clamp_ = Tensor.clip_ = clamp_
 
 
+# clamp_min / clamp_max are ops of their own, as in PyTorch (ClampMinBackward0 for a number,
+# ClampMinBackward1 for a tensor bound), with its formulas
+def _clamp_min_backward(ctx, g, x, lo, compute):
+    return (_grad.keep_where(g, x.ge(lo)) if ctx.needs(0) else None,
+            _grad.keep_where(g, x.lt(lo)) if ctx.needs(1) else None)
+
+
+def _clamp_max_backward(ctx, g, x, hi, compute):
+    return (_grad.keep_where(g, x.le(hi)) if ctx.needs(0) else None,
+            _grad.keep_where(g, x.gt(hi)) if ctx.needs(1) else None)
+
+
+def _bound_name(prefix):
+    return lambda x, bound, compute: f"{prefix}Backward{1 if isinstance(bound, Tensor) else 0}"
+
+
+clamp_min_op = define("clamp_min(Tensor self, Tensor min, dtype compute) -> Tensor",
+                      meta=lambda x, lo, compute: _clamp_meta(x, lo, None, compute),
+                      composite=lambda x, lo, compute: clamp_op(x, lo, None, compute),
+                      derivative=Derivative(_clamp_min_backward, save=("self", "min"),
+                                            name=_bound_name("ClampMin")))
+clamp_max_op = define("clamp_max(Tensor self, Tensor max, dtype compute) -> Tensor",
+                      meta=lambda x, hi, compute: _clamp_meta(x, None, hi, compute),
+                      composite=lambda x, hi, compute: clamp_op(x, None, hi, compute),
+                      derivative=Derivative(_clamp_max_backward, save=("self", "max"),
+                                            name=_bound_name("ClampMax")))
+# clamp's rule (this module's public clamp shadows the _lowering name later on)
+clamp_min_op.def_pointwise(lambda e, x, lo, *rest: clamp_op.pointwise(e, x, lo, None))
+clamp_max_op.def_pointwise(lambda e, x, hi, *rest: clamp_op.pointwise(e, x, None, hi))
+clamp_min_op.def_onnx(lambda b, c, x, lo, *rest: onnx_clamp(b, c, x, lo, None))
+clamp_max_op.def_onnx(lambda b, c, x, hi, *rest: onnx_clamp(b, c, x, None, hi))
+
+
 def clamp_min(input, min):
-    return clamp(input, min=min)
+    if min is None:
+        raise TypeError("clamp_min(): argument 'min' must be a number or Tensor, not None")
+    d, min, _ = _clamp_args(input, min, None, "clamp_min")
+    _clamp_shape(input, min, None, "clamp_min")
+    return clamp_min_op(input, min, d)
 
 
 def clamp_max(input, max):
-    return clamp(input, max=max)
+    if max is None:
+        raise TypeError("clamp_max(): argument 'max' must be a number or Tensor, not None")
+    d, _, max = _clamp_args(input, None, max, "clamp_max")
+    _clamp_shape(input, None, max, "clamp_max")
+    return clamp_max_op(input, max, d)
 
 
 Tensor.clamp_min, Tensor.clamp_max = clamp_min, clamp_max
@@ -201,4 +242,4 @@ def heaviside_(self, values):
 
 
 # -- ember.func: batching rules and jvps (from the backward formulas) ---------------------------
-_tangents.attach_elementwise(where_op, clamp_op, clamp_op_)
+_tangents.attach_elementwise(where_op, clamp_op, clamp_op_, clamp_min_op, clamp_max_op)

@@ -233,19 +233,17 @@ def _shift_fill(t, dim, k, fill):
     return em.cat([head, t.narrow(dim, 0, length - k)], dim)
 
 
-def _cum_extreme(input, dim, take_new, fn):
+def _cum_extreme(input, dim, take_new):
     """Inclusive scan of (value, index) pairs: a later pair wins where ``take_new(new, old)``
     (ties go to the later index, as in PyTorch; NaN propagates and sticks)."""
-    require_tensor(input, fn)
     em = ember_namespace()
     if input.ndim == 0:
-        return getattr(_rt, fn)(input.clone(), em.zeros((), dtype=_dtype.int64, device=input.device))
-    dim = _wrap_dim(dim, input.ndim, fn)
+        return input.clone(), em.zeros((), dtype=_dtype.int64, device=input.device)
     length = input.shape[dim]
     shape = [1] * input.ndim
     shape[dim] = length
     idx = em.arange(length, device=input.device).reshape(shape).expand(*input.shape)
-    values, index = input.detach(), idx
+    values, index = input, idx
     step = 1
     while step < length:
         prev_v = _shift_fill(values, dim, step, 0)
@@ -256,12 +254,38 @@ def _cum_extreme(input, dim, take_new, fn):
         index = em.where(keep_prev, prev_i, index)
         step *= 2
     index = index.contiguous()
-    # the values as a gather of the input, so autograd routes the gradient to the argmax
-    return getattr(_rt, fn)(input.gather(dim, index), index)
+    return input.gather(dim, index), index
 
 
 def _isnan(t):
     return t.ne(t)  # NaN != NaN; never true for integers
+
+
+def _later_max(new, old):
+    return new.ge(old) | _isnan(new) & ~_isnan(old)
+
+
+def _later_min(new, old):
+    return new.le(old) | _isnan(new) & ~_isnan(old)
+
+
+def _cum_extreme_backward(ctx, g, self, dim):
+    # PyTorch's cummaxmin_backward: each gradient added in where its value came from
+    shape = ctx.meta(0)[0]
+    if not shape:
+        return (g[0],)
+    return (_grad.zeros(shape, g[0]).scatter_add(dim, ctx.result[1], g[0]),)
+
+
+# one node for values and indices (PyTorch's CummaxBackward0 / CumminBackward0)
+cummax_op = define("cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)",
+                   composite=lambda x, dim: _cum_extreme(x, dim, _later_max),
+                   derivative=Derivative(_cum_extreme_backward, save=("result1",),
+                                         outputs=(True, False)))
+cummin_op = define("cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)",
+                   composite=lambda x, dim: _cum_extreme(x, dim, _later_min),
+                   derivative=Derivative(_cum_extreme_backward, save=("result1",),
+                                         outputs=(True, False)))
 
 
 for _name in ("cummax", "cummin"):
@@ -271,15 +295,15 @@ for _name in ("cummax", "cummin"):
 @tensor_method()
 def cummax(input, dim):
     """Running maximum along ``dim`` and the index where it was (last) reached."""
-    return _cum_extreme(input, dim, lambda new, old: new.ge(old) | _isnan(new) &
-                        ~_isnan(old), "cummax")
+    require_tensor(input, "cummax")
+    return _rt.cummax(*cummax_op(input, _wrap_dim(dim, input.ndim, "cummax")))
 
 
 @tensor_method()
 def cummin(input, dim):
     """Running minimum along ``dim`` and the index where it was (last) reached."""
-    return _cum_extreme(input, dim, lambda new, old: new.le(old) | _isnan(new) &
-                        ~_isnan(old), "cummin")
+    require_tensor(input, "cummin")
+    return _rt.cummin(*cummin_op(input, _wrap_dim(dim, input.ndim, "cummin")))
 
 
 @tensor_method()

@@ -178,14 +178,36 @@ def _std_backward(ctx, g, self, dim, correction, keepdim):
 std_op = define("std(Tensor self, int[] dim, float correction, bool keepdim) -> Tensor",
                 meta=reduction_meta("std", "real"), composite=_std,
                 derivative=Derivative(_std_backward, save=("self", "result")))
+def _mean_part(g, shape, dim, keepdim):
+    n = math.prod(shape[d] for d in dim) if shape else 1
+    return restore(g, shape, dim, keepdim) / n
+
+
+def _var_mean_backward(ctx, g, self, dim, correction, keepdim):
+    gv, gm = g
+    return (_var_backward(ctx, gv, self, dim, correction, keepdim)[0] +
+            _mean_part(gm, self._shape, dim, keepdim),)
+
+
+def _std_mean_backward(ctx, g, self, dim, correction, keepdim):
+    gs, gm = g
+    r = ctx.result[0]
+    ratio = _ew.where(r.eq(0), 0.0, gs / (r * 2))
+    return (_var_backward(ctx, ratio, self, dim, correction, keepdim)[0] +
+            _mean_part(gm, self._shape, dim, keepdim),)
+
+
+# one node for both outputs (PyTorch's VarMeanBackward0 / StdMeanBackward0)
 var_mean_op = define("var_mean(Tensor self, int[] dim, float correction, bool keepdim) -> "
                      "(Tensor, Tensor)",
                      composite=lambda x, dim, c, keepdim: (var_op(x, dim, c, keepdim),
-                                                           mean_op(x, dim, keepdim, x.dtype)))
+                                                           mean_op(x, dim, keepdim, x.dtype)),
+                     derivative=Derivative(_var_mean_backward, save=("self",)))
 std_mean_op = define("std_mean(Tensor self, int[] dim, float correction, bool keepdim) -> "
                      "(Tensor, Tensor)",
                      composite=lambda x, dim, c, keepdim: (std_op(x, dim, c, keepdim),
-                                                           mean_op(x, dim, keepdim, x.dtype)))
+                                                           mean_op(x, dim, keepdim, x.dtype)),
+                     derivative=Derivative(_std_mean_backward, save=("self", "result0")))
 
 
 def _var_args(op, input, dim, unbiased, keepdim, correction):

@@ -1,5 +1,5 @@
 """Views that keep every element: ``view``/``reshape``, permutations, ``expand``,
-``squeeze``/``unsqueeze``, and the dtype and complex-part views — each op with its derivative.
+and the dtype and complex-part views — each op with its derivative.
 """
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _primitives, _tangents
 from .._lowering import foldable
 from .._util import broadcast_shapes, contiguous_strides, require_tensor, tensor_method
-from .strided import as_strided_op
 
 
 # -- view / reshape -----------------------------------------------------------------------------
@@ -527,7 +526,7 @@ moveaxis = movedim
 Tensor.moveaxis = movedim
 
 
-# -- expand / squeeze ---------------------------------------------------------------------------
+# -- expand -----------------------------------------------------------------------------------
 def _expand(self, size):
     shape, stride = _expanded_geometry(self._shape, self._stride, tuple(size))
     return self._view_of(shape, stride, self._offset)
@@ -611,36 +610,6 @@ def broadcast_tensors(*tensors):
     return [expand_op(t, shape) for t in tensors]
 
 
-def squeeze(input, dim=None):
-    n = input.ndim
-    if dim is None:
-        dims = [i for i, s in enumerate(input._shape) if s == 1]
-    else:
-        ds = dim if isinstance(dim, (list, tuple)) else (dim,)
-        wrapped = [_wrap_dim(d, n, "squeeze") for d in ds]
-        if len(set(wrapped)) != len(wrapped):
-            repeated = next(d for i, d in enumerate(wrapped) if d in wrapped[:i])
-            raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
-        dims = [d for d in wrapped if n and input._shape[d] == 1]
-    keep = [i for i in range(n) if i not in dims]
-    return as_strided_op(input, tuple(input._shape[i] for i in keep),
-                         tuple(input._stride[i] for i in keep), input._offset)
-
-
-Tensor.squeeze = squeeze
-
-
-def unsqueeze(input, dim):
-    n = input.ndim
-    d = _wrap_dim(dim, n + 1, "unsqueeze")
-    shape, stride = list(input._shape), list(input._stride)
-    new_stride = shape[d] * stride[d] if d < n else 1
-    shape.insert(d, 1)
-    stride.insert(d, new_stride)
-    return as_strided_op(input, tuple(shape), tuple(stride), input._offset)
-
-
-Tensor.unsqueeze = unsqueeze
 
 
 # -- ember.func: the batch stays in front of each view; views are linear (the tangent's view) ---

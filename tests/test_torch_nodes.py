@@ -1,0 +1,268 @@
+"""Ops record the backward nodes torch records: torch's overload numbering (SqueezeBackward1
+for squeeze(dim), SortBackward1 for sort(stable=), NormalBackward1..3 by which of mean and
+std are tensors) and one node for all outputs of a multi-output op (TopkBackward0,
+StdMeanBackward0, CummaxBackward0, …) with torch's output_nr — compared with torch 2.13 on
+names, next_functions, values, gradients and second-order gradients."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+from helpers_graph import compare, leaves  # noqa: E402 - after torch's importorskip
+
+
+def F(lib):
+    return lib.nn.functional
+
+
+OVERLOADS = {
+    "squeeze()": (lambda L, x: x.reshape(1, 3, 1, 4).squeeze(), [(3, 4)]),
+    "squeeze(dim)": (lambda L, x: x.unsqueeze(1).squeeze(1), [(3, 4)]),
+    "squeeze(-1) no-op": (lambda L, x: x.squeeze(-1), [(3, 4)]),
+    "squeeze(dim) 0-d": (lambda L, x: x.squeeze(0), [()]),
+    "squeeze(dims)": (lambda L, x: x.reshape(1, 3, 1, 4).squeeze((0, 2)), [(3, 4)]),
+    "squeeze(()) keeps all": (lambda L, x: x.squeeze(()), [(1, 3)]),
+    "squeeze(list) negative": (lambda L, x: x.reshape(3, 1, 4, 1).squeeze([-1, 1]), [(3, 4)]),
+    "torch.squeeze(dim)": (lambda L, x: L.squeeze(x.unsqueeze(0), 0), [(3, 4)]),
+    "conv1d unbatched": (lambda L, x, w: F(L).conv1d(x, w), [(2, 7), (3, 2, 3)]),
+    "avg_pool1d": (lambda L, x: F(L).avg_pool1d(x, 2), [(2, 3, 6)]),
+    "max_pool1d": (lambda L, x: F(L).max_pool1d(x, 2), [(2, 3, 6)]),
+    "adaptive_avg_pool1d": (lambda L, x: F(L).adaptive_avg_pool1d(x, 3), [(2, 3, 7)]),
+    "sort": (lambda L, x: x.sort(1)[0], [(3, 5)]),
+    "sort(stable=True)": (lambda L, x: x.sort(dim=0, stable=True)[0], [(4, 3)]),
+    "sort(stable=False)": (lambda L, x: L.sort(x, stable=False, descending=True)[0], [(4, 3)]),
+}
+
+
+@pytest.mark.parametrize("case", list(OVERLOADS))
+def test_overloads_record_torchs_node_numbers(case):
+    fn, shapes = OVERLOADS[case]
+    compare(fn, shapes)
+
+
+@pytest.mark.parametrize("form", ["tensor, float", "float, tensor", "tensor, tensor"])
+def test_normal_names_its_overload(form):
+    names = []
+    for lib in (torch, ember):
+        m, s = leaves(lib, [(3,), (3,)])
+        args = {"tensor, float": (m, 0.5), "float, tensor": (0.5, s.abs()),
+                "tensor, tensor": (m, s.abs())}[form]
+        out = lib.normal(*args)
+        names.append(out.grad_fn.name())
+        grads = lib.autograd.grad(out.sum(), [a for a in args if isinstance(a, lib.Tensor)])
+        assert all(np.all(g.numpy() == 0) for g in grads)  # a draw's gradient is zero
+    assert names[0] == names[1]
+
+
+MULTI = {
+    "topk": (lambda L, x: x.topk(2, dim=1), [(3, 5)]),
+    "topk smallest unsorted": (lambda L, x: L.topk(x, 3, 0, largest=False), [(4, 2)]),
+    "topk 0-d": (lambda L, x: x.topk(1), [()]),
+    "kthvalue": (lambda L, x: x.kthvalue(2, 0), [(4, 3)]),
+    "kthvalue keepdim": (lambda L, x: x.kthvalue(3, -1, keepdim=True), [(2, 5)]),
+    "median(dim)": (lambda L, x: x.median(1), [(3, 5)]),
+    "median(dim) keepdim": (lambda L, x: x.median(0, keepdim=True), [(4, 2)]),
+    "nanmedian(dim)": (lambda L, x: x.nanmedian(-1), [(3, 4)]),
+    "median()": (lambda L, x: x.median(), [(3, 5)]),
+    "cummax": (lambda L, x: x.cummax(1), [(3, 5)]),
+    "cummin": (lambda L, x: L.cummin(x, 0), [(4, 3)]),
+    "cummax 0-d": (lambda L, x: x.cummax(0), [()]),
+    "std_mean": (lambda L, x: L.std_mean(x, 1), [(3, 5)]),
+    "std_mean all": (lambda L, x: L.std_mean(x), [(3, 5)]),
+    "var_mean": (lambda L, x: L.var_mean(x, 0, keepdim=True), [(4, 3)]),
+    "var_mean correction": (lambda L, x: L.var_mean(x, (0, 1), correction=0), [(2, 3)]),
+    "std_mean then only the mean": (lambda L, x: L.std_mean(x, 1)[1], [(3, 4)]),
+    "var_mean then only the var": (lambda L, x: L.var_mean(x, 1)[0], [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("case", list(MULTI))
+def test_multi_output_ops_record_one_node(case):
+    fn, shapes = MULTI[case]
+    compare(fn, shapes)
+
+
+def test_cummax_and_median_keep_torchs_tie_and_nan_rules():
+    rows = [[1.0, 3.0, 3.0, 2.0, np.nan, 5.0], [2.0, 2.0, 1.0, 1.0, 0.0, 0.0]]
+    for fn in (lambda L, x: x.cummax(1), lambda L, x: x.cummin(1),
+               lambda L, x: x.nanmedian(1), lambda L, x: x.median(1)):
+        got = []
+        for lib in (torch, ember):
+            x = lib.tensor(rows, dtype=lib.float64, requires_grad=True)
+            v, i = fn(lib, x)
+            (g,) = lib.autograd.grad(v.nan_to_num().sum(), [x])
+            got.append((v.detach().numpy(), i.numpy(), g.numpy()))
+        for a, b in zip(*got):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_selection_ops_under_vmap_and_jvp():
+    x = ember.randn(4, 3, 5)
+    for fn in (lambda a: a.topk(2).values, lambda a: a.kthvalue(2, 0).values,
+               lambda a: a.median(1).values, lambda a: a.cummax(1).values,
+               lambda a: ember.std_mean(a, 1)[0], lambda a: a.squeeze(0),
+               lambda a: a.unsqueeze(0).squeeze(), lambda a: a.unsqueeze(1).squeeze((1,))):
+        batched = ember.func.vmap(fn)(x)
+        looped = ember.stack([fn(x[i]) for i in range(4)])
+        np.testing.assert_allclose(batched.numpy(), looped.numpy(), rtol=1e-6)
+        t = ember.randn(3, 5)
+        _, jt = ember.func.jvp(fn, (x[0],), (t,))
+        eps = 1e-3
+        fd = (fn(x[0].double() + eps * t.double()) - fn(x[0].double() - eps * t.double())) / (2 * eps)
+        np.testing.assert_allclose(jt.numpy(), fd.numpy(), rtol=1e-3, atol=1e-3)
+
+
+# -- ops torch records as their own node -----------------------------------------------------
+def _indices(lib):
+    return lib.tensor([[0, 2, 2], [3, 0, 1]])
+
+
+COMPOSED = {
+    "embedding": (lambda L, w: F(L).embedding(_indices(L), w), [(4, 3)]),
+    "embedding padding_idx": (lambda L, w: F(L).embedding(_indices(L), w, padding_idx=2),
+                              [(4, 3)]),
+    "embedding negative padding_idx": (lambda L, w: F(L).embedding(_indices(L), w,
+                                                                    padding_idx=-4), [(4, 3)]),
+    "embedding 0-d indices": (lambda L, w: F(L).embedding(L.tensor(1), w), [(4, 3)]),
+    "nn.Embedding": (lambda L, w: L.nn.Embedding.from_pretrained(w, freeze=False)(_indices(L)),
+                     [(4, 3)]),
+}
+
+
+@pytest.mark.parametrize("case", list(COMPOSED))
+def test_composed_ops_record_torchs_node(case):
+    fn, shapes = COMPOSED[case]
+    compare(fn, shapes)
+
+
+def test_embedding_scale_grad_by_freq_first_order():
+    # torch's double backward of embedding_dense_backward ignores scale_grad_by_freq (its
+    # embedding_dense_double_backward); ember's is the exact derivative of the scaled
+    # gradient, so only first order is compared here
+    compare(lambda L, w: F(L).embedding(_indices(L), w, scale_grad_by_freq=True, padding_idx=3),
+            [(4, 3)], double=False)
+
+
+def test_embedding_under_vmap_jvp_and_bad_indices():
+    w = ember.randn(5, 3)
+    idx = ember.tensor([[0, 4], [2, 2], [1, 3]])
+    batched = ember.func.vmap(lambda i: F(ember).embedding(i, w))(idx)
+    np.testing.assert_array_equal(batched.numpy(), w.numpy()[idx.numpy()])
+    ws = ember.randn(3, 5, 3)
+    batched = ember.func.vmap(lambda i, ww: F(ember).embedding(i, ww))(idx, ws)
+    np.testing.assert_array_equal(batched.numpy(), np.stack([ws.numpy()[k][idx.numpy()[k]]
+                                                             for k in range(3)]))
+    t = ember.randn(5, 3)
+    _, jt = ember.func.jvp(lambda ww: F(ember).embedding(idx, ww), (w,), (t,))
+    np.testing.assert_array_equal(jt.numpy(), t.numpy()[idx.numpy()])
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F(ember).embedding(ember.tensor([5]), w)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F(ember).embedding(ember.tensor([-1]), w.requires_grad_())
+
+
+BOUNDS = {
+    "clamp_min number": (lambda L, x: x.clamp_min(0.25), [(3, 4)]),
+    "clamp_max number": (lambda L, x: L.clamp_max(x, -0.25), [(3, 4)]),
+    "clamp_min tensor": (lambda L, x, b: x.clamp_min(b), [(3, 4), (4,)]),
+    "clamp_max tensor": (lambda L, x, b: L.clamp_max(x, b), [(3, 4), (3, 1)]),
+    "clamp(min=) stays clamp": (lambda L, x: x.clamp(min=0.1), [(3, 4)]),
+    "margin_ranking_loss's clamp": (
+        lambda L, a, b: F(L).margin_ranking_loss(a, b, L.ones(5), reduction="none").grad_fn
+        .name(), [(5,), (5,)]),
+}
+
+
+@pytest.mark.parametrize("case", list(BOUNDS))
+def test_one_sided_clamps_record_torchs_nodes(case):
+    fn, shapes = BOUNDS[case]
+    if case == "margin_ranking_loss's clamp":
+        assert fn(torch, *leaves(torch, shapes)) == fn(ember, *leaves(ember, shapes))
+        return
+    # a number bound is an empty edge in ember's node (clamp's too), no edge in torch's
+    compare(fn, shapes, none_edges="number" not in case and "stays" not in case)
+
+
+def test_one_sided_clamps_on_integers_nan_and_errors():
+    for lib in (torch, ember):
+        x = lib.tensor([-3, 0, 5])
+        assert x.clamp_min(1).tolist() == [1, 1, 5] and x.clamp_max(1).tolist() == [-3, 0, 1]
+        assert x.clamp_min(0.5).dtype == lib.float32
+        y = lib.tensor([float("nan"), 1.0])
+        assert np.isnan(y.clamp_min(2.0)[0].item())
+    with pytest.raises(RuntimeError, match="clamp is not supported for complex types"):
+        ember.zeros(2, dtype=ember.complex64).clamp_min(0)
+    with pytest.raises(RuntimeError, match="clamp_max"):
+        ember.zeros(2, 3).clamp_max(ember.zeros(4))
+
+
+PADS = {
+    "constant": (lambda L, x: F(L).pad(x, (1, 2)), [(2, 3, 5)]),
+    "constant value, 2 dims": (lambda L, x: F(L).pad(x, (2, 1, 1, 0), value=-1.5), [(2, 3, 5)]),
+    "constant crop": (lambda L, x: F(L).pad(x, (-1, 2, 0, -1)), [(2, 3, 5)]),
+    "constant nothing": (lambda L, x: F(L).pad(x, (0, 0)), [(2, 3)]),
+    "torch.constant_pad_nd": (lambda L, x: L.constant_pad_nd(x, (1, 1), 2.0), [(3, 4)]),
+    "reflect 1-D": (lambda L, x: F(L).pad(x, (2, 3), mode="reflect"), [(2, 3, 5)]),
+    "reflect 2-D": (lambda L, x: F(L).pad(x, (1, 1, 2, 0), mode="reflect"), [(1, 2, 3, 4)]),
+    "reflect 3-D": (lambda L, x: F(L).pad(x, (1, 0, 0, 1, 1, 1), mode="reflect"),
+                    [(1, 2, 3, 3, 3)]),
+    "replicate 1-D": (lambda L, x: F(L).pad(x, (3, 1), mode="replicate"), [(2, 3, 4)]),
+    "replicate 2-D crop": (lambda L, x: F(L).pad(x, (1, -2, 2, 1), mode="replicate"),
+                           [(2, 3, 4)]),
+    "nn.ReflectionPad2d": (lambda L, x: L.nn.ReflectionPad2d(1)(x), [(1, 2, 3, 3)]),
+    "nn.ZeroPad2d": (lambda L, x: L.nn.ZeroPad2d((1, 0, 2, 1))(x), [(1, 2, 3, 3)]),
+}
+
+
+@pytest.mark.parametrize("case", list(PADS))
+def test_pads_record_torchs_nodes(case):
+    fn, shapes = PADS[case]
+    compare(fn, shapes)
+
+
+def test_pads_on_other_dtypes_under_vmap_and_jvp():
+    for lib in (torch, ember):
+        x = lib.tensor([[1, 2], [3, 4]])
+        assert F(lib).pad(x, (1, 0), value=7).tolist() == [[7, 1, 2], [7, 3, 4]]
+        b = lib.tensor([True, False])
+        assert F(lib).pad(b, (0, 1)).tolist() == [True, False, False]
+    x = ember.randn(4, 3, 5)
+    for mode in ("constant", "reflect", "replicate"):
+        fn = lambda a: F(ember).pad(a, (2, 1), mode=mode)   # noqa: E731
+        np.testing.assert_array_equal(ember.func.vmap(fn)(x).numpy(),
+                                      np.stack([fn(x[i]).numpy() for i in range(4)]))
+        t = ember.randn(3, 5)
+        _, jt = ember.func.jvp(fn, (x[0],), (t,))
+        np.testing.assert_array_equal(jt.numpy(), fn(t).numpy())
+    _, jt = ember.func.jvp(lambda a: F(ember).pad(a, (1, 1), value=3.0), (x[0],), (x[1],))
+    np.testing.assert_array_equal(jt.numpy(), F(ember).pad(x[1], (1, 1)).numpy())
+    with pytest.raises(RuntimeError, match="negative output size"):
+        F(ember).pad(ember.zeros(2, 3), (-2, -2))
+
+
+RSUB = {
+    "1 - x": (lambda L, x: 1 - x, [(3, 4)]),
+    "rsub number": (lambda L, x: L.rsub(x, 2.5), [(3, 4)]),
+    "rsub tensors": (lambda L, x, y: L.rsub(x, y), [(3, 4), (4,)]),
+    "rsub alpha": (lambda L, x, y: L.rsub(x, y, alpha=-0.5), [(3, 1), (2, 1, 4)]),
+    "tensor.__rsub__(tensor)": (lambda L, x, y: x.__rsub__(y), [(3, 4), (3, 4)]),
+}
+
+
+@pytest.mark.parametrize("case", list(RSUB))
+def test_rsub_records_torchs_nodes(case):
+    fn, shapes = RSUB[case]
+    # a number operand is an empty edge in ember's node, none in torch's
+    compare(fn, shapes, none_edges=len(shapes) > 1)
+
+
+def test_rsub_dtypes_and_errors_match_torch():
+    for lib in (torch, ember):
+        assert str(lib.rsub(lib.tensor([1, 2]), 3).dtype).split(".")[-1] == "int64"
+        assert lib.rsub(lib.tensor([1, 2]), lib.tensor([0.5])).tolist() == [-0.5, -1.5]
+        with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
+            lib.rsub(lib.tensor([True]), lib.tensor([False]))
