@@ -328,7 +328,7 @@ def lstm_layer_backward(backend, composite, grad_output, grad_hy, grad_cy, cx, c
         c_prev = c0 if i == 0 else (cs, order[i - 1] * B * H)
         _launch(st, q, k, B * H, data_of(d), data_of(gcx), *g_h, *g_c, *c_prev,
                 wsb, t * B * 5 * H, B, H, t * B * H, gout, data_of(gh))
-        dense.keep.append(gcx)
+        dense.keep.append(gcx)   # the next step's kernel reads it: alive until that is queued
         g_hx = _gemm(backend, _rows(d, t * B, B), w_hh)
         g_h, g_c = (data_of(g_hx), offset_of(g_hx)), (data_of(gcx), 0)
     return d, g_hx, gcx, gh
