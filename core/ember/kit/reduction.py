@@ -145,22 +145,21 @@ def softmax(be, log, x, dim, dtype):
     return _result(be, r.reshape(a.shape), dt, x.device)
 
 
+def _line_sum(xp, v, dim):
+    """``v.sum(axis=dim, keepdims=True)``; along the last dim (the common case: many short
+    rows) through kit/row_reduce.py."""
+    return row_sum(xp, v) if dim == v.ndim - 1 else v.sum(axis=dim, keepdims=True)
+
+
 def _softmax(xp, s, dim, log, work):
-    if dim == s.ndim - 1:   # the common case: many short rows (kit/row_reduce.py)
-        def total(v):
-            return row_sum(xp, v)
-        top = row_max(xp, s)
-    else:
-        def total(v):
-            return v.sum(axis=dim, keepdims=True)
-        top = s.max(axis=dim, keepdims=True)
+    top = row_max(xp, s) if dim == s.ndim - 1 else s.max(axis=dim, keepdims=True)
     # shifting by the max keeps exp() in range; the result is unchanged
     r = xp.subtract(s, top, dtype=work)
     if log:
-        r -= xp.log(total(xp.exp(r)))
+        r -= xp.log(_line_sum(xp, xp.exp(r), dim))
     else:
         xp.exp(r, out=r)
-        r /= total(r)
+        r /= _line_sum(xp, r, dim)
     return r
 
 
@@ -182,16 +181,12 @@ def softmax_backward_data(be, log, grad_output, output, dim, input_dtype):
 
 
 def _softmax_backward(xp, g, y, dim, log):
-    last = dim == g.ndim - 1
-
-    def total(v):
-        return row_sum(xp, v) if last else v.sum(axis=dim, keepdims=True)
     if log:
         r = xp.exp(y)
-        r *= total(g)
+        r *= _line_sum(xp, g, dim)
         return xp.subtract(g, r, out=r)
     r = xp.multiply(g, y)
-    xp.subtract(g, total(r), out=r)
+    xp.subtract(g, _line_sum(xp, r, dim), out=r)
     r *= y
     return r
 

@@ -55,16 +55,30 @@ def _complement_times(xp, dst, a):
     dst *= xp.subtract(1, a)
 
 
-def _lstm_cell(xp, gates, c, ws, cy, hy=None):
-    """One step's gate math from the pre-activation gates (B, 4H): the activations and
-    tanh(c') into ``ws`` (B, 5H), c' into ``cy``; returns h' = o * tanh(c') (into ``hy``)."""
+def _gate_scales(xp, hidden, dtype):
+    """The (4H,) factors that turn one tanh over all gates into sigmoid(i, f, o) and tanh(g):
+    sigmoid(x) = 0.5 * tanh(x / 2) + 0.5, so the gates are scaled by 0.5 (1 for g) before the
+    tanh, and scaled and shifted by 0.5 (1 and 0 for g) after it."""
+    scale = xp.full((4 * hidden,), 0.5, dtype=dtype)
+    scale[2 * hidden:3 * hidden] = 1
+    shift = scale.copy()
+    shift[2 * hidden:3 * hidden] = 0
+    return scale, shift
+
+
+def _lstm_cell(xp, gates, c, ws, cy, hy, scales):
+    """One step's gate math from the pre-activation gates (B, 4H), which are scratch: the
+    activations and tanh(c') into ``ws`` (B, 5H), c' into ``cy``; returns h' = o * tanh(c')
+    (into ``hy``). The four activations are one scaled tanh over the whole block."""
     H = c.shape[1]
-    _sigmoid(xp, gates[:, :2 * H], ws[:, :2 * H])
-    xp.tanh(gates[:, 2 * H:3 * H], out=ws[:, 2 * H:3 * H])
-    _sigmoid(xp, gates[:, 3 * H:], ws[:, 3 * H:4 * H])
+    scale, shift = scales
+    gates *= scale       # in place on the contiguous scratch: passes into ws's strided
+    xp.tanh(gates, out=gates)   # columns cost ~1.5x, so only the last one writes there
+    gates *= scale
+    xp.add(gates, shift, out=ws[:, :4 * H])
     i, f, g, o, tc = (ws[:, k * H:(k + 1) * H] for k in range(5))
     xp.multiply(f, c, out=cy)
-    xp.multiply(i, g, out=tc)  # tc is scratch until tanh(c') lands there
+    xp.multiply(i, g, out=tc)
     cy += tc
     xp.tanh(cy, out=tc)
     return xp.multiply(o, tc, out=hy)
@@ -76,7 +90,7 @@ def lstm_step(be, gates_x, hx, cx, w_hh, b_hh, w_hr):
     gates = _hidden(xp, h, w, b, gx)
     ws = xp.empty((c.shape[0], 5 * c.shape[1]), dtype=gates.dtype)
     cy = xp.empty(c.shape, dtype=gates.dtype)
-    hy = _lstm_cell(xp, gates, c, ws, cy)
+    hy = _lstm_cell(xp, gates, c, ws, cy, None, _gate_scales(xp, c.shape[1], gates.dtype))
     if wr is not None:
         hy = xp.matmul(hy, wr.T)
     dev = gates_x.device
@@ -143,34 +157,6 @@ def _gemm(xp, dtype):
     return blas.sgemm if dtype.char == "f" else blas.dgemm
 
 
-def _gate_scales(xp, hidden, dtype):
-    """The (4H,) factors that turn one tanh over all gates into sigmoid(i, f, o) and tanh(g):
-    sigmoid(x) = 0.5 * tanh(x / 2) + 0.5, so the gates are scaled by 0.5 (1 for g) before the
-    tanh, and scaled and shifted by 0.5 (1 and 0 for g) after it."""
-    scale = xp.full((4 * hidden,), 0.5, dtype=dtype)
-    scale[2 * hidden:3 * hidden] = 1
-    shift = scale.copy()
-    shift[2 * hidden:3 * hidden] = 0
-    return scale, shift
-
-
-def _lstm_layer_cell(xp, gates, c, ws, cy, hy, scales):
-    """_lstm_cell for the layer: ``gates`` is scratch, so its four activations take one
-    scaled tanh over the whole (B, 4H) block instead of three passes per slice."""
-    H = c.shape[1]
-    scale, shift = scales
-    gates *= scale       # in place on the contiguous scratch: passes into ws's strided
-    xp.tanh(gates, out=gates)   # columns cost ~1.5x, so only the last one writes there
-    gates *= scale
-    xp.add(gates, shift, out=ws[:, :4 * H])
-    i, f, g, o, tc = (ws[:, k * H:(k + 1) * H] for k in range(5))
-    xp.multiply(f, c, out=cy)
-    xp.multiply(i, g, out=tc)
-    cy += tc
-    xp.tanh(cy, out=tc)
-    return xp.multiply(o, tc, out=hy)
-
-
 def lstm_layer(be, gates_x, hx, cx, w_hh, b_hh, w_hr, steps, reverse):
     """``steps`` lstm_steps in one call, each writing into the layer's arrays in place: the
     input gates plus b_hh are laid out once, and each step adds its recurrent product to
@@ -192,9 +178,9 @@ def lstm_layer(be, gates_x, hx, cx, w_hh, b_hh, w_hr, steps, reverse):
     for r in _step_rows("lstm_layer", rows, steps, h.shape[0], reverse):
         _add_recurrent(xp, gates[r], h, w)
         if wr is None:
-            _lstm_layer_cell(xp, gates[r], c, ws[r], cells[r], out[r], scales)
+            _lstm_cell(xp, gates[r], c, ws[r], cells[r], out[r], scales)
         else:
-            xp.matmul(_lstm_layer_cell(xp, gates[r], c, ws[r], cells[r], None, scales), wr.T,
+            xp.matmul(_lstm_cell(xp, gates[r], c, ws[r], cells[r], None, scales), wr.T,
                       out=out[r])
         h, c = out[r], cells[r]
     dev = gates_x.device
