@@ -18,16 +18,19 @@
 #   demo         ember demo on cpu and cuda                                           } the GPU runs
 #   bench        bench/bench_cuda.py beside torch: matmul TFLOP/s (fp32/tf32/fp16/bf16), per-op
 #                latency, a small GPT training step, an NCCL all-reduce on one GPU
+#   profile      bench/gpu_profile.py: where the host time of an op and of the GPT step goes,
+#                the calls at which the host waits for a busy GPU, the launch queue's depth
 #
 # RESULTS_DIR/summary.txt has one line per stage and the results. Without a GPU the check stops
 # after the probe with "no GPU: <reason>" and exit status 3. Environment: PYTHON (default
-# python3), GPU_CHECK_SHARDS (conformance shards, default 6), EMBER_GPU_CHECK_INSTALL=0 (skip
-# the install: ember is importable already).
+# python3), GPU_CHECK_SHARDS (conformance shards, default: the cores less 4, 2 to 12),
+# EMBER_GPU_CHECK_INSTALL=0 (skip the install: ember is importable already).
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:-$ROOT/gpu-check-$(date +%Y%m%d-%H%M%S)}"
 PY="${PYTHON:-python3}"
-SHARDS="${GPU_CHECK_SHARDS:-6}"
+CORES=$(nproc 2>/dev/null || echo 8)
+SHARDS="${GPU_CHECK_SHARDS:-$(( CORES - 4 < 2 ? 2 : (CORES - 4 > 12 ? 12 : CORES - 4) ))}"
 BUDGET=470                                   # seconds, leaving margin under 8 minutes
 mkdir -p "$OUT"
 SUMMARY="$OUT/summary.txt"
@@ -98,6 +101,7 @@ wait
 
 # -- alone on the GPU: the benchmarks -----------------------------------------------------------------
 stage bench 150 "$PY" bench/bench_cuda.py --out "$OUT/bench.json"
+stage profile 90 "$PY" bench/gpu_profile.py
 
 "$PY" bench/gpu_check_tools.py summarize "$OUT" > /dev/null 2>&1 \
     || say "summary failed: see the logs"

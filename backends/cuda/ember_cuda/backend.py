@@ -191,6 +191,12 @@ class CUDABackend(ArrayBackend):
             return gemm.product(self, a, b)
         return self.xp.matmul(a, b)
 
+    def fft_operand(self, a):
+        """cuFFT refuses an input not aligned to its complex type (CUFFT_INVALID_VALUE, seen on
+        an H200 for a float32 row at a 60-byte offset: one example of a batch, as vmap passes
+        it): such an input is copied."""
+        return a if self._api.device_pointer(a) % 16 == 0 else a.copy()
+
     # -- accumulation: atomics, or a fixed order under use_deterministic_algorithms ----------------
     def add_at(self, op, target, key, values):
         """cupy's ``add.at`` (atomics: the order of the additions, and so the rounding, varies

@@ -130,7 +130,8 @@ class CupyAPI:
         """A new contiguous device array holding ``host`` (copied; queued on ``stream``)."""
         arr = self.cupy.empty(host.shape, dtype=host.dtype)
         if host.size:
-            arr.set(np.ascontiguousarray(host), stream=stream)
+            # np.ascontiguousarray makes a 0-d array 1-d, which ``set`` refuses
+            arr.set(np.asarray(host, order="C"), stream=stream)
         return arr
 
     def pinned_alloc(self, nbytes):

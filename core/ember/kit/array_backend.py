@@ -188,6 +188,11 @@ class ArrayBackend(Backend):
     #: batch); a device backend bounds it so a large batch does not allocate them all
     conv_workspace = None
 
+    def fft_operand(self, a):
+        """``a`` as ``fft_module``'s functions accept it (a device backend copies what its FFT
+        library refuses)."""
+        return a
+
     def matmul(self, a, b):
         """``a @ b`` for two arrays of one dtype (numpy's broadcasting), in that dtype; half
         precision is computed in float32 and rounded once."""

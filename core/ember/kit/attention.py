@@ -6,7 +6,9 @@ at once (so each array-module call does real work). The heads are split into chu
 together stay under ``TILE_BUDGET`` elements; with numpy the chunks run on ``threads()``
 worker threads (numpy releases the GIL in BLAS and ufuncs), with BLAS held to one thread
 meanwhile: many small products are faster side by side than each split over threads, and
-oversubscribed spinning BLAS threads are very slow on a loaded machine.
+oversubscribed spinning BLAS threads are very slow on a loaded machine. A device backend (values
+not on the host) takes whole-sequence tiles instead, as many heads at once as
+``DEVICE_TILE_BUDGET`` allows: there a launch costs more than the memory.
 
 The forward keeps a running maximum, sum and output per query row (online softmax) and returns
 the rows' log-sum-exp; the backward walks key blocks, recomputes each tile's probabilities as
@@ -33,6 +35,10 @@ K_BLOCK = 512          # keys per tile
 TILE_BUDGET = 1 << 22  # score elements held at once by all chunks together (16 MB float32)
 CHUNK_TILE = 1 << 18   # score elements per chunk: its tiles stay in a core's cache (1 MB)
 THREADS = None         # worker threads for numpy (None: ember.get_num_threads(), at most 8)
+#: score elements a device backend holds at once (256 MB float32): its tiles span the whole
+#: sequence, since there a kernel launch costs more than the memory (the cache-sized numpy
+#: tiles took 2,000 launches for one small GPT step on an H200)
+DEVICE_TILE_BUDGET = 1 << 26
 
 _pool = None
 _pool_lock = threading.Lock()
@@ -132,11 +138,24 @@ def _grouped(a, groups):
     return a.reshape(B, H // groups, groups, n, d)
 
 
-def _head_chunks(B, Hkv, per_kv_head, parts):
+def _tiling(backend, B, Hkv, G, L, S):
+    """(queries per tile, keys per tile, head chunks): cache-sized tiles on ``threads()``
+    for host arrays, whole-sequence tiles in as few chunks as ``DEVICE_TILE_BUDGET`` allows
+    for a device."""
+    if backend.values_on_host:
+        bq, bk = min(L, Q_BLOCK), min(S, K_BLOCK)
+        return bq, bk, _head_chunks(B, Hkv, G * bq * bk, threads())
+    bq = max(1, min(L, DEVICE_TILE_BUDGET // max(1, G * S)))
+    return bq, S, _head_chunks(B, Hkv, G * bq * S, 1, DEVICE_TILE_BUDGET, DEVICE_TILE_BUDGET)
+
+
+def _head_chunks(B, Hkv, per_kv_head, parts, chunk_tile=None, budget=None):
     """(batch slice, kv-head slice) pairs covering (B, Hkv): at least ``parts`` of them when
-    there are enough heads, each holding at most ``CHUNK_TILE`` and ``TILE_BUDGET / parts``
-    tile elements (and at least one kv head)."""
-    cap = max(1, min(CHUNK_TILE, TILE_BUDGET // max(1, parts)) // max(1, per_kv_head))
+    there are enough heads, each holding at most ``chunk_tile`` and ``budget / parts``
+    tile elements (and at least one kv head); ``CHUNK_TILE`` and ``TILE_BUDGET`` by default."""
+    chunk_tile = CHUNK_TILE if chunk_tile is None else chunk_tile
+    budget = TILE_BUDGET if budget is None else budget
+    cap = max(1, min(chunk_tile, budget // max(1, parts)) // max(1, per_kv_head))
     cap = min(cap, max(1, -(-(B * Hkv) // max(1, parts))))
     if cap >= Hkv:
         nb = cap // Hkv
@@ -190,13 +209,13 @@ def sdpa_fused_forward(backend, query, key, value, attn_mask, is_causal, scale):
         q5, k5, v5 = _grouped(q, G), _grouped(k, 1), _grouped(v, 1)
         mask = _mask_view(xp, backend, attn_mask, G, wt)
         out5, lse5 = _grouped(out, G), lse.reshape(B, Hkv, G, 1, L)
-        bq, bk = min(L, Q_BLOCK), min(S, K_BLOCK)
+        bq, bk, chunks = _tiling(backend, B, Hkv, G, L, S)
 
         def work(bs, hs):
             _forward_chunk(xp, q5[bs, hs], k5[bs, hs], v5[bs, hs],
                            None if mask is None else mask[bs, hs], out5[bs, hs], lse5[bs, hs],
                            is_causal, scale, bq, bk)
-        _run(xp, work, _head_chunks(B, Hkv, G * bq * bk, threads()))
+        _run(xp, work, chunks)
     lse_dt = xp.float64 if dt == xp.float64 else xp.float32
     return (backend.wrap(out.astype(dt, copy=False), query.device),
             backend.wrap(lse.astype(lse_dt, copy=False), query.device))
@@ -263,7 +282,7 @@ def sdpa_fused_backward(backend, grad_out, query, key, value, attn_mask, out, lo
         per_query = [_grouped(a, G) for a in (q, do, dq)]
         per_row = [a.reshape(B, Hkv, G, 1, L) for a in (lse, delta)]
         per_key = [_grouped(a, 1) for a in (k, v, dk, dv)]
-        bq, bk = min(L, Q_BLOCK), min(S, K_BLOCK)
+        bq, bk, chunks = _tiling(backend, B, Hkv, G, L, S)
 
         def work(bs, hs):
             q5, do5, dq5 = (a[bs, hs] for a in per_query)
@@ -272,7 +291,7 @@ def sdpa_fused_backward(backend, grad_out, query, key, value, attn_mask, out, lo
             _backward_chunk(xp, q5, k5, v5, do5, lse5, delta5,
                             None if mask is None else mask[bs, hs], dq5, dk5, dv5, is_causal,
                             scale, bq, bk)
-        _run(xp, work, _head_chunks(B, Hkv, G * bq * bk, threads()))
+        _run(xp, work, chunks)
     dev = query.device
     return tuple(backend.wrap(a.astype(dt, copy=False), dev) for a in (dq, dk, dv))
 

@@ -1,5 +1,5 @@
 """Kernels for ``ember.ops.embedding_bag`` on array-module backends: bags are contiguous
-segments of the index list; the reductions are ``add.at``/``maximum.at``/``minimum.at`` of the
+segments of the index list; the reductions are ``add.at``/``maximum.at`` of the
 gathered rows into their bags (the ufunc methods cupy has too; empty bags stay zero) and the
 backward is one ``add.at`` into the weight's gradient."""
 from __future__ import annotations
@@ -53,8 +53,11 @@ def embedding_bag(be, weight, indices, offsets, mode, psw, include_last_offset, 
         # the first row of each bag holding the maximum, per feature
         pos = xp.where((vals == out[offset2bag]) & valid[:, None],
                        xp.arange(m, dtype=xp.int64)[:, None], m)
-        first = xp.full((b, d), m, dtype=xp.int64)
-        xp.minimum.at(first, offset2bag, pos)
+        # the smallest position as minus the largest negated one: cupy's minimum.at left its
+        # target unchanged on an H200 where maximum.at was right (positions are exact in float64)
+        last = xp.full((b, d), -float(m))
+        xp.maximum.at(last, offset2bag, -pos.astype(xp.float64))
+        first = (-last).astype(xp.int64)
         max_indices = xp.where(filled, idx[xp.minimum(first, m - 1)], 0)
         out = xp.where(filled, out, 0)
     else:
@@ -79,10 +82,12 @@ def embedding_bag_backward(be, grad, indices, offset2bag, bag_size, max_indices,
     gw = xp.zeros((num_weights, d), dtype=g.dtype)
     if mode == MAX:
         mi = be.native(max_indices)
-        filled = be.native(bag_size) > 0
-        rows = xp.broadcast_to(filled[:, None], mi.shape)
-        cols = xp.broadcast_to(xp.arange(d), mi.shape)
-        be.add_at("embedding_bag_backward", gw, (mi[rows], cols[rows]), g[rows])
+        filled = (be.native(bag_size) > 0)[:, None]
+        # every (bag, feature) adds at weight row mi, column feature -- an empty bag adds zero
+        # at its (valid) row 0, so no boolean mask and no host read of how many bags are filled
+        flat = (mi * d + xp.arange(d, dtype=mi.dtype)).reshape(-1)
+        be.add_at("embedding_bag_backward", gw.reshape(-1), flat,
+                  xp.where(filled, g, 0).reshape(-1))
         return be.wrap(gw, grad.device)
     idx = be.native(indices).astype(xp.int64)
     bags = be.native(offset2bag)

@@ -27,7 +27,7 @@ def fft_c2c(be, self, dim, normalization, forward):
     if not dim or self.numel() == 0:
         return _copy(be, self, self.dtype)
     f = be.fft_module
-    x = be.native(self)
+    x = be.fft_operand(be.native(self))
     fn = f.fftn if forward else f.ifftn
     r = fn(x, axes=dim, norm=_NORM[(normalization, forward)], **_workers(be))
     return be.wrap(be.xp.asarray(r, dtype=x.dtype), self.device)
@@ -42,7 +42,7 @@ def fft_r2c(be, self, dim, normalization, onesided):
         if onesided:
             shape[dim[-1]] = shape[dim[-1]] // 2 + 1
         return be.wrap(be.xp.zeros(shape, dtype=out_dtype.np), self.device)
-    x = be.native(self)
+    x = be.fft_operand(be.native(self))
     r = be.fft_module.rfftn(x, axes=dim, norm=_NORM[(normalization, True)], **_workers(be))
     if not onesided:
         r = _fill_conjugate_half(be.xp, r, dim, self._shape[dim[-1]])
@@ -72,7 +72,7 @@ def fft_c2r(be, self, dim, normalization, last_dim_size):
         full[dim[-1]] = last_dim_size
         return be.wrap(be.xp.zeros(full, dtype=out_dtype.np), self.device)
     f = be.fft_module
-    r = f.irfftn(be.native(self), s=shape, axes=dim, norm=_NORM[(normalization, False)],
+    r = f.irfftn(be.fft_operand(be.native(self)), s=shape, axes=dim, norm=_NORM[(normalization, False)],
                  **_workers(be))
     return be.wrap(be.xp.asarray(r, dtype=out_dtype.np), self.device)
 

@@ -15,6 +15,10 @@ MIN_PARALLEL = _threads.MIN_PARALLEL
 def ufunc(be, f, dt, *operands):
     """``f(*operands)`` (a ufunc; Python scalars allowed) into a new array of dtype ``dt``,
     computed in chunks on the intra-op threads; None when not worth it or not applicable."""
+    if not be.values_on_host:
+        # device arrays: one kernel launch is already parallel, and a pool thread would launch
+        # on its own stream instead of the caller's
+        return None
     xp = be.xp
     shape = None
     for o in operands:

@@ -71,13 +71,42 @@ def extreme(be, f, x, dim, keepdim):
     return _result(be, f(a, axis=dim, keepdims=keepdim), a.dtype, x.device)
 
 
+def _first_arg(be, f, a, axis, keepdims):
+    """``f(a, axis, keepdims)`` (xp.argmax / argmin) with numpy's and PyTorch's rule: the first
+    of equal extremes, and the first NaN where there is one. Host arrays: ``f`` itself. cupy's
+    reduction may return a later NaN (seen on an H200), so on a device the first position is
+    taken explicitly: the smallest index whose value is the extreme (or NaN)."""
+    if be.values_on_host:
+        return f(a, axis=axis, keepdims=keepdims)
+    xp = be.xp
+    shape = a.shape
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    n = a.shape[axis]
+    if a.dtype.kind == "f":
+        nan = xp.isnan(a)
+        pick = xp.amax if f.__name__ == "argmax" else xp.amin
+        v = pick(xp.where(nan, 0, a), axis=axis, keepdims=True)
+        hit = xp.where(nan.any(axis=axis, keepdims=True), nan, a == v)
+    else:
+        i = f(a, axis=axis, keepdims=True)
+        hit = a == xp.take_along_axis(a, i, axis=axis)
+    at = [1] * a.ndim
+    at[axis] = n
+    pos = xp.arange(n, dtype=xp.int64).reshape(at)
+    r = xp.where(hit, pos, n).min(axis=axis, keepdims=keepdims)
+    if keepdims and len(shape) != r.ndim:    # axis=None keeps every dim as 1
+        r = r.reshape((1,) * len(shape))
+    return r
+
+
 def extreme_dim(be, arg, x, dim, keepdim):
     """max/min along ``dim`` with indices; ``arg`` = xp.argmax / xp.argmin."""
     xp = be.xp
     a = be.native(x)
     if a.ndim == 0:
         return be.wrap(a.copy(), x.device), be.wrap(xp.zeros((), xp.int64), x.device)
-    i = arg(a, axis=dim, keepdims=True)
+    i = _first_arg(be, arg, a, dim, True)
     v = xp.take_along_axis(a, i, axis=dim)
     if not keepdim:
         i, v = xp.squeeze(i, axis=dim), xp.squeeze(v, axis=dim)
@@ -87,7 +116,7 @@ def extreme_dim(be, arg, x, dim, keepdim):
 def arg_extreme(be, f, x, dim, keepdim):
     """``f`` = xp.argmax / xp.argmin."""
     xp = be.xp
-    r = f(be.native(x), axis=dim, keepdims=keepdim)
+    r = _first_arg(be, f, be.native(x), dim, keepdim)
     return _result(be, r, xp.dtype(xp.int64), x.device)
 
 

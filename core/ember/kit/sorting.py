@@ -71,6 +71,8 @@ def unique(be, x, dim):
     a = be.native(x)
     flat = dim is None
     keys = sort_keys(xp, a)
+    if not flat and keys.dtype == bool:
+        keys = keys.view(xp.uint8)   # cupy's unique(axis=) subtracts rows, which bool refuses
     values, inverse, counts = xp.unique(keys.reshape(-1) if flat else keys, return_inverse=True,
                                         return_counts=True, axis=None if flat else dim,
                                         equal_nan=False)

@@ -3,6 +3,8 @@
 elementwise kit's kernels, so they are one row each here."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .binding import bind, bind_with
@@ -52,7 +54,12 @@ def polygamma(be, n, x, compute):
     if a.dtype != dt:
         a = a.astype(dt)
     sp = be.special
-    r = be.ieee(sp.digamma, a) if n == 0 else be.ieee(sp.polygamma, n, a)
+    if n == 0:
+        r = be.ieee(sp.digamma, a)
+    else:
+        # scipy's formula, written out: cupyx's polygamma broadcasts the Python int ``n`` with a
+        # 0-d array into a Python bool and fails (seen on a GPU)
+        r = np.float64((-1.0) ** (n + 1) * math.gamma(n + 1.0)) * be.ieee(sp.zeta, n + 1.0, a)
     return be.wrap(be.xp.asarray(r, dtype=dt), x.device)
 
 
