@@ -395,7 +395,13 @@ class ArrayOps:
             index = self._prepare(index, stream, roots)
             index = wrap_key(target.shape, index)
             plain = self.writable(target, stream, stamp)
+            before = plain.copy() if ufunc is np.maximum and plain.dtype == np.float64 else None
             getattr(ufunc, "at")(plain, index, *rest)
+            if before is not None:
+                # seen on an H200 (cupy 14.2): maximum.at into a float64 target left the values
+                # it wrote rounded to float32
+                written = plain != before
+                plain[written] = plain[written].astype(np.float32)
             return None
         out = kwargs.get("out")
         if out is not None:

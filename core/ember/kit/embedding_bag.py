@@ -1,11 +1,12 @@
 """Kernels for ``ember.ops.embedding_bag`` on array-module backends: bags are contiguous
 segments of the index list; the reductions are ``add.at``/``maximum.at`` of the
-gathered rows into their bags (the ufunc methods cupy has too; empty bags stay zero) and the
-backward is one ``add.at`` into the weight's gradient."""
+gathered rows into their bags (the ufunc methods cupy has too; empty bags stay zero) -- on a
+device, max by sorting -- and the backward is one ``add.at`` into the weight's gradient."""
 from __future__ import annotations
 
 from ..ops.embedding_bag import MAX, MEAN
 from .binding import bind
+from .sorting import sort_keys
 
 
 def _bounds(be, offsets, m, include_last_offset):
@@ -17,6 +18,38 @@ def _bounds(be, offsets, m, include_last_offset):
         starts = off
         ends = xp.concatenate([off[1:], xp.asarray([m], dtype=xp.int64)])
     return xp.clip(starts, 0, m), xp.clip(ends, 0, m)
+
+
+def _first_max_at(xp, rows, valid, offset2bag, b):
+    """Per bag and feature: the first valid row holding the bag's largest value (any row for a
+    bag without valid rows: the caller masks those) and that value, by ``maximum.at`` and
+    ``minimum.at``."""
+    m = rows.shape[0]
+    vals = xp.where(valid[:, None], rows, xp.asarray(-xp.inf, dtype=rows.dtype))
+    top = xp.full((b, rows.shape[1]), -xp.inf, dtype=rows.dtype)
+    xp.maximum.at(top, offset2bag, vals)
+    pos = xp.where((vals == top[offset2bag]) & valid[:, None],
+                   xp.arange(m, dtype=xp.int64)[:, None], m)
+    first = xp.full(top.shape, m, dtype=xp.int64)
+    xp.minimum.at(first, offset2bag, pos)
+    return xp.minimum(first, m - 1), top
+
+
+def _first_max_sorted(xp, rows, valid, offset2bag, b):
+    """``_first_max_at``'s result by sorting, for device arrays: cupy's ``maximum.at`` rounded a
+    float64 target through float32 on an H200, so no row equalled its bag's maximum. Per
+    feature, the rows are ranked largest first (ties in row order, padding last); keyed
+    ``bag * m + rank`` they sort bag by bag, and a bag's first key is its first maximum."""
+    m = rows.shape[0]
+    key = sort_keys(xp, xp.where(valid[:, None], -rows, xp.asarray(xp.nan, dtype=rows.dtype)))
+    order = xp.argsort(key, axis=0, kind="stable")
+    rank = xp.argsort(order, axis=0)
+    keys = xp.sort(offset2bag[:, None] * m + rank, axis=0)
+    bags = xp.arange(b, dtype=xp.int64)
+    starts = xp.minimum(xp.searchsorted(offset2bag, bags), m - 1)
+    first_rank = xp.clip(keys[starts] - (bags * m)[:, None], 0, m - 1)  # empty bags: masked
+    first = xp.take_along_axis(order, first_rank, axis=0)
+    return first, xp.take_along_axis(rows, first, axis=0)
 
 
 def embedding_bag(be, weight, indices, offsets, mode, psw, include_last_offset, padding_idx):
@@ -45,21 +78,11 @@ def embedding_bag(be, weight, indices, offsets, mode, psw, include_last_offset, 
                 be.wrap(offset2bag, weight.device), be.wrap(bag_size, weight.device),
                 be.wrap(max_indices, weight.device))
     if mode == MAX:
-        neg = xp.asarray(-xp.inf, dtype=w.dtype)
-        vals = xp.where(valid[:, None], rows, neg)
-        out = xp.full((b, d), -xp.inf, dtype=w.dtype)
-        xp.maximum.at(out, offset2bag, vals)
         filled = (bag_size > 0)[:, None]
-        # the first row of each bag holding the maximum, per feature
-        pos = xp.where((vals == out[offset2bag]) & valid[:, None],
-                       xp.arange(m, dtype=xp.int64)[:, None], m)
-        # the smallest position as minus the largest negated one: cupy's minimum.at left its
-        # target unchanged on an H200 where maximum.at was right (positions are exact in float64)
-        last = xp.full((b, d), -float(m))
-        xp.maximum.at(last, offset2bag, -pos.astype(xp.float64))
-        first = (-last).astype(xp.int64)
-        max_indices = xp.where(filled, idx[xp.minimum(first, m - 1)], 0)
-        out = xp.where(filled, out, 0)
+        first, top = (_first_max_at if be.values_on_host else _first_max_sorted)(
+            xp, rows, valid, offset2bag, b)
+        max_indices = xp.where(filled, idx[first], 0)
+        out = xp.where(filled, top, 0)
     else:
         if psw is not None:
             rows = rows * be.native(psw)[:, None]
