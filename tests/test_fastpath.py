@@ -220,6 +220,42 @@ def test_compiled_lstm_cell_backward_declines_other_layouts():
     assert cell(a, a, a, ws, d, a[:, :2]) is False
 
 
+@compiled
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("batch, hidden", [(20, 200), (64, 64), (1, 3), (0, 5)])
+def test_compiled_lstm_cell_gates_give_the_references_bits(monkeypatch, dtype, batch, hidden):
+    """The step with ember._C and with the reference it replaces (signed zeros and the
+    activations' ends included): the same activations, cell and hidden state, bit for bit."""
+    from ember.kit import rnn
+    rng = np.random.default_rng(batch + hidden)
+    gates = (rng.standard_normal((batch, 4 * hidden)) * 4).astype(dtype)
+    gates[:, ::7] = -0.0
+    gates[:, 1::11] = 60.0     # tanh saturates
+    c = rng.standard_normal((batch, hidden)).astype(dtype)
+    scales = rnn._gate_scales(np, hidden, np.dtype(dtype))
+    results = []
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(rnn, "_C", None)
+        ws, cy, hy = (np.full((batch, k * hidden), np.nan, dtype) for k in (5, 1, 1))
+        rnn._lstm_cell(np, gates.copy(), c, ws, cy, hy, scales)
+        results.append((ws, cy, hy))
+    for got, want in zip(*results):
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+@compiled
+def test_compiled_lstm_cell_gates_decline_other_layouts():
+    t, ws = np.zeros((4, 12), np.float32), np.zeros((4, 15), np.float32)
+    a = np.zeros((4, 3), np.float32)
+    gates = _fastpath.C.lstm_cell_gates
+    assert gates(t, a, ws, a) is True
+    assert gates(t, a.T.copy().T, ws, a) is False                 # not C-contiguous
+    assert gates(t.astype(np.float64), a, ws, a) is False         # mixed dtypes
+    assert gates(t, a, ws[:, :10], a) is False                    # workspace not (B, 5H)
+    assert gates(t[:, :8], a, ws, a) is False
+
+
 def _col2im_reference(acc, cols, stride, dilation):
     import itertools
     kernel, out_sp = cols.shape[2:4], cols.shape[4:]

@@ -135,6 +135,8 @@ static PyMethodDef methods[] = {
      "new_storage(data, nbytes, device) -> Storage"},
     {"ieee_call", (PyCFunction)(void (*)(void))py_ieee_call, METH_FASTCALL,
      "ieee_call(f, *args): f(*args) with numpy's floating-point warnings off"},
+    {"lstm_cell_gates", (PyCFunction)(void (*)(void))py_lstm_cell_gates, METH_FASTCALL,
+     "lstm_cell_gates(t, c, ws, cy) -> bool: kit/rnn.py's _lstm_cell between its tanh passes"},
     {"lstm_cell_backward", (PyCFunction)(void (*)(void))py_lstm_cell_backward, METH_FASTCALL,
      "lstm_cell_backward(gh, gcy, c, ws, d, gc) -> bool: kit/rnn.py's _lstm_cell_backward"},
     {"col2im2d", (PyCFunction)(void (*)(void))py_col2im2d, METH_FASTCALL,

@@ -1,10 +1,11 @@
-/* The pointwise part of an LSTM step's backward, in one pass over the batch.
+/* The pointwise parts of an LSTM step, each in one pass over the batch.
  *
- * Python reference: ember/kit/rnn.py, _lstm_cell_backward (twenty numpy passes over (B, H)
- * arrays, each paying a call; on an RNN's small per-step arrays the calls are the cost). The
- * arithmetic is the reference's, operation by operation in the same order and dtype (C11 does
- * not contract a * b + c into an fma), so both give the same bits. The caller checks the
- * layouts; anything else takes the reference.
+ * Python references: ember/kit/rnn.py, _lstm_cell_backward (twenty numpy passes over (B, H)
+ * arrays, each paying a call; on an RNN's small per-step arrays the calls are the cost) and
+ * the gate arithmetic between the two tanh passes of _lstm_cell (five passes). The arithmetic
+ * is the reference's, operation by operation in the same order and dtype (C11 does not
+ * contract a * b + c into an fma), so both give the same bits. The caller checks the layouts;
+ * anything else takes the reference.
  */
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #define NO_IMPORT_ARRAY
@@ -18,22 +19,58 @@
                                        const T *c, const T *ws, T *d, T *gc)                    \
     {                                                                                            \
         for (Py_ssize_t b = 0; b < B; b++) {                                                     \
-            const T *i = ws + b * 5 * H, *f = i + H, *g = f + H, *o = g + H, *tc = o + H;       \
-            const T *ghb = gh + b * H, *gcyb = gcy + b * H, *cb = c + b * H;                     \
-            T *di = d + b * 4 * H, *df = di + H, *dg = df + H, *dout = dg + H, *gcb = gc + b * H; \
-            for (Py_ssize_t j = 0; j < H; j++) {                                                 \
-                T s = (((T)1 - tc[j] * tc[j]) * o[j]) * ghb[j] + gcyb[j];                       \
-                di[j] = ((s * g[j]) * i[j]) * ((T)1 - i[j]);                                     \
-                df[j] = ((s * cb[j]) * f[j]) * ((T)1 - f[j]);                                    \
-                dg[j] = (((T)1 - g[j] * g[j]) * i[j]) * s;                                       \
+            const T *restrict i = ws + b * 5 * H, *restrict f = i + H, *restrict g = f + H;      \
+            const T *restrict o = g + H, *restrict tc = o + H;                                   \
+            const T *restrict ghb = gh + b * H, *restrict gcyb = gcy + b * H;                    \
+            const T *restrict cb = c + b * H;                                                    \
+            T *restrict di = d + b * 4 * H, *restrict df = di + H, *restrict dg = df + H;        \
+            T *restrict dout = dg + H, *restrict s = gc + b * H;                                 \
+            /* one loop per output (gcc vectorizes these); the cell gradient s waits in gc */    \
+            for (Py_ssize_t j = 0; j < H; j++)                                                   \
+                s[j] = (((T)1 - tc[j] * tc[j]) * o[j]) * ghb[j] + gcyb[j];                       \
+            for (Py_ssize_t j = 0; j < H; j++)                                                   \
+                di[j] = ((s[j] * g[j]) * i[j]) * ((T)1 - i[j]);                                  \
+            for (Py_ssize_t j = 0; j < H; j++)                                                   \
+                df[j] = ((s[j] * cb[j]) * f[j]) * ((T)1 - f[j]);                                 \
+            for (Py_ssize_t j = 0; j < H; j++)                                                   \
+                dg[j] = (((T)1 - g[j] * g[j]) * i[j]) * s[j];                                    \
+            for (Py_ssize_t j = 0; j < H; j++)                                                   \
                 dout[j] = ((ghb[j] * tc[j]) * o[j]) * ((T)1 - o[j]);                             \
-                gcb[j] = s * f[j];                                                               \
-            }                                                                                    \
+            for (Py_ssize_t j = 0; j < H; j++)                                                   \
+                s[j] = s[j] * f[j];                                                              \
         }                                                                                        \
     }
 
 LSTM_CELL_BACKWARD(float)
 LSTM_CELL_BACKWARD(double)
+
+/* t: (B, 4H) = tanh of the scaled gates; c: (B, H); ws: (B, 5H) out, its first 4H columns =
+ * i, f, g, o; cy: (B, H) out = f * c + i * g. sigmoid(x) = 0.5 * tanh(x / 2) + 0.5 for i, f, o;
+ * g is tanh itself, scaled by 1 and shifted by 0 as the reference does (-0 + 0 is +0). */
+#define LSTM_CELL_GATES(T)                                                                       \
+    static void lstm_cell_gates_##T(Py_ssize_t B, Py_ssize_t H, const T *t, const T *c, T *ws,  \
+                                    T *cy)                                                       \
+    {                                                                                            \
+        for (Py_ssize_t b = 0; b < B; b++) {                                                     \
+            const T *restrict tb = t + b * 4 * H, *restrict cb = c + b * H;                      \
+            T *restrict i = ws + b * 5 * H, *restrict f = i + H, *restrict g = f + H;            \
+            T *restrict o = g + H, *restrict cyb = cy + b * H;                                   \
+            /* one loop per output: gcc vectorizes these, not one loop writing all five */      \
+            for (Py_ssize_t j = 0; j < H; j++)                                                   \
+                i[j] = tb[j] * (T)0.5 + (T)0.5;                                                  \
+            for (Py_ssize_t j = 0; j < H; j++)                                                   \
+                f[j] = tb[H + j] * (T)0.5 + (T)0.5;                                              \
+            for (Py_ssize_t j = 0; j < H; j++)                                                   \
+                g[j] = tb[2 * H + j] * (T)1 + (T)0;                                              \
+            for (Py_ssize_t j = 0; j < H; j++)                                                   \
+                o[j] = tb[3 * H + j] * (T)0.5 + (T)0.5;                                          \
+            for (Py_ssize_t j = 0; j < H; j++)                                                   \
+                cyb[j] = f[j] * cb[j] + i[j] * g[j];                                             \
+        }                                                                                        \
+    }
+
+LSTM_CELL_GATES(float)
+LSTM_CELL_GATES(double)
 
 static int usable(PyObject *o, int type, Py_ssize_t rows, Py_ssize_t cols)
 {
@@ -73,6 +110,39 @@ PyObject *py_lstm_cell_backward(PyObject *self, PyObject *const *args, Py_ssize_
     else
         lstm_cell_backward_double(B, H, DATA(0, double), DATA(1, double), DATA(2, double),
                                   DATA(3, double), DATA(4, double), DATA(5, double));
+    Py_END_ALLOW_THREADS
+#undef DATA
+    Py_RETURN_TRUE;
+}
+
+/* lstm_cell_gates(t, c, ws, cy) -> bool: True when done, False when the arrays are not all
+ * C-contiguous float32 or float64 of matching shapes (the caller runs the reference) */
+PyObject *py_lstm_cell_gates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "lstm_cell_gates(t, c, ws, cy)");
+        return NULL;
+    }
+    if (!PyArray_CheckExact(args[1]) || PyArray_NDIM((PyArrayObject *)args[1]) != 2)
+        Py_RETURN_FALSE;
+    PyArrayObject *c = (PyArrayObject *)args[1];
+    Py_ssize_t B = PyArray_DIM(c, 0), H = PyArray_DIM(c, 1);
+    int type = PyArray_TYPE(c);
+    if (type != NPY_FLOAT32 && type != NPY_FLOAT64)
+        Py_RETURN_FALSE;
+    if (!usable(args[0], type, B, 4 * H) || !usable(args[1], type, B, H) ||
+        !usable(args[2], type, B, 5 * H) || !usable(args[3], type, B, H) ||
+        !PyArray_ISWRITEABLE((PyArrayObject *)args[2]) ||
+        !PyArray_ISWRITEABLE((PyArrayObject *)args[3]))
+        Py_RETURN_FALSE;
+#define DATA(k, T) ((T *)PyArray_DATA((PyArrayObject *)args[k]))
+    Py_BEGIN_ALLOW_THREADS
+    if (type == NPY_FLOAT32)
+        lstm_cell_gates_float(B, H, DATA(0, float), DATA(1, float), DATA(2, float),
+                              DATA(3, float));
+    else
+        lstm_cell_gates_double(B, H, DATA(0, double), DATA(1, double), DATA(2, double),
+                               DATA(3, double));
     Py_END_ALLOW_THREADS
 #undef DATA
     Py_RETURN_TRUE;

@@ -66,20 +66,25 @@ def _gate_scales(xp, hidden, dtype):
     return scale, shift
 
 
-def _lstm_cell(xp, gates, c, ws, cy, hy, scales):
+def _lstm_cell(xp, gates, c, ws, cy, hy, scales, scaled=False):
     """One step's gate math from the pre-activation gates (B, 4H), which are scratch: the
     activations and tanh(c') into ``ws`` (B, 5H), c' into ``cy``; returns h' = o * tanh(c')
-    (into ``hy``). The four activations are one scaled tanh over the whole block."""
+    (into ``hy``). The four activations are one scaled tanh over the whole block; ``scaled``
+    says the gates hold the scaled pre-activations already (lstm_layer scales its input gates
+    and w_hh once: by powers of two, so the bits are the same). ember._C does the arithmetic
+    between the two tanh passes in one."""
     H = c.shape[1]
     scale, shift = scales
-    gates *= scale       # in place on the contiguous scratch: passes into ws's strided
+    if not scaled:
+        gates *= scale   # in place on the contiguous scratch: passes into ws's strided
     xp.tanh(gates, out=gates)   # columns cost ~1.5x, so only the last one writes there
-    gates *= scale
-    xp.add(gates, shift, out=ws[:, :4 * H])
     i, f, g, o, tc = (ws[:, k * H:(k + 1) * H] for k in range(5))
-    xp.multiply(f, c, out=cy)
-    xp.multiply(i, g, out=tc)
-    cy += tc
+    if not (_C is not None and _C.lstm_cell_gates(gates, c, ws, cy)):
+        gates *= scale
+        xp.add(gates, shift, out=ws[:, :4 * H])
+        xp.multiply(f, c, out=cy)
+        xp.multiply(i, g, out=tc)
+        cy += tc
     xp.tanh(cy, out=tc)
     return xp.multiply(o, tc, out=hy)
 
@@ -172,16 +177,18 @@ def lstm_layer(be, gates_x, hx, cx, w_hh, b_hh, w_hr, steps, reverse):
         gates[...] = gx
     else:
         xp.add(gx, b, out=gates)
-    w = xp.ascontiguousarray(w)
-    h = xp.ascontiguousarray(h)
     scales = _gate_scales(xp, H, gx.dtype)
+    gates *= scales[0]                       # the cell's pre-tanh scaling, once for all steps
+    w = w * scales[0][:, None]               # (and exact: scaling by 1/2 commutes with rounding)
+    h = xp.ascontiguousarray(h)
+    c = xp.ascontiguousarray(c)
     for r in _step_rows("lstm_layer", rows, steps, h.shape[0], reverse):
         _add_recurrent(xp, gates[r], h, w)
         if wr is None:
-            _lstm_cell(xp, gates[r], c, ws[r], cells[r], out[r], scales)
+            _lstm_cell(xp, gates[r], c, ws[r], cells[r], out[r], scales, scaled=True)
         else:
-            xp.matmul(_lstm_cell(xp, gates[r], c, ws[r], cells[r], None, scales), wr.T,
-                      out=out[r])
+            xp.matmul(_lstm_cell(xp, gates[r], c, ws[r], cells[r], None, scales, scaled=True),
+                      wr.T, out=out[r])
         h, c = out[r], cells[r]
     dev = gates_x.device
     return (_out(be, out, dt, dev), _out(be, h.copy(), dt, dev), _out(be, c.copy(), dt, dev),
