@@ -72,8 +72,8 @@ def fft_c2r(be, self, dim, normalization, last_dim_size):
         full[dim[-1]] = last_dim_size
         return be.wrap(be.xp.zeros(full, dtype=out_dtype.np), self.device)
     f = be.fft_module
-    r = f.irfftn(be.fft_operand(be.native(self)), s=shape, axes=dim, norm=_NORM[(normalization, False)],
-                 **_workers(be))
+    x = be.fft_operand(be.native(self))
+    r = f.irfftn(x, s=shape, axes=dim, norm=_NORM[(normalization, False)], **_workers(be))
     return be.wrap(be.xp.asarray(r, dtype=out_dtype.np), self.device)
 
 

@@ -57,9 +57,11 @@ def polygamma(be, n, x, compute):
     if n == 0:
         r = be.ieee(sp.digamma, a)
     else:
-        # scipy's formula, written out: cupyx's polygamma broadcasts the Python int ``n`` with a
-        # 0-d array into a Python bool and fails (seen on a GPU)
-        r = np.float64((-1.0) ** (n + 1) * math.gamma(n + 1.0)) * be.ieee(sp.zeta, n + 1.0, a)
+        # scipy's formula, written out (float64 scalars, so float32 input is computed in float64
+        # as scipy does): cupyx's polygamma broadcasts the Python int ``n`` with a 0-d array
+        # into a Python bool and fails (seen on a GPU)
+        r = np.float64((-1.0) ** (n + 1) * math.gamma(n + 1.0)) * \
+            be.ieee(sp.zeta, np.float64(n + 1.0), a)
     return be.wrap(be.xp.asarray(r, dtype=dt), x.device)
 
 
