@@ -38,8 +38,11 @@ static PyObject *operand(UfuncKernel *k, PyObject *x, PyArray_Descr *dt, PyObjec
             *device = SLOT(x, OFF.t_device);
         return a;
     }
-    if ((PyFloat_CheckExact(x) || PyLong_CheckExact(x)) && dt->kind == 'f')
-        return x;   /* a float op takes a Python number as it is (weakly typed) */
+    /* a float op takes a Python number as it is (weakly typed); float16 ones go to Python,
+     * where mul and div compute in float32 with the number's full value as torch does */
+    if ((PyFloat_CheckExact(x) || PyLong_CheckExact(x)) && dt->kind == 'f' &&
+        dt->type_num != NPY_HALF)
+        return x;
     return NULL;
 }
 

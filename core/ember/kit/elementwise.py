@@ -19,6 +19,7 @@ from .._tensor import Tensor
 from . import erf32, parallel
 from .select import select
 from .binding import bind, bind_with
+from .linalg import HALF
 from .value_checks import all_true
 
 _SCALARS = (int, float, bool, complex)
@@ -52,6 +53,22 @@ def operand(be, x, dt):
         # for a bfloat16 1.0)
         return be.xp.asarray(x, dtype=dt)
     return x
+
+
+def _with_number_in_half(dt, a, b):
+    """True for a half-precision tensor times or over a Python number (the number second):
+    torch's CPU mul and div compute those in float32 with the number's full value and round
+    once (``original_scalar_value``), where numpy would first round the number to the half
+    dtype -- 98304 is inf in float16, so a float16 1 / 98304 (a mean's gradient) gave 0, not
+    1.02e-5. With the number first, torch rounds it to the half dtype, as numpy does."""
+    return dt in HALF and b.__class__ in _SCALARS and a.__class__ not in _SCALARS
+
+
+def _in_float32(be, x):
+    if x.__class__ in _SCALARS:
+        return x
+    a = x._native if x.__class__ is Tensor else None
+    return (a if a is not None else be.native(x)).astype(be.xp.float32)
 
 
 def result(be, r, dt, dev):
@@ -440,6 +457,9 @@ TO_BOOL = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical
 def binary(be, f, out_dtype, a, b, compute):
     """``f(a, b)`` in ``compute`` (bool results for comparisons): every ``BINARY`` op."""
     dt = compute.np
+    if f is be.xp.multiply and _with_number_in_half(dt, a, b):
+        r = be.ieee(f, _in_float32(be, a), _in_float32(be, b))
+        return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
     x, y = operand(be, a, dt), operand(be, b, dt)
     r = None
     if (x.__class__ is be._ndarray and x.size >= parallel.MIN_PARALLEL) or \
@@ -453,6 +473,8 @@ def binary(be, f, out_dtype, a, b, compute):
 def binary_(be, f, a, b, compute):
     """The in-place form (``mul_``) of a ``BINARY`` op."""
     dt = compute.np
+    if f is be.xp.multiply and _with_number_in_half(dt, a, b):
+        return into(be, a, be.ieee(f, _in_float32(be, a), _in_float32(be, b)).astype(dt))
     return into(be, a, be.ieee(f, operand(be, a, dt), operand(be, b, dt)))
 
 
@@ -522,13 +544,20 @@ def _div(be, x, y, mode):
 
 def div(be, a, b, mode, compute):
     dt = compute.np
-    r = _div(be, operand(be, a, dt), operand(be, b, dt), mode)
+    if mode is None and _with_number_in_half(dt, a, b):
+        r = _div(be, _in_float32(be, a), _in_float32(be, b), None)
+    else:
+        r = _div(be, operand(be, a, dt), operand(be, b, dt), mode)
     return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
 
 
 def div_(be, a, b, mode, compute):
     dt = compute.np
-    return into(be, a, _div(be, operand(be, a, dt), operand(be, b, dt), mode))
+    if mode is None and _with_number_in_half(dt, a, b):
+        r = _div(be, _in_float32(be, a), _in_float32(be, b), None).astype(dt)
+    else:
+        r = _div(be, operand(be, a, dt), operand(be, b, dt), mode)
+    return into(be, a, r)
 
 
 # -- where / clamp ---------------------------------------------------------------------------------
