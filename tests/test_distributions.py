@@ -127,6 +127,36 @@ def test_against_torch(name):
         repr(t).split("(")[0]
 
 
+_TRANSFORMED = ["LogNormal", "Gumbel", "RelaxedBernoulli", "RelaxedOneHotCategorical",
+                "HalfNormal", "HalfCauchy", "Pareto", "Kumaraswamy"]
+
+
+@pytest.mark.parametrize("name", _TRANSFORMED)
+def test_transformed_family_expand(name):
+    """expand of a family built on TransformedDistribution: the same class, its own parameters
+    expanded too, and log-probabilities and moments as torch's expanded twin gives them."""
+    torch = pytest.importorskip("torch")
+    from torch import distributions as T
+    params, values = CASES[name]
+    e, t = _build(E, name, params), _build(T, name, params)
+    shape = (2,) + tuple(e.batch_shape)
+    ex, tx = e.expand(shape), t.expand(shape)
+    assert type(ex) is type(e) and tuple(ex.batch_shape) == tuple(tx.batch_shape)
+    assert ex._validate_args == e._validate_args
+    for key in tx.__dict__:
+        want = tx.__dict__[key]
+        if key in ex.__dict__ and isinstance(want, torch.Tensor) and key in params:
+            np.testing.assert_array_equal(_np(ex.__dict__[key]), _np(want), err_msg=key)
+    x = values((3,) + shape)
+    np.testing.assert_allclose(_np(ex.log_prob(ember.tensor(x))),
+                               _np(tx.log_prob(torch.tensor(x))), rtol=1e-6, atol=1e-8)
+    try:
+        want = tx.mean
+    except NotImplementedError:
+        return
+    np.testing.assert_allclose(_np(ex.mean), _np(want), rtol=1e-6, atol=1e-8)
+
+
 def _kl_params():
     return {
         "Normal": dict(loc=_real(3), scale=_pos(3)),

@@ -35,7 +35,7 @@ import numpy as np
 
 from ember.kit import parallel
 from ember.runtime import DiskCache
-from ember.compiler.pointwise import C_TYPES, Dialect
+from ember.compiler.pointwise import C_TYPES, Dialect, reduction_loop
 
 log = logging.getLogger("ember.kernels")
 
@@ -461,13 +461,6 @@ def compile_foreach(backend, kernel):
 _INIT = {"sum": "0", "mean": "0", "amax": "-1.0/0.0", "amin": "1.0/0.0"}
 
 
-def _combine(op):
-    if op in ("sum", "mean"):
-        return "acc += v;"
-    cmp = ">" if op == "amax" else "<"
-    return f"if (v {cmp} acc || v != v) acc = v;"      # a nan wins, as in the eager kernels
-
-
 def _reduce_source(kernel, level=0):
     op, _, _ = kernel.reduction
     n_in = len(kernel.input_dtypes)
@@ -480,23 +473,9 @@ def _reduce_source(kernel, level=0):
     for k, dt in enumerate(kernel.input_dtypes):
         lines.append(f"  const {C_TYPES[dt]}* restrict in{k} = (const {C_TYPES[dt]}*)in[{k}];")
     lines += [f"  {out_t}* restrict out0 = ({out_t}*)out[0];", "  int big = 0;",
-              "  for (int64_t o = lo; o < hi; o++) {", "    int64_t rem = o;"]
-    lines += [f"    int64_t b{k} = 0;" for k in range(n_in)]
-    lines += ["    for (int d = nk - 1; d >= 0; d--) {",
-              "      int64_t idx = rem % kshape[d]; rem /= kshape[d];"]
-    lines += [f"      b{k} += idx * kstr[{k} * nk + d];" for k in range(n_in)]
-    lines += ["    }", f"    {acc_t} acc = {_INIT[op]};", "    for (int64_t k = 0; k < rcount; k++) {",
-              "      int64_t r = k;"]
-    lines += [f"      int64_t a{k} = b{k};" for k in range(n_in)]
-    lines += ["      for (int d = nr - 1; d >= 0; d--) {",
-              "        int64_t idx = r % rshape[d]; r /= rshape[d];"]
-    lines += [f"        a{k} += idx * rstr[{k} * nr + d];" for k in range(n_in)]
-    lines.append("      }")
-    for k, dt in enumerate(kernel.input_dtypes):
-        lines.append(f"      {C_TYPES[dt]} x{k} = in{k}[a{k}];")
-
-    lines += _body(kernel, level, "      ")
-    lines += [f"      {acc_t} v = t{kernel.outputs[0]};", "      " + _combine(op), "    }"]
+              "  for (int64_t o = lo; o < hi; o++) {"]
+    lines += ["    " + s for s in reduction_loop(kernel, acc_t, _INIT[op], ["0"] * n_in,
+                                                 _body(kernel, level, ""), "int64_t")]
     final = "acc / rcount" if op == "mean" else "acc"
     lines += [f"    out0[o] = ({out_t})({final});", "  }", "  return big;", "}"]
     return "\n".join(lines) + "\n"

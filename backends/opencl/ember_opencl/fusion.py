@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ember.compiler.pointwise import C_TYPES
+from ember.compiler.pointwise import C_TYPES, reduction_loop
 from ember.runtime import dtypes as D
 from ember.runtime import data_of, offset_of, shape_of, strides_of
 
@@ -111,31 +111,13 @@ def _reduce_source(state, kernel):
              "  const long o = get_global_id(0);", "  if (o >= n) return;",
              "  __global const long* kshape = m;", "  __global const long* kstr = m + nk;",
              f"  __global const long* rshape = m + nk + {n_in} * nk;",
-             "  __global const long* rstr = rshape + nr;", "  long rem = o;"]
-    lines += [f"  long b{k} = o{k};" for k in range(n_in)]
-    lines += ["  for (int d = nk - 1; d >= 0; d--) {",
-              "    const long idx = rem % kshape[d]; rem /= kshape[d];"]
-    lines += [f"    b{k} += idx * kstr[{k} * nk + d];" for k in range(n_in)]
-    lines += ["  }", f"  {acc_t} acc = {_INIT[op]};", "  for (long k = 0; k < rcount; k++) {",
-              "    long r = k;"]
-    lines += [f"    long a{k} = b{k};" for k in range(n_in)]
-    lines += ["    for (int d = nr - 1; d >= 0; d--) {",
-              "      const long idx = r % rshape[d]; r /= rshape[d];"]
-    lines += [f"      a{k} += idx * rstr[{k} * nr + d];" for k in range(n_in)]
-    lines.append("    }")
-    for k, d in enumerate(kernel.input_dtypes):
-        lines.append(f"    const {C_TYPES[d]} x{k} = in{k}[a{k}];")
+             "  __global const long* rstr = rshape + nr;"]
 
     def var(local):
         return f"x{local.index}" if local.kind == "in" else f"t{local.index}"
-    lines += ["    " + s for s in kernel.render(lambda dt: Dialect(dt, var), var)]
-    lines.append(f"    const {acc_t} v = t{kernel.outputs[0]};")
-    if op in ("sum", "mean"):
-        lines.append("    acc += v;")
-    else:
-        cmp = ">" if op == "amax" else "<"
-        lines.append(f"    if (v {cmp} acc || v != v) acc = v;")
-    lines.append("  }")
+    body = kernel.render(lambda dt: Dialect(dt, var), var)
+    lines += ["  " + s for s in reduction_loop(kernel, acc_t, _INIT[op],
+                                               [f"o{k}" for k in range(n_in)], body, "long")]
     final = "acc / rcount" if op == "mean" else "acc"
     lines += [f"  out0[o] = ({out_t})({final});", "}"]
     return "\n".join(lines)

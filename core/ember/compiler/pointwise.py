@@ -49,3 +49,37 @@ class Dialect:
 #: the math functions the rules call (a backend maps each to its spelling per dtype)
 MATH_FUNCTIONS = ("fabs", "sqrt", "exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos",
                   "tan", "tanh", "erf", "pow")
+
+
+def reduction_loop(kernel, acc_type, init, starts, body, index_type):
+    """The statements of a fused pointwise chain ending in a reduction, for one output element
+    ``o``, in the C family (host C and OpenCL C spell them alike but for ``index_type``, the
+    64-bit index: ``int64_t`` or ``long``). Each input's offset ``b<k>`` starts at ``starts[k]``
+    and moves to ``o``'s first reduced element through the kept dims (``kshape``, ``kstr``: nk
+    sizes, then nk strides per input); ``acc`` (``acc_type``, from ``init``) then folds the
+    ``rcount`` reduced elements (``rshape``, ``rstr``) read as ``x<k>``, each through ``body``
+    (the chain's statements, ending in ``t<output>``). A NaN wins amax/amin, as in eager."""
+    op = kernel.reduction[0]
+    n_in = len(kernel.input_dtypes)
+    lines = [f"{index_type} rem = o;"]
+    lines += [f"{index_type} b{k} = {starts[k]};" for k in range(n_in)]
+    lines += ["for (int d = nk - 1; d >= 0; d--) {",
+              f"  const {index_type} idx = rem % kshape[d]; rem /= kshape[d];"]
+    lines += [f"  b{k} += idx * kstr[{k} * nk + d];" for k in range(n_in)]
+    lines += ["}", f"{acc_type} acc = {init};", f"for ({index_type} k = 0; k < rcount; k++) {{",
+              f"  {index_type} r = k;"]
+    lines += [f"  {index_type} a{k} = b{k};" for k in range(n_in)]
+    lines += ["  for (int d = nr - 1; d >= 0; d--) {",
+              f"    const {index_type} idx = r % rshape[d]; r /= rshape[d];"]
+    lines += [f"    a{k} += idx * rstr[{k} * nr + d];" for k in range(n_in)]
+    lines.append("  }")
+    lines += [f"  const {C_TYPES[dt]} x{k} = in{k}[a{k}];"
+              for k, dt in enumerate(kernel.input_dtypes)]
+    lines += ["  " + s for s in body]
+    lines.append(f"  const {acc_type} v = t{kernel.outputs[0]};")
+    if op in ("sum", "mean"):
+        lines.append("  acc += v;")
+    else:
+        lines.append(f"  if (v {'>' if op == 'amax' else '<'} acc || v != v) acc = v;")
+    lines.append("}")
+    return lines

@@ -27,8 +27,7 @@ class Folded(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         # checked against the public class (the one naming _folds), as its own expand would be
         family = next(c for c in type(self).__mro__ if "_folds" in c.__dict__)
-        new = self._get_checked_instance(family, _instance)
-        return super().expand(batch_shape, _instance=new)
+        return self._expand_params(family, batch_shape, _instance)
 
     scale = _forwarded("base_dist.scale")
 

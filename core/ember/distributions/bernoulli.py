@@ -39,9 +39,7 @@ class Bernoulli(_BinaryProbsLogits, ExponentialFamily):
         return self.probs * (1 - self.probs)
 
     def sample(self, sample_shape=Size()):
-        shape = tuple(self._extended_shape(sample_shape))
-        with ember.no_grad():
-            return ember.bernoulli(self.probs.expand(*shape))
+        return self._sample_with(ember.bernoulli, sample_shape, self.probs)
 
     def log_prob(self, value):
         if self._validate_args:

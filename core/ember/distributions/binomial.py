@@ -47,9 +47,7 @@ class Binomial(_BinaryProbsLogits, Distribution):
         return self.total_count * self.probs * (1 - self.probs)
 
     def sample(self, sample_shape=Size()):
-        shape = tuple(self._extended_shape(sample_shape))
-        with ember.no_grad():
-            return ember.binomial(self.total_count.expand(*shape), self.probs.expand(*shape))
+        return self._sample_with(ember.binomial, sample_shape, self.total_count, self.probs)
 
     def log_prob(self, value):
         if self._validate_args:

@@ -108,6 +108,14 @@ class Distribution:
     def rsample(self, sample_shape=Size()):
         raise NotImplementedError
 
+    def _sample_with(self, sampler, sample_shape, *params):
+        """The body of ``sample`` for a family that ember draws from directly: the random op
+        ``sampler`` (``ember.poisson``...) on ``params`` expanded to the sample's shape, without
+        recording a graph."""
+        shape = tuple(self._extended_shape(sample_shape))
+        with _em().no_grad():
+            return sampler(*(p.expand(*shape) for p in params))
+
     def sample_n(self, n):
         warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
                       FutureWarning, stacklevel=user_stacklevel())

@@ -24,8 +24,7 @@ class InverseGamma(TransformedDistribution):
         super().__init__(base, PowerTransform(neg_one), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(InverseGamma, _instance)
-        return super().expand(batch_shape, _instance=new)
+        return self._expand_params(InverseGamma, batch_shape, _instance)
 
     concentration = _forwarded("base_dist.concentration")
 

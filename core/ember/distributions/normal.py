@@ -39,9 +39,7 @@ class Normal(LocationScale, ExponentialFamily):
         return self._expand_params(Normal, batch_shape, _instance, ("loc", "scale"))
 
     def sample(self, sample_shape=Size()):
-        shape = self._extended_shape(sample_shape)
-        with ember.no_grad():
-            return ember.normal(self.loc.expand(shape), self.scale.expand(shape))
+        return self._sample_with(ember.normal, sample_shape, self.loc, self.scale)
 
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)

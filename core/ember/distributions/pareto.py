@@ -20,10 +20,7 @@ class Pareto(TransformedDistribution):
         super().__init__(base, transforms, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Pareto, _instance)
-        new.scale = self.scale.expand(batch_shape)
-        new.alpha = self.alpha.expand(batch_shape)
-        return super().expand(batch_shape, _instance=new)
+        return self._expand_params(Pareto, batch_shape, _instance, ("scale", "alpha"))
 
     @property
     def mean(self):

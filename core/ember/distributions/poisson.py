@@ -37,9 +37,7 @@ class Poisson(ExponentialFamily):
         return self._expand_params(Poisson, batch_shape, _instance, ("rate",))
 
     def sample(self, sample_shape=Size()):
-        shape = tuple(self._extended_shape(sample_shape))
-        with ember.no_grad():
-            return ember.poisson(self.rate.expand(*shape))
+        return self._sample_with(ember.poisson, sample_shape, self.rate)
 
     def log_prob(self, value):
         if self._validate_args:

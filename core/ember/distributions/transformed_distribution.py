@@ -47,7 +47,15 @@ class TransformedDistribution(Distribution):
         super().__init__(forward_shape[:cut], forward_shape[cut:], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(TransformedDistribution, _instance)
+        return self._expand_params(TransformedDistribution, batch_shape, _instance)
+
+    def _expand_params(self, cls, batch_shape, _instance, names=()):
+        """The common body of ``expand`` for a family built on this class: a ``cls`` instance
+        whose own tensor parameters ``names`` are this one's expanded to ``batch_shape``, and
+        whose base distribution is expanded to match through the transforms."""
+        new = self._get_checked_instance(cls, _instance)
+        for name in names:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
         batch_shape = Size(batch_shape)
         shape = Size(tuple(batch_shape) + tuple(self.event_shape))
         for t in reversed(self.transforms):

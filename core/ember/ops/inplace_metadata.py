@@ -78,7 +78,7 @@ def __setstate__(self, state):
     the 5-tuple of a legacy Variable; then (requires_grad, _, backward_hooks)."""
     if isinstance(state, dict) or (isinstance(state, tuple) and len(state) == 2 and all(
             s is None or isinstance(s, dict) for s in state)):
-        _default_setstate(self, state)      # an ordinary pickle of the object's attributes
+        default_setstate(self, state)      # an ordinary pickle of the object's attributes
         return
     if self._ag is not None and self._ag.grad_fn is not None:
         raise RuntimeError("__setstate__ can be only called on leaf Tensors")
@@ -94,11 +94,11 @@ def __setstate__(self, state):
     self.requires_grad = requires_grad
 
 
-def _default_setstate(obj, state):
-    """What pickle does for an object without ``__setstate__``: the instance dict, then the
-    slots."""
+def default_setstate(obj, state):
+    """What pickle does for an object without ``__setstate__`` (its BUILD opcode): the
+    instance dict, then the slots. The safe unpickler builds allowlisted objects with it too."""
     slots = None
-    if isinstance(state, tuple):
+    if isinstance(state, tuple) and len(state) == 2:
         state, slots = state
     if state:
         obj.__dict__.update(state)

@@ -21,6 +21,7 @@ from pickle import UnpicklingError
 import io
 import pickletools
 
+from ..ops.inplace_metadata import default_setstate
 from ._safe_globals import (Allowed, CorruptCheckpoint, _refusal, _Refused,
                             add_safe_globals, clear_safe_globals, get_safe_globals,
                             safe_globals, weights_only_message)
@@ -122,14 +123,7 @@ class SafeUnpickler:
         if setstate is not None:
             setstate(state)
             return
-        slotstate = None
-        if isinstance(state, tuple) and len(state) == 2:
-            state, slotstate = state
-        if state:
-            inst.__dict__.update(state)
-        if slotstate:
-            for k, v in slotstate.items():
-                setattr(inst, k, v)
+        default_setstate(inst, state)
 
     def _check_container(self, obj, kind):
         ok = {"list": list, "dict": dict, "set": set}[kind]

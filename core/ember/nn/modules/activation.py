@@ -8,6 +8,7 @@ from ...ops.factories import full
 from .. import functional as F
 from .._activation import _softmax2d
 from ..parameter import Parameter
+from ._functional_module import _FunctionalModule
 from .module import Module
 from ..._warn import user_stacklevel
 
@@ -17,18 +18,11 @@ __all__ = ["ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU", 
            "LogSoftmax", "Hardshrink", "Softshrink", "Softmax2d"]
 
 
-class _Inplace(Module):
-    _fn = None
+class _Inplace(_FunctionalModule):
+    _options = ("inplace",)
 
     def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return type(self)._fn(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return "inplace=True" if self.inplace else ""
+        super().__init__(inplace=inplace)
 
 
 class ReLU(_Inplace):
@@ -59,45 +53,32 @@ class Hardswish(_Inplace):
     _fn = staticmethod(F.hardswish)
 
 
-class _NoArg(Module):
-    _fn = None
-
-    def forward(self, input):
-        return type(self)._fn(input)
-
-
-class Sigmoid(_NoArg):
+class Sigmoid(_FunctionalModule):
     _fn = staticmethod(F.sigmoid)
 
 
-class Tanh(_NoArg):
+class Tanh(_FunctionalModule):
     _fn = staticmethod(F.tanh)
 
 
-class Softsign(_NoArg):
+class Softsign(_FunctionalModule):
     _fn = staticmethod(F.softsign)
 
 
-class LogSigmoid(_NoArg):
+class LogSigmoid(_FunctionalModule):
     _fn = staticmethod(F.logsigmoid)
 
 
-class Tanhshrink(_NoArg):
+class Tanhshrink(_FunctionalModule):
     _fn = staticmethod(F.tanhshrink)
 
 
-class LeakyReLU(Module):
+class LeakyReLU(_FunctionalModule):
+    _fn = staticmethod(F.leaky_relu)
+    _options = ("negative_slope", "inplace")
+
     def __init__(self, negative_slope=0.01, inplace=False):
-        super().__init__()
-        self.negative_slope = negative_slope
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.leaky_relu(input, self.negative_slope, self.inplace)
-
-    def extra_repr(self):
-        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace
-                                                          else "")
+        super().__init__(negative_slope=negative_slope, inplace=inplace)
 
 
 class GELU(Module):
@@ -112,28 +93,24 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class ELU(Module):
+class ELU(_FunctionalModule):
+    _fn = staticmethod(F.elu)
+    _options = ("alpha", "inplace")
+
     def __init__(self, alpha=1.0, inplace=False):
-        super().__init__()
-        self.alpha = alpha
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.elu(input, self.alpha, self.inplace)
-
-    def extra_repr(self):
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+        super().__init__(alpha=alpha, inplace=inplace)
 
 
 class CELU(ELU):
-    def forward(self, input):
-        return F.celu(input, self.alpha, self.inplace)
+    _fn = staticmethod(F.celu)
 
 
-class Hardtanh(Module):
+class Hardtanh(_FunctionalModule):
+    _fn = staticmethod(F.hardtanh)
+    _options = ("min_val", "max_val", "inplace")
+
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None,
                  max_value=None):
-        super().__init__()
         if min_value is not None:
             warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`",
                           FutureWarning, stacklevel=user_stacklevel())
@@ -145,71 +122,42 @@ class Hardtanh(Module):
         if max_val <= min_val:
             raise AssertionError(f"max_val ({max_val}) must be greater than min_val "
                                  f"({min_val})")
-        self.min_val = min_val
-        self.max_val = max_val
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
-
-    def extra_repr(self):
-        return f"min_val={self.min_val}, max_val={self.max_val}" + (
-            ", inplace=True" if self.inplace else "")
+        super().__init__(min_val=min_val, max_val=max_val, inplace=inplace)
 
 
-class Softplus(Module):
+class Softplus(_FunctionalModule):
+    _fn = staticmethod(F.softplus)
+    _options = ("beta", "threshold")
+
     def __init__(self, beta=1.0, threshold=20.0):
-        super().__init__()
-        self.beta = beta
-        self.threshold = threshold
-
-    def forward(self, input):
-        return F.softplus(input, self.beta, self.threshold)
-
-    def extra_repr(self):
-        return f"beta={self.beta}, threshold={self.threshold}"
+        super().__init__(beta=beta, threshold=threshold)
 
 
-class Threshold(Module):
+class Threshold(_FunctionalModule):
+    _fn = staticmethod(F.threshold)
+    _options = ("threshold", "value", "inplace")
+
     def __init__(self, threshold, value, inplace=False):
-        super().__init__()
-        self.threshold = threshold
-        self.value = value
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.threshold(input, self.threshold, self.value, self.inplace)
-
-    def extra_repr(self):
-        return f"threshold={self.threshold}, value={self.value}" + (
-            ", inplace=True" if self.inplace else "")
+        super().__init__(threshold=threshold, value=value, inplace=inplace)
 
 
-class RReLU(Module):
+class RReLU(_FunctionalModule):
+    _options = ("lower", "upper", "inplace")
+
     def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
-        super().__init__()
-        self.lower = lower
-        self.upper = upper
-        self.inplace = inplace
+        super().__init__(lower=lower, upper=upper, inplace=inplace)
 
     def forward(self, input):
+        # the training flag goes between the options: sampled slopes only in training
         return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
 
-    def extra_repr(self):
-        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace
-                                                            else "")
 
+class GLU(_FunctionalModule):
+    _fn = staticmethod(F.glu)
+    _options = ("dim",)
 
-class GLU(Module):
     def __init__(self, dim=-1):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):
-        return F.glu(input, self.dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
+        super().__init__(dim=dim)
 
 
 class PReLU(Module):
@@ -260,28 +208,25 @@ class LogSoftmax(_SoftmaxBase):
     _fn = staticmethod(F.log_softmax)
 
 
-class Hardshrink(Module):
-    def __init__(self, lambd=0.5):
-        super().__init__()
-        self.lambd = lambd
+class _Shrink(_FunctionalModule):
+    _options = ("lambd",)
 
-    def forward(self, input):
-        return F.hardshrink(input, self.lambd)
+    def __init__(self, lambd=0.5):
+        super().__init__(lambd=lambd)
 
     def extra_repr(self):
-        return f"{self.lambd}"
+        return f"{self.lambd}"   # the value alone, as PyTorch prints it
 
 
-class Softshrink(Module):
-    def __init__(self, lambd=0.5):
-        super().__init__()
-        self.lambd = lambd
+class Hardshrink(_Shrink):
+    _fn = staticmethod(F.hardshrink)
 
-    def forward(self, input):
-        return F.softshrink(input, self.lambd)
+
+class Softshrink(_Shrink):
+    _fn = staticmethod(F.softshrink)
 
     def extra_repr(self):
-        return str(self.lambd)
+        return str(self.lambd)   # str, not format: a 0-d tensor prints as tensor(...), as in PyTorch
 
 
 class Softmax2d(Module):

@@ -2,45 +2,27 @@
 from __future__ import annotations
 
 from .. import functional as F
-from .module import Module
+from ._functional_module import _FunctionalModule
 
 __all__ = ["Fold", "Unfold"]
 
 
-class Fold(Module):
+class Fold(_FunctionalModule):
     """Combine an array of sliding local blocks (N, C*prod(kernel_size), L) into a
     (N, C, *output_size) tensor, summing overlapping values."""
+    _fn = staticmethod(F.fold)
+    _options = ("output_size", "kernel_size", "dilation", "padding", "stride")
 
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__()
-        self.output_size = output_size
-        self.kernel_size = kernel_size
-        self.dilation = dilation
-        self.padding = padding
-        self.stride = stride
-
-    def forward(self, input):
-        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
-                      self.stride)
-
-    def extra_repr(self):
-        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
-                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
+        super().__init__(output_size=output_size, kernel_size=kernel_size, dilation=dilation,
+                         padding=padding, stride=stride)
 
 
-class Unfold(Module):
+class Unfold(_FunctionalModule):
     """Extract sliding local blocks from a batched input (N, C, H, W) -> (N, C*kh*kw, L)."""
+    _fn = staticmethod(F.unfold)
+    _options = ("kernel_size", "dilation", "padding", "stride")
 
     def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.dilation = dilation
-        self.padding = padding
-        self.stride = stride
-
-    def forward(self, input):
-        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
-
-    def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
-                f"padding={self.padding}, stride={self.stride}")
+        super().__init__(kernel_size=kernel_size, dilation=dilation, padding=padding,
+                         stride=stride)

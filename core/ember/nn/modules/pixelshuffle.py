@@ -2,48 +2,33 @@
 from __future__ import annotations
 
 from .. import functional as F
-from .module import Module
+from ._functional_module import _FunctionalModule
 
 __all__ = ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle"]
 
 
-class PixelShuffle(Module):
+class PixelShuffle(_FunctionalModule):
     """(*, C*r^2, H, W) -> (*, C, H*r, W*r) (sub-pixel convolution's rearrangement)."""
+    _fn = staticmethod(F.pixel_shuffle)
+    _options = ("upscale_factor",)
 
     def __init__(self, upscale_factor):
-        super().__init__()
-        self.upscale_factor = upscale_factor
-
-    def forward(self, input):
-        return F.pixel_shuffle(input, self.upscale_factor)
-
-    def extra_repr(self):
-        return f"upscale_factor={self.upscale_factor}"
+        super().__init__(upscale_factor=upscale_factor)
 
 
-class PixelUnshuffle(Module):
+class PixelUnshuffle(_FunctionalModule):
     """(*, C, H*r, W*r) -> (*, C*r^2, H, W), the inverse of PixelShuffle."""
+    _fn = staticmethod(F.pixel_unshuffle)
+    _options = ("downscale_factor",)
 
     def __init__(self, downscale_factor):
-        super().__init__()
-        self.downscale_factor = downscale_factor
-
-    def forward(self, input):
-        return F.pixel_unshuffle(input, self.downscale_factor)
-
-    def extra_repr(self):
-        return f"downscale_factor={self.downscale_factor}"
+        super().__init__(downscale_factor=downscale_factor)
 
 
-class ChannelShuffle(Module):
+class ChannelShuffle(_FunctionalModule):
     """Divide the channels into ``groups`` and interleave them (ShuffleNet)."""
+    _fn = staticmethod(F.channel_shuffle)
+    _options = ("groups",)
 
     def __init__(self, groups):
-        super().__init__()
-        self.groups = groups
-
-    def forward(self, input):
-        return F.channel_shuffle(input, self.groups)
-
-    def extra_repr(self):
-        return f"groups={self.groups}"
+        super().__init__(groups=groups)
