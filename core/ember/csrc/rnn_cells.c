@@ -81,28 +81,40 @@ static int usable(PyObject *o, int type, Py_ssize_t rows, Py_ssize_t cols)
            PyArray_DIM(a, 0) == rows && PyArray_DIM(a, 1) == cols;
 }
 
+/* Whether args[k] are all C-contiguous float32 or float64 arrays of shape (B, widths[k] * H),
+ * with (B, H) and the dtype those of the cell state args[cell], and the outputs (the last
+ * `outputs` arguments) writeable; sets B, H and type. */
+static int cell_layouts(PyObject *const *args, Py_ssize_t n, const int *widths, Py_ssize_t cell,
+                        Py_ssize_t outputs, Py_ssize_t *B, Py_ssize_t *H, int *type)
+{
+    if (!PyArray_CheckExact(args[cell]) || PyArray_NDIM((PyArrayObject *)args[cell]) != 2)
+        return 0;
+    PyArrayObject *c = (PyArrayObject *)args[cell];
+    *B = PyArray_DIM(c, 0), *H = PyArray_DIM(c, 1), *type = PyArray_TYPE(c);
+    if (*type != NPY_FLOAT32 && *type != NPY_FLOAT64)
+        return 0;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (!usable(args[k], *type, *B, widths[k] * *H) ||
+            (k >= n - outputs && !PyArray_ISWRITEABLE((PyArrayObject *)args[k])))
+            return 0;
+    return 1;
+}
+
+#define DATA(k, T) ((T *)PyArray_DATA((PyArrayObject *)args[k]))
+
 /* lstm_cell_backward(gh, gcy, c, ws, d, gc) -> bool: True when done, False when the arrays are
  * not all C-contiguous float32 or float64 of matching shapes (the caller runs the reference) */
 PyObject *py_lstm_cell_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    static const int widths[] = {1, 1, 1, 5, 4, 1};
+    Py_ssize_t B, H;
+    int type;
     if (nargs != 6) {
         PyErr_SetString(PyExc_TypeError, "lstm_cell_backward(gh, gcy, c, ws, d, gc)");
         return NULL;
     }
-    if (!PyArray_CheckExact(args[2]) || PyArray_NDIM((PyArrayObject *)args[2]) != 2)
+    if (!cell_layouts(args, nargs, widths, 2, 2, &B, &H, &type))
         Py_RETURN_FALSE;
-    PyArrayObject *c = (PyArrayObject *)args[2];
-    Py_ssize_t B = PyArray_DIM(c, 0), H = PyArray_DIM(c, 1);
-    int type = PyArray_TYPE(c);
-    if (type != NPY_FLOAT32 && type != NPY_FLOAT64)
-        Py_RETURN_FALSE;
-    if (!usable(args[0], type, B, H) || !usable(args[1], type, B, H) ||
-        !usable(args[2], type, B, H) || !usable(args[3], type, B, 5 * H) ||
-        !usable(args[4], type, B, 4 * H) || !usable(args[5], type, B, H) ||
-        !PyArray_ISWRITEABLE((PyArrayObject *)args[4]) ||
-        !PyArray_ISWRITEABLE((PyArrayObject *)args[5]))
-        Py_RETURN_FALSE;
-#define DATA(k, T) ((T *)PyArray_DATA((PyArrayObject *)args[k]))
     Py_BEGIN_ALLOW_THREADS
     if (type == NPY_FLOAT32)
         lstm_cell_backward_float(B, H, DATA(0, float), DATA(1, float), DATA(2, float),
@@ -111,7 +123,6 @@ PyObject *py_lstm_cell_backward(PyObject *self, PyObject *const *args, Py_ssize_
         lstm_cell_backward_double(B, H, DATA(0, double), DATA(1, double), DATA(2, double),
                                   DATA(3, double), DATA(4, double), DATA(5, double));
     Py_END_ALLOW_THREADS
-#undef DATA
     Py_RETURN_TRUE;
 }
 
@@ -119,23 +130,15 @@ PyObject *py_lstm_cell_backward(PyObject *self, PyObject *const *args, Py_ssize_
  * C-contiguous float32 or float64 of matching shapes (the caller runs the reference) */
 PyObject *py_lstm_cell_gates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    static const int widths[] = {4, 1, 5, 1};
+    Py_ssize_t B, H;
+    int type;
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "lstm_cell_gates(t, c, ws, cy)");
         return NULL;
     }
-    if (!PyArray_CheckExact(args[1]) || PyArray_NDIM((PyArrayObject *)args[1]) != 2)
+    if (!cell_layouts(args, nargs, widths, 1, 2, &B, &H, &type))
         Py_RETURN_FALSE;
-    PyArrayObject *c = (PyArrayObject *)args[1];
-    Py_ssize_t B = PyArray_DIM(c, 0), H = PyArray_DIM(c, 1);
-    int type = PyArray_TYPE(c);
-    if (type != NPY_FLOAT32 && type != NPY_FLOAT64)
-        Py_RETURN_FALSE;
-    if (!usable(args[0], type, B, 4 * H) || !usable(args[1], type, B, H) ||
-        !usable(args[2], type, B, 5 * H) || !usable(args[3], type, B, H) ||
-        !PyArray_ISWRITEABLE((PyArrayObject *)args[2]) ||
-        !PyArray_ISWRITEABLE((PyArrayObject *)args[3]))
-        Py_RETURN_FALSE;
-#define DATA(k, T) ((T *)PyArray_DATA((PyArrayObject *)args[k]))
     Py_BEGIN_ALLOW_THREADS
     if (type == NPY_FLOAT32)
         lstm_cell_gates_float(B, H, DATA(0, float), DATA(1, float), DATA(2, float),
@@ -144,6 +147,7 @@ PyObject *py_lstm_cell_gates(PyObject *self, PyObject *const *args, Py_ssize_t n
         lstm_cell_gates_double(B, H, DATA(0, double), DATA(1, double), DATA(2, double),
                                DATA(3, double));
     Py_END_ALLOW_THREADS
-#undef DATA
     Py_RETURN_TRUE;
 }
+
+#undef DATA
