@@ -13,6 +13,8 @@ import pytest
 
 import ember
 import ember.fx as fx
+from ember import nn
+from ember.nn import functional as F
 
 torch = pytest.importorskip("torch")
 import torch.fx  # noqa: E402
@@ -279,3 +281,74 @@ def test_a_traced_graph_module_compiles_and_deep_copies():
     twin = copy.deepcopy(gm)
     assert twin.code == gm.code and twin.param is not gm.param
     assert (twin(x)[0] - gm(x)[0]).abs().max().item() == 0
+
+
+# -- ember's functional modules traced through, and proxies outside a trace (pytorch/examples fx) --
+def test_a_functional_module_traced_as_the_root_records_its_functional():
+    gm = fx.symbolic_trace(nn.LeakyReLU(0.2))
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    assert [n.target for n in calls] == [F.leaky_relu]
+    x = ember.randn(4, 3)
+    assert ember.equal(gm(x), F.leaky_relu(x, 0.2))
+
+
+def test_a_custom_tracer_can_trace_through_relu():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            return self.relu(x)
+
+    class Lowering(fx.Tracer):
+        def is_leaf_module(self, m, qualname):
+            return not isinstance(m, nn.ReLU) and super().is_leaf_module(m, qualname)
+
+    graph = Lowering().trace(M())
+    assert [(n.op, n.target) for n in graph.nodes if n.op.startswith("call")] == \
+        [("call_function", F.relu)]
+
+
+def test_a_module_called_with_proxies_outside_a_trace_inlines_into_their_graph():
+    """pytorch/examples fx/inline_function.py: replace a call_module node by the module's body."""
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            return self.relu(x) + 1.0
+
+    m = fx.symbolic_trace(M())
+    for node in list(m.graph.nodes):
+        if (node.op, node.target) == ("call_module", "relu"):
+            with m.graph.inserting_before(node):
+                out = m.relu(*(fx.Proxy(a) for a in node.args))
+                node.replace_all_uses_with(out.node)
+                m.graph.erase_node(node)
+    m.recompile()
+    assert [n.op for n in m.graph.nodes] == ["placeholder", "call_function", "call_function",
+                                             "output"]
+    x = ember.randn(5)
+    assert ember.equal(m(x), x.relu() + 1.0)
+    assert isinstance(out.tracer, fx.proxy.GraphAppendingTracer)   # where torch.fx has it
+
+
+def test_a_refused_argument_with_torch_function_gets_the_call():
+    """torch's protocol, where ember refuses the argument: the type's __torch_function__ runs."""
+    class Boxed:
+        def __init__(self, t):
+            self.t = t
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            unbox = [a.t if isinstance(a, Boxed) else a for a in args]
+            return Boxed(func(*unbox, **(kwargs or {})))
+
+    r = ember.add(Boxed(ember.ones(2)), 2)
+    assert isinstance(r, Boxed) and r.t.tolist() == [3.0, 3.0]
+    r = F.relu(Boxed(ember.tensor([-1.0, 2.0])))
+    assert r.t.tolist() == [0.0, 2.0]
+    with pytest.raises(TypeError, match="must be Tensor"):
+        F.relu([1.0])        # no protocol: the usual error

@@ -358,6 +358,29 @@ def _check_out_autograd(name, args, kwargs):
                                f"grad.")
 
 
+_REFUSED = object()
+
+
+def _torch_function(func, args, kwargs):
+    """torch's ``__torch_function__`` protocol, for the calls ember refuses: the first type
+    among the arguments (and the items of list arguments: ``cat([proxy, ...])``) that is not a
+    Tensor and defines ``__torch_function__`` gets ``func`` and the call (fx proxies outside a
+    trace, tensor-likes); ``_REFUSED`` when there is none or each returns NotImplemented.
+    Checked only after ``func`` raised TypeError, so calls with Tensors pay nothing."""
+    overloaded = []
+    for a in (*args, *kwargs.values()):
+        for x in (a if type(a) in (list, tuple) else (a,)):
+            t = type(x)
+            if t not in overloaded and not issubclass(t, Tensor) and \
+                    getattr(t, "__torch_function__", None) is not None:
+                overloaded.append(t)
+    for t in overloaded:
+        result = t.__torch_function__(func, tuple(overloaded), args, kwargs)
+        if result is not NotImplemented:
+            return result
+    return _REFUSED
+
+
 def public(fn, ns: str, name: str, *, method: bool = False, module: str = "ember"):
     """``fn`` as the public ``ns.name``: torch's keywords accepted, torch's errors raised."""
     binding = Binding(fn, ns, name, method)
@@ -368,6 +391,9 @@ def public(fn, ns: str, name: str, *, method: bool = False, module: str = "ember
         try:
             return fn(*args, **kwargs)
         except TypeError as e:
+            handled = _torch_function(call, args, kwargs)
+            if handled is not _REFUSED:
+                return handled
             if not (isinstance(e, NoMatchingSignature) or _binding_error(e, passthrough)):
                 raise  # raised inside fn, not by binding it
             rebound = binding.rebind(args, kwargs)
@@ -488,3 +514,16 @@ def _point_public_modules(root: str, wrappers: dict) -> None:
                 w = by_name.get((value, name)) or by_function.get(value)
                 if w is not None:
                     _replace(module, name, w)
+            elif isinstance(value, type) and value.__module__ == modname:
+                _point_held_functional(value, by_function)
+
+
+def _point_held_functional(cls, by_function) -> None:
+    """A module class that is one functional holds it as ``_fn`` (nn/modules): the public
+    wrapper, so that ``ReLU()(x)`` calls ``F.relu`` as torch's does -- fx proxies and other
+    ``__torch_function__`` arguments reach their protocol through it."""
+    held = cls.__dict__.get("_fn")
+    w = by_function.get(held.__func__) if isinstance(held, staticmethod) else None
+    if w is not None:
+        _INSTALLED.append((cls, "_fn", held))
+        setattr(cls, "_fn", staticmethod(w))

@@ -16,7 +16,7 @@ import ember
 
 from .node import Node
 
-__all__ = ["Proxy", "Attribute", "TraceError", "TracerBase"]
+__all__ = ["Proxy", "Attribute", "TraceError", "TracerBase", "GraphAppendingTracer"]
 
 
 class TraceError(ValueError):
@@ -96,12 +96,20 @@ def _user_stack():
     return "".join(traceback.format_list(frames[-1:]))
 
 
+class GraphAppendingTracer(TracerBase):
+    """The tracer of a proxy made directly over a graph's node: appends to that graph."""
+
+    def __init__(self, graph):
+        super().__init__()
+        self.graph = graph
+        self.scope = None
+
+
 class Proxy:
     """A traced value: operations on it become nodes of ``tracer.graph``."""
 
     def __init__(self, node, tracer=None):
         if tracer is None:
-            from .tracer import GraphAppendingTracer  # cycle: ember.fx.tracer
             tracer = GraphAppendingTracer(node.graph)
         self.tracer = tracer
         self.node = node
@@ -122,6 +130,16 @@ class Proxy:
 
     def __call__(self, *args, **kwargs):
         return self.tracer.create_proxy("call_method", "__call__", (self,) + args, kwargs)
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """An ember function called with a proxy outside a trace (a proxy over a graph's node,
+        a traced module called with one) becomes a ``call_function`` node of the proxy's graph:
+        the binding layer hands a call whose arguments it refuses to this, torch's protocol."""
+        proxies = [a for a in (*args, *(kwargs or {}).values()) if isinstance(a, Proxy)]
+        proxies += [x for a in args if isinstance(a, (list, tuple)) for x in a
+                    if isinstance(x, Proxy)]
+        return proxies[0].tracer.create_proxy("call_function", func, args, kwargs or {})
 
     def __iter__(self):
         # ``a, b = proxy``: the caller's next instruction says how many items to make
