@@ -114,7 +114,10 @@ def node_class(spec, args):
     name = f.node_name(spec.op_name, args)
     cls = f.node_classes.get(name)
     if cls is None:
-        cls = f.node_classes[name] = type(name, (FormulaNode,), {"__slots__": ()})
+        scalars = f.scalars.get(name, ())
+        hidden = tuple(k for k, (i, _) in enumerate(spec.slots) if spec.arg_names[i] in scalars)
+        cls = f.node_classes[name] = type(name, (FormulaNode,),
+                                          {"__slots__": (), "_scalar_edges": hidden})
     return cls
 
 
