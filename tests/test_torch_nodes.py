@@ -122,6 +122,7 @@ def _indices(lib):
 
 
 COMPOSED = {
+    "zero_": (lambda L, x: (x * 2).zero_() + x, [(2, 3)]),
     "embedding": (lambda L, w: F(L).embedding(_indices(L), w), [(4, 3)]),
     "embedding padding_idx": (lambda L, w: F(L).embedding(_indices(L), w, padding_idx=2),
                               [(4, 3)]),
