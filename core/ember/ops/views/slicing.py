@@ -263,7 +263,14 @@ def _onnx_split(b, c, x, sizes, dim):
     if any(c.is_symbolic(s) for s in sizes):   # pieces that follow a dynamic axis (time-major)
         return b.op("Split", [x, c.shape_tensor(list(sizes))], n_out=len(sizes), axis=dim)
     if dim in c.dynamic_dims(0):
-        c.refuse(f"splitting dim {dim}, whose size is dynamic, into a fixed number of pieces")
+        # a fixed number of pieces of a dim that follows a dynamic axis: the pieces this
+        # capture made, as the slices they are (what exporting them one by one gave)
+        out, start = [], 0
+        for s in sizes:
+            out.append(b.op("Slice", [x, b.ints([start]), b.ints([start + s]), b.ints([dim]),
+                                      b.ints([1])]))
+            start += s
+        return out
     return b.op("Split", [x, b.ints([int(s) for s in sizes])], n_out=len(sizes), axis=dim)
 
 
