@@ -10,8 +10,8 @@ import ember
 
 def graph(node, none_edges=True):
     """(name, children) of a backward graph, the accumulators named alike in both libraries.
-    ``none_edges=False`` leaves out empty edges: ember's node for a number in a Tensor slot
-    (clamp's bound) has one, where torch's scalar overload has no edge at all."""
+    ``none_edges=False`` leaves out empty edges (both libraries now agree on them, number
+    arguments included: tests/test_torch_nodes_numbers.py)."""
     if node is None:
         return None
     name = node.name().replace("torch::autograd::", "")

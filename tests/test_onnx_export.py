@@ -238,3 +238,49 @@ def test_exported_program_prints_names_and_runs_on_new_inputs():
         assert (got - model(x)).abs().max().item() < 1e-6
     with pytest.raises(TypeError, match="expected args to be a tuple"):
         ember.export(model, ember.randn(2, 3))
+
+
+class _Pieces(nn.Module):
+    """split, chunk and unbind (one op each, with a Tensor[] output) on a batch-dynamic input."""
+
+    def forward(self, x):
+        a, b = x.chunk(2, -1)                    # ONNX Split along a fixed dim
+        first, rest = x.split([1, 5], dim=1)
+        rows = x.unbind(1)                       # Split + Squeeze
+        return a * b.sigmoid() + first + rest[:, :1] + sum(rows).unsqueeze(1)
+
+
+def test_split_chunk_and_unbind_export_with_a_dynamic_batch():
+    model = _Pieces()
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ember.onnx.export(model, (ember.randn(3, 6),), f, input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    proto = onnx.load_from_string(f.getvalue())
+    onnx.checker.check_model(proto)
+    assert "Split" in {n.op_type for n in proto.graph.node}
+    session = ort.InferenceSession(f.getvalue())
+    for batch in (3, 5, 1):
+        x = ember.randn(batch, 6)
+        with ember.no_grad():
+            want = model(x).numpy()
+        np.testing.assert_allclose(session.run(["y"], {"x": x.numpy()})[0], want, rtol=1e-5,
+                                   atol=1e-6)
+
+
+class _FirstRow(nn.Module):
+    def forward(self, x):
+        return x.unbind(0)[0] * 2 + x.split(1)[0].squeeze(0)
+
+
+def test_unbinding_the_dynamic_batch_exports_the_pieces_as_slices():
+    # the batch is split into as many pieces as the capture had; the first stays the first row
+    f = io.BytesIO()
+    ember.onnx.export(_FirstRow(), (ember.randn(3, 4),), f, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "batch"}})
+    session = ort.InferenceSession(f.getvalue())
+    for batch in (3, 6):
+        x = ember.randn(batch, 4)
+        np.testing.assert_allclose(session.run(["y"], {"x": x.numpy()})[0],
+                                   (x[0] * 3).numpy(), rtol=1e-6)

@@ -305,13 +305,14 @@ def test_one_fused_op_per_time_step(cls):
     def forward(t):
         with ember.no_grad():
             m(x[t])
-    # each step: its slice of the projected inputs (a view) and one fused step op
-    assert _ops_per_step(forward, (4, 12)) == 2
+    # each step: one fused step op (the projected inputs are split into steps by one op,
+    # split_with_sizes, whatever the length)
+    assert _ops_per_step(forward, (4, 12)) == 1
 
     def train(t):
         out, _ = m(x[t])
         out.sum().backward()
-    # with autograd: the same two forward, and per step in backward the fused backward op,
+    # with autograd: the same forward, and per step in backward the fused backward op,
     # the weight gradients (a transpose view + matmul, a sum) and their accumulation (adds)
     assert _ops_per_step(train, (4, 12)) <= 12
 

@@ -631,7 +631,7 @@ def sparse_coo_tensor(indices=..., values=..., size=..., *, dtype=..., device=..
 def special_expit(input, *, out=...): ...  # ember.ops.elementwise.unary
 def split(tensor, split_size_or_sections, dim=...): ...  # ember.ops.views.slicing
 def split_copy(input, split_size, dim=...): ...  # ember.ops.view_copies
-def split_with_sizes(input, split_sizes, dim=...): ...  # ember.ops.view_copies
+def split_with_sizes(input, split_sizes, dim=...): ...  # ember.ops.views.slicing
 def split_with_sizes_copy(input, split_sizes, dim=...): ...  # ember.ops.view_copies
 def spmm(input, mat2, out_dtype=...): ...  # ember
 def sqrt(input, *, out=...): ...  # ember.ops.elementwise.unary

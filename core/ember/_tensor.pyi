@@ -640,7 +640,7 @@ class Tensor:
     def special_expit(self, *, out=...): ...  # ember.ops.elementwise.unary
     def special_expit_(self): ...  # ember.ops.elementwise.unary
     def split(self, split_size_or_sections, dim=...): ...  # ember.ops.views.slicing
-    def split_with_sizes(self, split_sizes, dim=...): ...  # ember.ops.view_copies
+    def split_with_sizes(self, split_sizes, dim=...): ...  # ember.ops.views.slicing
     def sqrt(self, *, out=...): ...  # ember.ops.elementwise.unary
     def sqrt_(self): ...  # ember.ops.elementwise.unary
     def square(self, *, out=...): ...  # ember.ops.elementwise.unary

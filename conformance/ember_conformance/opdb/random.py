@@ -56,5 +56,5 @@ OPS = [OpInfo(name, fn, samples, dtypes, covers=covers, differentiable=False, ra
 # fill_ is deterministic: compared by value
 OPS.append(OpInfo("fill_", _inplace("fill_", 2.5), _target, FLOATS + INTS, covers=("fill_",),
                   differentiable=False))
-OPS.append(OpInfo("zero_", _inplace("zero_"), _target, FLOATS + INTS, covers=("fill_",),
+OPS.append(OpInfo("zero_", _inplace("zero_"), _target, FLOATS + INTS, covers=("zero_",),
                   differentiable=False))

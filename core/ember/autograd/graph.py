@@ -244,9 +244,14 @@ class Node:
     def name(self) -> str:
         return type(self).__name__
 
+    #: positions of next_edges torch's node has no edge for (a Scalar overload's number)
+    _scalar_edges = ()
+
     @property
     def next_functions(self):
-        return tuple((None, 0) if e is None else e for e in self.next_edges)
+        hidden = self._scalar_edges
+        return tuple((None, 0) if e is None else e for k, e in enumerate(self.next_edges)
+                     if k not in hidden)
 
     @property
     def metadata(self) -> dict:

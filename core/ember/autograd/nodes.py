@@ -14,12 +14,15 @@ class Spec:
     """A formula bound to an op's schema: which arguments are tensor slots, what is saved."""
 
     __slots__ = ("op_name", "formula", "arg_names", "slots", "n_out", "diff_out", "save_pos",
-                 "save_result", "has_list")
+                 "save_result", "has_list", "list_out")
 
     def __init__(self, op, f):
         schema = op.schema
         names = list(schema.arg_names)
-        n_out = schema.n_outputs
+        # a ``-> Tensor[]`` op (split, unbind): one node for however many outputs a call makes;
+        # n_out 0 says "count them per node" (``len(node._out_meta)``)
+        self.list_out = len(schema.returns) == 1 and schema.returns[0].type.startswith("Tensor[")
+        n_out = 0 if self.list_out else schema.n_outputs
         self.op_name = op.name
         self.formula = f
         self.arg_names = names
@@ -30,7 +33,7 @@ class Spec:
                 self.slots.append((i, arg.is_tensor_list))
         self.has_list = any(is_list for _, is_list in self.slots)
         self.n_out = n_out
-        self.diff_out = tuple(f.outputs) if f.outputs is not None else (True,) * n_out
+        self.diff_out = tuple(f.outputs) if f.outputs is not None else (True,) * max(n_out, 1)
         save = f.save
         pairs = save.items() if isinstance(save, dict) else ((s, None) for s in save)
         self.save_pos = []
@@ -111,7 +114,10 @@ def node_class(spec, args):
     name = f.node_name(spec.op_name, args)
     cls = f.node_classes.get(name)
     if cls is None:
-        cls = f.node_classes[name] = type(name, (FormulaNode,), {"__slots__": ()})
+        scalars = f.scalars.get(name, ())
+        hidden = tuple(k for k, (i, _) in enumerate(spec.slots) if spec.arg_names[i] in scalars)
+        cls = f.node_classes[name] = type(name, (FormulaNode,),
+                                          {"__slots__": (), "_scalar_edges": hidden})
     return cls
 
 
@@ -125,7 +131,7 @@ class FormulaNode(Node):
 
     @property
     def num_outputs(self):
-        return self._spec.n_out
+        return self._spec.n_out or len(self._out_meta)
 
     # -- what formulas read -------------------------------------------------------------------
     def needs(self, i) -> bool:
@@ -174,8 +180,12 @@ class FormulaNode(Node):
             g = grads[0]
         else:
             g = list(grads)
-            for k, m in enumerate(self._out_meta):
-                if g[k] is None and m is not None and spec.diff_out[k]:
+            metas = self._out_meta
+            if len(g) < len(metas):   # a list output's gradients stop at the last one used
+                g += [None] * (len(metas) - len(g))
+            diff = spec.diff_out * len(metas) if spec.list_out else spec.diff_out
+            for k, m in enumerate(metas):
+                if g[k] is None and m is not None and diff[k]:
                     g[k] = zeros(m[0], _Like(m), m[1])
         args = [a.unpack(self) if a.__class__ is SavedTensor else
                 _unpack(a, self) if a.__class__ is list else a for a in self._args]

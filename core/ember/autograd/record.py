@@ -233,8 +233,10 @@ def _outputs(spec, node, args, out, diff_out):
     """Attach the op's differentiable outputs to ``node``; save the result if asked."""
     f = spec.formula
     node._info = f.setup(*args) if f.setup is not None else None
-    multi = spec.n_out > 1
+    multi = spec.n_out != 1
     outs = out if multi else (out,)
+    if spec.list_out:
+        diff_out = diff_out * len(outs)
     fixed = None
     is_view = f.is_view
     for k, o in enumerate(outs):

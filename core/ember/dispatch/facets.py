@@ -102,13 +102,17 @@ class Derivative:
     outputs     per output, whether it is differentiable (indices are not).
     complex_ok  the formula is right for complex inputs (PyTorch's conjugate convention).
     view        the op returns a view of its first argument.
+    scalars     ``{node name: argument names}``: the overloads PyTorch gives a Scalar there
+                (``PowBackward0``'s exponent, ``ClampBackward1``'s bounds), whose node has no
+                edge for it — next_functions leaves those slots out, as torch's does (mul, add,
+                where... wrap a number as a tensor in torch and keep its empty edge).
     """
 
     __slots__ = ("backward", "save", "name", "setup", "diff", "outputs", "complex_ok", "is_view",
-                 "node_classes")
+                 "node_classes", "scalars")
 
     def __init__(self, backward, *, save=(), name=None, setup=None, diff=None, outputs=None,
-                 complex_ok=False, view=False):
+                 complex_ok=False, view=False, scalars=None):
         self.backward = backward
         self.save = save
         self.name = name
@@ -118,6 +122,7 @@ class Derivative:
         self.complex_ok = complex_ok
         self.is_view = view
         self.node_classes = {}
+        self.scalars = scalars or {}
 
     def node_name(self, op_name: str, args=()) -> str:
         if self.name is None:

@@ -192,7 +192,8 @@ def transposed_jvp(op, d, args, out, tangents):
     """Σ_i J_i t_i, as the vjp of ``g -> backward(g)`` (which is J^T g) with cotangents t_i."""
     spec = bind(op, d)
     outs = out if isinstance(out, (tuple, list)) else (out,)
-    diff_out = [k for k, o in enumerate(outs) if spec.diff_out[k] and isinstance(o, Tensor)
+    flags = spec.diff_out * len(outs) if spec.list_out else spec.diff_out
+    diff_out = [k for k, o in enumerate(outs) if flags[k] and isinstance(o, Tensor)
                 and o.dtype.category >= _dtype.FLOATING]
     if not diff_out:
         return None
@@ -218,7 +219,7 @@ def transposed_jvp(op, d, args, out, tangents):
         if spec.n_out == 1:
             g = gs[0]
         else:
-            g = [None] * spec.n_out
+            g = [None] * len(outs)
             for k, gk in zip(diff_out, gs):
                 g[k] = gk
         res = d.backward(ctx, g, *args)

@@ -81,9 +81,9 @@ def _draw_backward(ctx, g, self, generator):
     return (_grad.zeros_like(g),)
 
 
-def _overwrites():
+def _overwrites(name=None):
     """The derivative of an in-place fill: no gradient reaches the overwritten values."""
-    return Derivative(_overwrite_backward, diff=("self",))
+    return Derivative(_overwrite_backward, diff=("self",), name=name)
 
 
 # -- ops ----------------------------------------------------------------------------------------
@@ -131,6 +131,9 @@ bernoulli_op = define("bernoulli(Tensor self, Generator generator) -> Tensor",
                           "torch's, its gradient is zero (BernoulliBackward0).")
 fill__op = define("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", meta=_meta.inplace("fill_"),
                   derivative=_overwrites(), doc="The value is already checked to fit self's dtype.")
+# its own op for torch's node name (ZeroBackward0); every backend runs it as fill_ with 0
+zero__op = define("zero_(Tensor(a!) self) -> Tensor(a!)", meta=_meta.inplace("zero_"),
+                  composite=lambda self: fill__op(self, 0), derivative=_overwrites())
 
 # (mantissa digits, largest finite value): the integers a float dtype holds exactly, its range
 _FLOAT_LIMITS = {"float16": (11, 65504.0), "bfloat16": (8, 3.3895313892515355e38),
@@ -527,7 +530,7 @@ def fill_(self, value):
 
 @tensor_method()
 def zero_(self):
-    return _inplace(self, fill__op, 0)
+    return _inplace(self, zero__op)
 
 
 # -- ember.func: random ops under vmap follow its ``randomness`` ---------------------------------
@@ -642,8 +645,9 @@ for _op in (uniform__op, normal__op, random__op, exponential__op):
     _op.def_batch_rule(_inplace_random_rule(_op))
 bernoulli__op.def_batch_rule(_inplace_random_rule(bernoulli__op, tensor_args=(1,)))
 fill__op.def_batch_rule(_batching.elementwise(fill__op))
+zero__op.def_batch_rule(_batching.elementwise(zero__op))
 for _op in (normal_op, uniform__op, normal__op, random__op, exponential__op, bernoulli__op,
-            fill__op):
+            fill__op, zero__op):
     _op.def_jvp(_tangents.zero)   # draws are not reparameterized; fills overwrite
 
 

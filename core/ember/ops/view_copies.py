@@ -10,6 +10,7 @@ from . import elementwise as _ew, factories as _fac
 from .._memory_format import contiguous_format
 from ._util import require_tensor
 from .views import view_as_complex, view_as_real
+from .views.slicing import split_with_sizes
 
 __all__ = ["alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy",
            "permute_copy", "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy",
@@ -73,16 +74,6 @@ def slice_copy(input, dim=0, start=None, end=None, step=1):
 
 def split_copy(input, split_size, dim=0):
     return [_fresh(p) for p in input.split(split_size, dim)]
-
-
-def split_with_sizes(input, split_sizes, dim=0):
-    require_tensor(input, "split_with_sizes")
-    total = input.shape[dim]
-    if sum(split_sizes) != total or any(s < 0 for s in split_sizes):
-        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {total} "
-                           f"(input tensor's size at dimension {dim}), but got "
-                           f"split_sizes={list(split_sizes)}")
-    return input.split(list(split_sizes), dim)
 
 
 def split_with_sizes_copy(input, split_sizes, dim=0):

@@ -159,11 +159,24 @@ def _copysign_backward(ctx, g, self, other, compute):
                  lambda: _grad.zeros_like(g))
 
 
+def _copysign_name(self, other, compute):
+    return "CopysignBackward0" if _is_t(other) else "CopysignBackward1"
+
+
+def _xlogy_name(self, other, compute):
+    return "XlogyBackward1" if not _is_t(self) else \
+        "XlogyBackward0" if _is_t(other) else "XlogyBackward2"
+
+
+def _xlogy_self_grad(g, self, other):
+    r = binary_api["xlogy"](g, other)
+    if _is_t(other):
+        return _grad.mask_fill_zero(r, self.eq(0).logical_and(other.le(0)))
+    return _grad.mask_fill_zero(r, self.eq(0)) if other <= 0 else r   # xlogy(x, 2.5)
+
+
 def _xlogy_backward(ctx, g, self, other, compute):
-    return _both(ctx,
-                 lambda: _grad.mask_fill_zero(binary_api["xlogy"](g, other),
-                                              self.eq(0).logical_and(other.le(0))),
-                 lambda: g * self / other)
+    return _both(ctx, lambda: _xlogy_self_grad(g, self, other), lambda: g * self / other)
 
 
 # -- how rows lower: one element as an expression (fusion), the ONNX nodes (export) -------------
@@ -208,18 +221,25 @@ BINARY_ROWS = [
     ("fmin", ARITH, Derivative(_fmax_fmin(lambda a, b: a.le(b)), save=_SAVE_BOTH)),
     ("remainder", ARITH, Derivative(_remainder_like("floor"), save={"self": "other",
                                                                     "other": "other"},
-                                    name=_rem_name("Remainder"))),
+                                    name=_rem_name("Remainder"),
+                                    scalars={"RemainderBackward0": ("other",)})),
     ("fmod", ARITH, Derivative(_remainder_like("trunc"), save={"self": "other", "other": "other"},
-                               name=_rem_name("Fmod"))),
+                               name=_rem_name("Fmod"), scalars={"FmodBackward0": ("other",)})),
     ("floor_divide", ARITH, Derivative(_zero_both)),
     ("pow", ARITH, Derivative(_pow_backward, save=("self", "other", "result"), complex_ok=True,
-                              name=_pow_name), _pow_expr, onnx_binary("Pow")),
+                              name=_pow_name, scalars={"PowBackward0": ("other",),
+                                                       "PowBackward2": ("self",)}),
+     _pow_expr, onnx_binary("Pow")),
     ("atan2", FLOAT_BINARY, Derivative(_atan2_backward, save=_SAVE_BOTH)),
     ("hypot", FLOAT_BINARY, Derivative(_hypot_backward, save=("self", "other", "result"))),
     ("logaddexp", FLOAT_BINARY, Derivative(_logaddexp_backward, save=_SAVE_BOTH)),
     ("logaddexp2", FLOAT_BINARY, Derivative(_logaddexp2_backward, save=_SAVE_BOTH)),
-    ("copysign", FLOAT_BINARY, Derivative(_copysign_backward, save=("self", "result"))),
-    ("xlogy", FLOAT_BINARY, Derivative(_xlogy_backward, save=_SAVE_BOTH)),
+    ("copysign", FLOAT_BINARY, Derivative(_copysign_backward, save=("self", "result"),
+                                          name=_copysign_name,
+                                          scalars={"CopysignBackward1": ("other",)})),
+    ("xlogy", FLOAT_BINARY, Derivative(_xlogy_backward, save=_SAVE_BOTH, name=_xlogy_name,
+                                       scalars={"XlogyBackward1": ("self",),
+                                                "XlogyBackward2": ("other",)})),
     ("eq", CMP, NOT_DIFFERENTIABLE, compare("=="), onnx_compare("Equal")),
     ("ne", CMP, NOT_DIFFERENTIABLE, compare("!="), onnx_compare("Equal", negate=True)),
     ("lt", CMP, NOT_DIFFERENTIABLE, compare("<"), onnx_compare("Less")),
@@ -287,7 +307,8 @@ add_op_ = define("add_(Tensor(a!) self, Tensor other, Scalar alpha, dtype comput
                  meta=binary_inplace_meta("add_"), functional=add_op)
 sub_op = define("sub(Tensor self, Tensor other, Scalar alpha, dtype compute) -> Tensor",
                 meta=binary_meta("sub", ARITH),
-                derivative=Derivative(_sub_backward, complex_ok=True, name=_sub_name))
+                derivative=Derivative(_sub_backward, complex_ok=True, name=_sub_name,
+                                      scalars={"RsubBackward1": ("self",)}))
 sub_op_ = define("sub_(Tensor(a!) self, Tensor other, Scalar alpha, dtype compute) -> Tensor(a!)",
                  meta=binary_inplace_meta("sub_"), functional=sub_op)
 def _rsub_backward(ctx, g, self, other, alpha, compute):

@@ -105,7 +105,8 @@ def _clamp_backward(ctx, g, x, lo, hi, compute):
 clamp_op = define("clamp(Tensor self, Tensor? min, Tensor? max, dtype compute) -> Tensor",
                   meta=_clamp_meta,
                   derivative=Derivative(_clamp_backward, save=("self", "min", "max"),
-                                        name=_clamp_name))
+                                        name=_clamp_name,
+                                        scalars={"ClampBackward1": ("min", "max")}))
 clamp_op_ = define("clamp_(Tensor(a!) self, Tensor? min, Tensor? max, dtype compute) -> "
                    "Tensor(a!)", meta=_clamp_meta_, functional=clamp_op)
 clamp_op.def_pointwise(clamp)       # tensor bounds stay a library call
@@ -184,12 +185,14 @@ clamp_min_op = define("clamp_min(Tensor self, Tensor min, dtype compute) -> Tens
                       meta=lambda x, lo, compute: _clamp_meta(x, lo, None, compute),
                       composite=lambda x, lo, compute: clamp_op(x, lo, None, compute),
                       derivative=Derivative(_clamp_min_backward, save=("self", "min"),
-                                            name=_bound_name("ClampMin")))
+                                            name=_bound_name("ClampMin"),
+                                            scalars={"ClampMinBackward0": ("min",)}))
 clamp_max_op = define("clamp_max(Tensor self, Tensor max, dtype compute) -> Tensor",
                       meta=lambda x, hi, compute: _clamp_meta(x, None, hi, compute),
                       composite=lambda x, hi, compute: clamp_op(x, None, hi, compute),
                       derivative=Derivative(_clamp_max_backward, save=("self", "max"),
-                                            name=_bound_name("ClampMax")))
+                                            name=_bound_name("ClampMax"),
+                                            scalars={"ClampMaxBackward0": ("max",)}))
 # clamp's rule (this module's public clamp shadows the _lowering name later on)
 clamp_min_op.def_pointwise(lambda e, x, lo, *rest: clamp_op.pointwise(e, x, lo, None))
 clamp_max_op.def_pointwise(lambda e, x, hi, *rest: clamp_op.pointwise(e, x, None, hi))

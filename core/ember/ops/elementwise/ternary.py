@@ -80,7 +80,8 @@ lerp_op = define(
     meta=_ternary_meta("lerp"),
     derivative=Derivative(_lerp_backward, save={"self": "weight", "end": "weight",
                                                 "weight": None},
-                          complex_ok=True, name=_lerp_name))
+                          complex_ok=True, name=_lerp_name,
+                          scalars={"LerpBackward0": ("weight",)}))
 lerp_op_ = define(
     "lerp_(Tensor(a!) self, Tensor end, Tensor|float weight, dtype compute) -> Tensor(a!)",
     meta=_ternary_inplace_meta("lerp_"), functional=lerp_op)

@@ -14,7 +14,7 @@ from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _primitives, _tangents
 from .._lowering import foldable
-from .._util import tensor_method
+from .._util import require_tensor, tensor_method
 from .strided import logical_geometry, view_scatter
 
 
@@ -213,7 +213,85 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 Tensor.diagonal = diagonal
 
 
-# -- split family (lists of views) --------------------------------------------------------------
+# -- split family: one op, one node for all its pieces (PyTorch's SplitBackward0,
+# SplitWithSizesBackward0, UnbindBackward0, each output at its own output_nr) ------------------
+def _split_views(self, split_size, dim):
+    size = self._shape[dim]
+    if size == 0:
+        return [_slice_view(self, dim, 0, 0, 1)]
+    return [_slice_view(self, dim, s, min(s + split_size, size), 1)
+            for s in range(0, size, split_size)]
+
+
+def _split_with_sizes_views(self, split_sizes, dim):
+    out, start = [], 0
+    for s in split_sizes:
+        out.append(_slice_view(self, dim, start, start + s, 1))
+        start += s
+    return out
+
+
+def _unbind_views(self, dim):
+    return [_select(self, dim, i) for i in range(self._shape[dim])]
+
+
+def _cat_pieces_backward(ctx, grads, self, sizes, dim):
+    # the node hands every piece's gradient, zeros for pieces nothing used (as PyTorch does)
+    return (_primitives.cat_op(list(grads), dim, grads[0].dtype),)
+
+
+def _stack_pieces_backward(ctx, grads, self, dim):
+    if not grads:   # nothing to stack: a dim of size 0
+        return (_grad.zeros(ctx.meta(0)[0], self),)
+    return (_primitives.cat_op([g.unsqueeze(dim) for g in grads], dim, grads[0].dtype),)
+
+
+split_op = define("split(Tensor self, int split_size, int dim) -> Tensor[]",
+                  composite=_split_views,
+                  derivative=Derivative(_cat_pieces_backward, view=True, complex_ok=True))
+split_with_sizes_op = define("split_with_sizes(Tensor self, int[] split_sizes, int dim) -> Tensor[]",
+                             composite=_split_with_sizes_views,
+                             derivative=Derivative(_cat_pieces_backward, view=True,
+                                                   complex_ok=True))
+unbind_op = define("unbind(Tensor self, int dim) -> Tensor[]", composite=_unbind_views,
+                   derivative=Derivative(_stack_pieces_backward, view=True, complex_ok=True))
+
+
+def _onnx_split(b, c, x, sizes, dim):
+    if len(sizes) == 1:
+        return [b.op("Identity", [x])]
+    if any(c.is_symbolic(s) for s in sizes):   # pieces that follow a dynamic axis (time-major)
+        return b.op("Split", [x, c.shape_tensor(list(sizes))], n_out=len(sizes), axis=dim)
+    if dim in c.dynamic_dims(0):
+        # a fixed number of pieces of a dim that follows a dynamic axis: the pieces this
+        # capture made, as the slices they are (what exporting them one by one gave)
+        out, start = [], 0
+        for s in sizes:
+            out.append(b.op("Slice", [x, b.ints([start]), b.ints([start + s]), b.ints([dim]),
+                                      b.ints([1])]))
+            start += s
+        return out
+    return b.op("Split", [x, b.ints([int(s) for s in sizes])], n_out=len(sizes), axis=dim)
+
+
+@split_op.def_onnx
+def _split_onnx(b, c, x, split_size, dim, *rest):
+    size = c.shape(0)[dim]
+    sizes = [min(split_size, size - s) for s in range(0, size, split_size)] if size else [0]
+    return _onnx_split(b, c, x, sizes, dim)
+
+
+@split_with_sizes_op.def_onnx
+def _split_with_sizes_onnx(b, c, x, split_sizes, dim, *rest):
+    return _onnx_split(b, c, x, split_sizes, dim)
+
+
+@unbind_op.def_onnx
+def _unbind_onnx(b, c, x, dim, *rest):
+    pieces = _onnx_split(b, c, x, [1] * c.shape(0)[dim], dim)
+    return [b.op("Squeeze", [p, b.ints([dim])]) for p in pieces]
+
+
 def split(tensor, split_size_or_sections, dim=0):
     d = _wrap_dim(dim, tensor.ndim, "split")
     size = tensor._shape[d]
@@ -225,21 +303,22 @@ def split(tensor, split_size_or_sections, dim=0):
         if step == 0 and size != 0:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
                                f"dimension size of {size}")
-        if size == 0:
-            return [slice_op(tensor, d, 0, 0, 1)]
-        return [slice_op(tensor, d, s, min(s + step, size), 1) for s in range(0, size, step)]
-    sections = [int(s) for s in split_size_or_sections]
+        return tuple(split_op(tensor, step, d))
+    return split_with_sizes(tensor, split_size_or_sections, d)
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    require_tensor(input, "split_with_sizes")
+    d = _wrap_dim(dim, input.ndim, "split_with_sizes")
+    size = input._shape[d]
+    sections = [int(s) for s in split_sizes]
     if any(s < 0 for s in sections):
         raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, "
                            f"but got split_sizes={sections}")
     if sum(sections) != size:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input "
                            f"tensor's size at dimension {d}), but got split_sizes={sections}")
-    out, start = [], 0
-    for s in sections:
-        out.append(slice_op(tensor, d, start, start + s, 1))
-        start += s
-    return out
+    return tuple(split_with_sizes_op(input, sections, d))
 
 
 Tensor.split = split
@@ -250,9 +329,9 @@ def chunk(input, chunks, dim=0):
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _wrap_dim(dim, input.ndim, "chunk")
     size = input._shape[d]
-    if size == 0:  # PyTorch: `chunks` empty pieces
-        return [slice_op(input, d, 0, 0, 1) for _ in range(chunks)]
-    return split(input, -(-size // chunks), d)
+    if size == 0:  # PyTorch: `chunks` empty pieces, through split_with_sizes
+        return tuple(split_with_sizes_op(input, [0] * chunks, d))
+    return tuple(split_op(input, -(-size // chunks), d))
 
 
 Tensor.chunk = chunk
@@ -291,7 +370,7 @@ def unbind(input, dim=0):
     if input.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = _wrap_dim(dim, input.ndim, "unbind")
-    return tuple(select_op(input, d, i) for i in range(input._shape[d]))
+    return tuple(unbind_op(input, d))
 
 
 Tensor.unbind = unbind
@@ -302,5 +381,9 @@ slice_op.def_batch_rule(_batching.shift_dims(slice_op, 1))
 select_op.def_batch_rule(_batching.shift_dims(select_op, 1))
 unfold_op.def_batch_rule(_batching.shift_dims(unfold_op, 1))
 diagonal_op.def_batch_rule(_batching.shift_dims(diagonal_op, 2, 3))
-for _op in (slice_op, select_op, unfold_op, diagonal_op):
+split_op.def_batch_rule(_batching.shift_dims(split_op, 2))
+split_with_sizes_op.def_batch_rule(_batching.shift_dims(split_with_sizes_op, 2))
+unbind_op.def_batch_rule(_batching.shift_dims(unbind_op, 1))
+for _op in (slice_op, select_op, unfold_op, diagonal_op, split_op, split_with_sizes_op,
+            unbind_op):
     _op.def_jvp(_tangents.linear(_op))
