@@ -307,8 +307,7 @@ class Tracer(TracerBase):
             if r is None:
                 r = recorded[id(f)] = _recording(f)
             return r
-        publics = _public.functions()
-        for mod, name, f in publics:
+        for mod, name, f in _public.functions():
             patcher.setattr(mod, name, recording(f))
         for m in self._autowrap_modules:
             for name, f in list(vars(m).items()):
@@ -332,20 +331,6 @@ class Tracer(TracerBase):
                         patcher.setitem(g, name, originals[id(value)])
                     elif id(value) in extra:
                         patcher.setitem(g, name, recording(value))
-        if isinstance(root, Module):
-            # ember's modules that are one functional hold it as a class attribute (``_fn``),
-            # bound when the class was made: traced through (as a root, or as a module a custom
-            # tracer does not keep as a leaf), they record the functional, as torch's F.relu
-            # call inside ReLU.forward does through __torch_function__
-            # (the class holds the function before the binding layer wrapped the public name)
-            unwrapped = {id(f.__wrapped__): originals[id(f)]
-                         for _, _, f in publics if hasattr(f, "__wrapped__")}
-            for cls in {klass for m in root.modules() for klass in type(m).__mro__}:
-                held = cls.__dict__.get("_fn")
-                f = getattr(held, "__func__", None)
-                replacement = originals.get(id(f)) or unwrapped.get(id(f))
-                if isinstance(held, staticmethod) and replacement is not None:
-                    patcher.setattr(cls, "_fn", staticmethod(replacement))
         for g, name in _wrapped:
             value = g.get(name, builtins.__dict__.get(name))
             if value is not None and callable(value):
