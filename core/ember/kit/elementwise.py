@@ -64,11 +64,14 @@ def _with_number_in_half(dt, a, b):
     return dt in HALF and b.__class__ in _SCALARS and a.__class__ not in _SCALARS
 
 
-def _in_float32(be, x):
-    if x.__class__ in _SCALARS:
-        return x
-    a = x._native if x.__class__ is Tensor else None
-    return (a if a is not None else be.native(x)).astype(be.xp.float32)
+def _in_float32(be, f, a, b):
+    """``f(a, b)`` computed in float32, the number at its full value (``_with_number_in_half``)."""
+    def wide(x):
+        if x.__class__ in _SCALARS:
+            return x
+        arr = x._native if x.__class__ is Tensor else None
+        return (arr if arr is not None else be.native(x)).astype(be.xp.float32)
+    return be.ieee(f, wide(a), wide(b))
 
 
 def result(be, r, dt, dev):
@@ -458,8 +461,7 @@ def binary(be, f, out_dtype, a, b, compute):
     """``f(a, b)`` in ``compute`` (bool results for comparisons): every ``BINARY`` op."""
     dt = compute.np
     if f is be.xp.multiply and _with_number_in_half(dt, a, b):
-        r = be.ieee(f, _in_float32(be, a), _in_float32(be, b))
-        return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
+        return result(be, _in_float32(be, f, a, b), dt, a.device)
     x, y = operand(be, a, dt), operand(be, b, dt)
     r = None
     if (x.__class__ is be._ndarray and x.size >= parallel.MIN_PARALLEL) or \
@@ -474,7 +476,7 @@ def binary_(be, f, a, b, compute):
     """The in-place form (``mul_``) of a ``BINARY`` op."""
     dt = compute.np
     if f is be.xp.multiply and _with_number_in_half(dt, a, b):
-        return into(be, a, be.ieee(f, _in_float32(be, a), _in_float32(be, b)).astype(dt))
+        return into(be, a, _in_float32(be, f, a, b).astype(dt))
     return into(be, a, be.ieee(f, operand(be, a, dt), operand(be, b, dt)))
 
 
@@ -545,7 +547,7 @@ def _div(be, x, y, mode):
 def div(be, a, b, mode, compute):
     dt = compute.np
     if mode is None and _with_number_in_half(dt, a, b):
-        r = _div(be, _in_float32(be, a), _in_float32(be, b), None)
+        r = _in_float32(be, be.xp.true_divide, a, b)
     else:
         r = _div(be, operand(be, a, dt), operand(be, b, dt), mode)
     return result(be, r, dt, a.device if isinstance(a, Tensor) else b.device)
@@ -554,7 +556,7 @@ def div(be, a, b, mode, compute):
 def div_(be, a, b, mode, compute):
     dt = compute.np
     if mode is None and _with_number_in_half(dt, a, b):
-        r = _div(be, _in_float32(be, a), _in_float32(be, b), None).astype(dt)
+        r = _in_float32(be, be.xp.true_divide, a, b).astype(dt)
     else:
         r = _div(be, operand(be, a, dt), operand(be, b, dt), mode)
     return into(be, a, r)
