@@ -128,43 +128,6 @@ def queue_depth(ember, limit=6000):
     del y
 
 
-def fft_vmap_repro(ember):
-    """The conformance's vmap cases of real-input FFTs raised CUFFT_INVALID_VALUE: print the
-    arguments cupyx's FFT function received when it fails."""
-    from ember.runtime import registry
-    be = registry.get("cuda")
-    real = be.fft_module
-
-    class Spy:
-        def __getattr__(self, name):
-            fn = getattr(real, name)
-
-            def call(x, *args, **kwargs):
-                try:
-                    return fn(x, *args, **kwargs)
-                except Exception as e:  # noqa: BLE001 - reported, then raised
-                    print(f"    {name}(shape {x.shape}, strides {x.strides}, {x.dtype}, "
-                          f"c_contig {x.flags.c_contiguous}, args {args}, {kwargs}) -> "
-                          f"{type(e).__name__}: {e}")
-                    raise
-            return call
-    be.fft_module = Spy()
-    try:
-        for label, fn in (("rfft", ember.fft.rfft), ("ihfft", ember.fft.ihfft),
-                          ("fft of real", ember.fft.fft), ("rfftn", ember.fft.rfftn)):
-            for way, run in (("batched call", lambda fn=fn: fn(ember.randn(4, 15,
-                                                                          device="cuda"))),
-                             ("vmap", lambda fn=fn: ember.func.vmap(fn)(
-                                 ember.randn(4, 15, device="cuda")))):
-                try:
-                    run()
-                    print(f"  {label} {way}: ok")
-                except Exception as e:  # noqa: BLE001 - reported
-                    print(f"  {label} {way}: {type(e).__name__}: {str(e)[:200]}")
-    finally:
-        be.fft_module = real
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--top", type=int, default=25)
@@ -193,8 +156,6 @@ def main(argv=None) -> int:
     print(f"  host syncs counted by ember in those steps: {ember.cuda.host_sync_count()}")
     print("== launch queue")
     queue_depth(ember)
-    print("== real-input FFTs under vmap")
-    fft_vmap_repro(ember)
     return 0
 
 
