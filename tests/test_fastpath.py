@@ -305,14 +305,18 @@ def test_compiled_col2im_declines_what_it_does_not_take():
     ((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False),
     ((1, 2, 9, 7), (3, 3), (2, 2), (1, 1), (1, 1), True),
     ((2, 2, 10, 11), (3, 2), (1, 2), (1, 0), (2, 3), False),
-    ((1, 1, 5, 5), (2, 2), (3, 3), (1, 1), (1, 1), True)])
+    ((1, 1, 5, 5), (2, 2), (3, 3), (1, 1), (1, 1), True),
+    ((2, 3, 26, 26), (2, 2), (2, 2), (0, 0), (1, 1), False),     # whole rows of windows
+    ((1, 2, 13, 17), (3, 3), (2, 2), (1, 1), (1, 1), False),     # ResNet's stem pool
+    ((1, 2, 12, 19), (2, 3), (1, 1), (0, 1), (1, 2), True)])
 def test_compiled_max_pool2d_gives_the_references_values_and_indices(
         dtype, shape, kernel, stride, padding, dilation, ceil_mode, monkeypatch):
     from ember.kit import pooling
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape).round(1)     # ties: the first maximum must win
     x.reshape(-1)[::7] = -np.inf
-    x.reshape(-1)[5::11] = np.nan               # NaN windows: the first NaN wins
+    x.reshape(-1)[5::11] = np.nan               # NaN windows: the last NaN wins
+    x.reshape(-1)[6::11] = np.nan
     t = ember.tensor(x, dtype=dtype)
     compiled = ember.nn.functional.max_pool2d(t, kernel, stride, padding, dilation, ceil_mode,
                                               return_indices=True)
@@ -322,6 +326,26 @@ def test_compiled_max_pool2d_gives_the_references_values_and_indices(
     for a, b in zip(compiled, reference):
         assert a.shape == b.shape and a.dtype is b.dtype
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@compiled
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_compiled_max_pool2d_backward_gives_the_references_gradient(dtype, monkeypatch):
+    from ember.kit import pooling
+    x = ember.tensor(np.random.default_rng(3).standard_normal((2, 3, 9, 8)), dtype=dtype,
+                     requires_grad=True)
+    g = ember.tensor(np.random.default_rng(4).standard_normal((2, 3, 4, 4)), dtype=dtype)
+    grads = []
+    for c in (pooling._C, None):
+        monkeypatch.setattr(pooling, "_C", c)
+        x.grad = None
+        ember.nn.functional.max_pool2d(x, 2).backward(g)
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+    assert np.count_nonzero(grads[0]) == g.numel()
+    from ember._fastpath import C
+    out = np.zeros((2, 5), np.float32)
+    assert C.scatter_rows(out, np.array([[0, 5]] * 2), np.ones((2, 2), np.float32)) is False
 
 
 @compiled

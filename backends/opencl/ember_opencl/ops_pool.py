@@ -65,9 +65,9 @@ GEOM = r"""
       if (qy < 0 || qy % SY) continue; const long oy = qy / SY; if (oy >= OY) continue; \
       for (long c = 0; c < KX; ++c) { const long qx = xx + PX - c * DX; \
         if (qx < 0 || qx % SX) continue; const long ox = qx / SX; if (ox >= OX) continue;
-/* max pooling keeps the first maximum (best, at bi) and lets NaN win */
+/* max pooling keeps the first maximum (best, at bi) and the last NaN, as PyTorch's kernels */
 #define KEEP_MAX(v, idx) \
-  if (bi < 0 || (!ISNAN(best) && ((v) > best || ISNAN(v)))) { best = (v); bi = (idx); }
+  if (bi < 0 || (v) > best || ISNAN(v)) { best = (v); bi = (idx); }
 inline long adaptive_start(long o, long L, long O) { return (o * L) / O; }
 inline long adaptive_end(long o, long L, long O) { return ((o + 1) * L + O - 1) / O; }
 """

@@ -144,6 +144,9 @@ static PyMethodDef methods[] = {
     {"max_pool2d", (PyCFunction)(void (*)(void))py_max_pool2d, METH_FASTCALL,
      "max_pool2d(x, values, indices, kernel, stride, padding, dilation) -> bool: "
      "kit/pooling.py's max_pool"},
+    {"scatter_rows", (PyCFunction)(void (*)(void))py_scatter_rows, METH_FASTCALL,
+     "scatter_rows(out, indices, g) -> bool: kit/pooling.py's put_along_axis for max pooling's "
+     "backward"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -2,8 +2,9 @@
 (the 2-D and 3-D ops share them).
 
 * max pooling: the windows of the input padded with the dtype's lowest value as a strided view
-  (N, C, *out, *k), one copy to (N, C, *out, prod(k)), ``argmax`` (first maximum; NaN counts as
-  the largest, as in PyTorch) and a table of each window element's flat input position (cached
+  (N, C, *out, *k), one copy to (N, C, *out, prod(k)), ``argmax`` (the first maximum; a NaN
+  counts as the largest and the window's last NaN wins, as PyTorch's pooling kernels update on
+  every NaN — unlike its ``max``/``argmax``, which keep the first) and a table of each window element's flat input position (cached
   per shape) turns window offsets into PyTorch's indices. A padded element never wins over the
   window's first real one: the table maps it there, as PyTorch's kernel starts each window at
   its first real element. The backward puts each gradient at its index, in one assignment when
@@ -98,9 +99,14 @@ def _position_table(sp, out, kernel, stride, padding, dilation):
 
 
 def _argmax_pick(be, flat, table):
-    """(values, indices) of the window maxima: ``flat`` is (N, C, L, K), table (L, K)."""
+    """(values, indices) of the window maxima: ``flat`` is (N, C, L, K), table (L, K). The
+    first maximum wins, except that a window's last NaN does (PyTorch's pooling)."""
     xp = be.xp
     arg = flat.argmax(axis=-1)
+    if flat.dtype.kind in "fc":
+        nan = xp.isnan(flat)
+        last_nan = flat.shape[-1] - 1 - nan[..., ::-1].argmax(axis=-1)
+        arg = xp.where(nan.any(axis=-1), last_nan, arg)
     values = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
     indices = be.host_constant(table)[xp.arange(table.shape[0])[None, None, :], arg]
     return values, indices
@@ -114,7 +120,7 @@ def _window_maxima(be, parts, table, shape):
     """(values, indices) from the window elements ``parts`` (one strided view per kernel
     offset, in window order) without data-dependent branches: ``argmax`` and ``where`` over
     random data mispredict a branch per element (about 10x slower here). The first element
-    equal to the maximum wins, a NaN maximum matching the first NaN (as PyTorch's). On host
+    equal to the maximum wins, and in a window with a NaN its last NaN (as PyTorch's). On host
     arrays a window with a NaN is left to ``argmax`` (one check beats NaN-aware compares); a
     device backend compares NaN-aware rather than read the check back."""
     xp = be.xp
@@ -132,12 +138,11 @@ def _window_maxima(be, parts, table, shape):
     indices = xp.zeros(shape, dtype=xp.int64)
     found = xp.zeros(shape, dtype=bool)
     for k, p in enumerate(parts):
-        hit = p == values
-        if nan is not None:
-            hit |= (p != p) & nan
-        hit &= ~found
+        hit = (p == values) & ~found
         found |= hit
-        indices += hit * t[..., k]
+        if nan is not None:   # every NaN overrides: the last one stays
+            hit = (hit & ~nan) | (p != p)
+        indices = xp.where(hit, t[..., k], indices)
     return values, indices
 
 
@@ -158,7 +163,7 @@ def max_pool(be, self, kernel_size, stride, padding, dilation, ceil_mode):
     table = _position_table(sp, out, k, s, p, d)
     parts = [padded[region] for region in _offsets(k, s, out, d)]
     picked = _window_maxima(be, parts, table, (n, c) + out)
-    if picked is None:  # NaNs: argmax finds the first one, as PyTorch does
+    if picked is None:  # NaNs: the last one in each window wins
         win = _windows(xp, padded, k, s, d, out)
         picked = _argmax_pick(be, win.reshape(n, c, math.prod(out), math.prod(k)), table)
     values, indices = picked
@@ -178,7 +183,8 @@ def _scatter_to_indices(be, grad_output, self, indices, overlapping):
     i2 = idx.reshape(rows, -1)
     if not overlapping:  # no input position is in two windows: a plain assignment
         out = xp.zeros((rows, plane), dtype=g.dtype)
-        xp.put_along_axis(out, i2, g2, axis=1)
+        if _C is None or not _C.scatter_rows(out, i2, g2):   # compiled: csrc/pool.c
+            xp.put_along_axis(out, i2, g2, axis=1)
     else:
         flat = (i2 + (xp.arange(rows) * plane)[:, None]).ravel()
         acc = be.bincount("max_pool_backward", flat, g2.ravel(), rows * plane)
