@@ -300,6 +300,24 @@ def test_compiled_col2im_declines_what_it_does_not_take():
 
 
 @compiled
+@pytest.mark.parametrize("whole", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kernel, stride, dilation, groups", [
+    ((3, 3), (1, 1), (1, 1), 1), ((2, 1), (2, 1), (1, 2), 2), ((1, 3), (2, 3), (2, 1), 1)])
+def test_compiled_im2col_copies_the_references_columns(kernel, stride, dilation, groups, dtype,
+                                                       whole, monkeypatch):
+    from ember.kit import convolution
+    z = np.random.default_rng(5).standard_normal((3, 4, 9, 10)).astype(dtype)
+    out_sp = tuple((s - d * (k - 1) - 1) // st + 1
+                   for s, k, st, d in zip(z.shape[2:], kernel, stride, dilation))
+    compiled = convolution._columns(np, z, groups, kernel, stride, dilation, out_sp, whole)
+    monkeypatch.setattr(convolution, "_C", None)
+    reference = convolution._columns(np, z, groups, kernel, stride, dilation, out_sp, whole)
+    assert compiled.shape == reference.shape
+    np.testing.assert_array_equal(compiled, reference)
+
+
+@compiled
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
 @pytest.mark.parametrize("shape, kernel, stride, padding, dilation, ceil_mode", [
     ((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False),

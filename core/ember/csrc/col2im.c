@@ -1,9 +1,15 @@
-/* col2im for 2-D convolutions: a convolution's columns added back into the image they index,
- * one (batch, channel) plane at a time.
+/* im2col and col2im for 2-D convolutions: an image's windows copied out as a convolution's
+ * columns, and columns added back into the image they index, one (batch, channel) plane at a
+ * time.
  *
- * Python reference: ember/kit/convolution.py, _input_grad's per-offset loop (one numpy add per
- * kernel offset, each over the whole batch). Those adds stream the whole image through memory
- * once per offset, with a strided inner loop; here a plane stays in cache across its offsets.
+ * Python reference for im2col: ember/kit/convolution.py, _columns (a strided window view
+ * reshaped to the columns: numpy copies it a row of OW elements at a time through its generic
+ * strided loop, ~4x slower on small images). Both copy the same elements.
+ *
+ * Python reference for col2im: ember/kit/convolution.py, _input_grad's per-offset loop (one
+ * numpy add per kernel offset, each over the whole batch). Those adds stream the whole image
+ * through memory once per offset, with a strided inner loop; here a plane stays in cache across
+ * its offsets.
  * Each element receives its contributions in the reference's order (offset by offset), so both
  * give the same bits. The caller checks the layouts; anything else takes the reference.
  */
@@ -12,6 +18,7 @@
 #define PY_ARRAY_UNIQUE_SYMBOL ember_ARRAY_API
 #include "ember_c.h"
 #include <numpy/arrayobject.h>
+#include <string.h>
 
 /* acc: (B, C, H, W) C-contiguous; cols: (B, C, KH, KW, OH, OW) at byte strides cs */
 #define COL2IM(T)                                                                              \
@@ -85,6 +92,86 @@ PyObject *py_col2im2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         col2im_float(shape, (float *)PyArray_DATA(acc), src, cs, kout, sh, sw, dh, dw);
     else
         col2im_double(shape, (double *)PyArray_DATA(acc), src, cs, kout, sh, sw, dh, dw);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_TRUE;
+}
+
+/* cols: (B, C, KH, KW, OH, OW) at byte strides cs; z: (B, C, H, W) C-contiguous */
+#define IM2COL(T)                                                                              \
+    static void im2col_##T(const npy_intp *shape, const T *z, char *cols, const npy_intp *cs,  \
+                           const npy_intp *kout, npy_intp sh, npy_intp sw, npy_intp dh,        \
+                           npy_intp dw)                                                        \
+    {                                                                                          \
+        npy_intp B = shape[0], C = shape[1], H = shape[2], W = shape[3];                       \
+        npy_intp KH = kout[0], KW = kout[1], OH = kout[2], OW = kout[3];                       \
+        for (npy_intp b = 0; b < B; b++)                                                       \
+            for (npy_intp c = 0; c < C; c++) {                                                 \
+                const T *plane = z + (b * C + c) * H * W;                                      \
+                char *dst_bc = cols + b * cs[0] + c * cs[1];                                   \
+                for (npy_intp kh = 0; kh < KH; kh++)                                           \
+                    for (npy_intp kw = 0; kw < KW; kw++) {                                     \
+                        char *dst = dst_bc + kh * cs[2] + kw * cs[3];                          \
+                        for (npy_intp oh = 0; oh < OH; oh++) {                                 \
+                            const T *row = plane + (oh * sh + kh * dh) * W + kw * dw;          \
+                            char *d = dst + oh * cs[4];                                        \
+                            if (cs[5] == (npy_intp)sizeof(T)) {                                \
+                                T *v = (T *)d;                                                 \
+                                if (sw == 1)                                                   \
+                                    memcpy(v, row, OW * sizeof(T));                            \
+                                else                                                           \
+                                    for (npy_intp ow = 0; ow < OW; ow++)                       \
+                                        v[ow] = row[ow * sw];                                  \
+                            } else {                                                           \
+                                for (npy_intp ow = 0; ow < OW; ow++)                           \
+                                    *(T *)(d + ow * cs[5]) = row[ow * sw];                     \
+                            }                                                                  \
+                        }                                                                      \
+                    }                                                                          \
+            }                                                                                  \
+    }
+
+IM2COL(float)
+IM2COL(double)
+
+/* im2col2d(cols, z, stride, dilation) -> bool: cols[b, c, kh, kw, oh, ow] =
+ * z[b, c, oh * sh + kh * dh, ow * sw + kw * dw]; True when done, False when the arrays are not
+ * what this loop takes (z C-contiguous, cols writable and aligned, both float32 or float64, the
+ * windows inside z) */
+PyObject *py_im2col2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    npy_intp sh, sw, dh, dw;
+    if (nargs != 4 || !PyArg_ParseTuple(args[2], "nn", &sh, &sw) ||
+        !PyArg_ParseTuple(args[3], "nn", &dh, &dw)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "im2col2d(cols, z, stride, dilation)");
+        return NULL;
+    }
+    if (!PyArray_CheckExact(args[0]) || !PyArray_CheckExact(args[1]))
+        Py_RETURN_FALSE;
+    PyArrayObject *cols = (PyArrayObject *)args[0], *z = (PyArrayObject *)args[1];
+    int type = PyArray_TYPE(z);
+    if ((type != NPY_FLOAT32 && type != NPY_FLOAT64) || PyArray_TYPE(cols) != type ||
+        PyArray_NDIM(z) != 4 || PyArray_NDIM(cols) != 6 || !PyArray_IS_C_CONTIGUOUS(z) ||
+        !PyArray_ISWRITEABLE(cols) || !PyArray_ISALIGNED(cols) || sh < 1 || sw < 1 || dh < 1 ||
+        dw < 1)
+        Py_RETURN_FALSE;
+    const npy_intp *shape = PyArray_DIMS(z), *cshape = PyArray_DIMS(cols);
+    if (cshape[0] != shape[0] || cshape[1] != shape[1])
+        Py_RETURN_FALSE;
+    const npy_intp *kout = cshape + 2;     /* KH, KW, OH, OW */
+    for (int k = 0; k < 4; k++)
+        if (kout[k] < 1)
+            Py_RETURN_TRUE;                /* nothing to copy */
+    if ((kout[2] - 1) * sh + (kout[0] - 1) * dh >= shape[2] ||
+        (kout[3] - 1) * sw + (kout[1] - 1) * dw >= shape[3])
+        Py_RETURN_FALSE;                   /* a window outside z */
+    char *dst = PyArray_BYTES(cols);
+    const npy_intp *cs = PyArray_STRIDES(cols);
+    Py_BEGIN_ALLOW_THREADS
+    if (type == NPY_FLOAT32)
+        im2col_float(shape, (const float *)PyArray_DATA(z), dst, cs, kout, sh, sw, dh, dw);
+    else
+        im2col_double(shape, (const double *)PyArray_DATA(z), dst, cs, kout, sh, sw, dh, dw);
     Py_END_ALLOW_THREADS
     Py_RETURN_TRUE;
 }

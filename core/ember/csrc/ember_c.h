@@ -79,6 +79,7 @@ PyObject *py_ieee_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_lstm_cell_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_lstm_cell_gates(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_col2im2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *py_im2col2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_max_pool2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_scatter_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_array_wrapper(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

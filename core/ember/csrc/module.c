@@ -141,6 +141,8 @@ static PyMethodDef methods[] = {
      "lstm_cell_backward(gh, gcy, c, ws, d, gc) -> bool: kit/rnn.py's _lstm_cell_backward"},
     {"col2im2d", (PyCFunction)(void (*)(void))py_col2im2d, METH_FASTCALL,
      "col2im2d(acc, cols, stride, dilation) -> bool: kit/convolution.py's col2im loop"},
+    {"im2col2d", (PyCFunction)(void (*)(void))py_im2col2d, METH_FASTCALL,
+     "im2col2d(cols, z, stride, dilation) -> bool: kit/convolution.py's _columns copy"},
     {"max_pool2d", (PyCFunction)(void (*)(void))py_max_pool2d, METH_FASTCALL,
      "max_pool2d(x, values, indices, kernel, stride, padding, dilation) -> bool: "
      "kit/pooling.py's max_pool"},

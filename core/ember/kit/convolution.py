@@ -32,6 +32,8 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
+
 from .._fastpath import C as _C
 from .binding import bind
 from .linalg import HALF
@@ -82,6 +84,20 @@ def _columns(xp, zp, groups, kernel, stride, dilation, out_sp, whole=False):
     """The im2col matrix of padded ``zp``, one copy: (N, G, C/G * prod(k), prod(out)), or
     with ``whole`` (G, C/G * prod(k), N * prod(out))."""
     n, c = zp.shape[:2]
+    if len(kernel) == 2 and _C is not None and zp.__class__ is np.ndarray:
+        # compiled for 2-D host arrays (csrc/col2im.c): written through a (N, C, *k, *out) view
+        rows, cols = c * math.prod(kernel), math.prod(out_sp)
+        if whole:
+            m = np.empty((rows, n * cols), dtype=zp.dtype)
+            view = m.reshape((c,) + tuple(kernel) + (n,) + tuple(out_sp))
+            view = view.transpose(3, 0, 1, 2, 4, 5)
+            shape = (groups, rows // groups, n * cols)
+        else:
+            m = np.empty((n, rows, cols), dtype=zp.dtype)
+            view = m.reshape((n, c) + tuple(kernel) + tuple(out_sp))
+            shape = (n, groups, rows // groups, cols)
+        if _C.im2col2d(view, zp, tuple(stride), tuple(dilation)):
+            return m.reshape(shape)
     st = zp.strides
     nsp = len(kernel)
     window = tuple(kernel) + tuple(out_sp)
