@@ -149,6 +149,10 @@ static PyMethodDef methods[] = {
     {"scatter_rows", (PyCFunction)(void (*)(void))py_scatter_rows, METH_FASTCALL,
      "scatter_rows(out, indices, g) -> bool: kit/pooling.py's put_along_axis for max pooling's "
      "backward"},
+    {"relu", py_relu, METH_O, "relu(x) -> ndarray or None: kit/elementwise.py's _relu"},
+    {"threshold_backward", (PyCFunction)(void (*)(void))py_threshold_backward, METH_FASTCALL,
+     "threshold_backward(g, x, threshold) -> ndarray or None: "
+     "kit/activation_backward.py's threshold_backward"},
     {NULL, NULL, 0, NULL},
 };
 

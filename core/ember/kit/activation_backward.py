@@ -8,6 +8,7 @@ for inf/NaN gradients, as PyTorch's select) and free of the data-dependent branc
 """
 from __future__ import annotations
 
+from .._fastpath import C as _C
 from . import erf32
 from .binding import bind
 
@@ -17,6 +18,10 @@ _UINT = {2: "uint16", 4: "uint32", 8: "uint64"}
 def threshold_backward(be, grad_output, self, threshold):
     xp = be.xp
     g, x = be.native(grad_output), be.native(self)
+    if _C is not None:   # compiled for float host arrays: csrc/activations.c
+        r = _C.threshold_backward(g, x, threshold)
+        if r is not None:
+            return be.wrap(r, grad_output.device)
     drop = xp.less_equal(x, threshold, out=xp.empty(x.shape, dtype=bool))
     ut = xp.dtype(_UINT[g.dtype.itemsize])
     mask = drop.view(xp.uint8).astype(ut)

@@ -142,7 +142,14 @@ def _sign(be, x):
 
 
 def _relu(be, x):
-    return be.xp.maximum(x, x.dtype.type(0)) if x.dtype.kind != "b" else x.copy()
+    """Zero below 0; -0.0 and NaN stay, as PyTorch's (maximum(x, 0) would give +0.0)."""
+    if x.dtype.kind == "b":
+        return x.copy()
+    if _fastpath.C is not None:   # compiled for float host arrays: csrc/activations.c
+        r = _fastpath.C.relu(x)
+        if r is not None:
+            return r
+    return be.xp.where(x < 0, x.dtype.type(0), x)
 
 
 def _silu(be, x):
