@@ -19,4 +19,6 @@ SOURCES = sorted(str(p) for p in Path("core/ember/csrc").glob("*.c"))
 setup(ext_modules=[] if numpy is None else [Extension(
     "ember._C", sources=SOURCES, include_dirs=[numpy.get_include()],
     depends=["core/ember/csrc/ember_c.h"], optional=True,
-    extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wno-missing-field-initializers"])])
+    extra_compile_args=["-O3", "-std=c11", "-pthread", "-Wall",
+                        "-Wno-missing-field-initializers"],
+    extra_link_args=["-pthread"])])

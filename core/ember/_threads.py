@@ -30,6 +30,14 @@ def _default() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _tell_compiled_kernels(n: int) -> None:
+    """The compiled kernels split their work over their own spinning workers (csrc/threads.c:
+    a Python pool's hand-off costs as much as those kernels take), as many as this count."""
+    from . import _fastpath   # start-up: _fastpath loads the extension after this module
+    if _fastpath.C is not None:
+        _fastpath.C.set_threads(n)
+
+
 def get_num_threads() -> int:
     """The number of threads used for intra-op parallelism on the CPU."""
     return _num_threads if _num_threads is not None else _default()
@@ -46,6 +54,7 @@ def set_num_threads(num_threads: int) -> None:
         old, _pool = _pool, None
     if old is not None:
         old.shutdown(wait=False)
+    _tell_compiled_kernels(num_threads)
     try:
         # start-up: threadpoolctl, only when the count is set
         from threadpoolctl import threadpool_limits

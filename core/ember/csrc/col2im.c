@@ -22,14 +22,15 @@
 
 /* acc: (B, C, H, W) C-contiguous; cols: (B, C, KH, KW, OH, OW) at byte strides cs */
 #define COL2IM(T)                                                                              \
-    static void col2im_##T(const npy_intp *shape, T *acc, const char *cols, const npy_intp *cs, \
-                           const npy_intp *kout, npy_intp sh, npy_intp sw, npy_intp dh,        \
-                           npy_intp dw)                                                        \
+    static void col2im_##T(npy_intp p0, npy_intp p1, const npy_intp *shape, T *acc,           \
+                           const char *cols, const npy_intp *cs, const npy_intp *kout,         \
+                           npy_intp sh, npy_intp sw, npy_intp dh, npy_intp dw)                 \
     {                                                                                          \
-        npy_intp B = shape[0], C = shape[1], H = shape[2], W = shape[3];                       \
+        npy_intp C = shape[1], H = shape[2], W = shape[3];                                     \
         npy_intp KH = kout[0], KW = kout[1], OH = kout[2], OW = kout[3];                       \
-        for (npy_intp b = 0; b < B; b++)                                                       \
-            for (npy_intp c = 0; c < C; c++) {                                                 \
+        for (npy_intp p = p0; p < p1; p++) {                                                   \
+            npy_intp b = p / C, c = p % C;                                                     \
+            {                                                                                  \
                 T *plane = acc + (b * C + c) * H * W;                                          \
                 const char *src_bc = cols + b * cs[0] + c * cs[1];                             \
                 for (npy_intp kh = 0; kh < KH; kh++)                                           \
@@ -49,10 +50,85 @@
                         }                                                                      \
                     }                                                                          \
             }                                                                                  \
+        }                                                                                      \
     }
 
 COL2IM(float)
 COL2IM(double)
+
+/* cols: (B, C, KH, KW, OH, OW) at byte strides cs; z: (B, C, H, W) C-contiguous */
+#define IM2COL(T)                                                                              \
+    static void im2col_##T(npy_intp p0, npy_intp p1, const npy_intp *shape, const T *z,       \
+                           char *cols, const npy_intp *cs, const npy_intp *kout, npy_intp sh,  \
+                           npy_intp sw, npy_intp dh, npy_intp dw)                              \
+    {                                                                                          \
+        npy_intp B = shape[0], C = shape[1], H = shape[2], W = shape[3];                       \
+        npy_intp KH = kout[0], KW = kout[1], OH = kout[2], OW = kout[3];                       \
+        /* planes in the order of the columns' memory, so that threads given neighbouring    \
+         * ranges write whole rows of it, not the two halves of a cache line */               \
+        int batch_inner = cs[0] < cs[1];                                                       \
+        for (npy_intp p = p0; p < p1; p++) {                                                   \
+            npy_intp b = batch_inner ? p % B : p / C, c = batch_inner ? p / B : p % C;         \
+            {                                                                                  \
+                const T *plane = z + (b * C + c) * H * W;                                      \
+                char *dst_bc = cols + b * cs[0] + c * cs[1];                                   \
+                for (npy_intp kh = 0; kh < KH; kh++)                                           \
+                    for (npy_intp kw = 0; kw < KW; kw++) {                                     \
+                        char *dst = dst_bc + kh * cs[2] + kw * cs[3];                          \
+                        for (npy_intp oh = 0; oh < OH; oh++) {                                 \
+                            const T *row = plane + (oh * sh + kh * dh) * W + kw * dw;          \
+                            char *d = dst + oh * cs[4];                                        \
+                            if (cs[5] == (npy_intp)sizeof(T)) {                                \
+                                T *v = (T *)d;                                                 \
+                                if (sw == 1)                                                   \
+                                    memcpy(v, row, OW * sizeof(T));                            \
+                                else                                                           \
+                                    for (npy_intp ow = 0; ow < OW; ow++)                       \
+                                        v[ow] = row[ow * sw];                                  \
+                            } else {                                                           \
+                                for (npy_intp ow = 0; ow < OW; ow++)                           \
+                                    *(T *)(d + ow * cs[5]) = row[ow * sw];                     \
+                            }                                                                  \
+                        }                                                                      \
+                    }                                                                          \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+IM2COL(float)
+IM2COL(double)
+
+/* a range of (batch, channel) planes for one thread (threads.c): both directions */
+struct planes_job {
+    int type, to_columns;
+    const npy_intp *shape, *cs, *kout;
+    void *image;
+    char *cols;
+    npy_intp sh, sw, dh, dw;
+};
+
+static void planes_range(void *ctx, Py_ssize_t a, Py_ssize_t b)
+{
+    struct planes_job *j = ctx;
+    if (j->to_columns && j->type == NPY_FLOAT32)
+        im2col_float(a, b, j->shape, j->image, j->cols, j->cs, j->kout, j->sh, j->sw, j->dh, j->dw);
+    else if (j->to_columns)
+        im2col_double(a, b, j->shape, j->image, j->cols, j->cs, j->kout, j->sh, j->sw, j->dh,
+                      j->dw);
+    else if (j->type == NPY_FLOAT32)
+        col2im_float(a, b, j->shape, j->image, j->cols, j->cs, j->kout, j->sh, j->sw, j->dh, j->dw);
+    else
+        col2im_double(a, b, j->shape, j->image, j->cols, j->cs, j->kout, j->sh, j->sw, j->dh,
+                      j->dw);
+}
+
+static void run_planes(struct planes_job *j)
+{
+    const npy_intp *k = j->kout;
+    npy_intp per_plane = k[0] * k[1] * k[2] * k[3];
+    parallel_ranges(j->shape[0] * j->shape[1], PARALLEL_GRAIN / (per_plane + 1) + 1,
+                    planes_range, j);
+}
 
 /* col2im2d(acc, cols, stride, dilation) -> bool: acc[b, c, oh * sh + kh * dh, ow * sw + kw * dw]
  * += cols[b, c, kh, kw, oh, ow]; True when done, False when the arrays are not what this loop
@@ -87,51 +163,14 @@ PyObject *py_col2im2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_FALSE;                   /* a window outside acc: the reference raises */
     const char *src = PyArray_BYTES(cols);
     const npy_intp *cs = PyArray_STRIDES(cols);
+    struct planes_job job = {type, 0, shape, cs, kout, PyArray_DATA(acc), (char *)src,
+                             sh, sw, dh, dw};
     Py_BEGIN_ALLOW_THREADS
-    if (type == NPY_FLOAT32)
-        col2im_float(shape, (float *)PyArray_DATA(acc), src, cs, kout, sh, sw, dh, dw);
-    else
-        col2im_double(shape, (double *)PyArray_DATA(acc), src, cs, kout, sh, sw, dh, dw);
+    run_planes(&job);
     Py_END_ALLOW_THREADS
     Py_RETURN_TRUE;
 }
 
-/* cols: (B, C, KH, KW, OH, OW) at byte strides cs; z: (B, C, H, W) C-contiguous */
-#define IM2COL(T)                                                                              \
-    static void im2col_##T(const npy_intp *shape, const T *z, char *cols, const npy_intp *cs,  \
-                           const npy_intp *kout, npy_intp sh, npy_intp sw, npy_intp dh,        \
-                           npy_intp dw)                                                        \
-    {                                                                                          \
-        npy_intp B = shape[0], C = shape[1], H = shape[2], W = shape[3];                       \
-        npy_intp KH = kout[0], KW = kout[1], OH = kout[2], OW = kout[3];                       \
-        for (npy_intp b = 0; b < B; b++)                                                       \
-            for (npy_intp c = 0; c < C; c++) {                                                 \
-                const T *plane = z + (b * C + c) * H * W;                                      \
-                char *dst_bc = cols + b * cs[0] + c * cs[1];                                   \
-                for (npy_intp kh = 0; kh < KH; kh++)                                           \
-                    for (npy_intp kw = 0; kw < KW; kw++) {                                     \
-                        char *dst = dst_bc + kh * cs[2] + kw * cs[3];                          \
-                        for (npy_intp oh = 0; oh < OH; oh++) {                                 \
-                            const T *row = plane + (oh * sh + kh * dh) * W + kw * dw;          \
-                            char *d = dst + oh * cs[4];                                        \
-                            if (cs[5] == (npy_intp)sizeof(T)) {                                \
-                                T *v = (T *)d;                                                 \
-                                if (sw == 1)                                                   \
-                                    memcpy(v, row, OW * sizeof(T));                            \
-                                else                                                           \
-                                    for (npy_intp ow = 0; ow < OW; ow++)                       \
-                                        v[ow] = row[ow * sw];                                  \
-                            } else {                                                           \
-                                for (npy_intp ow = 0; ow < OW; ow++)                           \
-                                    *(T *)(d + ow * cs[5]) = row[ow * sw];                     \
-                            }                                                                  \
-                        }                                                                      \
-                    }                                                                          \
-            }                                                                                  \
-    }
-
-IM2COL(float)
-IM2COL(double)
 
 /* im2col2d(cols, z, stride, dilation) -> bool: cols[b, c, kh, kw, oh, ow] =
  * z[b, c, oh * sh + kh * dh, ow * sw + kw * dw]; True when done, False when the arrays are not
@@ -167,11 +206,9 @@ PyObject *py_im2col2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_FALSE;                   /* a window outside z */
     char *dst = PyArray_BYTES(cols);
     const npy_intp *cs = PyArray_STRIDES(cols);
+    struct planes_job job = {type, 1, shape, cs, kout, PyArray_DATA(z), dst, sh, sw, dh, dw};
     Py_BEGIN_ALLOW_THREADS
-    if (type == NPY_FLOAT32)
-        im2col_float(shape, (const float *)PyArray_DATA(z), dst, cs, kout, sh, sw, dh, dw);
-    else
-        im2col_double(shape, (const double *)PyArray_DATA(z), dst, cs, kout, sh, sw, dh, dw);
+    run_planes(&job);
     Py_END_ALLOW_THREADS
     Py_RETURN_TRUE;
 }

@@ -65,6 +65,13 @@ static inline int is_tensor(PyObject *o)
 int slot_offset(PyObject *cls, const char *name, Py_ssize_t *out);
 PyObject *new_object(PyTypeObject *type);
 
+/* threads.c: fn(ctx, start, stop) over [0, n) split into ranges of at least `grain` units,
+ * spread over ember's intra-op threads; call without the GIL */
+#define PARALLEL_GRAIN 16384   /* elements of work below which a range is not split */
+typedef void (*range_fn)(void *ctx, Py_ssize_t start, Py_ssize_t stop);
+void parallel_ranges(Py_ssize_t n, Py_ssize_t grain, range_fn fn, void *ctx);
+PyObject *py_set_threads(PyObject *self, PyObject *arg);
+
 /* dispatch.c */
 extern PyTypeObject OpBaseType;
 PyObject *install_dispatch(PyObject *self, PyObject *args);

@@ -149,6 +149,8 @@ static PyMethodDef methods[] = {
     {"scatter_rows", (PyCFunction)(void (*)(void))py_scatter_rows, METH_FASTCALL,
      "scatter_rows(out, indices, g) -> bool: kit/pooling.py's put_along_axis for max pooling's "
      "backward"},
+    {"set_threads", py_set_threads, METH_O,
+     "set_threads(n): the threads compiled kernels split their work over (_threads.py)"},
     {"relu", py_relu, METH_O, "relu(x) -> ndarray or None: kit/elementwise.py's _relu"},
     {"threshold_backward", (PyCFunction)(void (*)(void))py_threshold_backward, METH_FASTCALL,
      "threshold_backward(g, x, threshold) -> ndarray or None: "

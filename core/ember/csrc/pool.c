@@ -14,7 +14,9 @@
 #define PY_ARRAY_UNIQUE_SYMBOL ember_ARRAY_API
 #include "ember_c.h"
 #include <numpy/arrayobject.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_WINDOW 1024 /* kernel elements the compiled loop takes; larger ones: the reference */
 
@@ -135,6 +137,30 @@
 MAX_POOL(float, npy_uint32)
 MAX_POOL(double, npy_uint64)
 
+/* a range of planes for one thread (threads.c) */
+struct pool_job {
+    int type;
+    npy_intp g[12];
+    const void *x;
+    void *values;
+    npy_int64 *indices;
+    atomic_int done;
+};
+
+static void pool_planes(void *ctx, Py_ssize_t a, Py_ssize_t b)
+{
+    struct pool_job *j = ctx;
+    const npy_intp *g = j->g;
+    npy_intp in = g[0] * g[1], out = g[2] * g[3];
+    int done = j->type == NPY_FLOAT32
+                   ? max_pool2d_float(b - a, g, (const float *)j->x + a * in,
+                                      (float *)j->values + a * out, j->indices + a * out)
+                   : max_pool2d_double(b - a, g, (const double *)j->x + a * in,
+                                       (double *)j->values + a * out, j->indices + a * out);
+    if (!done)
+        atomic_store(&j->done, 0);
+}
+
 static int c_array(PyObject *o, int type, int ndim)
 {
     if (!PyArray_CheckExact(o))
@@ -176,18 +202,14 @@ PyObject *py_max_pool2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     for (int k = 4; k < 12; k++)
         if (g[k] < (k >= 8 && k < 10 ? 0 : 1))
             Py_RETURN_FALSE;
+    struct pool_job job = {type, {0}, PyArray_DATA(x), PyArray_DATA(values),
+                           PyArray_DATA(indices), 1};
+    memcpy(job.g, g, sizeof g);
     npy_intp planes = xs[0] * xs[1];
-    int done;
     Py_BEGIN_ALLOW_THREADS
-    if (type == NPY_FLOAT32)
-        done = max_pool2d_float(planes, g, (const float *)PyArray_DATA(x),
-                                (float *)PyArray_DATA(values), (npy_int64 *)PyArray_DATA(indices));
-    else
-        done = max_pool2d_double(planes, g, (const double *)PyArray_DATA(x),
-                                 (double *)PyArray_DATA(values),
-                                 (npy_int64 *)PyArray_DATA(indices));
+    parallel_ranges(planes, PARALLEL_GRAIN / (g[0] * g[1] + 1) + 1, pool_planes, &job);
     Py_END_ALLOW_THREADS
-    return PyBool_FromLong(done);
+    return PyBool_FromLong(atomic_load(&job.done));
 }
 
 /* Max pooling's backward when no two windows overlap: each gradient written at its window's
@@ -207,6 +229,28 @@ PyObject *py_max_pool2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 SCATTER_ROWS(float)
 SCATTER_ROWS(double)
+
+struct scatter_job {
+    int type;
+    npy_intp plane, m;
+    char *out;
+    const npy_int64 *idx;
+    const char *g;
+    atomic_int done;
+};
+
+static void scatter_range(void *ctx, Py_ssize_t a, Py_ssize_t b)
+{
+    struct scatter_job *j = ctx;
+    npy_intp P = j->plane, m = j->m;
+    int done = j->type == NPY_FLOAT32
+                   ? scatter_rows_float(b - a, P, m, (float *)j->out + a * P, j->idx + a * m,
+                                        (const float *)j->g + a * m)
+                   : scatter_rows_double(b - a, P, m, (double *)j->out + a * P, j->idx + a * m,
+                                         (const double *)j->g + a * m);
+    if (!done)
+        atomic_store(&j->done, 0);
+}
 
 /* scatter_rows(out, indices, g) -> bool: out (R, P), indices and g (R, M), all C-contiguous,
  * out and g of one float dtype; False (out partly written) when they are not, or when an index
@@ -229,16 +273,10 @@ PyObject *py_scatter_rows(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (!PyArray_SAMESHAPE(idx, g) || PyArray_DIM(out, 0) != PyArray_DIM(g, 0))
         Py_RETURN_FALSE;
     npy_intp rows = PyArray_DIM(out, 0), plane = PyArray_DIM(out, 1), m = PyArray_DIM(g, 1);
-    int done;
+    struct scatter_job job = {type, plane, m, PyArray_DATA(out), PyArray_DATA(idx),
+                              PyArray_DATA(g), 1};
     Py_BEGIN_ALLOW_THREADS
-    if (type == NPY_FLOAT32)
-        done = scatter_rows_float(rows, plane, m, (float *)PyArray_DATA(out),
-                                  (const npy_int64 *)PyArray_DATA(idx),
-                                  (const float *)PyArray_DATA(g));
-    else
-        done = scatter_rows_double(rows, plane, m, (double *)PyArray_DATA(out),
-                                   (const npy_int64 *)PyArray_DATA(idx),
-                                   (const double *)PyArray_DATA(g));
+    parallel_ranges(rows, PARALLEL_GRAIN / (m + 1) + 1, scatter_range, &job);
     Py_END_ALLOW_THREADS
-    return PyBool_FromLong(done);
+    return PyBool_FromLong(atomic_load(&job.done));
 }
