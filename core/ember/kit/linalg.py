@@ -70,7 +70,7 @@ def addmm(be, self, mat1, mat2, beta, alpha):
     dt = x.dtype
     if dt in HALF:
         x, y = x.astype(xp.float32), y.astype(xp.float32)
-    r = xp.matmul(x, y)
+    r = be.matmul(x, y)
     if r.dtype.kind in "iub":  # integer scalars wrap into the dtype, as the elementwise ops do
         beta, alpha = (xp.asarray(v).astype(r.dtype) for v in (beta, alpha))
     if alpha != 1:
