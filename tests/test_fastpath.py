@@ -323,6 +323,30 @@ def test_compiled_relu_and_its_backward_give_torchs_bits(dtype, monkeypatch):
 
 
 @compiled
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+@pytest.mark.parametrize("numel", [7, 40000, 300000])
+def test_compiled_axpy_gives_the_references_bits(dtype, numel, monkeypatch):
+    # an optimizer's p.add_(buf, alpha=-lr): one compiled pass against the reference's
+    # slices of alpha * buf, rounded the same way (no fused multiply-add)
+    from ember.kit import foreach
+    rng = np.random.default_rng(numel)
+    p0 = rng.standard_normal(numel)
+    buf = ember.tensor(rng.standard_normal(numel), dtype=dtype)
+    results = []
+    for c in (foreach._C, None):
+        monkeypatch.setattr(foreach, "_C", c)
+        p = ember.tensor(p0, dtype=dtype)
+        ember._foreach_add_([p], [buf], alpha=-0.0123)
+        results.append(p.numpy().tobytes())
+    assert results[0] == results[1]
+    assert not np.array_equal(np.frombuffer(results[0], p.numpy().dtype), p0.astype(p.numpy().dtype))
+    from ember._fastpath import C
+    y = np.zeros(4, np.float32)
+    assert C.axpy_(y, y, 2.0) is False                      # overlapping: the reference
+    assert C.axpy_(y, np.zeros(4, np.float64), 2.0) is False  # dtypes differ
+
+
+@compiled
 @pytest.mark.parametrize("whole", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kernel, stride, dilation, groups", [

@@ -151,6 +151,8 @@ static PyMethodDef methods[] = {
      "backward"},
     {"set_threads", py_set_threads, METH_O,
      "set_threads(n): the threads compiled kernels split their work over (_threads.py)"},
+    {"axpy_", (PyCFunction)(void (*)(void))py_axpy_, METH_FASTCALL,
+     "axpy_(y, x, alpha) -> bool: kit/foreach.py's add_ with an alpha"},
     {"relu", py_relu, METH_O, "relu(x) -> ndarray or None: kit/elementwise.py's _relu"},
     {"threshold_backward", (PyCFunction)(void (*)(void))py_threshold_backward, METH_FASTCALL,
      "threshold_backward(g, x, threshold) -> ndarray or None: "

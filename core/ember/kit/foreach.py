@@ -8,6 +8,7 @@ single-tensor order), so results match them to rounding.
 """
 from __future__ import annotations
 
+from .._fastpath import C as _C
 from .binding import bind
 
 
@@ -27,6 +28,8 @@ def add_(be, selfs, others, alpha):
     for a, b in zip(_nat(be, selfs), _nat(be, others)):
         if alpha == 1:
             xp.add(a, b, out=a, casting="unsafe")
+        elif _C is not None and _C.axpy_(a, b, alpha):   # one compiled pass: csrc/axpy.c
+            continue
         elif a.size > _AXPY_CHUNK and a.flags.c_contiguous and b.flags.c_contiguous and \
                 a.shape == b.shape:
             # (an optimizer's p.add_(buf, alpha=-lr)): the scaled copy of b in slices, so the
