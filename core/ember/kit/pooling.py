@@ -3,13 +3,15 @@
 
 * max pooling: the windows of the input padded with the dtype's lowest value as a strided view
   (N, C, *out, *k), one copy to (N, C, *out, prod(k)), ``argmax`` (the first maximum; a NaN
-  counts as the largest and the window's last NaN wins, as PyTorch's pooling kernels update on
-  every NaN — unlike its ``max``/``argmax``, which keep the first) and a table of each window element's flat input position (cached
-  per shape) turns window offsets into PyTorch's indices. A padded element never wins over the
-  window's first real one: the table maps it there, as PyTorch's kernel starts each window at
-  its first real element. The backward puts each gradient at its index, in one assignment when
-  windows cannot overlap and with one ``bincount`` otherwise. 2-D float32/float64 host arrays
-  take csrc/pool.c instead: one pass per plane, the same values and indices.
+  counts as the largest and the window's last NaN wins, as PyTorch's pooling kernels update
+  on every NaN, unlike its ``max``/``argmax``, which keep the first) and a table of each
+  window element's flat input position (cached per shape) turns window offsets into PyTorch's
+  indices. A padded element never wins over the window's first real one: the table maps it
+  there, as PyTorch's kernel starts each window at its first real element. The backward puts
+  each gradient at its index, in one assignment when windows cannot overlap and with one
+  ``bincount`` otherwise. 2-D float32/float64 host arrays take csrc/pool.c instead (the
+  forward a kernel offset at a time over rows of windows, the non-overlapping backward a
+  compiled scatter), split over the compiled kernels' threads: the same values and indices.
 * average pooling: one strided add per kernel offset, divided by per-position counts computed
   once per shape; the backward adds the divided gradient back the same way.
 * adaptive average pooling: one small averaging matrix per spatial dim (``matmul`` along it);
