@@ -7,7 +7,10 @@ it needs its own expression strings per op and gained nothing over chunked ufunc
 op). Only work of at least ``MIN_PARALLEL`` elements is split: below that the hand-off costs
 more than it saves (tens of microseconds), so small tensors never pay for it.
 ``set_num_threads`` also sets the BLAS library's threads (matmul, convolution GEMMs) through
-threadpoolctl when it is installed. The CPU backend's FFTs pass it to scipy.fft as ``workers``.
+threadpoolctl when it is installed, and the compiled kernels' own workers (csrc/threads.c:
+pooling, im2col/col2im, relu, axpy split their work there, where a hand-off costs about a
+microsecond instead of this pool's tens). The CPU backend's FFTs pass it to scipy.fft as
+``workers``.
 """
 from __future__ import annotations
 
