@@ -348,6 +348,29 @@ def test_compiled_axpy_gives_the_references_bits(dtype, numel, monkeypatch):
 
 
 @compiled
+@pytest.mark.parametrize("rows", [1, 17, 32, 5000])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_compiled_nll_loss_gives_torchs_bits(rows, reduction, weighted):
+    # csrc/nll_loss.c sums as torch's CPU kernel does (a cascade of partial sums), so loss and
+    # gradient match torch's bits; ignored rows add nothing and get no gradient
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 10)).astype(np.float32)
+    t = rng.integers(0, 10, rows)
+    t[::5] = 3
+    w = rng.random(10).astype(np.float32) if weighted else None
+    results = []
+    for lib in (torch, ember):
+        xt = lib.tensor(x, requires_grad=True)
+        loss = lib.nn.functional.nll_loss(xt, lib.tensor(t), None if w is None else lib.tensor(w),
+                                          reduction=reduction, ignore_index=3)
+        loss.backward()
+        results.append((loss.detach().numpy().tobytes(), xt.grad.numpy().tobytes()))
+    assert results[0] == results[1]
+
+
+@compiled
 @pytest.mark.parametrize("whole", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kernel, stride, dilation, groups", [

@@ -153,6 +153,12 @@ static PyMethodDef methods[] = {
      "set_threads(n): the threads compiled kernels split their work over (_threads.py)"},
     {"axpy_", (PyCFunction)(void (*)(void))py_axpy_, METH_FASTCALL,
      "axpy_(y, x, alpha) -> bool: kit/foreach.py's add_ with an alpha"},
+    {"nll_loss", (PyCFunction)(void (*)(void))py_nll_loss, METH_FASTCALL,
+     "nll_loss(x, t, w, reduction, ignore_index) -> (loss, total_weight) or None: "
+     "kit/loss.py's nll_loss_forward"},
+    {"nll_loss_backward", (PyCFunction)(void (*)(void))py_nll_loss_backward, METH_FASTCALL,
+     "nll_loss_backward(g, x, t, w, reduction, ignore_index, total_weight) -> array or None: "
+     "kit/loss.py's nll_loss_backward"},
     {"relu", py_relu, METH_O, "relu(x) -> ndarray or None: kit/elementwise.py's _relu"},
     {"threshold_backward", (PyCFunction)(void (*)(void))py_threshold_backward, METH_FASTCALL,
      "threshold_backward(g, x, threshold) -> ndarray or None: "

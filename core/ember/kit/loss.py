@@ -1,7 +1,8 @@
 """Loss kernels for array-module backends.
 
 ``nll_loss_forward`` / ``nll_loss_backward``: one fancy-index read (or write) of the target
-column of each row; the class-range check is a ``value_checks`` device assert.
+column of each row; the class-range check is a ``value_checks`` device assert. 2-D float
+host arrays reduced by mean or sum take csrc/nll_loss.c (one pass, torch's cascade sums).
 
 The regression losses (mse, smooth L1, Huber) and their backward ops: the same arithmetic as
 their composites in ``ember.ops.nn.loss``, in one pass of array calls instead of eight
@@ -10,6 +11,7 @@ do). ``reduction`` is 0/1/2 = none/mean/sum.
 """
 from __future__ import annotations
 
+from .._fastpath import C as _C
 from .binding import bind
 from .linalg import HALF
 from .value_checks import first_failure
@@ -34,8 +36,20 @@ def _weights(be, self, target, weight, ignore_index):
     return xp.arange(t.shape[0]), safe, w
 
 
+def _compiled_operands(be, self, target, weight):
+    """(x, t, w) for csrc/nll_loss.c when the compiled module is there, else None."""
+    if _C is None:
+        return None
+    return be.native(self), be.native(target), None if weight is None else be.native(weight)
+
+
 def nll_loss_forward(be, self, target, weight, reduction, ignore_index):
     xp = be.xp
+    ops = _compiled_operands(be, self, target, weight)
+    if ops is not None:   # 2-D float host arrays, mean or sum: torch's cascade sums, one pass
+        r = _C.nll_loss(*ops, reduction, ignore_index)
+        if r is not None:
+            return be.wrap(r[0], self.device), be.wrap(r[1], self.device)
     x = be.native(self)
     rows, safe, w = _weights(be, self, target, weight, ignore_index)
     loss = -(x[rows, safe] * w)
@@ -56,6 +70,11 @@ def nll_loss_backward(be, grad_output, self, target, weight, reduction, ignore_i
                       total_weight):
     xp = be.xp
     g = be.native(grad_output)
+    ops = _compiled_operands(be, self, target, weight)
+    if ops is not None:
+        r = _C.nll_loss_backward(g, *ops, reduction, ignore_index, be.native(total_weight))
+        if r is not None:
+            return be.wrap(r, self.device)
     dt = be.native(self).dtype
     rows, safe, w = _weights(be, self, target, weight, ignore_index)
     val = -w * g
