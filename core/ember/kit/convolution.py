@@ -67,13 +67,18 @@ WHOLE_BATCH = 256   # output positions per sample below which the GEMMs take the
 # own ``conv_workspace``), so a step's peak memory holds a slice of it, not all of it
 # (whole-batch GEMMs still get >= WHOLE_BATCH columns)
 COLUMN_BYTES = 1 << 18
+# per-sample GEMMs do not get slower with more samples at a time, but each slice costs a
+# round of Python calls: a batch-32 28x28 layer's columns (780 KB) are made in one piece
+# (forward 112 -> 82 us); whole-batch GEMMs over larger slices spill the L2 cache (a 13x13
+# layer's forward and backward 676 -> 834 us at 1 MiB), so they keep COLUMN_BYTES
+SAMPLE_COLUMN_BYTES = 1 << 20
 
 
 def _chunks(be, n, positions, per_position):
     """Sample ranges whose columns take about ``be.conv_workspace`` (else COLUMN_BYTES) bytes:
     (whole, [(start, stop), ...])."""
-    limit = be.conv_workspace or COLUMN_BYTES
     whole = positions < WHOLE_BATCH
+    limit = be.conv_workspace or (COLUMN_BYTES if whole else SAMPLE_COLUMN_BYTES)
     m = max(1, limit // max(positions * per_position, 1))
     if whole:
         m = max(m, -(-WHOLE_BATCH // positions))
