@@ -1,6 +1,7 @@
-"""The CPU backend's GEMM layout choice (kit/array_backend.py ``_swap_helps``): a few rows
+"""The CPU backend's GEMM layout choices. kit/array_backend.py ``_swap_helps``: a few rows
 times a transposed weight runs as the swapped product, which must give numpy's bits in C
-order, as the unswapped one does (a linear layer's output is viewed and reshaped after)."""
+order, as the unswapped one does (a linear layer's output is viewed and reshaped after).
+kit/convolution.py ``_times_columns``: the weight gradient's GEMM over many positions."""
 import numpy as np
 import pytest
 
@@ -30,3 +31,21 @@ def test_the_swap_is_taken_only_where_it_was_measured_to_help():
     assert not _swap_helps(np.zeros((256, 784), np.float32), w.T)    # many rows
     assert not _swap_helps(np.zeros((64, 64), np.float32), np.zeros((256, 64), np.float32).T)
     assert not _swap_helps(x.astype(np.int64), w.T.astype(np.int64))
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_convolution_weight_gradient_in_the_swapped_layout(transposed):
+    # many positions and long columns: kit/convolution.py _times_columns swaps the GEMM; the
+    # gradient must match the float64 computation of the same convolution
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 32, 32, 32))
+    w = rng.standard_normal((32, 16, 3, 3) if transposed else (16, 32, 3, 3))
+    conv = ember.nn.functional.conv_transpose2d if transposed else ember.nn.functional.conv2d
+    grads = []
+    for dtype in (ember.float32, ember.float64):
+        wt = ember.tensor(w, dtype=dtype, requires_grad=True)
+        y = conv(ember.tensor(x, dtype=dtype), wt, padding=1)
+        (y * y).sum().backward()
+        grads.append(wt.grad.numpy().astype(np.float64))
+    assert grads[0].flags.c_contiguous
+    np.testing.assert_allclose(grads[0], grads[1], rtol=2e-4, atol=1e-2)
