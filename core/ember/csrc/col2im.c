@@ -80,8 +80,14 @@ COL2IM(double)
                             char *d = dst + oh * cs[4];                                        \
                             if (cs[5] == (npy_intp)sizeof(T)) {                                \
                                 T *v = (T *)d;                                                 \
-                                if (sw == 1)                                                   \
+                                if (sw == 1 && OW >= 32)                                       \
                                     memcpy(v, row, OW * sizeof(T));                            \
+                                else if (sw == 1) /* short rows: a call costs more */          \
+                                    for (npy_intp ow = 0; ow < OW; ow++)                       \
+                                        v[ow] = row[ow];                                       \
+                                else if (sw == 2) /* a constant stride: gcc vectorizes it */    \
+                                    for (npy_intp ow = 0; ow < OW; ow++)                       \
+                                        v[ow] = row[ow * 2];                                   \
                                 else                                                           \
                                     for (npy_intp ow = 0; ow < OW; ow++)                       \
                                         v[ow] = row[ow * sw];                                  \
