@@ -90,6 +90,7 @@ PyObject *py_im2col2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_max_pool2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_scatter_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_relu(PyObject *self, PyObject *x);
+PyObject *py_erf32(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_nll_loss(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_nll_loss_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_axpy_(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

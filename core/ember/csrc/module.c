@@ -159,6 +159,8 @@ static PyMethodDef methods[] = {
     {"nll_loss_backward", (PyCFunction)(void (*)(void))py_nll_loss_backward, METH_FASTCALL,
      "nll_loss_backward(g, x, t, w, reduction, ignore_index, total_weight) -> array or None: "
      "kit/loss.py's nll_loss_backward"},
+    {"erf32", (PyCFunction)(void (*)(void))py_erf32, METH_FASTCALL,
+     "erf32(x, out) -> bool: kit/erf32.py's _erf_into"},
     {"relu", py_relu, METH_O, "relu(x) -> ndarray or None: kit/elementwise.py's _relu"},
     {"threshold_backward", (PyCFunction)(void (*)(void))py_threshold_backward, METH_FASTCALL,
      "threshold_backward(g, x, threshold) -> ndarray or None: "

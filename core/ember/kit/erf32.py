@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _fastpath
+
 # Eigen's generic_fast_erf_float: odd numerator and even denominator, highest power first
 _P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
       -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
@@ -38,6 +40,10 @@ def erf(be, x, out=None):
     """``erf(x)`` (into ``out`` when given)."""
     if be.xp is not np or x.dtype != _F32:
         return be.special.erf(x, out=out) if out is not None else be.special.erf(x)
+    if _fastpath.C is not None:   # compiled: csrc/erf32.c, the same bits in one pass
+        r = np.empty_like(x) if out is None else out
+        if _fastpath.C.erf32(x, r):
+            return r
     if x.size > _CHUNK and x.flags.c_contiguous and (out is None or out.flags.c_contiguous):
         # a large array a chunk at a time: its float64 temporaries (four arrays of twice its
         # size) would otherwise raise a training step's peak memory and miss the cache
