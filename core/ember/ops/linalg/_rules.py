@@ -116,10 +116,10 @@ def mv_shape_check(mat, vec, bias_ndim=1):
 
 # -- derivative helpers -------------------------------------------------------------------------
 def mT(t):
-    """The transpose of the last two dims (a view)."""
-    dims = list(range(t.ndim))
-    dims[-1], dims[-2] = dims[-2], dims[-1]
-    return _views.permute_op(t, tuple(dims))
+    """The transpose of the last two dims (a view): one dispatched transpose (0.6 us; a permute
+    with its dims list took 1.2, and every linear layer's backward takes two)."""
+    n = t.ndim
+    return _views.transpose_op(t, n - 2, n - 1)
 
 
 def col_major(t):
