@@ -136,85 +136,76 @@ static void run_planes(struct planes_job *j)
                     planes_range, j);
 }
 
-/* col2im2d(acc, cols, stride, dilation) -> bool: acc[b, c, oh * sh + kh * dh, ow * sw + kw * dw]
- * += cols[b, c, kh, kw, oh, ow]; True when done, False when the arrays are not what this loop
- * takes (acc C-contiguous and writable, both float32 or float64, the windows inside acc) */
-PyObject *py_col2im2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* both directions' calls: (image, columns) for col2im, (columns, image) for im2col
+ * (`to_columns`), then stride and dilation. Returns 1 and fills `job` when the arrays are what the loops take (the
+ * image C-contiguous, the columns aligned, both float32 or float64, the written one writable,
+ * every window inside the image), 0 when they are not (the caller returns False), 2 when
+ * there is nothing to do, -1 with an exception set */
+static int planes_call(PyObject *const *args, Py_ssize_t nargs, int to_columns,
+                       const char *usage, struct planes_job *job)
 {
     npy_intp sh, sw, dh, dw;
     if (nargs != 4 || !PyArg_ParseTuple(args[2], "nn", &sh, &sw) ||
         !PyArg_ParseTuple(args[3], "nn", &dh, &dw)) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "col2im2d(acc, cols, stride, dilation)");
-        return NULL;
+            PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
     }
     if (!PyArray_CheckExact(args[0]) || !PyArray_CheckExact(args[1]))
-        Py_RETURN_FALSE;
-    PyArrayObject *acc = (PyArrayObject *)args[0], *cols = (PyArrayObject *)args[1];
-    int type = PyArray_TYPE(acc);
+        return 0;
+    PyArrayObject *image = (PyArrayObject *)args[to_columns ? 1 : 0],
+                  *cols = (PyArrayObject *)args[to_columns ? 0 : 1];
+    int type = PyArray_TYPE(image);
     if ((type != NPY_FLOAT32 && type != NPY_FLOAT64) || PyArray_TYPE(cols) != type ||
-        PyArray_NDIM(acc) != 4 || PyArray_NDIM(cols) != 6 || !PyArray_IS_C_CONTIGUOUS(acc) ||
-        !PyArray_ISWRITEABLE(acc) || !PyArray_ISALIGNED(cols) || sh < 1 || sw < 1 || dh < 1 ||
+        PyArray_NDIM(image) != 4 || PyArray_NDIM(cols) != 6 ||
+        !PyArray_IS_C_CONTIGUOUS(image) || !PyArray_ISALIGNED(cols) ||
+        !PyArray_ISWRITEABLE(to_columns ? cols : image) || sh < 1 || sw < 1 || dh < 1 ||
         dw < 1)
-        Py_RETURN_FALSE;
-    const npy_intp *shape = PyArray_DIMS(acc), *cshape = PyArray_DIMS(cols);
+        return 0;
+    const npy_intp *shape = PyArray_DIMS(image), *cshape = PyArray_DIMS(cols);
     if (cshape[0] != shape[0] || cshape[1] != shape[1])
-        Py_RETURN_FALSE;
+        return 0;
     const npy_intp *kout = cshape + 2;     /* KH, KW, OH, OW */
     for (int k = 0; k < 4; k++)
         if (kout[k] < 1)
-            Py_RETURN_TRUE;                /* nothing to add */
+            return 2;
     if ((kout[2] - 1) * sh + (kout[0] - 1) * dh >= shape[2] ||
         (kout[3] - 1) * sw + (kout[1] - 1) * dw >= shape[3])
-        Py_RETURN_FALSE;                   /* a window outside acc: the reference raises */
-    const char *src = PyArray_BYTES(cols);
-    const npy_intp *cs = PyArray_STRIDES(cols);
-    struct planes_job job = {type, 0, shape, cs, kout, PyArray_DATA(acc), (char *)src,
-                             sh, sw, dh, dw};
-    Py_BEGIN_ALLOW_THREADS
-    run_planes(&job);
-    Py_END_ALLOW_THREADS
+        return 0;                          /* a window outside the image: the reference raises */
+    *job = (struct planes_job){type, to_columns, shape, PyArray_STRIDES(cols), kout,
+                               PyArray_DATA(image), PyArray_BYTES(cols), sh, sw, dh, dw};
+    return 1;
+}
+
+static PyObject *run_planes_call(PyObject *const *args, Py_ssize_t nargs, int to_columns,
+                                 const char *usage)
+{
+    struct planes_job job;
+    int r = planes_call(args, nargs, to_columns, usage, &job);
+    if (r < 0)
+        return NULL;
+    if (r == 0)
+        Py_RETURN_FALSE;
+    if (r == 1) {
+        Py_BEGIN_ALLOW_THREADS
+        run_planes(&job);
+        Py_END_ALLOW_THREADS
+    }
     Py_RETURN_TRUE;
 }
 
+/* col2im2d(acc, cols, stride, dilation) -> bool: acc[b, c, oh * sh + kh * dh, ow * sw + kw * dw]
+ * += cols[b, c, kh, kw, oh, ow]; True when done, False when the arrays are not what this loop
+ * takes */
+PyObject *py_col2im2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return run_planes_call(args, nargs, 0, "col2im2d(acc, cols, stride, dilation)");
+}
 
 /* im2col2d(cols, z, stride, dilation) -> bool: cols[b, c, kh, kw, oh, ow] =
  * z[b, c, oh * sh + kh * dh, ow * sw + kw * dw]; True when done, False when the arrays are not
- * what this loop takes (z C-contiguous, cols writable and aligned, both float32 or float64, the
- * windows inside z) */
+ * what this loop takes */
 PyObject *py_im2col2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    npy_intp sh, sw, dh, dw;
-    if (nargs != 4 || !PyArg_ParseTuple(args[2], "nn", &sh, &sw) ||
-        !PyArg_ParseTuple(args[3], "nn", &dh, &dw)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "im2col2d(cols, z, stride, dilation)");
-        return NULL;
-    }
-    if (!PyArray_CheckExact(args[0]) || !PyArray_CheckExact(args[1]))
-        Py_RETURN_FALSE;
-    PyArrayObject *cols = (PyArrayObject *)args[0], *z = (PyArrayObject *)args[1];
-    int type = PyArray_TYPE(z);
-    if ((type != NPY_FLOAT32 && type != NPY_FLOAT64) || PyArray_TYPE(cols) != type ||
-        PyArray_NDIM(z) != 4 || PyArray_NDIM(cols) != 6 || !PyArray_IS_C_CONTIGUOUS(z) ||
-        !PyArray_ISWRITEABLE(cols) || !PyArray_ISALIGNED(cols) || sh < 1 || sw < 1 || dh < 1 ||
-        dw < 1)
-        Py_RETURN_FALSE;
-    const npy_intp *shape = PyArray_DIMS(z), *cshape = PyArray_DIMS(cols);
-    if (cshape[0] != shape[0] || cshape[1] != shape[1])
-        Py_RETURN_FALSE;
-    const npy_intp *kout = cshape + 2;     /* KH, KW, OH, OW */
-    for (int k = 0; k < 4; k++)
-        if (kout[k] < 1)
-            Py_RETURN_TRUE;                /* nothing to copy */
-    if ((kout[2] - 1) * sh + (kout[0] - 1) * dh >= shape[2] ||
-        (kout[3] - 1) * sw + (kout[1] - 1) * dw >= shape[3])
-        Py_RETURN_FALSE;                   /* a window outside z */
-    char *dst = PyArray_BYTES(cols);
-    const npy_intp *cs = PyArray_STRIDES(cols);
-    struct planes_job job = {type, 1, shape, cs, kout, PyArray_DATA(z), dst, sh, sw, dh, dw};
-    Py_BEGIN_ALLOW_THREADS
-    run_planes(&job);
-    Py_END_ALLOW_THREADS
-    Py_RETURN_TRUE;
+    return run_planes_call(args, nargs, 1, "im2col2d(cols, z, stride, dilation)");
 }
