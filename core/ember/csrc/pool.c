@@ -27,6 +27,16 @@
  * element mispredicts about half the time on random data, ~5 ns an element); windows cut by
  * the padding take the checked loop one window at a time. Both visit a window's elements in
  * the same order (kernel row, then column) and keep the first maximum, so they agree. */
+/* the loops built for AVX-512, AVX2 and the baseline, picked at load time; no-trapping-math
+ * lets gcc turn the NaN-aware compares into selects (only floating-point exception flags,
+ * which nothing reads here, could differ) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VECTOR_CLONES                                                                          \
+    __attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-trapping-math")))
+#else
+#define VECTOR_CLONES
+#endif
+
 #define MAX_POOL(T, U)                                                                         \
     static int pool_window_##T(const T *in, const npy_intp *g, npy_intp oh, npy_intp ow,       \
                                T *vo, npy_int64 *io)                                           \
@@ -76,11 +86,52 @@
         }                                                                                      \
     }                                                                                          \
                                                                                                \
+    /* 2x2 windows at stride 2 without padding (most CNNs' pooling): each window's four      \
+     * elements compared in registers, in window order; the selects are bit masks, which      \
+     * gcc cannot turn back into branches (a mispredicted branch per element costs 3x) */     \
+    static inline void keep_##T(T v, npy_int64 at, T *best, npy_int64 *i)                      \
+    {                                                                                          \
+        int take = (v > *best) | (v != v);                                                     \
+        U vb, bb, keep = -(U)take;                                                             \
+        npy_uint64 at_mask = -(npy_uint64)take;                                                \
+        memcpy(&vb, &v, sizeof vb);                                                            \
+        memcpy(&bb, best, sizeof bb);                                                          \
+        bb = (vb & keep) | (bb & ~keep);                                                       \
+        memcpy(best, &bb, sizeof bb);                                                          \
+        *i = (npy_int64)(((npy_uint64)at & at_mask) | ((npy_uint64)*i & ~at_mask));            \
+    }                                                                                          \
+                                                                                               \
+    static void pool_2x2_##T(npy_intp planes, npy_intp H, npy_intp W, npy_intp OH,             \
+                             npy_intp OW, const T *x, T *values, npy_int64 *indices)           \
+    {                                                                                          \
+        for (npy_intp p = 0; p < planes; p++)                                                  \
+            for (npy_intp oh = 0; oh < OH; oh++) {                                             \
+                const T *r0 = x + (p * H + 2 * oh) * W, *r1 = r0 + W;                           \
+                T *vo = values + (p * OH + oh) * OW;                                           \
+                npy_int64 *io = indices + (p * OH + oh) * OW, row = 2 * oh * W;                \
+                for (npy_intp ow = 0; ow < OW; ow++) {                                         \
+                    T best = r0[2 * ow];                                                       \
+                    npy_int64 at = row + 2 * ow, i = at;                                       \
+                    keep_##T(r0[2 * ow + 1], at + 1, &best, &i);                               \
+                    keep_##T(r1[2 * ow], at + W, &best, &i);                                   \
+                    keep_##T(r1[2 * ow + 1], at + W + 1, &best, &i);                           \
+                    vo[ow] = best;                                                             \
+                    io[ow] = i;                                                                \
+                }                                                                              \
+            }                                                                                  \
+    }                                                                                          \
+                                                                                               \
+    VECTOR_CLONES                                                                              \
     static int max_pool2d_##T(npy_intp planes, const npy_intp *g, const T *x, T *values,       \
                               npy_int64 *indices)                                              \
     {                                                                                          \
         npy_intp H = g[0], W = g[1], OH = g[2], OW = g[3], KH = g[4], KW = g[5];               \
         npy_intp SH = g[6], SW = g[7], PH = g[8], PW = g[9], DH = g[10], DW = g[11];           \
+        if (KH == 2 && KW == 2 && SH == 2 && SW == 2 && DH == 1 && DW == 1 && PH == 0 &&       \
+            PW == 0 && 2 * OH <= H && 2 * OW <= W) {                                           \
+            pool_2x2_##T(planes, H, W, OH, OW, x, values, indices);                            \
+            return 1;                                                                          \
+        }                                                                                      \
         /* [lo, hi): the output columns whose windows hold no padding */                      \
         npy_intp lo = (PW + SW - 1) / SW, last = W - 1 - (KW - 1) * DW + PW;                   \
         npy_intp hi = last < 0 ? 0 : last / SW + 1;                                            \
