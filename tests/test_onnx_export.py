@@ -284,3 +284,21 @@ def test_unbinding_the_dynamic_batch_exports_the_pieces_as_slices():
         x = ember.randn(batch, 4)
         np.testing.assert_allclose(session.run(["y"], {"x": x.numpy()})[0],
                                    (x[0] * 3).numpy(), rtol=1e-6)
+
+
+# the activations torch records as one node are one ONNX rule each (glu as Split/Sigmoid/Mul)
+_NODE_ACTIVATIONS = {
+    "glu": nn.GLU(1), "glu dim 0": nn.GLU(0), "logsigmoid": nn.LogSigmoid(),
+    "hardshrink": nn.Hardshrink(0.3), "softshrink": nn.Softshrink(0.3), "celu": nn.CELU(1.5),
+}
+
+
+@pytest.mark.parametrize("name", list(_NODE_ACTIVATIONS))
+def test_activation_nodes_export_and_match_eager(name):
+    model = _NODE_ACTIVATIONS[name]
+    x = ember.tensor(np.linspace(-3, 3, 24, dtype=np.float32).reshape(4, 6))
+    f = io.BytesIO()
+    ember.onnx.export(model, (x,), f, input_names=["x"], output_names=["y"])
+    onnx.checker.check_model(onnx.load_from_string(f.getvalue()))
+    got = ort.InferenceSession(f.getvalue()).run(["y"], {"x": x.numpy()})[0]
+    np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-5, atol=1e-6)

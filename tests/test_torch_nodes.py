@@ -265,3 +265,63 @@ def test_rsub_dtypes_and_errors_match_torch():
         assert lib.rsub(lib.tensor([1, 2]), lib.tensor([0.5])).tolist() == [-0.5, -1.5]
         with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
             lib.rsub(lib.tensor([True]), lib.tensor([False]))
+
+
+# -- composites torch records as one node: activations -----------------------------------------
+ACTIVATIONS = {
+    "glu": (lambda L, x: F(L).glu(x), [(3, 4)]),
+    "glu dim=0": (lambda L, x: F(L).glu(x, 0), [(4, 3)]),
+    "glu transposed": (lambda L, x: F(L).glu(x.t(), -2), [(3, 4)]),
+    "nn.GLU": (lambda L, x: L.nn.GLU(1)(x), [(2, 6, 2)]),
+    "logsigmoid": (lambda L, x: F(L).logsigmoid(x * 8), [(3, 4)]),
+    "nn.LogSigmoid": (lambda L, x: L.nn.LogSigmoid()(x), [(5,)]),
+    "hardshrink": (lambda L, x: F(L).hardshrink(x, 0.6), [(3, 4)]),
+    "Tensor.hardshrink": (lambda L, x: x.hardshrink(), [(3, 4)]),
+    "softshrink": (lambda L, x: F(L).softshrink(x, 0.3), [(3, 4)]),
+    "celu": (lambda L, x: F(L).celu(x), [(3, 4)]),
+    "celu alpha": (lambda L, x: L.celu(x, 1.5), [(3, 4)]),
+    "celu_": (lambda L, x: L.celu_(x * 1, 2.0), [(3, 4)]),
+    "F.celu inplace": (lambda L, x: F(L).celu(x + 0, inplace=True), [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("case", list(ACTIVATIONS))
+def test_activations_record_torchs_node(case):
+    fn, shapes = ACTIVATIONS[case]
+    compare(fn, shapes)
+
+
+_EDGES = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 0.5, -0.5, 0.25, -40.0, 40.0, 3.0]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["logsigmoid", "hardshrink", "softshrink", "celu", "glu"])
+def test_activation_kernels_match_torch_at_the_edges(name, dtype):
+    values = np.array(_EDGES + [1.5, -2.5, 7.0], dtype=np.float64).reshape(2, 7)
+    args = (0,) if name == "glu" else ()
+    got, want = (getattr(F(L), name)(L.tensor(values, dtype=getattr(L, dtype)), *args)
+                 for L in (ember, torch))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    g, w = got.float().numpy(), want.float().numpy()
+    np.testing.assert_allclose(g, w, rtol=1e-6 if dtype in ("float64", "float32") else 0,
+                               atol=0, equal_nan=True)
+    # torch's softshrink zero is x * 0 in its vector loop and +0 in its scalar tail: ember's +0
+    signed = ~np.isnan(w) & ((w != 0) | (name != "softshrink"))
+    assert (np.signbit(g) == np.signbit(w))[signed].all()
+
+
+@pytest.mark.parametrize("name", ["logsigmoid", "hardshrink", "softshrink", "glu"])
+def test_activations_refuse_integers_as_torch(name):
+    for L in (torch, ember):
+        with pytest.raises(RuntimeError, match="not implemented for"):
+            getattr(F(L), name)(L.tensor([[1, -2]]))
+
+
+def test_glu_errors_match_torch():
+    for L in (torch, ember):
+        with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+            F(L).glu(L.zeros(3, 3))
+        with pytest.raises(RuntimeError, match="glu does not support scalars"):
+            F(L).glu(L.tensor(1.0))
+        with pytest.raises(IndexError, match="Dimension out of range"):
+            F(L).glu(L.zeros(2, 2), 2)

@@ -330,7 +330,7 @@ class Tensor:
     def gt(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def gt_(self, other): ...  # ember.ops.elementwise.binary
     def half(self, memory_format=...): ...  # ember.ops.conversion
-    def hardshrink(self, lambd=...): ...  # ember.ops.elementwise.activation
+    def hardshrink(self, lambd=...): ...  # ember.ops.elementwise.activation_nodes
     def heaviside(self, values): ...  # ember.ops.elementwise.selection
     def heaviside_(self, values): ...  # ember.ops.elementwise.selection
     def histc(self, bins=..., min=..., max=..., *, out=...): ...  # ember.ops.structure

@@ -1,6 +1,6 @@
-"""Activations with parameters (gelu, softplus, leaky_relu, elu/celu/selu, hardtanh, threshold,
-hardsigmoid, hardswish, rrelu): each op with its meta and derivative; hardshrink, softshrink and
-prelu as compositions. Parameter-free activations (relu, sigmoid, silu, mish) are unary rows.
+"""Activations with parameters (gelu, softplus, leaky_relu, elu/selu, hardtanh, threshold,
+hardsigmoid, hardswish, rrelu, prelu): each op with its meta and derivative (celu, the shrinks,
+glu and log_sigmoid are in ``activation_nodes``). Parameter-free activations (relu, sigmoid, silu, mish) are unary rows.
 
 In-place variants save what PyTorch's save (``derivatives.yaml``), because that decides whether a
 later in-place write breaks the backward: ``leaky_relu_``, ``elu_`` (so ``celu_``, ``selu_``)
@@ -351,16 +351,6 @@ def _celu_alpha(input, alpha, name):
     return float(alpha)
 
 
-def celu(input, alpha=1.0):
-    a = _celu_alpha(input, alpha, "celu")
-    return elu_op(input, a, 1.0, 1.0 / a)
-
-
-def celu_(input, alpha=1.0):
-    a = _celu_alpha(input, alpha, "celu_")
-    return _write_in_place(elu__op, "celu_", input, a, 1.0, 1.0 / a)
-
-
 def selu(input):
     _require_float(input, "selu")
     return elu_op(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
@@ -448,24 +438,7 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     return input.mul_(_rrelu_noise(input, lower, upper, generator))
 
 
-# -- compositions: the shrinks and prelu -------------------------------------------------------
-@tensor_method()
-def hardshrink(input, lambd=0.5):
-    """0 where ``|x| <= lambd``, else ``x`` (NaN stays NaN, as in torch)."""
-    require_tensor(input, "hardshrink")
-    return _primitives.where(input.abs() <= lambd, 0.0, input)
-
-
-def softshrink(input, lambd=0.5):
-    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
-    require_tensor(input, "softshrink")
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    # torch's kernel and backward: 0 (x * 0) where |x| <= lambd, else x -+ lambd with slope 1,
-    # so a NaN stays NaN and keeps its gradient
-    return _primitives.where(input.abs() <= lambd, input * 0, input - lambd * input.sign())
-
-
+# -- prelu (hardshrink, softshrink, celu, glu, log_sigmoid: activation_nodes.py) -----------
 # prelu is PyTorch's _prelu_kernel (where(x > 0, x, w x)) with its backward as an op: torch's
 # double backward of it (derivatives.yaml) masks x >= 0 where the backward masked x > 0, so at
 # x = 0 the second derivatives are torch's only through these formulas
