@@ -325,3 +325,114 @@ def test_glu_errors_match_torch():
             F(L).glu(L.tensor(1.0))
         with pytest.raises(IndexError, match="Dimension out of range"):
             F(L).glu(L.zeros(2, 2), 2)
+
+
+# -- composites torch records as one node: products ---------------------------------------------
+PRODUCTS = {
+    "baddbmm": (lambda L, s, a, b: L.baddbmm(s, a, b), [(2, 3, 5), (2, 3, 4), (2, 4, 5)]),
+    "baddbmm broadcast self, scaled": (lambda L, s, a, b: L.baddbmm(s, a, b, beta=0.5, alpha=-2),
+                                       [(5,), (2, 3, 4), (2, 4, 5)]),
+    "Tensor.baddbmm beta=0": (lambda L, s, a, b: s.baddbmm(a, b, beta=0),
+                              [(1, 3, 1), (2, 3, 4), (2, 4, 5)]),
+    "addmv": (lambda L, s, m, v: L.addmv(s, m, v), [(3,), (3, 4), (4,)]),
+    "addmv broadcast, scaled": (lambda L, s, m, v: L.addmv(s, m, v, beta=2, alpha=0.5),
+                                [(1,), (3, 4), (4,)]),
+    "addr": (lambda L, s, a, b: L.addr(s, a, b), [(3, 4), (3,), (4,)]),
+    "addr broadcast, scaled": (lambda L, s, a, b: s.addr(a, b, beta=-1, alpha=3),
+                               [(4,), (3,), (4,)]),
+    "addbmm": (lambda L, s, a, b: L.addbmm(s, a, b), [(3, 5), (2, 3, 4), (2, 4, 5)]),
+    "addbmm broadcast, scaled": (lambda L, s, a, b: L.addbmm(s, a, b, beta=0.5, alpha=2),
+                                 [(5,), (2, 3, 4), (2, 4, 5)]),
+    "trace": (lambda L, x: L.trace(x), [(3, 3)]),
+    "Tensor.trace wide": (lambda L, x: (x * 2).trace(), [(2, 5)]),
+    "vdot": (lambda L, a, b: L.vdot(a, b), [(5,), (5,)]),
+    "vdot one leaf": (lambda L, a, b: L.vdot(a.detach(), b * 1), [(5,), (5,)]),
+}
+
+
+@pytest.mark.parametrize("case", list(PRODUCTS))
+def test_products_record_torchs_node(case):
+    fn, shapes = PRODUCTS[case]
+    compare(fn, shapes)
+
+
+@pytest.mark.parametrize("name", ["vdot", "addmv", "addr", "baddbmm", "addbmm", "trace"])
+def test_complex_products_take_torchs_conjugates(name):
+    shapes = {"vdot": [(4,), (4,)], "addmv": [(3,), (3, 4), (4,)], "addr": [(3, 4), (3,), (4,)],
+              "baddbmm": [(2, 3, 5), (2, 3, 4), (2, 4, 5)],
+              "addbmm": [(3, 5), (2, 3, 4), (2, 4, 5)], "trace": [(3, 3)]}[name]
+    rs = np.random.RandomState(1)
+    values = [rs.randn(*s) + 1j * rs.randn(*s) for s in shapes]
+    seen = []
+    for L in (torch, ember):
+        xs = [L.tensor(v, requires_grad=True) for v in values]
+        kw = {} if name in ("vdot", "trace") else {"beta": 0.5 - 1j, "alpha": 2 + 1j}
+        out = getattr(L, name)(*xs, **kw)
+        loss = (out * out.conj()).real.sum() + out.imag.sum()
+        grads = L.autograd.grad(loss, xs)
+        seen.append((out.grad_fn.name(), out.detach().numpy(), [g.numpy() for g in grads]))
+    (tn, tv, tg), (en, ev, eg) = seen
+    assert en == tn
+    np.testing.assert_allclose(ev, tv, rtol=1e-12, atol=1e-12)
+    for a, b in zip(eg, tg):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int64", "int32"])
+def test_product_kernels_match_torch_across_dtypes(dtype):
+    rs = np.random.RandomState(2)
+    shapes = {"addmv": [(3,), (3, 4), (4,)], "addr": [(3, 4), (3,), (4,)],
+              "baddbmm": [(2, 3, 5), (2, 3, 4), (2, 4, 5)],
+              "addbmm": [(3, 5), (2, 3, 4), (2, 4, 5)], "trace": [(4, 3)]}
+    for name, ss in shapes.items():
+        values = [rs.randint(-4, 5, size=s) for s in ss]
+        kw = {} if name == "trace" else {"beta": 2, "alpha": 3}
+        got, want = (getattr(L, name)(*[L.tensor(v, dtype=getattr(L, dtype)) for v in values],
+                                      **kw) for L in (ember, torch))
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], name
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy(), err_msg=name)
+
+
+def test_fused_product_errors_name_the_shapes():
+    for L in (torch, ember):
+        with pytest.raises(RuntimeError):
+            L.addr(L.zeros(2, 4), L.zeros(3), L.zeros(4))
+        with pytest.raises(RuntimeError):
+            L.addbmm(L.zeros(3, 5), L.zeros(2, 3, 4), L.zeros(3, 4, 5))
+        with pytest.raises(RuntimeError):
+            L.baddbmm(L.zeros(2, 2, 5), L.zeros(2, 3, 4), L.zeros(2, 4, 5))
+
+
+# -- sgn: its own node for real and complex inputs ------------------------------------------------
+def test_sgn_records_torchs_node_for_real_inputs():
+    # (torch's zero gradient is a ZeroTensor, which refuses .numpy(): first order only)
+    compare(lambda L, x: L.sgn(x) * x, [(3, 4)], double=False)
+    compare(lambda L, x: x.sgn() + x, [(5,)], double=False)
+
+
+def test_sgn_of_complex_values_matches_torch():
+    values = np.array([1 + 1j, -2j, 0j, 3 + 0j, -0.5 + 2j, complex("nan+1j"), complex("inf")])
+    seen = []
+    for L in (torch, ember):
+        z = L.tensor(values[:5], requires_grad=True)
+        out = L.sgn(z)
+        w = L.tensor(np.linspace(-1, 1, 5) + 0.3j)
+        (g,) = L.autograd.grad((out * w).real.sum(), z, create_graph=True)
+        (gg,) = L.autograd.grad((g * g.conj()).real.sum(), z)
+        edge = L.sgn(L.tensor(values)).numpy()
+        seen.append((out.grad_fn.name(), out.detach().numpy(), g.detach().numpy(), gg.numpy(),
+                     edge))
+    (tn, *t), (en, *e) = seen
+    assert en == tn == "SgnBackward0"
+    for a, b in zip(e, t):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "int8", "bool"])
+def test_sgn_of_real_dtypes_matches_torch(dtype):
+    values = [0, 1, -2, 3, float("nan"), -0.0] if dtype.startswith("float") else [0, 1, -2, 3]
+    if dtype == "bool":
+        values = [True, False]
+    got, want = (L.sgn(L.tensor(values, dtype=getattr(L, dtype))) for L in (ember, torch))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

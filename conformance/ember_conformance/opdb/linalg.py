@@ -75,6 +75,12 @@ ADDMV = [C([(3,), (3, 4), (4,)], lay) for lay in LAYOUTS] + [
     C([(1,), (3, 4), (4,)], "transposed"), C([(), (3, 4), (4,)], "strided"),
     C([(0,), (0, 4), (4,)]), C([(3,), (3, 0), (0,)]),
 ]
+ADDR = [C([(3, 4), (3,), (4,)], lay) for lay in LAYOUTS] + [
+    C([(4,), (3,), (4,)], "strided"), C([(), (3,), (4,)]), C([(0, 4), (0,), (4,)])]
+ADDBMM = [C([(3, 5), (2, 3, 4), (2, 4, 5)], lay) for lay in LAYOUTS] + [
+    C([(5,), (2, 3, 4), (2, 4, 5)], "transposed"), C([(3, 5), (0, 3, 4), (0, 4, 5)]),
+    C([(3, 5), (2, 3, 0), (2, 0, 5)])]
+TRACE = in_layouts([(4, 3)]) + [C([(3, 5)], "transposed"), C([(0, 3)])]
 
 
 def _full(cases, shape):
@@ -206,6 +212,17 @@ OPS = [
            covers=("addmv",), **MATMUL_T),
     OpInfo("addmv_", _inplace("addmv_"), samples(_scaled(_full(ADDMV, (3,)), beta=0.5)), FLOATS,
            covers=("addmv",), differentiable=False, **MATMUL_T),
+    OpInfo("addr", _fn("addr"), samples(ADDR), NUMERIC, covers=("addr",), **MATMUL_T),
+    OpInfo("addr scaled", _fn("addr"), samples(_scaled(ADDR[:6], beta=0.5, alpha=-2)), FLOATS,
+           covers=("addr",), **MATMUL_T),
+    OpInfo("addr beta=0 nan", _beta0_nan(_fn("addr")), samples(ADDR[:4]), FLOATS,
+           covers=("addr",), **MATMUL_T),
+    OpInfo("addbmm", _fn("addbmm"), samples(ADDBMM), NUMERIC, covers=("addbmm",), **MATMUL_T),
+    OpInfo("addbmm scaled", _fn("addbmm"), samples(_scaled(ADDBMM[:6], beta=-1, alpha=0.5)),
+           FLOATS, covers=("addbmm",), **MATMUL_T),
+    OpInfo("addbmm beta=0 nan", _beta0_nan(_fn("addbmm")), samples(ADDBMM[:4]), FLOATS,
+           covers=("addbmm",), **MATMUL_T),
+    OpInfo("trace", _fn("trace"), samples(TRACE), NUMERIC, covers=("trace",)),
     # contractions
     OpInfo("tensordot", _fn("tensordot"), samples(TENSORDOT), NUMERIC, covers=("tensordot",),
            **MATMUL_T),

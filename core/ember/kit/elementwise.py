@@ -141,6 +141,18 @@ def _sign(be, x):
     return be.xp.sign(x)
 
 
+def sgn(be, x):
+    """z / |z| (0 at 0) for complex values, ``sign`` for the others."""
+    a = be.native(x)
+    if a.dtype.kind != "c":
+        return be.wrap(_sign(be, a), x.device)
+    xp = be.xp
+    mag = xp.abs(a)
+    r = xp.zeros(a.shape, a.dtype)
+    be.ieee(partial(xp.divide, where=mag != 0), a, mag, r)
+    return be.wrap(r, x.device)
+
+
 def _relu(be, x):
     return be.xp.maximum(x, x.dtype.type(0)) if x.dtype.kind != "b" else x.copy()
 
@@ -603,6 +615,7 @@ TABLE = {
     "nan_to_num_": nan_to_num_, "gelu": gelu, "softplus": softplus, "leaky_relu": leaky_relu,
     "elu": elu, "hardtanh": hardtanh, "div": div, "div_": div_, "where": where,
     "clamp": clamp, "clamp_": clamp_, "clamp_min": clamp_min, "clamp_max": clamp_max,
+    "sgn": sgn,
 }
 
 

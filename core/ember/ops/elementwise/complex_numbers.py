@@ -63,17 +63,34 @@ def angle(input, *, out=None):
 Tensor.angle = angle
 
 
-# -- sgn ----------------------------------------------------------------------------------------
+# -- sgn: its own op (SgnBackward0, for real inputs too, as torch records it) -------------------
+def _sgn(self):
+    if self.dtype.category != COMPLEX:
+        return self.sign()
+    a = self.abs()
+    zero = a.eq(0)
+    return _grad.mask_fill_zero(self / where(zero, 1.0, a), zero)
+
+
+def _sgn_backward(ctx, g, self):
+    # torch's sgn_backward: 0 for real inputs; (g - sgn^2 conj(g)) / (2|z|), 0 at z = 0
+    if self.dtype.category != COMPLEX:
+        return (_grad.zeros_like(g),)
+    a = self.abs()
+    s = ctx.result
+    return (_grad.mask_fill_zero((g - s * s * _grad.conj(g)) / (a * 2), a.eq(0)),)
+
+
+sgn_op = define("sgn(Tensor self) -> Tensor", meta=_meta.same("sgn"), composite=_sgn,
+                derivative=Derivative(_sgn_backward, save=("self", "result"), complex_ok=True),
+                doc="z / |z| for complex values (0 at 0); sign for real ones")
+
+
 def sgn(input, *, out=None):
     """``z / |z|`` for complex values (0 at 0); ``sign`` for real ones."""
     if not isinstance(input, Tensor):
         raise TypeError(f"sgn(): argument 'input' must be Tensor, not {type(input).__name__}")
-    if input.dtype.category != COMPLEX:
-        r = input.sign()
-    else:
-        a = input.abs()
-        zero = a.eq(0)
-        r = _grad.mask_fill_zero(input / where(zero, 1.0, a), zero)
+    r = sgn_op(input)
     return r if out is None else write_out(out, r, "sgn")
 
 

@@ -4,8 +4,9 @@ and their in-place Tensor methods.
 ``addmm`` is an op with its own derivative (PyTorch's ``AddmmBackward0``, the node under
 ``nn.Linear``); its ``self`` may be anything that broadcasts to the result (a bias row), and
 the formula's gradient for it is summed back to its shape. A backend may register an ``addmm``
-kernel (the array kit does); without one the composite below runs. ``baddbmm`` and ``addmv``
-are composites seen through by autograd, called with ``self`` already expanded.
+kernel (the array kit does); without one the composite below runs. ``baddbmm``, ``addmv``,
+``addr`` and ``addbmm`` are ops the same way (``BaddbmmBackward0``… with torch's formulas,
+``self`` broadcast, one kit kernel each; their composites run on the other backends).
 """
 from __future__ import annotations
 
@@ -67,11 +68,77 @@ addmm_op = define("addmm(Tensor self, Tensor mat1, Tensor mat2, Scalar beta, Sca
                                         setup=lambda self, mat1, mat2, beta, alpha:
                                         col_major(mat2)),
                   doc="beta * self + alpha * (mat1 @ mat2); ``self`` broadcasts to the result.")
-_FMA_DOC = "beta * self + alpha * (a @ b); ``self`` is already expanded to the result's shape."
+
+
+# -- baddbmm, addmv, addr, addbmm: torch's formulas (derivatives.yaml), one node each ----------
+def _times(g, s):
+    """torch's maybe_multiply: ``g`` itself for 1, else ``g * conj(s)``."""
+    return g if s == 1 else g * _grad.conj(s)
+
+
+def _baddbmm_backward(ctx, g, self, batch1, batch2, beta, alpha):
+    matmul = _products.matmul_op
+    return (_times(g, beta) if ctx.needs(0) else None,
+            _times(matmul(g, mT(_grad.conj(batch2))), alpha) if ctx.needs(1) else None,
+            _times(matmul(mT(_grad.conj(batch1)), g), alpha) if ctx.needs(2) else None)
+
+
+def _addmv_backward(ctx, g, self, mat, vec, beta, alpha):
+    return (_times(g, beta) if ctx.needs(0) else None,
+            _times(_products.outer_op(g, _grad.conj(vec)), alpha) if ctx.needs(1) else None,
+            _times(_products.matmul_op(mT(_grad.conj(mat)), g), alpha) if ctx.needs(2) else None)
+
+
+def _addr_backward(ctx, g, self, vec1, vec2, beta, alpha):
+    matmul = _products.matmul_op
+    return (_times(g, beta) if ctx.needs(0) else None,
+            _times(matmul(g, _grad.conj(vec2)), alpha) if ctx.needs(1) else None,
+            _times(matmul(mT(g), _grad.conj(vec1)), alpha) if ctx.needs(2) else None)
+
+
+def _addbmm_backward(ctx, g, self, batch1, batch2, beta, alpha):
+    matmul = _products.matmul_op
+    b, n, m = ctx.meta(1)[0][0], g._shape[0], g._shape[1]
+    each = _views.expand_op(_views.view_op(g, (1, n, m)), (b, n, m)) \
+        if ctx.needs(1) or ctx.needs(2) else None
+    return (_times(g, beta) if ctx.needs(0) else None,
+            _times(matmul(each, mT(_grad.conj(batch2))), alpha) if ctx.needs(1) else None,
+            _times(matmul(mT(_grad.conj(batch1)), each), alpha) if ctx.needs(2) else None)
+
+
+def _outer_product(self, vec1, vec2, beta, alpha):
+    return _add_product(self, _views.view_op(vec1, (vec1._shape[0], 1)),
+                        _views.view_op(vec2, (1, vec2._shape[0])), beta, alpha)
+
+
+def _batch_sum_product(self, batch1, batch2, beta, alpha):
+    # sum_b batch1[b] @ batch2[b] is one product: (n, b*k) @ (b*k, m)
+    b, n, k = batch1._shape
+    rows = _views.reshape(_views.permute_op(batch1, (1, 0, 2)), (n, b * k))
+    return _add_product(self, rows, _views.reshape(batch2, (b * k, batch2._shape[2])), beta,
+                        alpha)
+
+
+_PAIRS = {"batch1": "batch2", "batch2": "batch1"}
+_FMA_DOC = "beta * self + alpha * ({}); ``self`` broadcasts to the result."
 baddbmm_op = define("baddbmm(Tensor self, Tensor batch1, Tensor batch2, Scalar beta, "
-                    "Scalar alpha) -> Tensor", composite=_add_product, doc=_FMA_DOC)
+                    "Scalar alpha) -> Tensor", composite=_add_product,
+                    derivative=Derivative(_baddbmm_backward, save=_PAIRS, complex_ok=True),
+                    doc=_FMA_DOC.format("batch1 @ batch2"))
 addmv_op = define("addmv(Tensor self, Tensor mat, Tensor vec, Scalar beta, Scalar alpha) -> "
-                  "Tensor", composite=_add_product, doc=_FMA_DOC)
+                  "Tensor", composite=_add_product,
+                  derivative=Derivative(_addmv_backward, save={"mat": "vec", "vec": "mat"},
+                                        complex_ok=True),
+                  doc=_FMA_DOC.format("mat @ vec"))
+addr_op = define("addr(Tensor self, Tensor vec1, Tensor vec2, Scalar beta, Scalar alpha) -> "
+                 "Tensor", composite=_outer_product,
+                 derivative=Derivative(_addr_backward, save={"vec1": "vec2", "vec2": "vec1"},
+                                       complex_ok=True),
+                 doc=_FMA_DOC.format("outer(vec1, vec2)"))
+addbmm_op = define("addbmm(Tensor self, Tensor batch1, Tensor batch2, Scalar beta, "
+                   "Scalar alpha) -> Tensor", composite=_batch_sum_product,
+                   derivative=Derivative(_addbmm_backward, save=_PAIRS, complex_ok=True),
+                   doc=_FMA_DOC.format("sum_b batch1[b] @ batch2[b]"))
 
 
 @addmm_op.def_onnx
@@ -127,8 +194,9 @@ def _scalars(d, beta, alpha, op):
     return _checked_scalar(beta, d, op), _checked_scalar(alpha, d, op)
 
 
-def _expanded(t, shape):
-    return t if t._shape == shape else _views.expand_op(t, shape)
+def _check_broadcast(t, shape):
+    if t._shape != shape and not _grad.expandable(t._shape, shape):
+        _views.expand_op(t, shape)  # raises expand's error, naming both shapes
 
 
 @tensor_method()
@@ -142,9 +210,7 @@ def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "
                            f"{_dtype_title(input.dtype)} and {_dtype_title(mat2.dtype)}")
     no_bool("addmm", input)
-    shape = (mat1._shape[0], mat2._shape[1])
-    if input._shape != shape and not _grad.expandable(input._shape, shape):
-        _views.expand_op(input, shape)  # raises expand's error, naming both shapes
+    _check_broadcast(input, (mat1._shape[0], mat2._shape[1]))
     return addmm_op(input, mat1, mat2, *_scalars(input.dtype, beta, alpha, "addmm"))
 
 
@@ -160,9 +226,8 @@ def baddbmm(input, batch1, batch2, out_dtype=None, *, beta=1, alpha=1):
                            f"{cpp_dtype_name(batch1.dtype)}, batch2: "
                            f"{cpp_dtype_name(batch2.dtype)}")
     no_bool("baddbmm", input)
-    shape = (batch1._shape[0], batch1._shape[1], batch2._shape[2])
-    return baddbmm_op(_expanded(input, shape), batch1, batch2,
-                      *_scalars(input.dtype, beta, alpha, "baddbmm"))
+    _check_broadcast(input, (batch1._shape[0], batch1._shape[1], batch2._shape[2]))
+    return baddbmm_op(input, batch1, batch2, *_scalars(input.dtype, beta, alpha, "baddbmm"))
 
 
 @tensor_method()
@@ -174,8 +239,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
         raise RuntimeError(f"addmv: size mismatch, got input ({input._shape[0]}), mat "
                            f"({mat._shape[0]}x{mat._shape[1]}), vec ({vec._shape[0]})")
     no_bool("addmv", input)
-    return addmv_op(_expanded(input, (mat._shape[0],)), mat, vec,
-                    *_scalars(input.dtype, beta, alpha, "addmv"))
+    return addmv_op(input, mat, vec, *_scalars(input.dtype, beta, alpha, "addmv"))
 
 
 def _make_inplace(fn):
@@ -240,33 +304,43 @@ addmm_op.def_batch_rule(_addmm_batch_rule)
 addmm_op.def_jvp(_addmm_jvp)
 
 
-# -- addbmm, addr: compositions (PyTorch's beta == 0 rule kept) ----------------------------
+# -- addbmm, addr ----------------------------------------------------------------------------
 @tensor_method()
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
-    require_tensor(input, "addbmm")
+    check_tensors("addbmm", input=input, batch1=batch1, batch2=batch2)
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor; batch2 must be a 3D tensor (got "
                            f"{batch1.ndim}D and {batch2.ndim}D)")
-    prod = (batch1 @ batch2).sum(0)
-    result = _scaled_sum(input, prod, beta, alpha)
+    if input.dtype is batch1.dtype is batch2.dtype and input.dtype is not _dtype.bool_:
+        bmm_check(batch1, batch2, op="addbmm")
+        _check_broadcast(input, (batch1._shape[1], batch2._shape[2]))
+        result = addbmm_op(input, batch1, batch2, *_scalars(input.dtype, beta, alpha, "addbmm"))
+    else:   # mixed dtypes promote as the composition does
+        result = _scaled_sum(input, (batch1 @ batch2).sum(0), beta, alpha)
     return out.copy_(result) if out is not None else result
 
 
 @tensor_method()
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * outer(vec1, vec2)``."""
-    require_tensor(input, "addr")
+    check_tensors("addr", input=input, vec1=vec1, vec2=vec2)
     if vec1.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D"
                            if vec1.ndim != 1 else
                            f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
-    prod = vec1.unsqueeze(1) * vec2.unsqueeze(0)
-    if prod.dtype is _dtype.bool_:
-        result = (input & bool(beta)) | (prod & bool(alpha)) if input.dtype is _dtype.bool_ \
-            else _scaled_sum(input, prod, beta, alpha)
+    if input.dtype is vec1.dtype is vec2.dtype and input.dtype is not _dtype.bool_:
+        _check_broadcast(input, (vec1._shape[0], vec2._shape[0]))
+        if input.dtype.category <= _dtype.INTEGRAL:
+            # PyTorch converts the scalars to the integer result type first (0.6 -> 0)
+            beta, alpha = int(beta), int(alpha)
+        result = addr_op(input, vec1, vec2, beta, alpha)
     else:
-        result = _scaled_sum(input, prod, beta, alpha)
+        prod = vec1.unsqueeze(1) * vec2.unsqueeze(0)
+        if prod.dtype is _dtype.bool_ and input.dtype is _dtype.bool_:
+            result = (input & bool(beta)) | (prod & bool(alpha))
+        else:
+            result = _scaled_sum(input, prod, beta, alpha)
     return out.copy_(result) if out is not None else result
 
 
