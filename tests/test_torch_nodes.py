@@ -436,3 +436,57 @@ def test_sgn_of_real_dtypes_matches_torch(dtype):
     got, want = (L.sgn(L.tensor(values, dtype=getattr(L, dtype))) for L in (ember, torch))
     assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# -- take and put: flat indexing, one node each ---------------------------------------------------
+def _flat(lib, values):
+    return lib.tensor(values)
+
+
+FLAT = {
+    "take": (lambda L, x: L.take(x, _flat(L, [[0, 11], [5, -1]])), [(3, 4)]),
+    "Tensor.take 0-d index": (lambda L, x: x.t().take(_flat(L, 7)), [(3, 4)]),
+    "take repeated": (lambda L, x: x.take(_flat(L, [2, 2, 2, 0])), [(5,)]),
+    "put": (lambda L, x, s: x.put(_flat(L, [1, -1, 4]), s), [(3, 4), (3,)]),
+    "put from a slice": (lambda L, x, s: x.put(_flat(L, [[1, 3]]), s[:2].reshape(1, 2)),
+                         [(2, 3), (4,)]),
+    "put accumulate": (lambda L, x, s: L.put(x, _flat(L, [2, 2, -10]), s, accumulate=True),
+                       [(3, 4), (3,)]),
+    "put into a non-leaf": (lambda L, x, s: (x * 2).put(_flat(L, [0, 5]), s * s), [(2, 3), (2,)]),
+}
+
+
+@pytest.mark.parametrize("case", list(FLAT))
+def test_take_and_put_record_torchs_node(case):
+    fn, shapes = FLAT[case]
+    compare(fn, shapes)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "complex64"])
+def test_take_and_put_on_other_dtypes_match_torch(dtype):
+    rs = np.random.RandomState(3)
+    x = rs.randn(3, 4) * 4
+    seen = []
+    for L in (torch, ember):
+        t = L.tensor(x).to(getattr(L, dtype))
+        src = L.tensor(x[0, :3]).to(getattr(L, dtype))
+        idx = L.tensor([3, -2, 0])
+        acc = dtype != "bool"
+        seen.append([r.numpy() for r in (t.take(idx), t.t().take(idx), t.put(idx, src),
+                                         t.put(idx, src, accumulate=acc))])
+    for a, b in zip(*seen):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_take_and_put_errors_match_torch():
+    for L in (torch, ember):
+        x = L.zeros(2, 3)
+        with pytest.raises(IndexError, match="out of range: tried to access index 6 on a tensor "
+                                             "of 6 elements"):
+            x.take(L.tensor([6]))
+        with pytest.raises(IndexError, match="tried to access index -7"):
+            x.put(L.tensor([-7]), L.tensor([1.0]))
+        with pytest.raises(RuntimeError, match="Expected a long tensor for index"):
+            x.put(L.tensor([0], dtype=L.int32), L.tensor([1.0]))
+        with pytest.raises(IndexError, match="same number of elements"):
+            x.put(L.tensor([0, 1]), L.tensor([1.0]))
