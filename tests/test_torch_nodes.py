@@ -490,3 +490,22 @@ def test_take_and_put_errors_match_torch():
             x.put(L.tensor([0], dtype=L.int32), L.tensor([1.0]))
         with pytest.raises(IndexError, match="same number of elements"):
             x.put(L.tensor([0, 1]), L.tensor([1.0]))
+
+
+# -- masked_fill: a number is no input of torch's node (MaskedFillBackward0), a tensor is (…1) --
+MASKED_FILL = {
+    "number": (lambda L, x: x.masked_fill(x > 0, 2.5), [(3, 4)]),
+    "int number, broadcast mask": (lambda L, x: x.masked_fill(L.tensor([True, False, True, False]),
+                                                              -1), [(3, 4)]),
+    "torch.masked_fill number": (lambda L, x: L.masked_fill(x * 2, x < 0, 0.0), [(3, 4)]),
+    "tensor value": (lambda L, x, v: x.masked_fill(x > 0, v.sum()), [(3, 4), (2,)]),
+    "tensor value without grad": (lambda L, x: x.masked_fill(x > 0, L.tensor(3.0,
+                                                                            dtype=x.dtype)),
+                                  [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("case", list(MASKED_FILL))
+def test_masked_fill_records_torchs_overload(case):
+    fn, shapes = MASKED_FILL[case]
+    compare(fn, shapes)

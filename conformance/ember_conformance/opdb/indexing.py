@@ -79,7 +79,10 @@ OPS = [
         0, _idx(d, [2, 2]), ember.ones(2, 4, dtype=x.dtype, device=d), alpha=2)),
         X, NUMERIC, covers=("index_add",)),
     OpInfo("masked_fill", lambda x: x.masked_fill(x > 0 if x.dtype != ember.bool else x, 3),
-           X, ALL_REAL, covers=("masked_fill",)),
+           X, ALL_REAL, covers=("masked_fill_scalar",)),
+    OpInfo("masked_fill tensor value", lambda x: x.masked_fill(
+        x > 0 if x.dtype != ember.bool else x, x[0, 1] * 2), X, ALL_REAL,
+        covers=("masked_fill",)),
     OpInfo("masked_select", lambda x: x.masked_select(x > 0 if x.dtype != ember.bool else x),
            X, ALL_REAL, covers=("masked_select",)),
     OpInfo("nonzero", lambda x: x.nonzero(), X, ALL_REAL, covers=("nonzero",),

@@ -168,8 +168,8 @@ def nonzero(be, x):
 
 TABLE = {"index": index, "index_put_": index_put_, "take": take, "put": put, "gather": gather,
          "scatter": scatter, "index_select": index_select, "index_add": index_add,
-         "masked_fill": masked_fill, "masked_select": masked_select, "nonzero": nonzero,
-         "embedding": embedding}
+         "masked_fill": masked_fill, "masked_fill_scalar": masked_fill,
+         "masked_select": masked_select, "nonzero": nonzero, "embedding": embedding}
 
 
 def register(backend) -> None:

@@ -38,7 +38,16 @@ def _masked_select_backward(ctx, g, self, mask):
 masked_fill_op = define("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor",
                         meta=_masked_fill_meta,
                         derivative=Derivative(_masked_fill_backward, save=("mask",),
-                                              diff=("self", "value"), complex_ok=True))
+                                              diff=("self", "value"), complex_ok=True,
+                                              name="MaskedFillBackward1"))
+# torch's masked_fill.Scalar: the number (a 0-d tensor here, so kernels are shared) is no input
+# of the node, which has one edge, self's (MaskedFillBackward0)
+masked_fill_scalar_op = define(
+    "masked_fill_scalar(Tensor self, Tensor mask, Tensor value) -> Tensor",
+    meta=_masked_fill_meta, composite=lambda self, mask, value: masked_fill_op(self, mask, value),
+    derivative=Derivative(_masked_fill_backward, save=("mask",), diff=("self",),
+                          complex_ok=True, name="MaskedFillBackward0"),
+    doc="masked_fill with a number: value is its 0-d tensor, which gets no gradient")
 # no meta: the output's size depends on the mask's values
 masked_select_op = define("masked_select(Tensor self, Tensor mask) -> Tensor",
                           derivative=Derivative(_masked_select_backward, save=("mask",),
@@ -55,10 +64,12 @@ def masked_fill(input, mask, value):
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value.ndim} dimension(s).")
         value = value.to(device=input.device, dtype=input.dtype)
+        op = masked_fill_op
     else:
         value = _fac.tensor(value, dtype=input.dtype, device=input.device)
+        op = masked_fill_scalar_op
     _broadcastable("masked_fill", input, mask)
-    return masked_fill_op(input, mask, value)
+    return op(input, mask, value)
 
 
 def _broadcastable(op, input, mask):
