@@ -428,6 +428,18 @@ def test_sgn_of_complex_values_matches_torch():
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True)
 
 
+def test_0d_results_of_the_new_kernels_match_torch():
+    calls = [lambda L: L.sgn(L.tensor(1 + 1j)), lambda L: L.sgn(L.tensor(0j)),
+             lambda L: L.sgn(L.tensor(-2.0)), lambda L: L.trace(L.ones(0, 0)),
+             lambda L: L.vdot(L.ones(0), L.ones(0)), lambda L: L.take(L.ones(2, 2), L.tensor(3)),
+             lambda L: F(L).logsigmoid(L.tensor(-1.0)), lambda L: F(L).softshrink(L.tensor(2.0)),
+             lambda L: F(L).hardshrink(L.tensor(0.1)), lambda L: F(L).celu(L.tensor(-1.0))]
+    for call in calls:
+        got, want = call(ember), call(torch)
+        assert tuple(got.shape) == tuple(want.shape) == ()
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "int8", "bool"])
 def test_sgn_of_real_dtypes_matches_torch(dtype):
     values = [0, 1, -2, 3, float("nan"), -0.0] if dtype.startswith("float") else [0, 1, -2, 3]

@@ -148,8 +148,9 @@ def sgn(be, x):
         return be.wrap(_sign(be, a), x.device)
     xp = be.xp
     mag = xp.abs(a)
-    r = xp.zeros(a.shape, a.dtype)
-    be.ieee(partial(xp.divide, where=mag != 0), a, mag, r)
+    zero = mag == 0
+    r = xp.asarray(be.ieee(xp.divide, a, xp.where(zero, 1, mag)))   # (0-d: a scalar back)
+    r[zero] = 0
     return be.wrap(r, x.device)
 
 

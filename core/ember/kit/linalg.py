@@ -95,7 +95,8 @@ def addmm(be, self, mat1, mat2, beta, alpha):
 
 def addr(be, self, vec1, vec2, beta, alpha):
     dt, x, y = _operands(be, vec1, vec2)
-    return _add_scaled(be, self, be.xp.multiply.outer(x, y), beta, alpha, dt, vec1.device)
+    outer = be.xp.multiply(x[:, None], y[None, :])   # (cupy has no ufunc.outer)
+    return _add_scaled(be, self, outer, beta, alpha, dt, vec1.device)
 
 
 def addbmm(be, self, batch1, batch2, beta, alpha):
