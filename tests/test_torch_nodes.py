@@ -521,3 +521,43 @@ MASKED_FILL = {
 def test_masked_fill_records_torchs_overload(case):
     fn, shapes = MASKED_FILL[case]
     compare(fn, shapes)
+
+
+# -- in place: torch records the functional op's node --------------------------------------------
+INPLACE = {
+    "addmm_": (lambda L, s, a, b: (s * 1).addmm_(a, b, beta=0.5), [(3, 4), (3, 2), (2, 4)]),
+    "addmv_": (lambda L, s, m, v: (s * 1).addmv_(m, v, alpha=2), [(3,), (3, 4), (4,)]),
+    "addr_": (lambda L, s, a, b: (s * 1).addr_(a, b), [(3, 4), (3,), (4,)]),
+    "baddbmm_": (lambda L, s, a, b: (s * 1).baddbmm_(a, b), [(2, 3, 5), (2, 3, 4), (2, 4, 5)]),
+    "addbmm_": (lambda L, s, a, b: (s * 1).addbmm_(a, b, beta=-1), [(3, 5), (2, 3, 4), (2, 4, 5)]),
+    "put_": (lambda L, x, s: (x * 1).put_(L.tensor([1, -1]), s), [(3, 4), (2,)]),
+    "put_ accumulate": (lambda L, x, s: (x * 1).put_(L.tensor([1, 1]), s, accumulate=True),
+                        [(3, 4), (2,)]),
+    "masked_fill_ number": (lambda L, x: (x * 1).masked_fill_(x > 0, -2.0), [(3, 4)]),
+    "masked_fill_ tensor": (lambda L, x, v: (x * 1).masked_fill_(x > 0, v[0]), [(3, 4), (2,)]),
+    "masked_fill_ on a view": (lambda L, x: (x * 1).t().masked_fill_(L.tensor([True, False, True]),
+                                                                     0.5), [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("case", list(INPLACE))
+def test_inplace_forms_record_torchs_node(case):
+    fn, shapes = INPLACE[case]
+    compare(fn, shapes)
+
+
+def test_inplace_forms_check_shapes_and_versions_as_torch():
+    for L in (torch, ember):
+        x = L.zeros(3, 4)
+        v = x._version
+        x.masked_fill_(x == 0, 1.0)
+        x.put_(L.tensor([0]), L.tensor([5.0]))
+        x.addmm_(L.ones(3, 2), L.ones(2, 4))
+        assert x._version == v + 3
+        with pytest.raises(RuntimeError):
+            L.zeros(4).masked_fill_(L.ones(2, 4, dtype=L.bool), 1.0)
+        with pytest.raises(RuntimeError):
+            L.zeros(1, 4).addmm_(L.ones(3, 2), L.ones(2, 4))
+        z = L.tensor([0j, 3 + 4j])
+        z.sgn_()
+        np.testing.assert_allclose(z.numpy(), [0, 0.6 + 0.8j])

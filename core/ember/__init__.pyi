@@ -117,7 +117,7 @@ def addcdiv(input, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.el
 def addcmul(input, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
 def addmm(input, mat1, mat2, out_dtype=..., *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
 def addmv(input, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
-def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+def addmv_(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
 def addr(input, vec1, vec2, *, beta=..., alpha=..., out=...): ...  # ember.ops.linalg.fused
 def adjoint(input): ...  # ember.ops.views.reshaping
 def affine_grid_generator(theta, size, align_corners): ...  # ember.ops.grid_sampling

@@ -74,6 +74,7 @@ OPS = [
     _entry("angle real", ember.angle, _samples(1, complex_input=False), ("angle",)),
     _entry("sgn", ember.sgn, _samples(1), ("sgn",)),
     _entry("sgn real", ember.sgn, _samples(1, complex_input=False), ("sgn",)),
+    _entry("sgn_", lambda z: z.clone().sgn_(), _samples(1), ("sgn_",), differentiable=False),
     _entry("abs complex", ember.abs, _samples(1), ("abs",)),
     _entry("conj complex", ember.conj, _samples(1), ("conj_physical",)),
     _entry("complex", ember.complex, _samples(2, complex_input=False), ("complex",)),

@@ -80,6 +80,12 @@ OPS = [
         X, NUMERIC, covers=("index_add",)),
     OpInfo("masked_fill", lambda x: x.masked_fill(x > 0 if x.dtype != ember.bool else x, 3),
            X, ALL_REAL, covers=("masked_fill_scalar",)),
+    OpInfo("masked_fill_", lambda x: x.clone().masked_fill_(
+        x > 0 if x.dtype != ember.bool else x, 3), X, ALL_REAL,
+        covers=("masked_fill_scalar_",), differentiable=False),
+    OpInfo("masked_fill_ tensor value", lambda x: x.clone().masked_fill_(
+        x > 0 if x.dtype != ember.bool else x, x[0, 1] * 2), X, ALL_REAL,
+        covers=("masked_fill_",), differentiable=False),
     OpInfo("masked_fill tensor value", lambda x: x.masked_fill(
         x > 0 if x.dtype != ember.bool else x, x[0, 1] * 2), X, ALL_REAL,
         covers=("masked_fill",)),
@@ -95,6 +101,9 @@ OPS = [
     OpInfo("put", _index_with(lambda x, d: x.put(_idx(d, [[1, -1], [4, 0]]),
                                                  x[1:, 1:3] * 2)),
            X, NUMERIC, covers=("put",)),
+    OpInfo("put_", _index_with(lambda x, d: x.clone().put_(_idx(d, [[1, -1], [4, 0]]),
+                                                           x[1:, 1:3] * 2)),
+           X, NUMERIC, covers=("put_",), differentiable=False),
     OpInfo("put accumulate", _index_with(lambda x, d: x.put(
         _idx(d, [2, 2, -3]), ember.tensor([1, 2, 3], dtype=x.dtype, device=d) * x[0, :3],
         accumulate=True)), X, NUMERIC, covers=("put",)),

@@ -152,6 +152,11 @@ def masked_fill(be, x, mask, value):
     return be.wrap(r, x.device)
 
 
+def masked_fill_(be, x, mask, value):
+    be.xp.copyto(be.native(x), be.native(value), where=be.native(mask))
+    return x
+
+
 def masked_select(be, x, mask):
     a, m = be.xp.broadcast_arrays(be.native(x), be.native(mask))
     return be.wrap(a[m], x.device)
@@ -169,6 +174,7 @@ def nonzero(be, x):
 TABLE = {"index": index, "index_put_": index_put_, "take": take, "put": put, "gather": gather,
          "scatter": scatter, "index_select": index_select, "index_add": index_add,
          "masked_fill": masked_fill, "masked_fill_scalar": masked_fill,
+         "masked_fill_": masked_fill_, "masked_fill_scalar_": masked_fill_,
          "masked_select": masked_select, "nonzero": nonzero, "embedding": embedding}
 
 

@@ -14,8 +14,10 @@ from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _grad, _meta, _primitives
+from .. import conversion as _conv
 from .._util import tensor_method
 from . import activation as _act
+from ._rules import write_in_place
 
 
 # -- glu ----------------------------------------------------------------------------------------
@@ -105,7 +107,7 @@ celu_op = define("celu(Tensor self, float alpha) -> Tensor", meta=_meta.same("ce
                  composite=_celu, derivative=Derivative(_celu_backward, save=("self",)),
                  doc="elu with input_scale 1/alpha: max(0, x) + min(0, alpha (exp(x/alpha) - 1))")
 celu__op = define("celu_(Tensor(a!) self, float alpha) -> Tensor(a!)",
-                  meta=_meta.inplace("celu_"), composite=_act._written_back(celu_op),
+                  meta=_meta.inplace("celu_"), composite=_conv.written_back(celu_op),
                   functional=celu_op,
                   derivative=Derivative(_celu_result_backward, save=("result",),
                                         name="CeluBackward1"))
@@ -216,7 +218,7 @@ def celu(input, alpha=1.0):
 
 def celu_(input, alpha=1.0):
     a = _act._celu_alpha(input, alpha, "celu_")
-    return _act._write_in_place(celu__op, "celu_", input, a)
+    return write_in_place(celu__op, "celu_", input, a)
 
 
 from .. import shape as _shape_ops  # noqa: E402 - formulas only; shape imports this family

@@ -17,9 +17,10 @@ from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _grad
 from .. import _meta
+from .. import conversion as _conv
 from .. import views as _views
 from .._util import _dtype_title, tensor_method, write_out
-from ._rules import float_dtype
+from ._rules import float_dtype, write_in_place
 from .selection import where
 
 
@@ -184,9 +185,13 @@ def resolve_neg(input):
     return input.resolve_neg()
 
 
+sgn__op = define("sgn_(Tensor(a!) self) -> Tensor(a!)", meta=_meta.inplace("sgn_"),
+                 composite=_conv.written_back(sgn_op), functional=sgn_op)
+
+
 @tensor_method("sgn_")
 def _sgn_(self):
-    return self.copy_(self.sgn())
+    return write_in_place(sgn__op, "sgn_", self)
 
 
 __all__ = ["angle", "sgn", "complex", "polar", "is_conj", "is_neg", "resolve_conj",

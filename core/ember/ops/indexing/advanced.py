@@ -26,6 +26,7 @@ from .. import factories as _fac
 from .._util import (_broadcast_pair, _dtype_title, broadcast_shapes, ember_namespace,
                      every_example, require_tensor,
                      tensor_method, write_out)
+from ..elementwise._rules import write_in_place
 from ..views import expand_op, select_op, slice_op, unsqueeze, view_op
 
 
@@ -497,13 +498,30 @@ def take(input, index):
     return take_op(input, index)
 
 
+put__op = define("put_(Tensor(a!) self, Tensor index, Tensor source, bool accumulate) -> "
+                 "Tensor(a!)", meta=_meta.inplace("put_"), composite=_conv.written_back(put_op),
+                 functional=put_op)
+
+
 def put(input, index, source, accumulate=False):
     """``input`` (flattened) with ``source`` put (or added) at ``index``."""
-    require_tensor(input, "put")
+    _check_put("put", input, index, source)
+    return put_op(input, index, source, bool(accumulate))
+
+
+@tensor_method()
+def put_(self, index, source, accumulate=False):
+    """``put`` into ``self`` (PutBackward0, as torch records it)."""
+    _check_put("put_", self, index, source)
+    return write_in_place(put__op, "put_", self, index, source, bool(accumulate))
+
+
+def _check_put(name, input, index, source):
+    require_tensor(input, name)
     if not isinstance(index, Tensor) or index.dtype is not _dtype.int64:
         got = _dtype_title(index.dtype) if isinstance(index, Tensor) else type(index).__name__
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got {got}")
-    require_tensor(source, "put", "source")
+    require_tensor(source, name, "source")
     if source.dtype is not input.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
                            f"self.dtype = {input.dtype} and source.dtype = {source.dtype}")
@@ -512,7 +530,6 @@ def put(input, index, source, accumulate=False):
                            f"elements, but got source.numel() = {source.numel()}, "
                            f"index.numel() = {index.numel()}")
     _check_flat_index("put", index, input.numel())
-    return put_op(input, index, source, bool(accumulate))
 
 
 @tensor_method()

@@ -16,11 +16,12 @@ from ... import _dtype
 from ..._tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
-from .. import _batching, _grad, _tangents
+from .. import _batching, _grad, _meta, _tangents
 from .. import conversion as _conv
 from .. import elementwise as _ew
 from .. import views as _views
 from .._util import _dtype_title, require_tensor, tensor_method
+from ..elementwise._rules import write_in_place
 from . import products as _products
 from ._rules import (bmm_check, check_tensors, col_major, cpp_dtype_name, mm_check, mT, mv_check,
                      mv_shape_check, no_bool)
@@ -199,8 +200,7 @@ def _check_broadcast(t, shape):
         _views.expand_op(t, shape)  # raises expand's error, naming both shapes
 
 
-@tensor_method()
-def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
+def _addmm_call(input, mat1, mat2, out_dtype, beta, alpha):
     check_tensors("addmm", input=input, mat1=mat1, mat2=mat2)
     input, mat1, mat2 = _products.with_out_dtype("addmm", out_dtype, input, mat1, mat2)
     if mat1.ndim != 2:
@@ -211,11 +211,16 @@ def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
                            f"{_dtype_title(input.dtype)} and {_dtype_title(mat2.dtype)}")
     no_bool("addmm", input)
     _check_broadcast(input, (mat1._shape[0], mat2._shape[1]))
-    return addmm_op(input, mat1, mat2, *_scalars(input.dtype, beta, alpha, "addmm"))
+    return addmm_op, (input, mat1, mat2, *_scalars(input.dtype, beta, alpha, "addmm"))
 
 
 @tensor_method()
-def baddbmm(input, batch1, batch2, out_dtype=None, *, beta=1, alpha=1):
+def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
+    op, args = _addmm_call(input, mat1, mat2, out_dtype, beta, alpha)
+    return op(*args)
+
+
+def _baddbmm_call(input, batch1, batch2, out_dtype, beta, alpha):
     check_tensors("baddbmm", input=input, batch1=batch1, batch2=batch2)
     input, batch1, batch2 = _products.with_out_dtype("baddbmm", out_dtype, input, batch1,
                                                      batch2)
@@ -227,11 +232,16 @@ def baddbmm(input, batch1, batch2, out_dtype=None, *, beta=1, alpha=1):
                            f"{cpp_dtype_name(batch2.dtype)}")
     no_bool("baddbmm", input)
     _check_broadcast(input, (batch1._shape[0], batch1._shape[1], batch2._shape[2]))
-    return baddbmm_op(input, batch1, batch2, *_scalars(input.dtype, beta, alpha, "baddbmm"))
+    return baddbmm_op, (input, batch1, batch2, *_scalars(input.dtype, beta, alpha, "baddbmm"))
 
 
 @tensor_method()
-def addmv(input, mat, vec, *, beta=1, alpha=1):
+def baddbmm(input, batch1, batch2, out_dtype=None, *, beta=1, alpha=1):
+    op, args = _baddbmm_call(input, batch1, batch2, out_dtype, beta, alpha)
+    return op(*args)
+
+
+def _addmv_call(input, mat, vec, out_dtype, beta, alpha):
     check_tensors("addmv", input=input, mat=mat, vec=vec)
     mv_shape_check(mat, vec, input.ndim)
     mv_check(mat, vec, input.dtype)
@@ -239,27 +249,44 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
         raise RuntimeError(f"addmv: size mismatch, got input ({input._shape[0]}), mat "
                            f"({mat._shape[0]}x{mat._shape[1]}), vec ({vec._shape[0]})")
     no_bool("addmv", input)
-    return addmv_op(input, mat, vec, *_scalars(input.dtype, beta, alpha, "addmv"))
+    return addmv_op, (input, mat, vec, *_scalars(input.dtype, beta, alpha, "addmv"))
 
 
-def _make_inplace(fn):
-    name = fn.__name__ + "_"
-
-    def inplace(self, *args, beta=1, alpha=1):
-        r = fn(self, *args, beta=beta, alpha=alpha)
-        if r._shape != self._shape:
-            raise RuntimeError(f"Bad in-place call: input tensor size {list(self._shape)} and "
-                               f"output tensor size {list(r._shape)} should match")
-        return self.copy_(r)
-
-    inplace.__name__ = name
-    setattr(Tensor, name, inplace)
-    return inplace
+@tensor_method()
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    op, args = _addmv_call(input, mat, vec, None, beta, alpha)
+    return op(*args)
 
 
-addmm_ = _make_inplace(addmm)
-baddbmm_ = _make_inplace(baddbmm)
-addmv_ = _make_inplace(addmv)
+# -- in place: torch records the functional op's node (AddmmBackward0 for addmm_) -------------
+def _inplace_op(functional):
+    name = functional.name + "_"
+    a, b = functional.schema.arg_names[1:3]
+    return define(f"{name}(Tensor(a!) self, Tensor {a}, Tensor {b}, Scalar beta, "
+                  f"Scalar alpha) -> Tensor(a!)", meta=_meta.inplace(name),
+                  composite=_conv.written_back(functional), functional=functional)
+
+
+def _into_self(call, op_, name, self, a, b, beta, alpha):
+    op, args = call(self, a, b, None, beta, alpha)
+    if op is None:   # a composition (mixed dtypes): its result copied in
+        return self.copy_(args)
+    shape = _meta_shape(op, args)
+    if shape != self._shape:
+        raise RuntimeError(f"Bad in-place call: input tensor size {list(self._shape)} and "
+                           f"output tensor size {list(shape)} should match")
+    return write_in_place(op_, name, self, *args[1:])
+
+
+def _meta_shape(op, args):
+    _, a, b = args[:3]
+    if op is addmv_op:
+        return (a._shape[0],)
+    if op is addr_op:
+        return (a._shape[0], b._shape[0])
+    if op is addbmm_op:
+        return (a._shape[1], b._shape[2])
+    return a._shape[:-1] + b._shape[-1:]   # addmm, baddbmm
 
 
 # -- ember.func ---------------------------------------------------------------------------------
@@ -305,9 +332,7 @@ addmm_op.def_jvp(_addmm_jvp)
 
 
 # -- addbmm, addr ----------------------------------------------------------------------------
-@tensor_method()
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
-    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
+def _addbmm_call(input, batch1, batch2, out_dtype, beta, alpha):
     check_tensors("addbmm", input=input, batch1=batch1, batch2=batch2)
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor; batch2 must be a 3D tensor (got "
@@ -315,15 +340,20 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     if input.dtype is batch1.dtype is batch2.dtype and input.dtype is not _dtype.bool_:
         bmm_check(batch1, batch2, op="addbmm")
         _check_broadcast(input, (batch1._shape[1], batch2._shape[2]))
-        result = addbmm_op(input, batch1, batch2, *_scalars(input.dtype, beta, alpha, "addbmm"))
-    else:   # mixed dtypes promote as the composition does
-        result = _scaled_sum(input, (batch1 @ batch2).sum(0), beta, alpha)
-    return out.copy_(result) if out is not None else result
+        return addbmm_op, (input, batch1, batch2, *_scalars(input.dtype, beta, alpha, "addbmm"))
+    # mixed dtypes promote as the composition does
+    return None, _scaled_sum(input, (batch1 @ batch2).sum(0), beta, alpha)
 
 
 @tensor_method()
-def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
-    """``beta * input + alpha * outer(vec1, vec2)``."""
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
+    op, args = _addbmm_call(input, batch1, batch2, None, beta, alpha)
+    result = args if op is None else op(*args)
+    return out.copy_(result) if out is not None else result
+
+
+def _addr_call(input, vec1, vec2, out_dtype, beta, alpha):
     check_tensors("addr", input=input, vec1=vec1, vec2=vec2)
     if vec1.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D"
@@ -334,13 +364,18 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
         if input.dtype.category <= _dtype.INTEGRAL:
             # PyTorch converts the scalars to the integer result type first (0.6 -> 0)
             beta, alpha = int(beta), int(alpha)
-        result = addr_op(input, vec1, vec2, beta, alpha)
-    else:
-        prod = vec1.unsqueeze(1) * vec2.unsqueeze(0)
-        if prod.dtype is _dtype.bool_ and input.dtype is _dtype.bool_:
-            result = (input & bool(beta)) | (prod & bool(alpha))
-        else:
-            result = _scaled_sum(input, prod, beta, alpha)
+        return addr_op, (input, vec1, vec2, beta, alpha)
+    prod = vec1.unsqueeze(1) * vec2.unsqueeze(0)
+    if prod.dtype is _dtype.bool_ and input.dtype is _dtype.bool_:
+        return None, (input & bool(beta)) | (prod & bool(alpha))
+    return None, _scaled_sum(input, prod, beta, alpha)
+
+
+@tensor_method()
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    op, args = _addr_call(input, vec1, vec2, None, beta, alpha)
+    result = args if op is None else op(*args)
     return out.copy_(result) if out is not None else result
 
 
@@ -356,15 +391,37 @@ def _scaled_sum(input, prod, beta, alpha):
     return input * beta + scaled if beta != 1 else input + scaled
 
 
+addmm__op, baddbmm__op, addmv__op, addr__op, addbmm__op = (
+    _inplace_op(op) for op in (addmm_op, baddbmm_op, addmv_op, addr_op, addbmm_op))
+
+
 @tensor_method()
-def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
-    result = addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
-    if self._shape != result._shape:
-        # PyTorch's addbmm_ is addbmm_out into self, which resizes a self that broadcast
-        self.resize_(result.shape)
-    return self.copy_(result)
+def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+    return _into_self(_addmm_call, addmm__op, "addmm_", self, mat1, mat2, beta, alpha)
+
+
+@tensor_method()
+def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+    return _into_self(_baddbmm_call, baddbmm__op, "baddbmm_", self, batch1, batch2, beta, alpha)
+
+
+@tensor_method()
+def addmv_(self, mat, vec, *, beta=1, alpha=1):
+    return _into_self(_addmv_call, addmv__op, "addmv_", self, mat, vec, beta, alpha)
 
 
 @tensor_method()
 def addr_(self, vec1, vec2, *, beta=1, alpha=1):
-    return self.copy_(addr(self, vec1, vec2, beta=beta, alpha=alpha))
+    return _into_self(_addr_call, addr__op, "addr_", self, vec1, vec2, beta, alpha)
+
+
+@tensor_method()
+def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+    shape = (batch1._shape[1], batch2._shape[2]) if isinstance(batch1, Tensor) and \
+        isinstance(batch2, Tensor) and batch1.ndim == 3 and batch2.ndim == 3 else self._shape
+    if self._shape != shape:
+        # PyTorch's addbmm_ is addbmm_out into self, which resizes a self that broadcast
+        result = addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+        self.resize_(result.shape)
+        return self.copy_(result)
+    return _into_self(_addbmm_call, addbmm__op, "addbmm_", self, batch1, batch2, beta, alpha)
