@@ -26,6 +26,7 @@ from .. import factories as _fac
 from .._util import (_broadcast_pair, _dtype_title, broadcast_shapes, ember_namespace,
                      every_example, require_tensor,
                      tensor_method, write_out)
+from ...runtime.registry import registry
 from ..elementwise._rules import write_in_place
 from ..views import expand_op, select_op, slice_op, unsqueeze, view_op
 
@@ -481,7 +482,8 @@ put_op = define("put(Tensor self, Tensor index, Tensor source, bool accumulate) 
 
 
 def _check_flat_index(op, index, n):
-    if index.numel():
+    # a device without values (meta) can't be checked, as torch's meta take/put aren't
+    if index.numel() and registry.get(index.device.type).has_data:
         every = every_example(index)
         lo, hi = int(every.min().item()), int(every.max().item())
         if hi >= n or lo < -n:
