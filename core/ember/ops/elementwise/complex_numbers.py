@@ -87,6 +87,13 @@ sgn_op = define("sgn(Tensor self) -> Tensor", meta=_meta.same("sgn"), composite=
                 doc="z / |z| for complex values (0 at 0); sign for real ones")
 
 
+@sgn_op.def_onnx
+def _sgn_onnx(b, c, x, *rest):
+    if c.out_dtype.category == COMPLEX:
+        c.refuse("complex tensors")
+    return b.op("Sign", [x])
+
+
 def sgn(input, *, out=None):
     """``z / |z|`` for complex values (0 at 0); ``sign`` for real ones."""
     if not isinstance(input, Tensor):

@@ -49,6 +49,12 @@ masked_fill_scalar_op = define(
     derivative=Derivative(_masked_fill_backward, save=("mask",), diff=("self",),
                           complex_ok=True, name="MaskedFillBackward0"),
     doc="masked_fill with a number: value is its 0-d tensor, which gets no gradient")
+@masked_fill_op.def_onnx
+@masked_fill_scalar_op.def_onnx
+def _masked_fill_onnx(b, c, x, mask, value, *rest):
+    return b.op("Where", [mask, value, x])
+
+
 # in place: torch records masked_fill_ with its functional node (MaskedFillBackward0/1)
 masked_fill__op = define(
     "masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",

@@ -147,6 +147,34 @@ def _addmm_onnx(b, c, bias, m1, m2, beta=1, alpha=1, *rest):
     return b.op("Gemm", [m1, m2, bias], alpha=float(alpha), beta=float(beta))
 
 
+def _onnx_scaled_sum(b, c, self, product, beta, alpha):
+    """beta * self + alpha * product, as the composite computes it (self ignored at beta 0)."""
+    if c.out_dtype.category == _dtype.COMPLEX:
+        c.refuse("complex tensors")
+    out = product if alpha == 1 else b.op("Mul", [product, c.scalar(alpha)])
+    if beta == 0:
+        return out
+    return b.op("Add", [self if beta == 1 else b.op("Mul", [self, c.scalar(beta)]), out])
+
+
+@baddbmm_op.def_onnx
+@addmv_op.def_onnx
+def _fma_onnx(b, c, self, x, y, beta=1, alpha=1, *rest):
+    return _onnx_scaled_sum(b, c, self, b.op("MatMul", [x, y]), beta, alpha)
+
+
+@addr_op.def_onnx
+def _addr_onnx(b, c, self, vec1, vec2, beta=1, alpha=1, *rest):
+    outer = b.op("Mul", [b.op("Unsqueeze", [vec1, b.ints([1])]), vec2])
+    return _onnx_scaled_sum(b, c, self, outer, beta, alpha)
+
+
+@addbmm_op.def_onnx
+def _addbmm_onnx(b, c, self, batch1, batch2, beta=1, alpha=1, *rest):
+    summed = b.op("ReduceSum", [b.op("MatMul", [batch1, batch2]), b.ints([0])], keepdims=0)
+    return _onnx_scaled_sum(b, c, self, summed, beta, alpha)
+
+
 # the C++ type PyTorch converts beta and alpha to, and the largest finite value of the floating
 # ones: a scalar that does not fit is refused, naming the type
 _SCALAR_TYPE = {"float16": "float", "bfloat16": "float", "float32": "float", "float64": "double",

@@ -423,6 +423,19 @@ trace_op = define("trace(Tensor self) -> Tensor", meta=_trace_meta, composite=_t
                   doc="The sum of the main diagonal of a matrix.")
 
 
+@trace_op.def_onnx
+def _trace_onnx(b, c, x, *rest):
+    return b.op("ReduceSum", [b.op("Mul", [x, b.op("EyeLike", [x])]), b.ints([0, 1])],
+                keepdims=0)
+
+
+@vdot_op.def_onnx
+def _vdot_onnx(b, c, x, y, *rest):
+    if c.out_dtype.category == _dtype.COMPLEX:
+        c.refuse("complex tensors")
+    return b.op("MatMul", [x, y])
+
+
 @tensor_method()
 def trace(input):
     """The sum of the main diagonal of a 2-D tensor."""
