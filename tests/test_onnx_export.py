@@ -284,3 +284,58 @@ def test_unbinding_the_dynamic_batch_exports_the_pieces_as_slices():
         x = ember.randn(batch, 4)
         np.testing.assert_allclose(session.run(["y"], {"x": x.numpy()})[0],
                                    (x[0] * 3).numpy(), rtol=1e-6)
+
+
+# the activations torch records as one node are one ONNX rule each (glu as Split/Sigmoid/Mul)
+_NODE_ACTIVATIONS = {
+    "glu": nn.GLU(1), "glu dim 0": nn.GLU(0), "logsigmoid": nn.LogSigmoid(),
+    "hardshrink": nn.Hardshrink(0.3), "softshrink": nn.Softshrink(0.3), "celu": nn.CELU(1.5),
+}
+
+
+@pytest.mark.parametrize("name", list(_NODE_ACTIVATIONS))
+def test_activation_nodes_export_and_match_eager(name):
+    model = _NODE_ACTIVATIONS[name]
+    x = ember.tensor(np.linspace(-3, 3, 24, dtype=np.float32).reshape(4, 6))
+    f = io.BytesIO()
+    ember.onnx.export(model, (x,), f, input_names=["x"], output_names=["y"])
+    onnx.checker.check_model(onnx.load_from_string(f.getvalue()))
+    got = ort.InferenceSession(f.getvalue()).run(["y"], {"x": x.numpy()})[0]
+    np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+# the products, sgn and masked_fill are ops with torch's nodes now: each exports by its own rule
+# (their compositions used to be recorded and exported op by op)
+_NODE_OPS = {
+    "baddbmm": lambda x: ember.baddbmm(x[:, :, :3], x, x.transpose(1, 2)[:, :, :3], beta=0.5,
+                                       alpha=2),
+    "baddbmm beta=0": lambda x: ember.baddbmm(x[0, 0], x, x, beta=0),
+    "addmv": lambda x: ember.addmv(x[0, 0], x[0], x[0, 1], beta=2),
+    "addr": lambda x: ember.addr(x[0], x[0, :, 0], x[0, 0], alpha=3),
+    "addbmm": lambda x: ember.addbmm(x[0, :, :3], x, x.transpose(1, 2)[:, :, :3]),
+    "trace": lambda x: ember.trace(x[0, :, :2]),
+    "vdot": lambda x: ember.vdot(x[0, 0], x[1, 0]),
+    "sgn": lambda x: ember.sgn(x - x[0, 0, 0]),
+    "masked_fill number": lambda x: x.masked_fill(x > 0, 0.5),
+    "masked_fill tensor": lambda x: x.masked_fill(x[0] > 0, x[1, 1, 1]),
+}
+
+
+class _Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+@pytest.mark.parametrize("name", list(_NODE_OPS))
+def test_node_ops_export_and_match_eager(name):
+    model = _Fn(_NODE_OPS[name])
+    x = ember.tensor(np.random.default_rng(5).standard_normal((2, 3, 3)).astype(np.float32))
+    f = io.BytesIO()
+    ember.onnx.export(model, (x,), f, input_names=["x"], output_names=["y"])
+    onnx.checker.check_model(onnx.load_from_string(f.getvalue()))
+    got = ort.InferenceSession(f.getvalue()).run(["y"], {"x": x.numpy()})[0]
+    np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-5, atol=1e-6)

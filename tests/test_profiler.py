@@ -31,18 +31,18 @@ def _names(events):
 def test_every_dispatched_op_is_recorded_with_nesting_and_self_time():
     a, b = ember.randn(2, 3, 4), ember.randn(2, 4, 5)
     with ember.autograd.profiler.profile(record_shapes=True) as prof:
-        ember.baddbmm(ember.zeros(2, 3, 5), a, b)
+        ember.tensordot(a, b, dims=([0, 2], [0, 1]))
     events = prof.function_events
     top = [e for e in events if e.cpu_parent is None]
-    assert _names(top)[-1] == "baddbmm"
-    addmm = top[-1]
-    # baddbmm is a composite: its inner ops are its children
-    assert {"matmul", "add"} <= set(_names(addmm.cpu_children))
-    assert addmm.cpu_time_total >= sum(c.cpu_time_total for c in addmm.cpu_children)
-    assert addmm.self_cpu_time_total == pytest.approx(
-        addmm.cpu_time_total - sum(c.cpu_time_total for c in addmm.cpu_children), abs=1e-3)
-    mm = next(e for e in addmm.cpu_children if e.name == "matmul")
-    assert mm.input_shapes == [[2, 3, 4], [2, 4, 5]] and mm.input_types == ["float32", "float32"]
+    assert _names(top)[-1] == "tensordot"
+    td = top[-1]
+    # tensordot is a composite: its inner ops are its children
+    assert {"matmul", "permute", "view"} <= set(_names(td.cpu_children))
+    assert td.cpu_time_total >= sum(c.cpu_time_total for c in td.cpu_children)
+    assert td.self_cpu_time_total == pytest.approx(
+        td.cpu_time_total - sum(c.cpu_time_total for c in td.cpu_children), abs=1e-3)
+    mm = next(e for e in td.cpu_children if e.name == "matmul")
+    assert mm.input_shapes == [[3, 8], [8, 5]] and mm.input_types == ["float32", "float32"]
     assert str(mm.device) == "cpu"
 
 
@@ -260,3 +260,78 @@ def test_record_function_exited_on_another_thread():
     assert "handoff" in names and "after" in names
     after = next(e for e in prof.events() if e.name == "after")
     assert after.cpu_parent is None or after.cpu_parent.name != "handoff"
+
+
+# -- torch.ops.profiler: a range opened and closed by two calls (pytorch/examples fx) -------------
+@pytest.mark.parametrize("new", [False, True])
+def test_ops_profiler_opens_and_closes_a_range(new):
+    enter = ember.ops.profiler._record_function_enter_new if new else \
+        ember.ops.profiler._record_function_enter
+    with profile() as prof:
+        handle = enter("outer")
+        inner = enter("inner", "args")
+        ember.randn(3).relu()
+        if new:
+            ember.ops.profiler._record_function_exit._RecordFunction(inner)
+        else:
+            ember.ops.profiler._record_function_exit.default(inner)
+        ember.ops.profiler._record_function_exit(handle)
+    events = prof.events()
+    outer = next(e for e in events if e.name == "outer")
+    assert "inner" in _names(outer.cpu_children)
+    relu = next(e for e in events if e.name == "relu")
+    assert relu.cpu_parent.name == "inner"
+    with pytest.raises(RuntimeError, match="not one _record_function_enter returned"):
+        ember.ops.profiler._record_function_exit(ember.zeros(8, dtype=ember.uint8))
+    # outside a profile the calls are free and still pair up
+    ember.ops.profiler._record_function_exit(enter("idle"))
+
+
+def test_ops_profiler_matches_torchs_names_and_overloads():
+    torch = pytest.importorskip("torch")
+    names = [n for n in dir(torch.ops.profiler) if n.startswith("_record")]
+    assert all(callable(getattr(ember.ops.profiler, n)) for n in names)
+    assert isinstance(ember.ops.profiler._record_function_enter("x"), ember.Tensor)
+    for n in names:
+        op = getattr(torch.ops.profiler, n)
+        assert sorted(op.overloads()) == sorted(getattr(ember.ops.profiler, n).overloads())
+
+
+def test_the_fx_profiling_tracer_records_its_ranges():
+    """pytorch/examples fx/profiling_tracer.py: a tracer turns record_function into
+    _record_function_enter/_exit calls of the graph, which the profile then shows."""
+    import ember.fx as fx
+
+    class Foo(ember.nn.Module):
+        def forward(self, x):
+            with ember.profiler.record_function("foo"):
+                return ember.relu(x)
+
+    class ProfilerTracer(fx.Tracer):
+        def trace(self, root, concrete_args=None):
+            rf = ember.autograd.profiler.record_function
+            enter, exit_ = rf.__enter__, rf.__exit__
+
+            def fake_enter(_self):
+                _self._fx_profiler_ctx = self.create_proxy(
+                    "call_function", ember.ops.profiler._record_function_enter, (_self.name,), {})
+                return _self._fx_profiler_ctx
+
+            def fake_exit(_self, *exc):
+                ember.ops.profiler._record_function_exit(_self._fx_profiler_ctx)
+
+            rf.__enter__, rf.__exit__ = fake_enter, fake_exit
+            try:
+                return super().trace(root, concrete_args)
+            finally:
+                rf.__enter__, rf.__exit__ = enter, exit_
+
+    tracer = ProfilerTracer()
+    graph = tracer.trace(Foo())
+    gm = fx.GraphModule(tracer.root, graph)
+    assert [n.target for n in graph.nodes if n.op == "call_function"][0] is \
+        ember.ops.profiler._record_function_enter
+    with profile() as prof:
+        gm(ember.randn(5, 3))
+    foo = next(e for e in prof.events() if e.name == "foo")
+    assert "relu" in _names(foo.cpu_children)

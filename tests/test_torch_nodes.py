@@ -265,3 +265,299 @@ def test_rsub_dtypes_and_errors_match_torch():
         assert lib.rsub(lib.tensor([1, 2]), lib.tensor([0.5])).tolist() == [-0.5, -1.5]
         with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
             lib.rsub(lib.tensor([True]), lib.tensor([False]))
+
+
+# -- composites torch records as one node: activations -----------------------------------------
+ACTIVATIONS = {
+    "glu": (lambda L, x: F(L).glu(x), [(3, 4)]),
+    "glu dim=0": (lambda L, x: F(L).glu(x, 0), [(4, 3)]),
+    "glu transposed": (lambda L, x: F(L).glu(x.t(), -2), [(3, 4)]),
+    "nn.GLU": (lambda L, x: L.nn.GLU(1)(x), [(2, 6, 2)]),
+    "logsigmoid": (lambda L, x: F(L).logsigmoid(x * 8), [(3, 4)]),
+    "nn.LogSigmoid": (lambda L, x: L.nn.LogSigmoid()(x), [(5,)]),
+    "hardshrink": (lambda L, x: F(L).hardshrink(x, 0.6), [(3, 4)]),
+    "Tensor.hardshrink": (lambda L, x: x.hardshrink(), [(3, 4)]),
+    "softshrink": (lambda L, x: F(L).softshrink(x, 0.3), [(3, 4)]),
+    "celu": (lambda L, x: F(L).celu(x), [(3, 4)]),
+    "celu alpha": (lambda L, x: L.celu(x, 1.5), [(3, 4)]),
+    "celu_": (lambda L, x: L.celu_(x * 1, 2.0), [(3, 4)]),
+    "F.celu inplace": (lambda L, x: F(L).celu(x + 0, inplace=True), [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("case", list(ACTIVATIONS))
+def test_activations_record_torchs_node(case):
+    fn, shapes = ACTIVATIONS[case]
+    compare(fn, shapes)
+
+
+_EDGES = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 0.5, -0.5, 0.25, -40.0, 40.0, 3.0]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["logsigmoid", "hardshrink", "softshrink", "celu", "glu"])
+def test_activation_kernels_match_torch_at_the_edges(name, dtype):
+    values = np.array(_EDGES + [1.5, -2.5, 7.0], dtype=np.float64).reshape(2, 7)
+    args = (0,) if name == "glu" else ()
+    got, want = (getattr(F(L), name)(L.tensor(values, dtype=getattr(L, dtype)), *args)
+                 for L in (ember, torch))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    g, w = got.float().numpy(), want.float().numpy()
+    np.testing.assert_allclose(g, w, rtol=1e-6 if dtype in ("float64", "float32") else 0,
+                               atol=0, equal_nan=True)
+    # torch's softshrink zero is x * 0 in its vector loop and +0 in its scalar tail: ember's +0
+    signed = ~np.isnan(w) & ((w != 0) | (name != "softshrink"))
+    assert (np.signbit(g) == np.signbit(w))[signed].all()
+
+
+@pytest.mark.parametrize("name", ["logsigmoid", "hardshrink", "softshrink", "glu"])
+def test_activations_refuse_integers_as_torch(name):
+    for L in (torch, ember):
+        with pytest.raises(RuntimeError, match="not implemented for"):
+            getattr(F(L), name)(L.tensor([[1, -2]]))
+
+
+def test_glu_errors_match_torch():
+    for L in (torch, ember):
+        with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+            F(L).glu(L.zeros(3, 3))
+        with pytest.raises(RuntimeError, match="glu does not support scalars"):
+            F(L).glu(L.tensor(1.0))
+        with pytest.raises(IndexError, match="Dimension out of range"):
+            F(L).glu(L.zeros(2, 2), 2)
+
+
+# -- composites torch records as one node: products ---------------------------------------------
+PRODUCTS = {
+    "baddbmm": (lambda L, s, a, b: L.baddbmm(s, a, b), [(2, 3, 5), (2, 3, 4), (2, 4, 5)]),
+    "baddbmm broadcast self, scaled": (lambda L, s, a, b: L.baddbmm(s, a, b, beta=0.5, alpha=-2),
+                                       [(5,), (2, 3, 4), (2, 4, 5)]),
+    "Tensor.baddbmm beta=0": (lambda L, s, a, b: s.baddbmm(a, b, beta=0),
+                              [(1, 3, 1), (2, 3, 4), (2, 4, 5)]),
+    "addmv": (lambda L, s, m, v: L.addmv(s, m, v), [(3,), (3, 4), (4,)]),
+    "addmv broadcast, scaled": (lambda L, s, m, v: L.addmv(s, m, v, beta=2, alpha=0.5),
+                                [(1,), (3, 4), (4,)]),
+    "addr": (lambda L, s, a, b: L.addr(s, a, b), [(3, 4), (3,), (4,)]),
+    "addr broadcast, scaled": (lambda L, s, a, b: s.addr(a, b, beta=-1, alpha=3),
+                               [(4,), (3,), (4,)]),
+    "addbmm": (lambda L, s, a, b: L.addbmm(s, a, b), [(3, 5), (2, 3, 4), (2, 4, 5)]),
+    "addbmm broadcast, scaled": (lambda L, s, a, b: L.addbmm(s, a, b, beta=0.5, alpha=2),
+                                 [(5,), (2, 3, 4), (2, 4, 5)]),
+    "trace": (lambda L, x: L.trace(x), [(3, 3)]),
+    "Tensor.trace wide": (lambda L, x: (x * 2).trace(), [(2, 5)]),
+    "vdot": (lambda L, a, b: L.vdot(a, b), [(5,), (5,)]),
+    "vdot one leaf": (lambda L, a, b: L.vdot(a.detach(), b * 1), [(5,), (5,)]),
+}
+
+
+@pytest.mark.parametrize("case", list(PRODUCTS))
+def test_products_record_torchs_node(case):
+    fn, shapes = PRODUCTS[case]
+    compare(fn, shapes)
+
+
+@pytest.mark.parametrize("name", ["vdot", "addmv", "addr", "baddbmm", "addbmm", "trace"])
+def test_complex_products_take_torchs_conjugates(name):
+    shapes = {"vdot": [(4,), (4,)], "addmv": [(3,), (3, 4), (4,)], "addr": [(3, 4), (3,), (4,)],
+              "baddbmm": [(2, 3, 5), (2, 3, 4), (2, 4, 5)],
+              "addbmm": [(3, 5), (2, 3, 4), (2, 4, 5)], "trace": [(3, 3)]}[name]
+    rs = np.random.RandomState(1)
+    values = [rs.randn(*s) + 1j * rs.randn(*s) for s in shapes]
+    seen = []
+    for L in (torch, ember):
+        xs = [L.tensor(v, requires_grad=True) for v in values]
+        kw = {} if name in ("vdot", "trace") else {"beta": 0.5 - 1j, "alpha": 2 + 1j}
+        out = getattr(L, name)(*xs, **kw)
+        loss = (out * out.conj()).real.sum() + out.imag.sum()
+        grads = L.autograd.grad(loss, xs)
+        seen.append((out.grad_fn.name(), out.detach().numpy(), [g.numpy() for g in grads]))
+    (tn, tv, tg), (en, ev, eg) = seen
+    assert en == tn
+    np.testing.assert_allclose(ev, tv, rtol=1e-12, atol=1e-12)
+    for a, b in zip(eg, tg):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int64", "int32"])
+def test_product_kernels_match_torch_across_dtypes(dtype):
+    rs = np.random.RandomState(2)
+    shapes = {"addmv": [(3,), (3, 4), (4,)], "addr": [(3, 4), (3,), (4,)],
+              "baddbmm": [(2, 3, 5), (2, 3, 4), (2, 4, 5)],
+              "addbmm": [(3, 5), (2, 3, 4), (2, 4, 5)], "trace": [(4, 3)]}
+    for name, ss in shapes.items():
+        values = [rs.randint(-4, 5, size=s) for s in ss]
+        kw = {} if name == "trace" else {"beta": 2, "alpha": 3}
+        got, want = (getattr(L, name)(*[L.tensor(v, dtype=getattr(L, dtype)) for v in values],
+                                      **kw) for L in (ember, torch))
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], name
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy(), err_msg=name)
+
+
+def test_fused_product_errors_name_the_shapes():
+    for L in (torch, ember):
+        with pytest.raises(RuntimeError):
+            L.addr(L.zeros(2, 4), L.zeros(3), L.zeros(4))
+        with pytest.raises(RuntimeError):
+            L.addbmm(L.zeros(3, 5), L.zeros(2, 3, 4), L.zeros(3, 4, 5))
+        with pytest.raises(RuntimeError):
+            L.baddbmm(L.zeros(2, 2, 5), L.zeros(2, 3, 4), L.zeros(2, 4, 5))
+
+
+# -- sgn: its own node for real and complex inputs ------------------------------------------------
+def test_sgn_records_torchs_node_for_real_inputs():
+    # (torch's zero gradient is a ZeroTensor, which refuses .numpy(): first order only)
+    compare(lambda L, x: L.sgn(x) * x, [(3, 4)], double=False)
+    compare(lambda L, x: x.sgn() + x, [(5,)], double=False)
+
+
+def test_sgn_of_complex_values_matches_torch():
+    values = np.array([1 + 1j, -2j, 0j, 3 + 0j, -0.5 + 2j, complex("nan+1j"), complex("inf")])
+    seen = []
+    for L in (torch, ember):
+        z = L.tensor(values[:5], requires_grad=True)
+        out = L.sgn(z)
+        w = L.tensor(np.linspace(-1, 1, 5) + 0.3j)
+        (g,) = L.autograd.grad((out * w).real.sum(), z, create_graph=True)
+        (gg,) = L.autograd.grad((g * g.conj()).real.sum(), z)
+        edge = L.sgn(L.tensor(values)).numpy()
+        seen.append((out.grad_fn.name(), out.detach().numpy(), g.detach().numpy(), gg.numpy(),
+                     edge))
+    (tn, *t), (en, *e) = seen
+    assert en == tn == "SgnBackward0"
+    for a, b in zip(e, t):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+def test_0d_results_of_the_new_kernels_match_torch():
+    calls = [lambda L: L.sgn(L.tensor(1 + 1j)), lambda L: L.sgn(L.tensor(0j)),
+             lambda L: L.sgn(L.tensor(-2.0)), lambda L: L.trace(L.ones(0, 0)),
+             lambda L: L.vdot(L.ones(0), L.ones(0)), lambda L: L.take(L.ones(2, 2), L.tensor(3)),
+             lambda L: F(L).logsigmoid(L.tensor(-1.0)), lambda L: F(L).softshrink(L.tensor(2.0)),
+             lambda L: F(L).hardshrink(L.tensor(0.1)), lambda L: F(L).celu(L.tensor(-1.0))]
+    for call in calls:
+        got, want = call(ember), call(torch)
+        assert tuple(got.shape) == tuple(want.shape) == ()
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "int8", "bool"])
+def test_sgn_of_real_dtypes_matches_torch(dtype):
+    values = [0, 1, -2, 3, float("nan"), -0.0] if dtype.startswith("float") else [0, 1, -2, 3]
+    if dtype == "bool":
+        values = [True, False]
+    got, want = (L.sgn(L.tensor(values, dtype=getattr(L, dtype))) for L in (ember, torch))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# -- take and put: flat indexing, one node each ---------------------------------------------------
+def _flat(lib, values):
+    return lib.tensor(values)
+
+
+FLAT = {
+    "take": (lambda L, x: L.take(x, _flat(L, [[0, 11], [5, -1]])), [(3, 4)]),
+    "Tensor.take 0-d index": (lambda L, x: x.t().take(_flat(L, 7)), [(3, 4)]),
+    "take repeated": (lambda L, x: x.take(_flat(L, [2, 2, 2, 0])), [(5,)]),
+    "put": (lambda L, x, s: x.put(_flat(L, [1, -1, 4]), s), [(3, 4), (3,)]),
+    "put from a slice": (lambda L, x, s: x.put(_flat(L, [[1, 3]]), s[:2].reshape(1, 2)),
+                         [(2, 3), (4,)]),
+    "put accumulate": (lambda L, x, s: L.put(x, _flat(L, [2, 2, -10]), s, accumulate=True),
+                       [(3, 4), (3,)]),
+    "put into a non-leaf": (lambda L, x, s: (x * 2).put(_flat(L, [0, 5]), s * s), [(2, 3), (2,)]),
+}
+
+
+@pytest.mark.parametrize("case", list(FLAT))
+def test_take_and_put_record_torchs_node(case):
+    fn, shapes = FLAT[case]
+    compare(fn, shapes)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "complex64"])
+def test_take_and_put_on_other_dtypes_match_torch(dtype):
+    rs = np.random.RandomState(3)
+    x = rs.randn(3, 4) * 4
+    seen = []
+    for L in (torch, ember):
+        t = L.tensor(x).to(getattr(L, dtype))
+        src = L.tensor(x[0, :3]).to(getattr(L, dtype))
+        idx = L.tensor([3, -2, 0])
+        acc = dtype != "bool"
+        seen.append([r.numpy() for r in (t.take(idx), t.t().take(idx), t.put(idx, src),
+                                         t.put(idx, src, accumulate=acc))])
+    for a, b in zip(*seen):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_take_and_put_errors_match_torch():
+    for L in (torch, ember):
+        x = L.zeros(2, 3)
+        with pytest.raises(IndexError, match="out of range: tried to access index 6 on a tensor "
+                                             "of 6 elements"):
+            x.take(L.tensor([6]))
+        with pytest.raises(IndexError, match="tried to access index -7"):
+            x.put(L.tensor([-7]), L.tensor([1.0]))
+        with pytest.raises(RuntimeError, match="Expected a long tensor for index"):
+            x.put(L.tensor([0], dtype=L.int32), L.tensor([1.0]))
+        with pytest.raises(IndexError, match="same number of elements"):
+            x.put(L.tensor([0, 1]), L.tensor([1.0]))
+
+
+# -- masked_fill: a number is no input of torch's node (MaskedFillBackward0), a tensor is (…1) --
+MASKED_FILL = {
+    "number": (lambda L, x: x.masked_fill(x > 0, 2.5), [(3, 4)]),
+    "int number, broadcast mask": (lambda L, x: x.masked_fill(L.tensor([True, False, True, False]),
+                                                              -1), [(3, 4)]),
+    "torch.masked_fill number": (lambda L, x: L.masked_fill(x * 2, x < 0, 0.0), [(3, 4)]),
+    "tensor value": (lambda L, x, v: x.masked_fill(x > 0, v.sum()), [(3, 4), (2,)]),
+    "tensor value without grad": (lambda L, x: x.masked_fill(x > 0, L.tensor(3.0,
+                                                                            dtype=x.dtype)),
+                                  [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("case", list(MASKED_FILL))
+def test_masked_fill_records_torchs_overload(case):
+    fn, shapes = MASKED_FILL[case]
+    compare(fn, shapes)
+
+
+# -- in place: torch records the functional op's node --------------------------------------------
+INPLACE = {
+    "addmm_": (lambda L, s, a, b: (s * 1).addmm_(a, b, beta=0.5), [(3, 4), (3, 2), (2, 4)]),
+    "addmv_": (lambda L, s, m, v: (s * 1).addmv_(m, v, alpha=2), [(3,), (3, 4), (4,)]),
+    "addr_": (lambda L, s, a, b: (s * 1).addr_(a, b), [(3, 4), (3,), (4,)]),
+    "baddbmm_": (lambda L, s, a, b: (s * 1).baddbmm_(a, b), [(2, 3, 5), (2, 3, 4), (2, 4, 5)]),
+    "addbmm_": (lambda L, s, a, b: (s * 1).addbmm_(a, b, beta=-1), [(3, 5), (2, 3, 4), (2, 4, 5)]),
+    "put_": (lambda L, x, s: (x * 1).put_(L.tensor([1, -1]), s), [(3, 4), (2,)]),
+    "put_ accumulate": (lambda L, x, s: (x * 1).put_(L.tensor([1, 1]), s, accumulate=True),
+                        [(3, 4), (2,)]),
+    "masked_fill_ number": (lambda L, x: (x * 1).masked_fill_(x > 0, -2.0), [(3, 4)]),
+    "masked_fill_ tensor": (lambda L, x, v: (x * 1).masked_fill_(x > 0, v[0]), [(3, 4), (2,)]),
+    "masked_fill_ on a view": (lambda L, x: (x * 1).t().masked_fill_(L.tensor([True, False, True]),
+                                                                     0.5), [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("case", list(INPLACE))
+def test_inplace_forms_record_torchs_node(case):
+    fn, shapes = INPLACE[case]
+    compare(fn, shapes)
+
+
+def test_inplace_forms_check_shapes_and_versions_as_torch():
+    for L in (torch, ember):
+        x = L.zeros(3, 4)
+        v = x._version
+        x.masked_fill_(x == 0, 1.0)
+        x.put_(L.tensor([0]), L.tensor([5.0]))
+        x.addmm_(L.ones(3, 2), L.ones(2, 4))
+        assert x._version == v + 3
+        with pytest.raises(RuntimeError):
+            L.zeros(4).masked_fill_(L.ones(2, 4, dtype=L.bool), 1.0)
+        with pytest.raises(RuntimeError):
+            L.zeros(1, 4).addmm_(L.ones(3, 2), L.ones(2, 4))
+        z = L.tensor([0j, 3 + 4j])
+        z.sgn_()
+        np.testing.assert_allclose(z.numpy(), [0, 0.6 + 0.8j])

@@ -39,10 +39,10 @@ from .ops.elementwise import (add, clamp, clamp_, clamp_max, clamp_min, clip, cl
                               lcm, ldexp, leaky_relu, mvlgamma, nan_to_num, nextafter,
                               polygamma, round, rsub, sinc, softplus, sub, subtract, true_divide,
                               where)
-from .ops.elementwise.activation import hardshrink, prelu
+from .ops.elementwise.activation import prelu
+from .ops.elementwise.activation_nodes import celu, celu_, hardshrink
 from .ops.elementwise.closeness import allclose, equal, isclose
-from .ops.elementwise.activation import (celu, celu_, rrelu, rrelu_, selu, selu_, threshold,
-                                         threshold_)
+from .ops.elementwise.activation import rrelu, rrelu_, selu, selu_, threshold, threshold_
 from .ops.factories import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
                             from_numpy, full, full_like, linspace, logspace, ones, ones_like,
                             set_default_tensor_type, tensor, zeros, zeros_like)

@@ -117,7 +117,7 @@ def addcdiv(input, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.el
 def addcmul(input, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
 def addmm(input, mat1, mat2, out_dtype=..., *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
 def addmv(input, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
-def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+def addmv_(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
 def addr(input, vec1, vec2, *, beta=..., alpha=..., out=...): ...  # ember.ops.linalg.fused
 def adjoint(input): ...  # ember.ops.views.reshaping
 def affine_grid_generator(theta, size, align_corners): ...  # ember.ops.grid_sampling
@@ -198,8 +198,8 @@ def cat(tensors, dim=..., *, out=...): ...  # ember.ops.shape
 def cdist(x1, x2, p=..., compute_mode=...): ...  # ember.ops.distances
 def ceil(input, *, out=...): ...  # ember.ops.elementwise.unary
 def ceil_(self): ...  # ember.ops.elementwise.unary
-def celu(input, alpha=...): ...  # ember.ops.elementwise.activation
-def celu_(input, alpha=...): ...  # ember.ops.elementwise.activation
+def celu(input, alpha=...): ...  # ember.ops.elementwise.activation_nodes
+def celu_(input, alpha=...): ...  # ember.ops.elementwise.activation_nodes
 def chain_matmul(*matrices, out=...): ...  # ember.ops.linalg.legacy
 def channel_shuffle(input, groups): ...  # ember.ops.spatial
 def cholesky(input, upper=..., *, out=...): ...  # ember.ops.linalg.legacy
@@ -357,7 +357,7 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=..., b_hh=...): ...  # ember.ops.rnn
 def gt(input, other, *, out=...): ...  # ember.ops.elementwise.binary
 def hamming_window(window_length, periodic=..., alpha=..., beta=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.signal.windows
 def hann_window(window_length, periodic=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...  # ember.signal.windows
-def hardshrink(input, lambd=...): ...  # ember.ops.elementwise.activation
+def hardshrink(input, lambd=...): ...  # ember.ops.elementwise.activation_nodes
 def hardtanh(input, min_val=..., max_val=...): ...  # ember.ops.elementwise.activation
 def heaviside(input, values): ...  # ember.ops.elementwise.selection
 def hinge_embedding_loss(input, target, margin=..., reduction=...): ...  # ember.nn._margin_loss

@@ -127,9 +127,9 @@ class Tensor:
     def addcmul(self, tensor1, tensor2, *, value=..., out=...): ...  # ember.ops.elementwise.ternary
     def addcmul_(self, tensor1, tensor2, *, value=...): ...  # ember.ops.elementwise.ternary
     def addmm(self, mat1, mat2, out_dtype=..., *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
-    def addmm_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def addmm_(self, mat1, mat2, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addmv(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
-    def addmv_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def addmv_(self, mat, vec, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def addr(self, vec1, vec2, *, beta=..., alpha=..., out=...): ...  # ember.ops.linalg.fused
     def addr_(self, vec1, vec2, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def adjoint(self): ...  # ember.ops.views.reshaping
@@ -174,7 +174,7 @@ class Tensor:
     def atanh_(self): ...  # ember.ops.elementwise.unary
     def backward(self, gradient=..., retain_graph=..., create_graph=..., inputs=...): ...  # ember.autograd.tensor_api
     def baddbmm(self, batch1, batch2, out_dtype=..., *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
-    def baddbmm_(self, *args, beta=..., alpha=...): ...  # ember.ops.linalg.fused
+    def baddbmm_(self, batch1, batch2, *, beta=..., alpha=...): ...  # ember.ops.linalg.fused
     def bernoulli(self, p=..., *, generator=...): ...  # ember.ops.random
     def bernoulli_(self, p=..., *, generator=...): ...  # ember.ops.random
     def bfloat16(self, memory_format=...): ...  # ember.ops.conversion
@@ -330,7 +330,7 @@ class Tensor:
     def gt(self, other, *, out=...): ...  # ember.ops.elementwise.binary
     def gt_(self, other): ...  # ember.ops.elementwise.binary
     def half(self, memory_format=...): ...  # ember.ops.conversion
-    def hardshrink(self, lambd=...): ...  # ember.ops.elementwise.activation
+    def hardshrink(self, lambd=...): ...  # ember.ops.elementwise.activation_nodes
     def heaviside(self, values): ...  # ember.ops.elementwise.selection
     def heaviside_(self, values): ...  # ember.ops.elementwise.selection
     def histc(self, bins=..., min=..., max=..., *, out=...): ...  # ember.ops.structure
@@ -558,7 +558,7 @@ class Tensor:
     def prelu(self, weight): ...  # ember.ops.elementwise.activation
     def prod(self, dim=..., keepdim=..., *, dtype=...): ...  # ember.ops.reduction.sums
     def put(self, index, source, accumulate=...): ...  # ember.ops.structure
-    def put_(self, *args, **kwargs): ...  # ember.ops.structure
+    def put_(self, index, source, accumulate=...): ...  # ember.ops.indexing.advanced
     def qr(self, some=..., *, out=...): ...  # ember.ops.linalg.legacy
     def quantile(self, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...  # ember.ops.reduction.statistics
     def rad2deg(self, *, out=...): ...  # ember.ops.elementwise.unary

@@ -34,10 +34,21 @@ class _Namespace:
         raise AttributeError(f"no op '{self._ns}::{name}' is defined")
 
 
-def namespace(ns: str) -> _Namespace:
+_fixed: dict = {}   # namespace -> an object ember provides for it (ember.ops.profiler)
+
+
+def namespace(ns: str):
+    if ns in _fixed:
+        return _fixed[ns]
     if ns not in _namespaces:
         raise AttributeError(f"no ops are defined in namespace '{ns}'")
     return _Namespace(ns)
+
+
+def provide_namespace(ns: str, obj) -> None:
+    """``ember.ops.<ns>`` is ``obj``: a namespace of torch's that ember answers with Python
+    functions rather than registered ops (``torch.ops.profiler``)."""
+    _fixed[ns] = obj
 
 
 def _qualified(name: str, ns: str | None = None) -> tuple:

@@ -509,7 +509,7 @@ def masked_select(be, x, mask):
 TABLE = {
     "index": index, "index_put_": index_put_, "gather": gather, "scatter": scatter,
     "index_select": index_select, "index_add": index_add, "masked_fill": masked_fill,
-    "masked_select": masked_select, "nonzero": nonzero,
+    "masked_fill_scalar": masked_fill, "masked_select": masked_select, "nonzero": nonzero,
 }
 
 

@@ -40,6 +40,17 @@ def _unary_samples(name, low, high):
     return samples
 
 
+def _glu_samples(dtype):
+    """Halved along dim 0, the last dim (every layout), and an empty tensor."""
+    cases = [((4, 3), 0, lay) for lay in LAYOUTS] + [((3, 4), -1, "transposed"),
+                                                      ((2, 0, 6), 2, "contiguous")]
+    for seed, (shape, dim, lay) in enumerate(cases, 500):
+        yield SampleInput(f"{dtype}{list(shape)} dim={dim} {lay}",
+                          lambda dev, s=seed, sh=shape, d=dim, la=lay, dt=dtype: (
+                              (make_tensor(s, sh, dt, dev, low=-3.0, high=3.0, layout=la), d),
+                              {}))
+
+
 def _binary_samples(name, low, high, int_shift=False):
     pairs = [((3, 4), (3, 4)), ((3, 4), (4,)), ((), (5,)), ((2, 1, 3), (4, 1)), ((0, 3), (3,))]
 
@@ -168,13 +179,21 @@ def _build():
     from ember.ops.elementwise import activation as A
     for name, fn in (("threshold", lambda x: A.threshold(x, 0.5, -2.0)),
                      ("hardsigmoid", A.hardsigmoid), ("hardswish", A.hardswish),
-                     ("celu", lambda x: A.celu(x, 1.5)), ("selu", A.selu)):
+                     ("selu", A.selu)):
         ops.append(OpInfo(name, fn, act, dtypes=FLOATS,
-                          covers=("elu",) if name in ("celu", "selu") else (name,)))
+                          covers=("elu",) if name == "selu" else (name,)))
+    # the activations torch records as their own node (ops/elementwise/activation_nodes.py)
+    from ember.ops.elementwise import activation_nodes as N
+    for name, fn in (("celu", lambda x: N.celu(x, 1.5)), ("log_sigmoid", N.log_sigmoid),
+                     ("hardshrink", lambda x: N.hardshrink(x, 0.4)),
+                     ("softshrink", lambda x: N.softshrink(x, 0.4))):
+        ops.append(OpInfo(name, fn, act, dtypes=FLOATS, covers=(name,)))
+    ops.append(OpInfo("glu", N.glu, _glu_samples, dtypes=FLOATS, covers=("glu",)))
     for name, fn_ in (("leaky_relu_", lambda x: A.leaky_relu_(x, 0.2)), ("elu_", A.elu_),
                       ("hardtanh_", lambda x: A.hardtanh_(x, -1.0, 0.5)),
                       ("threshold_", lambda x: A.threshold_(x, 0.5, -2.0)),
-                      ("hardsigmoid_", A.hardsigmoid_), ("hardswish_", A.hardswish_)):
+                      ("hardsigmoid_", A.hardsigmoid_), ("hardswish_", A.hardswish_),
+                      ("celu_", lambda x: N.celu_(x, 1.5))):
         ops.append(OpInfo(name, _inplace(fn_), act, dtypes=FLOATS, covers=(name,),
                           differentiable=False))
     return ops

@@ -75,6 +75,12 @@ ADDMV = [C([(3,), (3, 4), (4,)], lay) for lay in LAYOUTS] + [
     C([(1,), (3, 4), (4,)], "transposed"), C([(), (3, 4), (4,)], "strided"),
     C([(0,), (0, 4), (4,)]), C([(3,), (3, 0), (0,)]),
 ]
+ADDR = [C([(3, 4), (3,), (4,)], lay) for lay in LAYOUTS] + [
+    C([(4,), (3,), (4,)], "strided"), C([(), (3,), (4,)]), C([(0, 4), (0,), (4,)])]
+ADDBMM = [C([(3, 5), (2, 3, 4), (2, 4, 5)], lay) for lay in LAYOUTS] + [
+    C([(5,), (2, 3, 4), (2, 4, 5)], "transposed"), C([(3, 5), (0, 3, 4), (0, 4, 5)]),
+    C([(3, 5), (2, 3, 0), (2, 0, 5)])]
+TRACE = in_layouts([(4, 3)]) + [C([(3, 5)], "transposed"), C([(0, 3)])]
 
 
 def _full(cases, shape):
@@ -190,7 +196,7 @@ OPS = [
     OpInfo("addmm beta=0 nan", _beta0_nan(_fn("addmm")), samples(ADDMM[:6]), FLOATS,
            covers=("addmm",), **MATMUL_T),
     OpInfo("addmm_", _inplace("addmm_"), samples(_scaled(_full(ADDMM, (3, 5)), beta=2, alpha=-1)),
-           NUMERIC, covers=("addmm",), differentiable=False, **MATMUL_T),
+           NUMERIC, covers=("addmm", "addmm_"), differentiable=False, **MATMUL_T),
     OpInfo("baddbmm", _fn("baddbmm"), samples(BADDBMM), NUMERIC, covers=("baddbmm",),
            **MATMUL_T),
     OpInfo("baddbmm scaled", _fn("baddbmm"), samples(_scaled(BADDBMM[:6], beta=-1, alpha=2)),
@@ -198,14 +204,29 @@ OPS = [
     OpInfo("baddbmm beta=0 nan", _beta0_nan(_fn("baddbmm")), samples(BADDBMM[:6]), FLOATS,
            covers=("baddbmm",), **MATMUL_T),
     OpInfo("baddbmm_", _inplace("baddbmm_"), samples(_scaled(_full(BADDBMM, (2, 3, 5)), alpha=2)),
-           NUMERIC, covers=("baddbmm",), differentiable=False, **MATMUL_T),
+           NUMERIC, covers=("baddbmm", "baddbmm_"), differentiable=False, **MATMUL_T),
     OpInfo("addmv", _fn("addmv"), samples(ADDMV), NUMERIC, covers=("addmv",), **MATMUL_T),
     OpInfo("addmv scaled", _fn("addmv"), samples(_scaled(ADDMV[:6], beta=3, alpha=-2)),
            NUMERIC, covers=("addmv",), **MATMUL_T),
     OpInfo("addmv beta=0 nan", _beta0_nan(_fn("addmv")), samples(ADDMV[:6]), FLOATS,
            covers=("addmv",), **MATMUL_T),
     OpInfo("addmv_", _inplace("addmv_"), samples(_scaled(_full(ADDMV, (3,)), beta=0.5)), FLOATS,
-           covers=("addmv",), differentiable=False, **MATMUL_T),
+           covers=("addmv", "addmv_"), differentiable=False, **MATMUL_T),
+    OpInfo("addr", _fn("addr"), samples(ADDR), NUMERIC, covers=("addr",), **MATMUL_T),
+    OpInfo("addr scaled", _fn("addr"), samples(_scaled(ADDR[:6], beta=0.5, alpha=-2)), FLOATS,
+           covers=("addr",), **MATMUL_T),
+    OpInfo("addr beta=0 nan", _beta0_nan(_fn("addr")), samples(ADDR[:4]), FLOATS,
+           covers=("addr",), **MATMUL_T),
+    OpInfo("addbmm", _fn("addbmm"), samples(ADDBMM), NUMERIC, covers=("addbmm",), **MATMUL_T),
+    OpInfo("addbmm scaled", _fn("addbmm"), samples(_scaled(ADDBMM[:6], beta=-1, alpha=0.5)),
+           FLOATS, covers=("addbmm",), **MATMUL_T),
+    OpInfo("addbmm beta=0 nan", _beta0_nan(_fn("addbmm")), samples(ADDBMM[:4]), FLOATS,
+           covers=("addbmm",), **MATMUL_T),
+    OpInfo("addr_", _inplace("addr_"), samples(_scaled(_full(ADDR, (3, 4)), beta=2, alpha=-1)),
+           NUMERIC, covers=("addr", "addr_"), differentiable=False, **MATMUL_T),
+    OpInfo("addbmm_", _inplace("addbmm_"), samples(_scaled(_full(ADDBMM, (3, 5)), alpha=2)),
+           NUMERIC, covers=("addbmm", "addbmm_"), differentiable=False, **MATMUL_T),
+    OpInfo("trace", _fn("trace"), samples(TRACE), NUMERIC, covers=("trace",)),
     # contractions
     OpInfo("tensordot", _fn("tensordot"), samples(TENSORDOT), NUMERIC, covers=("tensordot",),
            **MATMUL_T),

@@ -6,18 +6,18 @@
 * one module per op family (``copy``, ``elementwise``, ``factories``, ``reduction``,
   ``linalg``, ``shape``, ``indexing``, ``sorting``, ``random``, ``special``, ``sampling``,
   ``attention``, ``rnn``, ``fft``, ``convolution``, ``pooling``, ``normalization``, ``foreach``,
-  ``loss``, ``activation_backward``): module-level kernels taking the backend first, a ``TABLE``
+  ``loss``, ``activation``, ``activation_backward``): module-level kernels taking the backend first, a ``TABLE``
   of them, and ``register(backend)`` binding them (``binding``).
 """
-from . import (activation_backward, attention, convolution, copy, elementwise, factories, fft,
-               foreach, indexing, linalg, loss, normalization, pooling, random, reduction, rnn,
-               sampling, shape, sorting, special)
+from . import (activation, activation_backward, attention, convolution, copy, elementwise,
+               factories, fft, foreach, indexing, linalg, loss, normalization, pooling, random,
+               reduction, rnn, sampling, shape, sorting, special)
 from . import ctc, distances, embedding_bag, grid_sampling, resampling, spatial, ternary
 from .array_backend import ArrayBackend
 
 # one module per op family; each exposes register(backend)
-KERNEL_MODULES = (copy, elementwise, factories, reduction, linalg, shape, indexing, sorting,
-                  random, special, sampling, attention, rnn, fft, activation_backward,
+KERNEL_MODULES = (copy, elementwise, activation, factories, reduction, linalg, shape, indexing,
+                  sorting, random, special, sampling, attention, rnn, fft, activation_backward,
                   convolution, pooling, normalization, foreach, loss, ternary, spatial, resampling,
                   grid_sampling, embedding_bag, distances, ctc)
 

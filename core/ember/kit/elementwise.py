@@ -141,6 +141,19 @@ def _sign(be, x):
     return be.xp.sign(x)
 
 
+def sgn(be, x):
+    """z / |z| (0 at 0) for complex values, ``sign`` for the others."""
+    a = be.native(x)
+    if a.dtype.kind != "c":
+        return be.wrap(_sign(be, a), x.device)
+    xp = be.xp
+    mag = xp.abs(a)
+    zero = mag == 0
+    r = xp.asarray(be.ieee(xp.divide, a, xp.where(zero, 1, mag)))   # (0-d: a scalar back)
+    r[zero] = 0
+    return be.wrap(r, x.device)
+
+
 def _relu(be, x):
     """Zero below 0; -0.0 and NaN stay, as PyTorch's (maximum(x, 0) would give +0.0)."""
     if x.dtype.kind == "b":
@@ -610,6 +623,7 @@ TABLE = {
     "nan_to_num_": nan_to_num_, "gelu": gelu, "softplus": softplus, "leaky_relu": leaky_relu,
     "elu": elu, "hardtanh": hardtanh, "div": div, "div_": div_, "where": where,
     "clamp": clamp, "clamp_": clamp_, "clamp_min": clamp_min, "clamp_max": clamp_max,
+    "sgn": sgn,
 }
 
 

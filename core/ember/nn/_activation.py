@@ -10,8 +10,9 @@ from ..ops import elementwise as _ew
 from ..ops import reduction as _red
 from ..ops.elementwise import activation as _act
 # torch.nn.functional's in-place forms are torch's own functions (F.celu_ is torch.celu_)
-from ..ops.elementwise.activation import (celu_, hardshrink, prelu, rrelu_, selu_, softshrink,
-                                         threshold_)
+from ..ops.elementwise.activation import prelu, rrelu_, selu_, threshold_
+from ..ops.elementwise.activation_nodes import celu_, hardshrink, softshrink
+from ..ops.elementwise import activation_nodes as _nodes
 from ..ops._util import require_tensor, torch_function
 from .._warn import user_stacklevel
 
@@ -75,7 +76,7 @@ def selu(input, inplace=False):
 
 def celu(input, alpha=1.0, inplace=False):
     require_tensor(input, "celu")
-    return _act.celu_(input, alpha) if inplace else _act.celu(input, alpha)
+    return _nodes.celu_(input, alpha) if inplace else _nodes.celu(input, alpha)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -126,7 +127,7 @@ def tanh(input):
 
 def logsigmoid(input):
     require_tensor(input, "logsigmoid")
-    return -_act.softplus_exact(-input)
+    return _nodes.log_sigmoid(input)
 
 
 def tanhshrink(input):
@@ -143,13 +144,7 @@ def threshold(input, threshold, value, inplace=False):
 
 def glu(input, dim=-1):
     require_tensor(input, "glu")
-    if input.ndim == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    if input.shape[dim] % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {dim} is size "
-                           f"{input.shape[dim]}")
-    a, b = input.chunk(2, dim)
-    return a * _ew.unary_api["sigmoid"](b)
+    return _nodes.glu(input, dim)
 
 
 def _softmax_dim(name, ndim):

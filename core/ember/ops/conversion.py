@@ -57,6 +57,18 @@ to_copy_op = define("_to_copy(Tensor self, dtype dtype) -> Tensor", meta=_to_cop
 copy_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", meta=_copy_meta,
                  derivative=Derivative(_copy_backward, complex_ok=True, name="CopyBackwards"),
                  doc="Elementwise copy of ``src`` (same shape and device) into ``self``.")
+
+
+def written_back(functional_op):
+    """The composite of an in-place op with a functional twin (``celu_``, ``addmv_``,
+    ``masked_fill_``): the twin, then one copy into self. Autograd records the twin's node."""
+    def composite(self, *args):
+        copy_op(self, functional_op(self, *args))
+        return self
+    composite.__name__ = functional_op.name + "_"
+    return composite
+
+
 _primitives.provide(to_copy_op=to_copy_op, copy_op=copy_op)
 
 

@@ -11,6 +11,7 @@ import warnings
 
 from .. import _dtype
 from .._tensor import Size, Tensor
+from .indexing import advanced as _advanced
 from .view_copies import diagonal_scatter
 from ._util import ember_namespace as _ember
 from .._warn import user_stacklevel
@@ -275,22 +276,7 @@ def masked_scatter(input, mask, source):
 
 def put(input, index, source, accumulate=False):
     """``input`` (flattened) with ``source`` put (or added) at ``index``."""
-    _tensor(input, "put")
-    em = _ember()
-    if index.dtype is not _dtype.int64:
-        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {index.dtype}")
-    if source.dtype is not input.dtype:
-        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
-                           f"self.dtype = {input.dtype} and source.dtype = {source.dtype}")
-    if index.numel() != source.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
-                           f"elements, but got source.numel() = {source.numel()}, "
-                           f"index.numel() = {index.numel()}")
-    n = input.numel()
-    idx = index.reshape(-1)
-    idx = em.where(idx.lt(0), idx + n, idx)
-    flat = em.index_put(input.reshape(-1), (idx,), source.reshape(-1), accumulate)
-    return flat.reshape(input.shape)
+    return _advanced.put(input, index, source, accumulate)
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):

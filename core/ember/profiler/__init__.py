@@ -8,11 +8,16 @@
   timings; off, it costs nothing (the key is in no key set);
 * ``_events.py`` turns records into ``FunctionEvent``s: ``key_averages().table()`` with
   PyTorch's columns, ``export_chrome_trace`` (one row per thread, kernels on device rows),
-  ``export_stacks``.
+  ``export_stacks``;
+* ``_ops.py`` is ``ember.ops.profiler`` (``torch.ops.profiler._record_function_enter`` & co.).
 """
 from ._legacy import record_function
+from . import _ops
+from .. import library as _library
 from .profiler import (ProfilerAction, ProfilerActivity, profile, schedule,
                        supported_activities, tensorboard_trace_handler)
 
 __all__ = ["profile", "record_function", "schedule", "ProfilerAction", "ProfilerActivity",
            "tensorboard_trace_handler", "supported_activities"]
+
+_library.provide_namespace("profiler", _ops.namespace)

@@ -19,6 +19,7 @@ __all__ = ["ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU", 
 
 
 class _Inplace(_FunctionalModule):
+    __constants__ = ["inplace"]
     _options = ("inplace",)
 
     def __init__(self, inplace=False):
@@ -27,10 +28,6 @@ class _Inplace(_FunctionalModule):
 
 class ReLU(_Inplace):
     _fn = staticmethod(F.relu)
-
-
-class ReLU6(_Inplace):
-    _fn = staticmethod(F.relu6)
 
 
 class SiLU(_Inplace):
@@ -48,9 +45,15 @@ class SELU(_Inplace):
 class Hardsigmoid(_Inplace):
     _fn = staticmethod(F.hardsigmoid)
 
+    def extra_repr(self):
+        return ""   # PyTorch prints Hardsigmoid() even in place
+
 
 class Hardswish(_Inplace):
     _fn = staticmethod(F.hardswish)
+
+    def extra_repr(self):
+        return ""
 
 
 class Sigmoid(_FunctionalModule):
@@ -74,6 +77,7 @@ class Tanhshrink(_FunctionalModule):
 
 
 class LeakyReLU(_FunctionalModule):
+    __constants__ = ["inplace", "negative_slope"]
     _fn = staticmethod(F.leaky_relu)
     _options = ("negative_slope", "inplace")
 
@@ -82,6 +86,8 @@ class LeakyReLU(_FunctionalModule):
 
 
 class GELU(Module):
+    __constants__ = ["approximate"]
+
     def __init__(self, approximate="none"):
         super().__init__()
         self.approximate = approximate
@@ -94,6 +100,7 @@ class GELU(Module):
 
 
 class ELU(_FunctionalModule):
+    __constants__ = ["alpha", "inplace"]
     _fn = staticmethod(F.elu)
     _options = ("alpha", "inplace")
 
@@ -101,11 +108,17 @@ class ELU(_FunctionalModule):
         super().__init__(alpha=alpha, inplace=inplace)
 
 
-class CELU(ELU):
+class CELU(_FunctionalModule):   # not an ELU, as in PyTorch (isinstance(m, nn.ELU) is False)
+    __constants__ = ["alpha", "inplace"]
     _fn = staticmethod(F.celu)
+    _options = ("alpha", "inplace")
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__(alpha=alpha, inplace=inplace)
 
 
 class Hardtanh(_FunctionalModule):
+    __constants__ = ["min_val", "max_val", "inplace"]
     _fn = staticmethod(F.hardtanh)
     _options = ("min_val", "max_val", "inplace")
 
@@ -125,7 +138,18 @@ class Hardtanh(_FunctionalModule):
         super().__init__(min_val=min_val, max_val=max_val, inplace=inplace)
 
 
+class ReLU6(Hardtanh):
+    """``Hardtanh(0., 6.)``, as PyTorch defines it: ``min_val``/``max_val`` are attributes."""
+
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
 class Softplus(_FunctionalModule):
+    __constants__ = ["beta", "threshold"]
     _fn = staticmethod(F.softplus)
     _options = ("beta", "threshold")
 
@@ -134,6 +158,7 @@ class Softplus(_FunctionalModule):
 
 
 class Threshold(_FunctionalModule):
+    __constants__ = ["threshold", "value", "inplace"]
     _fn = staticmethod(F.threshold)
     _options = ("threshold", "value", "inplace")
 
@@ -142,6 +167,7 @@ class Threshold(_FunctionalModule):
 
 
 class RReLU(_FunctionalModule):
+    __constants__ = ["lower", "upper", "inplace"]
     _options = ("lower", "upper", "inplace")
 
     def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
@@ -153,6 +179,7 @@ class RReLU(_FunctionalModule):
 
 
 class GLU(_FunctionalModule):
+    __constants__ = ["dim"]
     _fn = staticmethod(F.glu)
     _options = ("dim",)
 
@@ -161,6 +188,8 @@ class GLU(_FunctionalModule):
 
 
 class PReLU(Module):
+    __constants__ = ["num_parameters"]
+
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
         self.num_parameters = num_parameters
@@ -179,6 +208,7 @@ class PReLU(Module):
 
 
 class _SoftmaxBase(Module):
+    __constants__ = ["dim"]
     _fn = None
 
     def __init__(self, dim=None):
@@ -209,6 +239,7 @@ class LogSoftmax(_SoftmaxBase):
 
 
 class _Shrink(_FunctionalModule):
+    __constants__ = ["lambd"]
     _options = ("lambd",)
 
     def __init__(self, lambd=0.5):

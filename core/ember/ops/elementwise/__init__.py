@@ -8,6 +8,7 @@ defined once.
 * ``floating_point`` frexp, ldexp, nextafter, float_power (compositions)
 * ``ternary``     addcmul, addcdiv, lerp
 * ``activation``  activations with parameters (gelu, softplus, leaky_relu, elu, hardtanh)
+* ``activation_nodes`` glu, log_sigmoid, hardshrink, softshrink, celu (torch's own nodes)
 * ``complex_numbers`` angle, sgn, complex, polar (composites with PyTorch's derivatives)
 * ``operators``   Tensor's Python operators
 * ``special``     special functions (i0, sinc, erfcx, ndtri, zeta, polygamma, mvlgamma…)
@@ -20,7 +21,7 @@ comparisons return bool, the rest return ``compute``. The array-module kernels a
 ``ember.kit.elementwise``.
 """
 from . import (backward, unary, binary, selection, activation, operators,  # noqa: F401 - order
-               special, closeness)
+               special, closeness, activation_nodes)
 from . import complex_numbers  # noqa: F401
 from .complex_numbers import angle, angle_op, complex, complex_op, polar, polar_op, sgn
 from . import ternary  # noqa: F401

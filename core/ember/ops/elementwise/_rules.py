@@ -110,6 +110,16 @@ def check_overlap(t, op):
                                f"clone() the tensor before performing the operation.")
 
 
+def write_in_place(op_, name, self, *args):
+    """Run the in-place op ``op_`` on ``self`` (refusing an expanded self) and bump its
+    version, as ``Tensor.copy_`` does."""
+    if 0 in self._stride:
+        check_overlap(self, name)
+    op_(self, *args)
+    self._storage.version += 1
+    return self
+
+
 def require_tensor(x, op, what="input"):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument '{what}' must be Tensor, not {type(x).__name__}")

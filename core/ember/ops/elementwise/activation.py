@@ -1,6 +1,6 @@
-"""Activations with parameters (gelu, softplus, leaky_relu, elu/celu/selu, hardtanh, threshold,
-hardsigmoid, hardswish, rrelu): each op with its meta and derivative; hardshrink, softshrink and
-prelu as compositions. Parameter-free activations (relu, sigmoid, silu, mish) are unary rows.
+"""Activations with parameters (gelu, softplus, leaky_relu, elu/selu, hardtanh, threshold,
+hardsigmoid, hardswish, rrelu, prelu): each op with its meta and derivative (celu, the shrinks,
+glu and log_sigmoid are in ``activation_nodes``). Parameter-free activations (relu, sigmoid, silu, mish) are unary rows.
 
 In-place variants save what PyTorch's save (``derivatives.yaml``), because that decides whether a
 later in-place write breaks the backward: ``leaky_relu_``, ``elu_`` (so ``celu_``, ``selu_``)
@@ -25,7 +25,7 @@ from .._lowering import clamp, onnx_clamp
 from .._util import require_tensor, tensor_method
 from . import backward as _bw  # formulas only: the fused gelu_backward
 from .backward import _K_BETA, _K_KAPPA   # gelu's tanh constants, for its lowering rules
-from ._rules import check_overlap, float_dtype
+from ._rules import float_dtype, write_in_place
 
 
 def _gelu_backward(ctx, g, x, approximate, compute):
@@ -121,15 +121,6 @@ def _hardswish(self):
     return self * hardtanh_op(self + 3.0, 0.0, 6.0) / 6.0
 
 
-def _written_back(functional_op):
-    """The composite of an in-place activation: its functional op, then one copy into self."""
-    def composite(self, *args):
-        _conv.copy_op(self, functional_op(self, *args))
-        return self
-    composite.__name__ = functional_op.name + "_"
-    return composite
-
-
 gelu_op = define("gelu(Tensor self, str approximate, dtype compute) -> Tensor",
                  meta=_meta.with_compute("gelu"),
                  derivative=Derivative(_gelu_backward, save=("self",)))
@@ -142,28 +133,28 @@ leaky_relu_op = define("leaky_relu(Tensor self, float negative_slope) -> Tensor"
                                              name="LeakyReluBackward0"))
 leaky_relu__op = define("leaky_relu_(Tensor(a!) self, float negative_slope) -> Tensor(a!)",
                         meta=_meta.inplace("leaky_relu_"),
-                        composite=_written_back(leaky_relu_op), functional=leaky_relu_op,
+                        composite=_conv.written_back(leaky_relu_op), functional=leaky_relu_op,
                         derivative=Derivative(_leaky_relu_result_backward, save=("result",),
                                               name="LeakyReluBackward1"))
 elu_op = define("elu(Tensor self, float alpha, float scale, float input_scale) -> Tensor",
                 meta=_meta.same("elu"),
                 derivative=Derivative(_elu_backward, save=("self",), name=_elu_name("0")))
 elu__op = define("elu_(Tensor(a!) self, float alpha, float scale, float input_scale) -> Tensor(a!)",
-                 meta=_meta.inplace("elu_"), composite=_written_back(elu_op), functional=elu_op,
+                 meta=_meta.inplace("elu_"), composite=_conv.written_back(elu_op), functional=elu_op,
                  derivative=Derivative(_elu_result_backward, save=("result",),
                                        name=_elu_name("1")))
 hardtanh_op = define("hardtanh(Tensor self, float min_val, float max_val) -> Tensor",
                      meta=_meta.same("hardtanh"),
                      derivative=Derivative(_hardtanh_backward, save=("self",)))
 hardtanh__op = define("hardtanh_(Tensor(a!) self, float min_val, float max_val) -> Tensor(a!)",
-                      meta=_meta.inplace("hardtanh_"), composite=_written_back(hardtanh_op),
+                      meta=_meta.inplace("hardtanh_"), composite=_conv.written_back(hardtanh_op),
                       functional=hardtanh_op,
                       derivative=Derivative(_hardtanh_backward, save=("self",)))
 threshold_op = define("threshold(Tensor self, float threshold, float value) -> Tensor",
                       composite=_threshold,
                       derivative=Derivative(_threshold_backward, save=("self",)))
 threshold__op = define("threshold_(Tensor(a!) self, float threshold, float value) -> Tensor(a!)",
-                       meta=_meta.inplace("threshold_"), composite=_written_back(threshold_op),
+                       meta=_meta.inplace("threshold_"), composite=_conv.written_back(threshold_op),
                        functional=threshold_op,
                        derivative=Derivative(_threshold_backward, save=("self",),
                                              name="ThresholdBackward1"))
@@ -171,12 +162,12 @@ hardsigmoid_op = define("hardsigmoid(Tensor self) -> Tensor", composite=_hardsig
                         derivative=Derivative(_hardsigmoid_backward, save=("self",)))
 hardsigmoid__op = define("hardsigmoid_(Tensor(a!) self) -> Tensor(a!)",
                          meta=_meta.inplace("hardsigmoid_"),
-                         composite=_written_back(hardsigmoid_op), functional=hardsigmoid_op,
+                         composite=_conv.written_back(hardsigmoid_op), functional=hardsigmoid_op,
                          derivative=Derivative(_hardsigmoid_backward, save=("self",)))
 hardswish_op = define("hardswish(Tensor self) -> Tensor", composite=_hardswish,
                       derivative=Derivative(_hardswish_backward, save=("self",)))
 hardswish__op = define("hardswish_(Tensor(a!) self) -> Tensor(a!)",
-                       meta=_meta.inplace("hardswish_"), composite=_written_back(hardswish_op),
+                       meta=_meta.inplace("hardswish_"), composite=_conv.written_back(hardswish_op),
                        functional=hardswish_op,
                        derivative=Derivative(_hardswish_backward, save=("self",)))
 
@@ -324,22 +315,14 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _write_in_place(op_, name, self, *args):
-    if 0 in self._stride:
-        check_overlap(self, name)
-    op_(self, *args)
-    self._storage.version += 1
-    return self
-
-
 def leaky_relu_(input, negative_slope=0.01):
     _require_float(input, "leaky_relu_")
-    return _write_in_place(leaky_relu__op, "leaky_relu_", input, float(negative_slope))
+    return write_in_place(leaky_relu__op, "leaky_relu_", input, float(negative_slope))
 
 
 def elu_(input, alpha=1.0, scale=1.0, input_scale=1.0):
     _require_float(input, "elu_")
-    return _write_in_place(elu__op, "elu_", input, float(alpha), float(scale),
+    return write_in_place(elu__op, "elu_", input, float(alpha), float(scale),
                            float(input_scale))
 
 
@@ -351,16 +334,6 @@ def _celu_alpha(input, alpha, name):
     return float(alpha)
 
 
-def celu(input, alpha=1.0):
-    a = _celu_alpha(input, alpha, "celu")
-    return elu_op(input, a, 1.0, 1.0 / a)
-
-
-def celu_(input, alpha=1.0):
-    a = _celu_alpha(input, alpha, "celu_")
-    return _write_in_place(elu__op, "celu_", input, a, 1.0, 1.0 / a)
-
-
 def selu(input):
     _require_float(input, "selu")
     return elu_op(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
@@ -368,12 +341,12 @@ def selu(input):
 
 def selu_(input):
     _require_float(input, "selu_")
-    return _write_in_place(elu__op, "selu_", input, _SELU_ALPHA, _SELU_SCALE, 1.0)
+    return write_in_place(elu__op, "selu_", input, _SELU_ALPHA, _SELU_SCALE, 1.0)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
     _check_hardtanh(input, min_val, max_val, "hardtanh_")
-    return _write_in_place(hardtanh__op, "hardtanh_", input, float(min_val), float(max_val))
+    return write_in_place(hardtanh__op, "hardtanh_", input, float(min_val), float(max_val))
 
 
 def _check_threshold(input, name):
@@ -392,7 +365,7 @@ def threshold(input, threshold, value):
 
 def threshold_(input, threshold, value):
     _check_threshold(input, "threshold_")
-    return _write_in_place(threshold__op, "threshold_", input, float(threshold), float(value))
+    return write_in_place(threshold__op, "threshold_", input, float(threshold), float(value))
 
 
 def _float_activation(name, op, op_):
@@ -403,7 +376,7 @@ def _float_activation(name, op, op_):
 
     def fn_(input):
         _require_float(input, name + "_")
-        return _write_in_place(op_, name + "_", input)
+        return write_in_place(op_, name + "_", input)
 
     fn.__name__, fn_.__name__ = name, name + "_"
     fn.__qualname__, fn_.__qualname__ = name, name + "_"
@@ -448,24 +421,7 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     return input.mul_(_rrelu_noise(input, lower, upper, generator))
 
 
-# -- compositions: the shrinks and prelu -------------------------------------------------------
-@tensor_method()
-def hardshrink(input, lambd=0.5):
-    """0 where ``|x| <= lambd``, else ``x`` (NaN stays NaN, as in torch)."""
-    require_tensor(input, "hardshrink")
-    return _primitives.where(input.abs() <= lambd, 0.0, input)
-
-
-def softshrink(input, lambd=0.5):
-    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
-    require_tensor(input, "softshrink")
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    # torch's kernel and backward: 0 (x * 0) where |x| <= lambd, else x -+ lambd with slope 1,
-    # so a NaN stays NaN and keeps its gradient
-    return _primitives.where(input.abs() <= lambd, input * 0, input - lambd * input.sign())
-
-
+# -- prelu (hardshrink, softshrink, celu, glu, log_sigmoid: activation_nodes.py) -----------
 # prelu is PyTorch's _prelu_kernel (where(x > 0, x, w x)) with its backward as an op: torch's
 # double backward of it (derivatives.yaml) masks x >= 0 where the backward masked x > 0, so at
 # x = 0 the second derivatives are torch's only through these formulas

@@ -17,9 +17,10 @@ from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _grad
 from .. import _meta
+from .. import conversion as _conv
 from .. import views as _views
 from .._util import _dtype_title, tensor_method, write_out
-from ._rules import float_dtype
+from ._rules import float_dtype, write_in_place
 from .selection import where
 
 
@@ -63,17 +64,41 @@ def angle(input, *, out=None):
 Tensor.angle = angle
 
 
-# -- sgn ----------------------------------------------------------------------------------------
+# -- sgn: its own op (SgnBackward0, for real inputs too, as torch records it) -------------------
+def _sgn(self):
+    if self.dtype.category != COMPLEX:
+        return self.sign()
+    a = self.abs()
+    zero = a.eq(0)
+    return _grad.mask_fill_zero(self / where(zero, 1.0, a), zero)
+
+
+def _sgn_backward(ctx, g, self):
+    # torch's sgn_backward: 0 for real inputs; (g - sgn^2 conj(g)) / (2|z|), 0 at z = 0
+    if self.dtype.category != COMPLEX:
+        return (_grad.zeros_like(g),)
+    a = self.abs()
+    s = ctx.result
+    return (_grad.mask_fill_zero((g - s * s * _grad.conj(g)) / (a * 2), a.eq(0)),)
+
+
+sgn_op = define("sgn(Tensor self) -> Tensor", meta=_meta.same("sgn"), composite=_sgn,
+                derivative=Derivative(_sgn_backward, save=("self", "result"), complex_ok=True),
+                doc="z / |z| for complex values (0 at 0); sign for real ones")
+
+
+@sgn_op.def_onnx
+def _sgn_onnx(b, c, x, *rest):
+    if c.out_dtype.category == COMPLEX:
+        c.refuse("complex tensors")
+    return b.op("Sign", [x])
+
+
 def sgn(input, *, out=None):
     """``z / |z|`` for complex values (0 at 0); ``sign`` for real ones."""
     if not isinstance(input, Tensor):
         raise TypeError(f"sgn(): argument 'input' must be Tensor, not {type(input).__name__}")
-    if input.dtype.category != COMPLEX:
-        r = input.sign()
-    else:
-        a = input.abs()
-        zero = a.eq(0)
-        r = _grad.mask_fill_zero(input / where(zero, 1.0, a), zero)
+    r = sgn_op(input)
     return r if out is None else write_out(out, r, "sgn")
 
 
@@ -167,9 +192,13 @@ def resolve_neg(input):
     return input.resolve_neg()
 
 
+sgn__op = define("sgn_(Tensor(a!) self) -> Tensor(a!)", meta=_meta.inplace("sgn_"),
+                 composite=_conv.written_back(sgn_op), functional=sgn_op)
+
+
 @tensor_method("sgn_")
 def _sgn_(self):
-    return self.copy_(self.sgn())
+    return write_in_place(sgn__op, "sgn_", self)
 
 
 __all__ = ["angle", "sgn", "complex", "polar", "is_conj", "is_neg", "resolve_conj",

@@ -26,6 +26,8 @@ from .. import factories as _fac
 from .._util import (_broadcast_pair, _dtype_title, broadcast_shapes, ember_namespace,
                      every_example, require_tensor,
                      tensor_method, write_out)
+from ...runtime.registry import registry
+from ..elementwise._rules import write_in_place
 from ..views import expand_op, select_op, slice_op, unsqueeze, view_op
 
 
@@ -440,19 +442,96 @@ def argwhere(input):
     return nonzero_op(input)
 
 
+# take and put index self as if it were flat: one op each with torch's formulas (TakeBackward0,
+# PutBackward0), the kit's kernel on array backends, index/index_put on a flat view elsewhere
+def _take(self, index):
+    return view_op(index_op(self.reshape(-1), [index.reshape(-1)]), index._shape)
+
+
+def _put(self, index, source, accumulate):
+    # index_put is functional (a copy) and takes negative indices, as put does
+    return index_put_op(self.reshape(-1), [index.reshape(-1)], source.reshape(-1),
+                        accumulate).reshape(self._shape)
+
+
+def _take_backward(ctx, g, self, index):
+    # torch's take_backward: zeros of self's shape with grad added at index
+    return (put_op(_grad.zeros(ctx.meta(0)[0], g), index, g, True), None)
+
+
+def _put_backward(ctx, g, self, index, source, accumulate):
+    g_self = g_source = None
+    if ctx.needs(0):
+        # (zeros shaped like index: source has its numel, and its meta only if it needs grad)
+        g_self = g if accumulate else put_op(g, index, _grad.zeros(index._shape, g), False)
+    if ctx.needs(2):
+        g_source = take_op(g, index).reshape(ctx.meta(2)[0])
+    return g_self, None, g_source
+
+
+take_op = define("take(Tensor self, Tensor index) -> Tensor",
+                 meta=lambda self, index: (_meta.shape_of(index), self.dtype), composite=_take,
+                 derivative=Derivative(_take_backward, save=("index",), diff=("self",),
+                                       complex_ok=True),
+                 doc="self's elements at index, self read as a flat tensor")
+put_op = define("put(Tensor self, Tensor index, Tensor source, bool accumulate) -> Tensor",
+                meta=_meta.same("put"), composite=_put,
+                derivative=Derivative(_put_backward, save=("index",), diff=("self", "source"),
+                                      complex_ok=True),
+                doc="self with source's elements put (or added) at index, self read as flat")
+
+
+def _check_flat_index(op, index, n):
+    # a device without values (meta) can't be checked, as torch's meta take/put aren't
+    if index.numel() and registry.get(index.device.type).has_data:
+        every = every_example(index)
+        lo, hi = int(every.min().item()), int(every.max().item())
+        if hi >= n or lo < -n:
+            raise IndexError(f"{op}: out of range: tried to access index "
+                             f"{hi if hi >= n else lo} on a tensor of {n} elements.")
+
+
 @tensor_method()
 def take(input, index):
     if not isinstance(index, Tensor) or index.dtype is not _dtype.int64:
         got = _dtype_title(index.dtype) if isinstance(index, Tensor) else type(index).__name__
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {got}")
-    n = input.numel()
-    if index.numel():
-        every = every_example(index)
-        lo, hi = int(every.min().item()), int(every.max().item())
-        if hi >= n or lo < -n:
-            raise IndexError(f"take: out of range: tried to access index {hi if hi >= n else lo} on "
-                             f"a tensor of {n} elements.")
-    return index_op(input.reshape(-1), [index.reshape(-1)]).view(index._shape)
+    _check_flat_index("take", index, input.numel())
+    return take_op(input, index)
+
+
+put__op = define("put_(Tensor(a!) self, Tensor index, Tensor source, bool accumulate) -> "
+                 "Tensor(a!)", meta=_meta.inplace("put_"), composite=_conv.written_back(put_op),
+                 functional=put_op)
+
+
+def put(input, index, source, accumulate=False):
+    """``input`` (flattened) with ``source`` put (or added) at ``index``."""
+    _check_put("put", input, index, source)
+    return put_op(input, index, source, bool(accumulate))
+
+
+@tensor_method()
+def put_(self, index, source, accumulate=False):
+    """``put`` into ``self`` (PutBackward0, as torch records it)."""
+    _check_put("put_", self, index, source)
+    return write_in_place(put__op, "put_", self, index, source, bool(accumulate))
+
+
+def _check_put(name, input, index, source):
+    require_tensor(input, name)
+    if not isinstance(index, Tensor) or index.dtype is not _dtype.int64:
+        got = _dtype_title(index.dtype) if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {got}")
+    require_tensor(source, name, "source")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {input.dtype} and source.dtype = {source.dtype}")
+    if index.numel() != source.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source.numel()}, "
+                           f"index.numel() = {index.numel()}")
+    _check_flat_index("put", index, input.numel())
 
 
 @tensor_method()

@@ -8,12 +8,13 @@ from ...dispatch.dispatcher import define
 from ...dispatch.facets import Derivative
 from .. import _batching, _grad, _tangents
 from .. import _meta
+from .. import conversion as _conv
 from .. import elementwise as _ew
+from ..elementwise._rules import write_in_place
 from .. import factories as _fac
 from .._util import broadcast_shapes, every_example, tensor_method, write_out
 from ..views import select_op
 from .advanced import index_put_op, nonzero_op
-from .gather_scatter import _assign
 
 
 def _masked_fill_meta(self, mask, value):
@@ -38,15 +39,39 @@ def _masked_select_backward(ctx, g, self, mask):
 masked_fill_op = define("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor",
                         meta=_masked_fill_meta,
                         derivative=Derivative(_masked_fill_backward, save=("mask",),
-                                              diff=("self", "value"), complex_ok=True))
+                                              diff=("self", "value"), complex_ok=True,
+                                              name="MaskedFillBackward1"))
+# torch's masked_fill.Scalar: the number (a 0-d tensor here, so kernels are shared) is no input
+# of the node, which has one edge, self's (MaskedFillBackward0)
+masked_fill_scalar_op = define(
+    "masked_fill_scalar(Tensor self, Tensor mask, Tensor value) -> Tensor",
+    meta=_masked_fill_meta, composite=lambda self, mask, value: masked_fill_op(self, mask, value),
+    derivative=Derivative(_masked_fill_backward, save=("mask",), diff=("self",),
+                          complex_ok=True, name="MaskedFillBackward0"),
+    doc="masked_fill with a number: value is its 0-d tensor, which gets no gradient")
+@masked_fill_op.def_onnx
+@masked_fill_scalar_op.def_onnx
+def _masked_fill_onnx(b, c, x, mask, value, *rest):
+    return b.op("Where", [mask, value, x])
+
+
+# in place: torch records masked_fill_ with its functional node (MaskedFillBackward0/1)
+masked_fill__op = define(
+    "masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
+    meta=_meta.inplace("masked_fill_"), composite=_conv.written_back(masked_fill_op),
+    functional=masked_fill_op)
+masked_fill_scalar__op = define(
+    "masked_fill_scalar_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
+    meta=_meta.inplace("masked_fill_scalar_"),
+    composite=_conv.written_back(masked_fill_scalar_op), functional=masked_fill_scalar_op)
 # no meta: the output's size depends on the mask's values
 masked_select_op = define("masked_select(Tensor self, Tensor mask) -> Tensor",
                           derivative=Derivative(_masked_select_backward, save=("mask",),
                                                 diff=("self",), complex_ok=True))
 
 
-@tensor_method()
-def masked_fill(input, mask, value):
+def _fill_args(input, mask, value):
+    """(tensor value, whether it came as a number) after torch's checks."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool_:
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
@@ -54,11 +79,15 @@ def masked_fill(input, mask, value):
         if value.ndim != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value.ndim} dimension(s).")
-        value = value.to(device=input.device, dtype=input.dtype)
-    else:
-        value = _fac.tensor(value, dtype=input.dtype, device=input.device)
+        return value.to(device=input.device, dtype=input.dtype), False
+    return _fac.tensor(value, dtype=input.dtype, device=input.device), True
+
+
+@tensor_method()
+def masked_fill(input, mask, value):
+    value, number = _fill_args(input, mask, value)
     _broadcastable("masked_fill", input, mask)
-    return masked_fill_op(input, mask, value)
+    return (masked_fill_scalar_op if number else masked_fill_op)(input, mask, value)
 
 
 def _broadcastable(op, input, mask):
@@ -71,12 +100,14 @@ def _broadcastable(op, input, mask):
 
 @tensor_method()
 def masked_fill_(self, mask, value):
-    r = masked_fill(self, mask, value)
-    if r._shape != self._shape:
+    value, number = _fill_args(self, mask, value)
+    _broadcastable("masked_fill", self, mask)
+    shape = broadcast_shapes(self._shape, mask._shape)
+    if shape != self._shape:
         raise RuntimeError(f"masked_fill_: output with shape {list(self._shape)} doesn't match "
-                           f"the broadcast "
-                           f"shape {list(r._shape)}")
-    return _assign(self, r)
+                           f"the broadcast shape {list(shape)}")
+    return write_in_place(masked_fill_scalar__op if number else masked_fill__op, "masked_fill_",
+                          self, mask, value)
 
 
 @tensor_method()

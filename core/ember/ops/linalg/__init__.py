@@ -25,8 +25,10 @@ Kernel convention (see ``ember.kit.linalg``):
 * ``linalg_svdvals(Tensor A)``: singular values of the trailing matrices, real dtype.
 * the decompositions and solvers: see those modules; ``ember.linalg`` is the public namespace.
 
-``baddbmm``, ``addmv``, ``outer``, ``vdot`` and ``tensordot`` are composites: a backend gets them
-from ``matmul`` and the elementwise ops, and may register fused kernels.
+``baddbmm``, ``addmv``, ``addr``, ``addbmm``, ``outer``, ``vdot``, ``trace`` and ``tensordot`` have
+composites: a backend gets them from ``matmul`` and the elementwise ops, and may register fused
+kernels (the array kit does for all but ``outer`` and ``tensordot``). All but those two have
+torch's formula and node too.
 """
 from . import products, fused, contractions  # noqa: F401
 from . import solvers, decompositions, functions  # noqa: F401 - solvers first: see imports

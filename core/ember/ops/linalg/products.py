@@ -15,8 +15,8 @@ from .._lowering import onnx_binary
 from .. import elementwise as _ew
 from .. import views as _views
 from .._util import require_tensor, tensor_method
-from ._rules import (bmm_check, check_tensors, col_major, inner_product_check, matmul_check,
-                     mm_check, mT, mv_check, mv_shape_check, no_bool)
+from ._rules import (bmm_check, check_tensors, col_major, eye_like, inner_product_check,
+                     matmul_check, mm_check, mT, mv_check, mv_shape_check, no_bool)
 
 
 # -- matmul -------------------------------------------------------------------------------------
@@ -302,7 +302,15 @@ def _vdot(a, b):
     return matmul_op(a, b)
 
 
+def _vdot_backward(ctx, g, self, other):
+    # torch's: self gets conj(grad) * other, other gets grad * self
+    return (_grad.conj(g) * other if ctx.needs(0) else None,
+            g * self if ctx.needs(1) else None)
+
+
 vdot_op = define("vdot(Tensor self, Tensor other) -> Tensor", composite=_vdot,
+                 derivative=Derivative(_vdot_backward, save={"self": "other", "other": "self"},
+                                       complex_ok=True),
                  doc="The dot product with the first operand conjugated.")
 
 
@@ -394,15 +402,47 @@ matmul_op.def_jvp(_matmul_jvp)
 svdvals_op.def_batch_rule(_batching.last_dims(svdvals_op))
 
 
-# -- trace, kron, inner: compositions of the products ----------------------------------------
+# -- trace (its own node), kron, inner (compositions of the products) ------------------------
+def _trace(self):
+    return self.diagonal().sum()
+
+
+def _trace_meta(self):
+    d = self.dtype
+    return (), d if d.category >= _dtype.FLOATING else _dtype.int64
+
+
+def _trace_backward(ctx, g, self):
+    # torch's trace_backward: grad on the main diagonal of a zero matrix of self's shape
+    n, m = ctx.meta(0)[0]
+    return (g * eye_like(n, g, m=m),)
+
+
+trace_op = define("trace(Tensor self) -> Tensor", meta=_trace_meta, composite=_trace,
+                  derivative=Derivative(_trace_backward, complex_ok=True),
+                  doc="The sum of the main diagonal of a matrix.")
+
+
+@trace_op.def_onnx
+def _trace_onnx(b, c, x, *rest):
+    return b.op("ReduceSum", [b.op("Mul", [x, b.op("EyeLike", [x])]), b.ints([0, 1])],
+                keepdims=0)
+
+
+@vdot_op.def_onnx
+def _vdot_onnx(b, c, x, y, *rest):
+    if c.out_dtype.category == _dtype.COMPLEX:
+        c.refuse("complex tensors")
+    return b.op("MatMul", [x, y])
+
+
 @tensor_method()
 def trace(input):
     """The sum of the main diagonal of a 2-D tensor."""
     require_tensor(input, "trace")
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
-    out = input.diagonal().sum()
-    return out
+    return trace_op(input)
 
 
 @tensor_method()
