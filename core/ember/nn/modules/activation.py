@@ -99,22 +99,22 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class ELU(_FunctionalModule):
+class _AlphaActivation(_FunctionalModule):
+    """ELU's and CELU's options; a private base, so CELU is not an ELU, as in PyTorch
+    (``isinstance(nn.CELU(), nn.ELU)`` is False)."""
     __constants__ = ["alpha", "inplace"]
+    _options = ("alpha", "inplace")
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__(alpha=alpha, inplace=inplace)
+
+
+class ELU(_AlphaActivation):
     _fn = staticmethod(F.elu)
-    _options = ("alpha", "inplace")
-
-    def __init__(self, alpha=1.0, inplace=False):
-        super().__init__(alpha=alpha, inplace=inplace)
 
 
-class CELU(_FunctionalModule):   # not an ELU, as in PyTorch (isinstance(m, nn.ELU) is False)
-    __constants__ = ["alpha", "inplace"]
+class CELU(_AlphaActivation):
     _fn = staticmethod(F.celu)
-    _options = ("alpha", "inplace")
-
-    def __init__(self, alpha=1.0, inplace=False):
-        super().__init__(alpha=alpha, inplace=inplace)
 
 
 class Hardtanh(_FunctionalModule):
