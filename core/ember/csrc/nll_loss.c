@@ -88,27 +88,53 @@ static npy_intp ceil_log2(npy_intp n)
 NLL_FORWARD(float)
 NLL_FORWARD(double)
 
-/* the arrays this loop takes: x (N, C) C-contiguous float32/float64, t (N,) int64, w None or
- * (C,) of x's dtype, both C-contiguous; the type number, or -1 */
-static int nll_operands(PyObject *x, PyObject *t, PyObject *w)
+/* what both entry points read: (x, t, w) at ops, then reduction and ignore_index */
+struct nll_call {
+    int type;                     /* x's dtype */
+    npy_intp N, C;
+    PyArrayObject *x;
+    const npy_int64 *t;
+    const void *w;                /* NULL: no class weights */
+    long reduction;
+    long long ignore;
+};
+
+/* 1 and `c` filled when the arrays are what these loops take (x (N, C) C-contiguous
+ * float32/float64, t (N,) int64, w None or (C,) of x's dtype, both C-contiguous) and the
+ * reduction is mean or sum; 0 when they are not (the caller returns None); -1 with an
+ * exception set */
+static int nll_parse(PyObject *const *ops, PyObject *reduction, PyObject *ignore,
+                     struct nll_call *c)
 {
-    if (!PyArray_CheckExact(x) || !PyArray_CheckExact(t))
+    c->reduction = PyLong_AsLong(reduction);
+    c->ignore = PyLong_AsLongLong(ignore);
+    if (PyErr_Occurred())
         return -1;
+    PyObject *x = ops[0], *t = ops[1], *w = ops[2];
+    if (!PyArray_CheckExact(x) || !PyArray_CheckExact(t) ||
+        (c->reduction != 1 && c->reduction != 2))
+        return 0;
     PyArrayObject *a = (PyArrayObject *)x, *b = (PyArrayObject *)t;
     int type = PyArray_TYPE(a);
     if ((type != NPY_FLOAT32 && type != NPY_FLOAT64) || PyArray_NDIM(a) != 2 ||
         !PyArray_IS_C_CONTIGUOUS(a) || PyArray_TYPE(b) != NPY_INT64 || PyArray_NDIM(b) != 1 ||
         !PyArray_IS_C_CONTIGUOUS(b) || PyArray_DIM(b, 0) != PyArray_DIM(a, 0))
-        return -1;
+        return 0;
     if (w != Py_None) {
         if (!PyArray_CheckExact(w))
-            return -1;
-        PyArrayObject *c = (PyArrayObject *)w;
-        if (PyArray_TYPE(c) != type || PyArray_NDIM(c) != 1 || !PyArray_IS_C_CONTIGUOUS(c) ||
-            PyArray_DIM(c, 0) != PyArray_DIM(a, 1))
-            return -1;
+            return 0;
+        PyArrayObject *cw = (PyArrayObject *)w;
+        if (PyArray_TYPE(cw) != type || PyArray_NDIM(cw) != 1 ||
+            !PyArray_IS_C_CONTIGUOUS(cw) || PyArray_DIM(cw, 0) != PyArray_DIM(a, 1))
+            return 0;
     }
-    return type;
+    c->type = type;
+    c->x = a;
+    c->N = PyArray_DIM(a, 0);
+    c->C = PyArray_DIM(a, 1);
+    c->t = PyArray_DATA(b);
+    c->w = w == Py_None ? NULL : PyArray_DATA((PyArrayObject *)w);
+    return 1;
 }
 
 static PyObject *scalar_array(int type, double v)
@@ -130,37 +156,29 @@ PyObject *py_nll_loss(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "nll_loss(x, t, w, reduction, ignore_index)");
         return NULL;
     }
-    long reduction = PyLong_AsLong(args[3]);
-    long long ignore = PyLong_AsLongLong(args[4]);
-    if (PyErr_Occurred())
-        return NULL;
-    int type = nll_operands(args[0], args[1], args[2]);
-    if (type < 0 || (reduction != 1 && reduction != 2))
+    struct nll_call c;
+    int ok = nll_parse(args, args[3], args[4], &c);
+    if (ok <= 0) {
+        if (ok < 0)
+            return NULL;
         Py_RETURN_NONE;
-    PyArrayObject *x = (PyArrayObject *)args[0];
-    npy_intp N = PyArray_DIM(x, 0), C = PyArray_DIM(x, 1);
-    const npy_int64 *t = PyArray_DATA((PyArrayObject *)args[1]);
-    const void *w = args[2] == Py_None ? NULL : PyArray_DATA((PyArrayObject *)args[2]);
+    }
     double loss, total;
     int bad;
-    if (type == NPY_FLOAT32) {
+    if (c.type == NPY_FLOAT32) {
         float l, tw;
-        bad = nll_forward_float(N, C, PyArray_DATA(x), t, w, ignore, &l, &tw);
-        if (reduction == 1)
-            l = l / tw;
-        loss = l;
+        bad = nll_forward_float(c.N, c.C, PyArray_DATA(c.x), c.t, c.w, c.ignore, &l, &tw);
+        loss = c.reduction == 1 ? l / tw : l;   /* in float: torch's rounding */
         total = tw;
     } else {
         double l, tw;
-        bad = nll_forward_double(N, C, PyArray_DATA(x), t, w, ignore, &l, &tw);
-        if (reduction == 1)
-            l = l / tw;
-        loss = l;
+        bad = nll_forward_double(c.N, c.C, PyArray_DATA(c.x), c.t, c.w, c.ignore, &l, &tw);
+        loss = c.reduction == 1 ? l / tw : l;
         total = tw;
     }
     if (bad)
         Py_RETURN_NONE;
-    PyObject *a = scalar_array(type, loss), *b = scalar_array(type, total);
+    PyObject *a = scalar_array(c.type, loss), *b = scalar_array(c.type, total);
     if (a == NULL || b == NULL) {
         Py_XDECREF(a);
         Py_XDECREF(b);
@@ -178,33 +196,30 @@ PyObject *py_nll_loss_backward(PyObject *self, PyObject *const *args, Py_ssize_t
                         "nll_loss_backward(g, x, t, w, reduction, ignore_index, total_weight)");
         return NULL;
     }
-    long reduction = PyLong_AsLong(args[4]);
-    long long ignore = PyLong_AsLongLong(args[5]);
-    if (PyErr_Occurred())
-        return NULL;
-    int type = nll_operands(args[1], args[2], args[3]);
-    if (type < 0 || (reduction != 1 && reduction != 2))
+    struct nll_call c;
+    int ok = nll_parse(args + 1, args[4], args[5], &c);
+    if (ok <= 0) {
+        if (ok < 0)
+            return NULL;
         Py_RETURN_NONE;
+    }
     for (int i = 0; i < 7; i += 6)
         if (!PyArray_CheckExact(args[i]) || PyArray_NDIM((PyArrayObject *)args[i]) != 0 ||
-            PyArray_TYPE((PyArrayObject *)args[i]) != type)
+            PyArray_TYPE((PyArrayObject *)args[i]) != c.type)
             Py_RETURN_NONE;
-    PyArrayObject *x = (PyArrayObject *)args[1];
-    npy_intp N = PyArray_DIM(x, 0), C = PyArray_DIM(x, 1);
-    PyObject *out = PyArray_ZEROS(2, PyArray_DIMS(x), type, 0);
+    PyObject *out = PyArray_ZEROS(2, PyArray_DIMS(c.x), c.type, 0);
     if (out == NULL)
         return NULL;
-    const npy_int64 *t = PyArray_DATA((PyArrayObject *)args[2]);
-    const void *w = args[3] == Py_None ? NULL : PyArray_DATA((PyArrayObject *)args[3]);
     void *g = PyArray_DATA((PyArrayObject *)args[0]), *tw = PyArray_DATA((PyArrayObject *)args[6]);
+    void *o = PyArray_DATA((PyArrayObject *)out);
     int bad;
     /* torch's order: -(g / total) for a mean, then times the class weight */
-    if (type == NPY_FLOAT32) {
-        float v = reduction == 1 ? *(float *)g / *(float *)tw : *(float *)g;
-        bad = nll_backward_float(N, C, t, w, ignore, -v, PyArray_DATA((PyArrayObject *)out));
+    if (c.type == NPY_FLOAT32) {
+        float v = c.reduction == 1 ? *(float *)g / *(float *)tw : *(float *)g;
+        bad = nll_backward_float(c.N, c.C, c.t, c.w, c.ignore, -v, o);
     } else {
-        double v = reduction == 1 ? *(double *)g / *(double *)tw : *(double *)g;
-        bad = nll_backward_double(N, C, t, w, ignore, -v, PyArray_DATA((PyArrayObject *)out));
+        double v = c.reduction == 1 ? *(double *)g / *(double *)tw : *(double *)g;
+        bad = nll_backward_double(c.N, c.C, c.t, c.w, c.ignore, -v, o);
     }
     if (bad) {
         Py_DECREF(out);
