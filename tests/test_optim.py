@@ -410,3 +410,33 @@ def test_step_counter_stays_on_the_cpu_under_another_default_device(name):
         assert float(opt.state[p]["step"]) == 1.0
     finally:
         ember.set_default_device(None)
+
+
+def test_an_optimizer_without_step_or_group_update_says_so():
+    class Bare(ember.optim.Optimizer):
+        pass
+
+    p = ember.ones(2, requires_grad=True)
+    p.grad = ember.ones(2)
+    with pytest.raises(NotImplementedError, match="Bare does not define step"):
+        Bare([p], {"lr": 0.1}).step()
+
+
+def test_a_pytorch_style_optimizer_with_its_own_step_is_hooked_like_the_built_in_ones():
+    class SignSGD(ember.optim.Optimizer):
+        def __init__(self, params, lr=0.1):
+            super().__init__(params, {"lr": lr})
+
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.sub_(p.grad.sign() * group["lr"])
+
+    p = ember.tensor([1.0, -2.0], requires_grad=True)
+    p.grad = ember.tensor([3.0, -0.5])
+    seen = []
+    for opt in (SignSGD([p]), ember.optim.Adamax([p])):
+        opt.register_step_pre_hook(lambda o, args, kwargs: seen.append(type(o).__name__))
+        opt.step()
+    assert seen == ["SignSGD", "Adamax"]
+    assert not p.requires_grad or p.grad_fn is None     # steps run under no_grad

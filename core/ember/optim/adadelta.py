@@ -5,8 +5,7 @@ from __future__ import annotations
 from .._tensor import Tensor
 from ..ops import foreach as _fe
 from .optimizer import (Optimizer, addcmul_, as_real, check_hparams, check_impl_flags,
-                        check_state_steps, decayed_grad, functional_implementation, grads_of,
-                        impl_defaults)
+                        check_state_steps, decayed_grad, functional_implementation, impl_defaults)
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -24,19 +23,14 @@ class Adadelta(Optimizer):
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            pairs = grads_of(group, "Adadelta")
-            states = [self._lazy_state(p, zeros=("square_avg", "acc_delta")) for p, _ in pairs]
-            adadelta([p for p, _ in pairs], [g for _, g in pairs],
-                     [s["square_avg"] for s in states], [s["acc_delta"] for s in states],
-                     [s["step"] for s in states], capturable=group["capturable"],
-                     foreach=group["foreach"], differentiable=group["differentiable"],
-                     lr=group["lr"], rho=group["rho"], eps=group["eps"],
-                     weight_decay=group["weight_decay"], maximize=group["maximize"])
-        return loss
+    def _step_group(self, group, params, grads):
+        states = [self._lazy_state(p, zeros=("square_avg", "acc_delta")) for p in params]
+        adadelta(params, grads,
+                 [s["square_avg"] for s in states], [s["acc_delta"] for s in states],
+                 [s["step"] for s in states], capturable=group["capturable"],
+                 foreach=group["foreach"], differentiable=group["differentiable"],
+                 lr=group["lr"], rho=group["rho"], eps=group["eps"],
+                 weight_decay=group["weight_decay"], maximize=group["maximize"])
 
 
 def adadelta(params, grads, square_avgs, acc_deltas, state_steps, capturable=False,

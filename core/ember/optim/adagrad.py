@@ -6,9 +6,8 @@ from __future__ import annotations
 from .. import _dtype
 from ..compiler import is_compiling
 from .optimizer import (Optimizer, add_scaled_, addcmul_, as_real, bump, bump_tensor,
-                        check_hparams, check_impl_flags, check_no_grad_scaling,
-                        check_state_steps, add_scalar, grads_of, impl_defaults, lr_on,
-                        step_counter)
+                        check_hparams, check_impl_flags, check_no_grad_scaling, check_state_steps,
+                        add_scalar, impl_defaults, lr_on, step_counter)
 from ..ops.factories import full_like
 
 __all__ = ["Adagrad", "adagrad"]
@@ -41,18 +40,13 @@ class Adagrad(Optimizer):
         state["step"] = step_counter()
         state["sum"] = full_like(p, complex(v, v) if p.dtype.category == _dtype.COMPLEX else v)
 
-    def step(self, closure=None):
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            pairs = grads_of(group, "Adagrad")
-            states = [self.state[p] for p, _ in pairs]
-            adagrad([p for p, _ in pairs], [g for _, g in pairs], [s["sum"] for s in states],
-                    [s["step"] for s in states], fused=group["fused"],
-                    foreach=group["foreach"], differentiable=group["differentiable"],
-                    lr=group["lr"], weight_decay=group["weight_decay"],
-                    lr_decay=group["lr_decay"], eps=group["eps"], maximize=group["maximize"])
-        return loss
+    def _step_group(self, group, params, grads):
+        states = [self.state[p] for p in params]
+        adagrad(params, grads, [s["sum"] for s in states],
+                [s["step"] for s in states], fused=group["fused"],
+                foreach=group["foreach"], differentiable=group["differentiable"],
+                lr=group["lr"], weight_decay=group["weight_decay"],
+                lr_decay=group["lr_decay"], eps=group["eps"], maximize=group["maximize"])
 
 
 def adagrad(params, grads, state_sums, state_steps, fused=None, grad_scale=None,

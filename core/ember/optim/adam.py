@@ -12,7 +12,7 @@ from .._tensor import Tensor
 from ..compiler import is_compiling
 from .optimizer import (Optimizer, adam_moments_, as_real, bump, bump_tensor, check_betas,
                         check_hparams, check_impl_flags, check_no_grad_scaling, check_state_steps,
-                        functional_implementation, grads_of, impl_defaults, implementation, lr_on,
+                        functional_implementation, impl_defaults, implementation, lr_on,
                         step_counter, zeros_state)
 
 __all__ = ["Adam", "AdamW", "adam", "adamw"]
@@ -46,26 +46,21 @@ class Adam(Optimizer):
             state["max_exp_avg_sq"] = zeros_state(p)
         return state
 
-    def step(self, closure=None):
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            pairs = grads_of(group, type(self).__name__)
-            amsgrad = group["amsgrad"]
-            capturable = bool(group["capturable"])
-            states = [self._state_of(p, amsgrad, capturable) for p, _ in pairs]
-            impl = implementation(group)
-            beta1, beta2 = group["betas"]
-            adam([p for p, _ in pairs], [g for _, g in pairs],
-                 [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
-                 [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
-                 [s["step"] for s in states], foreach=impl == "foreach",
-                 capturable=capturable, differentiable=group["differentiable"],
-                 fused=impl == "fused", decoupled_weight_decay=group["decoupled_weight_decay"],
-                 amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=group["lr"],
-                 weight_decay=group["weight_decay"], eps=group["eps"],
-                 maximize=group["maximize"])
-        return loss
+    def _step_group(self, group, params, grads):
+        amsgrad = group["amsgrad"]
+        capturable = bool(group["capturable"])
+        states = [self._state_of(p, amsgrad, capturable) for p in params]
+        impl = implementation(group)
+        beta1, beta2 = group["betas"]
+        adam(params, grads,
+             [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
+             [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
+             [s["step"] for s in states], foreach=impl == "foreach",
+             capturable=capturable, differentiable=group["differentiable"],
+             fused=impl == "fused", decoupled_weight_decay=group["decoupled_weight_decay"],
+             amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=group["lr"],
+             weight_decay=group["weight_decay"], eps=group["eps"],
+             maximize=group["maximize"])
 
 
 def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None,

@@ -3,8 +3,7 @@ place of the root mean square, following PyTorch's update."""
 from __future__ import annotations
 
 from .optimizer import (Optimizer, addcdiv_, as_real, bump, check_betas, check_hparams,
-                        check_impl_flags, check_state_steps, decayed_grad, grads_of,
-                        impl_defaults, lerp_)
+                        check_impl_flags, check_state_steps, decayed_grad, impl_defaults, lerp_)
 
 __all__ = ["Adamax", "adamax"]
 
@@ -21,20 +20,15 @@ class Adamax(Optimizer):
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            pairs = grads_of(group, "Adamax")
-            states = [self._lazy_state(p, zeros=("exp_avg", "exp_inf")) for p, _ in pairs]
-            beta1, beta2 = group["betas"]
-            adamax([p for p, _ in pairs], [g for _, g in pairs], [s["exp_avg"] for s in states],
-                   [s["exp_inf"] for s in states], [s["step"] for s in states],
-                   foreach=group["foreach"], maximize=group["maximize"],
-                   differentiable=group["differentiable"], capturable=group["capturable"],
-                   eps=group["eps"], beta1=beta1, beta2=beta2, lr=group["lr"],
-                   weight_decay=group["weight_decay"])
-        return loss
+    def _step_group(self, group, params, grads):
+        states = [self._lazy_state(p, zeros=("exp_avg", "exp_inf")) for p in params]
+        beta1, beta2 = group["betas"]
+        adamax(params, grads, [s["exp_avg"] for s in states],
+               [s["exp_inf"] for s in states], [s["step"] for s in states],
+               foreach=group["foreach"], maximize=group["maximize"],
+               differentiable=group["differentiable"], capturable=group["capturable"],
+               eps=group["eps"], beta1=beta1, beta2=beta2, lr=group["lr"],
+               weight_decay=group["weight_decay"])
 
 
 def adamax(params, grads, exp_avgs, exp_infs, state_steps, foreach=None, maximize=False,

@@ -11,7 +11,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor
 from .optimizer import (Optimizer, as_real, bump, check_hparams, check_impl_flags, decayed_grad,
-                        grads_of, host_value, impl_defaults, step_counter)
+                        host_value, impl_defaults, step_counter)
 
 __all__ = ["ASGD", "asgd"]
 
@@ -29,24 +29,19 @@ class ASGD(Optimizer):
                         capturable=capturable)
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            pairs = grads_of(group, "ASGD")
-            states = [self._lazy_state(p, zeros=("ax",), eta=group["lr"], mu=1.0)
-                      for p, _ in pairs]
-            for state in states:         # a plain number from an old state dict
-                for key in ("eta", "mu"):
-                    if not isinstance(state[key], Tensor):
-                        state[key] = step_counter(host_value(state[key]))
-            asgd([p for p, _ in pairs], [g for _, g in pairs], [s["ax"] for s in states],
-                 [s["mu"] for s in states], [s["eta"] for s in states],
-                 [s["step"] for s in states], foreach=group["foreach"],
-                 maximize=group["maximize"], differentiable=group["differentiable"],
-                 capturable=group["capturable"], lambd=group["lambd"], lr=group["lr"],
-                 t0=group["t0"], alpha=group["alpha"], weight_decay=group["weight_decay"])
-        return loss
+    def _step_group(self, group, params, grads):
+        states = [self._lazy_state(p, zeros=("ax",), eta=group["lr"], mu=1.0)
+                  for p in params]
+        for state in states:         # a plain number from an old state dict
+            for key in ("eta", "mu"):
+                if not isinstance(state[key], Tensor):
+                    state[key] = step_counter(host_value(state[key]))
+        asgd(params, grads, [s["ax"] for s in states],
+             [s["mu"] for s in states], [s["eta"] for s in states],
+             [s["step"] for s in states], foreach=group["foreach"],
+             maximize=group["maximize"], differentiable=group["differentiable"],
+             capturable=group["capturable"], lambd=group["lambd"], lr=group["lr"],
+             t0=group["t0"], alpha=group["alpha"], weight_decay=group["weight_decay"])
 
 
 def asgd(params, grads, axs, mus, etas, state_steps, foreach=None, maximize=False,

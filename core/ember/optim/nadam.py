@@ -7,7 +7,7 @@ step counter's dtype like PyTorch's, so float32 runs round it as PyTorch does.""
 from __future__ import annotations
 
 from .optimizer import (Optimizer, adam_moments_, add_scalar, addcdiv_, check_betas, check_hparams,
-                        check_impl_flags, check_state_steps, grads_of, host_value, impl_defaults,
+                        check_impl_flags, check_state_steps, host_value, impl_defaults,
                         step_counter)
 from .._tensor import Tensor
 
@@ -32,26 +32,21 @@ class NAdam(Optimizer):
                         foreach=foreach, capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            pairs = grads_of(group, "NAdam")
-            states = [self._lazy_state(p, zeros=("exp_avg", "exp_avg_sq"), mu_product=1.0)
-                      for p, _ in pairs]
-            for state in states:         # a plain number from an old state dict
-                if not isinstance(state["mu_product"], Tensor):
-                    state["mu_product"] = step_counter(host_value(state["mu_product"]))
-            beta1, beta2 = group["betas"]
-            nadam([p for p, _ in pairs], [g for _, g in pairs], [s["exp_avg"] for s in states],
-                  [s["exp_avg_sq"] for s in states], [s["mu_product"] for s in states],
-                  [s["step"] for s in states],
-                  decoupled_weight_decay=group["decoupled_weight_decay"],
-                  foreach=group["foreach"], capturable=group["capturable"],
-                  differentiable=group["differentiable"], maximize=group["maximize"],
-                  beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
-                  momentum_decay=group["momentum_decay"], eps=group["eps"])
-        return loss
+    def _step_group(self, group, params, grads):
+        states = [self._lazy_state(p, zeros=("exp_avg", "exp_avg_sq"), mu_product=1.0)
+                  for p in params]
+        for state in states:         # a plain number from an old state dict
+            if not isinstance(state["mu_product"], Tensor):
+                state["mu_product"] = step_counter(host_value(state["mu_product"]))
+        beta1, beta2 = group["betas"]
+        nadam(params, grads, [s["exp_avg"] for s in states],
+              [s["exp_avg_sq"] for s in states], [s["mu_product"] for s in states],
+              [s["step"] for s in states],
+              decoupled_weight_decay=group["decoupled_weight_decay"],
+              foreach=group["foreach"], capturable=group["capturable"],
+              differentiable=group["differentiable"], maximize=group["maximize"],
+              beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+              momentum_decay=group["momentum_decay"], eps=group["eps"])
 
 
 def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps,

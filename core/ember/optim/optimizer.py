@@ -214,8 +214,21 @@ class Optimizer:
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
-        raise NotImplementedError(f"{type(self).__name__} does not define step(); optimizers "
-                                  f"subclass Optimizer and implement step(closure=None)")
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss.
+        The built-in optimizers write only the per-group update, ``_step_group``; an optimizer
+        written for PyTorch overrides ``step`` itself."""
+        if type(self)._step_group is Optimizer._step_group:
+            raise NotImplementedError(f"{type(self).__name__} does not define step(); optimizers "
+                                      f"subclass Optimizer and implement step(closure=None)")
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            pairs = grads_of(group, type(self).__name__)
+            self._step_group(group, [p for p, _ in pairs], [g for _, g in pairs])
+        return loss
+
+    def _step_group(self, group, params, grads):
+        """Update one parameter group's ``params`` (those with a gradient) from ``grads``."""
+        raise NotImplementedError
 
     def _lazy_state(self, p, zeros=(), **scalars):
         """``p``'s state, made on its first step: a step counter, each of ``scalars`` as a

@@ -4,7 +4,7 @@ with L2 or decoupled (``decoupled_weight_decay=True``, RAdamW) weight decay."""
 from __future__ import annotations
 
 from .optimizer import (Optimizer, adam_moments_, check_betas, check_hparams, check_impl_flags,
-                        check_state_steps, grads_of, impl_defaults)
+                        check_state_steps, impl_defaults)
 
 __all__ = ["RAdam", "radam"]
 
@@ -26,21 +26,16 @@ class RAdam(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            pairs = grads_of(group, "RAdam")
-            states = [self._lazy_state(p, zeros=("exp_avg", "exp_avg_sq")) for p, _ in pairs]
-            beta1, beta2 = group["betas"]
-            radam([p for p, _ in pairs], [g for _, g in pairs], [s["exp_avg"] for s in states],
-                  [s["exp_avg_sq"] for s in states], [s["step"] for s in states],
-                  decoupled_weight_decay=group["decoupled_weight_decay"],
-                  foreach=group["foreach"], differentiable=group["differentiable"],
-                  capturable=group["capturable"], maximize=group["maximize"], beta1=beta1,
-                  beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
-                  eps=group["eps"])
-        return loss
+    def _step_group(self, group, params, grads):
+        states = [self._lazy_state(p, zeros=("exp_avg", "exp_avg_sq")) for p in params]
+        beta1, beta2 = group["betas"]
+        radam(params, grads, [s["exp_avg"] for s in states],
+              [s["exp_avg_sq"] for s in states], [s["step"] for s in states],
+              decoupled_weight_decay=group["decoupled_weight_decay"],
+              foreach=group["foreach"], differentiable=group["differentiable"],
+              capturable=group["capturable"], maximize=group["maximize"], beta1=beta1,
+              beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+              eps=group["eps"])
 
 
 def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, decoupled_weight_decay=False,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..compiler import is_compiling
 from .optimizer import (Optimizer, add_scaled_, addcmul_, as_real, bump, check_hparams,
-                        check_state_steps, grads_of, impl_defaults, lerp_, lr_on, step_counter)
+                        check_state_steps, impl_defaults, lerp_, lr_on, step_counter)
 from ..ops.factories import zeros_like
 
 __all__ = ["RMSprop", "rmsprop"]
@@ -37,22 +37,17 @@ class RMSprop(Optimizer):
             state["grad_avg"] = zeros_like(p)
         return state
 
-    def step(self, closure=None):
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            pairs = grads_of(group, "RMSprop")
-            states = [self._state_of(p, group) for p, _ in pairs]
-            rmsprop([p for p, _ in pairs], [g for _, g in pairs],
-                    [s["square_avg"] for s in states],
-                    [s["grad_avg"] for s in states] if group["centered"] else [],
-                    [s["momentum_buffer"] for s in states] if group["momentum"] > 0 else [],
-                    [s["step"] for s in states], foreach=group["foreach"],
-                    maximize=group["maximize"], differentiable=group["differentiable"],
-                    capturable=group["capturable"], lr=group["lr"], alpha=group["alpha"],
-                    eps=group["eps"], weight_decay=group["weight_decay"],
-                    momentum=group["momentum"], centered=group["centered"])
-        return loss
+    def _step_group(self, group, params, grads):
+        states = [self._state_of(p, group) for p in params]
+        rmsprop(params, grads,
+                [s["square_avg"] for s in states],
+                [s["grad_avg"] for s in states] if group["centered"] else [],
+                [s["momentum_buffer"] for s in states] if group["momentum"] > 0 else [],
+                [s["step"] for s in states], foreach=group["foreach"],
+                maximize=group["maximize"], differentiable=group["differentiable"],
+                capturable=group["capturable"], lr=group["lr"], alpha=group["alpha"],
+                eps=group["eps"], weight_decay=group["weight_decay"],
+                momentum=group["momentum"], centered=group["centered"])
 
 
 def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps,

@@ -3,9 +3,8 @@ each coordinate keeps its own step size, grown by ``etas[1]`` while the gradient
 and shrunk by ``etas[0]`` when it flips (the update is then skipped for that coordinate)."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, as_real, check_hparams, check_impl_flags,
-                        check_state_steps, grads_of, impl_defaults, neg_if, step_counter,
-                        zeros_state)
+from .optimizer import (Optimizer, as_real, check_hparams, check_impl_flags, check_state_steps,
+                        impl_defaults, neg_if, step_counter, zeros_state)
 from ..ops.factories import full_like
 
 __all__ = ["Rprop", "rprop"]
@@ -25,30 +24,25 @@ class Rprop(Optimizer):
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            pairs = grads_of(group, "Rprop")
-            states = []
-            for p, grad in pairs:
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = step_counter()
-                    state["prev"] = zeros_state(p)
-                    lr = group["lr"]
-                    state["step_size"] = full_like(grad, complex(lr, lr) if p.is_complex()
-                                                   else lr)
-                states.append(state)
-            step_size_min, step_size_max = group["step_sizes"]
-            etaminus, etaplus = group["etas"]
-            rprop([p for p, _ in pairs], [g for _, g in pairs], [s["prev"] for s in states],
-                  [s["step_size"] for s in states], [s["step"] for s in states],
-                  foreach=group["foreach"], capturable=group["capturable"],
-                  maximize=group["maximize"], differentiable=group["differentiable"],
-                  step_size_min=step_size_min, step_size_max=step_size_max, etaminus=etaminus,
-                  etaplus=etaplus)
-        return loss
+    def _step_group(self, group, params, grads):
+        states = []
+        for p, grad in zip(params, grads):
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = step_counter()
+                state["prev"] = zeros_state(p)
+                lr = group["lr"]
+                state["step_size"] = full_like(grad, complex(lr, lr) if p.is_complex()
+                                               else lr)
+            states.append(state)
+        step_size_min, step_size_max = group["step_sizes"]
+        etaminus, etaplus = group["etas"]
+        rprop(params, grads, [s["prev"] for s in states],
+              [s["step_size"] for s in states], [s["step"] for s in states],
+              foreach=group["foreach"], capturable=group["capturable"],
+              maximize=group["maximize"], differentiable=group["differentiable"],
+              step_size_min=step_size_min, step_size_max=step_size_max, etaminus=etaminus,
+              etaplus=etaplus)
 
 
 def rprop(params, grads, prevs, step_sizes, state_steps, foreach=None, capturable=False,

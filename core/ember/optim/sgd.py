@@ -8,8 +8,8 @@ from __future__ import annotations
 from ..ops import foreach as _fe
 from .._tensor import Tensor
 from .optimizer import (Optimizer, add_scaled_, check_hparams, check_impl_flags,
-                        check_no_grad_scaling, functional_implementation, grads_of,
-                        impl_defaults, implementation, lr_on)
+                        check_no_grad_scaling, functional_implementation, impl_defaults,
+                        implementation, lr_on)
 from ..ops.factories import zeros_like
 
 __all__ = ["SGD", "sgd"]
@@ -31,23 +31,18 @@ class SGD(Optimizer):
                         **impl_defaults(foreach, fused, differentiable))
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            pairs = grads_of(group, "SGD")
-            momentum = group["momentum"]
-            states = [self.state[p] for p, _ in pairs] if momentum else []
-            bufs = [state.get("momentum_buffer") for state in states]
-            new = [i for i, buf in enumerate(bufs) if buf is None]
-            impl = implementation(group)
-            sgd([p for p, _ in pairs], [g for _, g in pairs], bufs, foreach=impl == "foreach",
-                fused=impl == "fused", weight_decay=group["weight_decay"], momentum=momentum,
-                lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"],
-                maximize=group["maximize"])
-            for i in new:                # the buffers this first step made
-                states[i]["momentum_buffer"] = bufs[i]
-        return loss
+    def _step_group(self, group, params, grads):
+        momentum = group["momentum"]
+        states = [self.state[p] for p in params] if momentum else []
+        bufs = [state.get("momentum_buffer") for state in states]
+        new = [i for i, buf in enumerate(bufs) if buf is None]
+        impl = implementation(group)
+        sgd(params, grads, bufs, foreach=impl == "foreach",
+            fused=impl == "fused", weight_decay=group["weight_decay"], momentum=momentum,
+            lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"],
+            maximize=group["maximize"])
+        for i in new:                # the buffers this first step made
+            states[i]["momentum_buffer"] = bufs[i]
 
 
 def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=None, fused=None,
