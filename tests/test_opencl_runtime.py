@@ -76,9 +76,14 @@ def test_missing_pyopencl_makes_the_backend_unavailable_with_a_reason():
     assert "pyopencl can't be imported" in reason and "pip install" in reason
 
 
-def _fake_pyopencl(monkeypatch, broken):
-    """A stand-in pyopencl with two CPU devices whose compilers fail for the names in ``broken``."""
+def _fake_pyopencl(monkeypatch, broken, crashing=()):
+    """A stand-in pyopencl with two CPU devices whose compilers fail for the names in ``broken``
+    and abort on vector code (the out-of-process check) for those in ``crashing``."""
     import types
+    from ember_opencl import compiler_check
+    monkeypatch.setattr(compiler_check, "codegen_problem", lambda p_i, d_i, d: (
+        "the compiler crashed (SIGABRT) building a float16 vector kernel: LLVM ERROR: Cannot "
+        "select: fma" if d.name in crashing else None))
     cl = types.SimpleNamespace(device_type=types.SimpleNamespace(GPU=4, ACCELERATOR=8, CPU=2))
 
     class Device:
@@ -127,6 +132,41 @@ def test_no_device_that_compiles_makes_the_backend_unavailable_with_the_compiler
     assert found.devices == []
     assert "unknown target CPU 'generic'" in found.reason
     assert "pthread-old-llvm" in found.reason and "pocl-opencl-icd" in found.reason
+
+
+def test_devices_whose_compiler_aborts_on_vector_code_are_left_out(monkeypatch):
+    # the wheel's PoCL on AMD Zen 4 builds trivial kernels but LLVM aborts the process on a
+    # float16 fma; the device is left out and the hint points at a newer PoCL
+    from ember_opencl.device import discover
+    old, new = _fake_pyopencl(monkeypatch, broken=(), crashing={"pthread-old-llvm"})
+    found = discover()
+    assert found.reason is None and found.devices == [new]
+    assert "LLVM ERROR" in found.left_out[0][1]
+    _fake_pyopencl(monkeypatch, broken=(), crashing={"pthread-old-llvm", "pthread-new-llvm"})
+    found = discover()
+    assert found.devices == [] and "pocl-opencl-icd" in found.reason
+
+
+def test_the_vector_compiler_check_survives_a_crashing_child(monkeypatch):
+    from ember_opencl import compiler_check
+    monkeypatch.setattr(compiler_check, "_CHILD", "import os, signal, sys\n"
+                        "print('LLVM ERROR: Cannot select: fma', file=sys.stderr, flush=True)\n"
+                        "os.kill(os.getpid(), signal.SIGABRT)\n")
+    problem = compiler_check._run_child(0, 0)
+    assert "crashed (SIGABRT)" in problem and "LLVM ERROR: Cannot select" in problem
+    monkeypatch.setattr(compiler_check, "_CHILD", "import sys; sys.exit('wrong values')")
+    assert "failed" in compiler_check._run_child(0, 0)
+
+
+@needs_opencl
+def test_the_device_in_use_passes_the_vector_compiler_check():
+    import pyopencl as cl
+    from ember_opencl import compiler_check
+    device = ember.opencl._backend._devices.discovery.devices[0]
+    platforms = cl.get_platforms()
+    p_i = next(i for i, p in enumerate(platforms) if p == device.platform)
+    d_i = platforms[p_i].get_devices().index(device)
+    assert compiler_check._run_child(p_i, d_i) is None
 
 
 @needs_opencl

@@ -33,7 +33,7 @@ def use_private_driver_cache():
         pass
 
 
-def _identity(device):
+def identity(device):
     import pyopencl as cl
     return "\0".join([device.platform.name, device.platform.version, device.name,
                       device.driver_version, device.version, str(cl.VERSION)])
@@ -42,7 +42,7 @@ def _identity(device):
 def cache_key(device, src, options):
     """The cache entry of program ``src`` built with ``options`` for ``device``."""
     h = hashlib.sha256()
-    for part in (_identity(device), " ".join(options), src):
+    for part in (identity(device), " ".join(options), src):
         h.update(part.encode())
         h.update(b"\0")
     return f"program_{h.hexdigest()[:32]}.bin"

@@ -14,6 +14,8 @@ import threading
 
 from ember.runtime import dtypes as D
 
+from . import compiler_check
+
 ENV = "EMBER_OPENCL_DEVICE"
 
 
@@ -47,7 +49,8 @@ def discover() -> Discovery:
         except Exception:  # a platform with no devices raises DEVICE_NOT_FOUND
             continue
         for d_i, d in enumerate(devs):
-            problem = _compiler_problem(cl, d)
+            problem = compiler_check.build_problem(cl, d) or \
+                compiler_check.codegen_problem(p_i, d_i, d)
             if problem is not None:
                 broken.append(f"{p.name.strip()}: {d.name.strip()}: {problem}")
                 left_out.append((f"{p.name.strip()}: {d.name.strip()}{_driver(d)}",
@@ -58,7 +61,7 @@ def discover() -> Discovery:
             found.append((rank, p_i, d_i, d, f"{p.name.strip()}: {d.name.strip()}"))
     if not found and broken:
         return Discovery([], "no OpenCL device can compile a kernel: " + "; ".join(broken)
-                         + _UNKNOWN_CPU_HINT * any("unknown target CPU" in b for b in broken))
+                         + _UNKNOWN_CPU_HINT * any(sign in b for b in broken for sign in _UNKNOWN_CPU_SIGNS))
     if not found:
         return Discovery([], "OpenCL platforms exist but none has a device ("
                              + ", ".join(p.name for p in platforms) + ")")
@@ -77,10 +80,10 @@ def discover() -> Discovery:
 
 _UNKNOWN_CPU_HINT = (
     " (the LLVM inside this PoCL does not know this CPU model, which happens with the PoCL 3.0 "
-    "bundled with the pyopencl wheels on CPUs newer than LLVM 14, e.g. AMD Zen 5; a newer PoCL "
-    "such as Debian's `apt install pocl-opencl-icd` works)")
-
-_PROBE = "__kernel void ember_probe(__global int *x) { x[get_global_id(0)] += 1; }"
+    "bundled with the pyopencl wheels on CPUs newer than LLVM 14: it refuses every program on "
+    "AMD Zen 5 and aborts on vector code on AMD Zen 4; a newer PoCL such as Debian's "
+    "`apt install pocl-opencl-icd` works)")
+_UNKNOWN_CPU_SIGNS = ("unknown target CPU", "LLVM ERROR")
 
 
 def _driver(device) -> str:
@@ -90,22 +93,6 @@ def _driver(device) -> str:
         return f" (driver {device.driver_version.strip()})"
     except Exception:
         return ""
-
-
-def _compiler_problem(cl, device):
-    """None when ``device`` compiles a trivial kernel, else the first line of the build log.
-
-    Drivers list devices their compiler cannot build for (PoCL with an LLVM older than the CPU);
-    finding that out here turns a failure inside the first kernel launch into a skipped device
-    with a reason.
-    """
-    try:
-        cl.Program(cl.Context([device]), _PROBE).build(cache_dir=False)
-    except Exception as e:  # RuntimeError(BUILD_PROGRAM_FAILURE), LogicError, driver crashes
-        lines = [ln.strip() for ln in str(e).splitlines()]
-        errors = [ln for ln in lines if ln.startswith("error:")]
-        return (errors or [ln for ln in lines if ln] or [type(e).__name__])[0]
-    return None
 
 
 def _select(names, spec):
