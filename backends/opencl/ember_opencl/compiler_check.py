@@ -16,6 +16,7 @@ A device with a problem is left out of the device list with the reason (``ember 
 from __future__ import annotations
 
 import hashlib
+import re
 import signal
 import subprocess
 import sys
@@ -33,7 +34,8 @@ __kernel void ember_vector_probe(__global float *x) {
 """
 
 _CHILD = r"""
-import sys, numpy as np, pyopencl as cl
+import sys, warnings, numpy as np, pyopencl as cl
+warnings.simplefilter("ignore")             # PoCL's chatter; only the verdict matters
 platform, index = int(sys.argv[1]), int(sys.argv[2])
 device = cl.get_platforms()[platform].get_devices()[index]
 ctx = cl.Context([device])
@@ -50,7 +52,9 @@ if not np.array_equal(out, x * x + x):
 """
 
 _VERDICTS = DiskCache("opencl")
-_SECONDS = 120
+# a working compiler builds the probe in about a second, cold; the wheel's PoCL on Zen 4 has
+# been seen to spin for 100 s before it segfaults
+_SECONDS = 60
 
 
 def build_problem(cl, device):
@@ -90,24 +94,27 @@ def _run_child(platform_index, device_index):
                                str(device_index), VECTOR_PROBE],
                               capture_output=True, text=True, timeout=_SECONDS)
     except subprocess.TimeoutExpired:
-        return f"building a vector kernel did not finish in {_SECONDS} s"
+        return f"building a float16 vector kernel did not finish in {_SECONDS} s"
     except OSError as e:
         return f"the compiler check could not start a Python process ({e})"
     if done.returncode == 0:
         return None
     lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
+    # what the compiler said, else the Python error (e.g. the kernel missing from a program
+    # whose code generation failed), else a plain exit message
     said = ([ln for ln in lines if "LLVM ERROR" in ln or ln.startswith("error:")]
-            or lines[-1:] or ["no output"])[0]
-    if done.returncode < 0:
-        how = f"the compiler crashed ({signal.Signals(-done.returncode).name})"
-    else:
-        how = "the compiler failed"
-    return f"{how} building a float16 vector kernel: {said}"
+            or [ln for ln in lines if re.match(r"[\w.]+(Error|Exception): ", ln)][-1:]
+            or ([] if done.returncode < 0 else lines[-1:]))
+    how = (f"the compiler crashed ({signal.Signals(-done.returncode).name})"
+           if done.returncode < 0 else "the compiler failed")
+    return f"{how} building a float16 vector kernel" + "".join(f": {s}" for s in said[:1])
 
 
 def codegen_problem(platform_index, device_index, device):
     """None when ``device`` generates and runs a 16-wide vector kernel, else why not; checked
-    in a child process once per driver and CPU, then read from ember's private cache."""
+    in a child process once per driver and CPU, then read from ember's private cache (a timeout
+    is kept too: a compiler that needs a minute for three lines is of no use; removing the
+    ``compiler_check_*`` entries of the ``opencl`` cache checks again)."""
     try:
         key = _verdict_key(device)
         cached = _VERDICTS.read(key)

@@ -83,7 +83,7 @@ _UNKNOWN_CPU_HINT = (
     "bundled with the pyopencl wheels on CPUs newer than LLVM 14: it refuses every program on "
     "AMD Zen 5 and aborts on vector code on AMD Zen 4; a newer PoCL such as Debian's "
     "`apt install pocl-opencl-icd` works)")
-_UNKNOWN_CPU_SIGNS = ("unknown target CPU", "LLVM ERROR")
+_UNKNOWN_CPU_SIGNS = ("unknown target CPU", "LLVM ERROR", "the compiler crashed")
 
 
 def _driver(device) -> str:
