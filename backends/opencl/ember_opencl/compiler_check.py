@@ -54,7 +54,7 @@ if not np.array_equal(out, x * x + x):
 _VERDICTS = DiskCache("opencl")
 # a working compiler builds the probe in about a second, cold; the wheel's PoCL on Zen 4 has
 # been seen to spin for 100 s before it segfaults
-_SECONDS = 60
+_SECONDS = 30
 
 
 def build_problem(cl, device):
@@ -113,7 +113,7 @@ def _run_child(platform_index, device_index):
 def codegen_problem(platform_index, device_index, device):
     """None when ``device`` generates and runs a 16-wide vector kernel, else why not; checked
     in a child process once per driver and CPU, then read from ember's private cache (a timeout
-    is kept too: a compiler that needs a minute for three lines is of no use; removing the
+    is kept too: a compiler that needs half a minute for three lines is of no use; removing the
     ``compiler_check_*`` entries of the ``opencl`` cache checks again)."""
     try:
         key = _verdict_key(device)
