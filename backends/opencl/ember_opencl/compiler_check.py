@@ -5,11 +5,13 @@ the PoCL 3.0 (LLVM 14) bundled with the pyopencl wheels on CPUs newer than its L
 
 * it refuses every program (``error: unknown target CPU``, AMD Zen 5): a trivial build in this
   process shows it (``build_problem``);
-* it builds trivial programs but LLVM aborts the whole process while generating code for a
-  16-wide vector ``fma`` (``LLVM ERROR: Cannot select ... fma``, AMD Zen 4), which ember's
-  attention and reduction kernels use. An abort cannot be caught, so that check runs in a child
-  process (``codegen_problem``) and its verdict is kept in ember's private cache, keyed by the
-  driver and the CPU, so only the first process on a machine pays for it (~1 s).
+* it builds trivial programs but LLVM fails while generating code for a 16-wide vector
+  ``fma`` (AMD Zen 4), which ember's attention and reduction kernels use: it aborts the whole
+  process (``LLVM ERROR: Cannot select ... fma``), spins for minutes and segfaults, or leaves
+  the kernel out of the program and aborts at exit. None of that can be caught, so this check
+  runs in a child process (``codegen_problem``) and its verdict is kept in ember's private
+  cache, keyed by the driver and the CPU: only the first process on a machine pays for it
+  (about a second; at most ``_SECONDS`` for a compiler that hangs).
 
 A device with a problem is left out of the device list with the reason (``ember info``).
 """
