@@ -59,6 +59,12 @@ _VERDICTS = DiskCache("opencl")
 _SECONDS = 30
 
 
+def problem(cl, platform_index, device_index, device):
+    """None when ``device`` can build ember's kernels, else why not: the trivial build first
+    (cheap, in this process), then the vector check (a child process, once per machine)."""
+    return build_problem(cl, device) or codegen_problem(platform_index, device_index, device)
+
+
 def build_problem(cl, device):
     """None when ``device`` compiles a trivial kernel, else the first line of the build log."""
     try:

@@ -49,8 +49,7 @@ def discover() -> Discovery:
         except Exception:  # a platform with no devices raises DEVICE_NOT_FOUND
             continue
         for d_i, d in enumerate(devs):
-            problem = compiler_check.build_problem(cl, d) or \
-                compiler_check.codegen_problem(p_i, d_i, d)
+            problem = compiler_check.problem(cl, p_i, d_i, d)
             if problem is not None:
                 broken.append(f"{p.name.strip()}: {d.name.strip()}: {problem}")
                 left_out.append((f"{p.name.strip()}: {d.name.strip()}{_driver(d)}",
@@ -61,7 +60,8 @@ def discover() -> Discovery:
             found.append((rank, p_i, d_i, d, f"{p.name.strip()}: {d.name.strip()}"))
     if not found and broken:
         return Discovery([], "no OpenCL device can compile a kernel: " + "; ".join(broken)
-                         + _UNKNOWN_CPU_HINT * any(sign in b for b in broken for sign in _UNKNOWN_CPU_SIGNS))
+                         + _UNKNOWN_CPU_HINT * any(sign in b for b in broken
+                                                   for sign in _UNKNOWN_CPU_SIGNS))
     if not found:
         return Discovery([], "OpenCL platforms exist but none has a device ("
                              + ", ".join(p.name for p in platforms) + ")")
